@@ -1,0 +1,281 @@
+"""The command line: parse arguments, wire the parts together, map failures to exit codes.
+
+    soak [run] [--config FILE] [--urls FILE] [--<setting> VALUE ...] [URL | @FILE ...]
+    soak demo [--<setting> VALUE ...]
+    soak validate [--config FILE] [--urls FILE] [--<setting> VALUE ...] [URL | @FILE ...]
+
+Every setting in the schema is a flag of the same name; flags win over the config file.
+Nothing here measures or formats: it only chooses parts and connects them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import difflib
+import os
+import sys
+from collections.abc import Coroutine, Sequence
+from typing import Any, TextIO, TypeVar
+
+from runner import __version__
+from runner.config import Settings, merge, read_config_file, settings_from
+from runner.csvreport import CsvReporter
+from runner.demo import start_target, stop_target
+from runner.errors import EXIT_OK, EXIT_USAGE, UsageError
+from runner.httpx_transport import HttpxTransport
+from runner.plan import describe
+from runner.report import Reporter
+from runner.schema import ValidationError, schema, settings_names, validate
+from runner.slowcooker import SlowCookerReporter
+from runner.soak import Soak
+from runner.summary import JsonSummaryReporter
+from runner.targets import build_requests, load_url_file, urls_from_arguments
+from runner.transport import TransportOptions
+
+PROG = "soak"
+COMMANDS = ("run", "demo", "validate")
+
+# `soak demo` runs a few seconds of the default shape against the built-in target.
+DEMO_LAYER = {"qps": 100, "concurrency": 5, "interval": "1s", "iterations": 5}
+
+T = TypeVar("T")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `soak` and `python -m runner`; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv.pop(0) if argv and argv[0] in COMMANDS else "run"
+    _line_buffered(sys.stdout)
+    try:
+        args = _parser(command).parse_args(argv)
+        return {"run": _run, "demo": _demo, "validate": _validate}[command](args)
+    except UsageError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`soak ... | head`): nothing left to say, and no traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    urls, source = _urls(args)
+    return _soak(settings, urls, source)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    settings = settings_from(merge(DEMO_LAYER, _flags_layer(args)))
+    child, url = start_target()
+    try:
+        return _soak(settings, [url], None)
+    finally:
+        stop_target(child)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    urls, source = _urls(args)
+    if args.config:
+        print(f"{args.config}: valid")
+    if source:
+        print(f"{source}: {len(urls)} URL{'s' if len(urls) != 1 else ''}")
+    for line in describe(settings, urls, os.environ):
+        print(line)
+    return EXIT_OK
+
+
+def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
+    """Run one soak with the standard reporters; exit 0 when it ran to its end."""
+    requests = build_requests(settings, urls)
+    reporters: list[Reporter] = [SlowCookerReporter(sys.stdout, sys.stderr)]
+    if not settings.no_latency_summary:
+        reporters.append(JsonSummaryReporter(sys.stdout))
+    if settings.report_latencies_csv:
+        reporters.append(CsvReporter(_open_for_writing(settings.report_latencies_csv)))
+    transport = HttpxTransport(
+        TransportOptions(
+            timeout_ns=settings.timeout_ns,
+            no_reuse=settings.no_reuse,
+            compress=settings.compress,
+            max_connections=settings.max_in_flight if settings.load_model == "open" else 1,
+        )
+    )
+
+    async def soak() -> None:
+        await Soak(settings, requests, urls, source, transport, reporters).run()
+
+    _run_async(soak())
+    return EXIT_OK
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    file_layer = read_config_file(args.config) if args.config else {}
+    return settings_from(merge(file_layer, _flags_layer(args)))
+
+
+def _urls(args: argparse.Namespace) -> tuple[list[str], str | None]:
+    """The URL list and the file it came from, from --urls or the arguments."""
+    if args.urls and args.url:
+        raise UsageError("give URLs either as arguments or with --urls, not both")
+    if args.urls:
+        return load_url_file(args.urls), args.urls
+    if not args.url:
+        raise UsageError("no URL: give one or more as arguments, @FILE for a list, or --urls FILE")
+    sources = [a[1:] for a in args.url if a.startswith("@")]
+    return urls_from_arguments(args.url), (sources[0] if len(sources) == 1 and len(args.url) == 1 else None)
+
+
+def _flags_layer(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as flags, validated, as a config layer."""
+    given = vars(args)
+    layer = {name: given[name] for name in settings_names() if name in given}
+    headers = {**_headers(given.get("header", [])), **_env_headers(given.get("headerFromEnv", []))}
+    if headers:
+        layer["headers"] = headers
+    if isinstance(layer.get("body"), str) and layer["body"].startswith("@"):
+        layer["body"] = {"file": layer["body"][1:]}
+    validate(layer, _flag_for)
+    return layer
+
+
+def _flag_for(error: ValidationError) -> str:
+    """The flag a bad value came from."""
+    if not error.path:
+        names = [n for n in ("iterations", "duration") if n in error.instance]
+        return " and ".join(f"--{n}" for n in names) or "flags"
+    return {"headers": "--header", "body": "--body"}.get(str(error.path[0]), f"--{error.path[0]}")
+
+
+def _headers(values: list[str]) -> dict[str, str]:
+    headers = {}
+    for value in values:
+        name, colon, text = value.partition(":")
+        if not colon or not name.strip():
+            raise UsageError(f'--header: "{value}" is not allowed; must be "Name: value"')
+        headers[name.strip()] = text.strip()
+    return headers
+
+
+def _env_headers(values: list[str]) -> dict[str, dict[str, str]]:
+    headers = {}
+    for value in values:
+        name, equals, var = value.partition("=")
+        if not equals or not name or not var:
+            raise UsageError(f'--headerFromEnv: "{value}" is not allowed; must be "Name=VARIABLE"')
+        headers[name] = {"fromEnv": var}
+    return headers
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2, like every other error."""
+
+    def error(self, message: str) -> Any:
+        raise UsageError(f"{message}{self._suggestion(message)} (see {self.prog} --help)")
+
+    def _suggestion(self, message: str) -> str:
+        """For a mistyped flag, the flag it most likely meant."""
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        flags = [f for action in self._actions for f in action.option_strings if f.startswith("--")]
+        for word in message.split(":", 1)[1].split():
+            close = difflib.get_close_matches(word.split("=")[0], flags, n=1, cutoff=0.7)
+            if close:
+                return f" (did you mean {close[0]}?)"
+        return ""
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
+    prog = PROG if command == "run" else f"{PROG} {command}"
+    parser = _Parser(prog=prog, description=_DESCRIPTIONS[command], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    if command != "demo":
+        parser.add_argument("--config", metavar="FILE", help="configuration.json to read settings from")
+        parser.add_argument("--urls", metavar="FILE", help="URL list: a plain file (one per line) or the ConfigMap YAML")
+        parser.add_argument("url", nargs="*", metavar="URL", help="target URL, or @FILE for a URL list")
+    _add_setting_flags(parser.add_argument_group("settings (each overrides the config file)"))
+    return parser
+
+
+def _add_setting_flags(group: argparse._ArgumentGroup) -> None:
+    """One flag per schema setting, named as in configuration.json."""
+    props = schema()["properties"]
+    for name in settings_names():
+        spec = props[name]
+        help_text = spec["description"] + (f" Default: {_default_text(spec['default'])}." if "default" in spec else "")
+        help_text = help_text.replace("%", "%%")
+        if name == "headers":
+            group.add_argument("-H", "--header", action="append", default=argparse.SUPPRESS, metavar="'NAME: VALUE'",
+                               help=help_text)
+            group.add_argument("--headerFromEnv", action="append", default=argparse.SUPPRESS, metavar="NAME=VAR",
+                               help="A header whose value is the environment variable VAR (never printed).")
+        elif name == "body":
+            group.add_argument("--body", "--data", dest="body", default=argparse.SUPPRESS, metavar="TEXT|@FILE",
+                               help=help_text)
+        elif spec.get("type") == "boolean":
+            group.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
+        else:
+            group.add_argument(f"--{name}", type=_typed(spec), default=argparse.SUPPRESS, metavar=_metavar(spec), help=help_text)
+
+
+def _typed(spec: dict[str, Any]) -> Any:
+    """Convert a flag's text to the schema's type where it can; the schema judges the rest."""
+    kind = spec.get("type")
+
+    def convert(text: str) -> Any:
+        try:
+            if kind == "integer":
+                return int(text)
+            if kind == "number":
+                return float(text) if any(c in text for c in ".eE") or text.lower() in ("inf", "nan") else int(text)
+        except ValueError:
+            pass
+        return text
+
+    return convert
+
+
+def _metavar(spec: dict[str, Any]) -> str:
+    if "enum" in spec:
+        return "{" + ",".join(spec["enum"]) + "}"
+    if spec.get("format") == "positive-duration":
+        return "DURATION"
+    return {"integer": "N", "number": "X"}.get(spec.get("type", ""), "TEXT")
+
+
+def _default_text(value: Any) -> str:
+    return repr(value) if value == "" else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+_DESCRIPTIONS = {
+    "run": "Run a soak: send a steady rate of HTTP requests and print slow_cooker-style lines per interval, then a JSON summary.",
+    "demo": "Start a built-in HTTP target on a free loopback port and run a short soak against it.",
+    "validate": "Check the configuration and URL list and print what the run would do, without sending anything.",
+}
+
+
+def _open_for_writing(path: str) -> TextIO:
+    """Open an output file now, so a bad path stops the run before any load is sent."""
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"reportLatenciesCSV: {path}: {e.strerror or e}") from None
+
+
+def _line_buffered(stream: TextIO) -> None:
+    """Each line reaches `kubectl logs -f` as it is printed, not when a buffer fills."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(line_buffering=True)
+
+
+def _run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop when it is installed (it is in the image), else on asyncio's loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)

@@ -1,0 +1,128 @@
+"""The settings in effect for a run: schema defaults < config file < command line.
+
+Each layer is validated on its own against the schema, so an error names the file and JSON
+path, or the flag, that the bad value came from. The merged result becomes a frozen
+Settings with durations parsed to nanoseconds; nothing downstream reads raw JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from runner.durations import parse_duration
+from runner.errors import UsageError
+from runner.schema import defaults, json_path_in, settings_names, validate
+
+# iterations and duration are two ways to say when to stop; a layer that names one
+# replaces whichever one a lower layer chose, so `--duration 2h` overrides `iterations: 60`.
+_STOP_RULES = ("iterations", "duration")
+
+# Header names whose literal values are credentials; printed as hidden, like fromEnv values.
+_CREDENTIAL_HEADERS = {"authorization", "proxy-authorization", "cookie", "x-api-key"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of a run, typed, with durations in nanoseconds."""
+
+    qps: float
+    concurrency: int
+    interval_ns: int
+    iterations: int
+    duration_ns: int | None
+    total_requests: int
+    method: str
+    headers: dict[str, Any]
+    body: str | dict[str, str]
+    host: str
+    timeout_ns: int
+    no_reuse: bool
+    compress: bool
+    latency_unit: str
+    hash_value: int
+    hash_sample_rate: float
+    no_latency_summary: bool
+    report_latencies_csv: str
+    load_model: str
+    max_in_flight: int
+    effective: dict[str, Any]
+
+    @property
+    def run_ns(self) -> int | None:
+        """How long sending lasts by the clock, or None when only a count or a signal ends it."""
+        if self.duration_ns is not None:
+            return self.duration_ns
+        if self.iterations:
+            return self.iterations * self.interval_ns
+        return None
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """The validated settings in a configuration.json, without the `$schema` hint."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path}: line {e.lineno}, column {e.colno}: {e.msg}") from None
+    validate(data, json_path_in(path))
+    data.pop("$schema", None)
+    return data
+
+
+def merge(*layers: dict[str, Any]) -> dict[str, Any]:
+    """Schema defaults overlaid by each layer in turn, later layers winning."""
+    merged = defaults()
+    for layer in layers:
+        if any(rule in layer for rule in _STOP_RULES):
+            for rule in _STOP_RULES:
+                merged.pop(rule, None)
+        for key, value in layer.items():
+            # Headers add up across layers: `--header X-Debug:1` keeps the file's headers.
+            merged[key] = {**merged[key], **value} if key == "headers" else value
+    return merged
+
+
+def settings_from(merged: dict[str, Any]) -> Settings:
+    """Typed Settings from a merged, validated configuration."""
+    duration = merged.get("duration")
+    return Settings(
+        qps=float(merged["qps"]),
+        concurrency=merged["concurrency"],
+        interval_ns=parse_duration(merged["interval"]),
+        iterations=merged.get("iterations", 0),
+        duration_ns=parse_duration(duration) if duration is not None else None,
+        total_requests=merged["totalRequests"],
+        method=merged["method"],
+        headers=dict(merged["headers"]),
+        body=merged["body"],
+        host=merged["host"],
+        timeout_ns=parse_duration(merged["timeout"]),
+        no_reuse=merged["noReuse"],
+        compress=merged["compress"],
+        latency_unit=merged["latencyUnit"],
+        hash_value=merged["hashValue"],
+        hash_sample_rate=float(merged["hashSampleRate"]),
+        no_latency_summary=merged["noLatencySummary"],
+        report_latencies_csv=merged["reportLatenciesCSV"],
+        load_model=merged["loadModel"],
+        max_in_flight=merged["maxInFlight"],
+        effective=_printable(merged),
+    )
+
+
+def _printable(merged: dict[str, Any]) -> dict[str, Any]:
+    """The configuration as it may be printed: credential header values hidden."""
+    shown = {name: merged[name] for name in settings_names() if name in merged}
+    shown["headers"] = {
+        name: ("<hidden>" if name.lower() in _CREDENTIAL_HEADERS and isinstance(value, str) else value)
+        for name, value in merged["headers"].items()
+    }
+    return shown

@@ -1,0 +1,97 @@
+"""Go-style durations (`500ms`, `10s`, `1m30s`), parsed and printed exactly as Go does.
+
+slow_cooker's users write intervals the way Go's `time.ParseDuration` reads them and read
+them back the way Go's `Duration.String()` prints them (`1m0s`, not `60s`). Durations are
+kept as integer nanoseconds, as in Go, so parsing and printing round-trip without float error.
+"""
+
+from __future__ import annotations
+
+import re
+
+NS_PER_US = 1_000
+NS_PER_MS = 1_000_000
+NS_PER_S = 1_000_000_000
+NS_PER_MIN = 60 * NS_PER_S
+NS_PER_HOUR = 60 * NS_PER_MIN
+
+_UNITS = {
+    "ns": 1,
+    "us": NS_PER_US,
+    "µs": NS_PER_US,  # U+00B5 micro sign, as Go prints it
+    "μs": NS_PER_US,  # U+03BC Greek mu, which Go also accepts
+    "ms": NS_PER_MS,
+    "s": NS_PER_S,
+    "m": NS_PER_MIN,
+    "h": NS_PER_HOUR,
+}
+_TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+DURATION_HINT = "a duration like 500ms, 10s, 1m or 1m30s"
+
+
+class DurationError(ValueError):
+    """A string that is not a Go duration; the message says what was expected."""
+
+
+def parse_duration(text: str) -> int:
+    """Return the duration `text` in nanoseconds, or raise DurationError.
+
+    Accepts what Go's ParseDuration accepts for non-negative values: a sequence of
+    decimal numbers with units, and the bare "0". Each unit's fraction is kept exactly.
+    """
+    if not isinstance(text, str):
+        raise DurationError(f"{text!r} is not {DURATION_HINT}")
+    s = text.strip()
+    if s == "0":
+        return 0
+    pos, total = 0, 0
+    while pos < len(s):
+        m = _TERM.match(s, pos)
+        if m is None:
+            raise DurationError(f"{text!r} is not {DURATION_HINT}")
+        total += _term_ns(m.group(1), _UNITS[m.group(2)])
+        pos = m.end()
+    if pos == 0:
+        raise DurationError(f"{text!r} is not {DURATION_HINT}")
+    return total
+
+
+def _term_ns(number: str, unit_ns: int) -> int:
+    """Convert one `<number><unit>` term to nanoseconds, truncating below 1 ns as Go does."""
+    whole, _, frac = number.partition(".")
+    ns = int(whole or "0") * unit_ns
+    if frac:
+        ns += int(frac) * unit_ns // 10 ** len(frac)
+    return ns
+
+
+def format_duration(ns: int) -> str:
+    """Print nanoseconds as Go's Duration.String() does: `1m0s`, `1.5s`, `500ms`, `0s`."""
+    if ns < 0:
+        return "-" + format_duration(-ns)
+    if ns == 0:
+        return "0s"
+    if ns < NS_PER_US:
+        return f"{ns}ns"
+    if ns < NS_PER_MS:
+        return _decimal(ns, NS_PER_US) + "µs"
+    if ns < NS_PER_S:
+        return _decimal(ns, NS_PER_MS) + "ms"
+    hours, rest = divmod(ns, NS_PER_HOUR)
+    minutes, rest = divmod(rest, NS_PER_MIN)
+    seconds = _decimal(rest, NS_PER_S) + "s"
+    if hours:
+        return f"{hours}h{minutes}m{seconds}"
+    if minutes:
+        return f"{minutes}m{seconds}"
+    return seconds
+
+
+def _decimal(value: int, unit: int) -> str:
+    """`value / unit` with the fraction's trailing zeros dropped (Go's fmtFrac)."""
+    whole, frac = divmod(value, unit)
+    if not frac:
+        return str(whole)
+    digits = len(str(unit)) - 1
+    return f"{whole}.{frac:0{digits}d}".rstrip("0")

@@ -1,0 +1,178 @@
+"""The engine: sends each request when the schedule says, and hands every Result to a sink.
+
+It never prints and never interprets a result. Every send it makes produces exactly one
+Result (a response, a failure, or, when cancelled at a hard stop, a `cancelled` failure),
+and every send it cannot make on time produces one skipped Result, so whoever counts
+results can account for the whole schedule.
+
+Closed model (default): each client has one request in flight; when a response comes
+back after the client's next send was due, the newest overdue send goes out at once and
+older overdue ones are skipped. Open model: each send goes out at its due time whatever
+is in flight, up to `max_in_flight` across all clients; beyond that, sends are skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from runner import result as kinds
+from runner.result import Result
+from runner.schedule import Schedule
+from runner.targets import Request
+from runner.transport import Session, Transport
+
+Sink = Callable[[Result], None]
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the engine must do, beyond the schedule itself."""
+
+    requests: list[Request]  # one per URL; send n goes to requests[n % len(requests)]
+    open_model: bool = False
+    max_in_flight: int = 1000  # open model only
+    total_requests: int = 0  # stop after this many sends; 0: no limit
+    hash_sample_rate: float = 0.0
+
+
+class Engine:
+    """Runs the clients of one load on one schedule."""
+
+    def __init__(self, schedule: Schedule, load: Load, transport: Transport, sink: Sink) -> None:
+        self._schedule = schedule
+        self._load = load
+        self._transport = transport
+        self._sink = sink
+        self._sent = 0
+        self._in_flight = 0
+        self._stopping = False
+        self._clients: list[asyncio.Task[None]] = []
+        self._idle: set[asyncio.Task[None]] = set()  # clients waiting for a due time
+        self._sends: set[asyncio.Task[None]] = set()  # open model: requests in flight
+        self._random = random.Random()
+
+    @property
+    def sent(self) -> int:
+        """Requests sent so far."""
+        return self._sent
+
+    async def run(self) -> None:
+        """Run every client until the schedule ends, the count is reached, or a stop."""
+        client = self._open_client if self._load.open_model else self._closed_client
+        self._clients = [asyncio.ensure_future(client(c)) for c in range(self._schedule.clients)]
+        for outcome in await asyncio.gather(*self._clients, return_exceptions=True):
+            if isinstance(outcome, Exception):
+                raise outcome
+
+    def stop(self) -> None:
+        """Send nothing more; requests in flight may finish (see cancel_in_flight)."""
+        self._stopping = True
+        for task in list(self._idle):
+            task.cancel()
+
+    def cancel_in_flight(self) -> None:
+        """Abandon requests still in flight; each still yields a `cancelled` Result."""
+        self.stop()
+        for task in [*self._clients, *self._sends]:
+            task.cancel()
+
+    async def _closed_client(self, client: int) -> None:
+        session = self._transport.session()
+        try:
+            k = 0
+            while self._ready(n := self._schedule.send_number(client, k)) and await self._wait_until_due(n):
+                if not self._claim():
+                    break
+                await self._send(session, n)
+                if self._stopping:
+                    break
+                k, skipped = self._schedule.catch_up(client, k + 1, time.monotonic_ns())
+                for missed in range(k - skipped, k):
+                    self._skip(self._schedule.send_number(client, missed))
+        finally:
+            await session.aclose()
+
+    async def _open_client(self, client: int) -> None:
+        session = self._transport.session()
+        mine: set[asyncio.Task[None]] = set()
+        try:
+            k = 0
+            while self._ready(n := self._schedule.send_number(client, k)) and await self._wait_until_due(n):
+                k += 1
+                if self._in_flight >= self._load.max_in_flight:
+                    self._skip(n)
+                    continue
+                if not self._claim():
+                    break
+                task = asyncio.ensure_future(self._send(session, n))
+                for group in (mine, self._sends):
+                    group.add(task)
+                    task.add_done_callback(group.discard)
+            if mine:
+                await asyncio.wait(mine)
+        finally:
+            await session.aclose()
+
+    def _ready(self, n: int) -> bool:
+        """Whether send n belongs to the run and the engine is still sending."""
+        return not self._stopping and self._schedule.in_run(n)
+
+    async def _wait_until_due(self, n: int) -> bool:
+        """Sleep until send n is due; False if the engine was stopped meanwhile.
+
+        Timers may fire early (uvloop keeps milliseconds), so the clock is read again
+        after every wake-up rather than trusted.
+        """
+        due = self._schedule.due_ns(n)
+        task = asyncio.current_task()
+        assert task is not None
+        self._idle.add(task)
+        try:
+            while not self._stopping and (delay := due - time.monotonic_ns()) > 0:
+                await asyncio.sleep(delay / 1e9)
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+        finally:
+            self._idle.discard(task)
+        return not self._stopping
+
+    def _claim(self) -> bool:
+        """Take one send from the totalRequests budget; False when it is spent."""
+        limit = self._load.total_requests
+        if limit and self._sent >= limit:
+            return False
+        self._sent += 1
+        return True
+
+    async def _send(self, session: Session, n: int) -> None:
+        """Send n and sink its Result, even when cancelled midway."""
+        requests = self._load.requests
+        url_index = n % len(requests)
+        due = self._schedule.due_ns(n)
+        rate = self._load.hash_sample_rate
+        self._in_flight += 1
+        try:
+            result = await session.send(requests[url_index], rate > 0 and self._random.random() < rate)
+        except asyncio.CancelledError:
+            now = time.monotonic_ns()
+            result = Result(start_ns=min(due, now), end_ns=now, error=kinds.CANCELLED,
+                            error_text="cancelled: still in flight when the run stopped")
+            self._sink(self._stamp(result, n, url_index, due))
+            raise
+        finally:
+            self._in_flight -= 1
+        self._sink(self._stamp(result, n, url_index, due))
+
+    def _skip(self, n: int) -> None:
+        due = self._schedule.due_ns(n)
+        self._sink(self._stamp(Result(skipped=True, end_ns=due), n, n % len(self._load.requests), due))
+
+    @staticmethod
+    def _stamp(result: Result, n: int, url_index: int, due: int) -> Result:
+        result.seq, result.url_index, result.due_ns = n, url_index, due
+        return result

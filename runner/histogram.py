@@ -1,0 +1,90 @@
+"""Latency histograms: HdrHistogram in nanoseconds, 3 significant digits, 1 ns to 1 hour.
+
+Nanoseconds so that every latency unit (ms, us, ns) can be printed from one histogram by
+truncation, exactly as slow_cooker truncates when it records in the unit. The memory is
+fixed (about 270 KB per histogram) however many values are recorded: a 60-minute soak
+keeps no per-request data. Values above an hour are recorded as an hour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from hdrh.histogram import HdrHistogram
+
+LOWEST_NS = 1
+HIGHEST_NS = 3_600_000_000_000
+DIGITS = 3
+
+
+class LatencyHistogram:
+    """An HDR histogram of latencies in nanoseconds."""
+
+    __slots__ = ("_hdr", "max")
+
+    def __init__(self, lowest: int = LOWEST_NS, highest: int = HIGHEST_NS) -> None:
+        self._hdr = HdrHistogram(lowest, highest, DIGITS)
+        self.max = 0  # the exact largest value recorded; buckets only know it to 0.1%
+
+    @property
+    def count(self) -> int:
+        return self._hdr.get_total_count()
+
+    def record(self, ns: int, count: int = 1) -> None:
+        """Record one latency (clamped into the trackable range)."""
+        hdr = self._hdr
+        ns = min(max(ns, hdr.lowest_trackable_value), hdr.highest_trackable_value)
+        hdr.record_value(ns, count)
+        if ns > self.max:
+            self.max = ns
+
+    def add(self, other: LatencyHistogram) -> None:
+        """Add every value recorded in `other`."""
+        self._hdr.add(other._hdr)
+        self.max = max(self.max, other.max)
+
+    def percentiles(self, wanted: Iterable[float]) -> dict[float, int]:
+        """The value at each percentile; 0 when empty.
+
+        As in Go's hdrhistogram, a percentile is the highest value of its bucket, which
+        can exceed every value recorded by up to 0.1%; it is capped at the exact maximum,
+        so p999 never reads larger than max.
+        """
+        wanted = list(wanted)
+        if not self.count:
+            return {p: 0 for p in wanted}
+        found = self._hdr.get_percentile_to_value_dict(wanted)
+        return {p: min(found[p], self.max) for p in wanted}
+
+    def buckets(self) -> Iterator[tuple[int, int, int]]:
+        """(lowest value, highest value, count) of every bucket from the first to the highest used.
+
+        The same rows as Go hdrhistogram's Distribution(), which slow_cooker writes as CSV:
+        zero-count buckets included, nothing after the bucket of the largest value.
+        """
+        hdr = self._hdr
+        remaining = hdr.get_total_count()
+        index = 0
+        while remaining > 0:
+            count = hdr.get_count_at_index(index)
+            value = hdr.get_value_from_index(index)
+            yield hdr.get_lowest_equivalent_value(value), hdr.get_highest_equivalent_value(value), count
+            remaining -= count
+            index += 1
+
+    def in_unit(self, unit_ns: int) -> LatencyHistogram:
+        """The same latencies re-recorded in a coarser unit (values truncated to it).
+
+        What slow_cooker would have recorded had it measured in that unit; its CSV is
+        written from this. The lowest trackable value is 1 as in any HdrHistogram, but
+        0 is recordable and lands in the first bucket, as in Go.
+        """
+        coarse = LatencyHistogram(1, max(HIGHEST_NS // unit_ns, 2))
+        for low, _, count in self.buckets():
+            if count:
+                coarse._hdr.record_value(low // unit_ns, count)
+        return coarse
+
+    def encode(self) -> str:
+        """The standard compressed, base64 HdrHistogram encoding ("HISTFAAA...")."""
+        return self._hdr.encode().decode("ascii")

@@ -1,0 +1,181 @@
+"""The httpx transport: one `httpx.AsyncClient` per session, bodies streamed and discarded.
+
+One client per session (not one shared pool) because httpcore's pool does work in
+proportion to its size on every request; with a single connection per client it stays
+cheap. Timings come from httpcore's trace events, which fire at the moment the
+connection is ready and the response headers are parsed, not when our code gets around
+to looking. The whole request is bounded by one deadline, like Go's Client.Timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from runner import __version__
+from runner import result as kinds
+from runner.durations import format_duration
+from runner.fnv import Fnv1a64
+from runner.result import Result
+from runner.targets import Request
+from runner.transport import TransportOptions
+
+USER_AGENT = f"soak/{__version__}"
+
+_CONNECTED_EVENTS = {"connection.connect_tcp.complete", "connection.start_tls.complete"}
+_HEADERS_EVENTS = {"http11.receive_response_headers.complete", "http2.receive_response_headers.complete"}
+
+
+class HttpxTransport:
+    """Makes httpx sessions that share one set of options."""
+
+    def __init__(self, options: TransportOptions) -> None:
+        self._options = options
+        # One TLS context for all sessions: building one reads the CA bundle (tens of ms),
+        # which per client would delay the first sends of a run.
+        self._tls = httpx.create_ssl_context()
+
+    def session(self) -> HttpxSession:
+        return HttpxSession(self._options, self._tls)
+
+
+class _Trace:
+    """httpcore's trace hook: notes when the connection was ready and the headers arrived."""
+
+    __slots__ = ("connected_ns", "headers_ns")
+
+    def __init__(self) -> None:
+        self.connected_ns = 0
+        self.headers_ns = 0
+
+    async def __call__(self, event: str, info: dict[str, Any]) -> None:
+        if event in _HEADERS_EVENTS:
+            self.headers_ns = time.monotonic_ns()
+        elif event in _CONNECTED_EVENTS:
+            self.connected_ns = time.monotonic_ns()
+
+
+class HttpxSession:
+    """One client's httpx.AsyncClient."""
+
+    def __init__(self, options: TransportOptions, tls: ssl.SSLContext) -> None:
+        self._compress = options.compress
+        self._timeout_s = options.timeout_ns / 1e9
+        self._timeout_text = format_duration(options.timeout_ns)
+        keepalive = 0 if options.no_reuse else options.max_connections
+        self._client = httpx.AsyncClient(
+            timeout=None,  # the whole-request deadline below is the only limit
+            limits=httpx.Limits(max_connections=options.max_connections, max_keepalive_connections=keepalive),
+            follow_redirects=False,  # a 3xx is an answer to count, not a hop to make
+            trust_env=False,  # measure the service, not a proxy from the environment
+            headers={"User-Agent": USER_AGENT},
+            verify=tls,
+        )
+        if options.compress:
+            self._client.headers["Accept-Encoding"] = "gzip"
+        else:
+            del self._client.headers["Accept-Encoding"]
+        if options.no_reuse:
+            self._client.headers["Connection"] = "close"
+
+    async def send(self, request: Request, hash_body: bool) -> Result:
+        result = Result(bytes_out=len(request.body))
+        trace = _Trace()
+        result.start_ns = time.monotonic_ns()
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                async with self._client.stream(
+                    request.method,
+                    request.url,
+                    headers=request.headers,
+                    content=request.body or None,
+                    extensions={"trace": trace},
+                ) as response:
+                    result.headers_ns = trace.headers_ns or time.monotonic_ns()
+                    result.status = response.status_code
+                    await self._read_body(response, result, hash_body)
+        except TimeoutError:
+            waited_for = "the body" if result.headers_ns else "response headers"
+            result.error, result.error_text = kinds.TIMEOUT, f"timeout: no {waited_for} within {self._timeout_text}"
+        except (httpx.HTTPError, OSError, ssl.SSLError) as exc:
+            result.error, result.error_text = classify(exc)
+        result.connected_ns = trace.connected_ns
+        result.end_ns = time.monotonic_ns()
+        return result
+
+    async def _read_body(self, response: httpx.Response, result: Result, hash_body: bool) -> None:
+        """Count (and hash, when sampled) the body chunk by chunk; nothing is kept."""
+        hasher = Fnv1a64() if hash_body else None
+        chunks = response.aiter_bytes() if self._compress else response.aiter_raw()
+        async for chunk in chunks:
+            if hasher is not None:
+                hasher.update(chunk)
+        result.bytes_in = response.num_bytes_downloaded
+        if hasher is not None:
+            result.body_hash = hasher.value
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """The error kind and a short text for a failed send, from the exception and its causes."""
+    chain = list(_causes(exc))
+    message = _message(exc, chain)
+    if _has(chain, socket.gaierror):
+        return kinds.DNS, f"dns: {message}"
+    if _has(chain, ConnectionRefusedError):
+        return kinds.REFUSED, "connection refused"
+    if _has(chain, ssl.SSLError):
+        return kinds.TLS, f"tls: {message}"
+    if _has(chain, ConnectionResetError):
+        return kinds.RESET, "connection reset by peer"
+    if isinstance(exc, httpx.TimeoutException):
+        return kinds.TIMEOUT, f"timeout: {message}"
+    if isinstance(exc, httpx.ConnectError):
+        return kinds.CONNECT, f"connect: {message}"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        if "disconnected" in message or "closed" in message:
+            return kinds.CLOSED, f"closed: {message}"
+        return kinds.PROTOCOL, f"protocol: {message}"
+    if isinstance(exc, (httpx.DecodingError, httpx.LocalProtocolError)):
+        return kinds.PROTOCOL, f"protocol: {message}"
+    if isinstance(exc, (httpx.ReadError, httpx.WriteError)):
+        return kinds.CLOSED, f"closed: {message}"
+    return kinds.OTHER, f"{type(exc).__name__}: {message}"
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """The exception, what caused it, and the members of any exception group on the way."""
+    seen: set[int] = set()
+    stack = [exc]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        stack.extend(c for c in (current.__cause__, current.__context__) if c is not None)
+        if isinstance(current, BaseExceptionGroup):
+            stack.extend(current.exceptions)
+
+
+def _has(chain: list[BaseException], kind: type[BaseException]) -> bool:
+    return any(isinstance(e, kind) for e in chain)
+
+
+def _message(exc: BaseException, chain: list[BaseException]) -> str:
+    """The most specific non-empty message: OS errors' strerror, else the first str()."""
+    for e in chain:
+        if isinstance(e, OSError) and e.strerror:
+            return e.strerror
+    for e in chain:
+        if str(e):
+            return str(e)
+    return type(exc).__name__

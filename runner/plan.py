@@ -1,0 +1,85 @@
+"""What a run would do, in words: the output of `soak validate`. Pure text, no I/O.
+
+Users validate on a laptop what a pod will run, so this spells out the rate per client,
+when the run stops, and where each header comes from, without sending anything and
+without printing any secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from runner.config import Settings
+from runner.durations import format_duration
+from runner.slowcooker import format_rate
+
+
+def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) -> list[str]:
+    """Lines saying what a run with these settings would do."""
+    s = settings
+    per_client = format_rate(round(s.qps / s.concurrency, 3))
+    if s.load_model == "closed":
+        model = f"closed model: {s.concurrency} clients at {per_client} req/s each, one request in flight per client"
+    else:
+        model = f"open model: {s.concurrency} clients at {per_client} req/s each, at most {s.max_in_flight} in flight"
+    lines = [f"would send {format_rate(s.qps)} {s.method} req/s ({model})"]
+    lines += [f"  to {url}" for url in urls]
+    if len(urls) > 1:
+        lines.append(f"  each URL gets every {len(urls)}th request")
+    lines.append(_stop_rule(s))
+    lines.append(
+        f"timeout {format_duration(s.timeout_ns)}, "
+        f"{'a new connection per request' if s.no_reuse else 'keep-alive (one connection per client)'}, "
+        f"compression {'on' if s.compress else 'off'}, latency in {s.latency_unit}"
+    )
+    lines += _headers(s, environ)
+    lines.append(_body(s))
+    if s.hash_sample_rate:
+        lines.append(f"checks the FNV-1a hash of {s.hash_sample_rate:.0%} of bodies against {s.hash_value}")
+    lines.append(_outputs(s))
+    return lines
+
+
+def _stop_rule(s: Settings) -> str:
+    interval = format_duration(s.interval_ns)
+    if s.duration_ns is not None:
+        rule = f"for {format_duration(s.duration_ns)}, one line every {interval}"
+    elif s.iterations:
+        rule = f"for {s.iterations} intervals of {interval} ({format_duration(s.iterations * s.interval_ns)})"
+    else:
+        rule = f"until stopped, one line every {interval}"
+    if s.run_ns is not None:
+        rule += f", {round(s.qps * s.run_ns / 1e9)} requests in all"
+    if s.total_requests:
+        rule += f"; stops after {s.total_requests} requests"
+    return rule
+
+
+def _headers(s: Settings, environ: Mapping[str, str]) -> list[str]:
+    lines = []
+    for name, value in s.headers.items():
+        if isinstance(value, dict):
+            var = value["fromEnv"]
+            state = "set here" if environ.get(var) else "NOT set here"
+            lines.append(f"header {name}: <from environment variable {var}, {state}>")
+        else:
+            lines.append(f"header {name}: {s.effective['headers'][name]}")
+    if s.host:
+        lines.append(f"header Host: {s.host}")
+    return lines
+
+
+def _body(s: Settings) -> str:
+    if isinstance(s.body, dict):
+        return f"body: the contents of {s.body['file']}"
+    return f"body: {len(s.body.encode())} bytes" if s.body else "body: none"
+
+
+def _outputs(s: Settings) -> str:
+    parts = ["interval lines on stdout"]
+    if not s.no_latency_summary:
+        parts.append("a JSON summary on stdout")
+    parts.append("failures on stderr")
+    if s.report_latencies_csv:
+        parts.append(f"latency CSV to {s.report_latencies_csv}")
+    return "output: " + ", ".join(parts)

@@ -1,0 +1,163 @@
+"""The recorder: counts and latency histograms per interval and for the whole run.
+
+A result counts in the interval in which it completed, judged by its own timestamp on the
+fixed grid, not by when the interval was closed: a report that runs a little late does
+not steal results from the next interval. Closing an interval adds it to the run's totals,
+so the run is exactly the sum of its intervals.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from runner.histogram import LatencyHistogram
+from runner.result import Result
+from runner.schedule import Grid
+
+
+@dataclass
+class Tally:
+    """Counts and latencies of one span of a run: one interval, or the whole run."""
+
+    good: int = 0
+    bad: int = 0
+    failed: int = 0
+    skipped: int = 0
+    hash_checked: int = 0
+    hash_mismatches: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    min_ns: int = 0  # of good and bad responses; 0 when there were none
+    max_ns: int = 0
+    sum_ns: int = 0  # for the exact mean and standard deviation
+    sum_sq_ns: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)  # failed sends by error kind
+    error_texts: Counter[tuple[int, str]] = field(default_factory=Counter)  # by (url index, text)
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+
+    @property
+    def requests(self) -> int:
+        """Sends made: every one is good, bad or failed."""
+        return self.good + self.bad + self.failed
+
+    @property
+    def responses(self) -> int:
+        return self.good + self.bad
+
+    def add(self, result: Result, latency_ns: int, hash_value: int) -> None:
+        """Count one result; `latency_ns` is used only if it got a response."""
+        if result.skipped:
+            self.skipped += 1
+            return
+        self.bytes_out += result.bytes_out
+        self.bytes_in += result.bytes_in
+        if result.error:
+            self.failed += 1
+            self.errors[result.error] += 1
+            self.error_texts[(result.url_index, result.error_text)] += 1
+            return
+        if 200 <= result.status < 500:
+            self.good += 1
+        else:
+            self.bad += 1
+        self.statuses[result.status] += 1
+        if result.body_hash is not None:
+            self.hash_checked += 1
+            self.hash_mismatches += result.body_hash != hash_value
+        self._add_latency(latency_ns)
+
+    def _add_latency(self, ns: int) -> None:
+        self.min_ns = ns if self.responses == 1 else min(self.min_ns, ns)
+        self.max_ns = max(self.max_ns, ns)
+        self.sum_ns += ns
+        self.sum_sq_ns += ns * ns
+        self.latency.record(ns)
+
+    def merge(self, other: Tally) -> None:
+        """Add another span's counts and latencies to this one."""
+        if other.responses:
+            self.min_ns = other.min_ns if not self.responses else min(self.min_ns, other.min_ns)
+        for name in ("good", "bad", "failed", "skipped", "hash_checked", "hash_mismatches", "bytes_in",
+                     "bytes_out", "sum_ns", "sum_sq_ns"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.max_ns = max(self.max_ns, other.max_ns)
+        self.statuses.update(other.statuses)
+        self.errors.update(other.errors)
+        self.error_texts.update(other.error_texts)
+        self.latency.add(other.latency)
+
+    @property
+    def mean_ns(self) -> float:
+        return self.sum_ns / self.responses if self.responses else 0.0
+
+    @property
+    def stdev_ns(self) -> float:
+        """Population standard deviation of the latencies."""
+        n = self.responses
+        if n < 2:
+            return 0.0
+        variance = (self.sum_sq_ns - self.sum_ns * self.sum_ns / n) / n
+        return max(variance, 0.0) ** 0.5
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A closed interval: its place on the grid and what happened in it."""
+
+    index: int
+    start_ns: int
+    end_ns: int  # the grid boundary, or the stop time for a last, partial interval
+    tally: Tally
+
+    @property
+    def span_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+class Recorder:
+    """Receives every Result (it is the engine's sink) and closes intervals on request."""
+
+    def __init__(self, grid: Grid, *, corrected: bool = False, hash_value: int = 0) -> None:
+        self._grid = grid
+        self._corrected = corrected
+        self._hash_value = hash_value
+        self._open: dict[int, Tally] = {}
+        self._next = 0  # the first interval not yet closed
+        self.run = Tally()
+        # Open model: latency from the actual send too, beside the corrected one.
+        self.uncorrected = LatencyHistogram() if corrected else None
+
+    @property
+    def next_index(self) -> int:
+        return self._next
+
+    def record(self, result: Result) -> None:
+        k = max(self._next, self._grid.index(result.end_ns))
+        tally = self._open.get(k)
+        if tally is None:
+            tally = self._open[k] = Tally()
+        if result.skipped or result.error:
+            tally.add(result, 0, self._hash_value)
+            return
+        latency = result.corrected_latency_ns if self._corrected else result.latency_ns
+        tally.add(result, latency, self._hash_value)
+        if self.uncorrected is not None:
+            self.uncorrected.record(result.latency_ns)
+
+    def close(self, end_ns: int | None = None, *, final: bool = False) -> Interval:
+        """Close the next interval, at its grid boundary or at `end_ns` if it ends early.
+
+        The final interval also takes every result recorded after its end (requests that
+        were in flight when sending stopped), so nothing measured is left out.
+        """
+        k = self._next
+        tally = self._open.pop(k, None) or Tally()
+        if final:
+            for later in sorted(self._open):
+                tally.merge(self._open.pop(later))
+        self.run.merge(tally)
+        self._next += 1
+        start = self._grid.end_of(k - 1)
+        return Interval(k, start, self._grid.end_of(k) if end_ns is None else end_ns, tally)

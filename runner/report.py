@@ -1,0 +1,70 @@
+"""What reporters are told, and when: at the start, after each interval, at the end.
+
+Reporters turn these plain records into text or files. They never touch the network and
+never see a Result: by the time they hear of an interval it is counts and histograms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Protocol
+
+from runner.config import Settings
+from runner.histogram import LatencyHistogram
+from runner.recorder import Interval, Tally
+
+UNIT_NS = {"ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a run is about to do."""
+
+    settings: Settings
+    urls: list[str]
+    url_source: str | None  # the list file the URLs came from, if any
+    start_ns: int  # monotonic time of the grid's start: send 0 is due then
+    wall_start: float  # the same moment as a Unix time
+
+    def wall(self, t_ns: int) -> float:
+        """The Unix time of a monotonic moment of this run."""
+        return self.wall_start + (t_ns - self.start_ns) / 1e9
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a finished run did, in total."""
+
+    info: RunInfo
+    intervals: int
+    end_ns: int  # monotonic time the last interval closed
+    tally: Tally  # the sum of all intervals
+    uncorrected: LatencyHistogram | None  # open model: latency from the actual send
+    stop_reason: str  # iterations, duration, totalRequests, or signal SIGxxx
+    cpu_seconds: float  # the process's CPU time during the run
+    max_rss_bytes: int  # the process's peak resident memory
+
+    @property
+    def elapsed_ns(self) -> int:
+        return self.end_ns - self.info.start_ns
+
+
+class Reporter(Protocol):
+    def start(self, info: RunInfo) -> None: ...
+
+    def interval(self, info: RunInfo, interval: Interval) -> None: ...
+
+    def finish(self, summary: RunSummary) -> None: ...
+
+
+def in_unit(ns: int | float, unit: str) -> int:
+    """A latency in the run's unit, truncated toward zero as slow_cooker prints it."""
+    return int(ns // UNIT_NS[unit])
+
+
+def rfc3339(unix: float, *, fraction: bool = False) -> str:
+    """A Unix time as RFC 3339 in local time, `Z` when the offset is zero (as Go prints it)."""
+    moment = datetime.fromtimestamp(unix, timezone.utc).astimezone()
+    text = moment.isoformat(timespec="milliseconds" if fraction else "seconds")
+    return text.replace("+00:00", "Z")

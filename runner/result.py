@@ -1,0 +1,73 @@
+"""The one record that flows through the pipeline: what happened to one scheduled send.
+
+Transports fill in timings, status and bytes; the engine adds which send it was and when it
+was due; the recorder reads it and lets it go. Times are absolute `time.monotonic_ns()`
+readings, so every duration (connect, latency, send lag) is a subtraction, and nothing
+about a request is kept once it has been counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Why a send got no HTTP response. The kinds are few and stable so results can be counted
+# by kind; the error text says the rest.
+DNS = "dns"  # the host name did not resolve
+REFUSED = "refused"  # nothing listening: connection refused
+CONNECT = "connect"  # any other failure to connect (unreachable, ...)
+TIMEOUT = "timeout"  # no complete response within the timeout
+RESET = "reset"  # the connection was reset
+CLOSED = "closed"  # the peer closed the connection before the response was complete
+PROTOCOL = "protocol"  # the response was not valid HTTP
+TLS = "tls"  # the TLS handshake or certificate check failed
+CANCELLED = "cancelled"  # still in flight when the run had to stop
+OTHER = "other"  # anything else; the error text names it
+
+ERROR_KINDS = (DNS, REFUSED, CONNECT, TIMEOUT, RESET, CLOSED, PROTOCOL, TLS, CANCELLED, OTHER)
+
+
+@dataclass(slots=True)
+class Result:
+    """One send: a response (status > 0), a failure (error set), or a skip.
+
+    Classification follows slow_cooker: status 200-499 is good, any other status is bad,
+    no response at all is failed. A skipped send was due but not sent (closed model: the
+    client was still busy; open model: too many in flight); it has no timings.
+    """
+
+    seq: int = -1  # the send's number in the whole run (0, 1, 2, ...)
+    url_index: int = 0  # which target URL
+    due_ns: int = 0  # when the schedule wanted it sent
+    start_ns: int = 0  # when it was actually sent (0 if skipped)
+    connected_ns: int = 0  # when a new connection became ready (0 if one was reused)
+    headers_ns: int = 0  # when the response headers had arrived (0 if none did)
+    end_ns: int = 0  # when the body was read to the end, or the send failed
+    status: int = 0  # HTTP status, 0 without a response
+    bytes_in: int = 0  # response body bytes received
+    bytes_out: int = 0  # request body bytes sent
+    error: str = ""  # one of ERROR_KINDS, "" when a response arrived
+    error_text: str = ""  # the failure in words, for the per-interval error report
+    body_hash: int | None = None  # FNV-1a 64 of the body, when it was sampled for checking
+    skipped: bool = False
+
+    @property
+    def good(self) -> bool:
+        return 200 <= self.status < 500 and not self.error
+
+    @property
+    def bad(self) -> bool:
+        return not self.error and not self.skipped and not 200 <= self.status < 500
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error)
+
+    @property
+    def latency_ns(self) -> int:
+        """From sending to the response headers: slow_cooker's latency (connecting included)."""
+        return self.headers_ns - self.start_ns
+
+    @property
+    def corrected_latency_ns(self) -> int:
+        """From when the send was due to the response headers: no coordinated omission."""
+        return self.headers_ns - min(self.due_ns, self.start_ns)

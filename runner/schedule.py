@@ -1,0 +1,85 @@
+"""When each send is due, and which reporting interval a moment falls in. Pure arithmetic.
+
+The run's sends are numbered n = 0, 1, 2, ... and send n is due at `start + n / qps`: the
+total rate is spread evenly in time. Client c owns sends c, c + C, c + 2C, ... (C clients),
+so each client runs at qps / C and the clients interleave evenly. URL i gets sends
+i, i + U, i + 2U, ... (U URLs), every U-th send of the whole run. Because due times are
+absolute, a late send never shifts the ones after it and the rate cannot drift.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+NS_PER_S = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The due time of every send of a run, and the clients' share of them."""
+
+    start_ns: int
+    qps: float
+    clients: int
+    end_ns: int | None = None  # sends due at or after this are not sent; None: no end
+
+    def due_ns(self, n: int) -> int:
+        """When send n is due."""
+        return self.start_ns + round(n * NS_PER_S / self.qps)
+
+    def send_number(self, client: int, k: int) -> int:
+        """The run-wide number of client `client`'s k-th send."""
+        return client + k * self.clients
+
+    def in_run(self, n: int) -> bool:
+        """Whether send n is due before the end of sending."""
+        return self.end_ns is None or self.due_ns(n) < self.end_ns
+
+    def last_due_by(self, client: int, now_ns: int) -> int:
+        """The client's highest k whose send is due at or before `now_ns` (-1 if none)."""
+        n = math.floor((now_ns - self.start_ns) * self.qps / NS_PER_S)
+        k = (n - client) // self.clients
+        # Float rounding can put k one off around a due time; settle it exactly.
+        while k >= 0 and self.due_ns(self.send_number(client, k)) > now_ns:
+            k -= 1
+        while self.due_ns(self.send_number(client, k + 1)) <= now_ns:
+            k += 1
+        return max(k, -1)
+
+    def catch_up(self, client: int, k: int, now_ns: int) -> tuple[int, int]:
+        """A closed-loop client, free at `now_ns`, whose next send is its k-th: which to send.
+
+        Returns (k to send next, sends skipped). If send k is not yet due, it is next and
+        nothing is skipped. If several are overdue, the newest overdue one goes out now
+        and the older ones are skipped (counted, never silently dropped): the client
+        cannot send them on time any more, and sending them all late would burst.
+        Sends at or after the end of sending are not skipped; they were never in the run.
+        """
+        last = self.last_due_by(client, now_ns)
+        if last <= k:
+            return k, 0
+        while last > k and not self.in_run(self.send_number(client, last)):
+            last -= 1
+        return last, last - k
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Reporting intervals on a fixed grid from the start: interval k is [start + kI, start + (k+1)I)."""
+
+    start_ns: int
+    interval_ns: int
+
+    def end_of(self, k: int) -> int:
+        """When interval k ends."""
+        return self.start_ns + (k + 1) * self.interval_ns
+
+    def index(self, t_ns: int) -> int:
+        """The interval a moment falls in; moments before the start count in interval 0."""
+        return max(0, (t_ns - self.start_ns) // self.interval_ns)
+
+
+def goal(qps: float, span_ns: int) -> float:
+    """How many sends are due in `span_ns` at `qps`: the interval line's `t`, unrounded."""
+    return qps * span_ns / NS_PER_S

@@ -1,0 +1,151 @@
+"""The configuration schema: the single source of truth for names, types, ranges, defaults.
+
+`schema.json` ships inside the package. This module loads it, reads the defaults out of it,
+and turns jsonschema's findings into the one-line messages users see: where (JSON path or
+flag), the bad value, and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+from jsonschema.exceptions import best_match
+
+from runner.durations import DURATION_HINT, DurationError, parse_duration
+from runner.errors import UsageError
+
+_FORMATS = FormatChecker(formats=())
+
+
+@_FORMATS.checks("positive-duration", raises=DurationError)
+def _is_positive_duration(value: object) -> bool:
+    """A Go duration greater than zero (an interval or timeout of 0 means nothing)."""
+    if not isinstance(value, str):
+        return True  # the type keyword reports non-strings
+    return parse_duration(value) > 0
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """The packaged JSON Schema, parsed once."""
+    text = resources.files("runner").joinpath("schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@functools.cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(schema(), format_checker=_FORMATS)
+
+
+def settings_names() -> list[str]:
+    """Every setting's name, in schema order (`$schema` is an editor hint, not a setting)."""
+    return [name for name in schema()["properties"] if name != "$schema"]
+
+
+def defaults() -> dict[str, Any]:
+    """Each setting's default, as the schema states it; settings without one are absent."""
+    props = schema()["properties"]
+    return {name: props[name]["default"] for name in settings_names() if "default" in props[name]}
+
+
+def validate(data: Any, where: Callable[[ValidationError], str]) -> None:
+    """Raise UsageError naming the most relevant problem in `data`, if there is one.
+
+    `where` says where a value came from (a JSON path in a file, or a command-line flag),
+    so one schema serves both the config file and the command line.
+    """
+    error = best_match(_validator().iter_errors(data))
+    if error is not None:
+        error = _branch_error(error)
+        raise UsageError(f"{where(error)}: {_explain(error)}")
+
+
+def json_path_in(source: str) -> Callable[[ValidationError], str]:
+    """A `where` for a config file: `configuration.json: $.qps`."""
+    return lambda error: f"{source}: {error.json_path}"
+
+
+def _branch_error(error: ValidationError) -> ValidationError:
+    """For `anyOf`, report the error of the branch the value was evidently meant for.
+
+    `{"file": 3}` as a body was meant to be the file form; saying "must be a string or
+    an object" would hide that only `file` is wrong.
+    """
+    if error.validator != "anyOf":
+        return error
+    meant = [e for e in error.context or [] if e.validator != "type" and len(e.relative_schema_path) > 1]
+    if not meant:
+        return error
+    return _branch_error(best_match(meant))
+
+
+def _explain(error: ValidationError) -> str:
+    """What is wrong and what is allowed, for one jsonschema error."""
+    validator, bound, value = error.validator, error.validator_value, error.instance
+    if validator == "additionalProperties":
+        return _unknown_key(value, error.schema.get("properties", {}))
+    if validator == "required":
+        missing = [key for key in bound if key not in value]
+        return f'missing key "{missing[0]}"'
+    allowed = error.schema.get("x-allowed")
+    if validator == "not" and allowed:
+        return allowed
+    if validator in ("not", "anyOf", "pattern", "propertyNames") and allowed:
+        return f"{_show(error)} is not allowed; must be {allowed}"
+    rule = _RULES.get(validator)
+    if rule is not None:
+        return f"{_show(error)} is not allowed; must be {rule(bound)}"
+    if validator == "format":
+        return f"{_show(error)} is not allowed; must be {DURATION_HINT}, greater than 0"
+    return f"{_show(error)} is not allowed: {error.message}"
+
+
+_TYPE_NAMES = {
+    "number": "a number",
+    "integer": "a whole number",
+    "boolean": "true or false",
+    "string": "a string",
+    "object": "an object",
+    "array": "a list",
+}
+_RULES: dict[str, Callable[[Any], str]] = {
+    "type": lambda t: _TYPE_NAMES.get(t, str(t)) if isinstance(t, str) else " or ".join(map(str, t)),
+    "minimum": lambda b: f"at least {b}",
+    "maximum": lambda b: f"at most {b}",
+    "exclusiveMinimum": lambda b: f"greater than {b}",
+    "exclusiveMaximum": lambda b: f"less than {b}",
+    "enum": lambda b: "one of " + ", ".join(json.dumps(v) for v in b),
+    "minLength": lambda b: "non-empty" if b == 1 else f"at least {b} characters",
+    "pattern": lambda b: f"text matching {b}",
+}
+
+
+def _unknown_key(obj: dict[str, Any], known: dict[str, Any]) -> str:
+    """Name the first unknown key and the known key it most likely misspells."""
+    unknown = [key for key in obj if key not in known]
+    key = unknown[0]
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    if not close:
+        close = [k for k in known if k.lower() == key.lower()]
+    hint = f' (did you mean "{close[0]}"?)' if close else ""
+    return f'unknown key "{key}"{hint}'
+
+
+_SHOWN_CHARS = 60
+
+
+def _show(error: ValidationError) -> str:
+    """The bad value as JSON, shortened, and hidden when it may be a header's secret."""
+    if error.validator != "propertyNames" and len(error.path) >= 2 and error.path[0] == "headers":
+        return "the value"
+    text = json.dumps(error.instance, ensure_ascii=False)
+    if len(text) > _SHOWN_CHARS:
+        text = text[: _SHOWN_CHARS - 3] + "..."
+    return text
+

@@ -1,0 +1,169 @@
+"""One run through time: start the engine, close an interval at every grid boundary, stop.
+
+A run stops when the schedule ends (iterations or duration), when totalRequests have been
+sent and answered, or on SIGINT/SIGTERM. However it stops, requests in flight get a
+bounded time to finish and are counted, the last (possibly partial) interval is reported,
+and the summary is produced exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import signal
+import time
+from collections.abc import Sequence
+
+from runner.config import Settings
+from runner.engine import Engine, Load
+from runner.recorder import Recorder
+from runner.report import Reporter, RunInfo, RunSummary
+from runner.schedule import Grid, Schedule
+from runner.targets import Request
+from runner.transport import Transport
+
+LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
+STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
+CANCEL_WAIT_S = 2.0  # after cancelling, how long to wait for the clients to wind up
+
+
+class Soak:
+    """Runs one soak and tells the reporters about it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        requests: list[Request],
+        urls: list[str],
+        url_source: str | None,
+        transport: Transport,
+        reporters: Sequence[Reporter],
+    ) -> None:
+        self._settings = settings
+        self._reporters = reporters
+        start_ns = time.monotonic_ns() + LEAD_NS
+        run_ns = settings.run_ns
+        self._end_ns = start_ns + run_ns if run_ns is not None else None
+        self._grid = Grid(start_ns, settings.interval_ns)
+        self._recorder = Recorder(self._grid, corrected=settings.load_model == "open", hash_value=settings.hash_value)
+        load = Load(
+            requests=requests,
+            open_model=settings.load_model == "open",
+            max_in_flight=settings.max_in_flight,
+            total_requests=settings.total_requests,
+            hash_sample_rate=settings.hash_sample_rate,
+        )
+        schedule = Schedule(start_ns, settings.qps, settings.concurrency, self._end_ns)
+        self._engine = Engine(schedule, load, transport, self._recorder.record)
+        wall_start = time.time() + (start_ns - time.monotonic_ns()) / 1e9
+        self.info = RunInfo(settings, urls, url_source, start_ns, wall_start)
+        self._signal = asyncio.Event()
+        self._second_signal = asyncio.Event()
+        self._signal_name = ""
+
+    async def run(self) -> RunSummary:
+        """Run to the end and return the summary (also given to every reporter)."""
+        cpu_before = _cpu_seconds()
+        for reporter in self._reporters:
+            reporter.start(self.info)
+        engine = asyncio.ensure_future(self._engine.run())
+        self._install_signals()
+        try:
+            end_ns, reason = await self._drive(engine)
+        finally:
+            self._remove_signals()
+        summary = self._finish(end_ns, reason, _cpu_seconds() - cpu_before)
+        if engine.done() and not engine.cancelled() and engine.exception() is not None:
+            raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
+        return summary
+
+    async def _drive(self, engine: asyncio.Future[None]) -> tuple[int, str]:
+        """Close intervals as the clock passes them; return when and why the run ended."""
+        while True:
+            boundary = self._grid.end_of(self._recorder.next_index)
+            final = self._end_ns is not None and boundary >= self._end_ns
+            until = self._end_ns if final else boundary
+            assert until is not None
+            await self._wait(until, engine)
+            if self._signal.is_set():
+                self._engine.stop()
+                await self._drain(engine, STOP_GRACE_NS)
+                return time.monotonic_ns(), f"signal {self._signal_name}"
+            if engine.done() and (engine.exception() is not None or self._count_reached()):
+                return time.monotonic_ns(), "totalRequests" if self._count_reached() else "error"
+            if time.monotonic_ns() < until:
+                continue  # the engine ran out of sends early; the interval still runs to its end
+            if final:
+                await self._drain(engine, self._settings.timeout_ns + STOP_GRACE_NS)
+                return until, "duration" if self._settings.duration_ns is not None else "iterations"
+            self._emit(self._recorder.close())
+
+    async def _wait(self, until_ns: int, engine: asyncio.Future[None]) -> None:
+        """Until the clock reaches `until_ns`, the engine finishes, or a signal arrives."""
+        signal_wait = asyncio.ensure_future(self._signal.wait())
+        try:
+            while (delay := until_ns - time.monotonic_ns()) > 0 and not self._signal.is_set():
+                waits = [signal_wait] if engine.done() else [signal_wait, engine]
+                done, _ = await asyncio.wait(waits, timeout=delay / 1e9, return_when=asyncio.FIRST_COMPLETED)
+                if engine in done:
+                    return
+        finally:
+            signal_wait.cancel()
+
+    async def _drain(self, engine: asyncio.Future[None], bound_ns: int) -> None:
+        """Let requests in flight finish for at most `bound_ns` (or until a second signal)."""
+        second = asyncio.ensure_future(self._second_signal.wait())
+        try:
+            await asyncio.wait([engine, second], timeout=bound_ns / 1e9, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            second.cancel()
+        if not engine.done():
+            self._engine.cancel_in_flight()
+            await asyncio.wait([engine], timeout=CANCEL_WAIT_S)
+
+    def _count_reached(self) -> bool:
+        limit = self._settings.total_requests
+        return bool(limit) and self._engine.sent >= limit
+
+    def _emit(self, interval: object) -> None:
+        for reporter in self._reporters:
+            reporter.interval(self.info, interval)  # type: ignore[arg-type]
+
+    def _finish(self, end_ns: int, reason: str, cpu_seconds: float) -> RunSummary:
+        self._emit(self._recorder.close(end_ns, final=True))
+        summary = RunSummary(
+            info=self.info,
+            intervals=self._recorder.next_index,
+            end_ns=end_ns,
+            tally=self._recorder.run,
+            uncorrected=self._recorder.uncorrected,
+            stop_reason=reason,
+            cpu_seconds=cpu_seconds,
+            max_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        )
+        for reporter in self._reporters:
+            reporter.finish(summary)
+        return summary
+
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def _remove_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        """First signal: stop sending and wind down. Second: stop waiting for stragglers."""
+        if self._signal.is_set():
+            self._second_signal.set()
+            return
+        self._signal_name = sig.name
+        self._signal.set()
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime

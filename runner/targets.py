@@ -1,0 +1,170 @@
+"""Targets: the URL list and the request sent to each URL.
+
+URLs arrive as a mounted plain file (what the pod sees), as the ConfigMap YAML itself (for
+runs from the repository), as slow_cooker's `@file`, or as arguments. Every URL is checked
+up front and a bad one is reported with the file and line it came from. Each URL then gets
+one prepared Request, built once and reused for every send.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from runner.config import Settings
+from runner.errors import UsageError
+
+# The ConfigMap data key holding the URL list; it is also the file name where it is mounted.
+URLS_KEY = "urls.txt"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One fully resolved request: what goes on the wire for one URL, every time."""
+
+    method: str
+    url: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+def load_url_file(path: str) -> list[str]:
+    """The URLs in a plain list file or in a Kubernetes ConfigMap manifest."""
+    text = _read_text(path)
+    configmap = _as_configmap(text, path)
+    if configmap is None:
+        return parse_url_lines(text, path)
+    value, first_line = configmap
+    return parse_url_lines(value, path, first_line)
+
+
+def urls_from_arguments(arguments: list[str]) -> list[str]:
+    """URLs given on the command line; `@path` reads a list file, as slow_cooker does."""
+    urls: list[str] = []
+    for argument in arguments:
+        if argument.startswith("@"):
+            urls.extend(load_url_file(argument[1:]))
+        else:
+            urls.append(check_url(argument, "URL argument"))
+    return urls
+
+
+def parse_url_lines(text: str, source: str, first_line: int | None = 1) -> list[str]:
+    """One URL per line; blank lines and `#` comments ignored.
+
+    `first_line` is the file line number of the text's first line, so errors point into the
+    file the user edits; None when lines cannot be mapped (a quoted YAML string).
+    """
+    urls = []
+    for offset, line in enumerate(text.splitlines()):
+        entry = line.strip()
+        if entry and not entry.startswith("#"):
+            where = f"{source}:{first_line + offset}" if first_line is not None else source
+            urls.append(check_url(entry, where))
+    if not urls:
+        raise UsageError(f"{source}: no URLs (one per line; blank lines and # comments are ignored)")
+    return urls
+
+
+def check_url(url: str, where: str) -> str:
+    """Return `url` if it is an http(s) URL with a host, else raise naming `where`."""
+    problem = _url_problem(url)
+    if problem:
+        raise UsageError(f"{where}: {url!r} {problem}")
+    return url
+
+
+def _url_problem(url: str) -> str:
+    if any(ch.isspace() for ch in url):
+        return "contains a space"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as e:
+        return f"is not a valid URL ({e})"
+    if parts.scheme not in ("http", "https"):
+        return "is not an http:// or https:// URL"
+    if not parts.hostname:
+        return "has no host"
+    return ""
+
+
+def build_requests(settings: Settings, urls: list[str], environ: Mapping[str, str] = os.environ) -> list[Request]:
+    """The prepared request for each URL, with headers and body resolved now, once."""
+    headers = resolve_headers(settings.headers, environ)
+    if settings.host:
+        headers.append(("Host", settings.host))
+    body = load_body(settings.body)
+    return [Request(settings.method, url, tuple(headers), body) for url in urls]
+
+
+def resolve_headers(spec: dict[str, Any], environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Header values, taking `{"fromEnv": VAR}` ones from the environment."""
+    resolved = []
+    for name, value in spec.items():
+        if isinstance(value, dict):
+            var = value["fromEnv"]
+            value = environ.get(var)
+            if not value:
+                raise UsageError(f"headers.{name}: environment variable {var} is not set or empty")
+        resolved.append((name, value))
+    return resolved
+
+
+def load_body(spec: str | dict[str, str]) -> bytes:
+    """The request body's bytes: a literal string, or a file's contents."""
+    if isinstance(spec, str):
+        return spec.encode("utf-8")
+    path = spec["file"]
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError(f"body.file: {path}: {e.strerror or e}") from None
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+
+
+def _as_configmap(text: str, path: str) -> tuple[str, int | None] | None:
+    """The URL list and its first line number if `text` is a ConfigMap manifest, else None."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None  # not YAML at all: a plain list
+    if not isinstance(root, yaml.MappingNode):
+        return None  # a plain list parses as one YAML string
+    fields = {key.value: value for key, value in root.value if isinstance(key, yaml.ScalarNode)}
+    kind = fields.get("kind")
+    if kind is None or getattr(kind, "value", None) != "ConfigMap":
+        raise UsageError(f"{path}: a YAML mapping but not a ConfigMap (expected kind: ConfigMap)")
+    data = fields.get("data")
+    if not isinstance(data, yaml.MappingNode) or not data.value:
+        raise UsageError(f"{path}: the ConfigMap has no data")
+    entries = {key.value: value for key, value in data.value}
+    node = _pick_entry(entries, path)
+    if not isinstance(node, yaml.ScalarNode):
+        raise UsageError(f"{path}: data.{URLS_KEY} must be text, one URL per line")
+    # A literal block (`|`) keeps lines as written; its text starts on the line after the `|`.
+    first_line = node.start_mark.line + 2 if node.style == "|" else None
+    return node.value, first_line
+
+
+def _pick_entry(entries: dict[str, yaml.Node], path: str) -> yaml.Node:
+    if URLS_KEY in entries:
+        return entries[URLS_KEY]
+    if len(entries) == 1:
+        return next(iter(entries.values()))
+    raise UsageError(f"{path}: the ConfigMap has keys {', '.join(sorted(entries))}; put the URLs under {URLS_KEY}")
