@@ -22,6 +22,9 @@ _STOP_RULES = ("iterations", "duration")
 # Header names whose literal values are credentials; printed as hidden, like fromEnv values.
 _CREDENTIAL_HEADERS = {"authorization", "proxy-authorization", "cookie", "x-api-key"}
 
+# A literal body longer than this is printed as its size: the summary is read in logs.
+_SHOWN_BODY_CHARS = 200
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -119,8 +122,11 @@ def settings_from(merged: dict[str, Any]) -> Settings:
 
 
 def _printable(merged: dict[str, Any]) -> dict[str, Any]:
-    """The configuration as it may be printed: credential header values hidden."""
+    """The configuration as it may be printed: credential header values hidden, a long body elided."""
     shown = {name: merged[name] for name in settings_names() if name in merged}
+    body = merged["body"]
+    if isinstance(body, str) and len(body) > _SHOWN_BODY_CHARS:
+        shown["body"] = f"<{len(body.encode())} bytes>"
     shown["headers"] = {
         name: ("<hidden>" if name.lower() in _CREDENTIAL_HEADERS and isinstance(value, str) else value)
         for name, value in merged["headers"].items()

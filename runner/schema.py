@@ -142,7 +142,8 @@ _SHOWN_CHARS = 60
 
 def _show(error: ValidationError) -> str:
     """The bad value as JSON, shortened, and hidden when it may be a header's secret."""
-    if error.validator != "propertyNames" and len(error.path) >= 2 and error.path[0] == "headers":
+    path = error.absolute_path
+    if error.validator != "propertyNames" and len(path) >= 2 and path[0] == "headers":
         return "the value"
     text = json.dumps(error.instance, ensure_ascii=False)
     if len(text) > _SHOWN_CHARS:
