@@ -190,11 +190,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser(command: str) -> argparse.ArgumentParser:
     prog = PROG if command == "run" else f"{PROG} {command}"
-    parser = _Parser(prog=prog, description=_DESCRIPTIONS[command], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog=prog, description=_DESCRIPTIONS[command])
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     if command != "demo":
         parser.add_argument("--config", metavar="FILE", help="configuration.json to read settings from")
-        parser.add_argument("--urls", metavar="FILE", help="URL list: a plain file (one per line) or the ConfigMap YAML")
+        parser.add_argument("--urls", metavar="FILE", help="URL list: plain, one per line, or the ConfigMap YAML")
         parser.add_argument("url", nargs="*", metavar="URL", help="target URL, or @FILE for a URL list")
     _add_setting_flags(parser.add_argument_group("settings (each overrides the config file)"))
     return parser
@@ -216,9 +216,11 @@ def _add_setting_flags(group: argparse._ArgumentGroup) -> None:
             group.add_argument("--body", "--data", dest="body", default=argparse.SUPPRESS, metavar="TEXT|@FILE",
                                help=help_text)
         elif spec.get("type") == "boolean":
-            group.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
+            group.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
+                               help=help_text)
         else:
-            group.add_argument(f"--{name}", type=_typed(spec), default=argparse.SUPPRESS, metavar=_metavar(spec), help=help_text)
+            group.add_argument(f"--{name}", type=_typed(spec), default=argparse.SUPPRESS, metavar=_metavar(spec),
+                               help=help_text)
 
 
 def _typed(spec: dict[str, Any]) -> Any:
@@ -251,7 +253,8 @@ def _default_text(value: Any) -> str:
 
 
 _DESCRIPTIONS = {
-    "run": "Run a soak: send a steady rate of HTTP requests and print slow_cooker-style lines per interval, then a JSON summary.",
+    "run": "Run a soak: send a steady rate of HTTP requests, print slow_cooker-style lines per interval, "
+    "then a JSON summary.",
     "demo": "Start a built-in HTTP target on a free loopback port and run a short soak against it.",
     "validate": "Check the configuration and URL list and print what the run would do, without sending anything.",
 }

@@ -19,8 +19,9 @@ from runner.schema import defaults, json_path_in, settings_names, validate
 # replaces whichever one a lower layer chose, so `--duration 2h` overrides `iterations: 60`.
 _STOP_RULES = ("iterations", "duration")
 
-# Header names whose literal values are credentials; printed as hidden, like fromEnv values.
-_CREDENTIAL_HEADERS = {"authorization", "proxy-authorization", "cookie", "x-api-key"}
+# Header names that carry credentials (Authorization, Cookie, X-Api-Key, X-Auth-Token, ...):
+# their literal values are printed as hidden, like fromEnv values.
+_CREDENTIAL_WORDS = ("auth", "cookie", "token", "key", "secret", "password", "session")
 
 # A literal body longer than this is printed as its size: the summary is read in logs.
 _SHOWN_BODY_CHARS = 200
@@ -65,7 +66,7 @@ class Settings:
 def read_config_file(path: str) -> dict[str, Any]:
     """The validated settings in a configuration.json, without the `$schema` hint."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # tolerate a BOM from Windows editors
             text = f.read()
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
@@ -96,13 +97,14 @@ def merge(*layers: dict[str, Any]) -> dict[str, Any]:
 def settings_from(merged: dict[str, Any]) -> Settings:
     """Typed Settings from a merged, validated configuration."""
     duration = merged.get("duration")
+    # int(): JSON Schema counts 5.0 as an integer, but range(5.0) and list[5.0] fail.
     return Settings(
         qps=float(merged["qps"]),
-        concurrency=merged["concurrency"],
+        concurrency=int(merged["concurrency"]),
         interval_ns=parse_duration(merged["interval"]),
-        iterations=merged.get("iterations", 0),
+        iterations=int(merged.get("iterations", 0)),
         duration_ns=parse_duration(duration) if duration is not None else None,
-        total_requests=merged["totalRequests"],
+        total_requests=int(merged["totalRequests"]),
         method=merged["method"],
         headers=dict(merged["headers"]),
         body=merged["body"],
@@ -111,12 +113,12 @@ def settings_from(merged: dict[str, Any]) -> Settings:
         no_reuse=merged["noReuse"],
         compress=merged["compress"],
         latency_unit=merged["latencyUnit"],
-        hash_value=merged["hashValue"],
+        hash_value=int(merged["hashValue"]),
         hash_sample_rate=float(merged["hashSampleRate"]),
         no_latency_summary=merged["noLatencySummary"],
         report_latencies_csv=merged["reportLatenciesCSV"],
         load_model=merged["loadModel"],
-        max_in_flight=merged["maxInFlight"],
+        max_in_flight=int(merged["maxInFlight"]),
         effective=_printable(merged),
     )
 
@@ -128,7 +130,7 @@ def _printable(merged: dict[str, Any]) -> dict[str, Any]:
     if isinstance(body, str) and len(body) > _SHOWN_BODY_CHARS:
         shown["body"] = f"<{len(body.encode())} bytes>"
     shown["headers"] = {
-        name: ("<hidden>" if name.lower() in _CREDENTIAL_HEADERS and isinstance(value, str) else value)
+        name: ("<hidden>" if isinstance(value, str) and any(w in name.lower() for w in _CREDENTIAL_WORDS) else value)
         for name, value in merged["headers"].items()
     }
     return shown

@@ -50,6 +50,7 @@ class Engine:
         self._sent = 0
         self._in_flight = 0
         self._stopping = False
+        self._stopped_ns: int | None = None  # when sending stopped early: a stop, or the count spent
         self._clients: list[asyncio.Task[None]] = []
         self._idle: set[asyncio.Task[None]] = set()  # clients waiting for a due time
         self._sends: set[asyncio.Task[None]] = set()  # open model: requests in flight
@@ -60,6 +61,11 @@ class Engine:
         """Requests sent so far."""
         return self._sent
 
+    @property
+    def stopped_sending_ns(self) -> int | None:
+        """When sending stopped before the schedule's end (a stop, or totalRequests spent), if it did."""
+        return self._stopped_ns
+
     async def run(self) -> None:
         """Run every client until the schedule ends, the count is reached, or a stop."""
         client = self._open_client if self._load.open_model else self._closed_client
@@ -68,8 +74,16 @@ class Engine:
             if isinstance(outcome, Exception):
                 raise outcome
 
-    def stop(self) -> None:
-        """Send nothing more; requests in flight may finish (see cancel_in_flight)."""
+    def stop(self, at_ns: int | None = None) -> None:
+        """Send nothing more from `at_ns` (default: now); requests in flight may finish.
+
+        Called for a signal, and by the engine itself once totalRequests have been sent.
+
+        Sends that fell due before then and were not made count as skipped, so every send
+        due before the stop is accounted for (see cancel_in_flight for the requests).
+        """
+        if self._stopped_ns is None:
+            self._stopped_ns = time.monotonic_ns() if at_ns is None else at_ns
         self._stopping = True
         for task in list(self._idle):
             task.cancel()
@@ -82,19 +96,37 @@ class Engine:
 
     async def _closed_client(self, client: int) -> None:
         session = self._transport.session()
+        k = 0  # the client's next send
         try:
-            k = 0
             while self._ready(n := self._schedule.send_number(client, k)) and await self._wait_until_due(n):
                 if not self._claim():
                     break
-                await self._send(session, n)
+                try:
+                    await self._send(session, n)
+                finally:
+                    k += 1
                 if self._stopping:
                     break
-                k, skipped = self._schedule.catch_up(client, k + 1, time.monotonic_ns())
+                k, skipped = self._schedule.catch_up(client, k, time.monotonic_ns())
                 for missed in range(k - skipped, k):
                     self._skip(self._schedule.send_number(client, missed))
         finally:
+            if self._stopping:  # stopped or count spent: account for what fell due before that
+                self._skip_missed(client, k)
             await session.aclose()
+
+    def _skip_missed(self, client: int, k: int) -> None:
+        """Count as skipped the client's sends from its k-th that fell due before the stop.
+
+        A client stuck on a slow request learns what it missed only when the request
+        returns; when the run stops first, this is where those sends are accounted for.
+        """
+        assert self._stopped_ns is not None
+        for j in range(k, self._schedule.last_due_by(client, self._stopped_ns) + 1):
+            n = self._schedule.send_number(client, j)
+            if not self._schedule.in_run(n):
+                break
+            self._skip(n)
 
     async def _open_client(self, client: int) -> None:
         session = self._transport.session()
@@ -147,6 +179,8 @@ class Engine:
         if limit and self._sent >= limit:
             return False
         self._sent += 1
+        if self._sent == limit:
+            self.stop()  # the run's sending ends with this send
         return True
 
     async def _send(self, session: Session, n: int) -> None:

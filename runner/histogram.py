@@ -26,14 +26,25 @@ class LatencyHistogram:
         self._hdr = HdrHistogram(lowest, highest, DIGITS)
         self.max = 0  # the exact largest value recorded; buckets only know it to 0.1%
 
+    @classmethod
+    def for_unit(cls, unit_ns: int) -> LatencyHistogram:
+        """A histogram of values already truncated to a unit (the same hour, in that unit).
+
+        What slow_cooker records when it measures in ms or us: its CSV is written from one.
+        Recording in the unit, rather than converting ns buckets afterwards, keeps every
+        row exact: a 3-digit ns bucket that straddles a unit boundary cannot say on which
+        side its values were.
+        """
+        return cls(LOWEST_NS, max(HIGHEST_NS // unit_ns, 2))
+
     @property
     def count(self) -> int:
         return self._hdr.get_total_count()
 
     def record(self, ns: int, count: int = 1) -> None:
-        """Record one latency (clamped into the trackable range)."""
+        """Record one value, clamped to the trackable range; 0 lands in the first bucket, as in Go."""
         hdr = self._hdr
-        ns = min(max(ns, hdr.lowest_trackable_value), hdr.highest_trackable_value)
+        ns = min(max(ns, 0), hdr.highest_trackable_value)
         hdr.record_value(ns, count)
         if ns > self.max:
             self.max = ns
@@ -71,19 +82,6 @@ class LatencyHistogram:
             yield hdr.get_lowest_equivalent_value(value), hdr.get_highest_equivalent_value(value), count
             remaining -= count
             index += 1
-
-    def in_unit(self, unit_ns: int) -> LatencyHistogram:
-        """The same latencies re-recorded in a coarser unit (values truncated to it).
-
-        What slow_cooker would have recorded had it measured in that unit; its CSV is
-        written from this. The lowest trackable value is 1 as in any HdrHistogram, but
-        0 is recordable and lands in the first bucket, as in Go.
-        """
-        coarse = LatencyHistogram(1, max(HIGHEST_NS // unit_ns, 2))
-        for low, _, count in self.buckets():
-            if count:
-                coarse._hdr.record_value(low // unit_ns, count)
-        return coarse
 
     def encode(self) -> str:
         """The standard compressed, base64 HdrHistogram encoding ("HISTFAAA...")."""

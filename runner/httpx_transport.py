@@ -105,7 +105,7 @@ class HttpxSession:
                     result.status = response.status_code
                     await self._read_body(response, result, hash_body)
         except TimeoutError:
-            waited_for = "the body" if result.headers_ns else "response headers"
+            waited_for = "complete body" if result.headers_ns else "response headers"
             result.error, result.error_text = kinds.TIMEOUT, f"timeout: no {waited_for} within {self._timeout_text}"
         except (httpx.HTTPError, OSError, ssl.SSLError) as exc:
             result.error, result.error_text = classify(exc)
@@ -117,10 +117,12 @@ class HttpxSession:
         """Count (and hash, when sampled) the body chunk by chunk; nothing is kept."""
         hasher = Fnv1a64() if hash_body else None
         chunks = response.aiter_bytes() if self._compress else response.aiter_raw()
-        async for chunk in chunks:
-            if hasher is not None:
-                hasher.update(chunk)
-        result.bytes_in = response.num_bytes_downloaded
+        try:
+            async for chunk in chunks:
+                if hasher is not None:
+                    hasher.update(chunk)
+        finally:
+            result.bytes_in = response.num_bytes_downloaded  # what arrived, even if cut short
         if hasher is not None:
             result.body_hash = hasher.value
 
@@ -128,10 +130,15 @@ class HttpxSession:
         await self._client.aclose()
 
 
+_MESSAGE_CHARS = 160  # error texts are counted per distinct text: keep them short and bounded
+
+
 def classify(exc: BaseException) -> tuple[str, str]:
     """The error kind and a short text for a failed send, from the exception and its causes."""
     chain = list(_causes(exc))
     message = _message(exc, chain)
+    if len(message) > _MESSAGE_CHARS:
+        message = message[: _MESSAGE_CHARS - 3] + "..."
     if _has(chain, socket.gaierror):
         return kinds.DNS, f"dns: {message}"
     if _has(chain, ConnectionRefusedError):

@@ -18,14 +18,15 @@ def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) ->
     """Lines saying what a run with these settings would do."""
     s = settings
     per_client = format_rate(round(s.qps / s.concurrency, 3))
+    clients = f"{s.concurrency} client{'s' if s.concurrency != 1 else ''} at {per_client} req/s each"
     if s.load_model == "closed":
-        model = f"closed model: {s.concurrency} clients at {per_client} req/s each, one request in flight per client"
+        model = f"closed model: {clients}, one request in flight per client"
     else:
-        model = f"open model: {s.concurrency} clients at {per_client} req/s each, at most {s.max_in_flight} in flight"
+        model = f"open model: {clients}, at most {s.max_in_flight} in flight"
     lines = [f"would send {format_rate(s.qps)} {s.method} req/s ({model})"]
     lines += [f"  to {url}" for url in urls]
     if len(urls) > 1:
-        lines.append(f"  each URL gets every {len(urls)}th request")
+        lines.append(f"  each URL gets every {_ordinal(len(urls))} request")
     lines.append(_stop_rule(s))
     lines.append(
         f"timeout {format_duration(s.timeout_ns)}, "
@@ -35,9 +36,16 @@ def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) ->
     lines += _headers(s, environ)
     lines.append(_body(s))
     if s.hash_sample_rate:
-        lines.append(f"checks the FNV-1a hash of {s.hash_sample_rate:.0%} of bodies against {s.hash_value}")
+        percent = format_rate(round(s.hash_sample_rate * 100, 6))
+        lines.append(f"checks the FNV-1a hash of {percent}% of bodies against {s.hash_value}")
     lines.append(_outputs(s))
     return lines
+
+
+def _ordinal(n: int) -> str:
+    """2nd, 3rd, 4th, 11th, 21st."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _stop_rule(s: Settings) -> str:
@@ -63,7 +71,7 @@ def _headers(s: Settings, environ: Mapping[str, str]) -> list[str]:
             state = "set here" if environ.get(var) else "NOT set here"
             lines.append(f"header {name}: <from environment variable {var}, {state}>")
         else:
-            lines.append(f"header {name}: {s.effective['headers'][name]}")
+            lines.append(f"header {name}: {s.effective['headers'][name]}")  # credentials hidden
     if s.host:
         lines.append(f"header Host: {s.host}")
     return lines

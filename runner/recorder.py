@@ -110,16 +110,23 @@ class Interval:
     start_ns: int
     end_ns: int  # the grid boundary, or the stop time for a last, partial interval
     tally: Tally
+    sending_end_ns: int | None = None  # when sending stopped, if it stopped before the run's end
 
     @property
     def span_ns(self) -> int:
         return self.end_ns - self.start_ns
 
+    @property
+    def due_span_ns(self) -> int:
+        """The part of the interval in which sends were due: all of it, unless sending stopped."""
+        end = self.end_ns if self.sending_end_ns is None else min(self.end_ns, self.sending_end_ns)
+        return max(0, end - self.start_ns)
+
 
 class Recorder:
     """Receives every Result (it is the engine's sink) and closes intervals on request."""
 
-    def __init__(self, grid: Grid, *, corrected: bool = False, hash_value: int = 0) -> None:
+    def __init__(self, grid: Grid, *, corrected: bool = False, hash_value: int = 0, unit_ns: int | None = None) -> None:
         self._grid = grid
         self._corrected = corrected
         self._hash_value = hash_value
@@ -128,6 +135,9 @@ class Recorder:
         self.run = Tally()
         # Open model: latency from the actual send too, beside the corrected one.
         self.uncorrected = LatencyHistogram() if corrected else None
+        # For the latency CSV: the run's latencies truncated to the unit, as slow_cooker records them.
+        self._unit_ns = unit_ns or 1
+        self.in_unit = LatencyHistogram.for_unit(unit_ns) if unit_ns else None
 
     @property
     def next_index(self) -> int:
@@ -145,12 +155,15 @@ class Recorder:
         tally.add(result, latency, self._hash_value)
         if self.uncorrected is not None:
             self.uncorrected.record(result.latency_ns)
+        if self.in_unit is not None:
+            self.in_unit.record(latency // self._unit_ns)
 
-    def close(self, end_ns: int | None = None, *, final: bool = False) -> Interval:
+    def close(self, end_ns: int | None = None, *, final: bool = False, sending_end_ns: int | None = None) -> Interval:
         """Close the next interval, at its grid boundary or at `end_ns` if it ends early.
 
         The final interval also takes every result recorded after its end (requests that
         were in flight when sending stopped), so nothing measured is left out.
+        `sending_end_ns` says when sending stopped, if it has: no sends were due after it.
         """
         k = self._next
         tally = self._open.pop(k, None) or Tally()
@@ -160,4 +173,4 @@ class Recorder:
         self.run.merge(tally)
         self._next += 1
         start = self._grid.end_of(k - 1)
-        return Interval(k, start, self._grid.end_of(k) if end_ns is None else end_ns, tally)
+        return Interval(k, start, self._grid.end_of(k) if end_ns is None else end_ns, tally, sending_end_ns)

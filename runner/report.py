@@ -7,8 +7,7 @@ never see a Result: by the time they hear of an interval it is counts and histog
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Protocol
+from datetime import UTC, datetime
 
 from runner.config import Settings
 from runner.histogram import LatencyHistogram
@@ -39,8 +38,10 @@ class RunSummary:
     info: RunInfo
     intervals: int
     end_ns: int  # monotonic time the last interval closed
+    sending_end_ns: int  # when sending stopped: the schedule's end, a signal, or the last of totalRequests
     tally: Tally  # the sum of all intervals
     uncorrected: LatencyHistogram | None  # open model: latency from the actual send
+    in_unit: LatencyHistogram | None  # with a latency CSV: the latencies truncated to the unit
     stop_reason: str  # iterations, duration, totalRequests, or signal SIGxxx
     cpu_seconds: float  # the process's CPU time during the run
     max_rss_bytes: int  # the process's peak resident memory
@@ -49,13 +50,24 @@ class RunSummary:
     def elapsed_ns(self) -> int:
         return self.end_ns - self.info.start_ns
 
+    @property
+    def sending_ns(self) -> int:
+        """How long requests were being sent: what the run's goal and achieved rate are over."""
+        return self.sending_end_ns - self.info.start_ns
 
-class Reporter(Protocol):
-    def start(self, info: RunInfo) -> None: ...
 
-    def interval(self, info: RunInfo, interval: Interval) -> None: ...
+class Reporter:
+    """Told of a run at its start, after each interval, and at the end; each hook does nothing
+    unless a reporter overrides it, so a reporter writes only the hooks it needs."""
 
-    def finish(self, summary: RunSummary) -> None: ...
+    def start(self, info: RunInfo) -> None:
+        """Before the first send."""
+
+    def interval(self, info: RunInfo, interval: Interval) -> None:
+        """After each interval has closed, the last (perhaps partial) one included."""
+
+    def finish(self, summary: RunSummary) -> None:
+        """Once, after the last interval."""
 
 
 def in_unit(ns: int | float, unit: str) -> int:
@@ -65,6 +77,6 @@ def in_unit(ns: int | float, unit: str) -> int:
 
 def rfc3339(unix: float, *, fraction: bool = False) -> str:
     """A Unix time as RFC 3339 in local time, `Z` when the offset is zero (as Go prints it)."""
-    moment = datetime.fromtimestamp(unix, timezone.utc).astimezone()
+    moment = datetime.fromtimestamp(unix, UTC).astimezone()
     text = moment.isoformat(timespec="milliseconds" if fraction else "seconds")
     return text.replace("+00:00", "Z")

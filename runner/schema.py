@@ -10,11 +10,13 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-from collections.abc import Callable
+import math
+import re
+from collections.abc import Callable, Iterator
 from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from jsonschema.exceptions import best_match
 
 from runner.durations import DURATION_HINT, DurationError, parse_duration
@@ -38,9 +40,39 @@ def schema() -> dict[str, Any]:
     return json.loads(text)
 
 
+def _is_finite_number(checker: Any, instance: object) -> bool:
+    """A JSON number. Python's json also reads NaN and Infinity; NaN would pass every bound."""
+    number = Draft202012Validator.TYPE_CHECKER.is_type(instance, "number")
+    return number and math.isfinite(instance)  # type: ignore[arg-type]
+
+
+@functools.cache
+def _end_anchored(pattern: str) -> re.Pattern[str]:
+    """`pattern` with its final `$` meaning the end of the text, as in JSON Schema (ECMA-262).
+
+    Python's `$` also matches before a final newline, which would let "GET\\n" or a header
+    value ending in a line break through.
+    """
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, _schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _end_anchored(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Validator = validators.extend(
+    Draft202012Validator,
+    {"pattern": _pattern},
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("number", _is_finite_number),
+)
+
+
 @functools.cache
 def _validator() -> Draft202012Validator:
-    return Draft202012Validator(schema(), format_checker=_FORMATS)
+    return _Validator(schema(), format_checker=_FORMATS)
 
 
 def settings_names() -> list[str]:
@@ -141,9 +173,9 @@ _SHOWN_CHARS = 60
 
 
 def _show(error: ValidationError) -> str:
-    """The bad value as JSON, shortened, and hidden when it may be a header's secret."""
+    """The bad value as JSON, shortened, and hidden when it is a header's value (maybe a secret)."""
     path = error.absolute_path
-    if error.validator != "propertyNames" and len(path) >= 2 and path[0] == "headers":
+    if error.validator != "propertyNames" and len(path) == 2 and path[0] == "headers":
         return "the value"
     text = json.dumps(error.instance, ensure_ascii=False)
     if len(text) > _SHOWN_CHARS:

@@ -14,7 +14,7 @@ from typing import TextIO
 
 from runner.durations import format_duration
 from runner.recorder import Interval, Tally
-from runner.report import RunInfo, RunSummary, in_unit, rfc3339
+from runner.report import Reporter, RunInfo, in_unit, rfc3339
 from runner.schedule import goal
 
 INTERVAL_PERCENTILES = (50, 95, 99, 99.9)
@@ -62,7 +62,8 @@ def interval_line(
     change: str,
 ) -> str:
     """One interval in slow_cooker's layout; `latencies` is (min, p50, p95, p99, p999, max)."""
-    return "%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s\n" % (
+    # slow_cooker's own Go format string, kept verbatim so the layout can be checked against it.
+    return "%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s\n" % (  # noqa: UP031
         timestamp, iteration, good, bad, failed, target, goal_pct, interval, *latencies, bhash, change,
     )
 
@@ -127,7 +128,7 @@ def error_lines(method: str, urls: list[str], tally: Tally) -> list[str]:
     return lines
 
 
-class SlowCookerReporter:
+class SlowCookerReporter(Reporter):
     """Writes the startup line, header and interval lines to `out`, failures to `err`."""
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
@@ -143,7 +144,7 @@ class SlowCookerReporter:
     def interval(self, info: RunInfo, interval: Interval) -> None:
         s, tally = info.settings, interval.tally
         self._write(self._err, "".join(error_lines(s.method, info.urls, tally)))
-        target = goal(s.qps, interval.span_ns)
+        target = goal(s.qps, interval.due_span_ns)
         latencies = interval_latencies(tally, s.latency_unit)
         line = interval_line(
             rfc3339(info.wall(interval.end_ns)),
@@ -159,9 +160,6 @@ class SlowCookerReporter:
             self._window.push(latencies[3]),
         )
         self._write(self._out, line)
-
-    def finish(self, summary: RunSummary) -> None:
-        """Nothing: the summary is the JSON reporter's."""
 
     @staticmethod
     def _write(stream: TextIO, text: str) -> None:

@@ -13,11 +13,12 @@ import resource
 import signal
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from runner.config import Settings
 from runner.engine import Engine, Load
-from runner.recorder import Recorder
-from runner.report import Reporter, RunInfo, RunSummary
+from runner.recorder import Interval, Recorder
+from runner.report import UNIT_NS, Reporter, RunInfo, RunSummary
 from runner.schedule import Grid, Schedule
 from runner.targets import Request
 from runner.transport import Transport
@@ -45,7 +46,12 @@ class Soak:
         run_ns = settings.run_ns
         self._end_ns = start_ns + run_ns if run_ns is not None else None
         self._grid = Grid(start_ns, settings.interval_ns)
-        self._recorder = Recorder(self._grid, corrected=settings.load_model == "open", hash_value=settings.hash_value)
+        self._recorder = Recorder(
+            self._grid,
+            corrected=settings.load_model == "open",
+            hash_value=settings.hash_value,
+            unit_ns=UNIT_NS[settings.latency_unit] if settings.report_latencies_csv else None,
+        )
         load = Load(
             requests=requests,
             open_model=settings.load_model == "open",
@@ -60,6 +66,7 @@ class Soak:
         self._signal = asyncio.Event()
         self._second_signal = asyncio.Event()
         self._signal_name = ""
+        self._signal_ns = 0
 
     async def run(self) -> RunSummary:
         """Run to the end and return the summary (also given to every reporter)."""
@@ -69,16 +76,21 @@ class Soak:
         engine = asyncio.ensure_future(self._engine.run())
         self._install_signals()
         try:
-            end_ns, reason = await self._drive(engine)
+            sending_end_ns, reason = await self._drive(engine)
         finally:
             self._remove_signals()
-        summary = self._finish(end_ns, reason, _cpu_seconds() - cpu_before)
+        summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before)
         if engine.done() and not engine.cancelled() and engine.exception() is not None:
             raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
         return summary
 
     async def _drive(self, engine: asyncio.Future[None]) -> tuple[int, str]:
-        """Close intervals as the clock passes them; return when and why the run ended."""
+        """Close intervals as the clock passes them; return when sending stopped, and why.
+
+        Sending stops at the schedule's end, at a signal, or with the last send of
+        totalRequests; no sends are due after that, so the goal `t` stops growing there.
+        Requests still in flight are waited for (boundedly) and counted in the last interval.
+        """
         while True:
             boundary = self._grid.end_of(self._recorder.next_index)
             final = self._end_ns is not None and boundary >= self._end_ns
@@ -86,21 +98,24 @@ class Soak:
             assert until is not None
             await self._wait(until, engine)
             if self._signal.is_set():
-                self._engine.stop()
+                self._engine.stop(at_ns=self._signal_ns)
                 await self._drain(engine, STOP_GRACE_NS)
-                return time.monotonic_ns(), f"signal {self._signal_name}"
-            if engine.done() and (engine.exception() is not None or self._count_reached()):
-                return time.monotonic_ns(), "totalRequests" if self._count_reached() else "error"
+                return self._signal_ns, f"signal {self._signal_name}"
+            if engine.done() and engine.exception() is not None:
+                return time.monotonic_ns(), "error"
+            if engine.done() and self._count_reached():
+                stopped = self._engine.stopped_sending_ns
+                return stopped if stopped is not None else time.monotonic_ns(), "totalRequests"
             if time.monotonic_ns() < until:
                 continue  # the engine ran out of sends early; the interval still runs to its end
             if final:
                 await self._drain(engine, self._settings.timeout_ns + STOP_GRACE_NS)
                 return until, "duration" if self._settings.duration_ns is not None else "iterations"
-            self._emit(self._recorder.close())
+            self._emit(self._recorder.close(sending_end_ns=self._engine.stopped_sending_ns))
 
     async def _wait(self, until_ns: int, engine: asyncio.Future[None]) -> None:
         """Until the clock reaches `until_ns`, the engine finishes, or a signal arrives."""
-        signal_wait = asyncio.ensure_future(self._signal.wait())
+        signal_wait: asyncio.Future[Any] = asyncio.ensure_future(self._signal.wait())
         try:
             while (delay := until_ns - time.monotonic_ns()) > 0 and not self._signal.is_set():
                 waits = [signal_wait] if engine.done() else [signal_wait, engine]
@@ -112,7 +127,7 @@ class Soak:
 
     async def _drain(self, engine: asyncio.Future[None], bound_ns: int) -> None:
         """Let requests in flight finish for at most `bound_ns` (or until a second signal)."""
-        second = asyncio.ensure_future(self._second_signal.wait())
+        second: asyncio.Future[Any] = asyncio.ensure_future(self._second_signal.wait())
         try:
             await asyncio.wait([engine, second], timeout=bound_ns / 1e9, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -125,18 +140,30 @@ class Soak:
         limit = self._settings.total_requests
         return bool(limit) and self._engine.sent >= limit
 
-    def _emit(self, interval: object) -> None:
+    def _emit(self, interval: Interval) -> None:
         for reporter in self._reporters:
-            reporter.interval(self.info, interval)  # type: ignore[arg-type]
+            reporter.interval(self.info, interval)
 
-    def _finish(self, end_ns: int, reason: str, cpu_seconds: float) -> RunSummary:
-        self._emit(self._recorder.close(end_ns, final=True))
+    def _finish(self, sending_end_ns: int, reason: str, cpu_seconds: float) -> RunSummary:
+        """Report the last interval and the summary.
+
+        Intervals that ended before sending stopped are whole; the one it stopped in is
+        the last. If the last requests came back intervals later (totalRequests with slow
+        responses), those intervals were reported as they passed and the last one ends now.
+        """
+        while self._grid.end_of(self._recorder.next_index) < sending_end_ns:
+            self._emit(self._recorder.close(sending_end_ns=sending_end_ns))
+        open_start = self._grid.end_of(self._recorder.next_index - 1)
+        end_ns = sending_end_ns if sending_end_ns >= open_start else time.monotonic_ns()
+        self._emit(self._recorder.close(end_ns, final=True, sending_end_ns=sending_end_ns))
         summary = RunSummary(
             info=self.info,
             intervals=self._recorder.next_index,
             end_ns=end_ns,
+            sending_end_ns=sending_end_ns,
             tally=self._recorder.run,
             uncorrected=self._recorder.uncorrected,
+            in_unit=self._recorder.in_unit,
             stop_reason=reason,
             cpu_seconds=cpu_seconds,
             max_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -161,6 +188,7 @@ class Soak:
             self._second_signal.set()
             return
         self._signal_name = sig.name
+        self._signal_ns = time.monotonic_ns()
         self._signal.set()
 
 

@@ -12,7 +12,7 @@ import json
 from typing import Any, TextIO
 
 from runner.histogram import LatencyHistogram
-from runner.report import UNIT_NS, RunInfo, RunSummary, in_unit, rfc3339
+from runner.report import UNIT_NS, Reporter, RunSummary, in_unit, rfc3339
 from runner.schedule import goal
 from runner.slowcooker import goal_percent
 
@@ -30,7 +30,8 @@ def summary_dict(summary: RunSummary) -> dict[str, Any]:
     info, tally = summary.info, summary.tally
     unit = info.settings.latency_unit
     elapsed_s = summary.elapsed_ns / 1e9
-    target = goal(info.settings.qps, summary.elapsed_ns)
+    sending_s = summary.sending_ns / 1e9
+    target = goal(info.settings.qps, summary.sending_ns)
     data: dict[str, Any] = percentile_keys(tally.latency, unit)
     data |= {
         "latencyUnit": unit,
@@ -46,7 +47,7 @@ def summary_dict(summary: RunSummary) -> dict[str, Any]:
         "goalPercent": goal_percent(tally.responses, target),
         "rate": {
             "target": _number(info.settings.qps),
-            "achieved": round(tally.requests / elapsed_s, 3) if elapsed_s > 0 else 0.0,
+            "achieved": round(tally.requests / sending_s, 3) if sending_s > 0 else 0.0,
         },
         "statusCodes": {str(code): n for code, n in sorted(tally.statuses.items())},
         "errors": dict(sorted(tally.errors.items())),
@@ -57,6 +58,7 @@ def summary_dict(summary: RunSummary) -> dict[str, Any]:
         "start": rfc3339(info.wall_start, fraction=True),
         "end": rfc3339(info.wall(summary.end_ns), fraction=True),
         "durationSeconds": round(elapsed_s, 3),
+        "sendingSeconds": round(sending_s, 3),
         "intervals": summary.intervals,
         "stopReason": summary.stop_reason,
     }
@@ -77,17 +79,11 @@ def _unit_float(ns: float, unit: str) -> float:
     return round(ns / UNIT_NS[unit], 3)
 
 
-class JsonSummaryReporter:
+class JsonSummaryReporter(Reporter):
     """Prints the summary as two-space-indented JSON on `out`, as slow_cooker does."""
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
-
-    def start(self, info: RunInfo) -> None:
-        """Nothing until the end."""
-
-    def interval(self, info: RunInfo, interval: object) -> None:
-        """Nothing until the end."""
 
     def finish(self, summary: RunSummary) -> None:
         self._out.write(json.dumps(summary_dict(summary), indent=2) + "\n")

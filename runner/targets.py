@@ -104,14 +104,22 @@ def build_requests(settings: Settings, urls: list[str], environ: Mapping[str, st
 
 
 def resolve_headers(spec: dict[str, Any], environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Header values, taking `{"fromEnv": VAR}` ones from the environment."""
+    """Header values, taking `{"fromEnv": VAR}` ones from the environment.
+
+    Surrounding whitespace is dropped, as HTTP does: a Secret made with
+    `kubectl create secret --from-file` usually ends in a newline. A line break inside
+    the value is refused up front, naming the variable and never the value, because the
+    HTTP client would otherwise fail every request with the value in its error text.
+    """
     resolved = []
     for name, value in spec.items():
         if isinstance(value, dict):
             var = value["fromEnv"]
-            value = environ.get(var)
+            value = environ.get(var, "").strip()
             if not value:
                 raise UsageError(f"headers.{name}: environment variable {var} is not set or empty")
+            if "\r" in value or "\n" in value:
+                raise UsageError(f"headers.{name}: environment variable {var} holds a line break inside its value")
         resolved.append((name, value))
     return resolved
 
@@ -130,7 +138,7 @@ def load_body(spec: str | dict[str, str]) -> bytes:
 
 def _read_text(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             return f.read()
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
@@ -141,11 +149,15 @@ def _read_text(path: str) -> str:
 def _as_configmap(text: str, path: str) -> tuple[str, int | None] | None:
     """The URL list and its first line number if `text` is a ConfigMap manifest, else None."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError:
         return None  # not YAML at all: a plain list
-    if not isinstance(root, yaml.MappingNode):
-        return None  # a plain list parses as one YAML string
+    mappings = [doc for doc in documents if isinstance(doc, yaml.MappingNode)]
+    if not mappings:
+        return None  # a plain list parses as one YAML string (or as several, split by ---)
+    if len(documents) > 1:
+        raise UsageError(f"{path}: {len(documents)} YAML documents; give the URL ConfigMap on its own")
+    root = mappings[0]
     fields = {key.value: value for key, value in root.value if isinstance(key, yaml.ScalarNode)}
     kind = fields.get("kind")
     if kind is None or getattr(kind, "value", None) != "ConfigMap":

@@ -1,0 +1,159 @@
+"""The latency histogram: HDR, nanoseconds, 3 significant digits, percentiles capped at the max."""
+
+from __future__ import annotations
+
+import random
+
+from hdrh.histogram import HdrHistogram
+
+from runner.histogram import DIGITS, HIGHEST_NS, LatencyHistogram
+
+
+def filled(values: list[int]) -> LatencyHistogram:
+    histogram = LatencyHistogram()
+    for value in values:
+        histogram.record(value)
+    return histogram
+
+
+def test_empty_histogram_gives_zeros() -> None:
+    histogram = LatencyHistogram()
+    assert histogram.count == 0
+    assert histogram.max == 0
+    assert histogram.percentiles([50, 95, 99, 99.9, 100]) == {50: 0, 95: 0, 99: 0, 99.9: 0, 100: 0}
+    assert list(histogram.buckets()) == []
+
+
+def test_small_values_are_exact() -> None:
+    histogram = filled(list(range(1, 101)))
+    assert histogram.count == 100
+    assert histogram.max == 100
+    assert histogram.percentiles([50, 75, 90, 95, 99, 99.9, 100]) == {
+        50: 50, 75: 75, 90: 90, 95: 95, 99: 99, 99.9: 100, 100: 100}
+
+
+def test_percentiles_of_microsecond_latencies() -> None:
+    """1..1000 us: each percentile is the highest value of its 3-digit bucket, as in Go's hdrhistogram."""
+    histogram = filled([v * 1000 for v in range(1, 1001)])
+    found = histogram.percentiles([50, 90, 99, 99.9, 100])
+    assert found == {50: 500_223, 90: 900_095, 99: 990_207, 99.9: 999_423, 100: 1_000_000}
+    for p, value in found.items():
+        exact = int(p * 10) * 1000
+        assert exact <= value <= exact * 1.001  # within the 3-digit precision
+
+
+def test_percentiles_within_precision_of_exact_on_random_data() -> None:
+    rng = random.Random(7)
+    values = sorted(int(rng.lognormvariate(14, 1)) for _ in range(20_000))  # ~1 ms median
+    histogram = filled(values)
+    for p in (50, 75, 90, 95, 99, 99.9):
+        exact = values[max(0, round(p / 100 * len(values)) - 1)]
+        found = histogram.percentiles([p])[p]
+        assert exact <= found <= exact * 1.001 + 1, (p, exact, found)
+
+
+def test_percentile_is_capped_at_the_exact_max() -> None:
+    histogram = filled([123_456_789])
+    # The bucket's highest value is 123469823; the recorded value is below it.
+    assert histogram.percentiles([50, 99, 99.9, 100]) == {50: 123_456_789, 99: 123_456_789, 99.9: 123_456_789,
+                                                          100: 123_456_789}
+    assert histogram.max == 123_456_789
+
+
+def test_p999_never_exceeds_max_but_lower_percentiles_keep_bucket_tops() -> None:
+    histogram = filled([1_000_000] * 999 + [2_240_000])
+    found = histogram.percentiles([50, 99.9, 100])
+    assert found[100] == 2_240_000 == histogram.max
+    assert found[99.9] == 1_000_447  # highest equivalent of 1 ms's bucket, below the max
+    assert found[50] == 1_000_447
+
+
+def test_record_with_count() -> None:
+    histogram = LatencyHistogram()
+    histogram.record(5_000, 3)
+    histogram.record(7_000)
+    assert histogram.count == 4
+    assert histogram.max == 7_000
+    assert histogram.percentiles([50, 75, 100]) == {50: 5_000 + 3, 75: 5_003, 100: 7_000}
+
+
+def test_values_outside_the_range_are_clamped_to_zero_and_the_highest() -> None:
+    histogram = LatencyHistogram()
+    histogram.record(0)
+    histogram.record(-5)
+    histogram.record(HIGHEST_NS * 10)
+    assert histogram.count == 3
+    assert histogram.max == HIGHEST_NS
+    assert histogram.percentiles([0, 50, 100]) == {0: 0, 50: 0, 100: HIGHEST_NS}
+
+
+def test_add_combines_counts_percentiles_and_max() -> None:
+    a = filled([1_000, 2_000, 3_000])
+    b = filled([10_000, 20_000_000])
+    a.add(b)
+    assert a.count == 5
+    assert a.max == 20_000_000
+    assert a.percentiles([50, 100]) == {50: 3_001, 100: 20_000_000}
+    assert b.count == 2 and b.max == 20_000_000  # the other is unchanged
+
+
+def test_add_equals_recording_everything_in_one() -> None:
+    rng = random.Random(3)
+    values = [rng.randrange(1, 10**9) for _ in range(3000)]
+    whole = filled(values)
+    parts = [filled(values[i::3]) for i in range(3)]
+    merged = LatencyHistogram()
+    for part in parts:
+        merged.add(part)
+    wanted = [50, 75, 90, 95, 99, 99.9, 100]
+    assert merged.count == whole.count == 3000
+    assert merged.max == whole.max == max(values)
+    assert merged.percentiles(wanted) == whole.percentiles(wanted)
+    assert list(merged.buckets()) == list(whole.buckets())
+
+
+def test_add_an_empty_histogram_changes_nothing() -> None:
+    a = filled([5_000])
+    a.add(LatencyHistogram())
+    assert (a.count, a.max, a.percentiles([50])) == (1, 5_000, {50: 5_000})
+    empty = LatencyHistogram()
+    empty.add(a)
+    assert (empty.count, empty.max) == (1, 5_000)
+
+
+def test_buckets_run_from_zero_to_the_bucket_of_the_max() -> None:
+    histogram = filled([3, 3, 7])
+    assert list(histogram.buckets()) == [(0, 0, 0), (1, 1, 0), (2, 2, 0), (3, 3, 2), (4, 4, 0), (5, 5, 0),
+                                         (6, 6, 0), (7, 7, 1)]
+
+
+def test_buckets_cover_every_count_and_are_contiguous() -> None:
+    histogram = filled([1, 5_000, 5_003, 123_456, 9_999_999])
+    rows = list(histogram.buckets())
+    assert sum(count for _, _, count in rows) == 5
+    assert rows[0][0] == 0
+    for (_, high, _), (low, _, _) in zip(rows, rows[1:]):
+        assert low == high + 1
+    low, high, count = rows[-1]
+    assert low <= 9_999_999 <= high and count == 1
+
+
+def test_a_unit_histogram_records_zero_in_the_first_bucket() -> None:
+    milli = LatencyHistogram.for_unit(1_000_000)
+    for value in (0, 0, 2, 3_600_000):
+        milli.record(value)
+    rows = list(milli.buckets())
+    assert rows[0] == (0, 0, 2) and rows[-1][2] == 1 and milli.max == 3_600_000
+    assert milli.percentiles([50, 100]) == {50: 0, 100: 3_600_000}
+
+
+def test_encode_decodes_to_the_same_histogram() -> None:
+    histogram = filled([1_000, 2_000, 3_000_000, 3_000_000])
+    text = histogram.encode()
+    assert text.startswith("HISTFAAA")
+    decoded = HdrHistogram.decode(text)
+    assert decoded.get_total_count() == 4
+    assert decoded.get_max_value() == 3_000_319  # the highest value of 3 ms's bucket
+    assert decoded.get_min_value() == 1_000
+    assert decoded.get_value_at_percentile(50) == 2_000
+    assert decoded.significant_figures == DIGITS

@@ -1,0 +1,166 @@
+"""`soak validate`'s description of a run: what it would do, in words, never a secret."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runner.config import merge, settings_from
+from runner.plan import describe
+
+URL = "http://nginx.nginx.svc.cluster.local"
+
+
+def plan(layer: dict[str, Any] | None = None, urls: list[str] | None = None,
+         environ: dict[str, str] | None = None) -> list[str]:
+    return describe(settings_from(merge(layer or {})), urls or [URL], environ or {})
+
+
+def test_the_default_soak_in_words() -> None:
+    assert plan() == [
+        "would send 100 GET req/s (closed model: 5 clients at 20 req/s each, one request in flight per client)",
+        f"  to {URL}",
+        "for 60 intervals of 1m0s (1h0m0s), 360000 requests in all",
+        "timeout 10s, keep-alive (one connection per client), compression off, latency in ms",
+        "body: none",
+        "output: interval lines on stdout, a JSON summary on stdout, failures on stderr",
+    ]
+
+
+def test_open_model() -> None:
+    lines = plan({"loadModel": "open", "qps": 10, "concurrency": 3, "maxInFlight": 250})
+    assert lines[0] == "would send 10 GET req/s (open model: 3 clients at 3.333 req/s each, at most 250 in flight)"
+
+
+def test_fractional_rates() -> None:
+    assert plan({"qps": 2.5})[0] == (
+        "would send 2.5 GET req/s (closed model: 5 clients at 0.5 req/s each, one request in flight per client)")
+    first = plan({"qps": 0.3, "concurrency": 1})[0]
+    assert first.startswith("would send 0.3 GET req/s (closed model: 1 ")
+    assert "at 0.3 req/s each" in first
+
+
+def test_method_is_named() -> None:
+    assert plan({"method": "POST"})[0].startswith("would send 100 POST req/s")
+
+
+# --- when the run stops ------------------------------------------------------------------------
+
+
+def test_iterations() -> None:
+    lines = plan({"iterations": 5, "interval": "10s", "qps": 20})
+    assert lines[2] == "for 5 intervals of 10s (50s), 1000 requests in all"
+
+
+def test_duration() -> None:
+    lines = plan({"duration": "1h30m", "interval": "1m"})
+    assert lines[2] == "for 1h30m0s, one line every 1m0s, 540000 requests in all"
+
+
+def test_duration_from_a_higher_layer_replaces_iterations() -> None:
+    settings = settings_from(merge({"iterations": 5}, {"duration": "2m"}))
+    assert describe(settings, [URL], {})[2] == "for 2m0s, one line every 1m0s, 12000 requests in all"
+
+
+def test_until_stopped() -> None:
+    assert plan({"iterations": 0, "interval": "10s"})[2] == "until stopped, one line every 10s"
+
+
+def test_total_requests() -> None:
+    assert plan({"totalRequests": 500})[2] == (
+        "for 60 intervals of 1m0s (1h0m0s), 360000 requests in all; stops after 500 requests")
+    assert plan({"iterations": 0, "totalRequests": 7})[2] == (
+        "until stopped, one line every 1m0s; stops after 7 requests")
+
+
+def test_requests_in_all_rounds_a_fractional_total() -> None:
+    assert plan({"qps": 0.3, "duration": "10s", "interval": "5s"})[2] == "for 10s, one line every 5s, 3 requests in all"
+
+
+# --- URLs ----------------------------------------------------------------------------------------
+
+
+def test_one_url_has_no_spread_line() -> None:
+    assert not any("each URL" in line for line in plan())
+
+
+@pytest.mark.parametrize(("count", "ordinal"), [(2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"), (12, "12th"),
+                                                (13, "13th"), (21, "21st"), (22, "22nd"), (23, "23rd"), (101, "101st"),
+                                                (111, "111th")])
+def test_several_urls_are_listed_with_the_spread(count: int, ordinal: str) -> None:
+    urls = [f"http://u{i}.example/" for i in range(count)]
+    lines = plan(urls=urls)
+    assert lines[1:1 + count] == [f"  to {url}" for url in urls]
+    assert lines[1 + count] == f"  each URL gets every {ordinal} request"
+
+
+# --- options -------------------------------------------------------------------------------------
+
+
+def test_connection_compression_timeout_and_unit() -> None:
+    line = plan({"noReuse": True, "compress": True, "timeout": "1.5s", "latencyUnit": "us"})[3]
+    assert line == "timeout 1.5s, a new connection per request, compression on, latency in us"
+
+
+def test_body_forms() -> None:
+    assert "body: 8 bytes" in plan({"body": '{"a": 1}'})
+    assert "body: 2 bytes" in plan({"body": "é"})  # bytes, not characters
+    assert "body: the contents of /data/body.json" in plan({"body": {"file": "/data/body.json"}})
+    assert "body: none" in plan({"body": ""})
+
+
+def test_hash_check() -> None:
+    assert "checks the FNV-1a hash of 25% of bodies against 123" in plan({"hashSampleRate": 0.25, "hashValue": 123})
+    assert "checks the FNV-1a hash of 100% of bodies against 0" in plan({"hashSampleRate": 1})
+    assert not any("FNV" in line for line in plan({"hashValue": 5}))  # no sampling, no check
+
+
+def test_a_small_hash_sample_rate_is_not_shown_as_zero() -> None:
+    assert "checks the FNV-1a hash of 0.1% of bodies against 7" in plan({"hashSampleRate": 0.001, "hashValue": 7})
+    assert "checks the FNV-1a hash of 0.5% of bodies against 7" in plan({"hashSampleRate": 0.005, "hashValue": 7})
+    assert "checks the FNV-1a hash of 7% of bodies against 7" in plan({"hashSampleRate": 0.07, "hashValue": 7})
+    assert "checks the FNV-1a hash of 0.00001% of bodies against 7" in plan({"hashSampleRate": 1e-7, "hashValue": 7})
+
+
+def test_outputs() -> None:
+    assert plan({"noLatencySummary": True, "reportLatenciesCSV": "/tmp/l.csv"})[-1] == (
+        "output: interval lines on stdout, failures on stderr, latency CSV to /tmp/l.csv")
+
+
+# --- headers -------------------------------------------------------------------------------------
+
+
+def test_literal_headers_are_shown_and_credentials_hidden() -> None:
+    lines = plan({"headers": {"X-Trace": "on", "Authorization": "Bearer s3cr3t", "Cookie": "session=s3cr3t"}})
+    assert "header X-Trace: on" in lines
+    assert "header Authorization: <hidden>" in lines
+    assert "header Cookie: <hidden>" in lines
+    assert not any("s3cr3t" in line for line in lines)
+
+
+def test_header_from_env_that_is_set_here() -> None:
+    lines = plan({"headers": {"Authorization": {"fromEnv": "SOAK_TOKEN"}}}, environ={"SOAK_TOKEN": "Bearer s3cr3t"})
+    assert "header Authorization: <from environment variable SOAK_TOKEN, set here>" in lines
+    assert not any("s3cr3t" in line for line in lines)
+
+
+@pytest.mark.parametrize("environ", [{}, {"SOAK_TOKEN": ""}, {"OTHER": "s3cr3t"}])
+def test_header_from_env_that_is_not_set_here(environ: dict[str, str]) -> None:
+    lines = plan({"headers": {"Authorization": {"fromEnv": "SOAK_TOKEN"}}}, environ=environ)
+    assert "header Authorization: <from environment variable SOAK_TOKEN, NOT set here>" in lines
+    assert not any("s3cr3t" in line for line in lines)
+
+
+def test_host_header() -> None:
+    lines = plan({"host": "api.example:8080", "headers": {"X": "1"}})
+    assert lines.index("header X: 1") < lines.index("header Host: api.example:8080")
+
+
+def test_describe_prints_no_environment_value_anywhere() -> None:
+    environ = {"A": "s3cr3t-a", "B": "s3cr3t-b"}
+    lines = plan({"headers": {"X-A": {"fromEnv": "A"}, "X-B": {"fromEnv": "B"}, "X-C": {"fromEnv": "C"}}},
+                 environ=environ)
+    assert not any("s3cr3t" in line for line in lines)
+    assert sum("set here>" in line for line in lines) == 3
+    assert sum("NOT set here>" in line for line in lines) == 1

@@ -1,0 +1,341 @@
+"""The recorder: classification, intervals on the grid, the run as the sum of its intervals."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from runner import result as kinds
+from runner.recorder import Interval, Recorder, Tally
+from runner.result import Result
+from runner.schedule import Grid
+
+START = 5_000_000_000_000
+SECOND = 1_000_000_000
+MS = 1_000_000
+GRID = Grid(START, 10 * SECOND)
+
+
+def response(status: int = 200, *, end: int = START + SECOND, latency: int = 2 * MS, due: int | None = None,
+             start: int | None = None, body_hash: int | None = None, bytes_in: int = 100, bytes_out: int = 0,
+             url_index: int = 0) -> Result:
+    """A result with a response: sent at `start`, headers `latency` later, body read by `end`."""
+    start = end - latency - 1000 if start is None else start
+    return Result(seq=0, url_index=url_index, due_ns=start if due is None else due, start_ns=start,
+                  headers_ns=start + latency, end_ns=end, status=status, bytes_in=bytes_in, bytes_out=bytes_out,
+                  body_hash=body_hash)
+
+
+def failure(kind: str = kinds.REFUSED, text: str = "connection refused", *, end: int = START + SECOND,
+            url_index: int = 0) -> Result:
+    return Result(url_index=url_index, start_ns=end - MS, end_ns=end, error=kind, error_text=text, bytes_out=10)
+
+
+def skip(*, due: int = START + SECOND) -> Result:
+    return Result(due_ns=due, end_ns=due, skipped=True)
+
+
+# --- classification ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "good"),
+    [(200, True), (201, True), (204, True), (299, True), (301, True), (302, True), (304, True), (399, True),
+     (400, True), (404, True), (418, True), (429, True), (499, True),
+     (500, False), (502, False), (503, False), (504, False), (599, False),
+     (100, False), (101, False), (199, False), (0, False)],
+)
+def test_status_classification(status: int, good: bool) -> None:
+    tally = Tally()
+    tally.add(response(status), 2 * MS, 0)
+    assert (tally.good, tally.bad, tally.failed) == ((1, 0, 0) if good else (0, 1, 0))
+    assert tally.responses == 1 and tally.requests == 1
+    assert tally.statuses == {status: 1}
+    assert tally.latency.count == 1
+    result = response(status)
+    assert (result.good, result.bad, result.failed) == (good, not good, False)
+
+
+@pytest.mark.parametrize("kind", kinds.ERROR_KINDS)
+def test_an_error_is_failed_and_has_no_latency(kind: str) -> None:
+    tally = Tally()
+    result = failure(kind, f"{kind}: something")
+    result.status = 200  # even with a status (a body read error after the headers), an error is a failure
+    tally.add(result, 5 * MS, 0)
+    assert (tally.good, tally.bad, tally.failed, tally.skipped) == (0, 0, 1, 0)
+    assert tally.requests == 1 and tally.responses == 0
+    assert tally.latency.count == 0
+    assert tally.min_ns == tally.max_ns == 0
+    assert tally.errors == {kind: 1}
+    assert tally.error_texts == {(0, f"{kind}: something"): 1}
+    assert tally.statuses == {}
+    assert result.failed and not result.good and not result.bad
+
+
+def test_skipped_is_counted_apart_and_is_not_a_request() -> None:
+    tally = Tally()
+    tally.add(skip(), 0, 0)
+    assert (tally.good, tally.bad, tally.failed, tally.skipped) == (0, 0, 0, 1)
+    assert tally.requests == 0 and tally.latency.count == 0
+    result = skip()
+    assert not (result.good or result.bad or result.failed)
+
+
+def test_bytes_are_counted_for_responses_and_failures_not_skips() -> None:
+    tally = Tally()
+    tally.add(response(bytes_in=612, bytes_out=5), MS, 0)
+    tally.add(failure(), 0, 0)  # 10 bytes out
+    tally.add(skip(), 0, 0)
+    assert (tally.bytes_in, tally.bytes_out) == (612, 15)
+
+
+def test_error_texts_count_per_url_and_text() -> None:
+    tally = Tally()
+    for url_index, text in [(0, "a"), (0, "a"), (1, "a"), (0, "b")]:
+        tally.add(failure(kinds.TIMEOUT, text, url_index=url_index), 0, 0)
+    assert tally.error_texts == {(0, "a"): 2, (1, "a"): 1, (0, "b"): 1}
+    assert tally.errors == {kinds.TIMEOUT: 4}
+
+
+# --- min, max, mean, stdev ---------------------------------------------------------------------
+
+
+def test_min_max_mean_stdev_exact() -> None:
+    latencies = [3 * MS, 1 * MS, 7 * MS, 2 * MS, 2 * MS]
+    tally = Tally()
+    for latency in latencies:
+        tally.add(response(latency=latency), latency, 0)
+    assert tally.min_ns == 1 * MS
+    assert tally.max_ns == 7 * MS
+    assert tally.mean_ns == 3 * MS
+    assert tally.stdev_ns == pytest.approx(statistics.pstdev(latencies), rel=1e-12)
+    assert tally.stdev_ns == pytest.approx(math.sqrt(4.4) * MS, rel=1e-12)
+
+
+def test_min_is_the_first_latency_not_zero() -> None:
+    tally = Tally()
+    tally.add(failure(), 0, 0)  # failures do not set min
+    tally.add(response(latency=9 * MS), 9 * MS, 0)
+    assert tally.min_ns == 9 * MS == tally.max_ns
+    assert tally.stdev_ns == 0.0
+
+
+def test_empty_tally() -> None:
+    tally = Tally()
+    assert (tally.min_ns, tally.max_ns, tally.mean_ns, tally.stdev_ns) == (0, 0, 0.0, 0.0)
+    assert tally.requests == tally.responses == 0
+
+
+def test_stdev_is_stable_for_large_equal_latencies() -> None:
+    tally = Tally()
+    for _ in range(1000):
+        tally.add(response(latency=3_600 * SECOND), 3_600 * SECOND, 0)
+    assert tally.stdev_ns == 0.0
+    assert tally.mean_ns == 3_600 * SECOND
+
+
+# --- body hash ---------------------------------------------------------------------------------
+
+
+def test_hash_mismatches_count_only_sampled_bodies() -> None:
+    expected = 0xCBF29CE484222325
+    tally = Tally()
+    tally.add(response(body_hash=None), MS, expected)  # not sampled: not checked
+    tally.add(response(body_hash=expected), MS, expected)  # sampled, matches
+    tally.add(response(body_hash=12345), MS, expected)  # sampled, differs
+    tally.add(response(503, body_hash=1), MS, expected)  # differs, whatever the status
+    tally.add(failure(), 0, expected)  # no body
+    assert tally.hash_checked == 3
+    assert tally.hash_mismatches == 2
+    assert type(tally.hash_mismatches) is int
+
+
+def test_recorder_uses_its_hash_value() -> None:
+    recorder = Recorder(GRID, hash_value=42)
+    recorder.record(response(body_hash=42))
+    recorder.record(response(body_hash=43))
+    interval = recorder.close()
+    assert (interval.tally.hash_checked, interval.tally.hash_mismatches) == (2, 1)
+
+
+# --- intervals on the grid ---------------------------------------------------------------------
+
+
+def test_results_count_in_the_interval_of_their_end() -> None:
+    recorder = Recorder(GRID)
+    recorder.record(response(200, end=START + 1 * SECOND))
+    recorder.record(response(200, end=START + 10 * SECOND - 1))
+    recorder.record(response(500, end=START + 10 * SECOND))  # on the boundary: interval 1
+    recorder.record(response(404, end=START + 15 * SECOND))
+    first = recorder.close()
+    assert (first.index, first.start_ns, first.end_ns) == (0, START, START + 10 * SECOND)
+    assert (first.tally.good, first.tally.bad) == (2, 0)
+    second = recorder.close()
+    assert (second.index, second.start_ns, second.end_ns) == (1, START + 10 * SECOND, START + 20 * SECOND)
+    assert (second.tally.good, second.tally.bad) == (1, 1)
+    assert second.span_ns == 10 * SECOND
+
+
+def test_an_interval_closed_late_keeps_its_own_results_only() -> None:
+    """The report for interval 0 runs 300 ms late: results that ended in interval 1 meanwhile
+    stay in interval 1, and results of interval 0 that arrive before the close still count in 0."""
+    recorder = Recorder(GRID)
+    recorder.record(response(end=START + 9 * SECOND))
+    recorder.record(response(end=START + 10 * SECOND + 100 * MS))  # already interval 1
+    recorder.record(response(end=START + 10 * SECOND - 1))  # recorded late, but ended in interval 0
+    recorder.record(failure(end=START + 10 * SECOND + 200 * MS))
+    first = recorder.close()
+    assert (first.tally.good, first.tally.failed) == (2, 0)
+    second = recorder.close()
+    assert (second.tally.good, second.tally.failed) == (1, 1)
+    assert recorder.next_index == 2
+
+
+def test_a_result_for_an_already_closed_interval_goes_to_the_next_open_one() -> None:
+    recorder = Recorder(GRID)
+    recorder.close()
+    recorder.record(response(end=START + 5 * SECOND))  # interval 0 is closed already
+    assert recorder.close().tally.good == 1
+
+
+def test_skips_count_in_the_interval_of_their_due_time() -> None:
+    recorder = Recorder(GRID)
+    recorder.record(skip(due=START + 3 * SECOND))
+    recorder.record(skip(due=START + 13 * SECOND))
+    assert recorder.close().tally.skipped == 1
+    assert recorder.close().tally.skipped == 1
+
+
+def test_an_empty_interval() -> None:
+    recorder = Recorder(GRID)
+    interval = recorder.close()
+    assert isinstance(interval, Interval)
+    assert (interval.index, interval.tally.requests, interval.tally.latency.count) == (0, 0, 0)
+
+
+def test_a_partial_last_interval_ends_at_the_stop_time() -> None:
+    recorder = Recorder(GRID)
+    recorder.close()
+    recorder.record(response(end=START + 12 * SECOND))
+    last = recorder.close(START + 13 * SECOND, final=True)
+    assert (last.index, last.start_ns, last.end_ns, last.span_ns) == (1, START + 10 * SECOND, START + 13 * SECOND,
+                                                                      3 * SECOND)
+    assert last.tally.good == 1
+
+
+def test_the_final_close_absorbs_results_recorded_after_its_end() -> None:
+    recorder = Recorder(GRID)
+    recorder.record(response(end=START + 1 * SECOND))
+    recorder.record(response(end=START + 11 * SECOND))  # in flight when sending stopped at 10.5 s
+    recorder.record(failure(kinds.CANCELLED, "cancelled", end=START + 35 * SECOND))
+    last = recorder.close(START + 10 * SECOND + 500 * MS, final=True)
+    assert (last.tally.good, last.tally.failed) == (2, 1)
+    assert recorder.run.requests == 3
+    assert recorder.next_index == 1
+
+
+def test_a_non_final_close_does_not_absorb_later_intervals() -> None:
+    recorder = Recorder(GRID)
+    recorder.record(response(end=START + 11 * SECOND))
+    assert recorder.close().tally.requests == 0
+    assert recorder.run.requests == 0
+    assert recorder.close().tally.requests == 1
+    assert recorder.run.requests == 1
+
+
+# --- the run is the sum of its intervals -------------------------------------------------------
+
+
+def test_the_run_tally_is_the_merge_of_the_intervals() -> None:
+    rng = random.Random(11)
+    recorder = Recorder(GRID, hash_value=7)
+    all_latencies = []
+    for _ in range(3000):
+        end = START + rng.randrange(0, 50 * SECOND)
+        roll = rng.random()
+        if roll < 0.05:
+            recorder.record(failure(rng.choice(kinds.ERROR_KINDS), "e", end=end))
+        elif roll < 0.1:
+            recorder.record(skip(due=end))
+        else:
+            latency = rng.randrange(100_000, 900 * MS)
+            all_latencies.append(latency)
+            recorder.record(response(rng.choice([200, 204, 302, 404, 500, 503]), end=end, latency=latency,
+                                     body_hash=rng.choice([None, 7, 8])))
+    intervals = [recorder.close() for _ in range(4)] + [recorder.close(START + 50 * SECOND, final=True)]
+    run = recorder.run
+    summed = Tally()
+    for interval in intervals:
+        summed.merge(interval.tally)
+    for name in ("good", "bad", "failed", "skipped", "hash_checked", "hash_mismatches", "bytes_in", "bytes_out",
+                 "sum_ns", "sum_sq_ns"):
+        assert getattr(run, name) == getattr(summed, name) == sum(getattr(i.tally, name) for i in intervals), name
+    assert (run.min_ns, run.max_ns) == (summed.min_ns, summed.max_ns)
+    assert all(i.tally.requests for i in intervals)
+    assert run.good + run.bad == len(all_latencies)
+    assert run.requests + run.skipped == 3000
+    assert run.min_ns == min(all_latencies) == min(i.tally.min_ns for i in intervals if i.tally.responses)
+    assert run.max_ns == max(all_latencies) == max(i.tally.max_ns for i in intervals)
+    assert run.mean_ns == pytest.approx(statistics.fmean(all_latencies), rel=1e-12)
+    assert run.stdev_ns == pytest.approx(statistics.pstdev(all_latencies), rel=1e-9)
+    assert run.statuses == summed.statuses and sum(run.statuses.values()) == len(all_latencies)
+    assert run.errors == summed.errors and sum(run.errors.values()) == run.failed
+    wanted = [50, 75, 90, 95, 99, 99.9, 100]
+    assert run.latency.count == len(all_latencies)
+    assert run.latency.percentiles(wanted) == summed.latency.percentiles(wanted)
+    assert list(run.latency.buckets()) == list(summed.latency.buckets())
+    assert [i.index for i in intervals] == [0, 1, 2, 3, 4]
+
+
+def test_merge_min_ignores_spans_without_responses() -> None:
+    a, b, c = Tally(), Tally(), Tally()
+    a.add(response(latency=5 * MS), 5 * MS, 0)
+    b.add(failure(), 0, 0)  # min_ns stays 0 here
+    c.add(response(latency=3 * MS), 3 * MS, 0)
+    run = Tally()
+    for part in (b, a, b, c):
+        run.merge(part)
+    assert run.min_ns == 3 * MS
+    assert run.max_ns == 5 * MS
+    assert run.failed == 2 and run.good == 2
+
+
+# --- open model: corrected latency -------------------------------------------------------------
+
+
+def test_closed_model_latency_is_from_the_actual_send() -> None:
+    recorder = Recorder(GRID)
+    assert recorder.uncorrected is None
+    due = START + SECOND
+    recorder.record(response(due=due, start=due + 40 * MS, latency=5 * MS, end=due + 50 * MS))
+    tally = recorder.close().tally
+    assert tally.min_ns == tally.max_ns == 5 * MS
+
+
+def test_open_model_latency_is_from_the_due_time() -> None:
+    recorder = Recorder(GRID, corrected=True)
+    due = START + SECOND
+    late = response(due=due, start=due + 40 * MS, latency=5 * MS, end=due + 50 * MS)
+    assert late.latency_ns == 5 * MS
+    assert late.corrected_latency_ns == 45 * MS
+    recorder.record(late)
+    on_time = response(due=due + SECOND, start=due + SECOND, latency=2 * MS, end=due + SECOND + 3 * MS)
+    recorder.record(on_time)
+    recorder.record(failure(end=due + 2 * SECOND))  # a failure adds no latency to either
+    tally = recorder.close().tally
+    assert (tally.min_ns, tally.max_ns) == (2 * MS, 45 * MS)
+    assert tally.latency.percentiles([100]) == {100: 45 * MS}
+    assert recorder.uncorrected is not None
+    assert recorder.uncorrected.count == 2
+    assert recorder.uncorrected.max == 5 * MS
+    assert recorder.uncorrected.percentiles([50, 100]) == {50: 2 * MS + 895, 100: 5 * MS}
+
+
+def test_corrected_latency_never_counts_from_after_the_send() -> None:
+    """A send that went out before its due time (a timer firing early) is measured from the send."""
+    early = Result(due_ns=START + 10 * MS, start_ns=START + 9 * MS, headers_ns=START + 12 * MS, end_ns=START + 13 * MS,
+                   status=200)
+    assert early.corrected_latency_ns == 3 * MS == early.latency_ns

@@ -1,0 +1,152 @@
+"""slow_cooker's text layout, checked against real slow_cooker output (tests/golden)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from collections import Counter
+
+import pytest
+
+from runner.recorder import Tally
+from runner.slowcooker import (
+    ChangeWindow,
+    change_indicator,
+    error_lines,
+    format_rate,
+    goal_percent,
+    header_line,
+    interval_line,
+    startup_line,
+)
+from tests.conftest import GOLDEN, parse_interval
+
+LOGS = ["100qps-ms.log", "100qps-us.log", "url-list-3.log", "with-csv-us.log", "faults-timeout-1s.log"]
+
+
+def interval_lines(name: str) -> list[str]:
+    return [line for line in (GOLDEN / name).read_text().splitlines() if line[:1].isdigit()]
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_interval_lines_reproduce_real_slow_cooker_output(name: str) -> None:
+    lines = interval_lines(name)
+    assert lines
+    for line in lines:
+        assert interval_line(*parse_interval(line).args()) == line + "\n"
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_change_column_follows_the_zero_filled_window(name: str) -> None:
+    window = ChangeWindow()
+    for line in interval_lines(name):
+        values = parse_interval(line)
+        assert window.push(values.latencies[3]) == values.change, line
+
+
+def test_seed_lines_match_after_its_spaces_were_collapsed() -> None:
+    """The pallet README's example is real output pasted with runs of spaces collapsed."""
+    text = (GOLDEN / "seed-pallet.log").read_text().splitlines()
+    window = ChangeWindow()
+    lines = [line for line in text if line[:1].isdigit()]
+    assert len(lines) == 60
+    for line in lines:
+        # The paste also lost the space that ends a line with no change marker.
+        parsed = parse_interval(line if line.endswith(("+", "-")) else line + " ")
+        values = dataclasses.replace(parsed, change=window.push(parsed.latencies[3]))
+        assert " ".join(interval_line(*values.args()).split()) == line.strip()
+
+
+@pytest.mark.parametrize("name", ["100qps-ms.log", "url-list-3.log", "faults-timeout-1s.log"])
+def test_header_matches_for_a_z_timestamp_and_2s_interval(name: str) -> None:
+    header = (GOLDEN / name).read_text().splitlines()[1]
+    assert header_line("2026-11-30T01:10:32Z", "2s") == header + "\n"
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "interval", "time_pad", "interval_pad"),
+    [("2026-11-30T01:10:32Z", "10s", 18, 1), ("2026-11-30T01:10:32+01:00", "1m0s", 23, 2), ("2026-11-30T01:10:32Z", "500ms", 18, 3)],
+)
+def test_header_padding_follows_timestamp_and_interval_width(timestamp: str, interval: str, time_pad: int, interval_pad: int) -> None:
+    header = header_line(timestamp, interval)
+    assert header.startswith("# " + " " * time_pad + " iter   good/b/f t   goal% " + " " * interval_pad + " min [")
+    assert header.endswith(" max bhash change\n")
+
+
+def test_seed_header_collapsed() -> None:
+    header = (GOLDEN / "seed-pallet.log").read_text().splitlines()[1]
+    assert " ".join(header_line("2024-03-21T19:01:01Z", "1m0s").split()) == header
+
+
+def test_startup_lines() -> None:
+    first = (GOLDEN / "100qps-ms.log").read_text().splitlines()[0]
+    url = "http://127.0.0.1:39533/ok"
+    assert startup_line(100, "GET", 5, [url], None) == first + "\n"
+    listed = (GOLDEN / "url-list-3.log").read_text().splitlines()[0]
+    assert startup_line(40, "GET", 4, ["http://a/", "http://b/", "http://c/"], "urls.txt") == listed + "\n"
+    seed = (GOLDEN / "seed-pallet.log").read_text().splitlines()[0]
+    one_from_file = startup_line(100, "GET", 5, ["http://nginx.nginx.svc.cluster.local"], "/etc/soak/urls/urls.txt")
+    assert one_from_file == seed + "\n"
+
+
+@pytest.mark.parametrize(("qps", "text"), [(100, "100"), (100.0, "100"), (12.5, "12.5"), (0.1, "0.1"), (33.25, "33.25"), (1e-7, "0.0000001")])
+def test_rate_is_whole_or_exact(qps: float, text: str) -> None:
+    assert format_rate(qps) == text
+
+
+@pytest.mark.parametrize(
+    ("responses", "target", "percent"),
+    [(195, 200, 97), (200, 200, 100), (204, 200, 100), (0, 200, 0), (0, 0, 100), (5, 0, 100), (199, 200, 99), (1, 3, 33)],
+)
+def test_goal_percent_truncates_and_caps(responses: int, target: float, percent: int) -> None:
+    assert goal_percent(responses, target) == percent
+
+
+@pytest.mark.parametrize(
+    ("history", "p99", "marker"),
+    [
+        ([0, 0, 0, 0, 0], 0, ""),
+        ([0, 0, 0, 0, 0], 2, "+"),
+        ([5, 5, 5, 5, 5], 0, "-"),
+        ([1, 1, 1, 1, 1], 10, "+"),
+        ([1, 1, 1, 1, 1], 9, ""),
+        ([3, 3, 3, 3, 3], 30, "+"),  # exactly ten times: floats say 0.999..., the answer is +
+        ([1, 1, 1, 1, 1], 100, "++"),
+        ([1, 1, 1, 1, 1], 1000, "+++"),
+        ([1, 1, 1, 1, 1], 10**6, "+++"),
+        ([100, 100, 100, 100, 100], 10, "-"),
+        ([100, 100, 100, 100, 100], 11, ""),
+        ([1000, 1000, 1000, 1000, 1000], 1, "---"),
+        ([10**6] * 5, 1, "---"),
+        ([2, 3, 0, 0, 0], 1, ""),  # mean is the integer mean, 1
+    ],
+)
+def test_change_indicator(history: list[int], p99: int, marker: str) -> None:
+    assert change_indicator(history, p99) == marker
+
+
+def test_change_indicator_agrees_with_slow_cookers_formula_away_from_exact_powers() -> None:
+    rng = random.Random(7)
+    for _ in range(5000):
+        history = [rng.choice([0, rng.randint(1, 10), rng.randint(1, 100_000)]) for _ in range(5)]
+        p99 = rng.choice([0, rng.randint(1, 10), rng.randint(1, 100_000)])
+        mean = sum(history) // 5
+        if mean and p99:
+            ratio = math.log10(p99) - math.log10(mean)
+            if abs(ratio - round(ratio)) < 1e-9:
+                continue  # exact powers of ten: slow_cooker's floats may slip, ours do not
+            steps = max(-3, min(3, int(ratio)))
+            expected = "+" * steps if steps > 0 else "-" * -steps
+        else:
+            expected = "" if mean == p99 == 0 else ("+" if mean == 0 else "-")
+        assert change_indicator(history, p99) == expected, (history, p99)
+
+
+def test_error_lines_are_one_per_distinct_error_with_counts() -> None:
+    tally = Tally()
+    tally.error_texts = Counter({(0, "connection refused"): 37, (1, "timeout: no response headers within 1s"): 1})
+    assert error_lines("GET", ["http://127.0.0.1:1/", "http://127.0.0.1:2/x"], tally) == [
+        'GET "http://127.0.0.1:1/": connection refused (37 times)\n',
+        'GET "http://127.0.0.1:2/x": timeout: no response headers within 1s (1 time)\n',
+    ]

@@ -1,0 +1,232 @@
+"""The JSON summary: slow_cooker's six percentile keys first, then what a log reader needs."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import datetime
+from typing import Any
+
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from runner.config import merge, settings_from
+from runner.histogram import LatencyHistogram
+from runner.recorder import Tally
+from runner.report import RunInfo, RunSummary, in_unit
+from runner.result import Result
+from runner.summary import SUMMARY_PERCENTILES, JsonSummaryReporter, percentile_keys, summary_dict
+
+START = 7_000_000_000_000
+WALL = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+MS = 1_000_000
+SIX = ["p50", "p75", "p90", "p95", "p99", "p999"]
+
+
+def tally_of(latencies_ns: list[int], statuses: list[int] | None = None, failures: int = 0, skips: int = 0,
+             hash_value: int = 0, hashes: list[int | None] | None = None) -> Tally:
+    tally = Tally()
+    statuses = statuses or [200] * len(latencies_ns)
+    hashes = hashes or [None] * len(latencies_ns)
+    for latency, status, body_hash in zip(latencies_ns, statuses, hashes):
+        result = Result(start_ns=START, headers_ns=START + latency, end_ns=START + latency + 1000, status=status,
+                        bytes_in=612, bytes_out=3, body_hash=body_hash)
+        tally.add(result, latency, hash_value)
+    for i in range(failures):
+        tally.add(Result(error="timeout" if i % 2 else "refused", error_text="x", bytes_out=3), 0, hash_value)
+    for _ in range(skips):
+        tally.add(Result(skipped=True), 0, hash_value)
+    return tally
+
+
+def make_summary(tally: Tally, layer: dict[str, Any] | None = None, *, elapsed_ns: int = 10_000_000_000,
+                 uncorrected: LatencyHistogram | None = None, intervals: int = 1,
+                 stop_reason: str = "iterations") -> RunSummary:
+    settings = settings_from(merge(layer or {}))
+    info = RunInfo(settings, ["http://a/"], None, START, WALL)
+    return RunSummary(info, intervals, START + elapsed_ns, START + elapsed_ns, tally, uncorrected, None, stop_reason, 1.23456, 45_000_000)
+
+
+def latencies_1_to_1000_us() -> list[int]:
+    return [v * 1000 + 400 for v in range(1, 1001)]
+
+
+# --- the six keys ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("unit", ["ms", "us", "ns"])
+def test_first_six_keys_are_slow_cookers_in_order_as_ints(unit: str) -> None:
+    data = summary_dict(make_summary(tally_of(latencies_1_to_1000_us()), {"latencyUnit": unit}))
+    assert list(data)[:6] == SIX
+    for key in SIX:
+        assert type(data[key]) is int, key
+    assert data["latencyUnit"] == unit
+
+
+def test_percentiles_in_microseconds() -> None:
+    data = summary_dict(make_summary(tally_of(latencies_1_to_1000_us()), {"latencyUnit": "us"}))
+    assert [data[k] for k in SIX] == [500, 750, 900, 950, 990, 999]
+
+
+def test_percentiles_in_milliseconds_truncate() -> None:
+    tally = tally_of([1_999_000, 2_500_000, 2_900_000, 250_700_000])
+    data = summary_dict(make_summary(tally, {"latencyUnit": "ms"}))
+    assert [data[k] for k in SIX] == [2, 2, 250, 250, 250, 250]
+    assert (data["min"], data["max"]) == (1, 250)
+
+
+def test_percentiles_in_nanoseconds_are_the_histogram_values() -> None:
+    tally = tally_of(latencies_1_to_1000_us())
+    data = summary_dict(make_summary(tally, {"latencyUnit": "ns"}))
+    found = tally.latency.percentiles(SUMMARY_PERCENTILES.values())
+    assert [data[k] for k in SIX] == [found[p] for p in SUMMARY_PERCENTILES.values()]
+    assert data["p999"] <= data["max"] == 1_000_400
+
+
+def test_empty_run_gives_zero_percentiles() -> None:
+    data = summary_dict(make_summary(Tally()))
+    assert [data[k] for k in SIX] == [0] * 6
+    assert (data["min"], data["max"], data["mean"], data["stdev"]) == (0, 0, 0.0, 0.0)
+    assert data["requests"] == 0
+    assert data["goalPercent"] == 0
+    json.dumps(data)
+
+
+def test_percentile_keys_helper() -> None:
+    histogram = LatencyHistogram()
+    for v in range(1, 101):
+        histogram.record(v * MS)
+    assert percentile_keys(histogram, "ms") == {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 100}
+
+
+# --- the rest of the summary -------------------------------------------------------------------
+
+
+def test_counts_add_up() -> None:
+    tally = tally_of([MS] * 7, statuses=[200, 200, 301, 404, 500, 503, 199], failures=3, skips=2)
+    data = summary_dict(make_summary(tally))
+    assert (data["good"], data["bad"], data["failed"], data["skipped"]) == (4, 3, 3, 2)
+    assert data["requests"] == data["good"] + data["bad"] + data["failed"] == 10
+    assert data["statusCodes"] == {"199": 1, "200": 2, "301": 1, "404": 1, "500": 1, "503": 1}
+    assert list(data["statusCodes"]) == sorted(data["statusCodes"], key=int)
+    assert sum(data["statusCodes"].values()) == data["good"] + data["bad"]
+    assert data["errors"] == {"refused": 2, "timeout": 1}
+    assert sum(data["errors"].values()) == data["failed"]
+    assert (data["bytesIn"], data["bytesOut"]) == (7 * 612, 10 * 3)
+
+
+def test_latency_statistics_in_the_unit() -> None:
+    tally = tally_of([1 * MS, 2 * MS, 6 * MS])
+    data = summary_dict(make_summary(tally, {"latencyUnit": "ms"}))
+    assert (data["min"], data["max"]) == (1, 6)
+    assert data["mean"] == 3.0
+    assert data["stdev"] == pytest.approx(2.160, abs=0.001)
+    micro = summary_dict(make_summary(tally, {"latencyUnit": "us"}))
+    assert (micro["min"], micro["mean"], micro["max"]) == (1000, 3000.0, 6000)
+
+
+def test_goal_percent_and_rate() -> None:
+    # 100 req/s for 10 s is 1000 sends; 995 responses is 99% (truncated), failures excluded.
+    tally = tally_of([MS] * 995, failures=5)
+    data = summary_dict(make_summary(tally, {"qps": 100}, elapsed_ns=10_000_000_000))
+    assert data["goalPercent"] == 99
+    assert data["rate"] == {"target": 100, "achieved": 100.0}
+    assert type(data["rate"]["target"]) is int
+    assert data["durationSeconds"] == 10.0
+
+
+def test_goal_percent_is_capped_at_100() -> None:
+    data = summary_dict(make_summary(tally_of([MS] * 50), {"qps": 1}, elapsed_ns=10_000_000_000))
+    assert data["goalPercent"] == 100
+
+
+def test_fractional_target_rate_stays_fractional() -> None:
+    data = summary_dict(make_summary(tally_of([MS] * 3), {"qps": 2.5}, elapsed_ns=4_000_000_000))
+    assert data["rate"] == {"target": 2.5, "achieved": 0.75}
+    assert data["goalPercent"] == 30
+
+
+def test_hash_counts() -> None:
+    tally = tally_of([MS] * 4, hash_value=9, hashes=[None, 9, 8, 7])
+    data = summary_dict(make_summary(tally, {"hashValue": 9}))
+    assert (data["hashChecked"], data["hashMismatches"]) == (3, 2)
+
+
+def test_times_and_run_facts() -> None:
+    summary = make_summary(tally_of([MS]), elapsed_ns=61_500_000_000, intervals=2, stop_reason="signal SIGTERM")
+    data = summary_dict(summary)
+    start = datetime.fromisoformat(data["start"].replace("Z", "+00:00"))
+    end = datetime.fromisoformat(data["end"].replace("Z", "+00:00"))
+    assert start.timestamp() == WALL
+    assert end.timestamp() == WALL + 61.5
+    assert data["start"].count(".") == 1  # milliseconds shown
+    assert data["durationSeconds"] == 61.5
+    assert data["intervals"] == 2
+    assert data["stopReason"] == "signal SIGTERM"
+    assert data["process"] == {"cpuSeconds": 1.235, "maxRssBytes": 45_000_000}
+
+
+def test_config_is_the_effective_config_with_secrets_hidden() -> None:
+    layer = {"qps": 50, "headers": {"Authorization": "Bearer s3cr3t", "X-Token": {"fromEnv": "TOKEN"}}}
+    data = summary_dict(make_summary(tally_of([MS]), layer))
+    assert data["config"]["qps"] == 50
+    assert data["config"]["headers"] == {"Authorization": "<hidden>", "X-Token": {"fromEnv": "TOKEN"}}
+    assert "s3cr3t" not in json.dumps(data)
+
+
+def test_uncorrected_percentiles_only_for_the_open_model() -> None:
+    closed = summary_dict(make_summary(tally_of([MS])))
+    assert "uncorrected" not in closed
+    uncorrected = LatencyHistogram()
+    for v in range(1, 101):
+        uncorrected.record(v * 1000)
+    opened = summary_dict(make_summary(tally_of([5 * MS]), {"loadModel": "open", "latencyUnit": "us"},
+                                       uncorrected=uncorrected))
+    assert opened["uncorrected"] == {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 100}
+    assert list(opened)[:6] == SIX
+
+
+def test_summary_is_json_serialisable_and_round_trips() -> None:
+    tally = tally_of(latencies_1_to_1000_us(), failures=2, skips=1)
+    data = summary_dict(make_summary(tally, {"headers": {"X": "1"}, "body": {"file": "b.json"}}))
+    text = json.dumps(data, indent=2)
+    assert json.loads(text) == data
+
+
+def test_histogram_export_decodes_to_the_same_counts() -> None:
+    tally = tally_of(latencies_1_to_1000_us(), failures=4)
+    data = summary_dict(make_summary(tally))
+    assert data["histogram"]["unit"] == "ns"
+    decoded = HdrHistogram.decode(data["histogram"]["hdr"])
+    assert decoded.get_total_count() == 1000 == tally.latency.count
+    assert decoded.get_value_at_percentile(50) == tally.latency.percentiles([50])[50]
+    assert decoded.get_min_value() == tally.latency._hdr.get_min_value()  # noqa: SLF001
+
+
+def test_in_unit_truncates_toward_zero() -> None:
+    assert in_unit(1_999_999, "ms") == 1
+    assert in_unit(2_000_000, "ms") == 2
+    assert in_unit(1_999, "us") == 1
+    assert in_unit(7, "ns") == 7
+    assert in_unit(2_500_000.7, "ms") == 2
+    assert type(in_unit(2_500_000.7, "ms")) is int
+
+
+# --- the reporter ------------------------------------------------------------------------------
+
+
+def test_reporter_prints_two_space_indented_json_at_the_end() -> None:
+    out = io.StringIO()
+    reporter = JsonSummaryReporter(out)
+    summary = make_summary(tally_of(latencies_1_to_1000_us()), {"latencyUnit": "us"})
+    reporter.start(summary.info)
+    reporter.interval(summary.info, object())
+    assert out.getvalue() == ""
+    reporter.finish(summary)
+    text = out.getvalue()
+    lines = text.splitlines()
+    assert lines[0] == "{"
+    assert lines[1:7] == ['  "p50": 500,', '  "p75": 750,', '  "p90": 900,', '  "p95": 950,', '  "p99": 990,',
+                          '  "p999": 999,']
+    assert text.endswith("}\n")
+    assert json.loads(text)["requests"] == 1000
