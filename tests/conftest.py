@@ -1,0 +1,240 @@
+"""Shared fixtures: a real nginx on a free loopback port, and running the real CLI.
+
+nginx is what users put behind the soak, so integration tests use it, started from a
+temporary config for the session (`.ci/run` installs it with apt). The CLI always runs as
+a subprocess, exactly as a user or the pod runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.faultserver import FaultServer
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN = REPO / "tests" / "golden"  # real slow_cooker output, copied from shared/reference
+NGINX_PAGE = b"x" * 611 + b"\n"  # 612 bytes, the size of nginx's default page in the seed
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+@dataclass
+class Nginx:
+    url: str
+    access_log: Path
+
+    def log_lines(self) -> list[str]:
+        """nginx's access log so far, one line per request (format `soak` above)."""
+        if not self.access_log.exists():
+            return []
+        return self.access_log.read_text().splitlines()
+
+    def requests_logged(self) -> int:
+        """Requests nginx has logged so far: the server's own count, to check ours against."""
+        return len(self.log_lines())
+
+
+_NGINX_CONF = """
+daemon off;
+master_process on;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+{user}
+events {{ worker_connections 1024; }}
+http {{
+    # One line per request: connection serial and what arrived, so tests can check the
+    # server's view (connections reused or not, headers, bodies) against the runner's.
+    log_format soak '$connection $connection_requests $request_method $uri $status '
+                    '"$host" "$http_authorization" "$http_accept_encoding" $request_length $body_bytes_sent';
+    access_log {dir}/access.log soak;
+    gzip on;
+    gzip_min_length 100;
+    gzip_types text/plain;
+    client_body_temp_path {dir}/tmp;
+    proxy_temp_path {dir}/tmp;
+    fastcgi_temp_path {dir}/tmp;
+    uwsgi_temp_path {dir}/tmp;
+    scgi_temp_path {dir}/tmp;
+    keepalive_requests 1000000;
+    server {{
+        listen 127.0.0.1:{port};
+        root {dir}/www;
+        location / {{ }}
+        location = /teapot {{ return 418; }}
+        location = /echo {{ return 200 "ok\n"; }}
+        location = /fail {{ return 503; }}
+    }}
+}}
+"""
+
+
+def _nginx_binary() -> str:
+    found = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    if found is None:
+        pytest.fail("nginx is not installed: apt-get install -y nginx (as .ci/run does)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nginx]:
+    """nginx with one worker serving a 612-byte page on a free loopback port."""
+    directory = tmp_path_factory.mktemp("nginx")
+    (directory / "www").mkdir()
+    (directory / "tmp").mkdir()
+    (directory / "www" / "index.html").write_bytes(NGINX_PAGE)
+    port = free_port()
+    user = "user root;" if os.geteuid() == 0 else ""
+    conf = directory / "nginx.conf"
+    conf.write_text(_NGINX_CONF.format(dir=directory, port=port, user=user))
+    process = subprocess.Popen([_nginx_binary(), "-c", str(conf), "-p", str(directory)])
+    try:
+        wait_for_port(port)
+        yield Nginx(f"http://127.0.0.1:{port}/", directory / "access.log")
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@dataclass
+class Run:
+    """A finished CLI run: exit code, stdout and stderr, and what stdout holds."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.stdout.splitlines()
+
+    @property
+    def interval_lines(self) -> list[str]:
+        return [line for line in self.lines if line[:1].isdigit()]
+
+    @property
+    def summary(self) -> dict:
+        """The JSON summary: everything from the first line that is just `{`."""
+        lines = self.lines
+        return json.loads("\n".join(lines[lines.index("{"):]))
+
+
+def soak_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "runner", *args]
+
+
+def run_soak(*args: str, timeout: float = 120, env: dict[str, str] | None = None, cwd: Path = REPO) -> Run:
+    """Run the CLI to completion (bounded by `timeout`) and capture its output."""
+    full_env = {**os.environ, "TZ": "UTC", **(env or {})}
+    done = subprocess.run(soak_command(*args), capture_output=True, text=True, timeout=timeout, env=full_env, cwd=cwd)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+# --- Fault server and interval-line parsing ---------------------------------------------
+
+
+@pytest.fixture
+def fault_server() -> Iterator[FaultServer]:
+    """A misbehaving HTTP server on a free loopback port, in this process (see faultserver.py).
+
+    One per test, so its per-path request counts belong to that test alone.
+    """
+    server = FaultServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass(frozen=True)
+class IntervalFields:
+    """The columns of one slow_cooker interval line."""
+
+    timestamp: str
+    iteration: int
+    good: int
+    bad: int
+    failed: int
+    target: int
+    goal_percent: int
+    interval: str  # as printed: `1s`, `500ms`, `534ms`, `1.504s`
+    latencies: tuple[int, int, int, int, int, int]  # min, p50, p95, p99, p999, max
+    bhash: int
+    change: str
+
+    @property
+    def requests(self) -> int:
+        return self.good + self.bad + self.failed
+
+    def args(self) -> tuple:
+        """The columns in runner.slowcooker.interval_line's argument order, to print the line again."""
+        return (self.timestamp, self.iteration, self.good, self.bad, self.failed, self.target, self.goal_percent,
+                self.interval, self.latencies, self.bhash, self.change)
+
+
+_INTERVAL_LINE = re.compile(
+    r"^(\S+) +(\d+) +(\d+)/(\d+)/(\d+) (\d+) +(\d+)% (\S+) +(\d+) \[ *(\d+) +(\d+) +(\d+) +(\d+) \] +(\d+) +(\d+) ([+-]*)$"
+)
+
+
+def parse_interval(line: str) -> IntervalFields:
+    """Parse `%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s` back, strictly."""
+    m = _INTERVAL_LINE.match(line)
+    assert m, f"not an interval line: {line!r}"
+    g = m.groups()
+    return IntervalFields(
+        timestamp=g[0], iteration=int(g[1]), good=int(g[2]), bad=int(g[3]), failed=int(g[4]), target=int(g[5]),
+        goal_percent=int(g[6]), interval=g[7], latencies=tuple(int(x) for x in g[8:14]),  # type: ignore[arg-type]
+        bhash=int(g[14]), change=g[15],
+    )
+
+
+def assert_counts_add_up(stdout: str) -> dict:
+    """Check the run's own accounting and return its summary.
+
+    Every interval line parses; the summary is printed exactly once, last; the interval
+    lines' good+bad+failed sum to the summary's `requests`, which is its good+bad+failed.
+    """
+    lines = stdout.splitlines()
+    assert lines.count("{") == 1, f"expected exactly one JSON summary:\n{stdout}"
+    start = lines.index("{")
+    summary = json.loads("\n".join(lines[start:]))  # fails if anything but the summary follows it
+    intervals = [parse_interval(line) for line in lines[:start] if not line.startswith("#")]
+    assert intervals, f"no interval lines:\n{stdout}"
+    assert [i.iteration for i in intervals] == list(range(len(intervals)))
+    assert summary["intervals"] == len(intervals)
+    assert sum(i.good for i in intervals) == summary["good"]
+    assert sum(i.bad for i in intervals) == summary["bad"]
+    assert sum(i.failed for i in intervals) == summary["failed"]
+    assert sum(i.requests for i in intervals) == summary["requests"]
+    assert summary["requests"] == summary["good"] + summary["bad"] + summary["failed"]
+    assert sum(summary["errors"].values()) == summary["failed"]
+    assert sum(summary["statusCodes"].values()) == summary["good"] + summary["bad"]
+    return summary

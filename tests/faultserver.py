@@ -1,0 +1,271 @@
+"""A deliberately misbehaving HTTP/1.1 server, for testing how the runner survives faults.
+
+nginx answers politely; real targets do not always. This server answers each path with
+one specific fault, so a test can aim load at exactly one failure mode and check that the
+runner counts it, names it and keeps going. It also counts every request it received, per
+path, on the server side: a test can then check the runner's good + bad + failed against
+what really arrived, instead of trusting the runner's own arithmetic.
+
+It is built on plain blocking sockets, one thread per connection, and runs inside the
+pytest process (the runner under test is a separate subprocess). Load in these tests is a
+few dozen requests from at most a handful of clients, so threads keep it simple: a stall
+is a blocked recv(), a slow answer is a wait, a big body is a loop of sendall().
+It listens on 127.0.0.1 only.
+
+Paths:
+
+    /ok               200, a small body, keep-alive
+    /status/N         status N with a small body; a 3xx also gets `Location: /ok`, so a
+                      runner that followed redirects would show up as requests to /ok
+    /slow/MS          200 after MS milliseconds
+    /stall            reads the request and never answers (for timeouts and cancellation)
+    /close            reads the request and closes the connection without answering
+    /reset-mid-body   headers with Content-Length 100000, part of the body, then a TCP RST
+    /close-mid-body   the same, but a clean close (FIN) instead of the reset
+    /slow-body/MS     headers and part of the body, the rest MS milliseconds later (or
+                      never, if the client gives up first): a timeout while reading the body
+    /garbage          a reply that is not HTTP at all
+    /big/N            a body of N bytes streamed in 1 MiB pieces, never held in memory
+    /chunked          a chunked body of CHUNKED_SIZE bytes, in several chunks
+    anything else     404
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+
+RESET_DECLARED = 100_000  # Content-Length promised by /reset-mid-body
+RESET_SENT = 10_000  # body bytes actually sent before the reset
+CHUNKS = (b"a" * 1000, b"b" * 1, b"c" * 4096, b"d" * 123, b"e" * 70_000)  # /chunked's pieces
+CHUNKED_SIZE = sum(len(c) for c in CHUNKS)
+OK_BODY = b"ok\n"
+_PIECE = b"z" * (1 << 20)  # what /big/N repeats; the only body buffer it has
+_REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 404: "Not Found", 418: "I'm a teapot",
+            500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+class FaultServer:
+    """Serves the fault paths above on a free loopback port, in background threads."""
+
+    def __init__(self) -> None:
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(128)
+        # accept() is not woken by close() from another thread; a short timeout lets the
+        # accept loop notice that the server is stopping.
+        self._listener.settimeout(0.1)
+        self.port: int = self._listener.getsockname()[1]
+        self._stopping = threading.Event()
+        self._lock = threading.Condition()
+        self._seen: Counter[str] = Counter()  # requests received, by path
+        self._connections: set[socket.socket] = set()  # open ones, so stop() can wake them
+        self._accepted = 0
+        self._acceptor = threading.Thread(target=self._accept_loop, name="faultserver-accept", daemon=True)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def start(self) -> FaultServer:
+        self._acceptor.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop accepting, wake every handler (stalled ones included) and wait for them."""
+        self._stopping.set()
+        self._acceptor.join(timeout=5)
+        self._listener.close()
+        with self._lock:
+            for conn in self._connections:
+                _shutdown(conn)
+        self.wait_idle(timeout=5)
+
+    def seen(self, path: str | None = None) -> int:
+        """Requests received on `path`, or on every path if None."""
+        with self._lock:
+            return self._seen[path] if path is not None else sum(self._seen.values())
+
+    @property
+    def connections_accepted(self) -> int:
+        with self._lock:
+            return self._accepted
+
+    def wait_idle(self, timeout: float = 5.0) -> bool:
+        """Wait until every connection has been closed and read to its end.
+
+        Once the runner has exited, its side of every connection is closed, so when the
+        handlers have all seen that, every request it sent has been read and counted:
+        `seen()` is final. False if some connection is still open after `timeout`.
+        """
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._connections:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+            return True
+
+    # --- connections -------------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(None)
+            with self._lock:
+                self._connections.add(conn)
+                self._accepted += 1
+            threading.Thread(target=self._serve, args=(conn,), name="faultserver-conn", daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        """Answer requests on one connection until either side closes it."""
+        buffer = b""
+        try:
+            while not self._stopping.is_set():
+                request = _read_request(conn, buffer)
+                if request is None:
+                    return
+                path, keep_alive, buffer = request
+                with self._lock:
+                    self._seen[path] += 1
+                if not self._answer(conn, path) or not keep_alive:
+                    return
+        except OSError:
+            return  # the client went away mid-answer: that is its business
+        finally:
+            conn.close()
+            with self._lock:
+                self._connections.discard(conn)
+                self._lock.notify_all()
+
+    def _answer(self, conn: socket.socket, path: str) -> bool:
+        """Send `path`'s answer (or fault); True if the connection may carry another request."""
+        if path == "/ok":
+            return _respond(conn, 200, OK_BODY)
+        if path.startswith("/status/"):
+            status = int(path.rsplit("/", 1)[1])
+            extra = [("Location", "/ok")] if 300 <= status < 400 else []
+            return _respond(conn, status, f"status {status}\n".encode(), extra)
+        if path.startswith("/slow/"):
+            if self._stopping.wait(int(path.rsplit("/", 1)[1]) / 1000):
+                return False
+            return _respond(conn, 200, OK_BODY)
+        if path == "/stall":
+            # Read (and ignore) whatever comes, until the client gives up and closes, or
+            # stop() shuts the socket down: either way recv() returns b"".
+            while conn.recv(65536):
+                pass
+            return False
+        if path == "/close":
+            return False  # closed by _serve, with nothing sent: a clean FIN, no response
+        if path in ("/reset-mid-body", "/close-mid-body"):
+            _send_head(conn, 200, [("Content-Length", str(RESET_DECLARED))])
+            conn.sendall(b"r" * RESET_SENT)
+            # Give the client time to read the headers, so the fault really lands mid-body
+            # rather than before the response started.
+            time.sleep(0.05)
+            if path == "/reset-mid-body":
+                # SO_LINGER on with a zero timeout: close() sends RST instead of FIN.
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return False
+        if path.startswith("/slow-body/"):
+            _send_head(conn, 200, [("Content-Length", str(2 * RESET_SENT))])
+            conn.sendall(b"s" * RESET_SENT)
+            # Wait for the client to give up (recv() returns b"" when it closes), at most MS.
+            conn.settimeout(int(path.rsplit("/", 1)[1]) / 1000)
+            try:
+                if not conn.recv(65536):
+                    return False
+            except TimeoutError:
+                pass
+            conn.settimeout(None)
+            conn.sendall(b"s" * RESET_SENT)
+            return True
+        if path == "/garbage":
+            conn.sendall(b"SSH-2.0-OpenSSH_9.6 this is not HTTP\r\n\r\n")
+            return False
+        if path.startswith("/big/"):
+            size = int(path.rsplit("/", 1)[1])
+            _send_head(conn, 200, [("Content-Length", str(size))])
+            view = memoryview(_PIECE)
+            while size > 0 and not self._stopping.is_set():
+                n = min(size, len(_PIECE))
+                conn.sendall(view[:n])
+                size -= n
+            return size == 0
+        if path == "/chunked":
+            _send_head(conn, 200, [("Transfer-Encoding", "chunked")])
+            for chunk in CHUNKS:
+                conn.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                time.sleep(0.002)  # separate writes, so the client really reads several chunks
+            conn.sendall(b"0\r\n\r\n")
+            return True
+        return _respond(conn, 404, b"no such fault\n")
+
+
+def _read_request(conn: socket.socket, buffer: bytes) -> tuple[str, bool, bytes] | None:
+    """Read one request (head and Content-Length body): (path, keep-alive, what follows it).
+
+    None when the client closed the connection before a whole request arrived.
+    """
+    while b"\r\n\r\n" not in buffer:
+        data = conn.recv(65536)
+        if not data:
+            return None
+        buffer += data
+    head, buffer = buffer.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    target = lines[0].split(" ")[1]
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip().lower()
+    length = int(headers.get("content-length", "0"))
+    while len(buffer) < length:
+        data = conn.recv(65536)
+        if not data:
+            return None
+        buffer += data
+    keep_alive = headers.get("connection") != "close"
+    return target.split("?", 1)[0], keep_alive, buffer[length:]
+
+
+def _send_head(conn: socket.socket, status: int, headers: list[tuple[str, str]]) -> None:
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Whatever')}", *(f"{k}: {v}" for k, v in headers)]
+    conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+
+
+def _respond(conn: socket.socket, status: int, body: bytes, extra: list[tuple[str, str]] | None = None) -> bool:
+    """A complete response with a Content-Length body; True: the connection stays open."""
+    if status < 200 or status in (204, 304):
+        body = b""
+    _send_head(conn, status, [("Content-Length", str(len(body))), *(extra or [])])
+    conn.sendall(body)
+    return True
+
+
+def _shutdown(conn: socket.socket) -> None:
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def refused_port() -> socket.socket:
+    """A socket bound to a loopback port but not listening: connecting to it is refused.
+
+    Keeping it bound for the test's life means no other process can start listening
+    there meanwhile, so "refused" is guaranteed. Close it when done.
+    """
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    return s

@@ -1,0 +1,126 @@
+"""The command line as users meet it: demo, validate, help, and one-line errors."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner.schema import settings_names
+from tests.conftest import REPO, Nginx, run_soak
+
+
+def test_demo_runs_a_short_soak_against_the_built_in_target() -> None:
+    run = run_soak("demo", timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.lines[0].startswith("# sending 100 GET req/s with concurrency=5 to http://127.0.0.1:")
+    lines = run.interval_lines
+    assert len(lines) == 5
+    assert all(" 100% 1s " in line for line in lines), lines
+    assert run.summary["requests"] == 500 and run.summary["good"] == 500
+
+
+def test_demo_takes_setting_flags() -> None:
+    run = run_soak("demo", "--iterations", "2", "--interval", "500ms", "--latencyUnit", "us", "--noLatencySummary")
+    assert run.returncode == 0, run.stderr
+    assert len(run.interval_lines) == 2
+    assert "{" not in run.lines
+
+
+def test_validate_describes_the_shipped_pallet_without_sending() -> None:
+    run = run_soak("validate", "--config", "configuration.json", "--urls", "urlsconfigmap.yaml")
+    assert run.returncode == 0, run.stderr
+    assert run.lines == [
+        "configuration.json: valid",
+        "urlsconfigmap.yaml: 1 URL",
+        "would send 100 GET req/s (closed model: 5 clients at 20 req/s each, one request in flight per client)",
+        "  to http://nginx.nginx.svc.cluster.local",
+        "for 60 intervals of 1m0s (1h0m0s), 360000 requests in all",
+        "timeout 10s, keep-alive (one connection per client), compression off, latency in ms",
+        "body: none",
+        "output: interval lines on stdout, a JSON summary on stdout, failures on stderr",
+    ]
+
+
+def test_validate_shows_flag_overrides_and_hides_secrets(tmp_path: Path) -> None:
+    config = tmp_path / "configuration.json"
+    config.write_text('{"qps": 10, "headers": {"Authorization": {"fromEnv": "TOKEN"}, "X-Team": "sre"}}')
+    run = run_soak("validate", "--config", str(config), "--qps", "250.5", "--duration", "90s", "http://127.0.0.1:9/",
+                   env={"TOKEN": "hunter2"})
+    assert run.returncode == 0, run.stderr
+    assert "would send 250.5 GET req/s" in run.stdout
+    assert "for 1m30s, one line every 1m0s, 22545 requests in all" in run.stdout
+    assert "header Authorization: <from environment variable TOKEN, set here>" in run.stdout
+    assert "header X-Team: sre" in run.stdout
+    assert "hunter2" not in run.stdout
+
+
+BAD_INPUTS = [
+    (["--qps", "0", "http://127.0.0.1:9/"], "soak: --qps: 0 is not allowed; must be greater than 0"),
+    (["--qps", "fast", "http://127.0.0.1:9/"], 'soak: --qps: "fast" is not allowed; must be a number'),
+    (["--interval", "10", "http://127.0.0.1:9/"], 'soak: --interval: "10" is not allowed; must be a duration like 500ms, 10s, 1m or 1m30s, greater than 0'),
+    (["--latencyUnit", "s", "http://127.0.0.1:9/"], 'soak: --latencyUnit: "s" is not allowed; must be one of "ms", "us", "ns"'),
+    (["--qsp", "5", "http://127.0.0.1:9/"], "soak: unrecognized arguments: --qsp (did you mean --qps?) (see soak --help)"),
+    (["ftp://127.0.0.1/"], "soak: URL argument: 'ftp://127.0.0.1/' is not an http:// or https:// URL"),
+    ([], "soak: no URL: give one or more as arguments, @FILE for a list, or --urls FILE"),
+    (["--config", "no-such.json", "http://127.0.0.1:9/"], "soak: no-such.json: no such file"),
+    (["--urls", "urlsconfigmap.yaml", "http://127.0.0.1:9/"], "soak: give URLs either as arguments or with --urls, not both"),
+    (["-H", "NoColon", "http://127.0.0.1:9/"], 'soak: --header: "NoColon" is not allowed; must be "Name: value"'),
+    (["--headerFromEnv", "Authorization=SOAK_UNSET_VAR", "http://127.0.0.1:9/"],
+     "soak: headers.Authorization: environment variable SOAK_UNSET_VAR is not set or empty"),
+    (["--body", "@/no/such/body", "http://127.0.0.1:9/"], "soak: body.file: /no/such/body: No such file or directory"),
+    (["--reportLatenciesCSV", "/no/such/dir/x.csv", "http://127.0.0.1:9/"],
+     "soak: reportLatenciesCSV: /no/such/dir/x.csv: No such file or directory"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_INPUTS)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    run = run_soak(*args, timeout=30)
+    assert run.returncode == 2
+    assert run.stderr == message + "\n"
+    assert run.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ('{"qps": 100, "concurency": 5}', '$: unknown key "concurency" (did you mean "concurrency"?)'),
+        ('{"qps": 100,\n "interval": 60}', '$.interval: 60 is not allowed; must be a string'),
+        ('{"qps": 100,\n}', "line 2, column 1: Expecting property name enclosed in double quotes"),
+        ('{"iterations": 5, "duration": "1m"}', "$: give iterations or duration, not both"),
+        ('{"headers": {"Authorization": "Bearer x\\ny"}}', "$.headers.Authorization: the value is not allowed"),
+    ],
+)
+def test_bad_config_file_names_file_path_and_value(tmp_path: Path, config: str, message: str) -> None:
+    path = tmp_path / "configuration.json"
+    path.write_text(config)
+    run = run_soak("validate", "--config", str(path), "http://127.0.0.1:9/")
+    assert run.returncode == 2
+    assert run.stderr.startswith(f"soak: {path}: {message}")
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+
+
+def test_a_bad_output_path_stops_the_run_before_any_request(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    run = run_soak("--iterations", "1", "--interval", "1s", "--reportLatenciesCSV", "/no/such/dir/x.csv", nginx.url)
+    assert run.returncode == 2
+    assert nginx.requests_logged() == before
+
+
+def test_help_lists_every_setting_as_a_flag() -> None:
+    run = run_soak("--help")
+    assert run.returncode == 0
+    for name in settings_names():
+        flag = {"headers": "--header", "body": "--body"}.get(name, f"--{name}")
+        assert flag in run.stdout, flag
+
+
+def test_console_script_is_installed() -> None:
+    """`pip install .` puts `soak` on PATH (README and .ci/run install it)."""
+    soak = shutil.which("soak")
+    assert soak is not None, "soak is not on PATH: pip install ."
+    done = subprocess.run([soak, "--version"], capture_output=True, text=True, cwd=REPO, timeout=30)
+    assert done.stdout.strip().startswith("soak ")

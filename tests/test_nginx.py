@@ -1,0 +1,158 @@
+"""The real CLI against real nginx on loopback: layout, rate accuracy, and what nginx saw."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from runner.fnv import fnv1a64
+from runner.slowcooker import interval_line
+from tests.conftest import GOLDEN, NGINX_PAGE, Nginx, assert_counts_add_up, parse_interval, run_soak
+
+
+def new_log_lines(nginx: Nginx, before: int) -> list[str]:
+    return nginx.log_lines()[before:]
+
+
+def test_100_qps_5_clients_2s_intervals_match_the_reference_layout(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    run = run_soak("--qps", "100", "--concurrency", "5", "--interval", "2s", "--iterations", "3", nginx.url)
+    assert run.returncode == 0, run.stderr
+    reference = (GOLDEN / "100qps-ms.log").read_text().splitlines()
+    assert run.lines[0] == f"# sending 100 GET req/s with concurrency=5 to {nginx.url} ..."
+    assert run.lines[1] == reference[1]
+    lines = run.interval_lines
+    assert len(lines) == 3
+    for line in lines:
+        # Character for character slow_cooker's layout: the line is exactly what the
+        # format (checked against real slow_cooker output in test_slowcooker) makes of
+        # its own values, with a Z timestamp and the `2s` interval.
+        values = parse_interval(line)
+        assert interval_line(*values.args()) == line + "\n"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", values.timestamp)
+        assert (values.bad, values.failed) == (0, 0)
+        assert abs(values.good - 200) <= 1, f"rate off by more than 0.5%: {line}"
+        assert " 100% 2s " in line
+    summary = run.summary
+    assert list(summary)[:6] == ["p50", "p75", "p90", "p95", "p99", "p999"]
+    assert summary["requests"] == 600 and summary["skipped"] == 0
+    assert summary["statusCodes"] == {"200": 600}
+    assert summary["bytesIn"] == 600 * len(NGINX_PAGE)
+    assert nginx.requests_logged() - before == 600
+
+
+def test_total_requests_stops_at_exactly_that_many(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    run = run_soak("--qps", "200", "--concurrency", "5", "--interval", "1s", "--totalRequests", "137", nginx.url)
+    assert run.returncode == 0, run.stderr
+    assert run.summary["requests"] == 137
+    assert run.summary["stopReason"] == "totalRequests"
+    assert_counts_add_up(run.stdout)
+    assert nginx.requests_logged() - before == 137
+
+
+def test_duration_stops_on_time_with_a_partial_last_interval(nginx: Nginx) -> None:
+    run = run_soak("--qps", "50", "--concurrency", "2", "--interval", "1s", "--duration", "2500ms", nginx.url)
+    assert run.returncode == 0, run.stderr
+    lines = run.interval_lines
+    assert [line.split()[5] for line in lines] == ["1s", "1s", "500ms"]
+    last = parse_interval(lines[-1])
+    assert last.good in (24, 25, 26) and last.target == 25
+    assert run.summary["requests"] == 125 and run.summary["stopReason"] == "duration"
+
+
+def test_url_list_spreads_sends_evenly(nginx: Nginx, tmp_path: Path) -> None:
+    urls = tmp_path / "urls.txt"
+    urls.write_text(f"# three paths\n{nginx.url}\n\n{nginx.url}teapot\n{nginx.url}fail\n")
+    run = run_soak("--qps", "60", "--concurrency", "4", "--interval", "1s", "--iterations", "2", f"@{urls}")
+    assert run.returncode == 0, run.stderr
+    assert run.lines[0] == f"# sending 60 GET req/s with concurrency=4 using url list {urls} ..."
+    summary = run.summary
+    assert summary["statusCodes"] == {"200": 40, "418": 40, "503": 40}
+    assert (summary["good"], summary["bad"], summary["failed"]) == (80, 40, 0)
+
+
+def test_keep_alive_uses_one_connection_per_client_and_no_reuse_one_per_request(nginx: Nginx) -> None:
+    for flag, expected_connections in (("--no-noReuse", 3), ("--noReuse", 60)):
+        before = nginx.requests_logged()
+        run = run_soak("--qps", "60", "--concurrency", "3", "--interval", "1s", "--iterations", "1", flag, nginx.url)
+        assert run.returncode == 0, run.stderr
+        lines = new_log_lines(nginx, before)
+        assert len(lines) == 60 == run.summary["requests"]
+        assert len({line.split()[0] for line in lines}) == expected_connections, flag
+
+
+def test_headers_host_and_body_arrive_and_secrets_are_never_printed(nginx: Nginx, tmp_path: Path) -> None:
+    body = tmp_path / "body.json"
+    body.write_bytes(b'{"hello": "soak"}')
+    before = nginx.requests_logged()
+    run = run_soak(
+        "--qps", "20", "--concurrency", "2", "--interval", "500ms", "--iterations", "1",
+        "--method", "POST", "--body", f"@{body}", "--host", "soak.example", "--headerFromEnv", "Authorization=SOAK_TOKEN",
+        f"{nginx.url}echo",
+        env={"SOAK_TOKEN": "Bearer s3cr3t-t0ken"},
+    )
+    assert run.returncode == 0, run.stderr
+    lines = new_log_lines(nginx, before)
+    assert len(lines) == 10
+    for line in lines:
+        assert ' POST /echo 200 "soak.example" "Bearer s3cr3t-t0ken" ' in line
+    assert run.summary["bytesOut"] == 10 * len(b'{"hello": "soak"}')
+    assert "s3cr3t" not in run.stdout + run.stderr
+    assert run.summary["config"]["headers"] == {"Authorization": {"fromEnv": "SOAK_TOKEN"}}
+
+
+def test_hash_check_counts_mismatches_in_bhash(nginx: Nginx) -> None:
+    right = str(fnv1a64(NGINX_PAGE))
+    for value, mismatches in ((right, 0), ("12345", 40)):
+        run = run_soak("--qps", "40", "--concurrency", "2", "--interval", "1s", "--iterations", "1",
+                       "--hashSampleRate", "1", "--hashValue", value, nginx.url)
+        assert run.returncode == 0, run.stderr
+        assert run.summary["hashChecked"] == 40
+        assert run.summary["hashMismatches"] == mismatches
+        assert parse_interval(run.interval_lines[0]).bhash == mismatches
+
+
+def test_compress_asks_for_gzip_and_hashes_the_decoded_body(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    run = run_soak("--qps", "20", "--concurrency", "1", "--interval", "500ms", "--iterations", "1", "--compress",
+                   "--hashSampleRate", "1", "--hashValue", str(fnv1a64(NGINX_PAGE)), nginx.url)
+    assert run.returncode == 0, run.stderr
+    assert all('"gzip"' in line for line in new_log_lines(nginx, before))
+    assert run.summary["hashMismatches"] == 0 and run.summary["hashChecked"] == 10
+    assert run.summary["bytesIn"] < 10 * len(NGINX_PAGE) / 4, "the wire carried the compressed body"
+
+
+def test_latency_csv_is_written(nginx: Nginx, tmp_path: Path) -> None:
+    csv = tmp_path / "latencies.csv"
+    run = run_soak("--qps", "50", "--concurrency", "5", "--interval", "1s", "--iterations", "1",
+                   "--latencyUnit", "us", "--reportLatenciesCSV", str(csv), nginx.url)
+    assert run.returncode == 0, run.stderr
+    rows = [tuple(map(int, row.split(", "))) for row in csv.read_text().splitlines()]
+    assert rows[0][:2] == (0, 0)
+    assert sum(count for _, _, count in rows) == run.summary["good"] == 50
+    assert rows[-1][2] > 0 and rows[-1][0] <= run.summary["max"] <= rows[-1][1]
+
+
+def test_open_model_keeps_the_rate_and_reports_both_latencies(nginx: Nginx) -> None:
+    run = run_soak("--qps", "100", "--concurrency", "5", "--interval", "1s", "--iterations", "2",
+                   "--loadModel", "open", "--latencyUnit", "us", nginx.url)
+    assert run.returncode == 0, run.stderr
+    assert all(" 100% " in line for line in run.interval_lines)
+    summary = run.summary
+    assert summary["requests"] == 200 and summary["skipped"] == 0
+    assert set(summary["uncorrected"]) == {"p50", "p75", "p90", "p95", "p99", "p999"}
+    assert summary["uncorrected"]["p50"] <= summary["p50"]
+
+
+@pytest.mark.parametrize("unit", ["ms", "us", "ns"])
+def test_latency_units(nginx: Nginx, unit: str) -> None:
+    run = run_soak("--qps", "20", "--concurrency", "2", "--interval", "500ms", "--iterations", "1",
+                   "--latencyUnit", unit, nginx.url)
+    assert run.returncode == 0, run.stderr
+    summary = run.summary
+    assert summary["latencyUnit"] == unit
+    floor = {"ms": 0, "us": 20, "ns": 20_000}[unit]  # loopback nginx answers in tens of us or more
+    assert summary["p50"] >= floor and summary["max"] >= summary["p999"] >= summary["p50"]

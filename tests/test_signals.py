@@ -1,0 +1,219 @@
+"""SIGTERM and SIGINT stop a run cleanly: promptly, exit 0, a last partial interval, one summary.
+
+Kubernetes stops a pod with SIGTERM and a person stops a laptop run with Ctrl-C; either
+way the run so far must not be lost. Each test starts the real CLI as a subprocess with a
+long run (600 one-second intervals, so only the signal can end it in time), waits for the
+first interval line, signals it, and checks what it printed against what the server saw.
+All load goes to 127.0.0.1; a run that does not stop is killed when the test ends.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from runner.durations import parse_duration
+from tests.conftest import REPO, Nginx, assert_counts_add_up, parse_interval, soak_command
+from tests.faultserver import FaultServer
+
+EXIT_WITHIN_S = 3.0  # from the signal to the process being gone
+LONG_RUN = ("--interval", "1s", "--iterations", "600")  # ten minutes: only a signal ends it in a test
+
+
+class LiveRun:
+    """The CLI running in the background, its output collected as it comes."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            soak_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "TZ": "UTC"}, cwd=REPO,
+        )
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self._first_interval = threading.Event()
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.process.stdout, self._out, True), daemon=True),
+            threading.Thread(target=self._read, args=(self.process.stderr, self._err, False), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, stream, into: list[str], watch: bool) -> None:  # type: ignore[no-untyped-def]
+        for line in stream:
+            into.append(line)
+            if watch and line[:1].isdigit():
+                self._first_interval.set()
+
+    def wait_for_first_interval(self, timeout: float = 15.0) -> None:
+        assert self._first_interval.wait(timeout), f"no interval line within {timeout}s:\n{self.stdout}{self.stderr}"
+
+    def send(self, sig: signal.Signals) -> float:
+        """Send `sig`; returns the moment it was sent (time.monotonic())."""
+        assert self.process.poll() is None, "the run ended before it was signalled"
+        sent = time.monotonic()
+        self.process.send_signal(sig)
+        return sent
+
+    def wait(self, since: float, timeout: float = 15.0) -> float:
+        """Wait for the process to exit; returns the seconds from `since` to the exit."""
+        self.process.wait(timeout=timeout)
+        elapsed = time.monotonic() - since
+        for reader in self._readers:
+            reader.join(timeout=5)
+        return elapsed
+
+    @property
+    def stdout(self) -> str:
+        return "".join(self._out)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self._err)
+
+    def __enter__(self) -> LiveRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def wait_until(condition, timeout: float = 3.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll `condition` until it holds or `timeout` passes (a server may log a moment late)."""
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+# --- against nginx: a healthy target ---------------------------------------------------
+
+
+@pytest.mark.nginx
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_stops_the_run_cleanly(nginx: Nginx, sig: signal.Signals) -> None:
+    qps, concurrency = 50, 5
+    logged_before = nginx.requests_logged()  # the nginx fixture lives for the whole session
+    with LiveRun("--qps", str(qps), "--concurrency", str(concurrency), *LONG_RUN, nginx.url) as live:
+        live.wait_for_first_interval()
+        time.sleep(0.5)  # into the second interval, so the last one is partial but not empty
+        elapsed = live.wait(live.send(sig))
+    assert elapsed < EXIT_WITHIN_S, f"took {elapsed:.2f}s to exit after {sig.name}"
+    assert live.process.returncode == 0, live.stderr
+    assert live.stderr == ""
+
+    summary = assert_counts_add_up(live.stdout)  # also: exactly one summary, and it comes last
+    assert live.stdout.count('"stopReason"') == 1
+    assert summary["stopReason"] == f"signal {sig.name}"
+    assert summary["good"] == summary["requests"] > 0
+
+    intervals = [parse_interval(line) for line in live.stdout.splitlines() if line[:1].isdigit()]
+    assert len(intervals) >= 2
+    assert all(i.interval == "1s" for i in intervals[:-1])
+    last = parse_duration(intervals[-1].interval)
+    assert 0 < last < parse_duration("1s"), f"last interval {intervals[-1].interval} is not partial"
+    assert intervals[-1].good > 0
+
+    # Every send due before the stop was made (nginx answers at once, so none is skipped).
+    assert abs(summary["requests"] + summary["skipped"] - qps * summary["durationSeconds"]) <= 2
+
+    # nginx's own count: every request the runner counted reached it, and no more.
+    wait_until(lambda: nginx.requests_logged() - logged_before >= summary["requests"])
+    assert nginx.requests_logged() - logged_before == summary["requests"]
+
+
+# --- against a stalled target: requests in flight at the signal --------------------------
+
+
+@dataclass
+class StalledRun:
+    url: str
+    stdout: str
+    stderr: str
+    returncode: int
+    exit_s: float  # from SIGTERM to exit
+    signalled_after_s: float  # from starting the process to SIGTERM
+    server_seen: int
+    server_idle: bool
+    qps: int
+    concurrency: int
+
+
+@pytest.fixture(scope="module")
+def stalled_run() -> StalledRun:
+    """One run whose every client is stuck on /stall (timeout 60s) when SIGTERM arrives."""
+    qps, concurrency = 10, 3
+    server = FaultServer().start()
+    try:
+        started = time.monotonic()
+        with LiveRun("--qps", str(qps), "--concurrency", str(concurrency), "--timeout", "60s", *LONG_RUN,
+                     server.url("/stall")) as live:
+            live.wait_for_first_interval()
+            time.sleep(0.3)
+            sent = live.send(signal.SIGTERM)
+            elapsed = live.wait(sent)
+        idle = server.wait_idle()
+        return StalledRun(server.url("/stall"), live.stdout, live.stderr, live.process.returncode, elapsed, sent - started,
+                          server.seen("/stall"), idle, qps, concurrency)
+    finally:
+        server.stop()
+
+
+def test_sigterm_abandons_requests_in_flight_as_cancelled(stalled_run: StalledRun) -> None:
+    """Stuck requests do not hold the exit up: after a short grace they are cancelled and counted."""
+    run = stalled_run
+    assert run.exit_s < EXIT_WITHIN_S, f"took {run.exit_s:.2f}s to exit with requests in flight"
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    assert summary["stopReason"] == "signal SIGTERM"
+    # Each client sent one request and was stuck on it: exactly those are failed, as cancelled.
+    assert summary["requests"] == summary["failed"] == run.concurrency
+    assert summary["errors"] == {"cancelled": run.concurrency}
+    assert run.server_idle and run.server_seen == summary["requests"]
+    # And stderr says so once, with the count.
+    assert run.stderr.splitlines() == [
+        f'GET "{run.url}": cancelled: still in flight when the run stopped ({run.concurrency} times)'
+    ]
+
+
+def test_sigterm_last_interval_ends_when_sending_stopped(stalled_run: StalledRun) -> None:
+    """The last interval is partial: it ends at the signal, the cancelled requests merged into it."""
+    intervals = [parse_interval(line) for line in stalled_run.stdout.splitlines() if line[:1].isdigit()]
+    assert all(i.interval == "1s" for i in intervals[:-1])
+    assert parse_duration(intervals[-1].interval) < parse_duration("1s"), intervals[-1]
+
+
+def test_sigterm_accounts_for_sends_missed_while_stuck(stalled_run: StalledRun) -> None:
+    """Sends that fell due while every client was stuck were skipped, and must be counted so."""
+    summary = assert_counts_add_up(stalled_run.stdout)
+    # At least the first full second's sends were due before the signal (more, in fact).
+    assert summary["requests"] + summary["skipped"] >= stalled_run.qps * 1
+
+
+def test_second_signal_cuts_the_grace_short() -> None:
+    """A second signal stops waiting for stragglers at once; still one summary, still exit 0."""
+    server = FaultServer().start()
+    try:
+        with LiveRun("--qps", "10", "--concurrency", "3", "--timeout", "60s", *LONG_RUN,
+                     server.url("/stall")) as live:
+            live.wait_for_first_interval()
+            first = live.send(signal.SIGTERM)
+            time.sleep(0.1)
+            live.send(signal.SIGTERM)
+            elapsed = live.wait(first)
+        assert server.wait_idle()
+        seen = server.seen("/stall")
+    finally:
+        server.stop()
+    # Without the second signal the grace alone would last 1s from the first one.
+    assert elapsed < 0.9, f"took {elapsed:.2f}s after the first signal"
+    assert live.process.returncode == 0, live.stderr
+    summary = assert_counts_add_up(live.stdout)
+    assert summary["stopReason"] == "signal SIGTERM"
+    assert summary["errors"] == {"cancelled": 3} and summary["requests"] == seen == 3
