@@ -77,10 +77,9 @@ class Engine:
     def stop(self, at_ns: int | None = None) -> None:
         """Send nothing more from `at_ns` (default: now); requests in flight may finish.
 
-        Called for a signal, and by the engine itself once totalRequests have been sent.
-
         Sends that fell due before then and were not made count as skipped, so every send
         due before the stop is accounted for (see cancel_in_flight for the requests).
+        Called for a signal, and by the engine itself once totalRequests have been sent.
         """
         if self._stopped_ns is None:
             self._stopped_ns = time.monotonic_ns() if at_ns is None else at_ns
