@@ -190,7 +190,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser(command: str) -> argparse.ArgumentParser:
     prog = PROG if command == "run" else f"{PROG} {command}"
-    parser = _Parser(prog=prog, description=_DESCRIPTIONS[command])
+    # No abbreviations: `--conf` must not quietly mean --config in a manifest or a script.
+    parser = _Parser(prog=prog, description=_DESCRIPTIONS[command], allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     if command != "demo":
         parser.add_argument("--config", metavar="FILE", help="configuration.json to read settings from")

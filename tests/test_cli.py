@@ -63,6 +63,9 @@ BAD_INPUTS = [
     (["--interval", "10", "http://127.0.0.1:9/"], 'soak: --interval: "10" is not allowed; must be a duration like 500ms, 10s, 1m or 1m30s, greater than 0'),
     (["--latencyUnit", "s", "http://127.0.0.1:9/"], 'soak: --latencyUnit: "s" is not allowed; must be one of "ms", "us", "ns"'),
     (["--qsp", "5", "http://127.0.0.1:9/"], "soak: unrecognized arguments: --qsp (did you mean --qps?) (see soak --help)"),
+    # No abbreviations: in a manifest, `--conf` must fail, not quietly mean --config.
+    (["--conf", "configuration.json", "http://127.0.0.1:9/"],
+     "soak: unrecognized arguments: --conf (did you mean --config?) (see soak --help)"),
     (["ftp://127.0.0.1/"], "soak: URL argument: 'ftp://127.0.0.1/' is not an http:// or https:// URL"),
     ([], "soak: no URL: give one or more as arguments, @FILE for a list, or --urls FILE"),
     (["--config", "no-such.json", "http://127.0.0.1:9/"], "soak: no-such.json: no such file"),

@@ -1,0 +1,91 @@
+"""The rendered pallet, for tests: `kubectl kustomize` of the root with components turned on.
+
+A component is turned on the way README tells users to: by uncommenting its line in the
+root kustomization.yaml (in a copy of the pallet's files).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+COMPONENTS = {"linkerd": "manifests/components/linkerd", "nginx-10-replicas": "manifests/components/nginx-10-replicas"}
+VARIANTS = ["base", "linkerd", "nginx-10-replicas", "linkerd+nginx-10-replicas"]
+PALLET_FILES = ["kustomization.yaml", "configuration.json", "urlsconfigmap.yaml", "manifests"]
+
+
+def kubectl() -> str:
+    found = shutil.which("kubectl")
+    if found is None:
+        pytest.fail("kubectl is not installed: it renders the manifests (kubectl kustomize)")
+    return found
+
+
+@functools.cache
+def render(variant: str) -> tuple[dict[str, Any], ...]:
+    """The resources `kubectl kustomize` makes of the pallet with the variant's components on."""
+    wanted = [] if variant == "base" else variant.split("+")
+    with tempfile.TemporaryDirectory(prefix="pallet-") as copy:
+        source = Path(copy)
+        for name in PALLET_FILES:
+            (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, source / name)
+        text = (source / "kustomization.yaml").read_text()
+        for name in wanted:  # turn the component on as README says: uncomment its line
+            line = f"  # - {COMPONENTS[name]}\n"
+            assert line in text, f"the root kustomization.yaml has no commented line for {name}"
+            text = text.replace(line, f"  - {COMPONENTS[name]}\n")
+        (source / "kustomization.yaml").write_text(text)
+        done = subprocess.run([kubectl(), "kustomize", str(source)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return tuple(doc for doc in yaml.safe_load_all(done.stdout) if doc)
+
+
+def find(resources: tuple[dict[str, Any], ...], kind: str, name: str | None = None) -> dict[str, Any]:
+    matches = [r for r in resources if r["kind"] == kind and (name is None or r["metadata"]["name"] == name)]
+    assert len(matches) == 1, f"expected one {kind} {name or ''}, found {len(matches)}"
+    return matches[0]
+
+
+def pod_specs(resources: tuple[dict[str, Any], ...]) -> list[tuple[str, dict[str, Any]]]:
+    specs = []
+    for r in resources:
+        if r["kind"] == "Deployment":
+            specs.append((r["metadata"]["name"], r["spec"]["template"]["spec"]))
+        elif r["kind"] == "CronJob":
+            specs.append((r["metadata"]["name"], r["spec"]["jobTemplate"]["spec"]["template"]["spec"]))
+    return specs
+
+
+def soak_container(resources: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    spec = find(resources, "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    return container
+
+
+def mounted_files(resources: tuple[dict[str, Any], ...]) -> dict[str, str]:
+    """Path -> content of every file the soak container sees from a ConfigMap volume."""
+    pod = find(resources, "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    volumes = {v["name"]: v["configMap"]["name"] for v in pod["volumes"] if "configMap" in v}
+    files = {}
+    for mount in soak_container(resources)["volumeMounts"]:
+        if mount["name"] in volumes:
+            data = find(resources, "ConfigMap", volumes[mount["name"]])["data"]
+            for key, value in data.items():
+                files[f"{mount['mountPath']}/{key}"] = value
+    return files
+
+
+def dockerfile_instruction(name: str) -> list[str]:
+    """The JSON-form argument of a Dockerfile instruction, e.g. ENTRYPOINT ["soak"]."""
+    (line,) = [line for line in (REPO / "Dockerfile").read_text().splitlines() if line.startswith(f"{name} ")]
+    return json.loads(line.split(" ", 1)[1])
