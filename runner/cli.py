@@ -15,7 +15,8 @@ import asyncio
 import difflib
 import os
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
 from runner import __version__
@@ -34,7 +35,6 @@ from runner.targets import build_requests, load_url_file, urls_from_arguments
 from runner.transport import TransportOptions
 
 PROG = "soak"
-COMMANDS = ("run", "demo", "validate")
 
 # `soak demo` runs a few seconds of the default shape against the built-in target.
 DEMO_LAYER = {"qps": 100, "concurrency": 5, "interval": "1s", "iterations": 5}
@@ -42,14 +42,24 @@ DEMO_LAYER = {"qps": 100, "concurrency": 5, "interval": "1s", "iterations": 5}
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: what it does (for --help), its arguments, and the function that runs it."""
+
+    description: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    main: Callable[[argparse.Namespace], int]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `soak` and `python -m runner`; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = argv.pop(0) if argv and argv[0] in COMMANDS else "run"
+    name = argv.pop(0) if argv and argv[0] in COMMANDS else "run"
+    command = COMMANDS[name]
     _line_buffered(sys.stdout)
     try:
-        args = _parser(command).parse_args(argv)
-        return {"run": _run, "demo": _demo, "validate": _validate}[command](args)
+        args = _parser(name, command).parse_args(argv)
+        return command.main(args)
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -188,21 +198,26 @@ class _Parser(argparse.ArgumentParser):
         return ""
 
 
-def _parser(command: str) -> argparse.ArgumentParser:
-    prog = PROG if command == "run" else f"{PROG} {command}"
+def _parser(name: str, command: Command) -> argparse.ArgumentParser:
+    prog = PROG if name == "run" else f"{PROG} {name}"
     # No abbreviations: `--conf` must not quietly mean --config in a manifest or a script.
-    parser = _Parser(prog=prog, description=_DESCRIPTIONS[command], allow_abbrev=False)
+    parser = _Parser(prog=prog, description=command.description, allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    if command != "demo":
-        parser.add_argument("--config", metavar="FILE", help="configuration.json to read settings from")
-        parser.add_argument("--urls", metavar="FILE", help="URL list: plain, one per line, or the ConfigMap YAML")
-        parser.add_argument("url", nargs="*", metavar="URL", help="target URL, or @FILE for a URL list")
-    _add_setting_flags(parser.add_argument_group("settings (each overrides the config file)"))
+    command.arguments(parser)
     return parser
 
 
-def _add_setting_flags(group: argparse._ArgumentGroup) -> None:
+def _soak_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where settings and URLs come from, then every setting as a flag."""
+    parser.add_argument("--config", metavar="FILE", help="configuration.json to read settings from")
+    parser.add_argument("--urls", metavar="FILE", help="URL list: plain, one per line, or the ConfigMap YAML")
+    parser.add_argument("url", nargs="*", metavar="URL", help="target URL, or @FILE for a URL list")
+    _setting_arguments(parser)
+
+
+def _setting_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per schema setting, named as in configuration.json."""
+    group = parser.add_argument_group("settings (each overrides the config file)")
     props = schema()["properties"]
     for name in settings_names():
         spec = props[name]
@@ -253,11 +268,23 @@ def _default_text(value: Any) -> str:
     return repr(value) if value == "" else str(value).lower() if isinstance(value, bool) else str(value)
 
 
-_DESCRIPTIONS = {
-    "run": "Run a soak: send a steady rate of HTTP requests, print slow_cooker-style lines per interval, "
-    "then a JSON summary.",
-    "demo": "Start a built-in HTTP target on a free loopback port and run a short soak against it.",
-    "validate": "Check the configuration and URL list and print what the run would do, without sending anything.",
+COMMANDS: dict[str, Command] = {
+    "run": Command(
+        "Run a soak: send a steady rate of HTTP requests, print slow_cooker-style lines per interval, "
+        "then a JSON summary.",
+        _soak_arguments,
+        _run,
+    ),
+    "demo": Command(
+        "Start a built-in HTTP target on a free loopback port and run a short soak against it.",
+        _setting_arguments,
+        _demo,
+    ),
+    "validate": Command(
+        "Check the configuration and URL list and print what the run would do, without sending anything.",
+        _soak_arguments,
+        _validate,
+    ),
 }
 
 

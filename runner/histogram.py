@@ -18,13 +18,20 @@ DIGITS = 3
 
 
 class LatencyHistogram:
-    """An HDR histogram of latencies in nanoseconds."""
+    """An HDR histogram of latencies in nanoseconds, with exact min, max, mean and deviation.
 
-    __slots__ = ("_hdr", "max")
+    The buckets know values to 0.1%; the exact statistics are kept beside them (a sum and a
+    sum of squares), so min, max, mean and standard deviation are the true ones.
+    """
+
+    __slots__ = ("_hdr", "min", "max", "sum", "sum_sq")
 
     def __init__(self, lowest: int = LOWEST_NS, highest: int = HIGHEST_NS) -> None:
         self._hdr = HdrHistogram(lowest, highest, DIGITS)
-        self.max = 0  # the exact largest value recorded; buckets only know it to 0.1%
+        self.min = 0  # exact; 0 while empty
+        self.max = 0
+        self.sum = 0
+        self.sum_sq = 0
 
     @classmethod
     def for_unit(cls, unit_ns: int) -> LatencyHistogram:
@@ -45,14 +52,33 @@ class LatencyHistogram:
         """Record one value, clamped to the trackable range; 0 lands in the first bucket, as in Go."""
         hdr = self._hdr
         ns = min(max(ns, 0), hdr.highest_trackable_value)
-        hdr.record_value(ns, count)
+        self.min = ns if not hdr.total_count or ns < self.min else self.min
         if ns > self.max:
             self.max = ns
+        self.sum += ns * count
+        self.sum_sq += ns * ns * count
+        hdr.record_value(ns, count)
 
     def add(self, other: LatencyHistogram) -> None:
         """Add every value recorded in `other`."""
-        self._hdr.add(other._hdr)
+        if other.count:
+            self.min = other.min if not self.count else min(self.min, other.min)
         self.max = max(self.max, other.max)
+        self.sum += other.sum
+        self.sum_sq += other.sum_sq
+        self._hdr.add(other._hdr)
+
+    @property
+    def mean(self) -> float:
+        return self.sum / self.count if self.count else 0.0
+
+    def stdev(self, *, sample: bool = False) -> float:
+        """Standard deviation: of the population, or of a sample (n - 1, as ab prints it)."""
+        n = self.count
+        if n < 2:
+            return 0.0
+        squares = self.sum_sq - self.sum * self.sum / n
+        return (max(squares, 0.0) / (n - 1 if sample else n)) ** 0.5
 
     def percentiles(self, wanted: Iterable[float]) -> dict[float, int]:
         """The value at each percentile; 0 when empty.

@@ -28,10 +28,6 @@ class Tally:
     hash_mismatches: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
-    min_ns: int = 0  # of good and bad responses; 0 when there were none
-    max_ns: int = 0
-    sum_ns: int = 0  # for the exact mean and standard deviation
-    sum_sq_ns: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)  # failed sends by error kind
     error_texts: Counter[tuple[int, str]] = field(default_factory=Counter)  # by (url index, text)
@@ -66,40 +62,34 @@ class Tally:
         if result.body_hash is not None:
             self.hash_checked += 1
             self.hash_mismatches += result.body_hash != hash_value
-        self._add_latency(latency_ns)
-
-    def _add_latency(self, ns: int) -> None:
-        self.min_ns = ns if self.responses == 1 else min(self.min_ns, ns)
-        self.max_ns = max(self.max_ns, ns)
-        self.sum_ns += ns
-        self.sum_sq_ns += ns * ns
-        self.latency.record(ns)
+        self.latency.record(latency_ns)
 
     def merge(self, other: Tally) -> None:
         """Add another span's counts and latencies to this one."""
-        if other.responses:
-            self.min_ns = other.min_ns if not self.responses else min(self.min_ns, other.min_ns)
-        for name in ("good", "bad", "failed", "skipped", "hash_checked", "hash_mismatches", "bytes_in",
-                     "bytes_out", "sum_ns", "sum_sq_ns"):
+        for name in ("good", "bad", "failed", "skipped", "hash_checked", "hash_mismatches", "bytes_in", "bytes_out"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.max_ns = max(self.max_ns, other.max_ns)
         self.statuses.update(other.statuses)
         self.errors.update(other.errors)
         self.error_texts.update(other.error_texts)
         self.latency.add(other.latency)
 
+    # Latency statistics of the good and bad responses, exact (0 when there were none).
+    @property
+    def min_ns(self) -> int:
+        return self.latency.min
+
+    @property
+    def max_ns(self) -> int:
+        return self.latency.max
+
     @property
     def mean_ns(self) -> float:
-        return self.sum_ns / self.responses if self.responses else 0.0
+        return self.latency.mean
 
     @property
     def stdev_ns(self) -> float:
         """Population standard deviation of the latencies."""
-        n = self.responses
-        if n < 2:
-            return 0.0
-        variance = (self.sum_sq_ns - self.sum_ns * self.sum_ns / n) / n
-        return max(variance, 0.0) ** 0.5
+        return self.latency.stdev()
 
 
 @dataclass(frozen=True)

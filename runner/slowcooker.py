@@ -154,7 +154,7 @@ class SlowCookerReporter(Reporter):
             tally.failed,
             round(target),
             goal_percent(tally.responses, target),
-            format_duration(_to_ms(interval.span_ns)),
+            format_duration(to_ms(interval.span_ns)),
             latencies,
             tally.hash_mismatches,
             self._window.push(latencies[3]),
@@ -168,6 +168,6 @@ class SlowCookerReporter(Reporter):
             stream.flush()
 
 
-def _to_ms(ns: int) -> int:
+def to_ms(ns: int) -> int:
     """A partial interval's length to the millisecond: `1.234s`, not `1.234567891s`."""
     return round(ns / 1_000_000) * 1_000_000

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+import statistics
 
+import pytest
 from hdrh.histogram import HdrHistogram
 
 from runner.histogram import DIGITS, HIGHEST_NS, LatencyHistogram
@@ -157,3 +159,18 @@ def test_encode_decodes_to_the_same_histogram() -> None:
     assert decoded.get_min_value() == 1_000
     assert decoded.get_value_at_percentile(50) == 2_000
     assert decoded.significant_figures == DIGITS
+
+
+def test_exact_statistics_beside_the_buckets() -> None:
+    values = [1_000, 2_000, 2_000, 7_000, 3_600_000_000_001]
+    histogram = filled(values)
+    clamped = values[:-1] + [HIGHEST_NS]
+    assert (histogram.min, histogram.max, histogram.sum) == (1_000, HIGHEST_NS, sum(clamped))
+    assert histogram.mean == statistics.fmean(clamped)
+    assert histogram.stdev() == pytest.approx(statistics.pstdev(clamped), rel=1e-9)
+    assert histogram.stdev(sample=True) == pytest.approx(statistics.stdev(clamped), rel=1e-9)
+    other = filled([500, 9_000])
+    histogram.add(other)
+    assert (histogram.min, histogram.count) == (500, 7)
+    assert histogram.sum == sum(clamped) + 9_500
+    assert filled([5]).stdev(sample=True) == 0.0 and LatencyHistogram().mean == 0.0
