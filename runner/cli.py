@@ -3,6 +3,10 @@
     soak [run] [--config FILE] [--urls FILE] [--<setting> VALUE ...] [URL | @FILE ...]
     soak demo [--<setting> VALUE ...]
     soak validate [--config FILE] [--urls FILE] [--<setting> VALUE ...] [URL | @FILE ...]
+    soak bench [-n N] [-c C] [-t SECONDS] [-k] [-H 'Name: value'] [-p FILE] [-T TYPE] [-s SECONDS]
+               [-m METHOD] [--config FILE] [--<setting> VALUE ...] URL
+    soak compare [--latencyUnit UNIT] [--assumeUnit UNIT] FILE FILE [FILE ...]
+    soak plot FILE -o OUT.png|OUT.svg [--width PIXELS] [--height PIXELS] [--assumeUnit UNIT]
 
 Every setting in the schema is a flag of the same name; flags win over the config file.
 Nothing here measures or formats: it only chooses parts and connects them.
@@ -19,7 +23,9 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
-from runner import __version__
+from runner import __version__, abflags, compare, plot
+from runner.abreport import AbReporter
+from runner.abreport import report as ab_report
 from runner.config import Settings, merge, read_config_file, settings_from
 from runner.csvreport import CsvReporter
 from runner.demo import start_target, stop_target
@@ -89,6 +95,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     settings = _settings(args)
     urls, source = _urls(args)
+    _check_bench_urls(settings, urls)
     if args.config:
         print(f"{args.config}: valid")
     if source:
@@ -98,20 +105,29 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _bench(args: argparse.Namespace) -> int:
+    """`soak bench`: ab's flags over ab's defaults, then the config file and --<setting> flags."""
+    file_layer = read_config_file(args.config) if args.config else {}
+    settings = settings_from(merge(abflags.BENCH_LAYER, file_layer, _flags_layer(args), abflags.layer(args)))
+    if settings.total_requests and settings.concurrency > settings.total_requests:
+        raise UsageError(f"-c: {settings.concurrency} is not allowed; must be at most the number of requests "
+                         f"(-n {settings.total_requests}), as in ab")
+    urls, source = _urls(args)
+    return _soak(settings, urls, source)
+
+
 def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
-    """Run one soak with the standard reporters; exit 0 when it ran to its end."""
+    """Run one soak (or bench) with the standard reporters; exit 0 when it ran to its end."""
+    _check_bench_urls(settings, urls)
     requests = build_requests(settings, urls)
-    reporters: list[Reporter] = [SlowCookerReporter(sys.stdout, sys.stderr)]
-    if not settings.no_latency_summary:
-        reporters.append(JsonSummaryReporter(sys.stdout))
-    if settings.report_latencies_csv:
-        reporters.append(CsvReporter(_open_for_writing(settings.report_latencies_csv)))
+    reporters = _reporters(settings)
+    open_model = settings.load_model == "open" and settings.mode == "soak"
     transport = HttpxTransport(
         TransportOptions(
             timeout_ns=settings.timeout_ns,
             no_reuse=settings.no_reuse,
             compress=settings.compress,
-            max_connections=settings.max_in_flight if settings.load_model == "open" else 1,
+            max_connections=settings.max_in_flight if open_model else 1,
         )
     )
 
@@ -120,6 +136,29 @@ def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
 
     _run_async(soak())
     return EXIT_OK
+
+
+def _reporters(settings: Settings) -> list[Reporter]:
+    """A soak prints slow_cooker's lines, a bench ab's; both end with the JSON summary."""
+    reporters: list[Reporter]
+    if settings.mode == "bench":
+        reporters = [
+            AbReporter(sys.stdout, sys.stderr, settings.total_requests),
+            JsonSummaryReporter(sys.stdout, before=ab_report, with_json=not settings.no_latency_summary),
+        ]
+    else:
+        reporters = [SlowCookerReporter(sys.stdout, sys.stderr)]
+        if not settings.no_latency_summary:
+            reporters.append(JsonSummaryReporter(sys.stdout))
+    if settings.report_latencies_csv:
+        reporters.append(CsvReporter(_open_for_writing(settings.report_latencies_csv)))
+    return reporters
+
+
+def _check_bench_urls(settings: Settings, urls: list[str]) -> None:
+    """A bench measures one URL, as ab does: its report has one document to describe."""
+    if settings.mode == "bench" and len(urls) != 1:
+        raise UsageError(f"bench mode takes exactly one URL, as ab does; got {len(urls)}")
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -215,6 +254,12 @@ def _soak_arguments(parser: argparse.ArgumentParser) -> None:
     _setting_arguments(parser)
 
 
+def _bench_arguments(parser: argparse.ArgumentParser) -> None:
+    """ab's own flags first, then where settings and URLs come from, then every setting."""
+    abflags.add_arguments(parser)
+    _soak_arguments(parser)
+
+
 def _setting_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per schema setting, named as in configuration.json."""
     group = parser.add_argument_group("settings (each overrides the config file)")
@@ -284,6 +329,23 @@ COMMANDS: dict[str, Command] = {
         "Check the configuration and URL list and print what the run would do, without sending anything.",
         _soak_arguments,
         _validate,
+    ),
+    "bench": Command(
+        "Benchmark one URL like ab -n N -c C: each client sends its next request as soon as the last is "
+        "answered, with no rate limit; print ab's report, then the JSON summary.",
+        _bench_arguments,
+        _bench,
+    ),
+    "compare": Command(
+        "Compare finished runs side by side, each file a column, with its change in percent against the first: "
+        "JSON summaries, kubectl logs as saved, or slow_cooker logs.",
+        compare.arguments,
+        compare.main,
+    ),
+    "plot": Command(
+        "Draw a run over time as a PNG or SVG: latency percentiles per interval above, goal% and errors below.",
+        plot.arguments,
+        plot.main,
     ),
 }
 

@@ -51,6 +51,7 @@ class Settings:
     report_latencies_csv: str
     load_model: str
     max_in_flight: int
+    mode: str  # soak: paced by the schedule; bench: ab's closed loop, no rate limit
     effective: dict[str, Any]
 
     @property
@@ -119,6 +120,7 @@ def settings_from(merged: dict[str, Any]) -> Settings:
         report_latencies_csv=merged["reportLatenciesCSV"],
         load_model=merged["loadModel"],
         max_in_flight=int(merged["maxInFlight"]),
+        mode=merged["mode"],
         effective=_printable(merged),
     )
 

@@ -9,6 +9,8 @@ Closed model (default): each client has one request in flight; when a response c
 back after the client's next send was due, the newest overdue send goes out at once and
 older overdue ones are skipped. Open model: each send goes out at its due time whatever
 is in flight, up to `max_in_flight` across all clients; beyond that, sends are skipped.
+Bench (ab's loop): each client has one request in flight and sends the next one as soon
+as it is answered, with no pacing at all; nothing is ever due, so nothing is skipped.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Load:
     max_in_flight: int = 1000  # open model only
     total_requests: int = 0  # stop after this many sends; 0: no limit
     hash_sample_rate: float = 0.0
+    bench: bool = False  # ab's closed loop without pacing; open_model and max_in_flight do not apply
 
 
 class Engine:
@@ -68,7 +71,10 @@ class Engine:
 
     async def run(self) -> None:
         """Run every client until the schedule ends, the count is reached, or a stop."""
-        client = self._open_client if self._load.open_model else self._closed_client
+        if self._load.bench:
+            client = self._bench_client
+        else:
+            client = self._open_client if self._load.open_model else self._closed_client
         self._clients = [asyncio.ensure_future(client(c)) for c in range(self._schedule.clients)]
         for outcome in await asyncio.gather(*self._clients, return_exceptions=True):
             if isinstance(outcome, Exception):
@@ -148,6 +154,21 @@ class Engine:
         finally:
             await session.aclose()
 
+    async def _bench_client(self, client: int) -> None:
+        """ab's loop: send, wait for the answer, send again at once, until the count or the time is up.
+
+        Sends are numbered in the order the clients claim them, so totalRequests stays
+        exact and URLs still take turns. The schedule only says when the run starts (send
+        0's due time, when every client begins) and when sending ends.
+        """
+        session = self._transport.session()
+        try:
+            if await self._wait_until_due(0):
+                while not self._stopping and self._schedule.before_end(time.monotonic_ns()) and self._claim():
+                    await self._send(session, self._sent - 1, paced=False)
+        finally:
+            await session.aclose()
+
     def _ready(self, n: int) -> bool:
         """Whether send n belongs to the run and the engine is still sending."""
         return not self._stopping and self._schedule.in_run(n)
@@ -182,11 +203,15 @@ class Engine:
             self.stop()  # the run's sending ends with this send
         return True
 
-    async def _send(self, session: Session, n: int) -> None:
-        """Send n and sink its Result, even when cancelled midway."""
+    async def _send(self, session: Session, n: int, paced: bool = True) -> None:
+        """Send n and sink its Result, even when cancelled midway.
+
+        A paced send was due when the schedule says; an unpaced (bench) one is due when it
+        is actually sent, so its latency is the same whether corrected or not.
+        """
         requests = self._load.requests
         url_index = n % len(requests)
-        due = self._schedule.due_ns(n)
+        due = self._schedule.due_ns(n) if paced else time.monotonic_ns()
         rate = self._load.hash_sample_rate
         self._in_flight += 1
         try:
@@ -199,6 +224,8 @@ class Engine:
             raise
         finally:
             self._in_flight -= 1
+        if not paced:
+            due = result.start_ns or due
         self._sink(self._stamp(result, n, url_index, due))
 
     def _skip(self, n: int) -> None:

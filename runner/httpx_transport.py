@@ -34,6 +34,12 @@ USER_AGENT = f"soak/{__version__}"
 
 _CONNECTED_EVENTS = {"connection.connect_tcp.complete", "connection.start_tls.complete"}
 _HEADERS_EVENTS = {"http11.receive_response_headers.complete", "http2.receive_response_headers.complete"}
+# The request is written when its body is (httpcore sends an empty body too, so this fires for a
+# GET); the headers event covers a transport that skips the body phase.
+_WRITTEN_EVENTS = {
+    "http11.send_request_headers.complete", "http11.send_request_body.complete",
+    "http2.send_request_headers.complete", "http2.send_request_body.complete",
+}
 
 
 class HttpxTransport:
@@ -50,17 +56,20 @@ class HttpxTransport:
 
 
 class _Trace:
-    """httpcore's trace hook: notes when the connection was ready and the headers arrived."""
+    """httpcore's trace hook: notes when the connection was ready, the request written, the headers in."""
 
-    __slots__ = ("connected_ns", "headers_ns")
+    __slots__ = ("connected_ns", "written_ns", "headers_ns")
 
     def __init__(self) -> None:
         self.connected_ns = 0
+        self.written_ns = 0
         self.headers_ns = 0
 
     async def __call__(self, event: str, info: dict[str, Any]) -> None:
         if event in _HEADERS_EVENTS:
             self.headers_ns = time.monotonic_ns()
+        elif event in _WRITTEN_EVENTS:
+            self.written_ns = time.monotonic_ns()  # headers, then body: the last one wins
         elif event in _CONNECTED_EVENTS:
             self.connected_ns = time.monotonic_ns()
 
@@ -87,22 +96,32 @@ class HttpxSession:
             del self._client.headers["Accept-Encoding"]
         if options.no_reuse:
             self._client.headers["Connection"] = "close"
+        self._server_reported = False  # the Server header is read from the session's first response only
+        self._urls: dict[str, httpx.URL] = {}  # parsed once: httpx would parse the text on every send (~7 us)
 
     async def send(self, request: Request, hash_body: bool) -> Result:
         result = Result(bytes_out=len(request.body))
         trace = _Trace()
+        url = self._urls.get(request.url)
+        if url is None:
+            url = self._urls[request.url] = httpx.URL(request.url)
         result.start_ns = time.monotonic_ns()
         try:
             async with asyncio.timeout(self._timeout_s):
                 async with self._client.stream(
                     request.method,
-                    request.url,
+                    url,
                     headers=request.headers,
                     content=request.body or None,
                     extensions={"trace": trace},
                 ) as response:
                     result.headers_ns = trace.headers_ns or time.monotonic_ns()
                     result.status = response.status_code
+                    result.header_bytes = head_size(response)
+                    result.kept_alive = kept_alive(response)
+                    if not self._server_reported:
+                        result.server = response.headers.get("server", "")
+                        self._server_reported = True
                     await self._read_body(response, result, hash_body)
         except TimeoutError:
             waited_for = "complete body" if result.headers_ns else "response headers"
@@ -110,6 +129,7 @@ class HttpxSession:
         except (httpx.HTTPError, OSError, ssl.SSLError) as exc:
             result.error, result.error_text = classify(exc)
         result.connected_ns = trace.connected_ns
+        result.written_ns = trace.written_ns
         result.end_ns = time.monotonic_ns()
         return result
 
@@ -130,7 +150,30 @@ class HttpxSession:
         await self._client.aclose()
 
 
+def head_size(response: httpx.Response) -> int:
+    """Bytes of the response head as it came on the wire: status line, header lines, blank line.
+
+    Rebuilt from what h11 parsed (names as sent, values trimmed), assuming the usual one
+    space after each colon, so it is exact for servers that write heads that way (nginx,
+    Apache, Go, ...). ab counts these bytes in "Total transferred".
+    """
+    extensions = response.extensions
+    # "HTTP/1.1" SP "200" SP reason CRLF, then the blank line's CRLF.
+    size = len(extensions.get("http_version", b"HTTP/1.1")) + len(extensions.get("reason_phrase", b"")) + 9
+    for name, value in response.headers.raw:
+        size += len(name) + len(value) + 4  # name ": " value CRLF
+    return size
+
+
 _MESSAGE_CHARS = 160  # error texts are counted per distinct text: keep them short and bounded
+
+
+def kept_alive(response: httpx.Response) -> bool:
+    """Whether the server leaves the connection open after this response (HTTP/1.1 keep-alive)."""
+    connection = response.headers.get("connection", "").lower()
+    if response.http_version == "HTTP/1.0":
+        return "keep-alive" in connection
+    return "close" not in connection
 
 
 def classify(exc: BaseException) -> tuple[str, str]:

@@ -17,13 +17,7 @@ from runner.slowcooker import format_rate
 def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) -> list[str]:
     """Lines saying what a run with these settings would do."""
     s = settings
-    per_client = format_rate(round(s.qps / s.concurrency, 3))
-    clients = f"{s.concurrency} client{'s' if s.concurrency != 1 else ''} at {per_client} req/s each"
-    if s.load_model == "closed":
-        model = f"closed model: {clients}, one request in flight per client"
-    else:
-        model = f"open model: {clients}, at most {s.max_in_flight} in flight"
-    lines = [f"would send {format_rate(s.qps)} {s.method} req/s ({model})"]
+    lines = [_bench_line(s) if s.mode == "bench" else _rate_line(s)]
     lines += [f"  to {url}" for url in urls]
     if len(urls) > 1:
         lines.append(f"  each URL gets every {_ordinal(len(urls))} request")
@@ -42,6 +36,22 @@ def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) ->
     return lines
 
 
+def _rate_line(s: Settings) -> str:
+    per_client = format_rate(round(s.qps / s.concurrency, 3))
+    clients = f"{s.concurrency} client{'s' if s.concurrency != 1 else ''} at {per_client} req/s each"
+    if s.load_model == "closed":
+        model = f"closed model: {clients}, one request in flight per client"
+    else:
+        model = f"open model: {clients}, at most {s.max_in_flight} in flight"
+    return f"would send {format_rate(s.qps)} {s.method} req/s ({model})"
+
+
+def _bench_line(s: Settings) -> str:
+    clients = f"{s.concurrency} client{'s' if s.concurrency != 1 else ''}"
+    return (f"would benchmark with {s.method} requests, like ab: {clients}, each sending its next request "
+            f"as soon as the last is answered (no rate limit)")
+
+
 def _ordinal(n: int) -> str:
     """2nd, 3rd, 4th, 11th, 21st."""
     suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
@@ -56,7 +66,7 @@ def _stop_rule(s: Settings) -> str:
         rule = f"for {s.iterations} intervals of {interval} ({format_duration(s.iterations * s.interval_ns)})"
     else:
         rule = f"until stopped, one line every {interval}"
-    if s.run_ns is not None:
+    if s.run_ns is not None and s.mode == "soak":
         rule += f", {round(s.qps * s.run_ns / 1e9)} requests in all"
     if s.total_requests:
         rule += f"; stops after {s.total_requests} requests"
@@ -84,10 +94,10 @@ def _body(s: Settings) -> str:
 
 
 def _outputs(s: Settings) -> str:
-    parts = ["interval lines on stdout"]
+    parts = ["interval lines on stdout" if s.mode == "soak" else "ab's report on stdout"]
     if not s.no_latency_summary:
         parts.append("a JSON summary on stdout")
-    parts.append("failures on stderr")
+    parts.append("failures on stderr" if s.mode == "soak" else "progress and failures on stderr")
     if s.report_latencies_csv:
         parts.append(f"latency CSV to {s.report_latencies_csv}")
     return "output: " + ", ".join(parts)

@@ -92,6 +92,56 @@ class Tally:
         return self.latency.stdev()
 
 
+@dataclass
+class BenchTally:
+    """ab's figures for a whole bench run: per-phase timings and the counts its report needs.
+
+    The phases are ab's (ab.c): connect = connection ready - start (0 on a kept-alive
+    connection), waiting = first response byte - request written (the response headers
+    stand for the first byte), total = end of body - start, processing = total - connect.
+    One histogram each, for the run only: memory stays flat however long the bench.
+    Only responses are timed, as ab times only the requests it completes.
+    """
+
+    connect: LatencyHistogram = field(default_factory=LatencyHistogram)
+    processing: LatencyHistogram = field(default_factory=LatencyHistogram)
+    waiting: LatencyHistogram = field(default_factory=LatencyHistogram)
+    total: LatencyHistogram = field(default_factory=LatencyHistogram)
+    document_length: int | None = None  # body length of the first response
+    length_mismatches: int = 0  # responses whose body length differs from the first one's ("Length")
+    kept_alive: int = 0  # responses after which the server kept the connection open (ab's "Keep-Alive requests")
+    header_bytes: int = 0  # response heads, failed sends' included (what ab's "Total transferred" adds)
+    server: str | None = None  # the first response's Server header ("" when it had none)
+    last_end_ns: int = 0  # when the last send ended: the end of ab's "Time taken for tests"
+
+    def add(self, result: Result) -> None:
+        """Count one send that was made (a response or a failure; never a skip)."""
+        if result.end_ns > self.last_end_ns:
+            self.last_end_ns = result.end_ns
+        self.header_bytes += result.header_bytes
+        if self.server is None and result.status:  # as ab: from the first response head, even one cut short
+            self.server = result.server
+        if result.error:
+            return
+        start = result.start_ns
+        connect = result.connected_ns - start if result.connected_ns else 0
+        total = result.end_ns - start
+        self.connect.record(connect)
+        self.processing.record(total - connect)
+        self.waiting.record(result.headers_ns - (result.written_ns or start))
+        self.total.record(total)
+        if result.kept_alive:
+            self.kept_alive += 1
+        if self.document_length is None:
+            self.document_length = result.bytes_in
+        elif result.bytes_in != self.document_length:
+            self.length_mismatches += 1
+
+    def phases(self) -> dict[str, LatencyHistogram]:
+        """The four phase histograms by name, in ab's row order."""
+        return {"connect": self.connect, "processing": self.processing, "waiting": self.waiting, "total": self.total}
+
+
 @dataclass(frozen=True)
 class Interval:
     """A closed interval: its place on the grid and what happened in it."""
@@ -116,7 +166,10 @@ class Interval:
 class Recorder:
     """Receives every Result (it is the engine's sink) and closes intervals on request."""
 
-    def __init__(self, grid: Grid, *, corrected: bool = False, hash_value: int = 0, unit_ns: int | None = None) -> None:
+    def __init__(
+        self, grid: Grid, *, corrected: bool = False, hash_value: int = 0, unit_ns: int | None = None,
+        bench: bool = False,
+    ) -> None:
         self._grid = grid
         self._corrected = corrected
         self._hash_value = hash_value
@@ -128,6 +181,8 @@ class Recorder:
         # For the latency CSV: the run's latencies truncated to the unit, as slow_cooker records them.
         self._unit_ns = unit_ns or 1
         self.in_unit = LatencyHistogram.for_unit(unit_ns) if unit_ns else None
+        # Bench mode: ab's per-phase timings and counts for the run.
+        self.bench = BenchTally() if bench else None
 
     @property
     def next_index(self) -> int:
@@ -138,6 +193,8 @@ class Recorder:
         tally = self._open.get(k)
         if tally is None:
             tally = self._open[k] = Tally()
+        if self.bench is not None and not result.skipped:
+            self.bench.add(result)
         if result.skipped or result.error:
             tally.add(result, 0, self._hash_value)
             return

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from runner.config import Settings
 from runner.histogram import LatencyHistogram
-from runner.recorder import Interval, Tally
+from runner.recorder import BenchTally, Interval, Tally
 
 UNIT_NS = {"ms": 1_000_000, "us": 1_000, "ns": 1}
 
@@ -45,6 +45,7 @@ class RunSummary:
     stop_reason: str  # iterations, duration, totalRequests, or signal SIGxxx
     cpu_seconds: float  # the process's CPU time during the run
     max_rss_bytes: int  # the process's peak resident memory
+    bench: BenchTally | None = None  # bench mode: ab's per-phase timings and counts
 
     @property
     def elapsed_ns(self) -> int:
@@ -60,8 +61,15 @@ class Reporter:
     """Told of a run at its start, after each interval, and at the end; each hook does nothing
     unless a reporter overrides it, so a reporter writes only the hooks it needs."""
 
+    # Call progress() each time this many more sends have finished; 0: never. (ab prints
+    # "Completed N requests" as it goes; the count is kept by the run, not per result here.)
+    progress_every: int = 0
+
     def start(self, info: RunInfo) -> None:
         """Before the first send."""
+
+    def progress(self, info: RunInfo, done: int) -> None:
+        """When `done`, a multiple of progress_every, sends have finished."""
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
         """After each interval has closed, the last (perhaps partial) one included."""

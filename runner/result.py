@@ -40,11 +40,15 @@ class Result:
     due_ns: int = 0  # when the schedule wanted it sent
     start_ns: int = 0  # when it was actually sent (0 if skipped)
     connected_ns: int = 0  # when a new connection became ready (0 if one was reused)
+    written_ns: int = 0  # when the whole request (head and body) had been written (0 if it never was)
     headers_ns: int = 0  # when the response headers had arrived (0 if none did)
     end_ns: int = 0  # when the body was read to the end, or the send failed
     status: int = 0  # HTTP status, 0 without a response
     bytes_in: int = 0  # response body bytes received
+    header_bytes: int = 0  # size of the response head: status line, header lines, blank line
     bytes_out: int = 0  # request body bytes sent
+    server: str = ""  # the Server header; transports fill it in only until a session has reported one
+    kept_alive: bool = False  # the server left the connection open for another request
     error: str = ""  # one of ERROR_KINDS, "" when a response arrived
     error_text: str = ""  # the failure in words, for the per-interval error report
     body_hash: int | None = None  # FNV-1a 64 of the body, when it was sampled for checking

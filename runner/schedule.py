@@ -36,6 +36,10 @@ class Schedule:
         """Whether send n is due before the end of sending."""
         return self.end_ns is None or self.due_ns(n) < self.end_ns
 
+    def before_end(self, t_ns: int) -> bool:
+        """Whether sending may still start at `t_ns`: the end of unpaced (bench) sending."""
+        return self.end_ns is None or t_ns < self.end_ns
+
     def last_due_by(self, client: int, now_ns: int) -> int:
         """The client's highest k whose send is due at or before `now_ns` (-1 if none)."""
         n = math.floor((now_ns - self.start_ns) * self.qps / NS_PER_S)

@@ -19,6 +19,7 @@ from runner.config import Settings
 from runner.engine import Engine, Load
 from runner.recorder import Interval, Recorder
 from runner.report import UNIT_NS, Reporter, RunInfo, RunSummary
+from runner.result import Result
 from runner.schedule import Grid, Schedule
 from runner.targets import Request
 from runner.transport import Transport
@@ -51,6 +52,7 @@ class Soak:
             corrected=settings.load_model == "open",
             hash_value=settings.hash_value,
             unit_ns=UNIT_NS[settings.latency_unit] if settings.report_latencies_csv else None,
+            bench=settings.mode == "bench",
         )
         load = Load(
             requests=requests,
@@ -58,9 +60,13 @@ class Soak:
             max_in_flight=settings.max_in_flight,
             total_requests=settings.total_requests,
             hash_sample_rate=settings.hash_sample_rate,
+            bench=settings.mode == "bench",
         )
         schedule = Schedule(start_ns, settings.qps, settings.concurrency, self._end_ns)
-        self._engine = Engine(schedule, load, transport, self._recorder.record)
+        self._progress = [r for r in reporters if r.progress_every > 0]
+        self._done = 0  # sends finished, for the reporters that follow progress
+        sink = self._record_and_tell if self._progress else self._recorder.record
+        self._engine = Engine(schedule, load, transport, sink)
         wall_start = time.time() + (start_ns - time.monotonic_ns()) / 1e9
         self.info = RunInfo(settings, urls, url_source, start_ns, wall_start)
         self._signal = asyncio.Event()
@@ -136,6 +142,16 @@ class Soak:
             self._engine.cancel_in_flight()
             await asyncio.wait([engine], timeout=CANCEL_WAIT_S)
 
+    def _record_and_tell(self, result: Result) -> None:
+        """The engine's sink when a reporter follows progress: record, then tell at its steps."""
+        self._recorder.record(result)
+        if result.skipped:
+            return
+        self._done += 1
+        for reporter in self._progress:
+            if self._done % reporter.progress_every == 0:
+                reporter.progress(self.info, self._done)
+
     def _count_reached(self) -> bool:
         limit = self._settings.total_requests
         return bool(limit) and self._engine.sent >= limit
@@ -167,6 +183,7 @@ class Soak:
             stop_reason=reason,
             cpu_seconds=cpu_seconds,
             max_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            bench=self._recorder.bench,
         )
         for reporter in self._reporters:
             reporter.finish(summary)

@@ -4,22 +4,35 @@ slow_cooker's six percentile keys come first, in its order and as integers in th
 unit, so anything that parsed slow_cooker's summary still does. After them comes what a
 reader of `kubectl logs` needs to judge the run without the interval lines: counts, rate,
 errors, timings, every interval's figures and the histogram itself (so every report can be
-rebuilt from the summary alone), and the config.
+rebuilt from the summary alone), and the config. A bench run adds a "bench" section with
+everything ab's report shows, so that report too can be rebuilt from a saved summary.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
+from runner import result as kinds
 from runner.durations import format_duration
 from runner.histogram import LatencyHistogram
-from runner.recorder import Interval
+from runner.recorder import BenchTally, Interval
 from runner.report import UNIT_NS, Reporter, RunInfo, RunSummary, in_unit, rfc3339
 from runner.schedule import goal
 from runner.slowcooker import goal_percent, interval_latencies, to_ms
 
 SUMMARY_PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
+
+# ab's failure breakdown, from our error kinds: a connection never made, a response cut short
+# or never finished, and anything else. ab's fourth kind, Length, is judged on responses.
+AB_FAILURES = {
+    "connect": (kinds.DNS, kinds.REFUSED, kinds.CONNECT, kinds.TLS),
+    "receive": (kinds.RESET, kinds.CLOSED, kinds.TIMEOUT),
+    "exceptions": (kinds.PROTOCOL, kinds.CANCELLED, kinds.OTHER),
+}
+SERVED_WITHIN = (50, 66, 75, 80, 90, 95, 98, 99, 100)  # ab's percentages of the total time
 
 
 def percentile_keys(histogram: LatencyHistogram, unit: str) -> dict[str, int]:
@@ -29,9 +42,13 @@ def percentile_keys(histogram: LatencyHistogram, unit: str) -> dict[str, int]:
 
 
 def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
-    """One interval's figures, as its slow_cooker line shows them, plus skipped sends and errors."""
+    """One interval's figures, as its slow_cooker line shows them, plus skipped sends and errors.
+
+    A bench has no rate to reach, so its intervals have no goal: `t` and goalPercent are null.
+    """
     tally, unit = interval.tally, info.settings.latency_unit
     target = goal(info.settings.qps, interval.due_span_ns)
+    paced = info.settings.mode != "bench"
     low, p50, p95, p99, p999, high = interval_latencies(tally, unit)
     return {
         "iter": interval.index,
@@ -41,8 +58,8 @@ def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
         "bad": tally.bad,
         "failed": tally.failed,
         "skipped": tally.skipped,
-        "t": round(target, 3),
-        "goalPercent": goal_percent(tally.responses, target),
+        "t": round(target, 3) if paced else None,
+        "goalPercent": goal_percent(tally.responses, target) if paced else None,
         "min": low, "p50": p50, "p95": p95, "p99": p99, "p999": p999, "max": high,
         "bhash": tally.hash_mismatches,
         "errors": dict(sorted(tally.errors.items())),
@@ -56,6 +73,7 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     elapsed_s = summary.elapsed_ns / 1e9
     sending_s = summary.sending_ns / 1e9
     target = goal(info.settings.qps, summary.sending_ns)
+    paced = summary.bench is None  # a bench has no target rate, hence no goal
     data: dict[str, Any] = percentile_keys(tally.latency, unit)
     data |= {
         "latencyUnit": unit,
@@ -68,9 +86,9 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
         "bad": tally.bad,
         "failed": tally.failed,
         "skipped": tally.skipped,
-        "goalPercent": goal_percent(tally.responses, target),
+        "goalPercent": goal_percent(tally.responses, target) if paced else None,
         "rate": {
-            "target": _number(info.settings.qps),
+            "target": _number(info.settings.qps) if paced else None,
             "achieved": round(tally.requests / sending_s, 3) if sending_s > 0 else 0.0,
         },
         "statusCodes": {str(code): n for code, n in sorted(tally.statuses.items())},
@@ -88,11 +106,72 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     }
     if summary.uncorrected is not None:
         data["uncorrected"] = percentile_keys(summary.uncorrected, unit)
+    if summary.bench is not None:
+        data["bench"] = bench_dict(summary, summary.bench)
     data["intervalStats"] = intervals or []
     data["histogram"] = {"unit": "ns", "hdr": tally.latency.encode()}
     data["process"] = {"cpuSeconds": round(summary.cpu_seconds, 3), "maxRssBytes": summary.max_rss_bytes}
     data["config"] = info.settings.effective
     return data
+
+
+def bench_dict(summary: RunSummary, bench: BenchTally) -> dict[str, Any]:
+    """Everything ab's report shows, in ab's order; times in ms to the microsecond, as ab keeps them.
+
+    "complete" counts responses (ab's "Complete requests"); "failed" adds ab's four kinds of
+    failure, of which Length counts responses too, so complete + failed - length == requests.
+    """
+    info, tally = summary.info, summary.tally
+    url = urlsplit(info.urls[0])
+    failures = {name: sum(tally.errors[kind] for kind in group) for name, group in AB_FAILURES.items()}
+    failures = {
+        "connect": failures["connect"],
+        "receive": failures["receive"],
+        "length": bench.length_mismatches,
+        "exceptions": failures["exceptions"],
+    }
+    time_taken_ns = max(bench.last_end_ns - info.start_ns, 0) if bench.last_end_ns else 0
+    served = bench.total.percentiles(SERVED_WITHIN)
+    return {
+        "server": bench.server or "",
+        "host": url.hostname or "",
+        "port": url.port or (443 if url.scheme == "https" else 80),
+        "path": (url.path or "/") + (f"?{url.query}" if url.query else ""),
+        "documentLength": bench.document_length or 0,
+        "concurrency": info.settings.concurrency,
+        "keepAlive": not info.settings.no_reuse,
+        "timeTakenSeconds": round(time_taken_ns / 1e9, 6),
+        "requestsPerSecond": round(tally.responses * 1e9 / time_taken_ns, 2) if time_taken_ns else 0.0,
+        "requests": tally.requests,
+        "complete": tally.responses,
+        "failed": sum(failures.values()),
+        "failures": failures,
+        "non2xx": sum(n for status, n in tally.statuses.items() if not 200 <= status < 300),
+        "keepAliveRequests": bench.kept_alive,
+        "totalTransferred": bench.header_bytes + tally.bytes_in,
+        "htmlTransferred": tally.bytes_in,
+        "bodySent": tally.bytes_out,
+        "phases": {name: _phase(histogram) for name, histogram in bench.phases().items()},
+        "servedWithin": {str(p): _ms(served[p]) for p in SERVED_WITHIN},
+    }
+
+
+def _phase(histogram: LatencyHistogram) -> dict[str, Any]:
+    """One row of ab's "Connection Times" in ms, with its histogram (ns) to rebuild anything else."""
+    median = histogram.percentiles([50])[50]
+    return {
+        "min": _ms(histogram.min),
+        "mean": _ms(histogram.mean),
+        "sd": _ms(histogram.stdev(sample=True)),
+        "median": _ms(median),
+        "max": _ms(histogram.max),
+        "hdr": histogram.encode(),
+    }
+
+
+def _ms(ns: float) -> float:
+    """Nanoseconds as milliseconds to the microsecond: ab's own resolution."""
+    return round(ns / 1e6, 3)
 
 
 def _number(x: float) -> int | float:
@@ -105,15 +184,26 @@ def _unit_float(ns: float, unit: str) -> float:
 
 
 class JsonSummaryReporter(Reporter):
-    """Prints the summary as two-space-indented JSON on `out`, as slow_cooker does."""
+    """Prints the summary as two-space-indented JSON on `out`, as slow_cooker does.
 
-    def __init__(self, out: TextIO) -> None:
+    `before` is a text made from the same summary dict and printed first (a bench's ab
+    report), so the dict is built once; `with_json=False` prints that text alone.
+    """
+
+    def __init__(self, out: TextIO, *, before: Callable[[dict[str, Any]], str] | None = None,
+                 with_json: bool = True) -> None:
         self._out = out
+        self._before = before
+        self._json = with_json
         self._intervals: list[dict[str, Any]] = []  # a few small dicts per interval, not per request
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
         self._intervals.append(interval_dict(info, interval))
 
     def finish(self, summary: RunSummary) -> None:
-        self._out.write(json.dumps(summary_dict(summary, self._intervals), indent=2) + "\n")
+        data = summary_dict(summary, self._intervals)
+        text = self._before(data) if self._before is not None else ""
+        if self._json:
+            text += json.dumps(data, indent=2) + "\n"
+        self._out.write(text)
         self._out.flush()

@@ -27,6 +27,8 @@ Paths:
     /garbage          a reply that is not HTTP at all
     /big/N            a body of N bytes streamed in 1 MiB pieces, never held in memory
     /chunked          a chunked body of CHUNKED_SIZE bytes, in several chunks
+    /varying[/N]      200 (or status N) with a body whose length alternates: VARYING_BODIES[0],
+                      [1], [0], ... (server-wide), so every other response differs from the first
     anything else     404
 """
 
@@ -43,6 +45,7 @@ RESET_SENT = 10_000  # body bytes actually sent before the reset
 CHUNKS = (b"a" * 1000, b"b" * 1, b"c" * 4096, b"d" * 123, b"e" * 70_000)  # /chunked's pieces
 CHUNKED_SIZE = sum(len(c) for c in CHUNKS)
 OK_BODY = b"ok\n"
+VARYING_BODIES = (b"ok\n", b"okay\n")  # /varying's bodies, in turn
 _PIECE = b"z" * (1 << 20)  # what /big/N repeats; the only body buffer it has
 _REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 404: "Not Found", 418: "I'm a teapot",
             500: "Internal Server Error", 503: "Service Unavailable"}
@@ -65,6 +68,7 @@ class FaultServer:
         self._seen: Counter[str] = Counter()  # requests received, by path
         self._connections: set[socket.socket] = set()  # open ones, so stop() can wake them
         self._accepted = 0
+        self._varying = 0  # /varying responses sent so far
         self._acceptor = threading.Thread(target=self._accept_loop, name="faultserver-accept", daemon=True)
 
     def url(self, path: str) -> str:
@@ -151,6 +155,11 @@ class FaultServer:
         """Send `path`'s answer (or fault); True if the connection may carry another request."""
         if path == "/ok":
             return _respond(conn, 200, OK_BODY)
+        if path == "/varying" or path.startswith("/varying/"):
+            with self._lock:
+                body = VARYING_BODIES[self._varying % len(VARYING_BODIES)]
+                self._varying += 1
+            return _respond(conn, int(path[len("/varying/"):] or 200), body)
         if path.startswith("/status/"):
             status = int(path.rsplit("/", 1)[1])
             extra = [("Location", "/ok")] if 300 <= status < 400 else []
@@ -235,7 +244,12 @@ def _read_request(conn: socket.socket, buffer: bytes) -> tuple[str, bool, bytes]
         if not data:
             return None
         buffer += data
-    keep_alive = headers.get("connection") != "close"
+    # HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 (ab without -k) closes it
+    # unless asked to keep it.
+    if lines[0].endswith("HTTP/1.0"):
+        keep_alive = headers.get("connection") == "keep-alive"
+    else:
+        keep_alive = headers.get("connection") != "close"
     return target.split("?", 1)[0], keep_alive, buffer[length:]
 
 

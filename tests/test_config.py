@@ -282,7 +282,7 @@ def test_every_setting_at_once_is_valid(tmp_path: Path) -> None:
         "headers": {"Authorization": "Bearer x", "X-Token": {"fromEnv": "TOKEN"}}, "body": {"file": "body.json"},
         "host": "example.com:8080", "timeout": "1.5s", "noReuse": True, "compress": True, "latencyUnit": "us",
         "hashValue": 18446744073709551615, "hashSampleRate": 1, "noLatencySummary": True,
-        "reportLatenciesCSV": "l.csv", "loadModel": "open", "maxInFlight": 50,
+        "reportLatenciesCSV": "l.csv", "loadModel": "open", "maxInFlight": 50, "mode": "bench",
     }
     assert set(data) == set(settings_names()) - {"iterations"}
     assert read_config_file(write_config(tmp_path, data)) == data
@@ -380,6 +380,7 @@ def test_settings_from_defaults() -> None:
     assert s.report_latencies_csv == ""
     assert s.load_model == "closed"
     assert s.max_in_flight == 1000
+    assert s.mode == "soak"
 
 
 def test_settings_from_parses_durations_to_nanoseconds() -> None:
@@ -395,15 +396,15 @@ def test_settings_from_carries_every_value() -> None:
         "qps": 2.5, "concurrency": 7, "interval": "500ms", "iterations": 4, "totalRequests": 9, "method": "PUT",
         "headers": {"X": "1"}, "body": {"file": "b"}, "host": "h:1", "timeout": "2s", "noReuse": True,
         "compress": True, "latencyUnit": "ns", "hashValue": 42, "hashSampleRate": 0.5, "noLatencySummary": True,
-        "reportLatenciesCSV": "out.csv", "loadModel": "open", "maxInFlight": 7,
+        "reportLatenciesCSV": "out.csv", "loadModel": "open", "maxInFlight": 7, "mode": "bench",
     }))
     assert (s.qps, s.concurrency, s.interval_ns, s.iterations, s.total_requests, s.method) == (
         2.5, 7, 500_000_000, 4, 9, "PUT")
     assert s.run_ns == 2_000_000_000
     assert (s.headers, s.body, s.host, s.timeout_ns) == ({"X": "1"}, {"file": "b"}, "h:1", 2_000_000_000)
     assert (s.no_reuse, s.compress, s.latency_unit, s.hash_value, s.hash_sample_rate) == (True, True, "ns", 42, 0.5)
-    assert (s.no_latency_summary, s.report_latencies_csv, s.load_model, s.max_in_flight) == (
-        True, "out.csv", "open", 7)
+    assert (s.no_latency_summary, s.report_latencies_csv, s.load_model, s.max_in_flight, s.mode) == (
+        True, "out.csv", "open", 7, "bench")
 
 
 def test_settings_headers_are_a_copy() -> None:

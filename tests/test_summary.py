@@ -12,7 +12,7 @@ from hdrh.histogram import HdrHistogram
 
 from runner.config import merge, settings_from
 from runner.histogram import LatencyHistogram
-from runner.recorder import Tally
+from runner.recorder import Interval, Tally
 from runner.report import RunInfo, RunSummary, in_unit
 from runner.result import Result
 from runner.summary import SUMMARY_PERCENTILES, JsonSummaryReporter, percentile_keys, summary_dict
@@ -220,7 +220,7 @@ def test_reporter_prints_two_space_indented_json_at_the_end() -> None:
     reporter = JsonSummaryReporter(out)
     summary = make_summary(tally_of(latencies_1_to_1000_us()), {"latencyUnit": "us"})
     reporter.start(summary.info)
-    reporter.interval(summary.info, object())
+    reporter.interval(summary.info, Interval(0, START, START + 10_000_000_000, summary.tally))
     assert out.getvalue() == ""
     reporter.finish(summary)
     text = out.getvalue()

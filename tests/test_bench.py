@@ -1,0 +1,327 @@
+"""`soak bench`, ab's mode: exact counts, connections, time limit, bodies, failures, all checked
+against what the server saw; and the parts behind it (phases, the bench section, the engine loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from runner.abreport import report
+from runner.engine import Engine, Load
+from runner.httpx_transport import head_size
+from runner.recorder import BenchTally
+from runner.result import ERROR_KINDS, Result
+from runner.schedule import Schedule
+from runner.summary import AB_FAILURES
+from runner.targets import Request
+from tests.conftest import NGINX_PAGE, Nginx, Run, run_soak
+from tests.faultserver import VARYING_BODIES, FaultServer, refused_port
+from tests.test_abreport import parse_ab
+from tests.test_signals import LiveRun
+
+MS = 1_000_000
+
+
+def ab_fields(run: Run) -> dict:
+    """The report's figures, parsed back as ab's; the report must be exactly what the summary makes."""
+    assert run.returncode == 0, run.stderr
+    summary = run.summary
+    assert report(summary) in run.stdout, "the printed report is not the summary's"
+    return parse_ab(run.stdout)["bench"] if summary["bench"]["complete"] else summary["bench"]
+
+
+def connections(lines: list[str]) -> set[str]:
+    """nginx's connection serials (column 1 of the fixture's log format)."""
+    return {line.split()[0] for line in lines}
+
+
+def nginx_head_size(nginx: Nginx, keep_alive: bool) -> int:
+    """The bytes of nginx's response head for its page, read off the wire."""
+    url = urlsplit(nginx.url)
+    connection = "keep-alive" if keep_alive else "close"
+    with socket.create_connection((url.hostname, url.port), timeout=5) as s:
+        s.sendall(f"GET / HTTP/1.1\r\nHost: {url.netloc}\r\nConnection: {connection}\r\n\r\n".encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += s.recv(65536)
+    return data.index(b"\r\n\r\n") + 4
+
+
+# --- against nginx ----------------------------------------------------------------------------
+
+
+@pytest.mark.nginx
+def test_n_requests_each_on_a_new_connection_like_ab(nginx: Nginx) -> None:
+    head = nginx_head_size(nginx, keep_alive=False)
+    before = nginx.requests_logged()
+    run = run_soak("bench", "-n", "1000", "-c", "10", nginx.url)
+    ab = ab_fields(run)
+    logged = nginx.log_lines()[before:]
+    assert len(logged) == 1000
+    assert len(connections(logged)) == 1000, "without -k every request has its own connection"
+    assert run.lines[0] == "Benchmarking 127.0.0.1 (be patient)"
+    assert (ab["complete"], ab["failed"], ab["non2xx"], ab["concurrency"]) == (1000, 0, 0, 10)
+    assert ab["server"].startswith("nginx/") and (ab["path"], ab["documentLength"]) == ("/", len(NGINX_PAGE))
+    assert ab["htmlTransferred"] == 1000 * len(NGINX_PAGE)
+    assert ab["totalTransferred"] == 1000 * (head + len(NGINX_PAGE)), "response heads counted to the byte"
+    assert "Keep-Alive requests" not in run.stdout
+    assert run.stderr.splitlines() == [f"Completed {n} requests" for n in range(100, 1001, 100)] + [
+        "Finished 1000 requests"]
+    bench = run.summary["bench"]
+    assert bench["keepAliveRequests"] == 0 and bench["requests"] == 1000
+    assert bench["phases"]["connect"]["min"] > 0, "every request connected"
+    assert run.summary["stopReason"] == "totalRequests" and run.summary["intervalStats"]
+
+
+@pytest.mark.nginx
+def test_keep_alive_reuses_one_connection_per_client(nginx: Nginx) -> None:
+    head = nginx_head_size(nginx, keep_alive=True)
+    before = nginx.requests_logged()
+    run = run_soak("bench", "-n", "1000", "-c", "10", "-k", nginx.url)
+    ab = ab_fields(run)
+    logged = nginx.log_lines()[before:]
+    opened = len(connections(logged))
+    assert len(logged) == 1000 and opened <= 10
+    assert ab["complete"] == 1000
+    # As ab counts them: responses after which nginx kept the connection open, all of them here.
+    assert ab["keepAliveRequests"] == 1000
+    assert "Keep-Alive requests:    1000\n" in run.stdout
+    assert ab["totalTransferred"] == 1000 * (head + len(NGINX_PAGE))
+    connect = run.summary["bench"]["phases"]["connect"]
+    assert connect["min"] == 0 and connect["median"] == 0, "a kept-alive request has no connect time"
+
+
+@pytest.mark.nginx
+def test_time_limit_stops_the_bench(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    run = run_soak("bench", "-t", "2", "-c", "4", "-k", nginx.url)
+    ab = ab_fields(run)
+    summary = run.summary
+    assert summary["stopReason"] == "duration"
+    assert 2.0 <= ab["timeTakenSeconds"] < 2.5
+    assert 0 < ab["complete"] < 50_000, "-t alone means at most 50000 requests, as in ab"
+    assert nginx.requests_logged() - before == ab["complete"] == summary["requests"]
+    assert len(summary["intervalStats"]) >= 2, "a bench keeps its 1s intervals in the summary"
+
+
+@pytest.mark.nginx
+def test_post_body_from_a_file(nginx: Nginx, tmp_path: Path) -> None:
+    body = tmp_path / "body.json"
+    body.write_bytes(b'{"hello": "world", "n": 12345678901234567890}')
+    before = nginx.requests_logged()
+    run = run_soak("bench", "-n", "200", "-c", "4", "-k", "-p", str(body), "-T", "application/json",
+                   nginx.url + "echo")
+    ab = ab_fields(run)
+    logged = [line.split() for line in nginx.log_lines()[before:]]
+    assert len(logged) == 200
+    assert {(fields[2], fields[3], fields[4]) for fields in logged} == {("POST", "/echo", "200")}
+    assert all(int(fields[-2]) > len(body.read_bytes()) for fields in logged), "request_length includes the body"
+    assert ab["bodySent"] == 200 * len(body.read_bytes())
+    assert ab["documentLength"] == 3 and ab["htmlTransferred"] == 600
+    assert "kb/s sent" in run.stdout and "kb/s total" in run.stdout
+    assert json.loads(json.dumps(run.summary["config"]))["headers"] == {"Content-Type": "application/json"}
+
+
+@pytest.mark.nginx
+def test_mode_bench_from_a_configuration_file(nginx: Nginx, tmp_path: Path) -> None:
+    config = tmp_path / "configuration.json"
+    config.write_text('{"mode": "bench", "totalRequests": 50, "concurrency": 5, "iterations": 0}')
+    before = nginx.requests_logged()
+    run = run_soak("--config", str(config), nginx.url)
+    ab = ab_fields(run)
+    assert run.lines[0] == "Benchmarking 127.0.0.1 (be patient).....done", "no progress lines for 150 or fewer"
+    assert run.interval_lines == [], "a bench prints ab's report, not slow_cooker's lines"
+    assert ab["complete"] == 50 and ab["keepAliveRequests"] == 50, "the file's keep-alive default"
+    assert nginx.requests_logged() - before == 50
+    assert run.summary["config"]["mode"] == "bench"
+
+
+@pytest.mark.nginx
+def test_signal_ends_a_bench_with_its_report(nginx: Nginx) -> None:
+    with LiveRun("bench", "-n", "10000000", "-c", "2", "-k", nginx.url) as live:
+        time.sleep(1.5)
+        elapsed = live.wait(live.send(signal.SIGINT))
+        assert live.process.returncode == 0, live.stderr
+        assert elapsed < 3.0
+    run = Run(0, live.stdout, live.stderr)
+    ab = ab_fields(run)
+    assert run.summary["stopReason"] == "signal SIGINT"
+    assert ab["complete"] == run.summary["requests"] > 0
+
+
+# --- failures, against the fault server --------------------------------------------------------
+
+
+@pytest.mark.parametrize("path, kind, count", [
+    ("/reset-mid-body", "receive", 6),
+    ("/close-mid-body", "receive", 6),
+    ("/garbage", "exceptions", 6),
+])
+def test_failures_are_broken_down_as_ab_does(fault_server: FaultServer, path: str, kind: str, count: int) -> None:
+    run = run_soak("bench", "-n", str(count), "-c", "2", fault_server.url(path))
+    bench = ab_fields(run)
+    breakdown = {"connect": 0, "receive": 0, "length": 0, "exceptions": 0, kind: count}
+    assert (bench["complete"], bench["failed"], bench["failures"]) == (0, count, breakdown)
+    assert f"   (Connect: {breakdown['connect']}, Receive: {breakdown['receive']}, Length: 0, " \
+           f"Exceptions: {breakdown['exceptions']})\n" in run.stdout
+    assert "Connection Times" not in run.stdout, "nothing completed"
+    fault_server.wait_idle()
+    assert fault_server.seen(path) == count == bench["requests"]
+    assert path in run.stderr, "the failures themselves are reported on stderr"
+
+
+def test_refused_connections_are_connect_failures() -> None:
+    closed = refused_port()
+    try:
+        run = run_soak("bench", "-n", "20", "-c", "2", f"http://127.0.0.1:{closed.getsockname()[1]}/")
+    finally:
+        closed.close()
+    bench = ab_fields(run)
+    assert (bench["complete"], bench["failed"], bench["requests"]) == (0, 20, 20)
+    assert bench["failures"] == {"connect": 20, "receive": 0, "length": 0, "exceptions": 0}
+    assert "connection refused (" in run.stderr
+
+
+def test_length_failures_and_non_2xx_count_as_ab_counts_them(fault_server: FaultServer) -> None:
+    run = run_soak("bench", "-n", "40", "-c", "2", "-k", fault_server.url("/varying/500"))
+    ab = ab_fields(run)
+    assert ab["documentLength"] == len(VARYING_BODIES[0]) or ab["documentLength"] == len(VARYING_BODIES[1])
+    assert (ab["complete"], ab["non2xx"]) == (40, 40), "a non-2xx response is complete, and counted apart"
+    assert ab["failed"] == ab["failures"]["length"] == 20, "every other body differs from the first"
+    assert ab["server"] == ""
+    assert ab["htmlTransferred"] == 20 * sum(len(body) for body in VARYING_BODIES)
+    fault_server.wait_idle()
+    assert fault_server.seen("/varying/500") == 40
+    assert fault_server.connections_accepted == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-n", "0"], "soak: -n: 0 is not allowed; must be a whole number greater than 0"),
+    (["-n", "many"], 'soak: -n: "many" is not allowed; must be a whole number greater than 0'),
+    (["-n", "10", "-c", "20"], "soak: -c: 20 is not allowed; must be at most the number of requests (-n 10), as in ab"),
+    (["-c", "0"], "soak: -c: 0 is not allowed; must be at least 1"),
+    (["-c", "ten"], 'soak: -c: "ten" is not allowed; must be a whole number'),
+    (["-t", "0"], "soak: -t: 0 is not allowed; must be a number of seconds greater than 0"),
+    (["-s", "-1"], "soak: -s: -1 is not allowed; must be a number of seconds greater than 0"),
+    (["-m", "get"], 'soak: -m: "get" is not allowed; must be an HTTP method in capitals, like GET or POST'),
+    (["-p", "/no/such/file"], "soak: -p: /no/such/file: No such file or directory"),
+    (["--qps", "0"], "soak: --qps: 0 is not allowed; must be greater than 0"),
+])
+def test_bad_flags_are_one_line_and_exit_2(args: list[str], message: str) -> None:
+    run = run_soak("bench", *args, "http://127.0.0.1:9/")
+    assert run.returncode == 2
+    assert run.stderr.startswith(message) and run.stderr.count("\n") == 1, run.stderr
+    assert run.stdout == ""
+
+
+def test_a_bench_measures_one_url(tmp_path: Path) -> None:
+    run = run_soak("bench", "http://127.0.0.1:9/a", "http://127.0.0.1:9/b")
+    assert (run.returncode, run.stderr) == (2, "soak: bench mode takes exactly one URL, as ab does; got 2\n")
+
+
+# --- the parts behind it ----------------------------------------------------------------------
+
+
+def response(start: int, *, connected: int = 0, written: int = 0, headers: int = 0, end: int = 0,
+             status: int = 200, size: int = 612, head: int = 230, server: str = "", kept_alive: bool = False) -> Result:
+    return Result(start_ns=start, connected_ns=connected, written_ns=written, headers_ns=headers, end_ns=end,
+                  status=status, bytes_in=size, header_bytes=head, server=server, kept_alive=kept_alive)
+
+
+def test_phases_are_abs() -> None:
+    """connect = ready - start, waiting = headers - written, total = end - start, processing = total - connect."""
+    bench = BenchTally()
+    bench.add(response(0, connected=2 * MS, written=3 * MS, headers=7 * MS, end=10 * MS, server="nginx"))
+    bench.add(response(100 * MS, written=101 * MS, headers=104 * MS, end=105 * MS, kept_alive=True))
+    phases = {name: (h.min, h.max, h.count) for name, h in bench.phases().items()}
+    assert phases == {
+        "connect": (0, 2 * MS, 2),
+        "processing": (5 * MS, 8 * MS, 2),
+        "waiting": (3 * MS, 4 * MS, 2),
+        "total": (5 * MS, 10 * MS, 2),
+    }
+    assert (bench.kept_alive, bench.server, bench.last_end_ns, bench.header_bytes) == (1, "nginx", 105 * MS, 460)
+
+
+def test_document_length_is_the_first_responses_and_others_are_checked_against_it() -> None:
+    bench = BenchTally()
+    for size in (612, 612, 100, 612, 0):
+        bench.add(response(0, end=1, size=size))
+    assert (bench.document_length, bench.length_mismatches) == (612, 2)
+
+
+def test_failures_are_not_timed_but_their_bytes_and_end_count() -> None:
+    bench = BenchTally()
+    bench.add(Result(start_ns=0, end_ns=9 * MS, status=200, header_bytes=100, bytes_in=10, error="reset",
+                     server="nginx"))
+    assert bench.total.count == 0 and bench.document_length is None
+    assert (bench.header_bytes, bench.last_end_ns) == (100, 9 * MS)
+    bench.add(response(10 * MS, end=11 * MS))
+    assert bench.server == "nginx", "the Server of the first response head, even one cut short, as ab"
+
+
+def test_every_error_kind_is_one_of_abs_failures() -> None:
+    grouped = [kind for group in AB_FAILURES.values() for kind in group]
+    assert sorted(grouped) == sorted(ERROR_KINDS)
+
+
+def test_head_size_counts_status_line_headers_and_blank_line() -> None:
+    headers = [(b"Server", b"nginx/1.22.1"), (b"Content-Length", b"612"), (b"Connection", b"close")]
+    wire = b"HTTP/1.1 200 OK\r\n" + b"".join(k + b": " + v + b"\r\n" for k, v in headers) + b"\r\n"
+    r = httpx.Response(200, headers=headers, extensions={"http_version": b"HTTP/1.1", "reason_phrase": b"OK"})
+    assert head_size(r) == len(wire)
+
+
+class _InstantSession:
+    """A transport session answering at once, so the engine's loop is all that is measured."""
+
+    async def send(self, request: Request, hash_body: bool) -> Result:
+        await asyncio.sleep(0)
+        now = time.monotonic_ns()
+        return Result(start_ns=now, headers_ns=now, end_ns=now, status=200)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _InstantTransport:
+    def session(self) -> _InstantSession:
+        return _InstantSession()
+
+
+def run_engine(total: int, end_after_ns: int | None, clients: int = 3) -> tuple[list[Result], int]:
+    results: list[Result] = []
+
+    async def go() -> int:
+        start = time.monotonic_ns()
+        schedule = Schedule(start, 1.0, clients, start + end_after_ns if end_after_ns else None)
+        load = Load([Request("GET", "http://x/", (), b"")], total_requests=total, bench=True)
+        engine = Engine(schedule, load, _InstantTransport(), results.append)
+        await asyncio.wait_for(engine.run(), 10)
+        return engine.sent
+
+    return results, asyncio.run(go())
+
+
+def test_engine_bench_sends_exactly_the_count_unpaced() -> None:
+    """qps 1 would allow one send a second; a bench ignores it and sends 500 at once, exactly."""
+    results, sent = run_engine(500, None)
+    assert sent == len(results) == 500
+    assert sorted(r.seq for r in results) == list(range(500))
+    assert all(r.due_ns == r.start_ns and not r.skipped for r in results), "an unpaced send is due when sent"
+
+
+def test_engine_bench_stops_at_the_end_of_the_run() -> None:
+    started = time.monotonic()
+    results, sent = run_engine(0, 100 * MS)
+    assert 0.1 <= time.monotonic() - started < 2
+    assert sent == len(results) > 0
