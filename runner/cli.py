@@ -17,20 +17,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import difflib
+import importlib
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
-from runner import __version__, abflags, compare, plot
+from runner import __version__, abflags
 from runner.abreport import AbReporter
 from runner.abreport import report as ab_report
 from runner.config import Settings, merge, read_config_file, settings_from
 from runner.csvreport import CsvReporter
 from runner.demo import start_target, stop_target
 from runner.errors import EXIT_OK, EXIT_USAGE, UsageError
-from runner.httpx_transport import HttpxTransport
+from runner.fast_transport import FastTransport
 from runner.plan import describe
 from runner.report import Reporter
 from runner.schema import ValidationError, schema, settings_names, validate
@@ -38,12 +39,21 @@ from runner.slowcooker import SlowCookerReporter
 from runner.soak import Soak
 from runner.summary import JsonSummaryReporter
 from runner.targets import build_requests, load_url_file, urls_from_arguments
-from runner.transport import TransportOptions
+from runner.transport import Transport, TransportOptions
 
 PROG = "soak"
 
 # `soak demo` runs a few seconds of the default shape against the built-in target.
 DEMO_LAYER = {"qps": 100, "concurrency": 5, "interval": "1s", "iterations": 5}
+
+def _httpx_transport(options: TransportOptions) -> Transport:
+    """httpx and what it pulls in (anyio, httpcore, h11) load only when asked for."""
+    from runner.httpx_transport import HttpxTransport
+
+    return HttpxTransport(options)
+
+
+TRANSPORTS: dict[str, Callable[[TransportOptions], Transport]] = {"fast": FastTransport, "httpx": _httpx_transport}
 
 T = TypeVar("T")
 
@@ -122,14 +132,13 @@ def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
     requests = build_requests(settings, urls)
     reporters = _reporters(settings)
     open_model = settings.load_model == "open" and settings.mode == "soak"
-    transport = HttpxTransport(
-        TransportOptions(
-            timeout_ns=settings.timeout_ns,
-            no_reuse=settings.no_reuse,
-            compress=settings.compress,
-            max_connections=settings.max_in_flight if open_model else 1,
-        )
+    options = TransportOptions(
+        timeout_ns=settings.timeout_ns,
+        no_reuse=settings.no_reuse,
+        compress=settings.compress,
+        max_connections=settings.max_in_flight if open_model else 1,
     )
+    transport = TRANSPORTS[settings.transport](options)
 
     async def soak() -> None:
         await Soak(settings, requests, urls, source, transport, reporters).run()
@@ -313,6 +322,15 @@ def _default_text(value: Any) -> str:
     return repr(value) if value == "" else str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def _deferred(module: str, name: str) -> Callable[..., Any]:
+    """A command's function, imported when the command runs: a soak need not load the reports."""
+
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args)
+
+    return call
+
+
 COMMANDS: dict[str, Command] = {
     "run": Command(
         "Run a soak: send a steady rate of HTTP requests, print slow_cooker-style lines per interval, "
@@ -339,13 +357,13 @@ COMMANDS: dict[str, Command] = {
     "compare": Command(
         "Compare finished runs side by side, each file a column, with its change in percent against the first: "
         "JSON summaries, kubectl logs as saved, or slow_cooker logs.",
-        compare.arguments,
-        compare.main,
+        _deferred("runner.compare", "arguments"),
+        _deferred("runner.compare", "main"),
     ),
     "plot": Command(
         "Draw a run over time as a PNG or SVG: latency percentiles per interval above, goal% and errors below.",
-        plot.arguments,
-        plot.main,
+        _deferred("runner.plot", "arguments"),
+        _deferred("runner.plot", "main"),
     ),
 }
 

@@ -51,6 +51,8 @@ class Settings:
     report_latencies_csv: str
     load_model: str
     max_in_flight: int
+    precise_pacing: bool
+    transport: str
     mode: str  # soak: paced by the schedule; bench: ab's closed loop, no rate limit
     effective: dict[str, Any]
 
@@ -120,6 +122,8 @@ def settings_from(merged: dict[str, Any]) -> Settings:
         report_latencies_csv=merged["reportLatenciesCSV"],
         load_model=merged["loadModel"],
         max_in_flight=int(merged["maxInFlight"]),
+        precise_pacing=merged["precisePacing"],
+        transport=merged["transport"],
         mode=merged["mode"],
         effective=_printable(merged),
     )

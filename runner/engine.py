@@ -29,6 +29,10 @@ from runner.transport import Session, Transport
 
 Sink = Callable[[Result], None]
 
+# Precise pacing: how long before a due time the sleep ends and yielding begins. Longer than
+# the worst early or late timer wake-up (about a millisecond), so the sleep never overshoots.
+PRECISE_WINDOW_NS = 2_000_000
+
 
 @dataclass(frozen=True)
 class Load:
@@ -40,6 +44,7 @@ class Load:
     total_requests: int = 0  # stop after this many sends; 0: no limit
     hash_sample_rate: float = 0.0
     bench: bool = False  # ab's closed loop without pacing; open_model and max_in_flight do not apply
+    precise: bool = False  # sleep to just before each due time, then yield until it (costs CPU)
 
 
 class Engine:
@@ -162,9 +167,10 @@ class Engine:
         0's due time, when every client begins) and when sending ends.
         """
         session = self._transport.session()
+        before_end = self._schedule.before_end
         try:
             if await self._wait_until_due(0):
-                while not self._stopping and self._schedule.before_end(time.monotonic_ns()) and self._claim():
+                while not self._stopping and before_end(time.monotonic_ns()) and self._claim():
                     await self._send(session, self._sent - 1, paced=False)
         finally:
             await session.aclose()
@@ -176,16 +182,20 @@ class Engine:
     async def _wait_until_due(self, n: int) -> bool:
         """Sleep until send n is due; False if the engine was stopped meanwhile.
 
-        Timers may fire early (uvloop keeps milliseconds), so the clock is read again
-        after every wake-up rather than trusted.
+        Timers may fire early (uvloop keeps milliseconds) and late (asyncio rounds up to
+        the millisecond), so the clock is read again after every wake-up rather than
+        trusted. In precise mode the sleep ends a little before the due time and the rest
+        is spent yielding to the loop, which sends within microseconds of the due time at
+        the price of a busy core while it waits.
         """
         due = self._schedule.due_ns(n)
+        spin = PRECISE_WINDOW_NS if self._load.precise else 0
         task = asyncio.current_task()
         assert task is not None
         self._idle.add(task)
         try:
             while not self._stopping and (delay := due - time.monotonic_ns()) > 0:
-                await asyncio.sleep(delay / 1e9)
+                await asyncio.sleep(0 if delay <= spin else (delay - spin) / 1e9)
         except asyncio.CancelledError:
             if not self._stopping:
                 raise
@@ -224,9 +234,8 @@ class Engine:
             raise
         finally:
             self._in_flight -= 1
-        if not paced:
-            due = result.start_ns or due
-        self._sink(self._stamp(result, n, url_index, due))
+        result.seq, result.url_index, result.due_ns = n, url_index, due if paced else result.start_ns or due
+        self._sink(result)
 
     def _skip(self, n: int) -> None:
         due = self._schedule.due_ns(n)

@@ -10,10 +10,8 @@ to looking. The whole request is bounded by one deadline, like Go's Client.Timeo
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 import time
-from collections.abc import Iterator
 from typing import Any
 
 # httpcore imports anyio's asyncio backend on the first request: about 15 ms that would land
@@ -25,6 +23,7 @@ import httpx
 from runner import __version__
 from runner import result as kinds
 from runner.durations import format_duration
+from runner.failures import causes, message, os_failure
 from runner.fnv import Fnv1a64
 from runner.result import Result
 from runner.targets import Request
@@ -165,9 +164,6 @@ def head_size(response: httpx.Response) -> int:
     return size
 
 
-_MESSAGE_CHARS = 160  # error texts are counted per distinct text: keep them short and bounded
-
-
 def kept_alive(response: httpx.Response) -> bool:
     """Whether the server leaves the connection open after this response (HTTP/1.1 keep-alive)."""
     connection = response.headers.get("connection", "").lower()
@@ -178,58 +174,21 @@ def kept_alive(response: httpx.Response) -> bool:
 
 def classify(exc: BaseException) -> tuple[str, str]:
     """The error kind and a short text for a failed send, from the exception and its causes."""
-    chain = list(_causes(exc))
-    message = _message(exc, chain)
-    if len(message) > _MESSAGE_CHARS:
-        message = message[: _MESSAGE_CHARS - 3] + "..."
-    if _has(chain, socket.gaierror):
-        return kinds.DNS, f"dns: {message}"
-    if _has(chain, ConnectionRefusedError):
-        return kinds.REFUSED, "connection refused"
-    if _has(chain, ssl.SSLError):
-        return kinds.TLS, f"tls: {message}"
-    if _has(chain, ConnectionResetError):
-        return kinds.RESET, "connection reset by peer"
+    chain = causes(exc)
+    found = os_failure(chain)
+    if found is not None:
+        return found
+    text = message(chain)
     if isinstance(exc, httpx.TimeoutException):
-        return kinds.TIMEOUT, f"timeout: {message}"
+        return kinds.TIMEOUT, f"timeout: {text}"
     if isinstance(exc, httpx.ConnectError):
-        return kinds.CONNECT, f"connect: {message}"
+        return kinds.CONNECT, f"connect: {text}"
     if isinstance(exc, httpx.RemoteProtocolError):
-        if "disconnected" in message or "closed" in message:
-            return kinds.CLOSED, f"closed: {message}"
-        return kinds.PROTOCOL, f"protocol: {message}"
+        if "disconnected" in text or "closed" in text:
+            return kinds.CLOSED, f"closed: {text}"
+        return kinds.PROTOCOL, f"protocol: {text}"
     if isinstance(exc, (httpx.DecodingError, httpx.LocalProtocolError)):
-        return kinds.PROTOCOL, f"protocol: {message}"
+        return kinds.PROTOCOL, f"protocol: {text}"
     if isinstance(exc, (httpx.ReadError, httpx.WriteError)):
-        return kinds.CLOSED, f"closed: {message}"
-    return kinds.OTHER, f"{type(exc).__name__}: {message}"
-
-
-def _causes(exc: BaseException) -> Iterator[BaseException]:
-    """The exception, what caused it, and the members of any exception group on the way."""
-    seen: set[int] = set()
-    stack = [exc]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        stack.extend(c for c in (current.__cause__, current.__context__) if c is not None)
-        if isinstance(current, BaseExceptionGroup):
-            stack.extend(current.exceptions)
-
-
-def _has(chain: list[BaseException], kind: type[BaseException]) -> bool:
-    return any(isinstance(e, kind) for e in chain)
-
-
-def _message(exc: BaseException, chain: list[BaseException]) -> str:
-    """The most specific non-empty message: OS errors' strerror, else the first str()."""
-    for e in chain:
-        if isinstance(e, OSError) and e.strerror:
-            return e.strerror
-    for e in chain:
-        if str(e):
-            return str(e)
-    return type(exc).__name__
+        return kinds.CLOSED, f"closed: {text}"
+    return kinds.OTHER, f"{type(exc).__name__}: {text}"

@@ -41,6 +41,7 @@ class RunSummary:
     sending_end_ns: int  # when sending stopped: the schedule's end, a signal, or the last of totalRequests
     tally: Tally  # the sum of all intervals
     uncorrected: LatencyHistogram | None  # open model: latency from the actual send
+    send_lag: LatencyHistogram | None  # paced runs: how late sends went out against the schedule
     in_unit: LatencyHistogram | None  # with a latency CSV: the latencies truncated to the unit
     stop_reason: str  # iterations, duration, totalRequests, or signal SIGxxx
     cpu_seconds: float  # the process's CPU time during the run

@@ -61,10 +61,12 @@ class Soak:
             total_requests=settings.total_requests,
             hash_sample_rate=settings.hash_sample_rate,
             bench=settings.mode == "bench",
+            precise=settings.precise_pacing,
         )
         schedule = Schedule(start_ns, settings.qps, settings.concurrency, self._end_ns)
         self._progress = [r for r in reporters if r.progress_every > 0]
         self._done = 0  # sends finished, for the reporters that follow progress
+        self._next_progress = min((r.progress_every for r in self._progress), default=0)
         sink = self._record_and_tell if self._progress else self._recorder.record
         self._engine = Engine(schedule, load, transport, sink)
         wall_start = time.time() + (start_ns - time.monotonic_ns()) / 1e9
@@ -143,14 +145,22 @@ class Soak:
             await asyncio.wait([engine], timeout=CANCEL_WAIT_S)
 
     def _record_and_tell(self, result: Result) -> None:
-        """The engine's sink when a reporter follows progress: record, then tell at its steps."""
+        """The engine's sink when a reporter follows progress: record, then tell at its steps.
+
+        One comparison per result; the reporters are looked at only when a step is reached.
+        """
         self._recorder.record(result)
-        if result.skipped:
-            return
-        self._done += 1
+        if not result.skipped:
+            self._done += 1
+            if self._done == self._next_progress:
+                self._tell_progress()
+
+    def _tell_progress(self) -> None:
+        done = self._done
         for reporter in self._progress:
-            if self._done % reporter.progress_every == 0:
-                reporter.progress(self.info, self._done)
+            if done % reporter.progress_every == 0:
+                reporter.progress(self.info, done)
+        self._next_progress = min(done + r.progress_every - done % r.progress_every for r in self._progress)
 
     def _count_reached(self) -> bool:
         limit = self._settings.total_requests
@@ -179,10 +189,11 @@ class Soak:
             sending_end_ns=sending_end_ns,
             tally=self._recorder.run,
             uncorrected=self._recorder.uncorrected,
+            send_lag=self._recorder.send_lag,
             in_unit=self._recorder.in_unit,
             stop_reason=reason,
             cpu_seconds=cpu_seconds,
-            max_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            max_rss_bytes=_peak_rss_bytes(),
             bench=self._recorder.bench,
         )
         for reporter in self._reporters:
@@ -207,6 +218,23 @@ class Soak:
         self._signal_name = sig.name
         self._signal_ns = time.monotonic_ns()
         self._signal.set()
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory.
+
+    From /proc's VmHWM where there is one: getrusage's ru_maxrss survives exec on Linux, so
+    a runner started from a large process (a test runner, a shell script's parent) would
+    report its parent's size instead of its own.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _cpu_seconds() -> float:

@@ -41,6 +41,13 @@ def percentile_keys(histogram: LatencyHistogram, unit: str) -> dict[str, int]:
     return {key: in_unit(found[p], unit) for key, p in SUMMARY_PERCENTILES.items()}
 
 
+def send_lag_dict(lag: LatencyHistogram) -> dict[str, float]:
+    """How late sends went out against their due times, in microseconds: the pacing's accuracy."""
+    found = lag.percentiles([50, 99, 99.9])
+    return {"p50": round(found[50] / 1000, 1), "p99": round(found[99] / 1000, 1),
+            "p999": round(found[99.9] / 1000, 1), "max": round(lag.max / 1000, 1)}
+
+
 def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
     """One interval's figures, as its slow_cooker line shows them, plus skipped sends and errors.
 
@@ -106,6 +113,8 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     }
     if summary.uncorrected is not None:
         data["uncorrected"] = percentile_keys(summary.uncorrected, unit)
+    if summary.send_lag is not None:
+        data["sendLagUs"] = send_lag_dict(summary.send_lag)
     if summary.bench is not None:
         data["bench"] = bench_dict(summary, summary.bench)
     data["intervalStats"] = intervals or []

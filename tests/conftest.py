@@ -146,8 +146,35 @@ class Run:
         return json.loads("\n".join(lines[lines.index("{"):]))
 
 
+# Both transports must pass the same integration tests: a module that uses the `transport`
+# fixture runs each of its tests once per transport, and every CLI run in it uses that one.
+TRANSPORTS = ("fast", "httpx")
+_transport: list[str] = []
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    _transport.append(request.param)
+    try:
+        yield request.param
+    finally:
+        _transport.pop()
+
+
 def soak_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "runner", *args]
+    return [sys.executable, "-m", "runner", *_with_transport(list(args))]
+
+
+def _with_transport(args: list[str]) -> list[str]:
+    """The arguments with `--transport X` added where the command sends requests."""
+    if not _transport:
+        return args
+    flag = ["--transport", _transport[-1]]
+    if args and args[0] in ("bench", "demo", "run"):
+        return [args[0], *flag, *args[1:]]
+    if not args or args[0] in ("validate", "compare", "plot"):
+        return args
+    return [*flag, *args]  # the default command, run
 
 
 def run_soak(*args: str, timeout: float = 120, env: dict[str, str] | None = None, cwd: Path = REPO) -> Run:

@@ -211,6 +211,10 @@ class FaultServer:
                 conn.sendall(view[:n])
                 size -= n
             return size == 0
+        if path == "/until-close":
+            # No Content-Length, not chunked: the body is whatever comes before the close.
+            conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + OK_BODY * 3)
+            return False
         if path == "/chunked":
             _send_head(conn, 200, [("Transfer-Encoding", "chunked")])
             for chunk in CHUNKS:

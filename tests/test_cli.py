@@ -127,3 +127,13 @@ def test_console_script_is_installed() -> None:
     assert soak is not None, "soak is not on PATH: pip install ."
     done = subprocess.run([soak, "--version"], capture_output=True, text=True, cwd=REPO, timeout=30)
     assert done.stdout.strip().startswith("soak ")
+
+
+def test_peak_memory_is_the_runners_own_not_its_parents() -> None:
+    """getrusage's ru_maxrss survives exec on Linux; the summary must not report the parent's size."""
+    ballast = bytearray(300 * 1024 * 1024)  # this test process is now larger than any runner
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so resident
+    run = run_soak("demo", "--iterations", "1", "--interval", "200ms")
+    assert run.returncode == 0, run.stderr
+    assert run.summary["process"]["maxRssBytes"] < 150 * 1024 * 1024
+    del ballast

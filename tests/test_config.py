@@ -282,7 +282,7 @@ def test_every_setting_at_once_is_valid(tmp_path: Path) -> None:
         "headers": {"Authorization": "Bearer x", "X-Token": {"fromEnv": "TOKEN"}}, "body": {"file": "body.json"},
         "host": "example.com:8080", "timeout": "1.5s", "noReuse": True, "compress": True, "latencyUnit": "us",
         "hashValue": 18446744073709551615, "hashSampleRate": 1, "noLatencySummary": True,
-        "reportLatenciesCSV": "l.csv", "loadModel": "open", "maxInFlight": 50, "mode": "bench",
+        "reportLatenciesCSV": "l.csv", "loadModel": "open", "maxInFlight": 50, "mode": "bench", "transport": "httpx", "precisePacing": True,
     }
     assert set(data) == set(settings_names()) - {"iterations"}
     assert read_config_file(write_config(tmp_path, data)) == data

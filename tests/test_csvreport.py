@@ -121,7 +121,7 @@ def test_csv_reporter_writes_the_run_histogram_at_finish_and_closes() -> None:
     tally = Tally()
     tally.latency = golden_histogram()
     info = RunInfo(settings, ["http://a/"], None, 0, 1_700_000_000.0)
-    summary = RunSummary(info, 2, 4_000_000_000, 4_000_000_000, tally, None, golden_histogram_in_unit(), "iterations", 0.1, 1)
+    summary = RunSummary(info, 2, 4_000_000_000, 4_000_000_000, tally, None, None, golden_histogram_in_unit(), "iterations", 0.1, 1)
 
     class Keep(io.StringIO):
         def close(self) -> None:

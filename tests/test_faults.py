@@ -23,6 +23,9 @@ import pytest
 from tests.conftest import Run, assert_counts_add_up, parse_interval, run_soak
 from tests.faultserver import CHUNKED_SIZE, OK_BODY, RESET_SENT, FaultServer, refused_port
 
+# Every test here runs once with each transport (see conftest.transport).
+pytestmark = pytest.mark.usefixtures("transport")
+
 ERROR_LINE = re.compile(r'^GET "(?P<url>[^"]+)": (?P<text>.+) \((?P<count>\d+) times?\)$')
 MiB = 1 << 20
 
@@ -159,7 +162,7 @@ def test_closed_without_response(fault_server: FaultServer) -> None:
 def test_not_http(fault_server: FaultServer) -> None:
     """Something that is not HTTP answers: failed as `protocol`."""
     url = fault_server.url("/garbage")
-    check_failures(soak(url), url, "protocol", r"protocol: .*illegal status line.*", server=fault_server)
+    check_failures(soak(url), url, "protocol", r"protocol: .*(illegal status line|invalid response).*", server=fault_server)
 
 
 @pytest.mark.parametrize(
@@ -212,6 +215,15 @@ def test_body_far_larger_than_memory(fault_server: FaultServer) -> None:
     assert summary["stopReason"] == "totalRequests"
     assert summary["bytesIn"] == size * 2
     assert summary["process"]["maxRssBytes"] < 150_000_000
+
+
+def test_body_that_ends_with_the_connection(fault_server: FaultServer) -> None:
+    """No Content-Length, not chunked: the body ends when the server closes, and it is complete."""
+    run = soak(fault_server.url("/until-close"), qps=20, concurrency=2)
+    summary = check(run, server=fault_server)
+    assert summary["good"] == summary["requests"] == sends_due(20, 1.0)
+    assert summary["bytesIn"] == 3 * len(OK_BODY) * summary["requests"]
+    assert run.stderr == ""
 
 
 def test_chunked_body(fault_server: FaultServer) -> None:

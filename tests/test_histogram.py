@@ -174,3 +174,25 @@ def test_exact_statistics_beside_the_buckets() -> None:
     assert (histogram.min, histogram.count) == (500, 7)
     assert histogram.sum == sum(clamped) + 9_500
     assert filled([5]).stdev(sample=True) == 0.0 and LatencyHistogram().mean == 0.0
+
+
+def test_recording_matches_hdrh_slot_for_slot() -> None:
+    """The inlined slot arithmetic puts every value where hdrh's record_value would."""
+    from hdrh.histogram import HdrHistogram
+
+    from runner.histogram import slot
+
+    rng = random.Random(5)
+    edges = [0, 1, 2047, 2048, 2049, 4095, 4096, 4097, HIGHEST_NS - 1, HIGHEST_NS]
+    values = edges + [rng.randint(0, HIGHEST_NS) for _ in range(20_000)] + [rng.randint(0, 10**7) for _ in range(20_000)]
+    reference = HdrHistogram(1, HIGHEST_NS, DIGITS)
+    ours = LatencyHistogram()
+    for value in values:
+        assert slot(value) == reference._counts_index_for(value), value
+        reference.record_value(value)
+        ours.record(value)
+    assert ours.encode() == reference.encode().decode()
+    wanted = [0, 50, 90, 99, 99.9, 100]
+    theirs = reference.get_percentile_to_value_dict(wanted)
+    assert ours.percentiles(wanted) == {p: min(theirs[p], max(values)) for p in wanted}
+    assert ours.count == reference.get_total_count() == len(values)

@@ -11,6 +11,9 @@ from runner.fnv import fnv1a64
 from runner.slowcooker import interval_line
 from tests.conftest import GOLDEN, NGINX_PAGE, Nginx, assert_counts_add_up, parse_interval, run_soak
 
+# Every test here runs once with each transport (see conftest.transport).
+pytestmark = pytest.mark.usefixtures("transport")
+
 
 def new_log_lines(nginx: Nginx, before: int) -> list[str]:
     return nginx.log_lines()[before:]
@@ -156,3 +159,25 @@ def test_latency_units(nginx: Nginx, unit: str) -> None:
     assert summary["latencyUnit"] == unit
     floor = {"ms": 0, "us": 20, "ns": 20_000}[unit]  # loopback nginx answers in tens of us or more
     assert summary["p50"] >= floor and summary["max"] >= summary["p999"] >= summary["p50"]
+
+
+def test_head_requests_have_no_body(nginx: Nginx) -> None:
+    """A HEAD response announces a body it does not send: nothing is waited for, nothing counted."""
+    before = nginx.requests_logged()
+    run = run_soak("--qps", "20", "--concurrency", "2", "--interval", "500ms", "--iterations", "1",
+                   "--method", "HEAD", "--timeout", "2s", nginx.url)
+    assert run.returncode == 0, run.stderr
+    summary = run.summary
+    assert summary["good"] == summary["requests"] == 10 == nginx.requests_logged() - before
+    assert summary["bytesIn"] == 0 and summary["max"] < 1000, "no response waited for the timeout"
+
+
+def test_send_lag_is_reported_for_paced_runs(nginx: Nginx) -> None:
+    for flags in ([], ["--precisePacing"]):
+        run = run_soak("--qps", "100", "--concurrency", "2", "--interval", "500ms", "--iterations", "1", *flags,
+                       nginx.url)
+        assert run.returncode == 0, run.stderr
+        lag = run.summary["sendLagUs"]
+        assert list(lag) == ["p50", "p99", "p999", "max"]
+        assert 0 <= lag["p50"] <= lag["p99"] <= lag["p999"] <= lag["max"]
+        assert run.summary["config"]["precisePacing"] is bool(flags)

@@ -22,6 +22,9 @@ from runner.durations import parse_duration
 from tests.conftest import REPO, Nginx, assert_counts_add_up, parse_interval, soak_command
 from tests.faultserver import FaultServer
 
+# Every test here runs once with each transport (see conftest.transport).
+pytestmark = pytest.mark.usefixtures("transport")
+
 EXIT_WITHIN_S = 3.0  # from the signal to the process being gone
 LONG_RUN = ("--interval", "1s", "--iterations", "600")  # ten minutes: only a signal ends it in a test
 

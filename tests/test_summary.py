@@ -44,7 +44,7 @@ def make_summary(tally: Tally, layer: dict[str, Any] | None = None, *, elapsed_n
                  stop_reason: str = "iterations") -> RunSummary:
     settings = settings_from(merge(layer or {}))
     info = RunInfo(settings, ["http://a/"], None, START, WALL)
-    return RunSummary(info, intervals, START + elapsed_ns, START + elapsed_ns, tally, uncorrected, None, stop_reason, 1.23456, 45_000_000)
+    return RunSummary(info, intervals, START + elapsed_ns, START + elapsed_ns, tally, uncorrected, None, None, stop_reason, 1.23456, 45_000_000)
 
 
 def latencies_1_to_1000_us() -> list[int]:

@@ -1,0 +1,400 @@
+"""The fast transport: HTTP/1.1 on an asyncio Protocol, parsed by httptools (llhttp, in C).
+
+A load tester's client must cost far less than what it measures. httpx spends about a
+millisecond of CPU per request and adds that much to every latency it reports; this
+transport does the same job in tens of microseconds: each request's bytes are built once
+per target, a connection is a Protocol whose callbacks fill in the Result as the bytes
+arrive, and the only per-request objects are the Result and one Future.
+
+It speaks HTTP/1.1 only (keep-alive, Content-Length and chunked bodies, TLS through
+asyncio's ssl); the httpx transport remains for HTTP/2 and anything this one does not do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import ssl
+import time
+import zlib
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+import httptools
+
+from runner import __version__
+from runner import result as kinds
+from runner.durations import format_duration
+from runner.failures import causes, message, os_failure
+from runner.fnv import Fnv1a64
+from runner.result import Result
+from runner.targets import Request
+from runner.transport import TransportOptions
+
+USER_AGENT = f"soak/{__version__}"
+_now = time.monotonic_ns
+
+
+def wire_request(request: Request, keep_alive: bool, compress: bool) -> tuple[bytes, str, int, bool]:
+    """The request's bytes on the wire, and where it goes: (bytes, host, port, https).
+
+    Built once per target by each session and reused for every send: a soak sends the same
+    request over and over, so there is nothing to format per request.
+    """
+    url = urlsplit(request.url)
+    https = url.scheme == "https"
+    host = url.hostname or ""
+    port = url.port or (443 if https else 80)
+    target = (url.path or "/") + (f"?{url.query}" if url.query else "")
+    names = {name.lower() for name, _ in request.headers}
+    default_port = port == (443 if https else 80)
+    host_header = host if ":" not in host else f"[{host}]"
+    lines = [f"{request.method} {target} HTTP/1.1"]
+    if "host" not in names:
+        lines.append(f"Host: {host_header}" + ("" if default_port else f":{port}"))
+    if "user-agent" not in names:
+        lines.append(f"User-Agent: {USER_AGENT}")
+    if "accept" not in names:
+        lines.append("Accept: */*")
+    if compress and "accept-encoding" not in names:
+        lines.append("Accept-Encoding: gzip")
+    if not keep_alive:
+        lines.append("Connection: close")
+    lines += [f"{name}: {value}" for name, value in request.headers]
+    if request.body or request.method in ("POST", "PUT", "PATCH"):
+        if "content-length" not in names:
+            lines.append(f"Content-Length: {len(request.body)}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return head + request.body, host, port, https
+
+
+class FastTransport:
+    """Makes sessions that share one set of options, one TLS context (made when needed) and
+    one watch over the requests' deadlines."""
+
+    def __init__(self, options: TransportOptions) -> None:
+        self._options = options
+        self._tls: ssl.SSLContext | None = None
+        self._deadlines: _Deadlines | None = None
+
+    def tls(self) -> ssl.SSLContext:
+        if self._tls is None:
+            self._tls = ssl.create_default_context()
+        return self._tls
+
+    def session(self) -> FastSession:
+        if self._deadlines is None:
+            self._deadlines = _Deadlines(asyncio.get_running_loop(), self._options.timeout_ns)
+        return FastSession(self._options, self.tls, self._deadlines)
+
+
+class _Deadlines:
+    """Times out the requests that outlive the timeout, with one periodic check for them all.
+
+    A timer per request (scheduled, then cancelled when the response comes) costs about a
+    microsecond each time; at tens of thousands of requests a second that is several
+    percent of the client. Checking every 1/20 of the timeout (at most 100 ms, at least
+    1 ms) instead ends a stuck request at most 5% late, and costs nothing per request but
+    two set operations.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout_ns: int) -> None:
+        self._loop = loop
+        self._period = min(max(timeout_ns / 20e9, 0.001), 0.1)
+        self._busy: set[_Connection] = set()
+        self._handle: asyncio.TimerHandle | None = None
+
+    def watch(self, connection: _Connection) -> None:
+        self._busy.add(connection)
+        if self._handle is None:
+            self._handle = self._loop.call_later(self._period, self._check)
+
+    def release(self, connection: _Connection) -> None:
+        self._busy.discard(connection)
+
+    def _check(self) -> None:
+        now = self._loop.time()
+        for connection in [c for c in self._busy if c.deadline <= now]:
+            connection.time_out()
+        self._handle = self._loop.call_later(self._period, self._check) if self._busy else None
+
+
+class FastSession:
+    """One client's connections: idle keep-alive connections are reused, newest first."""
+
+    def __init__(self, options: TransportOptions, tls: Callable[[], ssl.SSLContext], deadlines: _Deadlines) -> None:
+        self._deadlines = deadlines
+        self._keep_alive = not options.no_reuse
+        self._compress = options.compress
+        self._timeout_s = options.timeout_ns / 1e9
+        self._timeout_text = format_duration(options.timeout_ns)
+        self._tls = tls
+        self._idle: list[_Connection] = []
+        self._open: set[_Connection] = set()
+        self._loop = asyncio.get_running_loop()
+        self._wire: dict[int, tuple[Request, bytes, str, int, bool, int]] = {}  # by id(request): no hashing per send
+        self._server_reported = False  # the Server header is read from the session's first response only
+
+    async def send(self, request: Request, hash_body: bool) -> Result:
+        wire = self._wire.get(id(request))
+        if wire is None or wire[0] is not request:
+            data, host, port, https = wire_request(request, self._keep_alive, self._compress)
+            wire = self._wire[id(request)] = (request, data, host, port, https, len(request.body))
+        _, data, host, port, https, body_size = wire
+        result = Result()
+        result.bytes_out = body_size
+        result.start_ns = _now()
+        deadline = self._loop.time() + self._timeout_s
+        connection = self._reusable()
+        try:
+            if connection is None:
+                connection = await asyncio.wait_for(self._connect(host, port, https), self._timeout_s)
+                result.connected_ns = _now()
+            await connection.send(data, result, hash_body, deadline, not self._server_reported)
+        except TimeoutError:
+            result.error, result.error_text = kinds.TIMEOUT, self._timeout_message(result)
+            if connection is not None:
+                connection.abort()
+        except asyncio.CancelledError:
+            if connection is not None:
+                connection.abort()
+            raise
+        except (OSError, ssl.SSLError) as exc:
+            result.error, result.error_text = classify_connect_error(exc)
+        if result.status:
+            self._server_reported = True
+        result.end_ns = result.end_ns or _now()
+        if connection is not None and connection.reusable and self._keep_alive:
+            self._idle.append(connection)
+        return result
+
+    def _timeout_message(self, result: Result) -> str:
+        waited_for = "complete body" if result.headers_ns else "response headers"
+        return f"timeout: no {waited_for} within {self._timeout_text}"
+
+    def _reusable(self) -> _Connection | None:
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.reusable:
+                return connection
+        return None
+
+    async def _connect(self, host: str, port: int, https: bool) -> _Connection:
+        transport, connection = await self._loop.create_connection(
+            lambda: _Connection(self._open, self._loop, self._compress, self._deadlines),
+            host,
+            port,
+            ssl=self._tls() if https else None,
+            server_hostname=host if https else None,
+        )
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            # Requests are small and latency is what we measure: send each at once.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return connection
+
+    async def aclose(self) -> None:
+        for connection in list(self._open):
+            connection.close()
+        self._idle.clear()
+
+
+class _Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection; the parser's callbacks fill in the current Result.
+
+    There is deliberately no per-header callback: at tens of thousands of responses a
+    second, one Python call per header line would cost more than everything else the
+    parser does. What the head says is read from its bytes only when it is needed: the
+    Server header of a session's first response, and the framing of a body that was cut.
+    """
+
+    def __init__(
+        self, registry: set[_Connection], loop: asyncio.AbstractEventLoop, compress: bool, deadlines: _Deadlines
+    ) -> None:
+        self._registry = registry
+        self._loop = loop
+        self._compress = compress
+        self._deadlines = deadlines
+        self.deadline = 0.0  # loop time by which the current request must be done
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpResponseParser(self)
+        self._result: Result | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._hasher: Fnv1a64 | None = None
+        self._inflate: zlib._Decompress | None = None
+        self._wire = 0  # bytes of this response received so far: head, framing and body
+        self._head: list[bytes] = []  # the chunks that held the response head (references only)
+        self._head_request = False  # a response to HEAD has no body, whatever its headers say
+        self._want_server = False
+        self.reusable = False
+
+    # --- used by the session ---------------------------------------------------------
+
+    def send(
+        self, data: bytes, result: Result, hash_body: bool, deadline: float, want_server: bool
+    ) -> asyncio.Future[None]:
+        """Write one request; the returned Future completes when its response has."""
+        assert self._transport is not None
+        self.reusable = False
+        self._result = result
+        self._hasher = Fnv1a64() if hash_body else None
+        self._inflate = zlib.decompressobj(wbits=47) if hash_body and self._compress else None
+        self._wire = 0
+        self._head = []
+        self._head_request = data.startswith(b"HEAD ")
+        self._want_server = want_server
+        self._waiter = waiter = self._loop.create_future()
+        self.deadline = deadline
+        self._deadlines.watch(self)
+        self._transport.write(data)
+        result.written_ns = _now()
+        return waiter
+
+    def abort(self) -> None:
+        """Give the connection up (timed out or cancelled): drop it, and forget its request."""
+        self._result = self._waiter = None
+        self._head = []
+        self._deadlines.release(self)
+        self.reusable = False
+        if self._transport is not None:
+            self._transport.abort()
+
+    def close(self) -> None:
+        self.reusable = False
+        if self._transport is not None:
+            self._transport.close()
+
+    # --- asyncio.Protocol --------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        self._registry.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        result = self._result
+        if result is None:
+            self.abort()  # bytes nobody asked for: the connection is out of step
+            return
+        self._wire += len(data)
+        if not result.headers_ns:
+            self._head.append(data)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(kinds.PROTOCOL, "protocol: the server switched protocols")
+        except httptools.HttpParserError as exc:
+            self._fail(kinds.PROTOCOL, f"protocol: invalid response: {exc}")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._registry.discard(self)
+        self.reusable = False
+        result = self._result
+        if result is None:
+            return
+        if isinstance(exc, ConnectionResetError):
+            self._fail(kinds.RESET, "connection reset by peer")
+        elif not result.headers_ns:
+            self._fail(kinds.CLOSED, "closed: Server disconnected without sending a response.")
+        else:
+            length, framed = _framing(b"".join(self._head))
+            if exc is None and not framed:
+                self.on_message_complete()  # the body ran until the server closed: it is complete
+                return
+            expected = f"expected {length}" if length is not None else "of a body of unknown length"
+            self._fail(kinds.CLOSED, "closed: peer closed connection without sending complete message body "
+                                     f"(received {result.bytes_in} bytes, {expected})")
+
+    # --- httptools callbacks -----------------------------------------------------------
+
+    def on_headers_complete(self) -> None:
+        result = self._result
+        assert result is not None
+        result.headers_ns = _now()
+        result.status = self._parser.get_status_code()
+        if self._want_server:
+            result.server = _server(b"".join(self._head))
+        if self._head_request:
+            # llhttp would wait for the body the headers announce; there is none. The
+            # parser's state is then wrong for a next response, so the connection ends here.
+            result.header_bytes = self._wire
+            self._finish()
+            self.close()
+
+    def on_body(self, body: bytes) -> None:
+        result = self._result
+        assert result is not None
+        result.bytes_in += len(body)
+        if self._hasher is not None:
+            self._hasher.update(self._inflate.decompress(body) if self._inflate is not None else body)
+
+    def on_message_complete(self) -> None:
+        result = self._result
+        assert result is not None
+        if self._hasher is not None:
+            result.body_hash = self._hasher.value
+        result.header_bytes = self._wire - result.bytes_in  # the head, and any chunk framing
+        result.kept_alive = keep = self._parser.should_keep_alive()
+        self._finish()
+        self.reusable = keep
+        if not keep:
+            self.close()
+
+    # --- endings -----------------------------------------------------------------------
+
+    def time_out(self) -> None:
+        """The current request ran out of time: its send() raises TimeoutError (and aborts)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(TimeoutError())
+
+    def _fail(self, kind: str, text: str) -> None:
+        result = self._result
+        if result is None:
+            return
+        result.error, result.error_text = kind, text
+        self._finish()
+        self.reusable = False
+        if self._transport is not None:
+            self._transport.abort()
+
+    def _finish(self) -> None:
+        result, waiter = self._result, self._waiter
+        self._result = self._waiter = None
+        self._head = []
+        self._deadlines.release(self)
+        if result is not None:
+            result.end_ns = _now()
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+_SERVER = re.compile(rb"\r\nserver:[ \t]*([^\r\n]*)", re.IGNORECASE)
+_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)", re.IGNORECASE)
+_CHUNKED = re.compile(rb"\r\ntransfer-encoding:[^\r\n]*chunked", re.IGNORECASE)
+_NO_BODY_STATUS = re.compile(rb"^HTTP/\d\.\d (1\d\d|204|304) ")
+
+
+def _head_of(data: bytes) -> bytes:
+    end = data.find(b"\r\n\r\n")
+    return data if end < 0 else data[: end + 2]
+
+
+def _server(data: bytes) -> str:
+    """The Server header of a response head ("" without one)."""
+    found = _SERVER.search(_head_of(data))
+    return found.group(1).decode("latin-1").strip() if found else ""
+
+
+def _framing(data: bytes) -> tuple[int | None, bool]:
+    """A response head's Content-Length, and whether its body's end is marked (not the close)."""
+    head = _head_of(data)
+    length = _CONTENT_LENGTH.search(head)
+    framed = length is not None or _CHUNKED.search(head) is not None or _NO_BODY_STATUS.match(head) is not None
+    return (int(length.group(1)) if length else None), framed
+
+
+def classify_connect_error(exc: OSError) -> tuple[str, str]:
+    """The error kind and text for a failure to connect."""
+    chain = causes(exc)
+    return os_failure(chain) or (kinds.CONNECT, f"connect: {message(chain)}")
