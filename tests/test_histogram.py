@@ -196,3 +196,20 @@ def test_recording_matches_hdrh_slot_for_slot() -> None:
     theirs = reference.get_percentile_to_value_dict(wanted)
     assert ours.percentiles(wanted) == {p: min(theirs[p], max(values)) for p in wanted}
     assert ours.count == reference.get_total_count() == len(values)
+
+
+def test_a_dropped_histogram_is_freed_at_once_not_by_the_cyclic_gc() -> None:
+    """hdrh's encoder refers back to its histogram; a cycle kept every closed interval's
+    270 KB until the cyclic GC ran, so a long run's memory grew (found by bench/run.py)."""
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        histogram = filled([1_000, 2_000])
+        assert histogram.encode().startswith("HIST")
+        hdr = weakref.ref(histogram._hdr)
+        del histogram
+        assert hdr() is None
+    finally:
+        gc.enable()
