@@ -46,12 +46,12 @@ class IntervalFigures:
     t: float | None  # the interval's goal, in requests; None for a bench, which has none
     goal_percent: int | None
     interval: str  # its length as printed: `1m0s`, `500ms`, `1.504s`
-    min: int
-    p50: int
-    p95: int
-    p99: int
-    p999: int | None  # None for slow_cooker, whose p999 column is its max
-    max: int
+    min: float  # integers from a line; to 3 decimals from a summary's intervalStats
+    p50: float
+    p95: float
+    p99: float
+    p999: float | None  # None for slow_cooker, whose p999 column is its max
+    max: float
     bhash: int
     skipped: int | None = None  # only the JSON summary's intervalStats know these two
     errors: Mapping[str, int] | None = None  # by kind (intervalStats) or by error text (stderr lines)

@@ -111,8 +111,9 @@ def _latency_panel(axes: Axes, x: list[Any], run: LoadedRun) -> None:
         axes.plot(x, points, label=key, color=color, marker=".", linewidth=1.2)
     measured = [getattr(i, key) for i in run.intervals if i.responses for key, _ in LATENCY_LINES] or [0]
     ticks = latency_ticks(min(measured), max(measured))
+    zeros = min(measured) == 0  # then ticks[0] is FLOOR, which stands for "under one unit"
     axes.set_yscale("log")
-    axes.set_yticks(ticks, [f"<1 ({unit})" if t == FLOOR else f"{t:g}" for t in ticks])
+    axes.set_yticks(ticks, [f"<1 ({unit})" if zeros and i == 0 else f"{t:g}" for i, t in enumerate(ticks)])
     axes.minorticks_off()
     axes.set_ylim(ticks[0] / 1.3, max(ticks[-1], *measured) * 1.3)
     axes.set_ylabel(f"latency ({unit}), log scale")
@@ -120,23 +121,26 @@ def _latency_panel(axes: Axes, x: list[Any], run: LoadedRun) -> None:
     axes.legend(loc="lower left", bbox_to_anchor=(0, 1), ncols=len(LATENCY_LINES), fontsize="small", frameon=False)
 
 
-def _drawn(latency: int) -> float:
+def _drawn(latency: float) -> float:
     """Where a latency goes on the log axis: 0 (under one unit) at FLOOR, as a log axis has no 0."""
     return FLOOR if latency == 0 else latency
 
 
-def latency_ticks(lowest: int, highest: int) -> list[float]:
-    """Round values for a log axis from `lowest` to `highest` (whole units, as printed).
+def latency_ticks(lowest: float, highest: float) -> list[float]:
+    """Round values for a log axis from `lowest` to `highest`.
 
     1, 2 and 5 per decade over a few decades, only the powers of ten over many, so labels
-    never crowd; FLOOR first when there are zeros (under one unit), which it stands for.
+    never crowd. Whole units as lines print them, or finer (a summary's intervalStats keep
+    fractions of the unit); FLOOR first when there are zeros (under one unit, from lines).
     """
-    first = math.floor(math.log10(lowest)) if lowest > 0 else 0
-    last = math.ceil(math.log10(max(highest, 1)))
+    low = lowest if lowest > 0 else 1
+    high = max(highest, low)
+    first = math.floor(math.log10(low))
+    last = math.ceil(math.log10(high))
     steps = (1, 2, 5) if last - first <= 4 else (1,)
-    ticks = [m * 10**k for k in range(first, last + 1) for m in steps]
-    start = max([t for t in ticks if t <= max(lowest, 1)], default=ticks[0])
-    ticks = [t for t in ticks if start <= t <= max(highest, 1)]
+    ticks = [round(m * 10**k, 12) for k in range(first, last + 1) for m in steps]
+    start = max([t for t in ticks if t <= low], default=ticks[0])
+    ticks = [t for t in ticks if start <= t <= high]
     return [FLOOR, *ticks] if lowest == 0 else ticks
 
 

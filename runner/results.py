@@ -212,8 +212,9 @@ def _interval_stats(summary: Mapping[str, Any], notes: list[str]) -> list[Interv
 def _interval_from_stats(entry: Any) -> IntervalFigures | None:
     if not isinstance(entry, dict):
         return None
-    ints = ("iter", "good", "bad", "failed", "min", "p50", "p95", "p99", "p999", "max", "bhash")
-    if not all(_is_int(entry.get(key)) for key in ints):
+    ints = ("iter", "good", "bad", "failed", "bhash")
+    latencies = ("min", "p50", "p95", "p99", "p999", "max")
+    if not all(_is_int(entry.get(key)) for key in ints) or any(_number(entry.get(k)) is None for k in latencies):
         return None
     t, goal = entry.get("t"), entry.get("goalPercent")  # null in a bench, which has no goal
     if (t is not None and _number(t) is None) or (goal is not None and not _is_int(goal)):
@@ -284,6 +285,14 @@ _COMPARED = ("timestamp", "good", "bad", "failed", "goal_percent", "interval",
              "min", "p50", "p95", "p99", "p999", "max", "bhash")
 
 
+def _as_printed(name: str, value: Any) -> Any:
+    """A summary figure as its interval line prints it: latencies truncated to whole units."""
+    return int(value) if name in _LATENCIES and value is not None else value
+
+
+_LATENCIES = ("min", "p50", "p95", "p99", "p999", "max")
+
+
 def _note_disagreements(lines: list[IntervalFigures], stats: list[IntervalFigures], notes: list[str]) -> None:
     """Check the interval lines against intervalStats, which win: say where they differ."""
     by_iter = {i.iter: i for i in stats}
@@ -295,7 +304,7 @@ def _note_disagreements(lines: list[IntervalFigures], stats: list[IntervalFigure
             continue
         differences += [
             f"iter {line.iter} {name}: {getattr(line, name)} in the line, {getattr(stat, name)} in the summary"
-            for name in _COMPARED if getattr(line, name) != getattr(stat, name)
+            for name in _COMPARED if getattr(line, name) != _as_printed(name, getattr(stat, name))
         ]
         if line.t is not None and stat.t is not None and abs(line.t - stat.t) > 0.5005:  # the line rounds t
             differences.append(f"iter {line.iter} t: {line.t} in the line, {stat.t} in the summary")

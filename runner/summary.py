@@ -18,10 +18,10 @@ from urllib.parse import urlsplit
 from runner import result as kinds
 from runner.durations import format_duration
 from runner.histogram import LatencyHistogram
-from runner.recorder import BenchTally, Interval
+from runner.recorder import BenchTally, Interval, Tally
 from runner.report import UNIT_NS, Reporter, RunInfo, RunSummary, in_unit, rfc3339
 from runner.schedule import goal
-from runner.slowcooker import goal_percent, interval_latencies, to_ms
+from runner.slowcooker import INTERVAL_PERCENTILES, goal_percent, to_ms
 
 SUMMARY_PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
 
@@ -48,15 +48,26 @@ def send_lag_dict(lag: LatencyHistogram) -> dict[str, float]:
             "p999": round(found[99.9] / 1000, 1), "max": round(lag.max / 1000, 1)}
 
 
+def interval_latencies_precise(tally: Tally, unit: str) -> tuple[float, ...]:
+    """(min, p50, p95, p99, p999, max) in the unit to three decimals, where the line truncates.
+
+    A fast service answers in well under a millisecond: in ms, every interval line says 0,
+    and a plot of them would be a flat line. The summary keeps what was measured.
+    """
+    found = tally.latency.percentiles(INTERVAL_PERCENTILES)
+    values = [tally.min_ns, *(found[p] for p in INTERVAL_PERCENTILES), tally.max_ns]
+    return tuple(round(v / UNIT_NS[unit], 3) for v in values)
+
+
 def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
-    """One interval's figures, as its slow_cooker line shows them, plus skipped sends and errors.
+    """One interval's figures: its line's, with latencies to 3 decimals, skipped sends and errors.
 
     A bench has no rate to reach, so its intervals have no goal: `t` and goalPercent are null.
     """
     tally, unit = interval.tally, info.settings.latency_unit
     target = goal(info.settings.qps, interval.due_span_ns)
     paced = info.settings.mode != "bench"
-    low, p50, p95, p99, p999, high = interval_latencies(tally, unit)
+    low, p50, p95, p99, p999, high = interval_latencies_precise(tally, unit)
     return {
         "iter": interval.index,
         "end": rfc3339(info.wall(interval.end_ns)),

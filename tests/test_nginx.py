@@ -43,6 +43,11 @@ def test_100_qps_5_clients_2s_intervals_match_the_reference_layout(nginx: Nginx)
     assert summary["requests"] == 600 and summary["skipped"] == 0
     assert summary["statusCodes"] == {"200": 600}
     assert summary["bytesIn"] == 600 * len(NGINX_PAGE)
+    # The summary keeps what the lines truncate: sub-millisecond latencies to the microsecond.
+    stats = summary["intervalStats"]
+    assert [s["good"] for s in stats] == [parse_interval(line).good for line in lines]
+    assert all(0 < s["p50"] < 5 and int(s["p50"]) == parse_interval(line).latencies[1]
+               for s, line in zip(stats, lines, strict=True))
     assert nginx.requests_logged() - before == 600
 
 

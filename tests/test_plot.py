@@ -154,3 +154,9 @@ def test_soak_plot_says_what_is_wrong_in_one_line(tmp_path: Path, arguments: lis
     assert run.returncode == 2
     assert run.stderr.splitlines() == [message.format(**names)]
     assert not (tmp_path / "out.png").exists()
+
+
+def test_sub_unit_latencies_from_a_summary_get_their_own_ticks() -> None:
+    """intervalStats keep fractions of the unit: 0.05 ms is drawn at 0.05, labelled as such."""
+    assert latency_ticks(0.047, 2.1) == [0.02, 0.05, 0.1, 0.2, 0.5, 1, 2]
+    assert latency_ticks(0.3, 0.9) == [0.2, 0.5]  # 0.5 is a value here, not the "<1" floor

@@ -35,8 +35,12 @@ def golden(name: str) -> str:
 
 
 def columns(intervals: tuple[IntervalFigures, ...] | list[IntervalFigures]) -> list[tuple]:
-    """What an interval line shows, without what only intervalStats know (skipped, errors by kind)."""
-    return [dataclasses.astuple(dataclasses.replace(i, skipped=None, errors=None)) for i in intervals]
+    """What an interval line shows, without what only intervalStats know (skipped, errors by kind,
+    latencies finer than whole units): t as a float, latencies truncated as the line prints them."""
+    def printed(i: IntervalFigures) -> IntervalFigures:
+        whole = {k: int(v) for k in ("min", "p50", "p95", "p99", "p999", "max") if (v := getattr(i, k)) is not None}
+        return dataclasses.replace(i, skipped=None, errors=None, t=None if i.t is None else float(i.t), **whole)
+    return [dataclasses.astuple(printed(i)) for i in intervals]
 
 
 def interval_rows(text: str) -> list[list[str]]:
