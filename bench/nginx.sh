@@ -7,7 +7,10 @@ set -euo pipefail
 workers=${1:-1}
 port=${2:-8080}
 dir=$(mktemp -d /tmp/soak-nginx.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+pid=""
+# On Ctrl-C or kill, stop nginx too and remove its files: nothing is left running.
+trap '[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid"; rm -rf "$dir"' EXIT
+trap 'exit 0' TERM INT
 chmod 755 "$dir"
 mkdir -p "$dir/www" "$dir/tmp"
 printf '%0611d\n' 0 | tr 0 x > "$dir/www/index.html"
@@ -35,4 +38,6 @@ http {
 }
 CONF
 echo "nginx with $workers worker(s) on http://127.0.0.1:$port/" >&2
-nginx -c "$dir/nginx.conf" -p "$dir"
+nginx -c "$dir/nginx.conf" -p "$dir" &
+pid=$!
+wait "$pid"

@@ -1,0 +1,30 @@
+"""bench/nginx.sh, which README's walkthrough uses to start nginx with N workers by hand."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import urllib.request
+
+import pytest
+
+from tests.conftest import NGINX_PAGE, REPO, free_port, wait_for_port
+
+
+def test_nginx_sh_serves_the_page_with_the_workers_asked_for() -> None:
+    port = free_port()
+    process = subprocess.Popen(["bash", str(REPO / "bench" / "nginx.sh"), "2", str(port)],
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for_port(port)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+            assert response.read() == NGINX_PAGE
+        workers = subprocess.run(["pgrep", "-f", "-c", "nginx: worker process"], capture_output=True, text=True)
+        assert int(workers.stdout.strip() or 0) >= 2
+    finally:
+        process.send_signal(signal.SIGTERM)  # as `kill %1` does
+        _, err = process.communicate(timeout=10)
+    assert f"nginx with 2 worker(s) on http://127.0.0.1:{port}/" in err
+    with pytest.raises(OSError):  # killing the script stopped its nginx too: nothing listens any more
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
