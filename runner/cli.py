@@ -15,48 +15,41 @@ Nothing here measures or formats: it only chooses parts and connects them.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import difflib
 import importlib
 import os
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO
 
-from runner import __version__, abflags
+from runner import __version__, abflags, launch, workers
 from runner.abreport import AbReporter
 from runner.abreport import report as ab_report
 from runner.config import Settings, merge, read_config_file, settings_from
 from runner.csvreport import CsvReporter
 from runner.demo import start_target, stop_target
-from runner.errors import EXIT_OK, EXIT_USAGE, UsageError
-from runner.fast_transport import FastTransport
+from runner.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_USAGE, UsageError
+from runner.linkerd import proxy_lifecycle
+from runner.merge import merge_shards
 from runner.plan import describe
+from runner.podlogs import read_pods
 from runner.report import Reporter
 from runner.schema import ValidationError, schema, settings_names, validate
+from runner.shards import check_split, shard_of
 from runner.slowcooker import SlowCookerReporter
-from runner.soak import Soak
 from runner.summary import JsonSummaryReporter
 from runner.targets import build_requests, load_url_file, urls_from_arguments
-from runner.transport import Transport, TransportOptions
+from runner.tls import INSECURE_WARNING
+from runner.verdict import Verdict
+
+if TYPE_CHECKING:
+    from runner.metrics import Metrics
 
 PROG = "soak"
 
 # `soak demo` runs a few seconds of the default shape against the built-in target.
 DEMO_LAYER = {"qps": 100, "concurrency": 5, "interval": "1s", "iterations": 5}
-
-def _httpx_transport(options: TransportOptions) -> Transport:
-    """httpx and what it pulls in (anyio, httpcore, h11) load only when asked for."""
-    from runner.httpx_transport import HttpxTransport
-
-    return HttpxTransport(options)
-
-
-TRANSPORTS: dict[str, Callable[[TransportOptions], Transport]] = {"fast": FastTransport, "httpx": _httpx_transport}
-
-T = TypeVar("T")
-
 
 @dataclass(frozen=True)
 class Command:
@@ -106,6 +99,7 @@ def _validate(args: argparse.Namespace) -> int:
     settings = _settings(args)
     urls, source = _urls(args)
     _check_bench_urls(settings, urls)
+    launch.transport_for(settings)  # TLS files that cannot be used are found here too
     if args.config:
         print(f"{args.config}: valid")
     if source:
@@ -127,38 +121,102 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
-    """Run one soak (or bench) with the standard reporters; exit 0 when it ran to its end."""
+    """Run one soak (or bench) with the standard reporters; exit 0 when it ran to its end.
+
+    Split over local worker processes when `workers` asks for it; as one shard of a run
+    split over pods when `shards` does.
+    """
     _check_bench_urls(settings, urls)
-    requests = build_requests(settings, urls)
-    reporters = _reporters(settings)
-    open_model = settings.load_model == "open" and settings.mode == "soak"
-    options = TransportOptions(
-        timeout_ns=settings.timeout_ns,
-        no_reuse=settings.no_reuse,
-        compress=settings.compress,
-        max_connections=settings.max_in_flight if open_model else 1,
-    )
-    transport = TRANSPORTS[settings.transport](options)
+    build_requests(settings, urls)  # bad headers or body files stop here, before any process starts
+    shard = shard_of(settings.shards, settings.shard, settings.workers)
+    check_split(shard, settings.concurrency)
+    if settings.mode == "bench" and not shard.alone:
+        raise UsageError("mode: bench runs in one process; shards and workers split soaks only")
+    launch.transport_for(settings)  # TLS files that cannot be used stop here too
+    if settings.insecure:
+        _say(INSECURE_WARNING)
+    verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
+    reporters = _reporters(settings, verdict)
+    metrics = _metrics(settings, urls, verdict)  # metricAddr is listening before any load is sent
+    if metrics is not None:
+        reporters.append(metrics.reporter)
+    with proxy_lifecycle(settings, _say) as proxy_ready:  # linkerdAwait, linkerdShutdown
+        if not proxy_ready:
+            return EXIT_PROXY_NOT_READY
+        if settings.workers > 1:
+            workers.run(settings, urls, source, reporters, shard.pod())
+        else:
+            launch.run(settings, urls, source, reporters, shard, tap=metrics.tap if metrics is not None else None)
+    return verdict.exit_code if verdict is not None else EXIT_OK
 
-    async def soak() -> None:
-        await Soak(settings, requests, urls, source, transport, reporters).run()
 
-    _run_async(soak())
-    return EXIT_OK
+def _metrics(settings: Settings, urls: list[str], verdict: Verdict | None) -> Metrics | None:
+    """The run's Prometheus metrics, when the settings ask for them (prometheus_client loads only then)."""
+    if not (settings.metric_addr or settings.pushgateway):
+        return None
+    from runner.metrics import Metrics
+
+    return Metrics(settings, urls, verdict, sys.stderr)
 
 
-def _reporters(settings: Settings) -> list[Reporter]:
-    """A soak prints slow_cooker's lines, a bench ab's; both end with the JSON summary."""
+def _say(line: str) -> None:
+    """A line about the run itself, on stderr beside the failures, prefixed like an error line."""
+    print(f"{PROG}: {line}", file=sys.stderr)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """`soak merge`: the shards' logs in, one run's output out, as if one process had run it all."""
+    found = read_pods((path, _read_text(path)) for path in args.files or ["-"])
+    for note in found.notes:
+        print(f"{PROG} merge: {note}", file=sys.stderr)
+    if not found.shards:
+        raise UsageError("merge: no shard's summary found in the input: nothing to merge")
+    merged = merge_shards(found.shards, found.expected, found.incomplete)
+    for note in merged.notes:
+        print(f"{PROG} merge: {note}", file=sys.stderr)
+    verdict = Verdict.for_settings(merged.info.settings, sys.stdout)  # the run's thresholds, on the whole run
+    reporters = _reporters(merged.info.settings, verdict)
+    for reporter in reporters:
+        reporter.start(merged.info)
+    for interval in merged.intervals:
+        for reporter in reporters:
+            reporter.interval(merged.info, interval)
+    for reporter in reporters:
+        reporter.finish(merged.summary)
+    return verdict.exit_code if verdict is not None else EXIT_OK
+
+
+def _merge_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="shards' logs (kubectl logs --prefix output, or one file per shard); none or - for stdin")
+
+
+def _read_text(path: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError(f"{path}: {e.strerror or e}") from None
+
+
+def _reporters(settings: Settings, verdict: Verdict | None = None) -> list[Reporter]:
+    """A soak prints slow_cooker's lines, a bench ab's; then the thresholds' verdict; both end with the JSON summary."""
     reporters: list[Reporter]
+    judged: list[Reporter] = [verdict] if verdict is not None else []
+    sections = [verdict.section] if verdict is not None else []
     if settings.mode == "bench":
         reporters = [
             AbReporter(sys.stdout, sys.stderr, settings.total_requests),
-            JsonSummaryReporter(sys.stdout, before=ab_report, with_json=not settings.no_latency_summary),
+            *judged,
+            JsonSummaryReporter(sys.stdout, before=ab_report, with_json=not settings.no_latency_summary,
+                                sections=sections),
         ]
     else:
-        reporters = [SlowCookerReporter(sys.stdout, sys.stderr)]
+        reporters = [SlowCookerReporter(sys.stdout, sys.stderr), *judged]
         if not settings.no_latency_summary:
-            reporters.append(JsonSummaryReporter(sys.stdout))
+            reporters.append(JsonSummaryReporter(sys.stdout, sections=sections))
     if settings.report_latencies_csv:
         reporters.append(CsvReporter(_open_for_writing(settings.report_latencies_csv)))
     return reporters
@@ -288,6 +346,10 @@ def _setting_arguments(parser: argparse.ArgumentParser) -> None:
         elif spec.get("type") == "boolean":
             group.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
                                help=help_text)
+        elif spec.get("type") == "array":  # repeatable, and comma-separated: --thresholds 'p99 < 50ms, goal% >= 99'
+            group.add_argument(f"--{name}", action="extend", type=_items, default=argparse.SUPPRESS,
+                               metavar="'RULE[, RULE ...]'" if spec["items"].get("format") == "threshold"
+                               else "'ITEM[, ITEM ...]'", help=help_text)
         else:
             group.add_argument(f"--{name}", type=_typed(spec), default=argparse.SUPPRESS, metavar=_metavar(spec),
                                help=help_text)
@@ -308,6 +370,11 @@ def _typed(spec: dict[str, Any]) -> Any:
         return text
 
     return convert
+
+
+def _items(text: str) -> list[str]:
+    """A list flag's value: its comma-separated items; '' for an empty list."""
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def _metavar(spec: dict[str, Any]) -> str:
@@ -354,6 +421,12 @@ COMMANDS: dict[str, Command] = {
         _bench_arguments,
         _bench,
     ),
+    "merge": Command(
+        "Merge the logs of a run's shards (pods of an Indexed Job, or processes) into one output: "
+        "the same interval lines and JSON summary as one process, counts added, histograms merged.",
+        _merge_arguments,
+        _merge,
+    ),
     "compare": Command(
         "Compare finished runs side by side, each file a column, with its change in percent against the first: "
         "JSON summaries, kubectl logs as saved, or slow_cooker logs.",
@@ -383,10 +456,3 @@ def _line_buffered(stream: TextIO) -> None:
         reconfigure(line_buffering=True)
 
 
-def _run_async(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run on uvloop when it is installed (it is in the image), else on asyncio's loop."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coroutine)
-    return uvloop.run(coroutine)

@@ -14,6 +14,7 @@ from typing import Any
 from runner.durations import parse_duration
 from runner.errors import UsageError
 from runner.schema import defaults, json_path_in, settings_names, validate
+from runner.thresholds import Rule, rules_for
 
 # iterations and duration are two ways to say when to stop; a layer that names one
 # replaces whichever one a lower layer chose, so `--duration 2h` overrides `iterations: 60`.
@@ -49,10 +50,27 @@ class Settings:
     hash_sample_rate: float
     no_latency_summary: bool
     report_latencies_csv: str
+    thresholds: tuple[Rule, ...]  # run rules, then interval rules (thresholds.py)
+    abort_on_threshold: bool
+    metric_addr: str  # host:port for /metrics; "" for none
+    pushgateway: str  # Pushgateway URL; "" for none
+    pushgateway_job: str
     load_model: str
     max_in_flight: int
     precise_pacing: bool
+    shards: int
+    shard: int | None  # None: from JOB_COMPLETION_INDEX, else 0
+    workers: int
     transport: str
+    ca_bundle: str  # PEM file of the CAs to verify servers against; "" for certifi's
+    insecure: bool  # verify nothing (a warning is printed)
+    client_cert: str  # PEM file of the client certificate for mTLS; "" for none
+    client_key: str  # its key, when not in client_cert's file
+    http2: bool
+    linkerd_await: bool  # wait for the Linkerd proxy's /ready before the first send
+    linkerd_await_timeout_ns: int
+    linkerd_admin: str  # host:port of the proxy's admin server
+    linkerd_shutdown: bool  # POST /shutdown to the proxy when the run ends
     mode: str  # soak: paced by the schedule; bench: ab's closed loop, no rate limit
     effective: dict[str, Any]
 
@@ -120,13 +138,41 @@ def settings_from(merged: dict[str, Any]) -> Settings:
         hash_sample_rate=float(merged["hashSampleRate"]),
         no_latency_summary=merged["noLatencySummary"],
         report_latencies_csv=merged["reportLatenciesCSV"],
+        thresholds=rules_for(merged["thresholds"], merged["intervalThresholds"], merged["mode"]),
+        abort_on_threshold=merged["abortOnThreshold"],
+        metric_addr=merged["metricAddr"],
+        pushgateway=merged["pushgateway"],
+        pushgateway_job=merged["pushgatewayJob"],
         load_model=merged["loadModel"],
         max_in_flight=int(merged["maxInFlight"]),
         precise_pacing=merged["precisePacing"],
+        shards=int(merged["shards"]),
+        shard=int(merged["shard"]) if merged.get("shard") is not None else None,
+        workers=int(merged["workers"]),
         transport=merged["transport"],
+        ca_bundle=merged["caBundle"],
+        insecure=merged["insecure"],
+        client_cert=merged["clientCert"],
+        client_key=merged["clientKey"],
+        http2=_http2(merged),
+        linkerd_await=merged["linkerdAwait"],
+        linkerd_await_timeout_ns=parse_duration(merged["linkerdAwaitTimeout"]),
+        linkerd_admin=merged["linkerdAdmin"],
+        linkerd_shutdown=merged["linkerdShutdown"],
         mode=merged["mode"],
         effective=_printable(merged),
     )
+
+
+def _http2(merged: dict[str, Any]) -> bool:
+    """http2, refused with the fast transport rather than quietly switching clients.
+
+    The client is part of what a soak measures (httpx adds about a millisecond to every
+    latency), so a run never changes it behind the configuration's back.
+    """
+    if merged["http2"] and merged["transport"] == "fast":
+        raise UsageError('http2: true needs "transport": "httpx" (the fast transport speaks HTTP/1.1 only)')
+    return bool(merged["http2"])
 
 
 def _printable(merged: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,8 @@ on stderr and exits 2, never with a traceback.
 
 EXIT_OK = 0
 EXIT_USAGE = 2
+EXIT_THRESHOLDS = 3  # the run finished (or was stopped) and broke at least one of its thresholds
+EXIT_PROXY_NOT_READY = 4  # linkerdAwait: the Linkerd proxy was not ready in time; nothing was sent
 
 
 class UsageError(Exception):

@@ -8,6 +8,7 @@ per distinct text and printed once per interval.
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from runner import result as kinds
 
 MESSAGE_CHARS = 160
+_SSL_SOURCE_LINE = re.compile(r" \(_ssl\.c:\d+\)")  # "(_ssl.c:2580)": differs by Python version, says nothing
 
 
 def causes(exc: BaseException) -> list[BaseException]:
@@ -49,11 +51,36 @@ def os_failure(chain: list[BaseException]) -> tuple[str, str] | None:
         return kinds.DNS, f"dns: {message(chain)}"
     if _has(chain, ConnectionRefusedError):
         return kinds.REFUSED, "connection refused"
-    if _has(chain, ssl.SSLError):
-        return kinds.TLS, f"tls: {message(chain)}"
+    if any(_is_tls_failure(e) for e in chain):
+        return kinds.TLS, f"tls: {tls_message(chain)}"
     if _has(chain, ConnectionResetError):
         return kinds.RESET, "connection reset by peer"
     return None
+
+
+def tls_message(chain: list[BaseException]) -> str:
+    """A TLS failure in a few words: what the certificate check said, or OpenSSL's reason.
+
+    OpenSSL's own text ("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: ...
+    (_ssl.c:1006)") carries a source line that would make one failure look like several.
+    """
+    for e in chain:
+        if isinstance(e, ssl.SSLCertVerificationError) and getattr(e, "verify_message", None):
+            return f"certificate verify failed: {e.verify_message}"
+    for e in chain:
+        reason = getattr(e, "reason", None) if isinstance(e, ssl.SSLError) else None
+        if reason:
+            return reason.lower().replace("_", " ")
+    return _SSL_SOURCE_LINE.sub("", message(chain))
+
+
+def _is_tls_failure(e: BaseException) -> bool:
+    """An SSLError that says what went wrong in TLS (an alert, a failed check, a bad record).
+
+    SSLWantReadError and its kin carry no reason: they are how a TLS stream reports that
+    the connection under it went away, and the chain then says how (a reset, a close).
+    """
+    return isinstance(e, ssl.SSLError) and bool(getattr(e, "reason", None))
 
 
 def _has(chain: list[BaseException], kind: type[BaseException]) -> bool:

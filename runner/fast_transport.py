@@ -7,7 +7,8 @@ per target, a connection is a Protocol whose callbacks fill in the Result as the
 arrive, and the only per-request objects are the Result and one Future.
 
 It speaks HTTP/1.1 only (keep-alive, Content-Length and chunked bodies, TLS through
-asyncio's ssl); the httpx transport remains for HTTP/2 and anything this one does not do.
+asyncio's ssl, runner/tls.py's context); the httpx transport remains for HTTP/2 and
+anything this one does not do.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from runner.failures import causes, message, os_failure
 from runner.fnv import Fnv1a64
 from runner.result import Result
 from runner.targets import Request
+from runner.tls import client_context
 from runner.transport import TransportOptions
 
 USER_AGENT = f"soak/{__version__}"
@@ -70,17 +72,20 @@ def wire_request(request: Request, keep_alive: bool, compress: bool) -> tuple[by
 
 
 class FastTransport:
-    """Makes sessions that share one set of options, one TLS context (made when needed) and
-    one watch over the requests' deadlines."""
+    """Makes sessions that share one set of options, one TLS context and one watch over the
+    requests' deadlines.
+
+    The TLS context is made at once, so a TLS setting naming a bad file stops the run before
+    any load; it offers only HTTP/1.1 in ALPN, the one protocol this client speaks.
+    """
 
     def __init__(self, options: TransportOptions) -> None:
         self._options = options
-        self._tls: ssl.SSLContext | None = None
+        self._tls = client_context(options)
+        self._tls.set_alpn_protocols(["http/1.1"])
         self._deadlines: _Deadlines | None = None
 
     def tls(self) -> ssl.SSLContext:
-        if self._tls is None:
-            self._tls = ssl.create_default_context()
         return self._tls
 
     def session(self) -> FastSession:
@@ -152,6 +157,8 @@ class FastSession:
                 connection = await asyncio.wait_for(self._connect(host, port, https), self._timeout_s)
                 result.connected_ns = _now()
             await connection.send(data, result, hash_body, deadline, not self._server_reported)
+            if result.connected_ns and result.status:  # a new connection that carried a response
+                result.protocol = connection.protocol
         except TimeoutError:
             result.error, result.error_text = kinds.TIMEOUT, self._timeout_message(result)
             if connection is not None:
@@ -228,6 +235,7 @@ class _Connection(asyncio.Protocol):
         self._head_request = False  # a response to HEAD has no body, whatever its headers say
         self._want_server = False
         self.reusable = False
+        self.protocol = "HTTP/1.1"  # and the TLS version, once connected over TLS
 
     # --- used by the session ---------------------------------------------------------
 
@@ -270,6 +278,9 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
         self._registry.add(self)
+        tls = transport.get_extra_info("ssl_object")
+        if tls is not None:
+            self.protocol = f"HTTP/1.1 {tls.version()}"
 
     def data_received(self, data: bytes) -> None:
         result = self._result
@@ -292,8 +303,11 @@ class _Connection(asyncio.Protocol):
         result = self._result
         if result is None:
             return
-        if isinstance(exc, ConnectionResetError):
-            self._fail(kinds.RESET, "connection reset by peer")
+        # A reset, or a TLS alert: in TLS 1.3 a server refuses a client certificate (or the
+        # lack of one) only after the handshake, when the client has started talking.
+        failure = os_failure(causes(exc)) if exc is not None else None
+        if failure is not None:
+            self._fail(*failure)
         elif not result.headers_ns:
             self._fail(kinds.CLOSED, "closed: Server disconnected without sending a response.")
         else:

@@ -27,6 +27,7 @@ from runner.failures import causes, message, os_failure
 from runner.fnv import Fnv1a64
 from runner.result import Result
 from runner.targets import Request
+from runner.tls import client_context
 from runner.transport import TransportOptions
 
 USER_AGENT = f"soak/{__version__}"
@@ -47,22 +48,25 @@ class HttpxTransport:
     def __init__(self, options: TransportOptions) -> None:
         self._options = options
         # One TLS context for all sessions: building one reads the CA bundle (tens of ms),
-        # which per client would delay the first sends of a run.
-        self._tls = httpx.create_ssl_context()
+        # which per client would delay the first sends of a run. Made now, so a TLS setting
+        # naming a bad file stops the run before any load.
+        self._tls = client_context(options)
 
     def session(self) -> HttpxSession:
         return HttpxSession(self._options, self._tls)
 
 
 class _Trace:
-    """httpcore's trace hook: notes when the connection was ready, the request written, the headers in."""
+    """httpcore's trace hook: notes when the connection was ready, the request written, the headers in,
+    and which protocol the server chose in the TLS handshake (ALPN)."""
 
-    __slots__ = ("connected_ns", "written_ns", "headers_ns")
+    __slots__ = ("connected_ns", "written_ns", "headers_ns", "alpn")
 
     def __init__(self) -> None:
         self.connected_ns = 0
         self.written_ns = 0
         self.headers_ns = 0
+        self.alpn: str | None = None  # None: no TLS handshake in this send
 
     async def __call__(self, event: str, info: dict[str, Any]) -> None:
         if event in _HEADERS_EVENTS:
@@ -71,19 +75,32 @@ class _Trace:
             self.written_ns = time.monotonic_ns()  # headers, then body: the last one wins
         elif event in _CONNECTED_EVENTS:
             self.connected_ns = time.monotonic_ns()
+            if event == "connection.start_tls.complete":
+                tls = info["return_value"].get_extra_info("ssl_object")
+                self.alpn = (tls.selected_alpn_protocol() if tls is not None else None) or ""
 
 
 class HttpxSession:
-    """One client's httpx.AsyncClient."""
+    """One client's httpx.AsyncClient.
+
+    With HTTP/2 the client keeps one connection and multiplexes over it the requests that
+    overlap (open model), as an HTTP/2 client does; without, one connection per request
+    in flight. HTTP/2 alone is spoken (http1=False): over TLS after ALPN, over cleartext
+    with prior knowledge, so a run that asks for HTTP/2 never measures HTTP/1.1 instead.
+    """
 
     def __init__(self, options: TransportOptions, tls: ssl.SSLContext) -> None:
         self._compress = options.compress
+        self._http2 = options.http2
         self._timeout_s = options.timeout_ns / 1e9
         self._timeout_text = format_duration(options.timeout_ns)
-        keepalive = 0 if options.no_reuse else options.max_connections
+        connections = 1 if options.http2 else options.max_connections
+        keepalive = 0 if options.no_reuse else connections
         self._client = httpx.AsyncClient(
             timeout=None,  # the whole-request deadline below is the only limit
-            limits=httpx.Limits(max_connections=options.max_connections, max_keepalive_connections=keepalive),
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=keepalive),
+            http1=not options.http2,
+            http2=options.http2,
             follow_redirects=False,  # a 3xx is an answer to count, not a hop to make
             trust_env=False,  # measure the service, not a proxy from the environment
             headers={"User-Agent": USER_AGENT},
@@ -93,7 +110,7 @@ class HttpxSession:
             self._client.headers["Accept-Encoding"] = "gzip"
         else:
             del self._client.headers["Accept-Encoding"]
-        if options.no_reuse:
+        if options.no_reuse and not options.http2:  # HTTP/2 forbids the header; no keep-alive closes it
             self._client.headers["Connection"] = "close"
         self._server_reported = False  # the Server header is read from the session's first response only
         self._urls: dict[str, httpx.URL] = {}  # parsed once: httpx would parse the text on every send (~7 us)
@@ -118,6 +135,8 @@ class HttpxSession:
                     result.status = response.status_code
                     result.header_bytes = head_size(response)
                     result.kept_alive = kept_alive(response)
+                    if trace.connected_ns:
+                        result.protocol = protocol(response)
                     if not self._server_reported:
                         result.server = response.headers.get("server", "")
                         self._server_reported = True
@@ -127,6 +146,9 @@ class HttpxSession:
             result.error, result.error_text = kinds.TIMEOUT, f"timeout: no {waited_for} within {self._timeout_text}"
         except (httpx.HTTPError, OSError, ssl.SSLError) as exc:
             result.error, result.error_text = classify(exc)
+        if result.error and self._http2 and trace.alpn not in (None, "h2"):
+            result.error = kinds.PROTOCOL
+            result.error_text = f"protocol: the server did not agree to HTTP/2 (ALPN: {trace.alpn or 'none'})"
         result.connected_ns = trace.connected_ns
         result.written_ns = trace.written_ns
         result.end_ns = time.monotonic_ns()
@@ -162,6 +184,13 @@ def head_size(response: httpx.Response) -> int:
     for name, value in response.headers.raw:
         size += len(name) + len(value) + 4  # name ": " value CRLF
     return size
+
+
+def protocol(response: httpx.Response) -> str:
+    """What the response's connection speaks: the HTTP version, and the TLS version if any."""
+    stream = response.extensions.get("network_stream")
+    tls = stream.get_extra_info("ssl_object") if stream is not None else None
+    return f"{response.http_version} {tls.version()}" if tls is not None else response.http_version
 
 
 def kept_alive(response: httpx.Response) -> bool:

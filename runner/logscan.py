@@ -32,6 +32,8 @@ _INTERVAL = re.compile(
 )
 _SOAK_ERROR = re.compile(r'^[A-Z]+ "(.*)": (.+) \((\d+) times?\)\s*$')  # soak: once per error per interval
 _SLOW_COOKER_ERROR = re.compile(r'^[A-Z][a-z]+ "(.*)": (.+?)\s*$')  # Go's net/http, once per failure
+_VERDICT = "# threshold"  # the thresholds' verdict lines, before the summary (verdict.py)
+_OWN_NOTE = "soak: "  # the runner's own lines on stderr: the Linkerd proxy awaited, a TLS warning, ...
 
 
 @dataclass(frozen=True)
@@ -144,12 +146,12 @@ def _line(found: LogScan, number: int, line: str, cut: bool) -> None:
             _close_block(found, closed=stripped.endswith("}"))
     elif (m := _STARTUP.match(line)) is not None:
         _startup(found, number, m)
-    elif _HEADER.match(line):
+    elif _HEADER.match(line) or stripped.startswith(_VERDICT):
         pass
     elif (m := _INTERVAL.match(line)) is not None and not (cut and m.group(16) is None):
         # A last line cut off before the space after bhash may have lost digits of bhash.
         _interval(found, m)
-    elif not _error_line(found, stripped):
+    elif not _error_line(found, stripped) and not stripped.startswith(_OWN_NOTE):
         _skip(found, number, line, "the last line is cut off" if cut else "not soak or slow_cooker output")
 
 
@@ -172,7 +174,7 @@ def _in_block(found: LogScan, number: int, line: str) -> None:
     elif line[:1].isspace():
         block.lines.append(line)
         block.last_line = number
-    elif line.strip() and not _error_line(found, line.strip()):
+    elif line.strip() and not _error_line(found, line.strip()) and not line.startswith(_OWN_NOTE):
         _skip(found, number, line, "inside the JSON summary, not part of it")
 
 

@@ -27,12 +27,34 @@ def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) ->
         f"{'a new connection per request' if s.no_reuse else 'keep-alive (one connection per client)'}, "
         f"compression {'on' if s.compress else 'off'}, latency in {s.latency_unit}"
     )
+    lines += _protocol(s) + _linkerd(s)
     lines += _headers(s, environ)
     lines.append(_body(s))
     if s.hash_sample_rate:
         percent = format_rate(round(s.hash_sample_rate * 100, 6))
         lines.append(f"checks the FNV-1a hash of {percent}% of bodies against {s.hash_value}")
     lines.append(_outputs(s))
+    lines += _judged(s) + _metrics(s)
+    return lines
+
+
+def _judged(s: Settings) -> list[str]:
+    """The thresholds the run will be judged by, and whether it stops early when one is lost."""
+    lines = [f"threshold ({rule.scope}): {rule.text}" for rule in s.thresholds]
+    if s.thresholds:
+        early = "; stops as soon as one can no longer be met" if s.abort_on_threshold else ""
+        lines.append(f"exit code 3 if any threshold is broken{early}")
+    return lines
+
+
+def _metrics(s: Settings) -> list[str]:
+    lines = []
+    if s.metric_addr:
+        where = f"port {s.metric_addr[1:]} of every interface" if s.metric_addr.startswith(":") else s.metric_addr
+        lines.append(f"serves Prometheus metrics on {where} (GET /metrics) while it runs")
+    if s.pushgateway:
+        lines.append(f"pushes metrics to the Pushgateway {s.pushgateway} after every interval and at the end "
+                     f"(job {s.pushgateway_job})")
     return lines
 
 
@@ -71,6 +93,29 @@ def _stop_rule(s: Settings) -> str:
     if s.total_requests:
         rule += f"; stops after {s.total_requests} requests"
     return rule
+
+
+def _protocol(s: Settings) -> list[str]:
+    """HTTP/2 and TLS, when they differ from HTTP/1.1 with verification against the public CAs."""
+    lines = ["HTTP/2 on every connection (prior knowledge over http, ALPN over https)"] if s.http2 else []
+    if s.insecure:
+        lines.append("https: certificates and host names NOT verified (insecure)")
+    elif s.ca_bundle:
+        lines.append(f"https: servers verified against the CAs in {s.ca_bundle}")
+    if s.client_cert:
+        key = f" with the key in {s.client_key}" if s.client_key else ""
+        lines.append(f"https: presents the client certificate {s.client_cert}{key}")
+    return lines
+
+
+def _linkerd(s: Settings) -> list[str]:
+    lines = []
+    if s.linkerd_await:
+        lines.append(f"waits up to {format_duration(s.linkerd_await_timeout_ns)} for the Linkerd proxy "
+                     f"(GET http://{s.linkerd_admin}/ready) before the first send")
+    if s.linkerd_shutdown:
+        lines.append(f"asks the Linkerd proxy to shut down at the end (POST http://{s.linkerd_admin}/shutdown)")
+    return lines
 
 
 def _headers(s: Settings, environ: Mapping[str, str]) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from runner.histogram import LatencyHistogram
 from runner.result import CANCELLED, Result
@@ -72,6 +73,34 @@ class Tally:
         self.errors.update(other.errors)
         self.error_texts.update(other.error_texts)
         self.latency.add(other.latency)
+
+    _COUNTS = (("good", "good"), ("bad", "bad"), ("failed", "failed"), ("skipped", "skipped"),
+               ("hash_checked", "hashChecked"), ("hash_mismatches", "hashMismatches"),
+               ("bytes_in", "bytesIn"), ("bytes_out", "bytesOut"))
+
+    def to_record(self) -> dict[str, Any]:
+        """The whole tally as JSON-ready data, so another process can merge it exactly."""
+        record: dict[str, Any] = {key: getattr(self, name) for name, key in self._COUNTS}
+        record["statuses"] = {str(code): n for code, n in sorted(self.statuses.items())}
+        record["errors"] = dict(sorted(self.errors.items()))
+        record["errorTexts"] = [[url, text, n] for (url, text), n in sorted(self.error_texts.items())]
+        record["latency"] = self.latency.to_record()
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Tally:
+        """The tally a to_record() was made from; ValueError if the record is not one."""
+        tally = cls()
+        try:
+            for name, key in cls._COUNTS:
+                setattr(tally, name, int(record[key]))
+            tally.statuses = Counter({int(code): int(n) for code, n in record["statuses"].items()})
+            tally.errors = Counter({str(kind): int(n) for kind, n in record["errors"].items()})
+            tally.error_texts = Counter({(int(url), str(text)): int(n) for url, text, n in record["errorTexts"]})
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ValueError(f"not a tally record: {e}") from None
+        tally.latency = LatencyHistogram.from_record(record["latency"] if isinstance(record, dict) else {})
+        return tally
 
     # Latency statistics of the good and bad responses, exact (0 when there were none).
     @property
@@ -202,6 +231,8 @@ class Recorder:
         self.bench = BenchTally() if bench else None
         # Paced runs: how late each send went out against its due time (the schedule's accuracy).
         self.send_lag = None if bench else LatencyHistogram()
+        # Connections opened, by what they speak ("HTTP/2 TLSv1.3"): what the run really measured.
+        self.connections: Counter[str] = Counter()
 
         self._open_interval()
 
@@ -223,6 +254,8 @@ class Recorder:
             tally = self._open.get(k) or self._open.setdefault(k, Tally())
         if self.bench is not None and not result.skipped:
             self.bench.add(result)
+        if result.protocol:
+            self.connections[result.protocol] += 1
         if self.send_lag is not None and result.start_ns and result.error != CANCELLED:
             self.send_lag.record(result.start_ns - result.due_ns)
         if result.skipped or result.error:

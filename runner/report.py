@@ -1,17 +1,21 @@
 """What reporters are told, and when: at the start, after each interval, at the end.
 
-Reporters turn these plain records into text or files. They never touch the network and
+Reporters turn these plain records into text or files. They never touch the target (the
+metrics reporter's only traffic is pushes to a Pushgateway, from a thread of their own) and
 never see a Result: by the time they hear of an interval it is counts and histograms.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from runner.config import Settings
 from runner.histogram import LatencyHistogram
 from runner.recorder import BenchTally, Interval, Tally
+from runner.shards import ALONE, Shard
 
 UNIT_NS = {"ms": 1_000_000, "us": 1_000, "ns": 1}
 
@@ -25,10 +29,21 @@ class RunInfo:
     url_source: str | None  # the list file the URLs came from, if any
     start_ns: int  # monotonic time of the grid's start: send 0 is due then
     wall_start: float  # the same moment as a Unix time
+    shard: Shard = ALONE  # which part of the run this process sends
 
     def wall(self, t_ns: int) -> float:
         """The Unix time of a monotonic moment of this run."""
         return self.wall_start + (t_ns - self.start_ns) / 1e9
+
+    @property
+    def qps(self) -> float:
+        """The rate this process sends at: the run's, or its shard's part of it."""
+        return self.settings.qps / self.shard.stride
+
+    @property
+    def concurrency(self) -> int:
+        """This process's clients: all of the run's, or its shard's part."""
+        return self.shard.share(self.settings.concurrency)
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,8 @@ class RunSummary:
     cpu_seconds: float  # the process's CPU time during the run
     max_rss_bytes: int  # the process's peak resident memory
     bench: BenchTally | None = None  # bench mode: ab's per-phase timings and counts
+    connections: dict[str, int] | None = None  # connections opened, by protocol: {"HTTP/1.1 TLSv1.3": 5}
+    shards: dict[str, Any] | None = None  # a merged run: how many shards, which were merged, missing, cut
 
     @property
     def elapsed_ns(self) -> int:
@@ -65,6 +82,13 @@ class Reporter:
     # Call progress() each time this many more sends have finished; 0: never. (ab prints
     # "Completed N requests" as it goes; the count is kept by the run, not per result here.)
     progress_every: int = 0
+
+    def bind_stop(self, stop: Callable[[str], None]) -> None:
+        """Before start(): `stop(reason)` ends the run early, exactly as a first SIGTERM does.
+
+        For a reporter that judges the run (the thresholds' verdict) and may know before the
+        end that it has failed; it never touches the target, it only asks the run to stop.
+        """
 
     def start(self, info: RunInfo) -> None:
         """Before the first send."""

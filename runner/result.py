@@ -49,6 +49,7 @@ class Result:
     bytes_out: int = 0  # request body bytes sent
     server: str = ""  # the Server header; transports fill it in only until a session has reported one
     kept_alive: bool = False  # the server left the connection open for another request
+    protocol: str = ""  # on a send that opened a connection and got a response: what it speaks, "HTTP/2 TLSv1.3"
     error: str = ""  # one of ERROR_KINDS, "" when a response arrived
     error_text: str = ""  # the failure in words, for the per-interval error report
     body_hash: int | None = None  # FNV-1a 64 of the body, when it was sampled for checking

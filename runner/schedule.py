@@ -5,6 +5,9 @@ total rate is spread evenly in time. Client c owns sends c, c + C, c + 2C, ... (
 so each client runs at qps / C and the clients interleave evenly. URL i gets sends
 i, i + U, i + 2U, ... (U URLs), every U-th send of the whole run. Because due times are
 absolute, a late send never shifts the ones after it and the rate cannot drift.
+
+A run split over shards (processes or pods) keeps the same numbering: shard s of S owns
+sends s, s + S, s + 2S, ..., and its clients share those as above.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ class Schedule:
     """The due time of every send of a run, and the clients' share of them."""
 
     start_ns: int
-    qps: float
-    clients: int
+    qps: float  # the whole run's rate, all shards together
+    clients: int  # this shard's clients
     end_ns: int | None = None  # sends due at or after this are not sent; None: no end
+    stride: int = 1  # shards in the run
+    offset: int = 0  # this shard's index
 
     def due_ns(self, n: int) -> int:
         """When send n is due."""
@@ -30,7 +35,7 @@ class Schedule:
 
     def send_number(self, client: int, k: int) -> int:
         """The run-wide number of client `client`'s k-th send."""
-        return client + k * self.clients
+        return self.offset + self.stride * (client + k * self.clients)
 
     def in_run(self, n: int) -> bool:
         """Whether send n is due before the end of sending."""
@@ -43,7 +48,7 @@ class Schedule:
     def last_due_by(self, client: int, now_ns: int) -> int:
         """The client's highest k whose send is due at or before `now_ns` (-1 if none)."""
         n = math.floor((now_ns - self.start_ns) * self.qps / NS_PER_S)
-        k = (n - client) // self.clients
+        k = ((n - self.offset) // self.stride - client) // self.clients
         # Float rounding can put k one off around a due time; settle it exactly.
         while k >= 0 and self.due_ns(self.send_number(client, k)) > now_ns:
             k -= 1

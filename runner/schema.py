@@ -21,6 +21,7 @@ from jsonschema.exceptions import best_match
 
 from runner.durations import DURATION_HINT, DurationError, parse_duration
 from runner.errors import UsageError
+from runner.thresholds import ThresholdError, parse_rule
 
 _FORMATS = FormatChecker(formats=())
 
@@ -31,6 +32,14 @@ def _is_positive_duration(value: object) -> bool:
     if not isinstance(value, str):
         return True  # the type keyword reports non-strings
     return parse_duration(value) > 0
+
+
+@_FORMATS.checks("threshold", raises=ThresholdError)
+def _is_threshold(value: object) -> bool:
+    """A rule thresholds.py can read; its ThresholdError says what is wrong with one it cannot."""
+    if isinstance(value, str):
+        parse_rule(value)
+    return True
 
 
 @functools.cache
@@ -133,6 +142,8 @@ def _explain(error: ValidationError) -> str:
     rule = _RULES.get(validator)
     if rule is not None:
         return f"{_show(error)} is not allowed; must be {rule(bound)}"
+    if validator == "format" and bound == "threshold" and error.cause is not None:
+        return f"{_show(error)} is not allowed; {error.cause}"
     if validator == "format":
         return f"{_show(error)} is not allowed; must be {DURATION_HINT}, greater than 0"
     return f"{_show(error)} is not allowed: {error.message}"

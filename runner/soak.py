@@ -12,7 +12,7 @@ import asyncio
 import resource
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.config import Settings
@@ -21,6 +21,7 @@ from runner.recorder import Interval, Recorder
 from runner.report import UNIT_NS, Reporter, RunInfo, RunSummary
 from runner.result import Result
 from runner.schedule import Grid, Schedule
+from runner.shards import ALONE, Shard, aligned_start
 from runner.targets import Request
 from runner.transport import Transport
 
@@ -40,10 +41,14 @@ class Soak:
         url_source: str | None,
         transport: Transport,
         reporters: Sequence[Reporter],
+        shard: Shard = ALONE,
+        start_wall: float | None = None,
+        tap: Callable[[Result], None] | None = None,
     ) -> None:
         self._settings = settings
         self._reporters = reporters
-        start_ns = time.monotonic_ns() + LEAD_NS
+        self._shard = shard
+        start_ns = _start_ns(settings, shard, start_wall)
         run_ns = settings.run_ns
         self._end_ns = start_ns + run_ns if run_ns is not None else None
         self._grid = Grid(start_ns, settings.interval_ns)
@@ -57,29 +62,33 @@ class Soak:
         load = Load(
             requests=requests,
             open_model=settings.load_model == "open",
-            max_in_flight=settings.max_in_flight,
-            total_requests=settings.total_requests,
+            max_in_flight=max(1, shard.share(settings.max_in_flight)),
+            total_requests=shard.share(settings.total_requests),
             hash_sample_rate=settings.hash_sample_rate,
             bench=settings.mode == "bench",
             precise=settings.precise_pacing,
         )
-        schedule = Schedule(start_ns, settings.qps, settings.concurrency, self._end_ns)
+        schedule = Schedule(start_ns, settings.qps, shard.share(settings.concurrency), self._end_ns,
+                            stride=shard.stride, offset=shard.offset)
         self._progress = [r for r in reporters if r.progress_every > 0]
         self._done = 0  # sends finished, for the reporters that follow progress
         self._next_progress = min((r.progress_every for r in self._progress), default=0)
-        sink = self._record_and_tell if self._progress else self._recorder.record
+        sink: Callable[[Result], None] = self._record_and_tell if self._progress else self._recorder.record
+        if tap is not None:  # metrics: every result, after the recorder has counted it
+            sink = _both(sink, tap)
         self._engine = Engine(schedule, load, transport, sink)
         wall_start = time.time() + (start_ns - time.monotonic_ns()) / 1e9
-        self.info = RunInfo(settings, urls, url_source, start_ns, wall_start)
+        self.info = RunInfo(settings, urls, url_source, start_ns, wall_start, shard)
         self._signal = asyncio.Event()
         self._second_signal = asyncio.Event()
-        self._signal_name = ""
+        self._stop_reason = ""
         self._signal_ns = 0
 
     async def run(self) -> RunSummary:
         """Run to the end and return the summary (also given to every reporter)."""
         cpu_before = _cpu_seconds()
         for reporter in self._reporters:
+            reporter.bind_stop(self.stop)
             reporter.start(self.info)
         engine = asyncio.ensure_future(self._engine.run())
         self._install_signals()
@@ -108,7 +117,7 @@ class Soak:
             if self._signal.is_set():
                 self._engine.stop(at_ns=self._signal_ns)
                 await self._drain(engine, STOP_GRACE_NS)
-                return self._signal_ns, f"signal {self._signal_name}"
+                return self._signal_ns, self._stop_reason
             if engine.done() and engine.exception() is not None:
                 return time.monotonic_ns(), "error"
             if engine.done() and self._count_reached():
@@ -163,7 +172,7 @@ class Soak:
         self._next_progress = min(done + r.progress_every - done % r.progress_every for r in self._progress)
 
     def _count_reached(self) -> bool:
-        limit = self._settings.total_requests
+        limit = self._shard.share(self._settings.total_requests)
         return bool(limit) and self._engine.sent >= limit
 
     def _emit(self, interval: Interval) -> None:
@@ -195,6 +204,7 @@ class Soak:
             cpu_seconds=cpu_seconds,
             max_rss_bytes=_peak_rss_bytes(),
             bench=self._recorder.bench,
+            connections=dict(self._recorder.connections),
         )
         for reporter in self._reporters:
             reporter.finish(summary)
@@ -215,9 +225,44 @@ class Soak:
         if self._signal.is_set():
             self._second_signal.set()
             return
-        self._signal_name = sig.name
+        self.stop(f"signal {sig.name}")
+
+    def stop(self, reason: str) -> None:
+        """Stop sending and wind down, as on a first signal; `reason` becomes the stop reason.
+
+        A signal stops a run this way, and so does a reporter that knows the run has
+        already failed (abortOnThreshold): one way to stop, whoever asks, and the last
+        interval and the summary are reported exactly once, as after a signal.
+        """
+        if self._signal.is_set():
+            return
+        self._stop_reason = reason
         self._signal_ns = time.monotonic_ns()
         self._signal.set()
+
+
+def _both(first: Callable[[Result], None], second: Callable[[Result], None]) -> Callable[[Result], None]:
+    """A sink that hands each result to `first`, then to `second`."""
+
+    def sink(result: Result) -> None:
+        first(result)
+        second(result)
+
+    return sink
+
+
+def _start_ns(settings: Settings, shard: Shard, start_wall: float | None) -> int:
+    """When send 0 is due, on the monotonic clock.
+
+    Alone, right away (after a short lead so every client is waiting). As one of several
+    shards, at the wall-clock instant they all agree on, so their intervals coincide.
+    """
+    now_ns, now_wall = time.monotonic_ns(), time.time()
+    if start_wall is None:
+        if shard.alone:
+            return now_ns + LEAD_NS
+        start_wall = aligned_start(now_wall, settings.interval_ns / 1e9)
+    return now_ns + max(0, round((start_wall - now_wall) * 1e9))
 
 
 def _peak_rss_bytes() -> int:

@@ -11,13 +11,14 @@ everything ab's report shows, so that report too can be rebuilt from a saved sum
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from runner import result as kinds
 from runner.durations import format_duration
 from runner.histogram import LatencyHistogram
+from runner.merge import interval_record, run_record
 from runner.recorder import BenchTally, Interval, Tally
 from runner.report import UNIT_NS, Reporter, RunInfo, RunSummary, in_unit, rfc3339
 from runner.schedule import goal
@@ -65,7 +66,7 @@ def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
     A bench has no rate to reach, so its intervals have no goal: `t` and goalPercent are null.
     """
     tally, unit = interval.tally, info.settings.latency_unit
-    target = goal(info.settings.qps, interval.due_span_ns)
+    target = goal(info.qps, interval.due_span_ns)
     paced = info.settings.mode != "bench"
     low, p50, p95, p99, p999, high = interval_latencies_precise(tally, unit)
     return {
@@ -84,13 +85,19 @@ def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
     }
 
 
-def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The summary as an ordered dict, ready for json.dumps; `intervals` from interval_dict()."""
+def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = None,
+                 shard_intervals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The summary as an ordered dict, ready for json.dumps; `intervals` from interval_dict().
+
+    A shard of a split run adds its `shard` record (`shard_intervals` from
+    merge.interval_record()), everything `soak merge` needs to add the shards up exactly.
+    A merged run says which shards it is made of, and which were missing or cut off.
+    """
     info, tally = summary.info, summary.tally
     unit = info.settings.latency_unit
     elapsed_s = summary.elapsed_ns / 1e9
     sending_s = summary.sending_ns / 1e9
-    target = goal(info.settings.qps, summary.sending_ns)
+    target = goal(info.qps, summary.sending_ns)
     paced = summary.bench is None  # a bench has no target rate, hence no goal
     data: dict[str, Any] = percentile_keys(tally.latency, unit)
     data |= {
@@ -106,7 +113,7 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
         "skipped": tally.skipped,
         "goalPercent": goal_percent(tally.responses, target) if paced else None,
         "rate": {
-            "target": _number(info.settings.qps) if paced else None,
+            "target": _number(round(info.qps, 6)) if paced else None,
             "achieved": round(tally.requests / sending_s, 3) if sending_s > 0 else 0.0,
         },
         "statusCodes": {str(code): n for code, n in sorted(tally.statuses.items())},
@@ -122,6 +129,8 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
         "intervals": summary.intervals,
         "stopReason": summary.stop_reason,
     }
+    if summary.connections is not None:
+        data["connections"] = dict(sorted(summary.connections.items()))
     if summary.uncorrected is not None:
         data["uncorrected"] = percentile_keys(summary.uncorrected, unit)
     if summary.send_lag is not None:
@@ -132,6 +141,10 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     data["histogram"] = {"unit": "ns", "hdr": tally.latency.encode()}
     data["process"] = {"cpuSeconds": round(summary.cpu_seconds, 3), "maxRssBytes": summary.max_rss_bytes}
     data["config"] = info.settings.effective
+    if summary.shards is not None:
+        data["shards"] = summary.shards
+    if not info.shard.alone:
+        data["shard"] = run_record(summary, shard_intervals or [])
     return data
 
 
@@ -158,7 +171,7 @@ def bench_dict(summary: RunSummary, bench: BenchTally) -> dict[str, Any]:
         "port": url.port or (443 if url.scheme == "https" else 80),
         "path": (url.path or "/") + (f"?{url.query}" if url.query else ""),
         "documentLength": bench.document_length or 0,
-        "concurrency": info.settings.concurrency,
+        "concurrency": info.concurrency,
         "keepAlive": not info.settings.no_reuse,
         "timeTakenSeconds": round(time_taken_ns / 1e9, 6),
         "requestsPerSecond": round(tally.responses * 1e9 / time_taken_ns, 2) if time_taken_ns else 0.0,
@@ -208,20 +221,27 @@ class JsonSummaryReporter(Reporter):
 
     `before` is a text made from the same summary dict and printed first (a bench's ab
     report), so the dict is built once; `with_json=False` prints that text alone.
+    `sections` add keys made elsewhere from the same summary (the thresholds' verdict).
     """
 
     def __init__(self, out: TextIO, *, before: Callable[[dict[str, Any]], str] | None = None,
-                 with_json: bool = True) -> None:
+                 with_json: bool = True, sections: Sequence[Callable[[RunSummary], dict[str, Any]]] = ()) -> None:
         self._out = out
+        self._sections = sections
         self._before = before
         self._json = with_json
         self._intervals: list[dict[str, Any]] = []  # a few small dicts per interval, not per request
+        self._shard_intervals: list[dict[str, Any]] = []  # a shard's whole tallies, for merging
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
         self._intervals.append(interval_dict(info, interval))
+        if not info.shard.alone:
+            self._shard_intervals.append(interval_record(info, interval))
 
     def finish(self, summary: RunSummary) -> None:
-        data = summary_dict(summary, self._intervals)
+        data = summary_dict(summary, self._intervals, self._shard_intervals)
+        for section in self._sections:
+            data |= section(summary)
         text = self._before(data) if self._before is not None else ""
         if self._json:
             text += json.dumps(data, indent=2) + "\n"

@@ -23,6 +23,11 @@ class TransportOptions:
     no_reuse: bool  # a new connection for every request
     compress: bool  # ask for gzip and read the decompressed body
     max_connections: int  # per session; more than 1 only when requests overlap (open model)
+    ca_bundle: str = ""  # PEM file of the CAs that servers are verified against; "" for certifi's
+    insecure: bool = False  # verify no certificate and no name
+    client_cert: str = ""  # PEM file of the client certificate for mTLS; "" for none
+    client_key: str = ""  # its private key, when not in client_cert's file
+    http2: bool = False  # HTTP/2 on every connection (httpx only)
 
 
 class Session(Protocol):

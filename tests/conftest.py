@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +62,9 @@ class Nginx:
         return len(self.log_lines())
 
 
-_NGINX_CONF = """
+# Both test nginxes (this one and tests/tlsservers.py's) start from the same frame: one
+# worker, in the foreground, every file of theirs in a temporary directory.
+NGINX_FRAME = """
 daemon off;
 master_process on;
 worker_processes 1;
@@ -70,6 +73,17 @@ error_log {dir}/error.log warn;
 {user}
 events {{ worker_connections 1024; }}
 http {{
+    client_body_temp_path {dir}/tmp;
+    proxy_temp_path {dir}/tmp;
+    fastcgi_temp_path {dir}/tmp;
+    uwsgi_temp_path {dir}/tmp;
+    scgi_temp_path {dir}/tmp;
+    keepalive_requests 1000000;
+{http}
+}}
+"""
+
+_NGINX_HTTP = """
     # One line per request: connection serial and what arrived, so tests can check the
     # server's view (connections reused or not, headers, bodies) against the runner's.
     log_format soak '$connection $connection_requests $request_method $uri $status '
@@ -78,12 +92,6 @@ http {{
     gzip on;
     gzip_min_length 100;
     gzip_types text/plain;
-    client_body_temp_path {dir}/tmp;
-    proxy_temp_path {dir}/tmp;
-    fastcgi_temp_path {dir}/tmp;
-    uwsgi_temp_path {dir}/tmp;
-    scgi_temp_path {dir}/tmp;
-    keepalive_requests 1000000;
     server {{
         listen 127.0.0.1:{port};
         root {dir}/www;
@@ -92,8 +100,24 @@ http {{
         location = /echo {{ return 200 "ok\n"; }}
         location = /fail {{ return 503; }}
     }}
-}}
 """
+
+
+@contextmanager
+def running_nginx(directory: Path, http: str, ports: list[int]) -> Iterator[None]:
+    """nginx with `http` inside its http block, until the block ends; ready on every one of `ports`."""
+    (directory / "tmp").mkdir(exist_ok=True)
+    user = "user root;" if os.geteuid() == 0 else ""
+    conf = directory / "nginx.conf"
+    conf.write_text(NGINX_FRAME.format(dir=directory, user=user, http=http))
+    process = subprocess.Popen([_nginx_binary(), "-c", str(conf), "-p", str(directory)])
+    try:
+        for port in ports:
+            wait_for_port(port)
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
 
 
 def _nginx_binary() -> str:
@@ -108,19 +132,10 @@ def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nginx]:
     """nginx with one worker serving a 612-byte page on a free loopback port."""
     directory = tmp_path_factory.mktemp("nginx")
     (directory / "www").mkdir()
-    (directory / "tmp").mkdir()
     (directory / "www" / "index.html").write_bytes(NGINX_PAGE)
     port = free_port()
-    user = "user root;" if os.geteuid() == 0 else ""
-    conf = directory / "nginx.conf"
-    conf.write_text(_NGINX_CONF.format(dir=directory, port=port, user=user))
-    process = subprocess.Popen([_nginx_binary(), "-c", str(conf), "-p", str(directory)])
-    try:
-        wait_for_port(port)
+    with running_nginx(directory, _NGINX_HTTP.format(dir=directory, port=port), [port]):
         yield Nginx(f"http://127.0.0.1:{port}/", directory / "access.log")
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 @dataclass
@@ -265,3 +280,28 @@ def assert_counts_add_up(stdout: str) -> dict:
     assert sum(summary["errors"].values()) == summary["failed"]
     assert sum(summary["statusCodes"].values()) == summary["good"] + summary["bad"]
     return summary
+
+
+# --- TLS: the session's own certificates, and nginx serving HTTPS, mTLS and HTTP/2 ------------
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory):  # -> tests.certs.Pki
+    """A CA, a server certificate for 127.0.0.1 and localhost, a client certificate (tests/certs.py)."""
+    from tests.certs import make_pki
+
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="session")
+def tls_nginx(pki, tmp_path_factory: pytest.TempPathFactory):  # -> Iterator[tests.tlsservers.TlsNginx]
+    """nginx on four free loopback ports: HTTPS (+HTTP/2), mTLS, cleartext HTTP/2, HTTPS HTTP/1.1 only."""
+    from tests.tlsservers import tls_nginx as start
+
+    ports: list[int] = []
+    while len(ports) < 4:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    with start(pki, tmp_path_factory.mktemp("tls-nginx"), ports) as server:
+        yield server

@@ -19,8 +19,10 @@ import yaml
 
 from tests.conftest import REPO
 
-COMPONENTS = {"linkerd": "manifests/components/linkerd", "nginx-10-replicas": "manifests/components/nginx-10-replicas"}
-VARIANTS = ["base", "linkerd", "nginx-10-replicas", "linkerd+nginx-10-replicas"]
+COMPONENTS = {"linkerd": "manifests/components/linkerd", "nginx-10-replicas": "manifests/components/nginx-10-replicas",
+              "scale-out": "manifests/components/scale-out", "metrics": "manifests/components/metrics"}
+VARIANTS = ["base", "linkerd", "nginx-10-replicas", "linkerd+nginx-10-replicas", "scale-out", "linkerd+scale-out",
+            "metrics", "linkerd+scale-out+metrics"]
 PALLET_FILES = ["kustomization.yaml", "configuration.json", "urlsconfigmap.yaml", "manifests"]
 
 
@@ -89,3 +91,32 @@ def dockerfile_instruction(name: str) -> list[str]:
     """The JSON-form argument of a Dockerfile instruction, e.g. ENTRYPOINT ["soak"]."""
     (line,) = [line for line in (REPO / "Dockerfile").read_text().splitlines() if line.startswith(f"{name} ")]
     return json.loads(line.split(" ", 1)[1])
+
+
+def pod_command(resources: tuple[dict[str, Any], ...], root: Path, url: str) -> tuple[list[str], dict[str, str]]:
+    """The soak pod's command line and env as the rendered CronJob runs it, ready to run here.
+
+    The image's ENTRYPOINT unless the container sets a command; the container's args and
+    env; the rendered ConfigMaps written as the files the pod sees, their mount paths mapped
+    under `root`. The only change is the URL list, which points at `url`.
+    """
+    container = soak_container(resources)
+    command = container.get("command") or dockerfile_instruction("ENTRYPOINT")
+    args = container.get("args", dockerfile_instruction("CMD"))
+    env = {item["name"]: item["value"] for item in container.get("env", [])}
+
+    def in_pod(path: str) -> Path:
+        return root / path.lstrip("/")
+
+    for path, content in mounted_files(resources).items():
+        in_pod(path).parent.mkdir(parents=True, exist_ok=True)
+        in_pod(path).write_text(content)
+    urls_file = in_pod(args[args.index("--urls") + 1])
+    assert urls_file.exists(), "--urls names a file that no mounted ConfigMap provides"
+    urls_file.write_text(f"{url}\n")  # the one override: the target
+    mounts = [m["mountPath"] for m in container["volumeMounts"]]
+    mapped = [str(in_pod(a)) if any(a.startswith(m + "/") for m in mounts) else a for a in args]
+    executable = shutil.which(command[0])
+    if executable is None:
+        pytest.fail(f"{command[0]} (the image's entrypoint) is not on PATH: pip install .")
+    return [executable, *command[1:], *mapped], env

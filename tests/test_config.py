@@ -283,9 +283,42 @@ def test_every_setting_at_once_is_valid(tmp_path: Path) -> None:
         "host": "example.com:8080", "timeout": "1.5s", "noReuse": True, "compress": True, "latencyUnit": "us",
         "hashValue": 18446744073709551615, "hashSampleRate": 1, "noLatencySummary": True,
         "reportLatenciesCSV": "l.csv", "loadModel": "open", "maxInFlight": 50, "mode": "bench", "transport": "httpx", "precisePacing": True,
+        "caBundle": "ca.pem", "insecure": True, "clientCert": "client.pem", "clientKey": "client.key", "http2": True,
+        "linkerdAwait": True, "linkerdAwaitTimeout": "30s", "linkerdAdmin": "[::1]:4191", "linkerdShutdown": True,
+        "thresholds": ["p99 < 50ms", "errors% <= 0.1"], "intervalThresholds": ["p999 < 1s"], "abortOnThreshold": True,
+        "metricAddr": ":9090", "pushgateway": "http://pushgateway.monitoring:9091/", "pushgatewayJob": "soak-eu",
+        "shards": 3, "shard": 2, "workers": 2,
     }
     assert set(data) == set(settings_names()) - {"iterations"}
     assert read_config_file(write_config(tmp_path, data)) == data
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"insecure": "yes"}, '$.insecure: "yes" is not allowed; must be true or false'),
+    ({"caBundle": 1}, "$.caBundle: 1 is not allowed; must be a string"),
+    ({"http2": 1}, "$.http2: 1 is not allowed; must be true or false"),
+    ({"linkerdAwaitTimeout": "0s"}, f'$.linkerdAwaitTimeout: "0s" is not allowed; must be {HINT}, greater than 0'),
+    ({"linkerdAdmin": "localhost"}, '$.linkerdAdmin: "localhost" is not allowed; must be host:port, like 127.0.0.1:4191'),
+    ({"linkerdAdmin": "127.0.0.1:4191\n"},
+     '$.linkerdAdmin: "127.0.0.1:4191\\n" is not allowed; must be host:port, like 127.0.0.1:4191'),
+])
+def test_tls_http2_and_linkerd_settings_are_checked(tmp_path: Path, data: dict[str, Any], message: str) -> None:
+    path, found = config_error(tmp_path, data)
+    assert found == f"{path}: {message}"
+
+
+def test_http2_with_the_fast_transport_is_refused_naming_both_settings() -> None:
+    with pytest.raises(UsageError) as caught:
+        settings_from(merge({"http2": True}))
+    assert str(caught.value) == 'http2: true needs "transport": "httpx" (the fast transport speaks HTTP/1.1 only)'
+    assert settings_from(merge({"http2": True, "transport": "httpx"})).http2 is True
+
+
+def test_tls_and_linkerd_defaults() -> None:
+    settings = settings_from(merge())
+    assert (settings.ca_bundle, settings.insecure, settings.client_cert, settings.client_key) == ("", False, "", "")
+    assert (settings.http2, settings.linkerd_await, settings.linkerd_shutdown) == (False, False, False)
+    assert settings.linkerd_admin == "127.0.0.1:4191" and settings.linkerd_await_timeout_ns == 120 * 10**9
 
 
 # --- precedence: defaults < file < flags -------------------------------------------------------
@@ -442,7 +475,7 @@ def test_effective_shows_from_env_references_not_values() -> None:
 
 def test_effective_lists_every_setting_in_schema_order() -> None:
     s = settings_from(merge({"qps": 7, "duration": "1h"}))
-    names = [n for n in settings_names() if n != "iterations"]
+    names = [n for n in settings_names() if n not in ("iterations", "shard")]  # neither set nor defaulted
     assert list(s.effective) == names
     assert s.effective["qps"] == 7 and s.effective["duration"] == "1h"
     json.dumps(s.effective)  # printable as JSON
@@ -460,11 +493,15 @@ def test_every_property_has_a_description() -> None:
 def test_every_setting_but_duration_has_a_default_that_validates() -> None:
     props = schema()["properties"]
     for name in settings_names():
-        if name == "duration":
+        if name in NO_DEFAULT:
             assert "default" not in props[name]
             continue
         assert "default" in props[name], name
     validate(defaults(), json_path_in("defaults"))  # the defaults pass their own schema
+
+
+# duration is an alternative to iterations; shard, when absent, comes from JOB_COMPLETION_INDEX.
+NO_DEFAULT = {"duration", "shard"}
 
 
 def test_settings_names_are_the_properties_without_schema_hint() -> None:
@@ -472,7 +509,7 @@ def test_settings_names_are_the_properties_without_schema_hint() -> None:
     assert "$schema" not in names
     assert names == [n for n in schema()["properties"] if n != "$schema"]
     assert {"qps", "concurrency", "interval", "iterations", "duration", "headers", "body"} <= set(names)
-    assert set(defaults()) == set(names) - {"duration"}
+    assert set(defaults()) == set(names) - NO_DEFAULT
 
 
 def test_documented_defaults() -> None:

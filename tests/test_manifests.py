@@ -173,3 +173,20 @@ def test_nginx_10_replicas_component() -> None:
     assert find(render("base"), "Deployment", "nginx")["spec"]["replicas"] == 1
     both = render("linkerd+nginx-10-replicas")
     assert find(both, "Deployment", "nginx")["spec"]["replicas"] == 10
+
+
+def test_metrics_component_serves_and_annotates_port_9090() -> None:
+    """The runner's --metricAddr, the container port and the prometheus.io annotations agree."""
+    for variant in ("metrics", "linkerd+scale-out+metrics"):
+        resources = render(variant)
+        container = soak_container(resources)
+        assert container["args"][-1] == "--metricAddr=:9090"
+        addr = settings_from(merge({"metricAddr": container["args"][-1].split("=", 1)[1]})).metric_addr
+        (port,) = container["ports"]
+        assert port == {"name": "metrics", "containerPort": int(addr.rsplit(":", 1)[1]), "protocol": "TCP"}
+        template = find(resources, "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]
+        assert template["metadata"]["annotations"] == {
+            "prometheus.io/scrape": "true", "prometheus.io/port": str(port["containerPort"]), "prometheus.io/path": "/metrics",
+        }
+    base = soak_container(render("base"))
+    assert "ports" not in base and not any(a.startswith("--metricAddr") for a in base["args"])

@@ -11,42 +11,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import REPO, Nginx, assert_counts_add_up
-from tests.pallet import dockerfile_instruction, mounted_files, render, soak_container
+from tests.pallet import pod_command, render
 
 
 def test_the_cronjobs_command_runs_against_nginx(nginx: Nginx, tmp_path: Path) -> None:
-    resources = render("base")
-    container = soak_container(resources)
-    command = container.get("command") or dockerfile_instruction("ENTRYPOINT")
-    args = container.get("args", dockerfile_instruction("CMD"))
-    env = {item["name"]: item["value"] for item in container.get("env", [])}
-    pod = tmp_path / "pod"
-
-    def in_pod(path: str) -> Path:
-        return pod / path.lstrip("/")
-
-    for path, content in mounted_files(resources).items():
-        in_pod(path).parent.mkdir(parents=True, exist_ok=True)
-        in_pod(path).write_text(content)
-    urls_file = in_pod(args[args.index("--urls") + 1])
-    assert urls_file.exists(), "--urls names a file that no mounted ConfigMap provides"
-    urls_file.write_text(f"{nginx.url}\n")  # the one override: the target
-
-    mounts = [m["mountPath"] for m in container["volumeMounts"]]
-    mapped = [str(in_pod(a)) if any(a.startswith(m + "/") for m in mounts) else a for a in args]
-    executable = shutil.which(command[0])
-    if executable is None:
-        pytest.fail(f"{command[0]} (the image's entrypoint) is not on PATH: pip install .")
+    command, env = pod_command(render("base"), tmp_path / "pod", nginx.url)
     before = nginx.requests_logged()
     done = subprocess.run(
-        [executable, *command[1:], *mapped, "--interval", "500ms", "--iterations", "2"],
+        [*command, "--interval", "500ms", "--iterations", "2"],
         capture_output=True, text=True, timeout=60, env={**os.environ, "TZ": "UTC", **env}, cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr

@@ -1,0 +1,188 @@
+"""A run split over local worker processes, merged back into one output as it goes.
+
+asyncio runs on one core; a runner that must send more than one core can, or that shares
+a machine with the service it tests, splits the run over worker processes (one event loop
+each). Each worker runs its part of the schedule (see shards.py) and sends every closed
+interval, whole, back to this process, which adds the workers' intervals up (merge.py) and
+prints the usual output, interval by interval, as if one process had done it all.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue as queues
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from runner.config import Settings
+from runner.merge import ShardRun, interval_record, merged_interval, merged_summary, run_record
+from runner.recorder import Interval
+from runner.report import Reporter, RunInfo, RunSummary
+from runner.shards import Shard, aligned_start
+
+# From starting the workers to send 0: enough for a worker to start Python, import the
+# runner and set up its clients (about a quarter of a second each, two at a time here).
+LEAD_S = 1.5
+POLL_S = 0.1
+
+
+def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequence[Reporter],
+        pod: Shard) -> RunSummary:
+    """Run with `settings.workers` processes; tell `reporters` about the merged run."""
+    start_wall = time.time() + LEAD_S
+    if not pod.alone:
+        start_wall = aligned_start(start_wall, settings.interval_ns / 1e9)
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited event loop
+    inbox: multiprocessing.Queue[tuple[str, int, Any]] = context.Queue()
+    processes = [
+        context.Process(target=_work, args=(settings, urls, source, Shard(pod.index, pod.count, w, settings.workers),
+                                            start_wall, inbox), daemon=True)
+        for w in range(settings.workers)
+    ]
+    for process in processes:
+        process.start()
+    info = RunInfo(settings, urls, source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
+                   start_wall, pod)
+    with _forwarding_signals(processes):
+        return _Gather(info, reporters, settings.workers).collect(inbox, processes)
+
+
+def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard, start_wall: float,
+          outbox: multiprocessing.Queue[tuple[str, int, Any]]) -> None:
+    """A worker process: run its part, sending each closed interval and the summary home.
+
+    It leaves the terminal's process group, so a Ctrl-C reaches only the parent, which
+    passes it on once: a worker sees one signal, not two (the second would cut its grace).
+    """
+    from runner import launch
+
+    os.setpgrp()
+    try:
+        launch.run(settings, urls, source, [_Courier(outbox)], shard, start_wall)
+    except Exception as e:  # reported by the parent, which prints it; the traceback helps no one
+        outbox.put(("failed", shard.worker, f"{type(e).__name__}: {e}"))
+
+
+class _Courier(Reporter):
+    """A worker's only reporter: hands its intervals and its run, whole, to the parent."""
+
+    def __init__(self, outbox: multiprocessing.Queue[tuple[str, int, Any]]) -> None:
+        self._outbox = outbox
+        self._intervals: list[dict[str, Any]] = []
+
+    def interval(self, info: RunInfo, interval: Interval) -> None:
+        record = interval_record(info, interval)
+        self._intervals.append(record)
+        self._outbox.put(("interval", info.shard.worker, record))
+
+    def finish(self, summary: RunSummary) -> None:
+        self._outbox.put(("run", summary.info.shard.worker, run_record(summary, [])))
+
+
+@dataclass
+class _Gather:
+    """The parent's side: merges an interval as soon as every running worker has closed it.
+
+    The workers share one start, so their k-th intervals are the same stretch of time:
+    interval k is merged once, from the k-th record of each worker that has one.
+    """
+
+    info: RunInfo
+    reporters: Sequence[Reporter]
+    workers: int
+    intervals: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    failures: dict[int, str] = field(default_factory=dict)
+    merged: list[Interval] = field(default_factory=list)  # on offsets from the start, as merge.py keeps them
+
+    def collect(self, inbox: multiprocessing.Queue[tuple[str, int, Any]],
+                processes: Sequence[multiprocessing.process.BaseProcess]) -> RunSummary:
+        for reporter in self.reporters:
+            reporter.start(self.info)
+        while len(self.runs) + len(self.failures) < self.workers:
+            try:
+                kind, worker, payload = inbox.get(timeout=POLL_S)
+            except queues.Empty:
+                self._note_deaths(processes)
+                continue
+            self._receive(kind, worker, payload)
+            self._emit(final=False)
+        for process in processes:
+            process.join(timeout=5)
+        for worker, text in sorted(self.failures.items()):
+            print(f"soak: worker {worker} failed: {text}", file=sys.stderr)
+        return self._finish()
+
+    def _receive(self, kind: str, worker: int, payload: Any) -> None:
+        if kind == "interval":
+            self.intervals.setdefault(worker, []).append(payload)
+        elif kind == "run":
+            self.runs[worker] = payload
+        else:
+            self.failures[worker] = str(payload)
+
+    def _note_deaths(self, processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
+        for worker, process in enumerate(processes):
+            if not process.is_alive() and worker not in self.runs and worker not in self.failures:
+                self.failures[worker] = f"exited with code {process.exitcode} before its summary"
+
+    def _emit(self, final: bool) -> None:
+        """Merge and tell every interval that all still-running workers have closed (all, at the end)."""
+        while True:
+            k = len(self.merged)
+            have = [w for w in range(self.workers) if len(self.intervals.get(w, [])) > k]
+            running = [w for w in range(self.workers) if w not in self.runs and w not in self.failures]
+            if not have or (not final and any(w not in have for w in running)):
+                return
+            interval = merged_interval(self.info, k, k, [(0, self.intervals[w][k]) for w in have])
+            self.merged.append(interval)
+            for reporter in self.reporters:
+                reporter.interval(self.info, _on_clock(self.info, interval))
+
+    def _finish(self) -> RunSummary:
+        self._emit(final=True)
+        pod = self.info.shard
+        runs = [ShardRun(pod.index, pod.count, self.info.wall_start, self.info.settings.effective, self.info.urls,
+                         self.info.url_source, self.intervals.get(w, []), self.runs[w]) for w in sorted(self.runs)]
+        summary = merged_summary(self.info, self.merged, runs, None)
+        shift = self.info.start_ns
+        summary = replace(summary, end_ns=summary.end_ns + shift, sending_end_ns=summary.sending_end_ns + shift)
+        for reporter in self.reporters:
+            reporter.finish(summary)
+        return summary
+
+
+def _on_clock(info: RunInfo, interval: Interval) -> Interval:
+    """An interval merged on offsets from the start, put back on this process's clock."""
+    shift = info.start_ns
+    sending = None if interval.sending_end_ns is None else interval.sending_end_ns + shift
+    return Interval(interval.index, interval.start_ns + shift, interval.end_ns + shift, interval.tally, sending)
+
+
+class _forwarding_signals:
+    """While the workers run, SIGINT and SIGTERM here are passed on to them (each stops cleanly)."""
+
+    def __init__(self, processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
+        self._processes = processes
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._forward)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _forward(self, sig: int, frame: object) -> None:
+        for process in self._processes:
+            if process.is_alive() and process.pid is not None:
+                try:
+                    os.kill(process.pid, sig)
+                except ProcessLookupError:
+                    pass

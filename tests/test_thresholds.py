@@ -1,0 +1,287 @@
+"""The threshold rules: reading them, measuring them, and telling early that one cannot hold."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from runner.errors import UsageError
+from runner.recorder import Tally
+from runner.result import Result
+from runner.thresholds import (
+    LATENCIES,
+    METRICS,
+    Plan,
+    Rule,
+    Span,
+    ThresholdError,
+    bounds,
+    measure,
+    number,
+    parse_rule,
+    rules_for,
+)
+
+MS = 1_000_000
+US = 1_000
+
+
+def tally_of(latencies_ns: list[int], *, bad: int = 0, failed: int = 0, skipped: int = 0) -> Tally:
+    """Good responses with these latencies, then `bad` 503s of 1 ms, failures and skips."""
+    tally = Tally()
+    for latency in latencies_ns:
+        tally.add(Result(status=200), latency, 0)
+    for _ in range(bad):
+        tally.add(Result(status=503), MS, 0)
+    for _ in range(failed):
+        tally.add(Result(error="refused", error_text="connection refused"), 0, 0)
+    for _ in range(skipped):
+        tally.add(Result(skipped=True), 0, 0)
+    return tally
+
+
+# --- reading rules -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "metric", "op", "limit", "unit"),
+    [
+        ("p99 < 50ms", "p99", "<", 50 * MS, "ms"),
+        ("p99<50ms", "p99", "<", 50 * MS, "ms"),
+        ("  p99   <=   50 ms ", "p99", "<=", 50 * MS, "ms"),
+        ("p50 < 800us", "p50", "<", 800 * US, "us"),
+        ("p50 < 800µs", "p50", "<", 800 * US, "us"),
+        ("p75 < 2s", "p75", "<", 2e9, "s"),
+        ("p90 < 1500ns", "p90", "<", 1500, "ns"),
+        ("p95 < 0.5s", "p95", "<", 5e8, "s"),
+        ("p999 <= 200ms", "p999", "<=", 200 * MS, "ms"),
+        ("p99.9 <= 200ms", "p999", "<=", 200 * MS, "ms"),
+        ("p(99.9) <= 200ms", "p999", "<=", 200 * MS, "ms"),
+        ("p(95) < 20ms", "p95", "<", 20 * MS, "ms"),
+        ("P99 < 1s", "p99", "<", 1e9, "s"),
+        ("max < 1s", "max", "<", 1e9, "s"),
+        ("mean < .5ms", "mean", "<", 5e5, "ms"),
+        ("goal% >= 99", "goal%", ">=", 99, "%"),
+        ("goal >= 99.5%", "goal%", ">=", 99.5, "%"),
+        ("errors% <= 0.1", "errors%", "<=", 0.1, "%"),
+        ("errors <= 0.1%", "errors%", "<=", 0.1, "%"),
+        ("failed% <= 0", "failed%", "<=", 0, "%"),
+        ("bad% < 1", "bad%", "<", 1, "%"),
+        ("skipped% <= 100", "skipped%", "<=", 100, "%"),
+        ("rate >= 95", "rate", ">=", 95, "req/s"),
+        ("rate >= 95/s", "rate", ">=", 95, "req/s"),
+        ("rate > 95 req/s", "rate", ">", 95, "req/s"),
+        ("rate > 95rps", "rate", ">", 95, "req/s"),
+    ],
+)
+def test_rules_read_as_written(text: str, metric: str, op: str, limit: float, unit: str) -> None:
+    rule = parse_rule(text)
+    assert (rule.metric, rule.op, rule.unit, rule.scope) == (metric, op, unit, "run")
+    assert rule.limit == pytest.approx(limit)
+    assert rule.text == " ".join(text.split())
+    assert parse_rule(text, "interval").scope == "interval"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "must be a metric, a comparison and a number"),
+        ("p99", "must be a metric, a comparison and a number"),
+        ("p99 <", "must be a metric, a comparison and a number"),
+        ("< 50ms", "must be a metric, a comparison and a number"),
+        ("p99 < fast", "must be a metric, a comparison and a number"),
+        ("p99 < -5ms", "must be a metric, a comparison and a number"),
+        ("p99 < 50ms and p95 < 20ms", "must be a metric, a comparison and a number"),
+        ("p98 < 50ms", 'unknown metric "p98"'),
+        ("latency < 50ms", 'unknown metric "latency"'),
+        ("p(98) < 50ms", 'unknown metric "p(98)"'),
+        ("p99 == 50ms", "the comparison must be <, <=, > or >="),
+        ("p99 = 50ms", "the comparison must be <, <=, > or >="),
+        ("p99 != 50ms", "the comparison must be <, <=, > or >="),
+        ("p99 < 50", "p99 is a latency: give its unit, ns, us, ms or s"),
+        ("max < 50kb", '"kb" is not a unit of time'),
+        ("p99 < 50%", '"%" is not a unit of time'),
+        ("errors% <= 0.1ms", 'errors% is a percentage: write a number like "errors% <= 0.1"'),
+        ("goal% >= 101", "goal% is a percentage: the number must be from 0 to 100"),
+        ("rate >= 95ms", "rate is in requests per second"),
+    ],
+)
+def test_bad_rules_say_what_is_wrong_in_one_line(text: str, says: str) -> None:
+    with pytest.raises(ThresholdError) as raised:
+        parse_rule(text)
+    assert says in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_every_metric_can_be_read() -> None:
+    for metric in METRICS:
+        unit = "ms" if metric in LATENCIES else ""
+        assert parse_rule(f"{metric} < 1{unit}").metric == metric
+
+
+def test_rules_for_puts_run_rules_first_and_refuses_goal_in_a_bench() -> None:
+    rules = rules_for(["p99 < 5ms"], ["goal% >= 99", "errors% <= 1"], "soak")
+    assert [(r.scope, r.text) for r in rules] == [("run", "p99 < 5ms"), ("interval", "goal% >= 99"),
+                                                  ("interval", "errors% <= 1")]
+    assert len(rules_for(["errors% <= 1"], [], "bench")) == 1
+    with pytest.raises(UsageError, match='thresholds: "goal% >= 99" is not allowed in bench mode'):
+        rules_for(["goal% >= 99"], [], "bench")
+    with pytest.raises(UsageError, match="intervalThresholds"):
+        rules_for([], ["goal >= 99"], "bench")
+
+
+@pytest.mark.parametrize(
+    ("text", "holds", "breaks"),
+    [("p99 < 50ms", 49.9 * MS, 50 * MS), ("p99 <= 50ms", 50 * MS, 50.001 * MS),
+     ("goal% > 99", 99.01, 99), ("goal% >= 99", 99, 98.99)],
+)
+def test_comparisons(text: str, holds: float, breaks: float) -> None:
+    rule = parse_rule(text)
+    assert rule.holds(holds) and not rule.holds(breaks)
+
+
+def test_measured_values_are_shown_in_the_rules_unit() -> None:
+    assert parse_rule("p99 < 50ms").show(12_345_678) == "12.346ms"
+    assert parse_rule("p99 < 50us").show(12_345_678) == "12345.678us"
+    assert parse_rule("p99 < 1s").show(12_345_678) == "0.012s"
+    assert parse_rule("max < 1s").show(1234) == "0.00000123s"
+    assert parse_rule("errors% <= 1").show(0.5) == "0.5%"
+    assert parse_rule("errors% <= 1").show(0) == "0%"
+    assert parse_rule("rate >= 1").show(99.95) == "99.95 req/s"
+    assert parse_rule("p99 < 50ms").in_unit(12_345_678) == 12.345678
+    assert number(100.0) == "100" and number(0.0004) == "0.0004" and number(2.5) == "2.5"
+
+
+# --- measuring -----------------------------------------------------------------------------------
+
+
+def test_latencies_are_those_of_good_and_bad_responses() -> None:
+    tally = tally_of([k * US for k in range(1, 1001)], bad=10)  # 1 us .. 1 ms, and ten 503s at 1 ms
+    span = Span(tally, 1.0, 1010)
+    p50 = measure("p50", span)
+    assert p50 is not None and 500 * US <= p50 <= 510 * US
+    assert measure("max", span) == MS
+    assert measure("mean", span) == pytest.approx(tally.mean_ns)
+    for metric in LATENCIES:
+        assert measure(metric, Span(tally_of([], failed=3), 1.0, 3)) is None  # no response: nothing to measure
+
+
+def test_percentages() -> None:
+    tally = tally_of([MS] * 90, bad=6, failed=4, skipped=10)  # 100 requests, 110 sends due
+    span = Span(tally, 1.0, 110)
+    assert measure("errors%", span) == 10
+    assert measure("bad%", span) == 6
+    assert measure("failed%", span) == 4
+    assert measure("skipped%", span) == pytest.approx(100 / 11)
+    assert measure("goal%", span) == pytest.approx(96 / 110 * 100)  # good + bad against t
+    assert measure("rate", span) == 100
+    assert measure("goal%", Span(tally, 1.0, 50)) == 100  # capped, as goal% is in the lines
+
+
+def test_nothing_to_measure_is_none() -> None:
+    empty = Span(Tally(), 0.0, 0)
+    assert all(measure(metric, empty) is None for metric in METRICS)
+    tally = tally_of([MS] * 10)
+    assert measure("goal%", Span(tally, 1.0, None)) is None  # a bench has no goal
+    assert measure("goal%", Span(tally, 0.1, 10, whole=False)) is None  # a partial interval
+    assert measure("rate", Span(tally, 0.1, 10, whole=False)) is None
+    assert measure("errors%", Span(tally, 0.1, 10, whole=False)) == 0  # counts are fair on any span
+
+
+# --- telling early ---------------------------------------------------------------------------------
+
+
+def can_hold(text: str, so_far: Tally, plan: Plan) -> bool:
+    return parse_rule(text).can_hold(*bounds(parse_rule(text).metric, so_far, plan))
+
+
+def test_errors_beyond_reach_even_if_every_remaining_send_succeeds() -> None:
+    plan = Plan(sends=1000, target=1000, seconds=10)
+    so_far = tally_of([MS] * 95, failed=5)  # 5 errors so far; at best 5 in 1000 = 0.5%
+    assert can_hold("errors% <= 0.5", so_far, plan)
+    assert not can_hold("errors% < 0.5", so_far, plan)
+    assert not can_hold("errors% <= 0.4", so_far, plan)
+    assert not can_hold("failed% <= 0.4", so_far, plan)
+    assert can_hold("bad% <= 0", so_far, plan)
+    assert can_hold("errors% <= 0.4", so_far, Plan(None, None, None))  # no planned end: never certain
+
+
+def test_goal_beyond_reach_once_too_many_sends_are_lost() -> None:
+    plan = Plan(sends=1000, target=1000, seconds=10)
+    assert can_hold("goal% >= 99", tally_of([MS] * 80, failed=10), plan)  # at best 990 responses
+    assert not can_hold("goal% >= 99", tally_of([MS] * 80, failed=11), plan)
+    assert not can_hold("goal% >= 99", tally_of([MS] * 80, skipped=11), plan)
+    assert can_hold("goal% >= 99", tally_of([MS] * 80, skipped=10), plan)
+
+
+def test_skipped_and_rate_bounds() -> None:
+    plan = Plan(sends=1000, target=1000, seconds=10)
+    assert not can_hold("skipped% <= 1", tally_of([], skipped=11), plan)
+    assert can_hold("skipped% <= 1", tally_of([], skipped=10), plan)
+    assert not can_hold("rate >= 100", tally_of([MS] * 10, skipped=1), plan)  # at most 999 in 10 s
+    assert can_hold("rate >= 99.9", tally_of([MS] * 10, skipped=1), plan)
+    assert can_hold("rate >= 100", tally_of([MS] * 10, skipped=1), Plan(1000, 1000, None))
+
+
+def test_latency_bounds_assume_every_remaining_response_is_instant() -> None:
+    plan = Plan(sends=1000, target=1000, seconds=10)
+    slow = tally_of([100 * MS] * 11)  # 11 of at most 1000 responses at 100 ms
+    assert not can_hold("p99 < 100ms", slow, plan)  # more than 1% are already that slow
+    assert can_hold("p99 < 100ms", tally_of([100 * MS] * 9), plan)
+    assert not can_hold("max < 100ms", tally_of([100 * MS]), plan)
+    assert not can_hold("max < 100ms", tally_of([100 * MS]), Plan(None, None, None))  # max never falls
+    assert can_hold("mean <= 1ms", tally_of([100 * MS] * 10), plan)  # 1 s over 1000 responses: 1 ms at best
+    assert not can_hold("mean < 1ms", tally_of([100 * MS] * 10), plan)
+    assert can_hold("p99 < 100ms", slow, Plan(None, None, None))
+
+
+def test_bounds_are_exact_when_nothing_is_left() -> None:
+    so_far = tally_of([k * US for k in range(1, 101)], bad=5, failed=5, skipped=2)
+    plan = Plan(sends=so_far.requests + so_far.skipped, target=112, seconds=1.0)
+    span = Span(so_far, 1.0, 112)
+    for metric in METRICS:
+        low, high = bounds(metric, so_far, plan)
+        measured = measure(metric, span)
+        assert measured is not None
+        if metric in LATENCIES and metric not in ("max", "mean"):
+            assert low <= measured == high, metric  # a percentile's bound is one rank lower, to be safe
+        else:
+            assert low == pytest.approx(measured) and high == pytest.approx(measured), metric
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_run_that_can_still_pass_is_never_called_lost(seed: int) -> None:
+    """Whatever the run does next, if it passes at the end, no earlier bound said it could not."""
+    import random
+
+    rng = random.Random(seed)
+    sends = 400
+    plan = Plan(sends=sends, target=sends, seconds=4.0)
+    rules = [parse_rule(text) for text in ("p99 < 5ms", "p90 <= 3ms", "mean < 2ms", "max < 20ms", "errors% <= 2",
+                                           "goal% >= 97", "skipped% <= 1", "rate >= 97", "failed% < 1.5")]
+    so_far = Tally()
+    history: list[dict[Rule, bool]] = []
+    for _ in range(sends):
+        kind = rng.random()
+        if kind < 0.01:
+            so_far.add(Result(error="refused", error_text="x"), 0, 0)
+        elif kind < 0.02:
+            so_far.add(Result(skipped=True), 0, 0)
+        else:
+            so_far.add(Result(status=200), int(rng.expovariate(1 / MS)), 0)
+        if len(history) < so_far.requests // 10:  # every tenth send, as an interval would close
+            history.append({rule: rule.can_hold(*bounds(rule.metric, so_far, plan)) for rule in rules})
+    final = Span(so_far, 4.0, sends)
+    for rule in rules:
+        measured = measure(rule.metric, final)
+        assert measured is not None
+        if rule.holds(measured):
+            assert all(step[rule] for step in history), rule.text
+
+
+def test_rule_can_hold_looks_at_the_side_that_matters() -> None:
+    rule = Rule("p99 < 5ms", "p99", "<", 5 * MS, "ms")
+    assert rule.can_hold(4 * MS, math.inf) and not rule.can_hold(5 * MS, math.inf)
+    rule = Rule("goal% >= 99", "goal%", ">=", 99, "%")
+    assert rule.can_hold(0, 99) and not rule.can_hold(0, 98.9)

@@ -1,0 +1,204 @@
+"""The verdict reporter: judging intervals and the run, its lines, its JSON section, stopping early."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from runner.config import merge, settings_from
+from runner.errors import EXIT_OK, EXIT_THRESHOLDS
+from runner.recorder import Interval, Tally
+from runner.report import RunInfo, RunSummary
+from runner.result import Result
+from runner.summary import JsonSummaryReporter
+from runner.thresholds import Plan
+from runner.verdict import Verdict, plan_of
+
+START = 7_000_000_000_000
+WALL = 1_767_225_600.0
+SECOND = 1_000_000_000
+MS = 1_000_000
+
+
+def info_for(layer: dict[str, Any]) -> RunInfo:
+    return RunInfo(settings_from(merge({"qps": 100, "interval": "1s", "iterations": 10, **layer})), ["http://a/"],
+                   None, START, WALL)
+
+
+def tally_of(good: int, latency_ns: int = MS, *, bad: int = 0, failed: int = 0) -> Tally:
+    tally = Tally()
+    for _ in range(good):
+        tally.add(Result(status=200), latency_ns, 0)
+    for _ in range(bad):
+        tally.add(Result(status=503), latency_ns, 0)
+    for _ in range(failed):
+        tally.add(Result(error="refused", error_text="connection refused"), 0, 0)
+    return tally
+
+
+def interval(index: int, tally: Tally, span_ns: int = SECOND) -> Interval:
+    start = START + index * SECOND
+    return Interval(index, start, start + span_ns, tally)
+
+
+def summary_of(info: RunInfo, tallies: list[Tally], reason: str = "iterations") -> RunSummary:
+    run = Tally()
+    for tally in tallies:
+        run.merge(tally)
+    end = START + len(tallies) * SECOND
+    return RunSummary(info, len(tallies), end, end, run, None, None, None, reason, 0.1, 1)
+
+
+class Stops:
+    """A stand-in for the run's stop: records what asked for it."""
+
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    def __call__(self, reason: str) -> None:
+        self.reasons.append(reason)
+
+
+def run_through(layer: dict[str, Any], tallies: list[Tally], stops: Stops | None = None) -> tuple[Verdict, str]:
+    """Tell a verdict about a run of these intervals; its printed lines."""
+    info = info_for(layer)
+    out = io.StringIO()
+    verdict = Verdict.for_settings(info.settings, out)
+    assert verdict is not None
+    if stops is not None:
+        verdict.bind_stop(stops)
+    verdict.start(info)
+    for index, tally in enumerate(tallies):
+        verdict.interval(info, interval(index, tally))
+    verdict.finish(summary_of(info, tallies))
+    return verdict, out.getvalue()
+
+
+def test_no_thresholds_no_verdict() -> None:
+    assert Verdict.for_settings(settings_from(merge({})), io.StringIO()) is None
+
+
+def test_a_healthy_run_passes_with_one_line_per_rule() -> None:
+    verdict, text = run_through(
+        {"thresholds": ["p99 < 50ms", "goal% >= 99", "errors% <= 0.1", "rate >= 99"],
+         "intervalThresholds": ["p99 < 50ms"]},
+        [tally_of(100, 12 * MS) for _ in range(3)],
+    )
+    assert text.splitlines() == [
+        "# threshold run p99 < 50ms: 12ms ok",
+        "# threshold run goal% >= 99: 100% ok",
+        "# threshold run errors% <= 0.1: 0% ok",
+        "# threshold run rate >= 99: 100 req/s ok",
+        "# threshold interval p99 < 50ms: worst 12ms (interval 0) ok",
+        "# thresholds: all 5 ok",
+    ]
+    assert verdict.passed and verdict.exit_code == EXIT_OK
+
+
+def test_broken_rules_say_so_and_exit_3() -> None:
+    tallies = [tally_of(100), tally_of(98, 70 * MS, failed=2), tally_of(100), tally_of(90, 80 * MS, bad=10)]
+    verdict, text = run_through(
+        {"thresholds": ["errors% <= 1", "p50 < 50ms"], "intervalThresholds": ["p99 < 50ms", "goal% >= 99"]},
+        tallies,
+    )
+    assert text.splitlines() == [
+        "# threshold run errors% <= 1: 3% BROKEN",
+        "# threshold run p50 < 50ms: 1ms ok",
+        "# threshold interval p99 < 50ms: worst 80ms (interval 3), broken in 2 of 4 intervals (1, 3) BROKEN",
+        "# threshold interval goal% >= 99: worst 98% (interval 1), broken in 1 of 4 intervals (1) BROKEN",
+        "# thresholds: 3 of 4 broken",
+    ]
+    assert not verdict.passed and verdict.exit_code == EXIT_THRESHOLDS
+
+
+def test_the_summary_section() -> None:
+    info = info_for({"thresholds": ["p99 < 1ms"], "intervalThresholds": ["errors% <= 0"]})
+    verdict = Verdict.for_settings(info.settings, io.StringIO())
+    assert verdict is not None
+    tallies = [tally_of(10), tally_of(9, failed=1)]
+    verdict.start(info)
+    for index, tally in enumerate(tallies):
+        verdict.interval(info, interval(index, tally))
+    out = io.StringIO()
+    reporter = JsonSummaryReporter(out, sections=[verdict.section])
+    summary = summary_of(info, tallies)
+    verdict.finish(summary)
+    reporter.finish(summary)
+    data = json.loads(out.getvalue())
+    assert data["thresholds"] == {
+        "passed": False,
+        "stoppedEarly": None,
+        "rules": [
+            {"rule": "p99 < 1ms", "scope": "run", "measured": 1.0, "unit": "ms", "ok": False},
+            {"rule": "errors% <= 0", "scope": "interval", "measured": 10.0, "unit": "%", "ok": False,
+             "worstInterval": 1, "judgedIntervals": 2, "brokenIntervals": [1]},
+        ],
+    }
+    assert list(data)[:6] == ["p50", "p75", "p90", "p95", "p99", "p999"]  # slow_cooker's keys stay first
+
+
+def test_partial_intervals_are_not_judged_on_goal_or_rate() -> None:
+    info = info_for({"intervalThresholds": ["goal% >= 99", "rate >= 99", "errors% <= 0"]})
+    verdict = Verdict.for_settings(info.settings, io.StringIO())
+    assert verdict is not None
+    verdict.start(info)
+    verdict.interval(info, interval(0, tally_of(100)))
+    verdict.interval(info, interval(1, tally_of(1), span_ns=30 * MS))  # stopped 30 ms into interval 1
+    outcomes = verdict.judge(summary_of(info, [tally_of(100), tally_of(1)]))
+    assert [(o.rule.metric, o.ok, o.judged) for o in outcomes] == [("goal%", True, 1), ("rate", True, 1),
+                                                                    ("errors%", True, 2)]
+
+
+def test_nothing_to_measure() -> None:
+    verdict, text = run_through({"thresholds": ["p99 < 50ms"], "intervalThresholds": ["p99 < 50ms"]},
+                                [tally_of(0, failed=100)])
+    assert text.splitlines()[:2] == ["# threshold run p99 < 50ms: nothing to measure BROKEN",
+                                     "# threshold interval p99 < 50ms: no interval to measure ok"]
+    assert not verdict.passed
+
+
+def test_stops_early_when_an_interval_rule_breaks() -> None:
+    stops = Stops()
+    tallies = [tally_of(100), tally_of(100, 90 * MS), tally_of(100, 90 * MS)]
+    verdict, text = run_through({"intervalThresholds": ["p99 < 50ms"], "abortOnThreshold": True}, tallies, stops)
+    assert stops.reasons == ["threshold interval p99 < 50ms"]  # once, though interval 2 broke it too
+    assert verdict.aborted == "interval p99 < 50ms broken in interval 1"
+    assert text.splitlines()[-1] == "# thresholds: 1 of 1 broken; stopped early: interval p99 < 50ms broken in interval 1"
+
+
+def test_stops_early_when_a_run_rule_is_out_of_reach() -> None:
+    stops = Stops()
+    tallies = [tally_of(100), tally_of(95, failed=5)]  # 5 errors of at most 1000 requests: 0.5% at best
+    verdict, _ = run_through({"thresholds": ["errors% <= 1"], "abortOnThreshold": True}, tallies, stops)
+    assert stops.reasons == []  # 0.5% can still hold
+    _, _ = run_through({"thresholds": ["errors% <= 0.4"], "abortOnThreshold": True}, tallies, stops)
+    assert stops.reasons == ["threshold run errors% <= 0.4"]
+
+
+def test_does_not_stop_without_the_option() -> None:
+    stops = Stops()
+    verdict, _ = run_through({"thresholds": ["errors% <= 0"], "intervalThresholds": ["errors% <= 0"]},
+                             [tally_of(9, failed=1), tally_of(10)], stops)
+    assert stops.reasons == [] and verdict.aborted is None and not verdict.passed
+
+
+@pytest.mark.parametrize(
+    ("layer", "plan"),
+    [
+        ({}, Plan(1000, 1000.0, 10.0)),
+        ({"qps": 33.3}, Plan(333, 333.0, 10.0)),
+        ({"totalRequests": 50}, Plan(50, 49.0, None)),
+        ({"totalRequests": 5000}, Plan(1000, 1000.0, 10.0)),
+        ({"iterations": 0}, Plan(None, None, None)),
+        ({"iterations": 0, "totalRequests": 70}, Plan(70, None, None)),
+        ({"duration": "2.5s"}, Plan(250, 250.0, 2.5)),
+        ({"mode": "bench", "totalRequests": 70}, Plan(70, None, None)),
+    ],
+)
+def test_the_plan_of_a_run(layer: dict[str, Any], plan: Plan) -> None:
+    found = plan_of(info_for(layer))
+    assert found.sends == plan.sends and found.seconds == plan.seconds
+    assert found.target == pytest.approx(plan.target) if plan.target is not None else found.target is None
