@@ -381,8 +381,12 @@ def _merge(told: RunFigures, rebuilt: RunFigures) -> tuple[RunFigures, list[str]
 def _from_summary(summary: Mapping[str, Any], unit: str, slow_cooker: bool, notes: list[str]) -> RunFigures:
     """What the JSON summary itself tells."""
     scale = UNIT_NS[unit]
-    latency = {key: value * scale for key in LATENCY_KEYS if (value := _number(summary.get(key))) is not None}
-    latency |= _histogram_latencies(summary, notes)
+    told = {key: value * scale for key in LATENCY_KEYS if (value := _number(summary.get(key))) is not None}
+    latency = told | _histogram_latencies(summary, notes)
+    if "min" in told:
+        # The histogram's min is the lowest value of its bucket, up to 0.1% under the exact
+        # min that the summary's key truncates to its unit: the true min is at least the key.
+        latency["min"] = max(latency["min"], told["min"])
     if slow_cooker:
         latency.pop("p999", None)
     rate, bench = _section(summary, "rate"), _section(summary, "bench")

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from runner.errors import UsageError
+from runner.histogram import LatencyHistogram
 from runner.results import IntervalFigures, LoadedRun, load_run, read_run
 from tests.conftest import GOLDEN, Nginx
 from tests.runlogs import SLOW_COOKER_LOGS, mixed_log, split_log, summary_text
@@ -430,3 +431,15 @@ def test_read_run_reads_files_and_says_when_it_cannot(tmp_path) -> None:
         read_run("/no/such/file")
     with pytest.raises(UsageError, match=r": Is a directory$"):
         read_run(str(tmp_path))
+
+
+def test_the_histogram_min_is_never_below_the_summary_min_it_rounds_under() -> None:
+    """50,010 ns falls in an HDR bucket whose lowest value is under 50 us; the summary's exact
+    min, truncated to 50 us, bounds it from below (this was a flaky failure of the test above)."""
+    histogram = LatencyHistogram()
+    histogram.record(50_010)
+    histogram.record(80_000)
+    text = summary_text("us", min=50, histogram={"unit": "ns", "hdr": histogram.encode()})
+    latency = load_run(text, "s.json").figures.latency_ns
+    assert 50_000 <= latency["min"] <= 50_010
+    assert latency["max"] >= 80_000 and latency["p50"] >= latency["min"]
