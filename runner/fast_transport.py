@@ -30,7 +30,7 @@ from runner.durations import format_duration
 from runner.failures import causes, message, os_failure
 from runner.fnv import Fnv1a64
 from runner.result import Result
-from runner.targets import Request
+from runner.targets import Request, origin
 from runner.tls import client_context
 from runner.transport import TransportOptions
 
@@ -45,9 +45,8 @@ def wire_request(request: Request, keep_alive: bool, compress: bool) -> tuple[by
     request over and over, so there is nothing to format per request.
     """
     url = urlsplit(request.url)
-    https = url.scheme == "https"
-    host = url.hostname or ""
-    port = url.port or (443 if https else 80)
+    scheme, host, port = origin(request.url)
+    https = scheme == "https"
     target = (url.path or "/") + (f"?{url.query}" if url.query else "")
     names = {name.lower() for name, _ in request.headers}
     default_port = port == (443 if https else 80)
@@ -126,7 +125,9 @@ class _Deadlines:
 
 
 class FastSession:
-    """One client's connections: idle keep-alive connections are reused, newest first."""
+    """One client's connections: idle keep-alive connections are reused, newest first, each
+    only for requests to the origin (host, port, scheme) it was opened to: with URLs on
+    several servers, a client keeps one connection to each."""
 
     def __init__(self, options: TransportOptions, tls: Callable[[], ssl.SSLContext], deadlines: _Deadlines) -> None:
         self._deadlines = deadlines
@@ -135,7 +136,7 @@ class FastSession:
         self._timeout_s = options.timeout_ns / 1e9
         self._timeout_text = format_duration(options.timeout_ns)
         self._tls = tls
-        self._idle: list[_Connection] = []
+        self._idle: dict[tuple[str, int, bool], list[_Connection]] = {}  # by origin
         self._open: set[_Connection] = set()
         self._loop = asyncio.get_running_loop()
         self._wire: dict[int, tuple[Request, bytes, str, int, bool, int]] = {}  # by id(request): no hashing per send
@@ -151,7 +152,8 @@ class FastSession:
         result.bytes_out = body_size
         result.start_ns = _now()
         deadline = self._loop.time() + self._timeout_s
-        connection = self._reusable()
+        origin = (host, port, https)
+        connection = self._reusable(origin)
         try:
             if connection is None:
                 connection = await asyncio.wait_for(self._connect(host, port, https), self._timeout_s)
@@ -173,16 +175,17 @@ class FastSession:
             self._server_reported = True
         result.end_ns = result.end_ns or _now()
         if connection is not None and connection.reusable and self._keep_alive:
-            self._idle.append(connection)
+            self._idle.setdefault(origin, []).append(connection)
         return result
 
     def _timeout_message(self, result: Result) -> str:
         waited_for = "complete body" if result.headers_ns else "response headers"
         return f"timeout: no {waited_for} within {self._timeout_text}"
 
-    def _reusable(self) -> _Connection | None:
-        while self._idle:
-            connection = self._idle.pop()
+    def _reusable(self, origin: tuple[str, int, bool]) -> _Connection | None:
+        idle = self._idle.get(origin)
+        while idle:
+            connection = idle.pop()
             if connection.reusable:
                 return connection
         return None

@@ -83,9 +83,9 @@ class _Trace:
 class HttpxSession:
     """One client's httpx.AsyncClient.
 
-    With HTTP/2 the client keeps one connection and multiplexes over it the requests that
-    overlap (open model), as an HTTP/2 client does; without, one connection per request
-    in flight. HTTP/2 alone is spoken (http1=False): over TLS after ALPN, over cleartext
+    With HTTP/2 the client keeps one connection to each server and multiplexes over it the
+    requests that overlap (open model), as an HTTP/2 client does; without, one connection
+    per request in flight. HTTP/2 alone is spoken (http1=False): over TLS after ALPN, over cleartext
     with prior knowledge, so a run that asks for HTTP/2 never measures HTTP/1.1 instead.
     """
 
@@ -94,7 +94,8 @@ class HttpxSession:
         self._http2 = options.http2
         self._timeout_s = options.timeout_ns / 1e9
         self._timeout_text = format_duration(options.timeout_ns)
-        connections = 1 if options.http2 else options.max_connections
+        # httpx's limits are for the whole pool, whatever the origin: per origin, times the origins.
+        connections = (1 if options.http2 else options.max_connections) * options.origins
         keepalive = 0 if options.no_reuse else connections
         self._client = httpx.AsyncClient(
             timeout=None,  # the whole-request deadline below is the only limit

@@ -17,7 +17,7 @@ from runner.report import Reporter, RunSummary
 from runner.result import Result
 from runner.shards import ALONE, Shard
 from runner.soak import Soak
-from runner.targets import build_requests
+from runner.targets import build_requests, origin
 from runner.transport import Transport, TransportOptions
 
 T = TypeVar("T")
@@ -28,7 +28,7 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
         tap: Callable[[Result], None] | None = None) -> RunSummary:
     """Run the soak (or bench, or this shard of it) to its end, telling `reporters`; `tap` sees every result."""
     requests = build_requests(settings, urls)
-    transport = transport_for(settings, shard)
+    transport = transport_for(settings, shard, len({origin(url) for url in urls}))
 
     async def soak() -> RunSummary:
         return await Soak(settings, requests, urls, source, transport, reporters, shard, start_wall, tap).run()
@@ -36,8 +36,9 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
     return run_async(soak())
 
 
-def transport_for(settings: Settings, shard: Shard = ALONE) -> Transport:
-    """The HTTP client the settings name, with the options every session shares."""
+def transport_for(settings: Settings, shard: Shard = ALONE, origins: int = 1) -> Transport:
+    """The HTTP client the settings name, with the options every session shares; `origins`:
+    the servers (scheme, host, port) the URLs name, each of which a client keeps a connection to."""
     open_model = settings.load_model == "open" and settings.mode == "soak"
     options = TransportOptions(
         timeout_ns=settings.timeout_ns,
@@ -49,6 +50,7 @@ def transport_for(settings: Settings, shard: Shard = ALONE) -> Transport:
         client_cert=settings.client_cert,
         client_key=settings.client_key,
         http2=settings.http2,
+        origins=origins,
     )
     return TRANSPORTS[settings.transport](options)
 

@@ -33,6 +33,17 @@ class Request:
     body: bytes
 
 
+def origin(url: str) -> tuple[str, str, int]:
+    """Where a URL's requests go: (scheme, host, port), the port filled in from the scheme.
+
+    A keep-alive connection serves one origin only; a client whose URLs name several keeps
+    a connection to each.
+    """
+    parts = urlsplit(url)
+    https = parts.scheme == "https"
+    return parts.scheme, parts.hostname or "", parts.port or (443 if https else 80)
+
+
 def load_url_file(path: str) -> list[str]:
     """The URLs in a plain list file or in a Kubernetes ConfigMap manifest."""
     text = _read_text(path)

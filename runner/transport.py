@@ -28,6 +28,7 @@ class TransportOptions:
     client_cert: str = ""  # PEM file of the client certificate for mTLS; "" for none
     client_key: str = ""  # its private key, when not in client_cert's file
     http2: bool = False  # HTTP/2 on every connection (httpx only)
+    origins: int = 1  # distinct (scheme, host, port) among the URLs: a session keeps connections to each
 
 
 class Session(Protocol):

@@ -20,7 +20,7 @@ import re
 
 import pytest
 
-from tests.conftest import Run, assert_counts_add_up, parse_interval, run_soak
+from tests.conftest import Nginx, Run, assert_counts_add_up, parse_interval, run_soak
 from tests.faultserver import CHUNKED_SIZE, OK_BODY, RESET_SENT, FaultServer, refused_port
 
 # Every test here runs once with each transport (see conftest.transport).
@@ -127,6 +127,20 @@ def test_timeout_waiting_for_headers(fault_server: FaultServer) -> None:
     # A client is busy for 500 ms per request, so most sends are skipped, and counted as such.
     assert summary["skipped"] > 0
     assert summary["requests"] + summary["skipped"] == sends_due(20, 1.5)
+
+
+@pytest.mark.nginx
+def test_each_request_goes_to_its_own_server_on_its_own_connection(fault_server: FaultServer, nginx: Nginx) -> None:
+    """URLs on two servers, one client taking turns: every request reaches the server its URL
+    names, and the client keeps one keep-alive connection to each (not one shared by both)."""
+    before = nginx.requests_logged()
+    run = soak(nginx.url, fault_server.url("/ok"), qps=20, concurrency=1)
+    summary = check(run)
+    assert summary["good"] == summary["requests"] == sends_due(20, 1.0)
+    assert fault_server.wait_idle()
+    assert fault_server.seen() == fault_server.seen("/ok") == sends_due(20, 1.0) // 2
+    assert nginx.requests_logged() - before == sends_due(20, 1.0) // 2
+    assert fault_server.connections_accepted == 1
 
 
 def test_timeout_reading_the_body(fault_server: FaultServer) -> None:
