@@ -64,12 +64,17 @@ class Schedule:
         and the older ones are skipped (counted, never silently dropped): the client
         cannot send them on time any more, and sending them all late would burst.
         Sends at or after the end of sending are not skipped; they were never in the run.
+        Once sending has ended, nothing goes out late: every overdue send of the run is
+        skipped and the k returned is past the run (a client stuck on a slow request until
+        after the end would otherwise send one more request after the run was over).
         """
         last = self.last_due_by(client, now_ns)
-        if last <= k:
-            return k, 0
-        while last > k and not self.in_run(self.send_number(client, last)):
+        while last >= k and not self.in_run(self.send_number(client, last)):
             last -= 1
+        if last < k:
+            return k, 0
+        if not self.before_end(now_ns):
+            return last + 1, last + 1 - k
         return last, last - k
 
 

@@ -143,6 +143,19 @@ def test_each_request_goes_to_its_own_server_on_its_own_connection(fault_server:
     assert fault_server.connections_accepted == 1
 
 
+def test_a_client_stuck_past_the_end_sends_nothing_after_it(fault_server: FaultServer) -> None:
+    """One client, its first request stalled until a timeout after the run's 1 s of sending:
+    the sends it missed are skipped, and none of them goes out late once sending is over."""
+    url = fault_server.url("/stall")
+    run = soak(url, "--timeout", "2s", qps=10, concurrency=1, iterations=2)
+    summary = assert_counts_add_up(run.stdout)
+    assert error_lines(run) == [(url, "timeout: no response headers within 2s", 1)]
+    assert summary["errors"] == {"timeout": 1} and summary["failed"] == summary["requests"] == 1
+    fault_server.wait_idle()
+    assert fault_server.seen("/stall") == 1
+    assert summary["skipped"] == sends_due(10, 1.0) - 1
+
+
 def test_timeout_reading_the_body(fault_server: FaultServer) -> None:
     """Headers arrive in time but the body does not: the whole-request timeout still applies."""
     url = fault_server.url("/slow-body/5000")

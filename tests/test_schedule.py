@@ -213,10 +213,14 @@ def test_catch_up_newest_overdue_is_sent_older_ones_skipped() -> None:
 def test_catch_up_never_counts_sends_at_or_after_the_end_as_skipped() -> None:
     end = START + 200_000_000
     schedule = Schedule(START, 100, 5, end_ns=end)  # client 0 sends k = 0..3 (0, 50, 100, 150 ms)
-    # Free long after the end: k = 2 and 3 were in the run; 3 is the newest in the run, 2 skipped.
+    # Free long after the end: k = 2 and 3 were in the run and are skipped; nothing goes out late.
     k, skipped = schedule.catch_up(0, 2, end + 10 * NS_PER_S)
-    assert (k, skipped) == (3, 1)
-    assert schedule.in_run(schedule.send_number(0, k))
+    assert (k, skipped) == (4, 2)
+    assert not schedule.in_run(schedule.send_number(0, k))
+    # Free at the end itself, with its own next send overdue: skipped too, not sent.
+    assert schedule.catch_up(0, 3, end) == (4, 1)
+    # Free just before the end: the newest overdue send still goes out, within the run.
+    assert schedule.catch_up(0, 2, end - 1) == (3, 1)
     # Free after the end with the next send already outside the run: nothing to skip.
     k, skipped = schedule.catch_up(0, 4, end + 10 * NS_PER_S)
     assert skipped == 0
@@ -227,9 +231,11 @@ def _brute_catch_up(schedule: Schedule, client: int, k: int, now: int) -> tuple[
     overdue = list(itertools.takewhile(lambda j: schedule.due_ns(schedule.send_number(client, j)) <= now,
                                        itertools.count(k)))
     in_run = [j for j in overdue if schedule.in_run(schedule.send_number(client, j))]
-    if not in_run or max(in_run) == k:
+    if not in_run:
         return k, 0
     newest = max(in_run)
+    if schedule.end_ns is not None and now >= schedule.end_ns:
+        return newest + 1, newest + 1 - k  # sending is over: all of them skipped
     return newest, newest - k
 
 
