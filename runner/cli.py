@@ -144,9 +144,9 @@ def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
         if not proxy_ready:
             return EXIT_PROXY_NOT_READY
         if settings.workers > 1:
-            workers.run(settings, urls, source, reporters, shard.pod())
+            workers.run(settings, urls, source, reporters, shard.pod(), metrics.workers if metrics else None)
         else:
-            launch.run(settings, urls, source, reporters, shard, tap=metrics.tap if metrics is not None else None)
+            launch.run(settings, urls, source, reporters, shard, tap=metrics.tap if metrics else None)
     return verdict.exit_code if verdict is not None else EXIT_OK
 
 

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 from prometheus_client import CollectorRegistry
@@ -49,7 +49,6 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from runner.config import Settings
-from runner.errors import UsageError
 from runner.metricserver import MetricServer
 from runner.pushgateway import Pusher
 from runner.recorder import Interval
@@ -162,6 +161,49 @@ class MetricsTally:
         return copy
 
 
+def summed(tallies: Sequence[MetricsTally], urls: int) -> MetricsTally:
+    """Several processes' counts as one: every count added up (counters of a run split over workers)."""
+    total = MetricsTally(urls)
+    for tally in tallies:
+        total.skipped += tally.skipped
+        total.failures.update(tally.failures)
+        for url in range(urls):
+            total.statuses[url] = [a + b for a, b in zip(total.statuses[url], tally.statuses[url], strict=True)]
+            total.good[url] = [a + b for a, b in zip(total.good[url], tally.good[url], strict=True)]
+            total.bad[url] = [a + b for a, b in zip(total.bad[url], tally.bad[url], strict=True)]
+            total.good_ns[url] += tally.good_ns[url]
+            total.bad_ns[url] += tally.bad_ns[url]
+    return total
+
+
+class WorkerTallies:
+    """A run split over local workers, counted: the sum of each worker's latest counts.
+
+    Each worker counts its own results and sends a copy of its counts with every interval it
+    closes and with its summary (see workers.py), so the parent's metrics are those of the
+    last closed interval: what a push after that interval must hold. A scrape in between
+    sees them up to an interval late, and every counter only ever goes up.
+    """
+
+    def __init__(self, urls: int) -> None:
+        self._urls = urls
+        self._latest: dict[int, MetricsTally] = {}
+        self._sum = MetricsTally(urls)
+
+    def update(self, worker: int, counts: MetricsTally) -> None:
+        self._latest[worker] = counts
+        self._sum = summed(list(self._latest.values()), self._urls)  # swapped whole: a scrape reads one sum
+
+    def snapshot(self) -> MetricsTally:
+        return self._sum  # never changed once made
+
+
+class Counts(Protocol):
+    """Where the metric families' counts come from: this process's tally, or its workers'."""
+
+    def snapshot(self) -> MetricsTally: ...
+
+
 @dataclass
 class IntervalFigures:
     """The last closed interval, for the soak_interval_* gauges."""
@@ -248,7 +290,7 @@ class MetricsReporter(Reporter):
 class SoakCollector(Collector):
     """A prometheus_client collector: the run's metric families, made from a copy of the counts."""
 
-    tally: MetricsTally
+    tally: Counts
     figures: Figures
     urls: Sequence[str]
     labels: list[str] = field(init=False)
@@ -372,19 +414,31 @@ def _interval_families(last: IntervalFigures) -> Iterator[Metric]:
                             value=last.max_latency_s)
 
 
+def tally_for(settings: Settings, urls: int) -> MetricsTally:
+    """The counts of one process's results, measured as its recorder measures them."""
+    return MetricsTally(urls, corrected=settings.load_model == "open")
+
+
 class Metrics:
-    """A run's metrics, wired together: the tally (a tap on the engine's sink), the reporter, and
-    the endpoint and the pusher that the settings ask for. close() when the run has ended."""
+    """A run's metrics, wired together: the counts, the reporter, and the endpoint and the
+    pusher that the settings ask for. close() when the run has ended.
+
+    In one process, `tap` (for the engine's sink, after the recorder) counts every result.
+    Split over local workers, each worker counts its own and `workers` sums them; `tap` is None.
+    """
 
     def __init__(self, settings: Settings, urls: Sequence[str], verdict: Verdict | None, err: TextIO) -> None:
+        self.tap: Callable[[Result], None] | None = None
+        self.workers: WorkerTallies | None = None
+        counts: Counts
         if settings.workers > 1:
-            raise UsageError(f"workers: {settings.workers} is not allowed with metricAddr or pushgateway, which "
-                             "count each result in the process that sends it; split over pods with shards instead")
-        self.tally = MetricsTally(len(urls), corrected=settings.load_model == "open")
-        self.tap = self.tally.record  # what the engine's sink calls for every result, after the recorder
+            counts = self.workers = WorkerTallies(len(urls))
+        else:
+            tally = counts = tally_for(settings, len(urls))
+            self.tap = tally.record
         figures = Figures()
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(SoakCollector(self.tally, figures, urls))
+        registry.register(SoakCollector(counts, figures, urls))
         self.server = MetricServer(settings.metric_addr, registry) if settings.metric_addr else None
         self.pusher = Pusher(settings.pushgateway, settings.pushgateway_job, registry, err) if settings.pushgateway \
             else None

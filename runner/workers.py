@@ -17,13 +17,16 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.config import Settings
 from runner.merge import ShardRun, interval_record, merged_interval, merged_summary, run_record
 from runner.recorder import Interval
 from runner.report import Reporter, RunInfo, RunSummary
 from runner.shards import Shard, aligned_start
+
+if TYPE_CHECKING:
+    from runner.metrics import MetricsTally, WorkerTallies
 
 # From starting the workers to send 0: enough for a worker to start Python, import the
 # runner and set up its clients (about a quarter of a second each, two at a time here).
@@ -32,8 +35,12 @@ POLL_S = 0.1
 
 
 def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequence[Reporter],
-        pod: Shard) -> RunSummary:
-    """Run with `settings.workers` processes; tell `reporters` about the merged run."""
+        pod: Shard, counts: WorkerTallies | None = None) -> RunSummary:
+    """Run with `settings.workers` processes; tell `reporters` about the merged run.
+
+    With `counts` (Prometheus metrics), each worker also counts its results for metrics and
+    sends its counts home before each interval and its summary, and `counts` gets them.
+    """
     start_wall = time.time() + LEAD_S
     if not pod.alone:
         start_wall = aligned_start(start_wall, settings.interval_ns / 1e9)
@@ -41,7 +48,7 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
     inbox: multiprocessing.Queue[tuple[str, int, Any]] = context.Queue()
     processes = [
         context.Process(target=_work, args=(settings, urls, source, Shard(pod.index, pod.count, w, settings.workers),
-                                            start_wall, inbox), daemon=True)
+                                            start_wall, inbox, counts is not None), daemon=True)
         for w in range(settings.workers)
     ]
     for process in processes:
@@ -49,11 +56,11 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
     info = RunInfo(settings, urls, source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
                    start_wall, pod)
     with _forwarding_signals(processes):
-        return _Gather(info, reporters, settings.workers).collect(inbox, processes)
+        return _Gather(info, reporters, settings.workers, counts).collect(inbox, processes)
 
 
 def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard, start_wall: float,
-          outbox: multiprocessing.Queue[tuple[str, int, Any]]) -> None:
+          outbox: multiprocessing.Queue[tuple[str, int, Any]], count: bool) -> None:
     """A worker process: run its part, sending each closed interval and the summary home.
 
     It leaves the terminal's process group, so a Ctrl-C reaches only the parent, which
@@ -63,25 +70,37 @@ def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard,
 
     os.setpgrp()
     try:
-        launch.run(settings, urls, source, [_Courier(outbox)], shard, start_wall)
+        tally = None
+        if count:
+            from runner.metrics import tally_for  # prometheus_client loads only when metrics are on
+
+            tally = tally_for(settings, len(urls))
+        launch.run(settings, urls, source, [_Courier(outbox, tally)], shard, start_wall,
+                   tap=tally.record if tally is not None else None)
     except Exception as e:  # reported by the parent, which prints it; the traceback helps no one
         outbox.put(("failed", shard.worker, f"{type(e).__name__}: {e}"))
 
 
 class _Courier(Reporter):
-    """A worker's only reporter: hands its intervals and its run, whole, to the parent."""
+    """A worker's only reporter: hands its intervals and its run, whole, to the parent, each
+    after a copy of the worker's metric counts when it keeps them (so a push after an interval
+    holds at least that interval)."""
 
-    def __init__(self, outbox: multiprocessing.Queue[tuple[str, int, Any]]) -> None:
+    def __init__(self, outbox: multiprocessing.Queue[tuple[str, int, Any]], tally: MetricsTally | None) -> None:
         self._outbox = outbox
-        self._intervals: list[dict[str, Any]] = []
+        self._tally = tally
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
-        record = interval_record(info, interval)
-        self._intervals.append(record)
-        self._outbox.put(("interval", info.shard.worker, record))
+        self._send_counts(info.shard.worker)
+        self._outbox.put(("interval", info.shard.worker, interval_record(info, interval)))
 
     def finish(self, summary: RunSummary) -> None:
+        self._send_counts(summary.info.shard.worker)
         self._outbox.put(("run", summary.info.shard.worker, run_record(summary, [])))
+
+    def _send_counts(self, worker: int) -> None:
+        if self._tally is not None:
+            self._outbox.put(("counts", worker, self._tally.snapshot()))
 
 
 @dataclass
@@ -95,6 +114,7 @@ class _Gather:
     info: RunInfo
     reporters: Sequence[Reporter]
     workers: int
+    counts: WorkerTallies | None
     intervals: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     failures: dict[int, str] = field(default_factory=dict)
@@ -123,6 +143,9 @@ class _Gather:
             self.intervals.setdefault(worker, []).append(payload)
         elif kind == "run":
             self.runs[worker] = payload
+        elif kind == "counts":
+            if self.counts is not None:
+                self.counts.update(worker, payload)
         else:
             self.failures[worker] = str(payload)
 

@@ -22,8 +22,10 @@ from runner.metrics import (
     MetricsReporter,
     MetricsTally,
     SoakCollector,
+    WorkerTallies,
     exponential_buckets,
     status_class,
+    summed,
     url_label,
 )
 from runner.recorder import Interval, Tally
@@ -41,10 +43,10 @@ def response(latency_ns: int, status: int = 200, url: int = 0, due_ns: int | Non
                   headers_ns=START + latency_ns, end_ns=START + latency_ns + 1000, status=status)
 
 
-def scrape(tally: MetricsTally, figures: Figures | None = None) -> dict[str, dict]:
+def scrape(tally: MetricsTally | WorkerTallies, figures: Figures | None = None) -> dict[str, dict]:
     """name -> {labels tuple: value} of every sample, as Prometheus would read the text format."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SoakCollector(tally, figures or Figures(), URLS[:len(tally.good)]))
+    registry.register(SoakCollector(tally, figures or Figures(), URLS[:len(tally.snapshot().good)]))
     samples: dict[str, dict] = {}
     for family in text_string_to_metric_families(generate_latest(registry).decode()):
         for sample in family.samples:
@@ -208,10 +210,57 @@ def test_status_class_and_url_label() -> None:
     assert url_label("https://h/") == "https://h/"
 
 
-def test_metrics_are_refused_with_local_workers() -> None:
-    settings = settings_from(merge({"metricAddr": "127.0.0.1:1", "workers": 2}))
-    with pytest.raises(UsageError, match="workers: 2 is not allowed with metricAddr or pushgateway"):
-        Metrics(settings, URLS, None, io.StringIO())
+def mixed_results(rng: random.Random, n: int) -> list[Result]:
+    """Good, bad and failed sends to both URLs, and skips, with latencies from 50 us to 2 s."""
+    results = []
+    for _ in range(n):
+        kind = rng.random()
+        url = rng.randrange(2)
+        if kind < 0.05:
+            results.append(Result(url_index=url, skipped=True, due_ns=START, end_ns=START))
+        elif kind < 0.1:
+            results.append(Result(url_index=url, due_ns=START, start_ns=START, end_ns=START + MS,
+                                  error=rng.choice(["refused", "timeout"])))
+        else:
+            results.append(response(int(rng.lognormvariate(13, 2)) + 50_000, rng.choice([200, 200, 404, 503]), url))
+    return results
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_workers_counts_summed_are_the_counts_of_one_process(seed: int) -> None:
+    """A run split over workers, each counting its own results: the parent's sum of their latest
+    counts exposes exactly what one process counting every result would."""
+    results = mixed_results(random.Random(seed), 2000)
+    whole, parts = MetricsTally(2), [MetricsTally(2) for _ in range(3)]
+    for i, result in enumerate(results):
+        whole.record(result)
+        parts[i % 3].record(result)
+    workers = WorkerTallies(2)
+    for w, part in enumerate(parts):
+        workers.update(w, part.snapshot())
+    assert scrape(workers) == scrape(whole)
+    assert scrape(WorkerTallies(2)) == scrape(MetricsTally(2))  # before any worker has said anything
+
+
+def test_a_workers_newer_counts_replace_its_older_ones() -> None:
+    """Workers send their counts so far, not what is new: the sum takes each worker's latest once."""
+    workers, tally = WorkerTallies(1), MetricsTally(1)
+    tally.record(response(MS))
+    workers.update(0, tally.snapshot())
+    tally.record(response(MS))
+    workers.update(0, tally.snapshot())
+    workers.update(1, tally.snapshot())
+    assert scrape(workers)["requests"][()] == 4
+    assert summed([], 1).statuses == MetricsTally(1).statuses
+
+
+def test_metrics_with_local_workers_take_their_counts_from_the_workers() -> None:
+    settings = settings_from(merge({"metricAddr": "127.0.0.1:0", "workers": 2}))
+    metrics = Metrics(settings, URLS, None, io.StringIO())
+    try:
+        assert metrics.tap is None and isinstance(metrics.workers, WorkerTallies)
+    finally:
+        metrics.close()
 
 
 @pytest.mark.parametrize("addr", ["127.0.0.1:0x", "1.2.3.4:", ":0", ":65536", "host", "a b:80"])

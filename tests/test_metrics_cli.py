@@ -53,12 +53,13 @@ def total(samples: Samples, name: str, **labels: str) -> float:
 
 
 @pytest.mark.nginx
-def test_metrics_are_served_while_the_run_lasts(nginx: Nginx) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_metrics_are_served_while_the_run_lasts(nginx: Nginx, workers: str) -> None:
     """Scraped mid-run, /metrics holds at least what the printed intervals counted, at most the run's total,
-    and agrees with itself; it is gone once the run has ended."""
+    and agrees with itself; it is gone once the run has ended. With workers, the parent serves their sum."""
     port = free_port()
     with LiveRun("--qps", "200", "--concurrency", "4", *LONG_RUN, "--metricAddr", f"127.0.0.1:{port}",
-                 nginx.url) as live:
+                 "--workers", workers, nginx.url) as live:
         live.wait_for_first_interval()
         time.sleep(1.2)
         printed = [parse_interval(line) for line in live.stdout.splitlines() if line[:1].isdigit()]
@@ -100,13 +101,16 @@ def test_a_taken_port_is_one_line_and_exit_2_before_anything_is_sent(nginx: Ngin
     assert run.stdout == "" and nginx.requests_logged() == before
 
 
-def test_what_was_pushed_is_what_the_run_counted(pushgateway: Pushgateway, fault_server: FaultServer) -> None:
-    """Good, bad and failed sends to three URLs; the final push holds exactly the summary's counts."""
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_what_was_pushed_is_what_the_run_counted(pushgateway: Pushgateway, fault_server: FaultServer,
+                                                 workers: str) -> None:
+    """Good, bad and failed sends to three URLs; the final push holds exactly the summary's counts,
+    from one process or summed over local workers."""
     blocker = refused_port()
     refused = f"http://127.0.0.1:{blocker.getsockname()[1]}/"
     try:
-        run = run_soak("--qps", "60", "--concurrency", "3", "--interval", "500ms", "--iterations", "3",
-                       "--pushgateway", pushgateway.url, "--pushgatewayJob", "soak-exact",
+        run = run_soak("--qps", "60", "--concurrency", "4", "--interval", "500ms", "--iterations", "3",
+                       "--workers", workers, "--pushgateway", pushgateway.url, "--pushgatewayJob", "soak-exact",
                        "--thresholds", "errors% <= 0", "--intervalThresholds", "p99 < 10s",
                        fault_server.url("/ok"), fault_server.url("/status/503"), refused)
     finally:
