@@ -150,7 +150,10 @@ class Engine:
                     continue
                 if not self._claim():
                     break
-                task = asyncio.ensure_future(self._send(session, n))
+                # Counted in flight now, not when the task first runs: a client behind schedule
+                # starts several sends without yielding, and each must see the ones before it.
+                self._in_flight += 1
+                task = asyncio.ensure_future(self._send(session, n, counted=True))
                 for group in (mine, self._sends):
                     group.add(task)
                     task.add_done_callback(group.discard)
@@ -213,17 +216,19 @@ class Engine:
             self.stop()  # the run's sending ends with this send
         return True
 
-    async def _send(self, session: Session, n: int, paced: bool = True) -> None:
+    async def _send(self, session: Session, n: int, paced: bool = True, counted: bool = False) -> None:
         """Send n and sink its Result, even when cancelled midway.
 
         A paced send was due when the schedule says; an unpaced (bench) one is due when it
-        is actually sent, so its latency is the same whether corrected or not.
+        is actually sent, so its latency is the same whether corrected or not. `counted`:
+        the caller has already counted this send in flight.
         """
         requests = self._load.requests
         url_index = n % len(requests)
         due = self._schedule.due_ns(n) if paced else time.monotonic_ns()
         rate = self._load.hash_sample_rate
-        self._in_flight += 1
+        if not counted:
+            self._in_flight += 1
         try:
             result = await session.send(requests[url_index], rate > 0 and self._random.random() < rate)
         except asyncio.CancelledError:

@@ -156,6 +156,19 @@ def test_a_client_stuck_past_the_end_sends_nothing_after_it(fault_server: FaultS
     assert summary["skipped"] == sends_due(10, 1.0) - 1
 
 
+def test_open_model_never_has_more_in_flight_than_max_in_flight(fault_server: FaultServer) -> None:
+    """A 300 ms server at 2,000 req/s with maxInFlight 2: sends go out two at a time, the rest are
+    skipped, and no request waits in the client, so every latency is the server's 300 ms. (A
+    client behind schedule once started every overdue send at once, and httpx queued them.)"""
+    url = fault_server.url("/slow/300")
+    run = soak(url, "--loadModel", "open", "--maxInFlight", "2", "--timeout", "5s", qps=2000, concurrency=1,
+               interval="1s", iterations=1)
+    summary = check(run, server=fault_server)
+    assert 4 <= summary["requests"] <= 8, summary["requests"]  # two at 0, 0.3, 0.6 and 0.9 s at most
+    assert summary["requests"] + summary["skipped"] == sends_due(2000, 1.0)
+    assert 300 <= summary["uncorrected"]["p50"] and summary["uncorrected"]["p99"] < 450, summary["uncorrected"]
+
+
 def test_timeout_reading_the_body(fault_server: FaultServer) -> None:
     """Headers arrive in time but the body does not: the whole-request timeout still applies."""
     url = fault_server.url("/slow-body/5000")
