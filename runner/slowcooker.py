@@ -8,6 +8,7 @@ reported once per distinct error per interval, with a count, on stderr.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from decimal import Decimal
 from typing import TextIO
@@ -66,6 +67,12 @@ def interval_line(
     return "%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s\n" % (  # noqa: UP031
         timestamp, iteration, good, bad, failed, target, goal_pct, interval, *latencies, bhash, change,
     )
+
+
+def rounded_goal(target: float) -> int:
+    """The goal `t` as the line prints it: to the nearest whole send, halves up, as Go's
+    math.Round does (Python's round() takes halves to even: 2.5 sends would print as 2)."""
+    return math.floor(target + 0.5)
 
 
 def goal_percent(responses: int, target: float) -> int:
@@ -157,7 +164,7 @@ class SlowCookerReporter(Reporter):
             tally.good,
             tally.bad,
             tally.failed,
-            round(target),
+            rounded_goal(target),
             goal_percent(tally.responses, target),
             format_duration(to_ms(interval.span_ns)),
             latencies,

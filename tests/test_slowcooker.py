@@ -18,6 +18,7 @@ from runner.slowcooker import (
     goal_percent,
     header_line,
     interval_line,
+    rounded_goal,
     startup_line,
 )
 from tests.conftest import GOLDEN, parse_interval
@@ -93,6 +94,12 @@ def test_startup_lines() -> None:
 @pytest.mark.parametrize(("qps", "text"), [(100, "100"), (100.0, "100"), (12.5, "12.5"), (0.1, "0.1"), (33.25, "33.25"), (1e-7, "0.0000001")])
 def test_rate_is_whole_or_exact(qps: float, text: str) -> None:
     assert format_rate(qps) == text
+
+
+@pytest.mark.parametrize(("target", "printed"), [(2.5, 3), (0.5, 1), (1.5, 2), (2.4999, 2), (0.0, 0), (6000.0, 6000),
+                                                (59.99999, 60), (0.49, 0)])
+def test_the_goal_prints_rounded_halves_up_as_go_does(target: float, printed: int) -> None:
+    assert rounded_goal(target) == printed
 
 
 @pytest.mark.parametrize(
