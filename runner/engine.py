@@ -59,6 +59,8 @@ class Engine:
         self._in_flight = 0
         self._stopping = False
         self._stopped_ns: int | None = None  # when sending stopped early: a stop, or the count spent
+        self._last_claimed = -1  # the highest send number claimed, for where a spent count's time ends
+        self._count_end_ns: int | None = None  # paced runs: the end of the last counted send's slot
         self._clients: list[asyncio.Task[None]] = []
         self._idle: set[asyncio.Task[None]] = set()  # clients waiting for a due time
         self._sends: set[asyncio.Task[None]] = set()  # open model: requests in flight
@@ -71,8 +73,15 @@ class Engine:
 
     @property
     def stopped_sending_ns(self) -> int | None:
-        """When sending stopped before the schedule's end (a stop, or totalRequests spent), if it did."""
-        return self._stopped_ns
+        """When sending stopped before the schedule's end (a stop, or totalRequests spent), if it did.
+
+        N paced sends take N slots of 1/qps: when the count is spent, sending time ends
+        with the last send's slot, not when that send left (which would be one slot short
+        and overstate the rate: 2 req/s for 1 request at 1 req/s).
+        """
+        if self._stopped_ns is None or self._count_end_ns is None:
+            return self._stopped_ns
+        return max(self._stopped_ns, self._count_end_ns)
 
     async def run(self) -> None:
         """Run every client until the schedule ends, the count is reached, or a stop."""
@@ -109,7 +118,7 @@ class Engine:
         k = 0  # the client's next send
         try:
             while self._ready(n := self._schedule.send_number(client, k)) and await self._wait_until_due(n):
-                if not self._claim():
+                if not self._claim(n):
                     break
                 try:
                     await self._send(session, n)
@@ -148,7 +157,7 @@ class Engine:
                 if self._in_flight >= self._load.max_in_flight:
                     self._skip(n)
                     continue
-                if not self._claim():
+                if not self._claim(n):
                     break
                 # Counted in flight now, not when the task first runs: a client behind schedule
                 # starts several sends without yielding, and each must see the ones before it.
@@ -206,14 +215,18 @@ class Engine:
             self._idle.discard(task)
         return not self._stopping
 
-    def _claim(self) -> bool:
-        """Take one send from the totalRequests budget; False when it is spent."""
+    def _claim(self, n: int | None = None) -> bool:
+        """Take one send (paced: send n) from the totalRequests budget; False when it is spent."""
         limit = self._load.total_requests
         if limit and self._sent >= limit:
             return False
         self._sent += 1
+        if n is not None:
+            self._last_claimed = max(self._last_claimed, n)
         if self._sent == limit:
             self.stop()  # the run's sending ends with this send
+            if n is not None:
+                self._count_end_ns = self._schedule.slot_end_ns(self._last_claimed)
         return True
 
     async def _send(self, session: Session, n: int, paced: bool = True, counted: bool = False) -> None:

@@ -37,6 +37,10 @@ class Schedule:
         """The run-wide number of client `client`'s k-th send."""
         return self.offset + self.stride * (client + k * self.clients)
 
+    def slot_end_ns(self, n: int) -> int:
+        """When send n's slot ends: when this shard's next send after it is due."""
+        return self.due_ns(n + self.stride)
+
     def in_run(self, n: int) -> bool:
         """Whether send n is due before the end of sending."""
         return self.end_ns is None or self.due_ns(n) < self.end_ns
@@ -95,5 +99,10 @@ class Grid:
 
 
 def goal(qps: float, span_ns: int) -> float:
-    """How many sends are due in `span_ns` at `qps`: the interval line's `t`, unrounded."""
-    return qps * span_ns / NS_PER_S
+    """How many sends are due in `span_ns` at `qps`: the interval line's `t`, to 1/1000 of a send.
+
+    Spans come from due times rounded to the nanosecond (and from clocks of shards that agree
+    to microseconds), so 10 sends at 7 req/s span 10.000000003 sends' worth: unrounded, all
+    10 answered would read as 99%.
+    """
+    return round(qps * span_ns / NS_PER_S, 3)

@@ -61,6 +61,21 @@ def test_total_requests_stops_at_exactly_that_many(nginx: Nginx) -> None:
     assert nginx.requests_logged() - before == 137
 
 
+@pytest.mark.parametrize(("qps", "count", "clients"), [(1, 1, 1), (7, 10, 3), (50, 73, 5)])
+def test_total_requests_take_their_whole_slots(nginx: Nginx, qps: int, count: int, clients: int) -> None:
+    """N sends at q req/s take N/q seconds, the last send's slot included: the rate is q, the
+    goals add up to N, and all of them answered is 100% (the sending time once ended when the
+    last send left, one slot short: 1 request at 1 req/s read as 34,506 req/s)."""
+    run = run_soak("--qps", str(qps), "--concurrency", str(clients), "--interval", "1s", "--iterations", "0",
+                   "--totalRequests", str(count), nginx.url)
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    assert summary["requests"] == count and summary["rate"]["achieved"] == qps
+    assert summary["sendingSeconds"] == round(count / qps, 3)
+    assert sum(i["t"] for i in summary["intervalStats"]) == pytest.approx(count)
+    assert summary["goalPercent"] == 100
+
+
 def test_duration_stops_on_time_with_a_partial_last_interval(nginx: Nginx) -> None:
     run = run_soak("--qps", "50", "--concurrency", "2", "--interval", "1s", "--duration", "2500ms", nginx.url)
     assert run.returncode == 0, run.stderr
