@@ -123,6 +123,7 @@ def merge_shards(shards: Sequence[ShardRun], expected: int | None = None, incomp
     cut = sorted(set(incomplete))
     notes = [f"shard {i} of {count}: no output found, not merged" for i in gone]
     notes += [f"shard {i} of {count}: its output was cut off before its summary, not merged" for i in cut]
+    notes += _apart(info, shards)
     summary = merged_summary(info, intervals, shards, {"count": count, "merged": present, "missing": gone,
                                                        "incomplete": cut})
     return Merged(info, intervals, summary, notes)
@@ -170,8 +171,10 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     end = max(offset + int(r["endNs"]) for offset, r in parts)
     if abs(end - (start + length)) < CLOCK_SLACK_NS:
         end = start + length
-    sending = [offset + int(r["sendingEndNs"]) for offset, r in parts if r.get("sendingEndNs") is not None]
-    return Interval(index, start, end, tally, max(sending) if sending else None)
+    # A shard that sent to the interval's end (None) keeps the whole interval's goal: the
+    # run's sending stopped only where every shard's had.
+    sending = [None if r.get("sendingEndNs") is None else offset + int(r["sendingEndNs"]) for offset, r in parts]
+    return Interval(index, start, end, tally, None if None in sending else max(s for s in sending if s is not None))
 
 
 def merged_summary(info: RunInfo, intervals: Sequence[Interval], shards: Sequence[ShardRun],
@@ -218,6 +221,20 @@ def _merged_histogram(records: Iterable[dict[str, Any] | None]) -> LatencyHistog
     if not present:
         return None
     return LatencyHistogram.merged(*(LatencyHistogram.from_record(r) for r in present))
+
+
+def _apart(info: RunInfo, shards: Sequence[ShardRun]) -> list[str]:
+    """A note when the shards did not all start on the same interval boundary.
+
+    Each pod starts at the next boundary by its own clock, so pods that come up on either side
+    of one start an interval apart. Their intervals still line up and add up, but the first
+    and last intervals then hold only some shards' load, which shows as goal% below 100.
+    """
+    slots = {s.index: round(_offset_ns(info, s) / info.settings.interval_ns) for s in shards}
+    if len(set(slots.values())) < 2:
+        return []
+    late = ", ".join(f"shard {i}: {n} interval{'s' if n > 1 else ''} late" for i, n in sorted(slots.items()) if n)
+    return [f"the shards did not start together ({late}); the first and last intervals hold only some shards' load"]
 
 
 def _offset_ns(info: RunInfo, shard: ShardRun) -> int:

@@ -48,7 +48,7 @@ class Soak:
         self._settings = settings
         self._reporters = reporters
         self._shard = shard
-        start_ns = _start_ns(settings, shard, start_wall)
+        start_ns, wall_start = _start(settings, shard, start_wall)
         run_ns = settings.run_ns
         self._end_ns = start_ns + run_ns if run_ns is not None else None
         self._grid = Grid(start_ns, settings.interval_ns)
@@ -77,7 +77,6 @@ class Soak:
         if tap is not None:  # metrics: every result, after the recorder has counted it
             sink = _both(sink, tap)
         self._engine = Engine(schedule, load, transport, sink)
-        wall_start = time.time() + (start_ns - time.monotonic_ns()) / 1e9
         self.info = RunInfo(settings, urls, url_source, start_ns, wall_start, shard)
         self._signal = asyncio.Event()
         self._second_signal = asyncio.Event()
@@ -117,7 +116,7 @@ class Soak:
             if self._signal.is_set():
                 self._engine.stop(at_ns=self._signal_ns)
                 await self._drain(engine, STOP_GRACE_NS)
-                return self._signal_ns, self._stop_reason
+                return max(self._signal_ns, self._grid.start_ns), self._stop_reason  # before send 0: 0 s
             if engine.done() and engine.exception() is not None:
                 return time.monotonic_ns(), "error"
             if engine.done() and self._count_reached():
@@ -251,18 +250,22 @@ def _both(first: Callable[[Result], None], second: Callable[[Result], None]) -> 
     return sink
 
 
-def _start_ns(settings: Settings, shard: Shard, start_wall: float | None) -> int:
-    """When send 0 is due, on the monotonic clock.
+def _start(settings: Settings, shard: Shard, start_wall: float | None) -> tuple[int, float]:
+    """When send 0 is due: on the monotonic clock, and as a Unix time.
 
     Alone, right away (after a short lead so every client is waiting). As one of several
-    shards, at the wall-clock instant they all agree on, so their intervals coincide.
+    shards, at the wall-clock instant they all agree on, so their intervals coincide; that
+    instant is kept exactly as the run's start (not re-read from the clock, which would put
+    each shard a few microseconds off the others in the merge), unless it had already passed.
     """
     now_ns, now_wall = time.monotonic_ns(), time.time()
     if start_wall is None:
         if shard.alone:
-            return now_ns + LEAD_NS
+            return now_ns + LEAD_NS, now_wall + LEAD_NS / 1e9
         start_wall = aligned_start(now_wall, settings.interval_ns / 1e9)
-    return now_ns + max(0, round((start_wall - now_wall) * 1e9))
+    if start_wall <= now_wall:
+        return now_ns, now_wall
+    return now_ns + round((start_wall - now_wall) * 1e9), start_wall
 
 
 def _peak_rss_bytes() -> int:

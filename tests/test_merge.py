@@ -78,6 +78,20 @@ def test_intervals_match_on_the_grid_even_when_a_shard_started_an_interval_late(
     assert [i.end_ns - i.start_ns for i in merged.intervals] == [10 * SECOND] * 3
     assert merged.summary.tally.responses == 40
     assert merged.summary.cpu_seconds == 3.0 and merged.summary.shards["merged"] == [0, 1]
+    assert merged.notes == ["the shards did not start together (shard 1: 1 interval late); the first and last "
+                            "intervals hold only some shards' load"]
+
+
+def test_a_shard_that_stopped_early_does_not_shorten_the_others_goal() -> None:
+    """Shard 1 stopped (SIGTERM) 4 s into interval 1 while shard 0 sent to its end: sends were
+    due all through interval 1, so its goal is the whole interval's, and the shortfall shows."""
+    a = shard(0, 2, 1_000.0, [tally_of([1] * 10), tally_of([1] * 10)])
+    b = shard(1, 2, 1_000.0, [tally_of([1] * 10), tally_of([1] * 4)])
+    b.intervals[1]["sendingEndNs"] = b.intervals[1]["endNs"] = 14 * SECOND
+    merged = merge_shards([a, b])
+    assert [i.sending_end_ns for i in merged.intervals] == [None, None]
+    assert [i.due_span_ns for i in merged.intervals] == [10 * SECOND, 10 * SECOND]
+    assert merged.notes == []
 
 
 def test_merged_percentiles_come_from_the_merged_buckets() -> None:
