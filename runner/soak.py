@@ -210,9 +210,12 @@ class Soak:
         return summary
 
     def _install_signals(self) -> None:
+        """Handle SIGINT and SIGTERM from here on; a local worker started with them held (see
+        workers.py) takes any that arrived while it was starting now."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._on_signal, sig)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
     def _remove_signals(self) -> None:
         loop = asyncio.get_running_loop()

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 # From starting the workers to send 0: enough for a worker to start Python, import the
 # runner and set up its clients (about a quarter of a second each, two at a time here).
 LEAD_S = 1.5
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 POLL_S = 0.1
 
 
@@ -51,12 +52,20 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
                                             start_wall, inbox, counts is not None), daemon=True)
         for w in range(settings.workers)
     ]
-    for process in processes:
-        process.start()
-    info = RunInfo(settings, urls, source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
-                   start_wall, pod)
-    with _forwarding_signals(processes):
-        return _Gather(info, reporters, settings.workers, counts).collect(inbox, processes)
+    # SIGINT and SIGTERM are held while the workers start: they inherit the held mask and
+    # take the signals only once their handlers are in place (see Soak), so a Ctrl-C in the
+    # first moments stops them cleanly instead of killing them halfway through starting.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        for process in processes:
+            process.start()
+        info = RunInfo(settings, urls, source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
+                       start_wall, pod)
+        with _forwarding_signals(processes):
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            return _Gather(info, reporters, settings.workers, counts).collect(inbox, processes)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard, start_wall: float,

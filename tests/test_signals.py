@@ -220,3 +220,24 @@ def test_second_signal_cuts_the_grace_short() -> None:
     summary = assert_counts_add_up(live.stdout)
     assert summary["stopReason"] == "signal SIGTERM"
     assert summary["errors"] == {"cancelled": 3} and summary["requests"] == seen == 3
+
+
+@pytest.mark.parametrize(("split", "delay"), [(["--shards", "3", "--shard", "0", "--interval", "1h"], 0.3),
+                                              (["--workers", "2", "--interval", "1s"], 0.3),
+                                              (["--workers", "2", "--interval", "1s"], 0.0)])
+def test_a_signal_before_the_first_send_is_a_run_of_0_seconds(nginx: Nginx, split: list[str], delay: float) -> None:
+    """A shard waiting for its agreed start (the next whole hour), or workers within their lead,
+    stopped: nothing sent, and the run lasted 0 s (it once printed -4.864s and a negative
+    duration). Workers signalled while still starting take the signal once they can handle
+    it (they were once killed by it: "worker 0 failed: exited with code -15")."""
+    before = nginx.requests_logged()
+    with LiveRun("--qps", "20", "--concurrency", "3", "--iterations", "5", *split, nginx.url) as live:
+        wait_until(lambda: live.stdout.startswith("# sending"), timeout=10)
+        time.sleep(delay)
+        live.wait(live.send(signal.SIGTERM))
+    assert live.process.returncode == 0, live.stderr
+    assert live.stderr == ""
+    summary = assert_counts_add_up(live.stdout)
+    assert summary["requests"] == 0 and nginx.requests_logged() == before
+    assert summary["durationSeconds"] == summary["sendingSeconds"] == 0
+    assert [parse_interval(line).interval for line in live.stdout.splitlines() if line[:1].isdigit()] == ["0s"]
