@@ -241,3 +241,23 @@ def test_a_signal_before_the_first_send_is_a_run_of_0_seconds(nginx: Nginx, spli
     assert summary["requests"] == 0 and nginx.requests_logged() == before
     assert summary["durationSeconds"] == summary["sendingSeconds"] == 0
     assert [parse_interval(line).interval for line in live.stdout.splitlines() if line[:1].isdigit()] == ["0s"]
+
+
+def test_a_signal_while_the_last_requests_are_awaited_stops_within_the_grace() -> None:
+    """The run's time is over and a request is stuck with a 60 s timeout: SIGTERM (Kubernetes
+    stopping the pod) must not wait for that timeout, or the pod is killed and the summary lost."""
+    server = FaultServer().start()
+    try:
+        with LiveRun("--qps", "2", "--concurrency", "1", "--timeout", "60s", "--interval", "1s", "--iterations", "1",
+                     server.url("/stall")) as live:
+            wait_until(lambda: server.seen("/stall") > 0, 10)
+            time.sleep(1.5)  # past the run's 1 s: the runner now waits for the stuck request
+            assert live.process.poll() is None
+            elapsed = live.wait(live.send(signal.SIGTERM))
+        assert server.wait_idle()
+    finally:
+        server.stop()
+    assert elapsed < EXIT_WITHIN_S, f"took {elapsed:.2f}s to exit"
+    assert live.process.returncode == 0, live.stderr
+    summary = assert_counts_add_up(live.stdout)
+    assert summary["stopReason"] == "iterations" and summary["errors"] == {"cancelled": 1}
