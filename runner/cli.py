@@ -19,6 +19,7 @@ import difflib
 import importlib
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
@@ -36,7 +37,7 @@ from runner.plan import describe
 from runner.podlogs import read_pods
 from runner.report import Reporter
 from runner.schema import ValidationError, schema, settings_names, validate
-from runner.shards import check_split, shard_of
+from runner.shards import Shard, check_split, shard_of
 from runner.slowcooker import SlowCookerReporter
 from runner.summary import JsonSummaryReporter
 from runner.targets import build_requests, load_url_file, urls_from_arguments
@@ -98,8 +99,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     settings = _settings(args)
     urls, source = _urls(args)
-    _check_bench_urls(settings, urls)
-    launch.transport_for(settings)  # TLS files that cannot be used are found here too
+    _checked(settings, urls)  # what a run would refuse before sending, validate refuses too
     if args.config:
         print(f"{args.config}: valid")
     if source:
@@ -120,12 +120,8 @@ def _bench(args: argparse.Namespace) -> int:
     return _soak(settings, urls, source)
 
 
-def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
-    """Run one soak (or bench) with the standard reporters; exit 0 when it ran to its end.
-
-    Split over local worker processes when `workers` asks for it; as one shard of a run
-    split over pods when `shards` does.
-    """
+def _checked(settings: Settings, urls: list[str]) -> Shard:
+    """Everything a run refuses before it sends anything (and so `validate` too); this process's part."""
     _check_bench_urls(settings, urls)
     build_requests(settings, urls)  # bad headers or body files stop here, before any process starts
     shard = shard_of(settings.shards, settings.shard, settings.workers)
@@ -133,6 +129,16 @@ def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
     if settings.mode == "bench" and not shard.alone:
         raise UsageError("mode: bench runs in one process; shards and workers split soaks only")
     launch.transport_for(settings)  # TLS files that cannot be used stop here too
+    return shard
+
+
+def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
+    """Run one soak (or bench) with the standard reporters; exit 0 when it ran to its end.
+
+    Split over local worker processes when `workers` asks for it; as one shard of a run
+    split over pods when `shards` does.
+    """
+    shard = _checked(settings, urls)
     if settings.insecure:
         _say(INSECURE_WARNING)
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
@@ -307,10 +313,21 @@ class _Parser(argparse.ArgumentParser):
 def _parser(name: str, command: Command) -> argparse.ArgumentParser:
     prog = PROG if name == "run" else f"{PROG} {name}"
     # No abbreviations: `--conf` must not quietly mean --config in a manifest or a script.
-    parser = _Parser(prog=prog, description=command.description, allow_abbrev=False)
+    parser = _Parser(prog=prog, description=textwrap.fill(command.description, 79), allow_abbrev=False,
+                     epilog=_other_commands() if name == "run" else None,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     command.arguments(parser)
     return parser
+
+
+def _other_commands() -> str:
+    """`soak --help`'s list of the other commands, each with the first sentence of what it does."""
+    lines = ["other commands (each has --help):"]
+    for name, command in COMMANDS.items():
+        if name != "run":
+            lines.append(f"  {PROG} {name:<9} {command.description.split(': ')[0].split('. ')[0].rstrip('.')}")
+    return "\n".join(lines)
 
 
 def _soak_arguments(parser: argparse.ArgumentParser) -> None:

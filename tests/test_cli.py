@@ -44,6 +44,17 @@ def test_validate_describes_the_shipped_pallet_without_sending() -> None:
     ]
 
 
+@pytest.mark.parametrize("flags", [["--shards", "2", "--shard", "2"], ["--workers", "4", "--concurrency", "2"],
+                                   ["--mode", "bench", "--workers", "2"], ["--body", "@/nonexistent/body"]])
+def test_validate_refuses_what_a_run_refuses(flags: list[str]) -> None:
+    """validate said "valid" for settings every run then refused (a pod exiting 2 each hour)."""
+    url = "http://127.0.0.1:9/"  # never reached: both refuse before sending
+    checked = run_soak("validate", *flags, url)
+    run = run_soak(*flags, "--iterations", "1", "--interval", "1s", url)
+    assert checked.returncode == run.returncode == 2
+    assert checked.stderr == run.stderr and len(run.stderr.splitlines()) == 1, run.stderr
+
+
 def test_validate_shows_flag_overrides_and_hides_secrets(tmp_path: Path) -> None:
     config = tmp_path / "configuration.json"
     config.write_text('{"qps": 10, "headers": {"Authorization": {"fromEnv": "TOKEN"}, "X-Team": "sre"}}')
@@ -137,3 +148,11 @@ def test_peak_memory_is_the_runners_own_not_its_parents() -> None:
     assert run.returncode == 0, run.stderr
     assert run.summary["process"]["maxRssBytes"] < 150 * 1024 * 1024
     del ballast
+
+
+def test_help_lists_the_other_commands() -> None:
+    """`soak --help` is the first thing a user reads; it must say that validate, merge... exist."""
+    done = run_soak("--help")
+    assert done.returncode == 0
+    listed = [line.split()[1] for line in done.stdout.split("other commands (each has --help):\n")[1].splitlines()]
+    assert listed == ["demo", "validate", "bench", "merge", "compare", "plot"]
