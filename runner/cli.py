@@ -269,6 +269,8 @@ def _flag_for(error: ValidationError) -> str:
     if not error.path:
         names = [n for n in ("iterations", "duration") if n in error.instance]
         return " and ".join(f"--{n}" for n in names) or "flags"
+    if error.path[0] == "headers" and len(error.path) > 2:  # headers.NAME.fromEnv: from --headerFromEnv
+        return "--headerFromEnv"
     return {"headers": "--header", "body": "--body"}.get(str(error.path[0]), f"--{error.path[0]}")
 
 

@@ -11,16 +11,20 @@ import difflib
 import functools
 import json
 import math
+import os
 import re
+from collections import deque
 from collections.abc import Callable, Iterator
 from importlib import resources
 from typing import Any
+from urllib.parse import urlsplit
 
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from jsonschema.exceptions import best_match
 
 from runner.durations import DURATION_HINT, DurationError, parse_duration
 from runner.errors import UsageError
+from runner.targets import url_problem
 from runner.thresholds import ThresholdError, parse_rule
 
 _FORMATS = FormatChecker(formats=())
@@ -39,6 +43,45 @@ def _is_threshold(value: object) -> bool:
     """A rule thresholds.py can read; its ThresholdError says what is wrong with one it cannot."""
     if isinstance(value, str):
         parse_rule(value)
+    return True
+
+
+class UrlError(ValueError):
+    """What is wrong with a URL, as a phrase to follow it (see targets.url_problem)."""
+
+
+@_FORMATS.checks("http-url", raises=UrlError)
+def _is_http_url(value: object) -> bool:
+    """A URL the runner itself talks to (the Pushgateway): checked as a target URL is, and more.
+
+    A bad one would not stop the run but fail every push, one line each; a password in it
+    would be printed with each of those lines.
+    """
+    if isinstance(value, str) and value:
+        problem = url_problem(value) or _server_url_problem(value)
+        if problem:
+            raise UrlError(problem)
+    return True
+
+
+def _server_url_problem(url: str) -> str:
+    """What a target URL may have but a server's URL may not; `url` is a valid http(s) URL."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        return "is not allowed: user names and passwords in the URL are not supported"
+    if parts.port == 0:
+        return "is not allowed: the port must be from 1 to 65535"
+    return ""
+
+
+@_FORMATS.checks("file-path", raises=UnicodeError)
+def _is_file_path(value: object) -> bool:
+    """A path the system can take: JSON can spell a lone surrogate (\\ud800), which no file name holds.
+
+    Opening such a path raises UnicodeEncodeError, a traceback instead of a line.
+    """
+    if isinstance(value, str):
+        os.fsencode(value)
     return True
 
 
@@ -103,7 +146,7 @@ def validate(data: Any, where: Callable[[ValidationError], str]) -> None:
     """
     error = best_match(_validator().iter_errors(data))
     if error is not None:
-        error = _branch_error(error)
+        error = _rooted(_branch_error(error))
         raise UsageError(f"{where(error)}: {_explain(error)}")
 
 
@@ -126,6 +169,21 @@ def _branch_error(error: ValidationError) -> ValidationError:
     return _branch_error(best_match(meant))
 
 
+def _rooted(error: ValidationError) -> ValidationError:
+    """`error` with its paths counted from the top of the data, as every `where` reads them.
+
+    An `anyOf` branch's error has paths relative to the branch: a `where` reading `error.path`
+    found none for a header value (`flags:`) or only the inner key (`--fromEnv`, `--file`).
+    """
+    if error.parent is None:
+        return error
+    rooted = ValidationError.create_from(error)
+    rooted.parent = None
+    rooted.path = rooted.relative_path = deque(error.absolute_path)
+    rooted.schema_path = rooted.relative_schema_path = deque(error.absolute_schema_path)
+    return rooted
+
+
 def _explain(error: ValidationError) -> str:
     """What is wrong and what is allowed, for one jsonschema error."""
     validator, bound, value = error.validator, error.validator_value, error.instance
@@ -137,7 +195,9 @@ def _explain(error: ValidationError) -> str:
     allowed = error.schema.get("x-allowed")
     if validator == "not" and allowed:
         return allowed
-    if validator in ("not", "anyOf", "pattern", "propertyNames") and allowed:
+    if validator == "format" and bound == "http-url" and error.cause is not None:
+        return f"{_show(error)} {error.cause}"
+    if validator in ("not", "anyOf", "pattern", "propertyNames", "format") and allowed:
         return f"{_show(error)} is not allowed; must be {allowed}"
     rule = _RULES.get(validator)
     if rule is not None:
@@ -184,12 +244,20 @@ _SHOWN_CHARS = 60
 
 
 def _show(error: ValidationError) -> str:
-    """The bad value as JSON, shortened, and hidden when it is a header's value (maybe a secret)."""
+    """The bad value as JSON, shortened, and hidden when it is a header's value (maybe a secret);
+    a URL's password, too, as ***."""
     path = error.absolute_path
     if error.validator != "propertyNames" and len(path) == 2 and path[0] == "headers":
         return "the value"
-    text = json.dumps(error.instance, ensure_ascii=False)
+    instance = error.instance
+    if error.schema.get("format") == "http-url" and isinstance(instance, str):
+        instance = _hide_password(instance)
+    text = json.dumps(instance, ensure_ascii=False)
     if len(text) > _SHOWN_CHARS:
         text = text[: _SHOWN_CHARS - 3] + "..."
-    return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate as \\ud800, printable
 
+
+def _hide_password(url: str) -> str:
+    """`url` with the password in it, if any, as ***: an error line ends up in logs."""
+    return re.sub(r"^((?:[^:/?#]*://)?[^:/?#@]*):[^/?#]*@", r"\1:***@", url)

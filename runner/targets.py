@@ -9,18 +9,25 @@ one prepared Request, built once and reused for every send.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit
 
 import yaml
 
-from runner.config import Settings
 from runner.errors import UsageError
+
+if TYPE_CHECKING:  # only for annotations: the schema imports url_problem from here, and config imports the schema
+    from runner.config import Settings
 
 # The ConfigMap data key holding the URL list; it is also the file name where it is mounted.
 URLS_KEY = "urls.txt"
+
+# What a header value may hold (RFC 7230 field-vchar without obs-text, spaces, tabs); the same
+# set as schema.json's pattern for a literal value, applied here to values read from the environment.
+HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 
 
 @dataclass(frozen=True)
@@ -84,15 +91,24 @@ def parse_url_lines(text: str, source: str, first_line: int | None = 1) -> list[
 
 def check_url(url: str, where: str) -> str:
     """Return `url` if it is an http(s) URL with a host, else raise naming `where`."""
-    problem = _url_problem(url)
+    problem = url_problem(url)
     if problem:
         raise UsageError(f"{where}: {url!r} {problem}")
     return url
 
 
-def _url_problem(url: str) -> str:
+def url_problem(url: str) -> str:
+    """What is wrong with `url` as an http(s) URL to send to, as a phrase to follow it; "" if nothing.
+
+    Also the schema's check of the pushgateway URL, so both say the same about the same URL.
+    """
     if any(ch.isspace() for ch in url):
         return "contains a space"
+    if not url.isascii():
+        return _not_ascii(url)
+    control = next((ch for ch in url if ch < " " or ch == "\x7f"), None)
+    if control is not None:
+        return f"contains a control character ({control!r})"
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
@@ -103,6 +119,35 @@ def _url_problem(url: str) -> str:
     if not parts.hostname:
         return "has no host"
     return ""
+
+
+def _not_ascii(url: str) -> str:
+    """Why a URL with a character beyond ASCII is refused, and how to write it in ASCII.
+
+    The fast client sends a URL as written and could not send this one (every send would fail);
+    httpx would encode it quietly, so one URL would be two requests. Refused, with the ASCII
+    form to write instead.
+    """
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        host = ""
+    if not host.isascii():
+        return f"is not ASCII: write the host name in its punycode form ({_punycode(host)})"
+    char = next(ch for ch in url if not ch.isascii())
+    try:
+        encoded = f" ({char!r} is {quote(char.encode('utf-8', 'surrogateescape'), safe='')})"
+    except UnicodeEncodeError:  # a lone surrogate: not a character, no encoding
+        encoded = ""
+    return f"is not ASCII: percent-encode the path and query{encoded}"
+
+
+def _punycode(host: str) -> str:
+    """The ASCII (IDNA) form of an international host name, or a pattern of it when there is none."""
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return "xn--..."
 
 
 def build_requests(settings: Settings, urls: list[str], environ: Mapping[str, str] = os.environ) -> list[Request]:
@@ -119,8 +164,9 @@ def resolve_headers(spec: dict[str, Any], environ: Mapping[str, str]) -> list[tu
 
     Surrounding whitespace is dropped, as HTTP does: a Secret made with
     `kubectl create secret --from-file` usually ends in a newline. A line break inside
-    the value is refused up front, naming the variable and never the value, because the
-    HTTP client would otherwise fail every request with the value in its error text.
+    the value, or a character beyond visible ASCII, is refused up front, naming the variable
+    and never the value, because the HTTP client would otherwise fail every request (with
+    the value in its error text) or crash. Literal values the schema has checked already.
     """
     resolved = []
     for name, value in spec.items():
@@ -131,6 +177,9 @@ def resolve_headers(spec: dict[str, Any], environ: Mapping[str, str]) -> list[tu
                 raise UsageError(f"headers.{name}: environment variable {var} is not set or empty")
             if "\r" in value or "\n" in value:
                 raise UsageError(f"headers.{name}: environment variable {var} holds a line break inside its value")
+            if not HEADER_VALUE.fullmatch(value):
+                raise UsageError(f"headers.{name}: environment variable {var} must hold ASCII text "
+                                 "(visible characters, spaces and tabs)")
         resolved.append((name, value))
     return resolved
 

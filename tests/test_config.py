@@ -101,7 +101,8 @@ BAD = [
     ({"method": ""}, '$.method: "" is not allowed; must be an HTTP method in capitals, like GET or POST'),
     ({"method": "GET /"}, '$.method: "GET /" is not allowed; must be an HTTP method in capitals, like GET or POST'),
     ({"host": "a b"},
-     '$.host: "a b" is not allowed; must be a host name without spaces, like example.com or example.com:8080'),
+     '$.host: "a b" is not allowed; must be an ASCII host name without spaces, like example.com or example.com:8080 '
+     '(an international name in its punycode form, xn--...)'),
     # headers: names, values, fromEnv
     ({"headers": {"Bad Name": "x"}},
      "$.headers: \"Bad Name\" is not allowed; must be a header name (letters, digits and !#$%&'*+.^_`|~-)"),
@@ -110,11 +111,11 @@ BAD = [
     ({"headers": {"": "x"}},
      "$.headers: \"\" is not allowed; must be a header name (letters, digits and !#$%&'*+.^_`|~-)"),
     ({"headers": {"X": 5}},
-     '$.headers.X: the value is not allowed; must be a string without line breaks, '
-     'or {"fromEnv": "VAR"} with VAR an environment variable name'),
+     '$.headers.X: the value is not allowed; must be ASCII text (visible characters, spaces and tabs; '
+     'no line breaks), or {"fromEnv": "VAR"} with VAR an environment variable name'),
     ({"headers": {"X": None}},
-     '$.headers.X: the value is not allowed; must be a string without line breaks, '
-     'or {"fromEnv": "VAR"} with VAR an environment variable name'),
+     '$.headers.X: the value is not allowed; must be ASCII text (visible characters, spaces and tabs; '
+     'no line breaks), or {"fromEnv": "VAR"} with VAR an environment variable name'),
     ({"headers": {"X": {"fromenv": "TOKEN"}}}, '$.headers.X: unknown key "fromenv" (did you mean "fromEnv"?)'),
     ({"headers": {"X": {"from_env": "TOKEN"}}}, '$.headers.X: unknown key "from_env" (did you mean "fromEnv"?)'),
     ({"headers": {"X": {"FromEnv": "TOKEN"}}}, '$.headers.X: unknown key "FromEnv" (did you mean "fromEnv"?)'),
@@ -178,7 +179,7 @@ def test_bad_header_value_is_never_printed(tmp_path: Path, name: str, value: str
     path, message = config_error(tmp_path, {"headers": {name: value}})
     assert "s3cr3t" not in message
     shown = f"$.headers.{name}" if name.isidentifier() else f"$.headers['{name}']"
-    assert message.startswith(f"{path}: {shown}: the value is not allowed; must be a string without line breaks")
+    assert message.startswith(f"{path}: {shown}: the value is not allowed; must be ASCII text")
 
 
 # --- values Python's JSON and regex semantics would let through ------------------------------
@@ -215,6 +216,113 @@ def test_non_finite_numbers_are_rejected(tmp_path: Path, text: str) -> None:
 def test_nan_from_any_layer_is_rejected() -> None:
     with pytest.raises(UsageError, match=r"^--qps: NaN is not allowed; must be a number$"):
         validate({"qps": float("nan")}, lambda error: f"--{error.path[0]}")
+
+
+# --- text no request, file name or log line can carry -------------------------------------------
+
+ASCII_TEXT = "must be ASCII text (visible characters, spaces and tabs; no line breaks)"
+ASCII_HOST = ("must be an ASCII host name without spaces, like example.com or example.com:8080 "
+              "(an international name in its punycode form, xn--...)")
+NOT_CHARS = r"\ud800 to \udfff (lone surrogates) are not characters"
+FILE_PATH = f"must be a file path; {NOT_CHARS}"
+
+UNSENDABLE = [
+    ({"headers": {"X-A": "€"}}, f"$.headers['X-A']: the value is not allowed; {ASCII_TEXT}"),
+    ({"headers": {"X-A": "é"}}, f"$.headers['X-A']: the value is not allowed; {ASCII_TEXT}"),
+    ({"headers": {"X-A": "a\x00b"}}, f"$.headers['X-A']: the value is not allowed; {ASCII_TEXT}"),
+    ({"headers": {"X-A": "a\x7f"}}, f"$.headers['X-A']: the value is not allowed; {ASCII_TEXT}"),
+    ({"headers": {"X-A": "\ud800"}}, f"$.headers['X-A']: the value is not allowed; {ASCII_TEXT}"),
+    ({"headers": {"X-€": "1"}},
+     "$.headers: \"X-€\" is not allowed; must be a header name (letters, digits and !#$%&'*+.^_`|~-)"),
+    ({"host": "例え.jp"}, f'$.host: "例え.jp" is not allowed; {ASCII_HOST}'),
+    ({"host": "a\x00"}, f'$.host: "a\\u0000" is not allowed; {ASCII_HOST}'),
+    ({"host": "\ud800"}, f'$.host: "\\ud800" is not allowed; {ASCII_HOST}'),
+    ({"body": "\ud800"}, f'$.body: "\\ud800" is not allowed; must be text that can be sent as UTF-8; {NOT_CHARS}'),
+    ({"body": {"file": "b\udfff.json"}}, f'$.body.file: "b\\udfff.json" is not allowed; {FILE_PATH}'),
+    ({"reportLatenciesCSV": "\ud800.csv"}, f'$.reportLatenciesCSV: "\\ud800.csv" is not allowed; {FILE_PATH}'),
+    ({"caBundle": "\ud800.pem"}, f'$.caBundle: "\\ud800.pem" is not allowed; {FILE_PATH}'),
+    ({"clientCert": "\ud800.pem"}, f'$.clientCert: "\\ud800.pem" is not allowed; {FILE_PATH}'),
+    ({"clientKey": "\ud800.key"}, f'$.clientKey: "\\ud800.key" is not allowed; {FILE_PATH}'),
+]
+
+
+@pytest.mark.parametrize(("data", "expected"), UNSENDABLE, ids=[json.dumps(d)[:50] for d, _ in UNSENDABLE])
+def test_text_that_cannot_be_sent_or_opened_is_refused(tmp_path: Path, data: dict[str, Any], expected: str) -> None:
+    """Each crashed the run with a traceback (UnicodeEncodeError) at the first send or open, and most
+    of them `soak validate` too; JSON spells a lone surrogate as \\ud800, which no encoding can write."""
+    path, message = config_error(tmp_path, json.dumps(data))  # ASCII JSON: \ud800 stays an escape in the file
+    assert message == f"{path}: {expected}"
+    message.encode("utf-8")  # printable as it is: a lone surrogate is shown escaped
+
+
+def test_text_beyond_ascii_where_it_can_go_is_kept(tmp_path: Path) -> None:
+    """A body is sent as UTF-8 and a file name is the system's: only what the wire cannot carry is refused."""
+    data = {"body": "é€ 日本", "headers": {"X-A": "a\tb ~!\"#"}, "host": "xn--r8jz45g.jp:8080",
+            "reportLatenciesCSV": "/tmp/é.csv"}
+    assert read_config_file(write_config(tmp_path, data)) == data
+    validate({"reportLatenciesCSV": "/tmp/\udcff.csv"}, lambda error: "--reportLatenciesCSV")  # byte 0xff in argv
+
+
+@pytest.mark.parametrize(
+    ("data", "path"),
+    [
+        ({"headers": {"X": "a\r\nX-Injected: 1"}}, ["headers", "X"]),
+        ({"headers": {"X": {"fromEnv": "1BAD"}}}, ["headers", "X", "fromEnv"]),
+        ({"body": {"file": ""}}, ["body", "file"]),
+        ({"body": "\ud800"}, ["body"]),
+    ],
+)
+def test_where_reads_the_path_from_the_top_of_the_data(data: dict[str, Any], path: list[str]) -> None:
+    """Inside an anyOf branch, error.path was the branch's own: empty for a header value (the
+    command line said `flags:`) or only the inner key (`--fromEnv`, `--file` for --body @)."""
+    seen = []
+    with pytest.raises(UsageError):
+        validate(data, lambda error: seen.append(list(error.path)) or "x")
+    assert seen == [path]
+
+
+# --- the pushgateway URL -----------------------------------------------------------------------
+
+BAD_PUSHGATEWAYS = [
+    ("http://127.0.0.1:99999", '"http://127.0.0.1:99999" is not a valid URL (Port out of range 0-65535)'),
+    ("http://127.0.0.1:abc",
+     '"http://127.0.0.1:abc" is not a valid URL (Port could not be cast to integer value as \'abc\')'),
+    ("http://127.0.0.1:0", '"http://127.0.0.1:0" is not allowed: the port must be from 1 to 65535'),
+    ("http://:9091", '"http://:9091" has no host'),
+    ("http://[::1", '"http://[::1" is not a valid URL (Invalid IPv6 URL)'),
+    ("http://[::1]:9091 ", '"http://[::1]:9091 " is not allowed; must be an http:// or https:// URL, '
+                           "like http://pushgateway.monitoring:9091, or empty"),
+    ("http://例え.jp:9091", '"http://例え.jp:9091" is not ASCII: write the host name in its punycode form (xn--r8jz45g.jp)'),
+    ("http://user:s3cr3t@pushgateway:9091",
+     '"http://user:***@pushgateway:9091" is not allowed: user names and passwords in the URL are not supported'),
+    ("http://user@pushgateway:9091",
+     '"http://user@pushgateway:9091" is not allowed: user names and passwords in the URL are not supported'),
+]
+
+
+@pytest.mark.parametrize(("url", "expected"), BAD_PUSHGATEWAYS)
+def test_bad_pushgateway_urls_are_refused_up_front(tmp_path: Path, url: str, expected: str) -> None:
+    """Each was accepted, then failed every push of the run (a line each, with the password)."""
+    path, message = config_error(tmp_path, {"pushgateway": url})
+    assert message == f"{path}: $.pushgateway: {expected}"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://u:s3cr3t@h:9091", "https://u:s3cr3t@h", "http://u:s3cr3t@h:99999", "http://u:s3cr3t@h:9091/?x=1",
+     "http://u:s3cr3t@h:9091/ x", "ftp://u:s3cr3t@h", "u:s3cr3t@h:9091", "http://u:p@s3cr3t@h:9091", "http://u:s3cr3t@[::1"],
+)
+def test_a_pushgateway_password_is_never_printed(tmp_path: Path, url: str) -> None:
+    """Whatever else is wrong with the URL, the line naming it is printed and logged."""
+    path, message = config_error(tmp_path, {"pushgateway": url})
+    assert message.startswith(f"{path}: $.pushgateway: ")
+    assert "s3cr3t" not in message
+
+
+@pytest.mark.parametrize("url", ["", "http://pushgateway.monitoring:9091", "https://[::1]:9091/", "http://127.0.0.1:1/base",
+                                 "http://h:65535"])
+def test_good_pushgateway_urls(tmp_path: Path, url: str) -> None:
+    assert read_config_file(write_config(tmp_path, {"pushgateway": url})) == {"pushgateway": url}
 
 
 # --- the file itself ---------------------------------------------------------------------------

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from runner.config import merge, settings_from
 from runner.errors import UsageError
+from runner.schema import schema
 from runner.targets import (
+    HEADER_VALUE,
     URLS_KEY,
     Request,
     build_requests,
@@ -268,11 +271,41 @@ def test_good_urls(url: str) -> None:
         ("http://a:-1/", "is not a valid URL"),
         ("http://a:80x/", "is not a valid URL (Port could not be cast to integer value as '80x')"),
         ("http://[::1/", "is not a valid URL (Invalid IPv6 URL)"),
+        ("http://a/\x00", "contains a control character ('\\x00')"),
+        ("http://a/\x7f", "contains a control character ('\\x7f')"),
     ],
 )
 def test_bad_urls(url: str, problem: str) -> None:
     message = usage_error(check_url, url, "urls.txt:7")
     assert message.startswith(f"urls.txt:7: {url!r} {problem}")
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://127.0.0.1:8080/€", "is not ASCII: percent-encode the path and query ('€' is %E2%82%AC)"),
+        ("http://a/?q=é", "is not ASCII: percent-encode the path and query ('é' is %C3%A9)"),
+        ("http://a/#é", "is not ASCII: percent-encode the path and query ('é' is %C3%A9)"),
+        ("http://例え.invalid/", "is not ASCII: write the host name in its punycode form (xn--r8jz45g.invalid)"),
+        ("https://bücher.example:8443/€", "is not ASCII: write the host name in its punycode form (xn--bcher-kva.example)"),
+        ("http://a/\udcff", "is not ASCII: percent-encode the path and query ('\\udcff' is %FF)"),  # byte 0xff in argv
+        ("http://a/\ud800", "is not ASCII: percent-encode the path and query"),  # "\\ud800" in JSON: no character
+    ],
+)
+def test_urls_beyond_ascii_are_refused_with_their_ascii_form(url: str, problem: str) -> None:
+    """The fast transport crashed on the first send (latin-1) and httpx encoded quietly: refused up front."""
+    assert usage_error(check_url, url, "urls.txt:3") == f"urls.txt:3: {url!r} {problem}"
+
+
+def test_url_beyond_ascii_in_a_file_names_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "urls.txt", "http://a/\n\nhttp://a/€\n")
+    assert usage_error(load_url_file, path) == (
+        f"{path}:3: 'http://a/€' is not ASCII: percent-encode the path and query ('€' is %E2%82%AC)")
+
+
+def test_url_beyond_ascii_as_an_argument_names_the_argument() -> None:
+    assert usage_error(urls_from_arguments, ["http://例え.jp/"]) == (
+        "URL argument: 'http://例え.jp/' is not ASCII: write the host name in its punycode form (xn--r8jz45g.jp)")
 
 
 # --- headers -----------------------------------------------------------------------------------
@@ -311,6 +344,27 @@ def test_header_env_value_with_a_line_break_never_reaches_the_wire(value: str) -
         assert "SOAK_TOKEN" in str(e) and "s3cr3t" not in str(e)
         return
     assert not any(ch in resolved[0][1] for ch in "\r\n")
+
+
+@pytest.mark.parametrize("value", ["Bearer s3cr3t-é", "s3cr3t\udcff", "s3cr3t\x00x", "s3cr3t\x7f"])
+def test_header_env_value_beyond_visible_ascii_is_refused_without_printing_it(value: str) -> None:
+    """Such a value crashed httpx (ascii) and, beyond Latin-1, the fast transport, with a traceback at the first send."""
+    message = usage_error(resolve_headers, {"Authorization": {"fromEnv": "SOAK_TOKEN"}}, {"SOAK_TOKEN": value})
+    assert message == ("headers.Authorization: environment variable SOAK_TOKEN must hold ASCII text "
+                       "(visible characters, spaces and tabs)")
+
+
+def test_env_and_literal_header_values_follow_one_rule() -> None:
+    """A literal value is checked by schema.json's pattern, a value from the environment by HEADER_VALUE."""
+    literal = schema()["properties"]["headers"]["additionalProperties"]["anyOf"][0]["pattern"]
+    assert literal.startswith("^") and literal.endswith("$")
+    pattern = re.compile(literal[1:-1])
+    for code in [*range(0x300), 0x20AC, 0xD800, 0xDCFF, 0xFFFD]:
+        assert bool(HEADER_VALUE.fullmatch(chr(code))) == bool(pattern.fullmatch(chr(code))), hex(code)
+
+
+def test_header_env_value_with_inner_spaces_and_tabs_is_kept() -> None:
+    assert resolve_headers({"X": {"fromEnv": "V"}}, {"V": " a b\tc \n"}) == [("X", "a b\tc")]
 
 
 # --- body --------------------------------------------------------------------------------------
