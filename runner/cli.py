@@ -200,7 +200,7 @@ def _merge_arguments(parser: argparse.ArgumentParser) -> None:
 def _read_text(path: str) -> str:
     try:
         if path == "-":
-            return sys.stdin.read()
+            return sys.stdin.buffer.read().decode("utf-8", errors="replace")
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
     except OSError as e:

@@ -126,13 +126,27 @@ def scan(text: str) -> LogScan:
     return found
 
 
-def _without_prefix(found: LogScan, line: str) -> str:
+def startup_line(line: str) -> re.Match[str] | None:
+    """The match of a run's startup line (behind a `kubectl logs --timestamps` prefix or not), else None.
+
+    A run's output begins with it, so where several runs' logs were joined into one text
+    (`cat pod-0.log pod-1.log`) it is where each of them begins.
+    """
+    return _STARTUP.match(without_timestamp(line))
+
+
+def without_timestamp(line: str) -> str:
     """The line without the timestamp `kubectl logs --timestamps` puts before it."""
     m = _KUBECTL_TIMESTAMP.match(line)
-    if m is None:
-        return line
-    found.timestamp_prefixes += 1
-    return line[m.end():]
+    return line if m is None else line[m.end():]
+
+
+def _without_prefix(found: LogScan, line: str) -> str:
+    """The line without the timestamp `kubectl logs --timestamps` puts before it, counted."""
+    bare = without_timestamp(line)
+    if len(bare) != len(line):
+        found.timestamp_prefixes += 1
+    return bare
 
 
 def _line(found: LogScan, number: int, line: str, cut: bool) -> None:

@@ -9,11 +9,12 @@ import pytest
 
 from runner.config import merge as merge_layers
 from runner.config import settings_from
+from runner.errors import UsageError
 from runner.histogram import LatencyHistogram
 from runner.merge import ShardRun, merge_shards
-from runner.podlogs import read_pods, split_by_pod
+from runner.podlogs import read_pods, split_by_pod, split_runs
 from runner.recorder import Tally
-from runner.report import RunInfo
+from runner.report import RunInfo, rfc3339
 from runner.result import Result
 
 SECOND = 1_000_000_000
@@ -59,13 +60,14 @@ def test_a_bad_tally_record_is_a_value_error() -> None:
         Tally.from_record({"good": 1})
 
 
-def shard(index: int, count: int, start_wall: float, tallies: list[Tally], interval_s: int = 10) -> ShardRun:
+def shard(index: int, count: int, start_wall: float, tallies: list[Tally], interval_s: int = 10,
+          qps: float = 30) -> ShardRun:
     intervals = [{"iter": k, "startNs": k * interval_s * SECOND, "endNs": (k + 1) * interval_s * SECOND,
                   "sendingEndNs": None, "tally": t.to_record()} for k, t in enumerate(tallies)]
     run = {"index": index, "count": count, "endNs": len(tallies) * interval_s * SECOND,
            "sendingEndNs": len(tallies) * interval_s * SECOND, "stopReason": "iterations", "cpuSeconds": 1.5,
            "maxRssBytes": 40_000_000, "uncorrected": None, "sendLag": None, "inUnit": None}
-    config = settings_from(merge_layers({"qps": 30, "concurrency": 3, "interval": f"{interval_s}s"})).effective
+    config = settings_from(merge_layers({"qps": qps, "concurrency": 3, "interval": f"{interval_s}s"})).effective
     return ShardRun(index, count, start_wall, config, ["http://127.0.0.1:9/"], None, intervals, run)
 
 
@@ -106,7 +108,7 @@ def test_missing_and_incomplete_shards_are_named() -> None:
     merged = merge_shards([shard(0, 4, 0.0, [tally_of([1])]), shard(2, 4, 0.0, [tally_of([1])])], incomplete=[3])
     assert merged.summary.shards == {"count": 4, "merged": [0, 2], "missing": [1], "incomplete": [3]}
     assert merged.notes == ["shard 1 of 4: no output found, not merged",
-                            "shard 3 of 4: its output was cut off before its summary, not merged"]
+                            "shard 3 of 4: its output has no usable summary (cut off or damaged), not merged"]
 
 
 def test_merged_info_is_the_whole_run() -> None:
@@ -127,3 +129,158 @@ def test_kubectl_prefixes_split_the_pods_apart() -> None:
 def test_logs_without_a_shard_are_skipped_and_said() -> None:
     found = read_pods([("proxy.log", "some proxy output\n"), ("empty.log", "")])
     assert found.shards == [] and found.notes == ["proxy.log: skipped: not a soak shard's output"]
+
+
+# --- reading shards back from logs ------------------------------------------------------------
+
+
+def shard_log(s: ShardRun, cut: bool = False) -> str:
+    """The shard's stdout as the runner prints it: startup line, then a JSON summary with its shard record."""
+    record = {**(s.run or {}), "index": s.index, "count": s.count, "startWall": s.start_wall, "urls": s.urls,
+              "urlSource": s.url_source, "intervals": s.intervals}
+    summary = json.dumps({"requests": 10, "config": s.config, "shard": record}, indent=2)
+    startup = f"# sending 15 GET req/s with concurrency=1 to {s.urls[0]} (shard {s.index} of {s.count}) ...\n"
+    return startup + (summary[: len(summary) // 2] if cut else summary) + "\n"
+
+
+def refusal(*logs: tuple[str, str]) -> str:
+    """The one-line UsageError read_pods raises for logs of more than one run."""
+    with pytest.raises(UsageError) as raised:
+        read_pods(logs)
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("merge: the logs hold more than one run")
+    assert message.endswith("; merge one run's logs at a time (kubectl logs -l job-name=JOB --prefix --tail=-1 "
+                            "| soak merge)")
+    return message
+
+
+def test_shards_of_runs_with_different_settings_are_refused() -> None:
+    a, b = shard(0, 2, 1_000.0, [tally_of([1])]), shard(1, 2, 1_000.0, [tally_of([1])], qps=60)
+    assert "the logs hold more than one run: shard 1 (b.log) ran with qps 60, shard 0 (a.log) with qps 30; " \
+        in refusal(("a.log", shard_log(a)), ("b.log", shard_log(b)))
+    slow = shard(1, 2, 1_000.0, [tally_of([1])], interval_s=20)
+    assert ": shard 1 (b.log) ran with interval 20s, shard 0 (a.log) with interval 10s; " \
+        in refusal(("a.log", shard_log(a)), ("b.log", shard_log(slow)))
+
+
+def test_shards_of_runs_with_different_shard_counts_are_refused() -> None:
+    a, b = shard(0, 2, 1_000.0, [tally_of([1])]), shard(1, 3, 1_000.0, [tally_of([1])])
+    assert ": shard 1 (b.log) is one of 3, shard 0 (a.log) one of 2; " in refusal(("a.log", shard_log(a)),
+                                                                                   ("b.log", shard_log(b)))
+
+
+def test_one_shard_twice_from_two_runs_is_refused_with_both_starts() -> None:
+    first, again = shard(0, 2, 1_800_000_000.0, [tally_of([1])]), shard(0, 2, 1_800_003_600.0, [tally_of([1])])
+    message = refusal(("a.log", shard_log(first)), ("b.log", shard_log(again)))
+    assert ": shard 0 appears twice (started " in message
+    assert f"{rfc3339(1_800_000_000.0)} in a.log and {rfc3339(1_800_003_600.0)} in b.log); " in message
+    cut = shard(0, 2, 1_800_003_600.0, [tally_of([1])])
+    assert "in a.log and cut off before its summary in b.log); " in refusal(("a.log", shard_log(first)),
+                                                                              ("b.log", shard_log(cut, cut=True)))
+
+
+def test_the_same_log_twice_is_one_shard() -> None:
+    log = shard_log(shard(0, 2, 1_000.0, [tally_of([1])]))
+    found = read_pods([("a.log", log), ("copy.log", log)])
+    assert [s.index for s in found.shards] == [0]
+    assert found.notes == ["copy.log: shard 0 appears twice, the same log; this copy is skipped"]
+
+
+def test_shards_that_started_more_than_one_interval_apart_are_refused() -> None:
+    a, b = shard(0, 2, 1_000.0, [tally_of([1])]), shard(1, 2, 1_020.0, [tally_of([1])])
+    message = refusal(("a.log", shard_log(a)), ("b.log", shard_log(b)))
+    assert (f": shard 1 (b.log) started {rfc3339(1_020.0)}, shard 0 (a.log) {rfc3339(1_000.0)}: more than one "
+            "interval (10s) apart; ") in message
+    one_late = shard(1, 2, 1_010.0, [tally_of([1])])
+    found = read_pods([("a.log", shard_log(a)), ("b.log", shard_log(one_late))])
+    assert [s.index for s in found.shards] == [0, 1], "one interval late is the same run's pod"
+
+
+def test_kubectl_pod_names_say_which_jobs_the_runs_are() -> None:
+    a, b = shard(0, 2, 1_000.0, [tally_of([1])]), shard(1, 2, 1_000.0, [tally_of([1])], qps=60)
+    text = "".join(f"[pod/soak-{job}-{s.index}-x7k2p/soak] {line}\n" for job, s in [(29400000, a), (29400060, b)]
+                   for line in shard_log(s).splitlines())
+    assert refusal(("stdin", text)).startswith("merge: the logs hold more than one run (jobs soak-29400000 and "
+                                               "soak-29400060): shard 1 (pod/soak-29400060-1-x7k2p/soak) ran with "
+                                               "qps 60, shard 0 (pod/soak-29400000-0-x7k2p/soak) with qps 30; ")
+
+
+def test_logs_joined_without_prefixes_are_each_a_shard() -> None:
+    shards = [shard(i, 3, 1_000.0, [tally_of([i + 1])]) for i in range(3)]
+    joined = shard_log(shards[0]) + "soak: a warning on stderr\n" + shard_log(shards[1]) + shard_log(shards[2])
+    second = len(shard_log(shards[0]).splitlines()) + 2  # after the warning, which goes with the first
+    third = second + len(shard_log(shards[1]).splitlines())
+    parts = split_runs(joined, "all.log")
+    assert [source for source, _ in parts] == ["all.log line 1", f"all.log line {second}", f"all.log line {third}"]
+    assert "".join(text for _, text in parts) == joined
+    found = read_pods([("-", joined)])
+    assert [s.index for s in found.shards] == [0, 1, 2] and found.notes == [] and found.incomplete == []
+    assert [s.source for s in found.shards] == ["stdin line 1", f"stdin line {second}", f"stdin line {third}"]
+    summaries_only = "".join(log.split("\n", 1)[1] for log in map(shard_log, shards))
+    assert [s.index for s in read_pods([("s.log", summaries_only)]).shards] == [0, 1, 2]
+    cut_then_whole = shard_log(shards[0], cut=True) + shard_log(shards[1])
+    found = read_pods([("x.log", cut_then_whole)])
+    assert [s.index for s in found.shards] == [1] and found.incomplete == [0]
+    assert split_runs(shard_log(shards[0]), "one.log") == [("one.log", shard_log(shards[0]))]
+
+
+GONE = object()  # a key deleted rather than changed
+
+
+def damaged(path: tuple[str | int, ...], value: object) -> str:
+    """Shard 1's log with the value at `path` in its summary changed (or, for GONE, deleted)."""
+    summary = json.loads(shard_log(shard(1, 2, 1_000.0, [tally_of([1] * 5, errors=2)])).split("\n", 1)[1])
+    parent = summary
+    for key in path[:-1]:
+        parent = parent[key]
+    if value is GONE:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return f"# sending 15 GET req/s with concurrency=1 to http://127.0.0.1:9/ (shard 1 of 2) ...\n{json.dumps(summary)}\n"
+
+
+TALLY = ("shard", "intervals", 0, "tally")
+
+
+@pytest.mark.parametrize(("path", "value", "said"), [
+    (("config", "interval"), "0s", 'config.interval: "0s" is not allowed; must be a duration like'),
+    (("config", "qps"), None, "config.qps: null is not allowed; must be a number"),
+    (("config", "mode"), "bench", 'config.mode: "bench" is not allowed; shards split soaks only'),
+    (("config",), [], "config: [] is not allowed; must be an object"),
+    (("shard", "startWall"), float("nan"), "shard.startWall: NaN is not allowed; must be a time in seconds since 1970"),
+    (("shard", "startWall"), 1e308, "shard.startWall: 1e+308 is not allowed"),
+    (("shard", "index"), 2, "shard.index: 2 is not allowed; must be below shard.count (2)"),
+    (("shard", "count"), None, "shard.count: null is not allowed; must be a whole number from 1 to 1000"),
+    (("shard", "endNs"), None, "shard.endNs: null is not allowed; must be a whole number, at least 0"),
+    (("shard", "cpuSeconds"), GONE, "shard.cpuSeconds: missing"),
+    (("shard", "urls"), "http://x/", 'shard.urls: "http://x/" is not allowed; must be a list of URLs'),
+    (("shard", "connections"), {"HTTP/1.1": None}, 'shard.connections: {"HTTP/1.1": null} is not allowed'),
+    (("shard", "sendLag"), {"hdr": "x"}, "shard.sendLag.max: missing"),
+    (("shard", "intervals"), None, "shard.intervals: null is not allowed; must be a list"),
+    (("shard", "intervals", 0), 1, "shard.intervals[0]: 1 is not allowed; must be an interval record"),
+    (("shard", "intervals", 0, "startNs"), None, "shard.intervals[0].startNs: null is not allowed"),
+    (("shard", "intervals", 0, "sendingEndNs"), "x", 'shard.intervals[0].sendingEndNs: "x" is not allowed'),
+    (TALLY, {"good": 1}, "shard.intervals[0].tally.latency: null is not allowed"),
+    ((*TALLY, "good"), "x", "shard.intervals[0].tally: not a tally record"),
+    ((*TALLY, "bad"), -1, "shard.intervals[0].tally: a count below 0"),
+    ((*TALLY, "errorTexts", 0, 0), 5, "shard.intervals[0].tally.errorTexts: URL index 5 is not allowed; must be "
+                                      "below the number of shard.urls (1)"),
+    ((*TALLY, "latency", "min"), -1, "shard.intervals[0].tally.latency.min: -1 is not allowed"),
+    ((*TALLY, "latency", "sum"), 1e300, "shard.intervals[0].tally.latency.sum: 1e+300 is not allowed"),
+    ((*TALLY, "latency", "hdr"), "HISTF", "shard.intervals[0].tally.latency: not a latency histogram record"),
+])
+def test_a_damaged_summary_is_named_and_not_merged(path: tuple[str | int, ...], value: object, said: str) -> None:
+    """A summary damaged or edited in the log: its shard is left out like one cut off, and the note says why."""
+    found = read_pods([("a.log", shard_log(shard(0, 2, 1_000.0, [tally_of([1])]))), ("b.log", damaged(path, value))])
+    assert [s.index for s in found.shards] == [0] and found.incomplete == [1]
+    assert len(found.notes) == 1 and found.notes[0].startswith("b.log: shard 1's summary cannot be merged: ")
+    assert said in found.notes[0]
+    merged = merge_shards(found.shards, found.expected, found.incomplete)
+    assert merged.summary.shards == {"count": 2, "merged": [0], "missing": [], "incomplete": [1]}
+
+
+def test_a_damaged_summary_without_a_startup_line_is_skipped_and_said() -> None:
+    found = read_pods([("b.log", damaged(("shard", "index"), "one").split("\n", 1)[1])])
+    assert found.shards == [] and found.incomplete == []
+    assert found.notes == ['b.log: skipped: shard.index: "one" is not allowed; must be a whole number, at least 0']

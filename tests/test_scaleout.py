@@ -148,9 +148,90 @@ def test_a_truncated_pod_log_is_reported_as_incomplete(pods: PodRun, tmp_path: P
     done = merge(files=files)
     assert done.returncode == 0, done.stderr
     assert f"{files[2]}: shard 2's log has no complete summary (cut off?)" in done.stderr
-    assert "shard 2 of 3: its output was cut off before its summary, not merged" in done.stderr
+    assert "shard 2 of 3: its output has no usable summary (cut off or damaged), not merged" in done.stderr
     merged = assert_counts_add_up(done.stdout)
     assert merged["shards"]["incomplete"] == [2] and merged["shards"]["merged"] == [0, 1]
+
+
+def test_pods_logs_joined_without_prefixes_merge_as_with_them(pods: PodRun) -> None:
+    """`cat pod-0.log pod-1.log pod-2.log | soak merge`: each pod's log in the text is one shard."""
+    joined = merge(*pods.logs)
+    assert (joined.returncode, joined.stderr) == (0, "")
+    prefixed_output = merge(*(prefixed(i, log) for i, log in enumerate(pods.logs))).stdout
+    assert assert_counts_add_up(joined.stdout) == assert_counts_add_up(prefixed_output)
+    assert assert_counts_add_up(joined.stdout)["shards"]["merged"] == [0, 1, 2]
+
+
+REFUSED = "; merge one run's logs at a time (kubectl logs -l job-name=JOB --prefix --tail=-1 | soak merge)\n"
+
+
+def another_run(log: str, index: int, *, later_s: float = 0, qps: int | None = None) -> str:
+    """The pod's log as if from another run: started `later_s` later, or with another qps, and another Job's pod."""
+    summary = log[log.index("\n{\n"):]
+    start = float(summary.split('"startWall": ', 1)[1].split(",", 1)[0])
+    changed = summary.replace(f'"startWall": {start},', f'"startWall": {start + later_s},')
+    if qps is not None:
+        changed = changed.replace('\n    "qps": 100,', f'\n    "qps": {qps},')
+    return "".join(f"[pod/soak-29400060-{index}-b8q4z/soak] {line}\n"
+                   for line in (log[: log.index("\n{\n")] + changed).splitlines())
+
+
+def test_logs_of_two_runs_are_refused_saying_what_differs(pods: PodRun) -> None:
+    """`kubectl logs -l app=soak` brings the earlier runs' pods too: mixed, they are no run at all."""
+    today = [prefixed(i, log) for i, log in enumerate(pods.logs)]
+    other_qps = merge(today[0], another_run(pods.logs[1], 1, qps=300), today[2])
+    assert other_qps.returncode == 2 and other_qps.stdout == ""
+    assert other_qps.stderr == ("soak: merge: the logs hold more than one run (jobs soak-29400000 and soak-29400060): "
+                                "shard 1 (pod/soak-29400060-1-b8q4z/soak) ran with qps 300, shard 0 "
+                                f"(pod/soak-29400000-0-x7k2p/soak) with qps 100{REFUSED}")
+    yesterday = merge(*today, another_run(pods.logs[0], 0, later_s=-86_400))
+    assert yesterday.returncode == 2
+    assert yesterday.stderr.startswith("soak: merge: the logs hold more than one run (jobs soak-29400000 and "
+                                       "soak-29400060): shard 0 appears twice (started ")
+    assert " in pod/soak-29400060-0-b8q4z/soak and " in yesterday.stderr and yesterday.stderr.endswith(REFUSED)
+    an_hour_apart = merge(today[0], today[1], another_run(pods.logs[2], 2, later_s=3_600))
+    assert an_hour_apart.returncode == 2
+    assert "shard 2 (pod/soak-29400060-2-b8q4z/soak) started " in an_hour_apart.stderr
+    assert ": more than one interval (2s) apart" + REFUSED in an_hour_apart.stderr
+
+
+def test_a_pod_one_interval_late_is_still_merged(pods: PodRun) -> None:
+    late = another_run(pods.logs[2], 2, later_s=2)
+    done = merge(prefixed(0, pods.logs[0]), prefixed(1, pods.logs[1]), late)
+    assert done.returncode == 0, done.stderr
+    assert "the shards did not start together (shard 2: 1 interval late)" in done.stderr
+    assert assert_counts_add_up(done.stdout)["shards"]["merged"] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ('\n    "interval": "2s",', '\n    "interval": "0s",', 'config.interval: "0s" is not allowed'),
+    ('"startWall": ', '"startWall": NaN, "was": ', "shard.startWall: NaN is not allowed"),
+    ('"tally": {\n          "good": ', '"tally": {"good": null, "was": ', "shard.intervals[2].tally: not a tally record"),
+    ('"cpuSeconds": ', '"cpuSeconds": null, "was": ', "shard.cpuSeconds: null is not allowed"),
+])
+def test_a_damaged_summary_is_one_line_naming_it_not_a_traceback(pods: PodRun, tmp_path: Path, old: str, new: str,
+                                                                   said: str) -> None:
+    files = [tmp_path / f"pod-{index}.log" for index in range(SHARDS)]
+    for index, log in enumerate(pods.logs):
+        files[index].write_text(new.join(log.rsplit(old, 1)) if index == 1 else log)  # the last: in the shard record
+    done = merge(files=files)
+    assert done.returncode == 0, done.stderr
+    damage, dropped = done.stderr.splitlines()
+    assert damage.startswith(f"soak merge: {files[1]}: shard 1's summary cannot be merged: ") and said in damage
+    assert dropped == "soak merge: shard 1 of 3: its output has no usable summary (cut off or damaged), not merged"
+    assert assert_counts_add_up(done.stdout)["shards"]["incomplete"] == [1]
+    alone = merge(files=[files[1]])
+    assert alone.returncode == 2 and "Traceback" not in alone.stderr
+    assert alone.stderr.splitlines()[-1] == "soak: merge: no shard's summary found in the input: nothing to merge"
+
+
+def test_stdin_that_is_not_utf8_is_read_anyway() -> None:
+    """A stray byte in the logs (a target's garbled error text) must not stop a merge under a strict locale."""
+    done = subprocess.run(soak_command("merge"), input=b"\xff\n", capture_output=True, timeout=60,
+                          env={**os.environ, "TZ": "UTC", "PYTHONIOENCODING": "utf-8:strict"})
+    assert done.returncode == 2 and b"Traceback" not in done.stderr
+    assert done.stderr.decode().splitlines()[-1] == ("soak: merge: no shard's summary found in the input: "
+                                                     "nothing to merge")
 
 
 def test_nothing_to_merge_is_one_line_and_exit_2() -> None:
