@@ -259,7 +259,7 @@ def merge_shards(shards: Sequence[ShardRun], expected: int | None = None, incomp
         raise ValueError("no shard finished: nothing to merge")
     count = expected or max(s.count for s in shards)
     info = merged_info(shards)
-    intervals = merge_intervals(info, shards)
+    intervals = merge_intervals(info, shards, count)
     present = sorted(s.index for s in shards)
     gone = sorted(set(range(count)) - set(present) - set(incomplete))
     cut = sorted(set(incomplete))
@@ -286,20 +286,32 @@ def merged_info(shards: Sequence[ShardRun]) -> RunInfo:
     return RunInfo(settings, first.urls, first.url_source, 0, start_wall)
 
 
-def merge_intervals(info: RunInfo, shards: Sequence[ShardRun]) -> list[Interval]:
-    """The run's intervals: each shard's matched by its start on the common grid, and added."""
+def merge_intervals(info: RunInfo, shards: Sequence[ShardRun], count: int) -> list[Interval]:
+    """The run's intervals: each shard's matched by its start on the common grid, and added.
+
+    Of the run's `count` shards, those with no output count as sending all through every
+    interval (their load was due, and nothing says it was sent); those merged count for
+    the time they were sending.
+    """
     groups: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     for shard in shards:
         offset = _offset_ns(info, shard)
         for record in shard.intervals:
             slot = round((offset + int(record["startNs"])) / info.settings.interval_ns)
             groups.setdefault(slot, []).append((offset, record))
-    return [merged_interval(info, k, slot, groups[slot]) for k, slot in enumerate(sorted(groups))]
+    unknown = count - len(shards)
+    return [merged_interval(info, k, slot, groups[slot], count, unknown) for k, slot in enumerate(sorted(groups))]
 
 
-def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[int, dict[str, Any]]]) -> Interval:
+def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[int, dict[str, Any]]],
+                    shares: int, unknown: int = 0) -> Interval:
     """Interval `index` of the run, at grid slot `slot`: the shards' records (each with its
     shard's clock offset) added up.
+
+    The run is split into `shares` equal parts (shards, or workers); its goal in this
+    interval is each part's for the time it was sending here (`unknown` parts: all of it).
+    A shard that started an interval late, or had stopped, adds nothing to it, so the
+    edge intervals of shards started on different boundaries keep a true goal.
 
     The shards' clocks agree to a few microseconds, not exactly: an interval that every
     shard ran in full is exactly one interval long, not a hair more, so its goal `t` is
@@ -316,7 +328,22 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     # A shard that sent to the interval's end (None) keeps the whole interval's goal: the
     # run's sending stopped only where every shard's had.
     sending = [None if r.get("sendingEndNs") is None else offset + int(r["sendingEndNs"]) for offset, r in parts]
-    return Interval(index, start, end, tally, None if None in sending else max(s for s in sending if s is not None))
+    due = sum(_sending_ns(offset, r, start, start + length) for offset, r in parts) + unknown * length
+    return Interval(index, start, end, tally, None if None in sending else max(s for s in sending if s is not None),
+                    round(due / shares))
+
+
+def _sending_ns(offset: int, record: dict[str, Any], start: int, end: int) -> int:
+    """How long, within [start, end), the shard of this interval record was sending."""
+    begin = max(start, offset + int(record["startNs"]))
+    stop = min(end, offset + int(record["endNs"]))
+    if record.get("sendingEndNs") is not None:
+        stop = min(stop, offset + int(record["sendingEndNs"]))
+    if abs(stop - end) < CLOCK_SLACK_NS:
+        stop = end
+    if abs(begin - start) < CLOCK_SLACK_NS:
+        begin = start
+    return max(0, stop - begin)
 
 
 def merged_summary(info: RunInfo, intervals: Sequence[Interval], shards: Sequence[ShardRun],
@@ -343,6 +370,7 @@ def merged_summary(info: RunInfo, intervals: Sequence[Interval], shards: Sequenc
         max_rss_bytes=max((int(run["maxRssBytes"]) for _, run in runs), default=0),
         connections=_added(run.get("connections") for _, run in runs),
         shards=report,
+        due_ns=sum(interval.due_span_ns for interval in intervals),
     )
 
 

@@ -197,6 +197,9 @@ class Interval:
     end_ns: int  # the grid boundary, or the stop time for a last, partial interval
     tally: Tally
     sending_end_ns: int | None = None  # when sending stopped, if it stopped before the run's end
+    # A merged interval: how long sends were due in it at the run's full rate, counting each
+    # shard for its share of the time it was sending (shards that started an interval late).
+    due_ns: int | None = None
 
     @property
     def span_ns(self) -> int:
@@ -205,6 +208,8 @@ class Interval:
     @property
     def due_span_ns(self) -> int:
         """The part of the interval in which sends were due: all of it, unless sending stopped."""
+        if self.due_ns is not None:
+            return self.due_ns
         end = self.end_ns if self.sending_end_ns is None else min(self.end_ns, self.sending_end_ns)
         return max(0, end - self.start_ns)
 

@@ -64,6 +64,7 @@ class RunSummary:
     bench: BenchTally | None = None  # bench mode: ab's per-phase timings and counts
     connections: dict[str, int] | None = None  # connections opened, by protocol: {"HTTP/1.1 TLSv1.3": 5}
     shards: dict[str, Any] | None = None  # a merged run: how many shards, which were merged, missing, cut
+    due_ns: int | None = None  # a merged run: its goal's span at the full rate (see Interval.due_ns)
 
     @property
     def elapsed_ns(self) -> int:
@@ -71,8 +72,13 @@ class RunSummary:
 
     @property
     def sending_ns(self) -> int:
-        """How long requests were being sent: what the run's goal and achieved rate are over."""
+        """How long requests were being sent: what the achieved rate is over."""
         return self.sending_end_ns - self.info.start_ns
+
+    @property
+    def goal_ns(self) -> int:
+        """What the run's goal is over: its sending time, or a merged run's own due span."""
+        return self.sending_ns if self.due_ns is None else self.due_ns
 
 
 class Reporter:

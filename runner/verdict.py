@@ -211,7 +211,7 @@ def interval_span(info: RunInfo, interval: Interval) -> Span:
 def run_span(summary: RunSummary) -> Span:
     info = summary.info
     paced = summary.bench is None
-    return Span(summary.tally, summary.sending_ns / 1e9, goal(info.qps, summary.sending_ns) if paced else None)
+    return Span(summary.tally, summary.sending_ns / 1e9, goal(info.qps, summary.goal_ns) if paced else None)
 
 
 def plan_of(info: RunInfo) -> Plan:

@@ -171,7 +171,10 @@ class _Gather:
             running = [w for w in range(self.workers) if w not in self.runs and w not in self.failures]
             if not have or (not final and any(w not in have for w in running)):
                 return
-            interval = merged_interval(self.info, k, k, [(0, self.intervals[w][k]) for w in have])
+            # A worker that failed before this interval still owed its share of it.
+            failed = sum(1 for w in self.failures if w not in have)
+            interval = merged_interval(self.info, k, k, [(0, self.intervals[w][k]) for w in have], self.workers,
+                                       failed)
             self.merged.append(interval)
             for reporter in self.reporters:
                 reporter.interval(self.info, _on_clock(self.info, interval))
@@ -193,7 +196,8 @@ def _on_clock(info: RunInfo, interval: Interval) -> Interval:
     """An interval merged on offsets from the start, put back on this process's clock."""
     shift = info.start_ns
     sending = None if interval.sending_end_ns is None else interval.sending_end_ns + shift
-    return Interval(interval.index, interval.start_ns + shift, interval.end_ns + shift, interval.tally, sending)
+    return replace(interval, start_ns=interval.start_ns + shift, end_ns=interval.end_ns + shift,
+                   sending_end_ns=sending)
 
 
 class _forwarding_signals:

@@ -85,15 +85,33 @@ def test_intervals_match_on_the_grid_even_when_a_shard_started_an_interval_late(
 
 
 def test_a_shard_that_stopped_early_does_not_shorten_the_others_goal() -> None:
-    """Shard 1 stopped (SIGTERM) 4 s into interval 1 while shard 0 sent to its end: sends were
-    due all through interval 1, so its goal is the whole interval's, and the shortfall shows."""
+    """Shard 1 stopped (SIGTERM) 4 s into interval 1 while shard 0 sent to its end: the goal is
+    each shard's share for the time it was sending, 10 s + 4 s at half the rate, 7 s at the full
+    one (it was cut to the stopped shard's 4 s, and 51 of 30 read as 100%)."""
     a = shard(0, 2, 1_000.0, [tally_of([1] * 10), tally_of([1] * 10)])
     b = shard(1, 2, 1_000.0, [tally_of([1] * 10), tally_of([1] * 4)])
     b.intervals[1]["sendingEndNs"] = b.intervals[1]["endNs"] = 14 * SECOND
     merged = merge_shards([a, b])
     assert [i.sending_end_ns for i in merged.intervals] == [None, None]
-    assert [i.due_span_ns for i in merged.intervals] == [10 * SECOND, 10 * SECOND]
+    assert [i.due_span_ns for i in merged.intervals] == [10 * SECOND, 7 * SECOND]
+    assert merged.summary.goal_ns == 17 * SECOND
     assert merged.notes == []
+
+
+def test_shards_started_an_interval_apart_keep_a_true_goal() -> None:
+    """Shard 1 started one interval after shard 0: the edge intervals hold one shard's share
+    each, and their goal is that share's (they read 50%, and the run 74%, for a perfect run)."""
+    a = shard(0, 2, 1_000.0, [tally_of([1] * 150), tally_of([1] * 150)])
+    late = shard(1, 2, 1_010.0, [tally_of([1] * 150), tally_of([1] * 150)])
+    merged = merge_shards([a, late])
+    assert [i.due_span_ns for i in merged.intervals] == [5 * SECOND, 10 * SECOND, 5 * SECOND]
+    assert merged.summary.goal_ns == 20 * SECOND  # 600 sends due at 30 req/s: all answered
+
+
+def test_a_missing_shard_still_owes_its_share() -> None:
+    """A shard with no output at all: nothing says its load was sent, so its share stays in the goal."""
+    merged = merge_shards([shard(0, 2, 0.0, [tally_of([1] * 150)])], expected=2)
+    assert [i.due_span_ns for i in merged.intervals] == [10 * SECOND]
 
 
 def test_merged_percentiles_come_from_the_merged_buckets() -> None:

@@ -234,6 +234,32 @@ def test_stdin_that_is_not_utf8_is_read_anyway() -> None:
                                                      "nothing to merge")
 
 
+def test_pods_started_an_interval_apart_merge_to_a_true_goal(nginx: Nginx) -> None:
+    """Shard 0 comes up before a boundary, shards 1 and 2 just after it: they start one 2 s
+    interval later. Every request was sent on time, so the merged run is 100% of its goal, and
+    each edge interval's goal is the share of the shards sending in it (it read 33% and 66%,
+    and 74% for the run)."""
+    phase = time.time() % 2
+    time.sleep((2.2 - phase) % 2)  # 0.2 s after a boundary: shard 0 starts at the next one, B
+    flags = ["--shards", "3", "--qps", "60", "--concurrency", "3", "--interval", "2s", "--iterations", "2"]
+    env = {**os.environ, "TZ": "UTC"}
+    first = subprocess.Popen(soak_command(*flags, "--shard", "0", nginx.url), stdout=subprocess.PIPE, text=True,
+                             env=env)
+    time.sleep(2.0)  # now 0.2 s after B: shards 1 and 2 start at B + 2 s
+    rest = [subprocess.Popen(soak_command(*flags, "--shard", str(i), nginx.url), stdout=subprocess.PIPE, text=True,
+                             env=env) for i in (1, 2)]
+    logs = [p.communicate(timeout=60)[0] for p in (first, *rest)]
+    done = merge(*logs)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ("soak merge: the shards did not start together (shard 1: 1 interval late, shard 2: 1 "
+                           "interval late); the first and last intervals hold only some shards' load\n")
+    merged = assert_counts_add_up(done.stdout)
+    assert merged["requests"] == 240 and merged["goalPercent"] == 100
+    lines = [parse_interval(line) for line in done.stdout.splitlines() if line[:1].isdigit()]
+    assert [line.target for line in lines] == [40, 120, 80]
+    assert all(line.goal_percent >= 99 for line in lines), lines
+
+
 def test_nothing_to_merge_is_one_line_and_exit_2() -> None:
     done = merge("# sending 100 GET req/s with concurrency=5 to http://127.0.0.1:9/ ...\nnot a summary\n")
     assert done.returncode == 2
