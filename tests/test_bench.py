@@ -235,7 +235,7 @@ def test_length_failures_and_non_2xx_count_as_ab_counts_them(fault_server: Fault
     (["-s", "-1"], "soak: -s: -1 is not allowed; must be a number of seconds greater than 0"),
     (["-m", "get"], 'soak: -m: "get" is not allowed; must be an HTTP method in capitals, like GET or POST'),
     (["-p", "/no/such/file"], "soak: -p: /no/such/file: No such file or directory"),
-    (["--qps", "0"], "soak: --qps: 0 is not allowed; must be greater than 0"),
+    (["--qps", "0"], "soak: --qps: 0 is not allowed; must be at least 0.001"),
 ])
 def test_bad_flags_are_one_line_and_exit_2(args: list[str], message: str) -> None:
     run = run_soak("bench", *args, "http://127.0.0.1:9/")

@@ -54,8 +54,9 @@ BAD = [
     ({"hashValue": "0x1"}, '$.hashValue: "0x1" is not allowed; must be a whole number'),
     ({"$schema": 5}, "$['$schema']: 5 is not allowed; must be a string"),
     # ranges
-    ({"qps": 0}, "$.qps: 0 is not allowed; must be greater than 0"),
-    ({"qps": -1}, "$.qps: -1 is not allowed; must be greater than 0"),
+    ({"qps": 0}, "$.qps: 0 is not allowed; must be at least 0.001"),
+    ({"qps": -1}, "$.qps: -1 is not allowed; must be at least 0.001"),
+    ({"qps": 1e-300}, "$.qps: 1e-300 is not allowed; must be at least 0.001"),  # was an OverflowError traceback
     ({"qps": 2000000}, "$.qps: 2000000 is not allowed; must be at most 1000000"),
     ({"concurrency": 0}, "$.concurrency: 0 is not allowed; must be at least 1"),
     ({"concurrency": 10001}, "$.concurrency: 10001 is not allowed; must be at most 10000"),
@@ -161,10 +162,10 @@ def test_where_decides_how_the_source_is_named() -> None:
     """One schema serves the file ($.qps) and the command line (--qps)."""
     with pytest.raises(UsageError) as caught:
         validate({"qps": -3}, lambda error: f"--{error.path[0]}")
-    assert str(caught.value) == "--qps: -3 is not allowed; must be greater than 0"
+    assert str(caught.value) == "--qps: -3 is not allowed; must be at least 0.001"
     with pytest.raises(UsageError) as caught:
         validate({"qps": -3}, json_path_in("x.json"))
-    assert str(caught.value) == "x.json: $.qps: -3 is not allowed; must be greater than 0"
+    assert str(caught.value) == "x.json: $.qps: -3 is not allowed; must be at least 0.001"
 
 
 # --- secrets never appear in errors ------------------------------------------------------------
