@@ -30,7 +30,7 @@ from runner.abreport import report as ab_report
 from runner.config import Settings, merge, read_config_file, settings_from
 from runner.csvreport import CsvReporter
 from runner.demo import start_target, stop_target
-from runner.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_USAGE, UsageError
+from runner.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_USAGE, EXIT_WORKER_FAILED, UsageError
 from runner.linkerd import proxy_lifecycle
 from runner.merge import merge_shards
 from runner.plan import describe
@@ -150,7 +150,9 @@ def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
         if not proxy_ready:
             return EXIT_PROXY_NOT_READY
         if settings.workers > 1:
-            workers.run(settings, urls, source, reporters, shard.pod(), metrics.workers if metrics else None)
+            summary = workers.run(settings, urls, source, reporters, shard.pod(), metrics.workers if metrics else None)
+            if summary.failed_workers:
+                return EXIT_WORKER_FAILED
         else:
             launch.run(settings, urls, source, reporters, shard, tap=metrics.tap if metrics else None)
     return verdict.exit_code if verdict is not None else EXIT_OK

@@ -65,6 +65,7 @@ class RunSummary:
     connections: dict[str, int] | None = None  # connections opened, by protocol: {"HTTP/1.1 TLSv1.3": 5}
     shards: dict[str, Any] | None = None  # a merged run: how many shards, which were merged, missing, cut
     due_ns: int | None = None  # a merged run: its goal's span at the full rate (see Interval.due_ns)
+    failed_workers: dict[int, str] | None = None  # local workers that died or raised: what happened to each
 
     @property
     def elapsed_ns(self) -> int:

@@ -143,6 +143,8 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     data["config"] = info.settings.effective
     if summary.shards is not None:
         data["shards"] = summary.shards
+    if summary.failed_workers:
+        data["failedWorkers"] = {str(w): text for w, text in summary.failed_workers.items()}
     if not info.shard.alone:
         data["shard"] = run_record(summary, shard_intervals or [])
     return data

@@ -186,7 +186,8 @@ class _Gather:
                          self.info.url_source, self.intervals.get(w, []), self.runs[w]) for w in sorted(self.runs)]
         summary = merged_summary(self.info, self.merged, runs, None)
         shift = self.info.start_ns
-        summary = replace(summary, end_ns=summary.end_ns + shift, sending_end_ns=summary.sending_end_ns + shift)
+        summary = replace(summary, end_ns=summary.end_ns + shift, sending_end_ns=summary.sending_end_ns + shift,
+                          failed_workers=dict(sorted(self.failures.items())) or None)
         for reporter in self.reporters:
             reporter.finish(summary)
         return summary

@@ -283,6 +283,31 @@ def test_workers_split_the_run_and_print_one_merged_output(nginx: Nginx) -> None
     assert "shard" not in summary and summary["config"]["workers"] == 2
 
 
+def test_a_worker_that_dies_fails_the_run_and_its_share_shows_as_missing(nginx: Nginx) -> None:
+    """A worker killed (the OOM killer's SIGKILL) mid-run: the others finish, the output says
+    which worker failed and how, its share stays in the goal, and the exit code is 5, so the
+    Job shows Failed (it was 0, with stopReason "iterations")."""
+    process = subprocess.Popen(soak_command("--qps", "100", "--concurrency", "2", "--interval", "1s",
+                                            "--iterations", "3", "--workers", "2", nginx.url),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "TZ": "UTC"})
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    first += process.stdout.readline()
+    while not (line := process.stdout.readline())[:1].isdigit():  # the first interval line
+        first += line
+    children = subprocess.run(["pgrep", "-P", str(process.pid), "-f", "spawn_main"], capture_output=True,
+                              text=True).stdout.split()
+    assert len(children) == 2, children
+    os.kill(int(children[1]), signal.SIGKILL)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 5, err
+    summary = assert_counts_add_up(first + line + out)
+    assert list(summary["failedWorkers"]) in (["0"], ["1"])
+    assert f"worker {list(summary['failedWorkers'])[0]} failed: exited with code -9 before its summary" in err
+    assert summary["goalPercent"] < 90  # half the load went missing for two of three intervals
+
+
 def test_workers_stop_together_on_sigterm(nginx: Nginx) -> None:
     before = nginx.requests_logged()
     process = subprocess.Popen(soak_command("--qps", "100", "--concurrency", "2", "--interval", "1s",
