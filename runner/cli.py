@@ -111,7 +111,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     """`soak bench`: ab's flags over ab's defaults, then the config file and --<setting> flags."""
-    file_layer = read_config_file(args.config) if args.config else {}
+    file_layer = read_config_file(args.config) if args.config is not None else {}
     settings = settings_from(merge(abflags.BENCH_LAYER, file_layer, _flags_layer(args), abflags.layer(args)))
     if settings.total_requests and settings.concurrency > settings.total_requests:
         raise UsageError(f"-c: {settings.concurrency} is not allowed; must be at most the number of requests "
@@ -237,7 +237,7 @@ def _check_bench_urls(settings: Settings, urls: list[str]) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    file_layer = read_config_file(args.config) if args.config else {}
+    file_layer = read_config_file(args.config) if args.config is not None else {}
     return settings_from(merge(file_layer, _flags_layer(args)))
 
 

@@ -86,6 +86,8 @@ class Settings:
 
 def read_config_file(path: str) -> dict[str, Any]:
     """The validated settings in a configuration.json, without the `$schema` hint."""
+    if not path.strip():  # `--config "$UNSET"` must not quietly run the defaults (100 req/s for an hour)
+        raise UsageError("--config: the file name is empty")
     try:
         with open(path, encoding="utf-8-sig") as f:  # tolerate a BOM from Windows editors
             text = f.read()

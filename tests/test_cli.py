@@ -70,6 +70,7 @@ def test_validate_shows_flag_overrides_and_hides_secrets(tmp_path: Path) -> None
 
 BAD_INPUTS = [
     (["--qps", "0", "http://127.0.0.1:9/"], "soak: --qps: 0 is not allowed; must be at least 0.001"),
+    (["--config", "", "http://127.0.0.1:9/"], "soak: --config: the file name is empty"),  # once ran the defaults
     (["--qps", "fast", "http://127.0.0.1:9/"], 'soak: --qps: "fast" is not allowed; must be a number'),
     (["--interval", "10", "http://127.0.0.1:9/"], 'soak: --interval: "10" is not allowed; must be a duration like 500ms, 10s, 1m or 1m30s, greater than 0'),
     (["--latencyUnit", "s", "http://127.0.0.1:9/"], 'soak: --latencyUnit: "s" is not allowed; must be one of "ms", "us", "ns"'),
