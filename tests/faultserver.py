@@ -125,6 +125,10 @@ class FaultServer:
             except OSError:
                 return
             conn.settimeout(None)
+            # A response goes out in several writes (head, then body); without this, Nagle holds
+            # the body back until the client's delayed ACK (40 ms) on a keep-alive connection,
+            # and closed-model runs against /slow/N skip sends the delay alone does not explain.
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self._connections.add(conn)
                 self._accepted += 1
