@@ -168,6 +168,7 @@ class Span:
     seconds: float  # how long sends were due in it
     target: float | None  # sends due in it (the goal's `t`); None for a bench, which has no goal
     whole: bool = True  # False for a partial interval, too short to judge goal% and rate on
+    shares: int = 1  # one shard of a run split in this many: its rate, times this, is the run's
 
 
 def measure(metric: str, span: Span) -> float | None:
@@ -187,8 +188,8 @@ def measure(metric: str, span: Span) -> float | None:
     if metric == "skipped%":
         due = t.requests + t.skipped
         return t.skipped / due * 100 if due else None
-    if metric == RATE:
-        return t.requests / span.seconds if span.seconds > 0 and span.whole else None
+    if metric == RATE:  # the whole run's rate: a shard sends its share of it
+        return t.requests * span.shares / span.seconds if span.seconds > 0 and span.whole else None
     return _share(metric, t) * 100 / t.requests if t.requests else None
 
 
@@ -217,6 +218,8 @@ class Plan:
     sends: int | None  # sends due in the whole run; None when only a signal ends it
     target: float | None  # the run's goal t at its end; None for a bench or an end not known
     seconds: float | None  # how long sends will have been due; None when not known
+    counted: bool = False  # `sends` counts sends made (totalRequests): skipped ones come on top
+    shares: int = 1  # as Span.shares
 
 
 UNBOUNDED = (-math.inf, math.inf)
@@ -232,7 +235,30 @@ def bounds(metric: str, so_far: Tally, plan: Plan) -> tuple[float, float]:
     """
     if plan.sends is None:
         return (float(so_far.max_ns), math.inf) if metric == "max" and so_far.responses else UNBOUNDED
+    if plan.counted:
+        return _counted_bounds(metric, so_far, plan.sends)
     rest = max(plan.sends - so_far.requests - so_far.skipped, 0)
+    return _bounds_with(metric, so_far, plan, rest)
+
+
+def _counted_bounds(metric: str, so_far: Tally, sends: int) -> tuple[float, float]:
+    """Bounds in a run that ends after `sends` requests made: skipped sends do not bring its
+    end nearer but push it later, adding to its goal (t = sends made + skipped) and skipped%."""
+    rest = max(sends - so_far.requests, 0)
+    if metric == "goal%":
+        due = sends + so_far.skipped
+        return 0.0, min((so_far.responses + rest) / due * 100, 100.0) if due else 100.0
+    if metric == "skipped%":
+        due = sends + so_far.skipped
+        return (so_far.skipped / due * 100 if due else 0.0), 100.0
+    if metric == RATE:
+        return UNBOUNDED
+    return _bounds_with(metric, so_far, Plan(sends, None, None), rest)
+
+
+def _bounds_with(metric: str, so_far: Tally, plan: Plan, rest: int) -> tuple[float, float]:
+    """Bounds when `rest` more sends (made or skipped) are to come."""
+    assert plan.sends is not None
     if metric in LATENCIES:
         return _latency_bounds(metric, so_far, rest)
     if metric == "goal%":
@@ -247,7 +273,8 @@ def bounds(metric: str, so_far: Tally, plan: Plan) -> tuple[float, float]:
     if metric == RATE:
         if not plan.seconds:
             return UNBOUNDED
-        return so_far.requests / plan.seconds, (so_far.requests + rest) / plan.seconds
+        return (so_far.requests * plan.shares / plan.seconds,
+                (so_far.requests + rest) * plan.shares / plan.seconds)
     share, requests = _share(metric, so_far), so_far.requests
     if requests + rest == 0:
         return UNBOUNDED

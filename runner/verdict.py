@@ -205,13 +205,14 @@ def interval_span(info: RunInfo, interval: Interval) -> Span:
     paced = info.settings.mode != "bench"
     due = interval.due_span_ns
     return Span(interval.tally, due / 1e9, goal(info.qps, due) if paced else None,
-                whole=due >= info.settings.interval_ns)
+                whole=due >= info.settings.interval_ns, shares=info.shard.count)
 
 
 def run_span(summary: RunSummary) -> Span:
     info = summary.info
     paced = summary.bench is None
-    return Span(summary.tally, summary.sending_ns / 1e9, goal(info.qps, summary.goal_ns) if paced else None)
+    return Span(summary.tally, summary.sending_ns / 1e9, goal(info.qps, summary.goal_ns) if paced else None,
+                shares=info.shard.count)
 
 
 def plan_of(info: RunInfo) -> Plan:
@@ -219,9 +220,8 @@ def plan_of(info: RunInfo) -> Plan:
     s = info.settings
     total = info.shard.share(s.total_requests) if s.total_requests else None
     if s.mode == "bench" or s.run_ns is None:
-        return Plan(total, None, None)
+        return Plan(total, None, None, counted=total is not None)
     by_time = math.ceil(info.qps * s.run_ns / 1e9)
     if total is not None and total < by_time:
-        # It ends with its last send, near send total - 1's due time: its goal is at least that.
-        return Plan(total, float(total - 1) if total > 1 else None, None)
-    return Plan(by_time, goal(info.qps, s.run_ns), s.run_ns / 1e9)
+        return Plan(total, None, None, counted=True)  # it ends with its last send made, skipped ones aside
+    return Plan(by_time, goal(info.qps, s.run_ns), s.run_ns / 1e9, shares=info.shard.count)

@@ -224,6 +224,29 @@ def test_skipped_and_rate_bounds() -> None:
     assert can_hold("rate >= 100", tally_of([MS] * 10, skipped=1), Plan(1000, 1000, None))
 
 
+def test_in_a_counted_run_skipped_sends_do_not_use_up_the_count() -> None:
+    """totalRequests counts sends made: 30 skipped early leave all 300 still to be made, so 10
+    errors% among the first 70 can still end at 40/300 = 13.3% (a review's run that aborted at
+    errors% <= 15, and passed without abortOnThreshold)."""
+    plan = Plan(sends=300, target=None, seconds=None, counted=True)
+    so_far = tally_of([MS] * 30, failed=40, skipped=30)
+    assert can_hold("errors% <= 15", so_far, plan)
+    assert not can_hold("errors% <= 13", so_far, plan)  # 40 of at most 300
+    # goal% at best: 30 answered + the 230 sends to come, against t = 300 made + the 30 skipped so far
+    assert can_hold("goal% >= 78", so_far, plan) and not can_hold("goal% >= 79", so_far, plan)
+    assert not can_hold("skipped% <= 9", so_far, plan)  # at least 30 / 330
+    assert can_hold("skipped% <= 10", so_far, plan)
+
+
+def test_a_shard_judges_the_rate_of_the_whole_run() -> None:
+    """A shard of 2 sends half the run's rate; `rate >= 95` is about the run, so its 50 req/s
+    count as 100 (every pod of a healthy 100 req/s run failed its Job with 50 req/s BROKEN)."""
+    half = tally_of([MS] * 500)
+    assert parse_rule("rate >= 95").holds(measure("rate", Span(half, 10.0, 500.0, shares=2)))
+    assert not parse_rule("rate >= 95").holds(measure("rate", Span(half, 10.0, 500.0)))
+    assert can_hold("rate >= 95", half, Plan(sends=1000, target=1000, seconds=20, shares=2))
+
+
 def test_latency_bounds_assume_every_remaining_response_is_instant() -> None:
     plan = Plan(sends=1000, target=1000, seconds=10)
     slow = tally_of([100 * MS] * 11)  # 11 of at most 1000 responses at 100 ms

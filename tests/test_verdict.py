@@ -190,15 +190,15 @@ def test_does_not_stop_without_the_option() -> None:
     [
         ({}, Plan(1000, 1000.0, 10.0)),
         ({"qps": 33.3}, Plan(333, 333.0, 10.0)),
-        ({"totalRequests": 50}, Plan(50, 49.0, None)),
+        ({"totalRequests": 50}, Plan(50, None, None, counted=True)),
         ({"totalRequests": 5000}, Plan(1000, 1000.0, 10.0)),
         ({"iterations": 0}, Plan(None, None, None)),
-        ({"iterations": 0, "totalRequests": 70}, Plan(70, None, None)),
+        ({"iterations": 0, "totalRequests": 70}, Plan(70, None, None, counted=True)),
         ({"duration": "2.5s"}, Plan(250, 250.0, 2.5)),
-        ({"mode": "bench", "totalRequests": 70}, Plan(70, None, None)),
+        ({"mode": "bench", "totalRequests": 70}, Plan(70, None, None, counted=True)),
     ],
 )
 def test_the_plan_of_a_run(layer: dict[str, Any], plan: Plan) -> None:
     found = plan_of(info_for(layer))
-    assert found.sends == plan.sends and found.seconds == plan.seconds
+    assert found.sends == plan.sends and found.seconds == plan.seconds and found.counted == plan.counted
     assert found.target == pytest.approx(plan.target) if plan.target is not None else found.target is None
