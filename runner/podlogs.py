@@ -223,21 +223,28 @@ def _run_of(shard: ShardRun) -> dict[str, Any]:
     return {**run_settings(shard.config), "urls": shard.urls}
 
 
-def _starts_apart(shards: Sequence[ShardRun]) -> str | None:
-    """Shards that started more than one interval apart (one run's pods start at most one apart).
+# How far apart the pods of one Job may come up: Kubernetes starts them within seconds, or
+# a minute or so when an image is pulled or a node is found. Two runs of one CronJob are
+# an hour apart; a run started by hand beside a scheduled one, minutes.
+POD_SPREAD_NS = 60 * NS_PER_S
 
-    Each pod starts at the next interval boundary by its own clock, so the pods of one run
-    start on the same boundary or, coming up on either side of one, on the next.
+
+def _starts_apart(shards: Sequence[ShardRun]) -> str | None:
+    """Shards whose starts are too far apart to be one run's pods.
+
+    Each pod starts at the next interval boundary by its own clock, so pods that came up
+    POD_SPREAD_NS apart start at most that plus one interval apart (with 1 s intervals,
+    pods 1.5 s apart are two intervals apart and still one run).
     """
     if len(shards) < 2:
         return None
     interval_ns = parse_duration(shards[0].config["interval"])
     first, last = min(shards, key=lambda s: s.start_wall), max(shards, key=lambda s: s.start_wall)
-    if (last.start_wall - first.start_wall) * NS_PER_S <= interval_ns + CLOCK_SLACK_NS:
+    allowed_ns = max(interval_ns, POD_SPREAD_NS) + interval_ns
+    if (last.start_wall - first.start_wall) * NS_PER_S <= allowed_ns + CLOCK_SLACK_NS:
         return None
     return (f"shard {last.index} ({last.source}) started {_time(last.start_wall)}, shard {first.index} "
-            f"({first.source}) {_time(first.start_wall)}: more than one interval ({format_duration(interval_ns)}) "
-            "apart")
+            f"({first.source}) {_time(first.start_wall)}: more than {format_duration(allowed_ns)} apart")
 
 
 def _odd_one_out(items: Sequence[_T], key: Callable[[_T], Any]) -> tuple[_T, _T] | None:

@@ -38,8 +38,9 @@ class Schedule:
         return self.offset + self.stride * (client + k * self.clients)
 
     def slot_end_ns(self, n: int) -> int:
-        """When send n's slot ends: when this shard's next send after it is due."""
-        return self.due_ns(n + self.stride)
+        """When send n's slot ends: when the run's next send after it is due (any shard's), so
+        the shards of a count-limited run end together, at the run's end, not a stride apart."""
+        return self.due_ns(n + 1)
 
     def in_run(self, n: int) -> bool:
         """Whether send n is due before the end of sending."""

@@ -95,11 +95,18 @@ def _index_from(environ: Mapping[str, str]) -> int:
     return int(value)
 
 
-def check_split(shard: Shard, concurrency: int) -> None:
-    """Every process of the split needs at least one client of its own."""
-    if concurrency < shard.stride:
-        raise UsageError(f"concurrency: {concurrency} is not allowed; must be at least shards x workers "
-                         f"({shard.count} x {shard.workers}), so that every process has a client")
+def check_split(shard: Shard, concurrency: int, total_requests: int = 0, max_in_flight: int | None = None,
+                no_latency_summary: bool = False) -> None:
+    """Every process of the split needs at least one client, one request of a totalRequests
+    (a share of 0 would read as no limit at all) and one of maxInFlight (the open model's);
+    and the shards' summaries, which the merge reads."""
+    for name, value in (("concurrency", concurrency), ("totalRequests", total_requests),
+                        ("maxInFlight", max_in_flight)):
+        if value and value < shard.stride:
+            raise UsageError(f"{name}: {value} is not allowed; must be at least shards x workers "
+                             f"({shard.count} x {shard.workers}), so that every process has its share")
+    if no_latency_summary and shard.count > 1:
+        raise UsageError("noLatencySummary: true is not allowed with shards: soak merge needs each shard's summary")
 
 
 def aligned_start(now_wall: float, interval_s: float) -> float:

@@ -133,7 +133,7 @@ class _Gather:
                 processes: Sequence[multiprocessing.process.BaseProcess]) -> RunSummary:
         for reporter in self.reporters:
             reporter.start(self.info)
-        while len(self.runs) + len(self.failures) < self.workers:
+        while len(self.runs.keys() | self.failures.keys()) < self.workers:  # a worker may report both
             try:
                 kind, worker, payload = inbox.get(timeout=POLL_S)
             except queues.Empty:
