@@ -332,31 +332,41 @@ def slow_cooker_families(counts: MetricsTally) -> Iterator[Metric]:
 
 
 def request_families(counts: MetricsTally, urls: Sequence[str]) -> Iterator[Metric]:
-    """soak_requests_total, soak_failures_total, soak_skipped_total, soak_request_duration_seconds."""
+    """soak_requests_total, soak_failures_total, soak_skipped_total, soak_request_duration_seconds.
+
+    Series are by URL label: a URL listed twice (or twice with other credentials, which labels
+    leave out) is one series, counted together, for a Pushgateway rejects a push that holds
+    the same series twice.
+    """
     requests = CounterMetricFamily("soak_requests", "Requests sent, by URL and status class (failed: no response).",
                                    labels=["url", "status_class"])
-    by_class: Counter[tuple[int, str]] = Counter()
+    by_class: Counter[tuple[str, str]] = Counter()
     for url, by_status in enumerate(counts.statuses):
         for status, n in enumerate(by_status):
             if n:
-                by_class[url, status_class(status)] += n
+                by_class[urls[url], status_class(status)] += n
     for (url, _kind), n in counts.failures.items():
-        by_class[url, "failed"] += n
-    for (url, group), n in sorted(by_class.items()):
-        requests.add_metric([urls[url], group], n)
+        by_class[urls[url], "failed"] += n
+    for (label, group), n in sorted(by_class.items()):
+        requests.add_metric([label, group], n)
     yield requests
     failures = CounterMetricFamily("soak_failures", "Sends that got no HTTP response, by URL and kind.",
                                    labels=["url", "kind"])
-    for (url, kind), n in sorted(counts.failures.items()):
-        failures.add_metric([urls[url], kind], n)
+    by_kind: Counter[tuple[str, str]] = Counter()
+    for (url, kind), n in counts.failures.items():
+        by_kind[urls[url], kind] += n
+    for (label, kind), n in sorted(by_kind.items()):
+        failures.add_metric([label, kind], n)
     yield failures
     yield CounterMetricFamily("soak_skipped", "Sends that were due but not sent (a client still busy, or too "
                               "many in flight).", value=counts.skipped)
     duration = HistogramMetricFamily(DURATION.name, DURATION.help, labels=["url"])
-    for url, label in enumerate(urls):
-        places = [g + b for g, b in zip(counts.good[url], counts.bad[url], strict=True)]
+    for label in dict.fromkeys(urls):  # each label once, in the URLs' order
+        same = [url for url, other in enumerate(urls) if other == label]
+        places = [sum(column) for column in zip(*(counts.good[u] for u in same), *(counts.bad[u] for u in same),
+                                                 strict=True)]
         duration.add_metric([label], histogram_buckets(DURATION, places),
-                            (counts.good_ns[url] + counts.bad_ns[url]) / 1e9)
+                            sum(counts.good_ns[u] + counts.bad_ns[u] for u in same) / 1e9)
     yield duration
 
 

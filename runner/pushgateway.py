@@ -15,13 +15,16 @@ stops the run.
 
 from __future__ import annotations
 
+import os
 import threading
 import urllib.error
+from collections.abc import Mapping
 from typing import TextIO
 
 from prometheus_client import CollectorRegistry, push_to_gateway
 
 from runner.report import RunInfo
+from runner.shards import INDEX_ENV, Shard
 
 PUSH_TIMEOUT_S = 5.0  # one push, connecting included
 FINAL_WAIT_S = 2 * PUSH_TIMEOUT_S + 1  # at the end: a push still under way, then the final one
@@ -43,12 +46,13 @@ class Pusher:
         self._taken = 0  # the last ask a push has started for (it serves every ask up to it)
         self._done = 0  # the last ask a finished push served
         self._closing = False
+        self._final: int | None = None  # the final push's ask, once asked for
         self.failures = 0
         self._thread = threading.Thread(target=self._loop, name="pushgateway", daemon=True)
 
     def start(self, info: RunInfo) -> None:
         """Group the pushes under this pod's index, and begin."""
-        self.grouping_key = {"pod_index": str(info.shard.index)}
+        self.grouping_key = {"pod_index": pod_index(info.shard)}
         self._thread.start()
 
     def push_soon(self) -> int:
@@ -62,6 +66,7 @@ class Pusher:
         """Push the final figures and wait (boundedly) until they are on the Pushgateway; True if they are."""
         ask = self.push_soon()
         with self._cond:
+            self._final = ask
             self._cond.wait_for(lambda: self._done >= ask, timeout=FINAL_WAIT_S)
             done = self._done >= ask
         if not done:
@@ -82,17 +87,19 @@ class Pusher:
                 if self._taken == self._asked:
                     return  # closing, with nothing left to push
                 self._taken = ask = self._asked
-            self._push()
+            self._push(ask)
             with self._cond:
                 self._done = ask
                 self._cond.notify_all()
 
-    def _push(self) -> None:
+    def _push(self, ask: int) -> None:
         try:
             push_to_gateway(self.url, self.job, self._registry, self.grouping_key, timeout=self._timeout_s)
         except Exception as e:  # anything at all: a push must never stop the run
             self.failures += 1
-            self._say(f"{_reason(e)}; the counts are kept and go with the next push")
+            final = self._final is not None and ask >= self._final  # no next push to carry the counts
+            self._say(f"{_reason(e)}; " + ("the final figures and verdict were not pushed" if final
+                                           else "the counts are kept and go with the next push"))
 
     def _say(self, text: str) -> None:
         self._err.write(f"soak: pushgateway {self.url}: {text}\n")
@@ -111,3 +118,13 @@ def _reason(error: Exception) -> str:
     if isinstance(error, OSError) and error.strerror:
         return error.strerror
     return str(error) or type(error).__name__
+
+
+def pod_index(shard: Shard, environ: Mapping[str, str] = os.environ) -> str:
+    """The grouping key's pod index: the shard's, or in a plain Indexed Job (shards: 1, every
+    pod the whole load) the Job's JOB_COMPLETION_INDEX, so the pods do not overwrite each
+    other's figures and verdicts."""
+    if shard.count > 1:
+        return str(shard.index)
+    value = environ.get(INDEX_ENV, "").strip()
+    return value if value.isascii() and value.isdigit() else "0"

@@ -93,9 +93,11 @@ class Soak:
         self._install_signals()
         try:
             sending_end_ns, reason = await self._drive(engine)
+            # Still handled while the summary is reported: a SIGTERM during the final push to a
+            # slow Pushgateway must not kill the process before the summary and the push are out.
+            summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before)
         finally:
             self._remove_signals()
-        summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before)
         if engine.done() and not engine.cancelled() and engine.exception() is not None:
             raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
         return summary

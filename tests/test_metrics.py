@@ -274,3 +274,34 @@ def test_bad_metric_addresses_are_refused_by_the_schema(addr: str) -> None:
 @pytest.mark.parametrize("addr", ["", ":9090", "127.0.0.1:9090", "[::1]:9090", "localhost:65535", "pod-0.svc:1"])
 def test_good_metric_addresses(addr: str) -> None:
     assert settings_from(merge({"metricAddr": addr})).metric_addr == addr
+
+
+def test_a_url_listed_twice_is_one_series() -> None:
+    """URL lists keep duplicates (to weight a URL); its series must still be one, or a
+    Pushgateway refuses every push (HTTP 400, 'inconsistent'). Credentials are not in labels,
+    so URLs that differ only in them are one series too."""
+    urls = ["http://a.example/", "http://u:p@b.example/", "http://a.example/", "http://v:q@b.example/"]
+    tally = MetricsTally(4)
+    for url in range(4):
+        tally.record(response(MS, url=url))
+        tally.record(Result(url_index=url, due_ns=START, start_ns=START, end_ns=START + MS, error="refused"))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SoakCollector(tally, Figures(), urls))
+    text = generate_latest(registry).decode()
+    samples = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert len(samples) == len(set(samples)) and len({s.rsplit(" ", 1)[0] for s in samples}) == len(samples)
+    assert 'soak_requests_total{status_class="2xx",url="http://a.example/"} 2.0' in samples
+    assert 'soak_failures_total{kind="refused",url="http://b.example/"} 2.0' in samples
+    assert 'soak_request_duration_seconds_count{url="http://b.example/"} 2.0' in samples
+
+
+def test_the_pod_index_of_a_plain_indexed_job_is_its_completion_index() -> None:
+    """Shards 1 in an Indexed Job: every pod runs the whole load; grouped under index 0 they
+    overwrote each other's pushes, verdicts included."""
+    from runner.pushgateway import pod_index
+    from runner.shards import Shard
+
+    assert pod_index(Shard(0, 1, 0, 1), {"JOB_COMPLETION_INDEX": "2"}) == "2"
+    assert pod_index(Shard(0, 1, 0, 1), {}) == "0"
+    assert pod_index(Shard(0, 1, 0, 1), {"JOB_COMPLETION_INDEX": "x"}) == "0"
+    assert pod_index(Shard(1, 3, 0, 1), {"JOB_COMPLETION_INDEX": "1"}) == "1"
