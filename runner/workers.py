@@ -128,10 +128,14 @@ class _Gather:
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     failures: dict[int, str] = field(default_factory=dict)
     merged: list[Interval] = field(default_factory=list)  # on offsets from the start, as merge.py keeps them
+    stop_reason: str | None = None  # why a reporter stopped the run early (abortOnThreshold), if one did
+    processes: Sequence[multiprocessing.process.BaseProcess] = ()
 
     def collect(self, inbox: multiprocessing.Queue[tuple[str, int, Any]],
                 processes: Sequence[multiprocessing.process.BaseProcess]) -> RunSummary:
+        self.processes = processes
         for reporter in self.reporters:
+            reporter.bind_stop(self._stop)
             reporter.start(self.info)
         while len(self.runs.keys() | self.failures.keys()) < self.workers:  # a worker may report both
             try:
@@ -146,6 +150,12 @@ class _Gather:
         for worker, text in sorted(self.failures.items()):
             print(f"soak: worker {worker} failed: {text}", file=sys.stderr)
         return self._finish()
+
+    def _stop(self, reason: str) -> None:
+        """A reporter's early stop: the workers stop as on SIGTERM, and the run says why it stopped."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            _signal_all(self.processes, signal.SIGTERM)
 
     def _receive(self, kind: str, worker: int, payload: Any) -> None:
         if kind == "interval":
@@ -187,7 +197,8 @@ class _Gather:
         summary = merged_summary(self.info, self.merged, runs, None)
         shift = self.info.start_ns
         summary = replace(summary, end_ns=summary.end_ns + shift, sending_end_ns=summary.sending_end_ns + shift,
-                          failed_workers=dict(sorted(self.failures.items())) or None)
+                          failed_workers=dict(sorted(self.failures.items())) or None,
+                          stop_reason=self.stop_reason or summary.stop_reason)
         for reporter in self.reporters:
             reporter.finish(summary)
         return summary
@@ -217,9 +228,14 @@ class _forwarding_signals:
             signal.signal(sig, handler)
 
     def _forward(self, sig: int, frame: object) -> None:
-        for process in self._processes:
-            if process.is_alive() and process.pid is not None:
-                try:
-                    os.kill(process.pid, sig)
-                except ProcessLookupError:
-                    pass
+        _signal_all(self._processes, sig)
+
+
+def _signal_all(processes: Sequence[multiprocessing.process.BaseProcess], sig: int) -> None:
+    """Send `sig` to every worker still running."""
+    for process in processes:
+        if process.is_alive() and process.pid is not None:
+            try:
+                os.kill(process.pid, sig)
+            except ProcessLookupError:
+                pass

@@ -78,11 +78,13 @@ def test_a_broken_threshold_exits_3_from_the_config_file(nginx: Nginx, tmp_path:
 
 
 @pytest.mark.nginx
-def test_stops_early_once_an_interval_threshold_breaks(nginx: Nginx) -> None:
-    """A run of ten minutes stops itself after its first interval: exit 3, everything printed once."""
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_stops_early_once_an_interval_threshold_breaks(nginx: Nginx, workers: str) -> None:
+    """A run of ten minutes stops itself after its first interval: exit 3, everything printed once.
+    With workers too, whose run said 'signal SIGTERM' (the parent stopped itself by a signal)."""
     started = time.monotonic()
     run = run_soak("--qps", "50", *LONG_RUN, "--intervalThresholds", "p50 < 1ns", "--abortOnThreshold",
-                   nginx.url, timeout=30)
+                   "--workers", workers, nginx.url, timeout=30)
     assert time.monotonic() - started < 10
     assert run.returncode == EXIT_THRESHOLDS, run.stderr
     summary = assert_counts_add_up(run.stdout)  # one summary, last, and the lines add up
