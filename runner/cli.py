@@ -126,7 +126,7 @@ def _checked(settings: Settings, urls: list[str]) -> Shard:
     build_requests(settings, urls)  # bad headers or body files stop here, before any process starts
     shard = shard_of(settings.shards, settings.shard, settings.workers)
     check_split(shard, settings.concurrency, settings.total_requests,
-                settings.max_in_flight if settings.load_model == "open" and settings.mode == "soak" else None,
+                settings.max_in_flight if settings.open_model else None,
                 settings.no_latency_summary)
     if settings.mode == "bench" and not shard.alone:
         raise UsageError("mode: bench runs in one process; shards and workers split soaks only")

@@ -75,6 +75,12 @@ class Settings:
     effective: dict[str, Any]
 
     @property
+    def open_model(self) -> bool:
+        """Whether sends go out on schedule whatever is in flight: the open model, in a paced
+        soak (a bench has no schedule, so loadModel and maxInFlight do not apply to it)."""
+        return self.load_model == "open" and self.mode == "soak"
+
+    @property
     def run_ns(self) -> int | None:
         """How long sending lasts by the clock, or None when only a count or a signal ends it."""
         if self.duration_ns is not None:

@@ -139,24 +139,25 @@ class FastSession:
         self._idle: dict[tuple[str, int, bool], list[_Connection]] = {}  # by origin
         self._open: set[_Connection] = set()
         self._loop = asyncio.get_running_loop()
-        self._wire: dict[int, tuple[Request, bytes, str, int, bool, int]] = {}  # by id(request): no hashing per send
+        # By id(request): no hashing per send. Each holds the request's bytes and its server,
+        # (host, port, https), the key of its idle connections, made once, not per send.
+        self._wire: dict[int, tuple[Request, bytes, tuple[str, int, bool], int]] = {}
         self._server_reported = False  # the Server header is read from the session's first response only
 
     async def send(self, request: Request, hash_body: bool) -> Result:
         wire = self._wire.get(id(request))
         if wire is None or wire[0] is not request:
             data, host, port, https = wire_request(request, self._keep_alive, self._compress)
-            wire = self._wire[id(request)] = (request, data, host, port, https, len(request.body))
-        _, data, host, port, https, body_size = wire
+            wire = self._wire[id(request)] = (request, data, (host, port, https), len(request.body))
+        _, data, server, body_size = wire
         result = Result()
         result.bytes_out = body_size
         result.start_ns = _now()
         deadline = self._loop.time() + self._timeout_s
-        origin = (host, port, https)
-        connection = self._reusable(origin)
+        connection = self._reusable(server)
         try:
             if connection is None:
-                connection = await asyncio.wait_for(self._connect(host, port, https), self._timeout_s)
+                connection = await asyncio.wait_for(self._connect(*server), self._timeout_s)
                 result.connected_ns = _now()
             await connection.send(data, result, hash_body, deadline, not self._server_reported)
             if result.connected_ns and result.status:  # a new connection that carried a response
@@ -175,15 +176,15 @@ class FastSession:
             self._server_reported = True
         result.end_ns = result.end_ns or _now()
         if connection is not None and connection.reusable and self._keep_alive:
-            self._idle.setdefault(origin, []).append(connection)
+            self._idle.setdefault(server, []).append(connection)
         return result
 
     def _timeout_message(self, result: Result) -> str:
         waited_for = "complete body" if result.headers_ns else "response headers"
         return f"timeout: no {waited_for} within {self._timeout_text}"
 
-    def _reusable(self, origin: tuple[str, int, bool]) -> _Connection | None:
-        idle = self._idle.get(origin)
+    def _reusable(self, server: tuple[str, int, bool]) -> _Connection | None:
+        idle = self._idle.get(server)
         while idle:
             connection = idle.pop()
             if connection.reusable:

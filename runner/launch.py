@@ -39,12 +39,11 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
 def transport_for(settings: Settings, shard: Shard = ALONE, origins: int = 1) -> Transport:
     """The HTTP client the settings name, with the options every session shares; `origins`:
     the servers (scheme, host, port) the URLs name, each of which a client keeps a connection to."""
-    open_model = settings.load_model == "open" and settings.mode == "soak"
     options = TransportOptions(
         timeout_ns=settings.timeout_ns,
         no_reuse=settings.no_reuse,
         compress=settings.compress,
-        max_connections=max(1, shard.share(settings.max_in_flight)) if open_model else 1,
+        max_connections=max(1, shard.share(settings.max_in_flight)) if settings.open_model else 1,
         ca_bundle=settings.ca_bundle,
         insecure=settings.insecure,
         client_cert=settings.client_cert,

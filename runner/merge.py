@@ -23,13 +23,12 @@ from runner.errors import UsageError
 from runner.histogram import HIGHEST_NS, LatencyHistogram
 from runner.recorder import Interval, Tally
 from runner.report import RunInfo, RunSummary
-from runner.schema import schema, settings_names, validate
+from runner.schema import schema, settings_names, shortened, validate
 
 NS_PER_S = 1_000_000_000
 CLOCK_SLACK_NS = 1_000_000  # how far apart the shards' ends of one full interval may be
 MAX_NS = 2**63 - 1  # a time offset a shard can have written (int64 nanoseconds)
 MAX_START_WALL = 1e11  # seconds since 1970 (the year 5138): a later start is no start time
-_SHOWN_CHARS = 60
 
 
 # --- what a shard reports -----------------------------------------------------------------
@@ -235,8 +234,7 @@ def _is_counts(value: Any) -> bool:
 
 def _shown(value: Any) -> str:
     """A bad value as JSON, shortened: enough to find it in the log."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+    return shortened(json.dumps(value, ensure_ascii=False, default=str))
 
 
 @dataclass
@@ -397,8 +395,9 @@ def _apart(info: RunInfo, shards: Sequence[ShardRun]) -> list[str]:
     """A note when the shards did not all start on the same interval boundary.
 
     Each pod starts at the next boundary by its own clock, so pods that come up on either side
-    of one start an interval apart. Their intervals still line up and add up, but the first
-    and last intervals then hold only some shards' load, which shows as goal% below 100.
+    of one start an interval apart. Their intervals still line up and add up, and each
+    interval's goal counts the shards sending in it, but the first and last intervals then
+    hold only some shards' load: a rate lower than the run's, worth a word.
     """
     slots = {s.index: round(_offset_ns(info, s) / info.settings.interval_ns) for s in shards}
     if len(set(slots.values())) < 2:

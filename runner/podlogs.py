@@ -27,6 +27,7 @@ from runner.logscan import Startup, startup_line, without_timestamp
 from runner.merge import CLOCK_SLACK_NS, NS_PER_S, ShardRun, run_settings
 from runner.report import rfc3339
 from runner.results import load_run
+from runner.schema import shortened
 
 _PREFIX = re.compile(r"^\[(pod/[^\]/]+/[^\]]+)\] ?(.*)$")
 _SHARD = re.compile(r"\(shard (\d+) of (\d+)(?:, worker \d+ of \d+)?\)$")
@@ -274,7 +275,7 @@ def _settings(config: dict[str, Any], keys: Sequence[str]) -> str:
 
 def _value(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+    return shortened(text, _SHOWN_CHARS)
 
 
 def _time(wall: float) -> str:

@@ -23,8 +23,9 @@ from typing import TextIO
 
 from prometheus_client import CollectorRegistry, push_to_gateway
 
+from runner.errors import UsageError
 from runner.report import RunInfo
-from runner.shards import INDEX_ENV, Shard
+from runner.shards import Shard, completion_index
 
 PUSH_TIMEOUT_S = 5.0  # one push, connecting included
 FINAL_WAIT_S = 2 * PUSH_TIMEOUT_S + 1  # at the end: a push still under way, then the final one
@@ -126,5 +127,7 @@ def pod_index(shard: Shard, environ: Mapping[str, str] = os.environ) -> str:
     other's figures and verdicts."""
     if shard.count > 1:
         return str(shard.index)
-    value = environ.get(INDEX_ENV, "").strip()
-    return value if value.isascii() and value.isdigit() else "0"
+    try:
+        return str(completion_index(environ))
+    except UsageError:  # not a whole number: not worth failing a finished run's pushes for
+        return "0"

@@ -252,10 +252,13 @@ def _show(error: ValidationError) -> str:
     instance = error.instance
     if error.schema.get("format") == "http-url" and isinstance(instance, str):
         instance = _hide_password(instance)
-    text = json.dumps(instance, ensure_ascii=False)
-    if len(text) > _SHOWN_CHARS:
-        text = text[: _SHOWN_CHARS - 3] + "..."
+    text = shortened(json.dumps(instance, ensure_ascii=False))
     return text.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate as \\ud800, printable
+
+
+def shortened(text: str, limit: int = _SHOWN_CHARS) -> str:
+    """`text` cut to `limit` characters, ending in "...", when longer: a value quoted in a one-line message."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _hide_password(url: str) -> str:

@@ -80,13 +80,14 @@ def shard_of(shards: int, shard: int | None, workers: int = 1, worker: int = 0,
     The Indexed Job's index counts only for a run split over shards: a plain Indexed Job
     (shards: 1) runs the whole load in every pod, as it would without the index.
     """
-    index = shard if shard is not None else (_index_from(environ) if shards > 1 else 0)
+    index = shard if shard is not None else (completion_index(environ) if shards > 1 else 0)
     if not 0 <= index < shards:
         raise UsageError(f"shard: {index} is not allowed; must be from 0 to {shards - 1} (shards: {shards})")
     return Shard(index, shards, worker, workers)
 
 
-def _index_from(environ: Mapping[str, str]) -> int:
+def completion_index(environ: Mapping[str, str]) -> int:
+    """The Indexed Job's index of this pod (0 outside one); a UsageError if it is not a whole number."""
     value = environ.get(INDEX_ENV, "").strip()
     if not value:
         return 0
