@@ -117,7 +117,8 @@ class Soak:
             await self._wait(until, engine)
             if self._signal.is_set():
                 self._engine.stop(at_ns=self._signal_ns)
-                await self._drain(engine, STOP_GRACE_NS, self._second_signal)
+                await self._settle(engine, STOP_GRACE_NS, self._second_signal)
+                await self._abandon(engine)
                 return max(self._signal_ns, self._grid.start_ns), self._stop_reason  # before send 0: 0 s
             if engine.done() and engine.exception() is not None:
                 return time.monotonic_ns(), "error"
@@ -128,8 +129,9 @@ class Soak:
                 continue  # the engine ran out of sends early; the interval still runs to its end
             if final:  # in flight get their timeout; a signal now cuts that to the grace a signal gives
                 bound = self._settings.timeout_ns + STOP_GRACE_NS
-                if not await self._drain(engine, bound, self._signal, abandon=False):
-                    await self._drain(engine, STOP_GRACE_NS, self._second_signal)
+                if not await self._settle(engine, bound, self._signal) and self._signal.is_set():
+                    await self._settle(engine, STOP_GRACE_NS, self._second_signal)
+                await self._abandon(engine)
                 return until, "duration" if self._settings.duration_ns is not None else "iterations"
             self._emit(self._recorder.close(sending_end_ns=self._engine.stopped_sending_ns))
 
@@ -145,25 +147,25 @@ class Soak:
         finally:
             signal_wait.cancel()
 
-    async def _drain(self, engine: asyncio.Future[None], bound_ns: int, cut: asyncio.Event,
-                     abandon: bool = True) -> bool:
-        """Let requests in flight finish for at most `bound_ns`, or until `cut` is set; then
-        abandon what is left (each a `cancelled` Result), unless told not to and `cut` was set.
+    async def _settle(self, engine: asyncio.Future[None], bound_ns: int, cut: asyncio.Event) -> bool:
+        """Let requests in flight finish for at most `bound_ns`, or until `cut` is set; whether they did.
 
-        Returns whether the engine finished. After a first signal, a second one cuts the
-        grace; at the end of a run, a first signal cuts the wait for stragglers (which could
-        be the whole timeout) down to a signal's grace, so Kubernetes' SIGTERM is honoured.
+        After a first signal, a second one cuts the grace; at the end of a run, a first signal
+        cuts the wait for stragglers (which could be the whole timeout) down to a signal's
+        grace, so Kubernetes' SIGTERM is honoured.
         """
         cut_wait: asyncio.Future[Any] = asyncio.ensure_future(cut.wait())
         try:
             await asyncio.wait([engine, cut_wait], timeout=bound_ns / 1e9, return_when=asyncio.FIRST_COMPLETED)
         finally:
             cut_wait.cancel()
-        if engine.done() or (not abandon and cut.is_set()):
-            return engine.done()
-        self._engine.cancel_in_flight()
-        await asyncio.wait([engine], timeout=CANCEL_WAIT_S)
-        return True
+        return engine.done()
+
+    async def _abandon(self, engine: asyncio.Future[None]) -> None:
+        """Abandon the requests still in flight, each a `cancelled` Result, and let the clients wind up."""
+        if not engine.done():
+            self._engine.cancel_in_flight()
+            await asyncio.wait([engine], timeout=CANCEL_WAIT_S)
 
     def _record_and_tell(self, result: Result) -> None:
         """The engine's sink when a reporter follows progress: record, then tell at its steps.

@@ -236,14 +236,16 @@ def bounds(metric: str, so_far: Tally, plan: Plan) -> tuple[float, float]:
     if plan.sends is None:
         return (float(so_far.max_ns), math.inf) if metric == "max" and so_far.responses else UNBOUNDED
     if plan.counted:
-        return _counted_bounds(metric, so_far, plan.sends)
+        return _counted_bounds(metric, so_far, plan)
     rest = max(plan.sends - so_far.requests - so_far.skipped, 0)
     return _bounds_with(metric, so_far, plan, rest)
 
 
-def _counted_bounds(metric: str, so_far: Tally, sends: int) -> tuple[float, float]:
-    """Bounds in a run that ends after `sends` requests made: skipped sends do not bring its
-    end nearer but push it later, adding to its goal (t = sends made + skipped) and skipped%."""
+def _counted_bounds(metric: str, so_far: Tally, plan: Plan) -> tuple[float, float]:
+    """Bounds in a run that ends after `plan.sends` requests made: skipped sends do not bring
+    its end nearer but push it later, adding to its goal (t = sends made + skipped) and skipped%."""
+    assert plan.sends is not None
+    sends = plan.sends
     rest = max(sends - so_far.requests, 0)
     if metric == "goal%":
         due = sends + so_far.skipped
@@ -253,7 +255,7 @@ def _counted_bounds(metric: str, so_far: Tally, sends: int) -> tuple[float, floa
         return (so_far.skipped / due * 100 if due else 0.0), 100.0
     if metric == RATE:
         return UNBOUNDED
-    return _bounds_with(metric, so_far, Plan(sends, None, None), rest)
+    return _bounds_with(metric, so_far, plan, rest)  # latencies and errors%: as any run, with `rest` to come
 
 
 def _bounds_with(metric: str, so_far: Tally, plan: Plan, rest: int) -> tuple[float, float]:

@@ -63,7 +63,7 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
                        start_wall, pod)
         with _forwarding_signals(processes):
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            return _Gather(info, reporters, settings.workers, counts).collect(inbox, processes)
+            return _Gather(info, reporters, processes, counts).collect(inbox)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
@@ -122,18 +122,19 @@ class _Gather:
 
     info: RunInfo
     reporters: Sequence[Reporter]
-    workers: int
+    processes: Sequence[multiprocessing.process.BaseProcess]  # worker w is processes[w]
     counts: WorkerTallies | None
     intervals: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     failures: dict[int, str] = field(default_factory=dict)
     merged: list[Interval] = field(default_factory=list)  # on offsets from the start, as merge.py keeps them
     stop_reason: str | None = None  # why a reporter stopped the run early (abortOnThreshold), if one did
-    processes: Sequence[multiprocessing.process.BaseProcess] = ()
 
-    def collect(self, inbox: multiprocessing.Queue[tuple[str, int, Any]],
-                processes: Sequence[multiprocessing.process.BaseProcess]) -> RunSummary:
-        self.processes = processes
+    @property
+    def workers(self) -> int:
+        return len(self.processes)
+
+    def collect(self, inbox: multiprocessing.Queue[tuple[str, int, Any]]) -> RunSummary:
         for reporter in self.reporters:
             reporter.bind_stop(self._stop)
             reporter.start(self.info)
@@ -141,11 +142,11 @@ class _Gather:
             try:
                 kind, worker, payload = inbox.get(timeout=POLL_S)
             except queues.Empty:
-                self._note_deaths(processes)
+                self._note_deaths()
                 continue
             self._receive(kind, worker, payload)
             self._emit(final=False)
-        for process in processes:
+        for process in self.processes:
             process.join(timeout=5)
         for worker, text in sorted(self.failures.items()):
             print(f"soak: worker {worker} failed: {text}", file=sys.stderr)
@@ -168,8 +169,8 @@ class _Gather:
         else:
             self.failures[worker] = str(payload)
 
-    def _note_deaths(self, processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
-        for worker, process in enumerate(processes):
+    def _note_deaths(self) -> None:
+        for worker, process in enumerate(self.processes):
             if not process.is_alive() and worker not in self.runs and worker not in self.failures:
                 self.failures[worker] = f"exited with code {process.exitcode} before its summary"
 
