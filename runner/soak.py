@@ -28,6 +28,7 @@ from runner.transport import Transport
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
 CANCEL_WAIT_S = 2.0  # after cancelling, how long to wait for the clients to wind up
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}  # how Ctrl-C and Kubernetes stop a run
 
 
 class Soak:
@@ -225,36 +226,45 @@ class Soak:
         return summary
 
     def _install_signals(self) -> None:
-        """Handle SIGINT and SIGTERM from here on; a local worker started with them held (see
-        workers.py) takes any that arrived while it was starting now."""
+        """Handle SIGINT and SIGTERM from here on.
+
+        A local worker starts with them held (see workers.py). One that arrived while it was
+        starting is taken here, before the engine's first step: delivered through the loop,
+        it would be handled only after clients whose first sends were already due (a worker
+        that started late) had sent them, and a stop before the first send must send nothing.
+        """
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, self._on_signal, sig)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+        while (pending := signal.sigtimedwait(STOP_SIGNALS, 0)) is not None:
+            # Nothing was sent before it was taken: sending stopped where the run starts.
+            self._on_signal(signal.Signals(pending.si_signo), at_ns=self._grid.start_ns)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def _remove_signals(self) -> None:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
 
-    def _on_signal(self, sig: signal.Signals) -> None:
+    def _on_signal(self, sig: signal.Signals, at_ns: int | None = None) -> None:
         """First signal: stop sending and wind down. Second: stop waiting for stragglers."""
         if self._signal.is_set():
             self._second_signal.set()
             return
-        self.stop(f"signal {sig.name}")
+        self.stop(f"signal {sig.name}", at_ns)
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: str, at_ns: int | None = None) -> None:
         """Stop sending and wind down, as on a first signal; `reason` becomes the stop reason.
 
         A signal stops a run this way, and so does a reporter that knows the run has
         already failed (abortOnThreshold): one way to stop, whoever asks, and the last
-        interval and the summary are reported exactly once, as after a signal.
+        interval and the summary are reported exactly once, as after a signal. Sending stops
+        at `at_ns`, by default now.
         """
         if self._signal.is_set():
             return
         self._stop_reason = reason
-        self._signal_ns = time.monotonic_ns()
+        self._signal_ns = time.monotonic_ns() if at_ns is None else at_ns
         self._signal.set()
 
 
