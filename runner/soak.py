@@ -117,7 +117,6 @@ class Soak:
             assert until is not None
             await self._wait(until, engine)
             if self._signal.is_set():
-                self._engine.stop(at_ns=self._signal_ns)
                 await self._settle(engine, STOP_GRACE_NS, self._second_signal)
                 await self._abandon(engine)
                 return max(self._signal_ns, self._grid.start_ns), self._stop_reason  # before send 0: 0 s
@@ -265,6 +264,9 @@ class Soak:
             return
         self._stop_reason = reason
         self._signal_ns = time.monotonic_ns() if at_ns is None else at_ns
+        # At once, not when the run's driver next wakes up: a client whose send falls due in
+        # between would send after the stop, beyond the goal that ends with it.
+        self._engine.stop(at_ns=self._signal_ns)
         self._signal.set()
 
 
