@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.errors import UsageError
+from runner.inputfiles import BODY_LIMIT, read_bounded
 from runner.schema import validate
 
 # `soak bench` starts from ab's defaults: one request from one client, a new connection per
@@ -54,12 +55,12 @@ def layer(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _check_readable(path: str) -> None:
-    """-p's file must be readable now, so the error names -p and nothing is sent."""
+    """-p's file must be readable now (a file that ends, within the body's bound), so the error
+    names -p and nothing is sent."""
     try:
-        with open(path, "rb"):
-            pass
-    except OSError as e:
-        raise UsageError(f"-p: {path}: {e.strerror or e}") from None
+        read_bounded(path, BODY_LIMIT, "a body file")
+    except UsageError as e:
+        raise UsageError(f"-p: {e}") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

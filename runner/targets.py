@@ -18,6 +18,7 @@ from urllib.parse import quote, urlsplit
 import yaml
 
 from runner.errors import UsageError
+from runner.inputfiles import BODY_LIMIT, URL_LIST_LIMIT, read_bounded
 
 if TYPE_CHECKING:  # only for annotations: the schema imports url_problem from here, and config imports the schema
     from runner.config import Settings
@@ -188,30 +189,29 @@ def load_body(spec: str | dict[str, str]) -> bytes:
     """The request body's bytes: a literal string, or a file's contents."""
     if isinstance(spec, str):
         return spec.encode("utf-8")
-    path = spec["file"]
     try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as e:
-        raise UsageError(f"body.file: {path}: {e.strerror or e}") from None
+        return read_bounded(spec["file"], BODY_LIMIT, "a body file")
+    except UsageError as e:
+        raise UsageError(f"body.file: {e}") from None
 
 
 def _read_text(path: str) -> str:
+    data = read_bounded(path, URL_LIST_LIMIT, "a URL list")
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: cannot read: {e}") from None
 
 
 def _as_configmap(text: str, path: str) -> tuple[str, int | None] | None:
     """The URL list and its first line number if `text` is a ConfigMap manifest, else None."""
     try:
-        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        documents = list(yaml.compose_all(text, Loader=_BoundedLoader))
     except yaml.YAMLError:
         return None  # not YAML at all: a plain list
+    except _TooDeep as e:
+        raise UsageError(f"{path}:{e.line}: YAML nested more than {MAX_YAML_DEPTH} levels deep "
+                         "(a URL ConfigMap needs 3)") from None
     mappings = [doc for doc in documents if isinstance(doc, yaml.MappingNode)]
     if not mappings:
         return None  # a plain list parses as one YAML string (or as several, split by ---)
@@ -225,13 +225,44 @@ def _as_configmap(text: str, path: str) -> tuple[str, int | None] | None:
     data = fields.get("data")
     if not isinstance(data, yaml.MappingNode) or not data.value:
         raise UsageError(f"{path}: the ConfigMap has no data")
-    entries = {key.value: value for key, value in data.value}
+    entries = {}
+    for key, value in data.value:
+        if not isinstance(key, yaml.ScalarNode):  # `? [a, b] : url`: a key YAML allows and no ConfigMap has
+            raise UsageError(f"{path}:{key.start_mark.line + 1}: a ConfigMap's data keys are names, "
+                             f"like {URLS_KEY}")
+        entries[key.value] = value
     node = _pick_entry(entries, path)
     if not isinstance(node, yaml.ScalarNode):
         raise UsageError(f"{path}: data.{URLS_KEY} must be text, one URL per line")
     # A literal block (`|`) keeps lines as written; its text starts on the line after the `|`.
     first_line = node.start_mark.line + 2 if node.style == "|" else None
     return node.value, first_line
+
+
+# How deep a URL file's YAML may nest: a ConfigMap needs 3 (data, its key, the text). PyYAML
+# composes recursively, so `[[[...` 100,000 deep was a RecursionError traceback.
+MAX_YAML_DEPTH = 32
+
+
+class _TooDeep(Exception):
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing nodes nested beyond MAX_YAML_DEPTH before it recurses into them."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise _TooDeep(self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self._depth -= 1
 
 
 def _pick_entry(entries: dict[str, yaml.Node], path: str) -> yaml.Node:

@@ -234,7 +234,7 @@ def test_length_failures_and_non_2xx_count_as_ab_counts_them(fault_server: Fault
     (["-t", "0"], "soak: -t: 0 is not allowed; must be a number of seconds greater than 0"),
     (["-s", "-1"], "soak: -s: -1 is not allowed; must be a number of seconds greater than 0"),
     (["-m", "get"], 'soak: -m: "get" is not allowed; must be an HTTP method in capitals, like GET or POST'),
-    (["-p", "/no/such/file"], "soak: -p: /no/such/file: No such file or directory"),
+    (["-p", "/no/such/file"], "soak: -p: /no/such/file: no such file"),
     (["--qps", "0"], "soak: --qps: 0 is not allowed; must be at least 0.001"),
 ])
 def test_bad_flags_are_one_line_and_exit_2(args: list[str], message: str) -> None:

@@ -85,7 +85,7 @@ BAD_INPUTS = [
     (["-H", "NoColon", "http://127.0.0.1:9/"], 'soak: --header: "NoColon" is not allowed; must be "Name: value"'),
     (["--headerFromEnv", "Authorization=SOAK_UNSET_VAR", "http://127.0.0.1:9/"],
      "soak: headers.Authorization: environment variable SOAK_UNSET_VAR is not set or empty"),
-    (["--body", "@/no/such/body", "http://127.0.0.1:9/"], "soak: body.file: /no/such/body: No such file or directory"),
+    (["--body", "@/no/such/body", "http://127.0.0.1:9/"], "soak: body.file: /no/such/body: no such file"),
     (["--reportLatenciesCSV", "/no/such/dir/x.csv", "http://127.0.0.1:9/"],
      "soak: reportLatenciesCSV: /no/such/dir/x.csv: No such file or directory"),
 ]

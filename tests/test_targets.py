@@ -384,11 +384,11 @@ def test_body_from_file(tmp_path: Path) -> None:
 
 def test_body_file_missing(tmp_path: Path) -> None:
     path = tmp_path / "nope.json"
-    assert usage_error(load_body, {"file": str(path)}) == f"body.file: {path}: No such file or directory"
+    assert usage_error(load_body, {"file": str(path)}) == f"body.file: {path}: no such file"
 
 
 def test_body_file_is_a_directory(tmp_path: Path) -> None:
-    assert usage_error(load_body, {"file": str(tmp_path)}) == f"body.file: {tmp_path}: Is a directory"
+    assert usage_error(load_body, {"file": str(tmp_path)}) == f"body.file: {tmp_path}: cannot read: Is a directory"
 
 
 # --- build_requests ----------------------------------------------------------------------------

@@ -1,0 +1,138 @@
+"""Input files and values beyond their bounds, refused by the real CLI in one line, exit 2, before sending.
+
+Each case was a traceback or a hang: a number Python will not convert, nesting that
+exhausts the recursion limit, a FIFO that blocks the open, /dev/zero read until memory runs
+out. `validate` and a run refuse each alike, naming the file (and line) and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner.inputfiles import BODY_LIMIT, CONFIG_LIMIT, URL_LIST_LIMIT
+from tests.conftest import REPO, Run, soak_command
+
+URL = "http://127.0.0.1:9/"  # never reached: every case is refused before anything is sent
+NOT_REGULAR = "not a regular file; inputs are read whole before the run starts, so they must be files that end"
+MEMORY_CAP = 1024 * 1024 * 1024  # the runner needs ~100 MB; reading /dev/zero whole fails at once instead of swapping
+
+
+def capped_soak(*args: str, timeout: float = 30) -> Run:
+    """The CLI with its address space capped, so a runner that reads without a bound fails fast, not the machine."""
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+    done = subprocess.run(soak_command(*args), capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                          env={**os.environ, "TZ": "UTC"}, preexec_fn=cap)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def assert_refused_alike(args: list[str], expected: str) -> None:
+    """validate and a run: exit 2, the same single line on stderr, starting with `soak: {expected}`."""
+    checked = capped_soak("validate", *args)
+    run = capped_soak("--qps", "10", "--interval", "500ms", "--iterations", "1", *args)
+    for done in (checked, run):
+        assert done.returncode == 2, (args, done.stderr[-2000:])
+        assert done.stderr.startswith(f"soak: {expected}"), (args, done.stderr[-2000:])
+        assert done.stderr.count("\n") == 1 and done.stdout == "", (args, done.stderr[-2000:])
+    assert checked.stderr == run.stderr
+
+
+def test_a_number_python_will_not_convert(tmp_path: Path) -> None:
+    """5001 digits: `ValueError: Exceeds the limit (4300 digits)`, from json.loads."""
+    config = tmp_path / "configuration.json"
+    config.write_text('{"qps": 10,\n "hashValue": ' + "1" * 5001 + "}")
+    assert_refused_alike(["--config", str(config), URL],
+                         f"{config}: line 2, column 15: a number of 5001 digits is not allowed; numbers have at most 100")
+
+
+def test_json_nested_100000_deep(tmp_path: Path) -> None:
+    """`RecursionError` from json.loads."""
+    config = tmp_path / "configuration.json"
+    config.write_text('{"headers": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert_refused_alike(["--config", str(config), URL],
+                         f"{config}: line 1, column 44: nested more than 32 levels deep (a configuration needs 3)")
+
+
+def test_a_url_list_nested_100000_deep(tmp_path: Path) -> None:
+    """`RecursionError` from PyYAML, reading the list to see whether it is a ConfigMap; as a file and as @FILE."""
+    urls = tmp_path / "urls.txt"
+    urls.write_text("[" * 100_000 + "\n")
+    expected = f"{urls}:1: YAML nested more than 32 levels deep (a URL ConfigMap needs 3)"
+    assert_refused_alike(["--urls", str(urls)], expected)
+    assert_refused_alike([f"@{urls}"], expected)
+
+
+def test_a_configmap_with_a_complex_key(tmp_path: Path) -> None:
+    """`data: {? [a, b] : url}`: `TypeError: unhashable type: 'list'`."""
+    manifest = tmp_path / "urls.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: urls}\ndata: {? [a, b] : url}\n")
+    assert_refused_alike(["--urls", str(manifest)], f"{manifest}:4: a ConfigMap's data keys are names, like urls.txt")
+
+
+@pytest.mark.parametrize("flag", ["--config", "--urls", "--body"])
+def test_a_fifo_is_refused_not_waited_on(tmp_path: Path, flag: str) -> None:
+    """A FIFO with no writer: open() blocked for ever (the run never started, and ignored its deadline)."""
+    fifo = tmp_path / "input"
+    os.mkfifo(fifo)
+    value = f"@{fifo}" if flag == "--body" else str(fifo)
+    prefix = "body.file: " if flag == "--body" else ""
+    assert_refused_alike([flag, value, *([] if flag == "--urls" else [URL])],
+                         f"{prefix}{fifo}: is a FIFO (named pipe), {NOT_REGULAR}")
+
+
+@pytest.mark.parametrize("flag", ["--config", "--urls", "--body"])
+def test_dev_zero_is_refused_not_read_for_ever(flag: str) -> None:
+    """/dev/zero never ends: the runner read it until memory ran out (MemoryError here, under the cap)."""
+    value = "@/dev/zero" if flag == "--body" else "/dev/zero"
+    prefix = "body.file: " if flag == "--body" else ""
+    assert_refused_alike([flag, value, *([] if flag == "--urls" else [URL])],
+                         f"{prefix}/dev/zero: is a character device, {NOT_REGULAR}")
+
+
+@pytest.mark.parametrize(("flag", "limit", "what"), [("--config", CONFIG_LIMIT, "a configuration file"),
+                                                     ("--urls", URL_LIST_LIMIT, "a URL list"),
+                                                     ("--body", BODY_LIMIT, "a body file")])
+def test_each_input_file_has_a_size_bound(tmp_path: Path, flag: str, limit: int, what: str) -> None:
+    """One byte over the bound is refused (a sparse file: nothing is written to disk); at the bound it is read."""
+    big = tmp_path / "big"
+    with big.open("wb") as f:
+        f.truncate(limit + 1)
+    value = f"@{big}" if flag == "--body" else str(big)
+    prefix = "body.file: " if flag == "--body" else ""
+    size = f"{limit // (1024 * 1024)} MiB"
+    assert_refused_alike([flag, value, *([] if flag == "--urls" else [URL])],
+                         f"{prefix}{big}: larger than {size}, the most {what} may hold")
+
+    fitting = tmp_path / "fitting"
+    content = {"--config": b'{"qps": 10}', "--urls": URL.encode() + b"\n", "--body": b"x"}[flag]
+    fitting.write_bytes(content + b" " * (limit - len(content)))  # JSON and URL lists allow trailing spaces
+    value = f"@{fitting}" if flag == "--body" else str(fitting)
+    checked = capped_soak("validate", flag, value, *([] if flag == "--urls" else [URL]))
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_a_key_given_twice_names_both_places(tmp_path: Path) -> None:
+    """`{"qps": 10, "qps": 20}` was valid, and ran at 20 req/s: a merge mistake nobody saw."""
+    config = tmp_path / "configuration.json"
+    config.write_text('{\n  "qps": 10,\n  "interval": "1s",\n  "qps": 20\n}\n')
+    assert_refused_alike(["--config", str(config), URL],
+                         f'{config}: line 4, column 3: key "qps" given twice (first at line 2, column 3); '
+                         "only one of the two values would be used")
+
+
+def test_a_key_given_twice_counts_escapes_and_nesting(tmp_path: Path) -> None:
+    """The same key spelled with an escape is the same key; the same key in two objects is not a repeat."""
+    config = tmp_path / "configuration.json"
+    config.write_text(json.dumps({"headers": {"X-A": "1"}, "body": {"file": "b"}})[:-1] + ', "bod\\u0079": ""}')
+    assert_refused_alike(["--config", str(config), URL], f'{config}: line 1, column 50: key "body" given twice (first at line 1, column 27)')
+    fine = tmp_path / "fine.json"
+    fine.write_text('{"headers": {"qps": "1"}, "qps": 10}')
+    assert capped_soak("validate", "--config", str(fine), URL).returncode == 0
