@@ -29,16 +29,29 @@ _TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 DURATION_HINT = "a duration like 500ms, 10s, 1m or 1m30s"
 
+# Go's largest Duration (an int64 of nanoseconds): 2562047h47m16.854775807s.
+MAX_NS = 2**63 - 1
+# Fraction digits kept per term, as Go keeps those that fit its int64 (it ignores the rest).
+_FRACTION_DIGITS = 18
+
 
 class DurationError(ValueError):
     """A string that is not a Go duration; the message says what was expected."""
+
+
+class DurationRangeError(DurationError):
+    """A duration written correctly but longer than Go's Duration holds (MAX_NS).
+
+    Told apart from a misspelt one so that a setting can say what range it allows.
+    """
 
 
 def parse_duration(text: str) -> int:
     """Return the duration `text` in nanoseconds, or raise DurationError.
 
     Accepts what Go's ParseDuration accepts for non-negative values: a sequence of
-    decimal numbers with units, and the bare "0". Each unit's fraction is kept exactly.
+    decimal numbers with units, and the bare "0". Each unit's fraction is kept exactly (to
+    18 digits). Longer than MAX_NS, as in Go, is an error: DurationRangeError.
     """
     if not isinstance(text, str):
         raise DurationError(f"{text!r} is not {DURATION_HINT}")
@@ -52,6 +65,8 @@ def parse_duration(text: str) -> int:
             raise DurationError(f"{text!r} is not {DURATION_HINT}")
         total += _term_ns(m.group(1), _UNITS[m.group(2)])
         pos = m.end()
+        if total > MAX_NS:
+            raise DurationRangeError(f"{text!r} is longer than {format_duration(MAX_NS)}")
     if pos == 0:
         raise DurationError(f"{text!r} is not {DURATION_HINT}")
     return total
@@ -60,7 +75,11 @@ def parse_duration(text: str) -> int:
 def _term_ns(number: str, unit_ns: int) -> int:
     """Convert one `<number><unit>` term to nanoseconds, truncating below 1 ns as Go does."""
     whole, _, frac = number.partition(".")
+    whole = whole.lstrip("0")
+    if len(whole) > len(str(MAX_NS)):  # certainly too long; and int() refuses over 4,300 digits
+        return MAX_NS + 1
     ns = int(whole or "0") * unit_ns
+    frac = frac[:_FRACTION_DIGITS]
     if frac:
         ns += int(frac) * unit_ns // 10 ** len(frac)
     return ns

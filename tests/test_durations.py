@@ -14,6 +14,7 @@ from runner.durations import (
     NS_PER_S,
     NS_PER_US,
     DurationError,
+    DurationRangeError,
     format_duration,
     parse_duration,
 )
@@ -157,3 +158,16 @@ def test_round_trip_canonical_text_is_unchanged(text: str) -> None:
 )
 def test_non_canonical_text_prints_as_go_would(text: str, canonical: str) -> None:
     assert format_duration(parse_duration(text)) == canonical
+
+
+@pytest.mark.parametrize("text", ["2562047h47m16.854775808s", "9999999999999999999h", "1" * 5000 + "ns",
+                                  "2562047h1000m"])
+def test_longer_than_go_holds_is_a_range_error(text: str) -> None:
+    """Go refuses a duration past its int64 of nanoseconds; 5000 digits was a ValueError (int's digit limit)."""
+    with pytest.raises(DurationRangeError):
+        parse_duration(text)
+
+
+def test_the_longest_go_duration_and_a_long_fraction_parse() -> None:
+    assert parse_duration("2562047h47m16.854775807s") == 2**63 - 1
+    assert parse_duration("0." + "9" * 5000 + "s") == NS_PER_S - 1  # digits past ns are dropped, as Go drops them

@@ -37,7 +37,8 @@ def capped_soak(*args: str, timeout: float = 30) -> Run:
 def assert_refused_alike(args: list[str], expected: str) -> None:
     """validate and a run: exit 2, the same single line on stderr, starting with `soak: {expected}`."""
     checked = capped_soak("validate", *args)
-    run = capped_soak("--qps", "10", "--interval", "500ms", "--iterations", "1", *args)
+    stop = [] if "--duration" in args else ["--iterations", "1"]
+    run = capped_soak("--qps", "10", "--interval", "500ms", *stop, *args)
     for done in (checked, run):
         assert done.returncode == 2, (args, done.stderr[-2000:])
         assert done.stderr.startswith(f"soak: {expected}"), (args, done.stderr[-2000:])
@@ -136,3 +137,41 @@ def test_a_key_given_twice_counts_escapes_and_nesting(tmp_path: Path) -> None:
     fine = tmp_path / "fine.json"
     fine.write_text('{"headers": {"qps": "1"}, "qps": 10}')
     assert capped_soak("validate", "--config", str(fine), URL).returncode == 0
+
+
+RANGES = [
+    # interval 1us: a run that printed 27,024 lines in 5 s and ignored SIGTERM
+    ("interval", "1us", '"1us" is not allowed; must be from 1ms to 24h'),
+    ("interval", "999us", '"999us" is not allowed; must be from 1ms to 24h'),
+    ("interval", "9999999999999999999h", '"9999999999999999999h" is not allowed; must be from 1ms to 24h'),
+    ("interval", "1" * 5000 + "h", '"' + "1" * 56 + '... is not allowed; must be from 1ms to 24h'),
+    ("interval", "24h0m0.001s", '"24h0m0.001s" is not allowed; must be from 1ms to 24h'),
+    ("timeout", "25h", '"25h" is not allowed; must be from 1ms to 24h'),
+    ("timeout", "1ns", '"1ns" is not allowed; must be from 1ms to 24h'),
+    ("duration", "8761h", '"8761h" is not allowed; must be from 1ms to 8760h'),
+    ("duration", "2562048h", '"2562048h" is not allowed; must be from 1ms to 8760h'),
+    ("linkerdAwaitTimeout", "9999999999999999999h", '"9999999999999999999h" is not allowed; must be from 1ms to 24h'),
+    ("iterations", 10_000_001, "10000001 is not allowed; must be at most 10000000"),
+    ("totalRequests", 10**12 + 1, "1000000000001 is not allowed; must be at most 1000000000000"),
+    ("maxInFlight", 10**6 + 1, "1000001 is not allowed; must be at most 1000000"),
+    ("shard", 1000, "1000 is not allowed; must be at most 999"),
+    # a 10 MB method was accepted and printed in every line; methods are short tokens
+    ("method", "A" * 100_000, '"' + "A" * 56 + "... is not allowed; must be at most 32 characters"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "message"), RANGES, ids=[f"{n}={str(v)[:24]}" for n, v, _ in RANGES])
+def test_settings_out_of_range_name_the_field_value_and_range(tmp_path: Path, name: str, value: object,
+                                                              message: str) -> None:
+    config = tmp_path / "configuration.json"
+    config.write_text(json.dumps({name: value}))
+    assert_refused_alike(["--config", str(config), URL], f"{config}: $.{name}: {message}")
+    assert_refused_alike([f"--{name}", str(value), URL], f"--{name}: {message}")
+
+
+@pytest.mark.parametrize(("name", "value"), [("interval", "1ms"), ("interval", "24h"), ("timeout", "24h"),
+                                             ("duration", "8760h"), ("linkerdAwaitTimeout", "1ms"),
+                                             ("method", "M" * 32), ("iterations", "10000000")])
+def test_the_bounds_themselves_are_allowed(name: str, value: str) -> None:
+    checked = capped_soak("validate", f"--{name}", value, URL)
+    assert checked.returncode == 0, checked.stderr

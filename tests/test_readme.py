@@ -28,12 +28,15 @@ def type_text(spec: dict[str, Any]) -> str:
     if "anyOf" in spec:
         return " or ".join(branch["type"] for branch in spec["anyOf"])
     if spec.get("format") == "positive-duration":
-        return "duration, > 0"
+        low, high = spec["x-durationRange"]
+        return f"duration, {low} to {high}"
     bounds = [
         f"{sign} {spec[key]}"
         for key, sign in (("exclusiveMinimum", ">"), ("minimum", ">="), ("exclusiveMaximum", "<"), ("maximum", "<="))
         if key in spec
     ]
+    if "maxLength" in spec:
+        bounds.append(f"at most {spec['maxLength']} characters")
     return ", ".join([spec["type"], *bounds])
 
 
