@@ -28,7 +28,7 @@ from runner import __version__, abflags, launch, workers
 from runner.abreport import AbReporter
 from runner.abreport import report as ab_report
 from runner.config import Settings, merge, read_config_file, settings_from
-from runner.csvreport import CsvReporter
+from runner.csvreport import CsvReporter, check_csv_path, open_csv
 from runner.demo import start_target, stop_target
 from runner.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_USAGE, EXIT_WORKER_FAILED, UsageError
 from runner.linkerd import proxy_lifecycle
@@ -131,6 +131,8 @@ def _checked(settings: Settings, urls: list[str]) -> Shard:
     if settings.mode == "bench" and not shard.alone:
         raise UsageError("mode: bench runs in one process; shards and workers split soaks only")
     launch.transport_for(settings)  # TLS files that cannot be used stop here too
+    if settings.report_latencies_csv:
+        check_csv_path(settings.report_latencies_csv)  # opened (and emptied) only by a run, later
     return shard
 
 
@@ -228,7 +230,7 @@ def _reporters(settings: Settings, verdict: Verdict | None = None) -> list[Repor
         if not settings.no_latency_summary:
             reporters.append(JsonSummaryReporter(sys.stdout, sections=sections))
     if settings.report_latencies_csv:
-        reporters.append(CsvReporter(_open_for_writing(settings.report_latencies_csv)))
+        reporters.append(CsvReporter(open_csv(settings.report_latencies_csv)))
     return reporters
 
 
@@ -462,14 +464,6 @@ COMMANDS: dict[str, Command] = {
         _deferred("runner.plot", "main"),
     ),
 }
-
-
-def _open_for_writing(path: str) -> TextIO:
-    """Open an output file now, so a bad path stops the run before any load is sent."""
-    try:
-        return open(path, "w", encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"reportLatenciesCSV: {path}: {e.strerror or e}") from None
 
 
 def _line_buffered(stream: TextIO) -> None:

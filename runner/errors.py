@@ -5,6 +5,8 @@ raises UsageError with a message that names what is wrong; the CLI prints it as 
 on stderr and exits 2, never with a traceback.
 """
 
+from __future__ import annotations
+
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_THRESHOLDS = 3  # the run finished (or was stopped) and broke at least one of its thresholds
@@ -14,3 +16,8 @@ EXIT_WORKER_FAILED = 5  # a local worker process died or failed: the output cove
 
 class UsageError(Exception):
     """Bad configuration or command line; str(error) is the whole, single-line message."""
+
+
+def shortened(text: str, limit: int = 60) -> str:
+    """`text` cut to `limit` characters, ending in "...", when longer: a value quoted in a one-line message."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator, FormatChecker, ValidationError, val
 from jsonschema.exceptions import best_match
 
 from runner.durations import DURATION_HINT, MAX_NS, DurationError, DurationRangeError, parse_duration
-from runner.errors import UsageError
+from runner.errors import UsageError, shortened
 from runner.targets import url_problem
 from runner.thresholds import ThresholdError, parse_rule
 
@@ -95,8 +95,6 @@ def _server_url_problem(url: str) -> str:
     parts = urlsplit(url)
     if "@" in parts.netloc:
         return "is not allowed: user names and passwords in the URL are not supported"
-    if parts.port == 0:
-        return "is not allowed: the port must be from 1 to 65535"
     return ""
 
 
@@ -268,7 +266,7 @@ def _unknown_key(obj: dict[str, Any], known: dict[str, Any]) -> str:
     return f'unknown key "{key}"{hint}'
 
 
-_SHOWN_CHARS = 60
+_SHOWN_CHARS = 60  # a bad value quoted in a message
 
 
 def _show(error: ValidationError) -> str:
@@ -280,13 +278,8 @@ def _show(error: ValidationError) -> str:
     instance = error.instance
     if error.schema.get("format") == "http-url" and isinstance(instance, str):
         instance = _hide_password(instance)
-    text = shortened(json.dumps(instance, ensure_ascii=False))
+    text = shortened(json.dumps(instance, ensure_ascii=False), _SHOWN_CHARS)
     return text.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate as \\ud800, printable
-
-
-def shortened(text: str, limit: int = _SHOWN_CHARS) -> str:
-    """`text` cut to `limit` characters, ending in "...", when longer: a value quoted in a one-line message."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _hide_password(url: str) -> str:

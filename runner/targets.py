@@ -17,7 +17,7 @@ from urllib.parse import quote, urlsplit
 
 import yaml
 
-from runner.errors import UsageError
+from runner.errors import UsageError, shortened
 from runner.inputfiles import BODY_LIMIT, URL_LIST_LIMIT, read_bounded
 
 if TYPE_CHECKING:  # only for annotations: the schema imports url_problem from here, and config imports the schema
@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # only for annotations: the schema imports url_problem from h
 
 # The ConfigMap data key holding the URL list; it is also the file name where it is mounted.
 URLS_KEY = "urls.txt"
+
+# A bad URL quoted in a message: enough to find it on its line, not a whole 16 MiB line.
+_SHOWN_URL_CHARS = 200
 
 # What a header value may hold (RFC 7230 field-vchar without obs-text, spaces, tabs); the same
 # set as schema.json's pattern for a literal value, applied here to values read from the environment.
@@ -94,7 +97,7 @@ def check_url(url: str, where: str) -> str:
     """Return `url` if it is an http(s) URL with a host, else raise naming `where`."""
     problem = url_problem(url)
     if problem:
-        raise UsageError(f"{where}: {url!r} {problem}")
+        raise UsageError(f"{where}: {shortened(repr(url), _SHOWN_URL_CHARS)} {problem}")
     return url
 
 
@@ -119,6 +122,34 @@ def url_problem(url: str) -> str:
         return "is not an http:// or https:// URL"
     if not parts.hostname:
         return "has no host"
+    if parts.port == 0:
+        return "is not allowed: the port must be from 1 to 65535"
+    return _host_name_problem(parts.hostname)
+
+
+# DNS's bounds on a name (RFC 1035): a label of at most 63 characters, a name of at most 253.
+MAX_LABEL = 63
+MAX_HOST_NAME = 253
+
+
+def _host_name_problem(host: str) -> str:
+    """What DNS, and so the IDNA codec that both clients pass a host name through, refuse in `host`.
+
+    Such a name passed every check and then crashed the fast client's first send with
+    `UnicodeError: encoding with 'idna' codec failed`; refused here, it is one line up front.
+    """
+    if ":" in host:  # an IPv6 address ([::1]), not a name
+        return ""
+    name = host.removesuffix(".")  # a final dot only says the name is absolute
+    if len(name) > MAX_HOST_NAME:
+        return f"has a host name of {len(name)} characters; DNS allows at most {MAX_HOST_NAME}"
+    labels = name.split(".")
+    if "" in labels:
+        return "has an empty label in its host name (a dot first, or two in a row)"
+    longest = max(labels, key=len)
+    if len(longest) > MAX_LABEL:
+        return (f"has a host name label of {len(longest)} characters ({shortened(longest, 20)}); "
+                f"DNS allows at most {MAX_LABEL}")
     return ""
 
 

@@ -45,7 +45,8 @@ def test_validate_describes_the_shipped_pallet_without_sending() -> None:
 
 
 @pytest.mark.parametrize("flags", [["--shards", "2", "--shard", "2"], ["--workers", "4", "--concurrency", "2"],
-                                   ["--mode", "bench", "--workers", "2"], ["--body", "@/nonexistent/body"]])
+                                   ["--mode", "bench", "--workers", "2"], ["--body", "@/nonexistent/body"],
+                                   ["--reportLatenciesCSV", "/nonexistent/x.csv"]])
 def test_validate_refuses_what_a_run_refuses(flags: list[str]) -> None:
     """validate said "valid" for settings every run then refused (a pod exiting 2 each hour)."""
     url = "http://127.0.0.1:9/"  # never reached: both refuse before sending

@@ -175,3 +175,47 @@ def test_settings_out_of_range_name_the_field_value_and_range(tmp_path: Path, na
 def test_the_bounds_themselves_are_allowed(name: str, value: str) -> None:
     checked = capped_soak("validate", f"--{name}", value, URL)
     assert checked.returncode == 0, checked.stderr
+
+
+LONG_LABEL = "a" * 64
+BAD_URLS = [
+    ("http://127.0.0.1:0/", "is not allowed: the port must be from 1 to 65535"),
+    ("https://example.com:00/x", "is not allowed: the port must be from 1 to 65535"),
+    # the fast client crashed on these with `UnicodeError: encoding with 'idna' codec failed`
+    (f"http://{LONG_LABEL}.invalid/", "has a host name label of 64 characters (aaaaaaaaaaaaaaaaa...); "
+                                      "DNS allows at most 63"),
+    ("http://a..b/", "has an empty label in its host name (a dot first, or two in a row)"),
+    ("http://.a/", "has an empty label in its host name (a dot first, or two in a row)"),
+    ("http://" + ".".join(["a" * 63] * 4) + "/", "has a host name of 255 characters; DNS allows at most 253"),
+]
+
+
+@pytest.mark.parametrize(("url", "problem"), BAD_URLS, ids=[u[:30] for u, _ in BAD_URLS])
+def test_urls_no_client_can_send_to(tmp_path: Path, url: str, problem: str) -> None:
+    """Refused as an argument and on its line in a list, by validate and a run alike (and so never sent)."""
+    shown = repr(url) if len(repr(url)) <= 200 else repr(url)[:197] + "..."
+    assert_refused_alike([url], f"URL argument: {shown} {problem}")
+    urls = tmp_path / "urls.txt"
+    urls.write_text(f"# targets\nhttp://127.0.0.1:9/\n{url}\n")
+    assert_refused_alike(["--urls", str(urls)], f"{urls}:3: {shown} {problem}")
+
+
+@pytest.mark.parametrize("url", ["http://a.b./", "http://" + ".".join(["a" * 63] * 3 + ["a" * 61]) + "/",
+                                 f"http://{'a' * 63}.invalid:65535/", "http://[::1]:8080/"])
+def test_urls_at_the_bounds_are_allowed(url: str) -> None:
+    checked = capped_soak("validate", url)
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_validate_checks_the_csv_path_without_touching_the_file(tmp_path: Path) -> None:
+    """validate said valid for a CSV path every run refused; checking it must not create or empty the file."""
+    existing = tmp_path / "latencies.csv"
+    existing.write_text("0, 1, 5\n")
+    assert capped_soak("validate", "--reportLatenciesCSV", str(existing), URL).returncode == 0
+    assert existing.read_text() == "0, 1, 5\n"
+    new = tmp_path / "new.csv"
+    assert capped_soak("validate", "--reportLatenciesCSV", str(new), URL).returncode == 0
+    assert not new.exists()
+    for path, reason in [("/nonexistent/x.csv", "No such file or directory"), (str(tmp_path), "Is a directory"),
+                         (f"{existing}/x.csv", "Not a directory")]:
+        assert_refused_alike(["--reportLatenciesCSV", path, URL], f"reportLatenciesCSV: {path}: {reason}")
