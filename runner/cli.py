@@ -33,6 +33,7 @@ from runner.demo import start_target, stop_target
 from runner.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_USAGE, EXIT_WORKER_FAILED, UsageError
 from runner.linkerd import proxy_lifecycle
 from runner.merge import merge_shards
+from runner.outputs import Outputs
 from runner.plan import describe
 from runner.podlogs import read_pods
 from runner.report import Reporter
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from runner.metrics import Metrics
 
 PROG = "soak"
+OUTPUTS = Outputs()  # stdout, stderr and their failures, for the whole process (see outputs.py)
 
 # `soak demo` runs a few seconds of the default shape against the built-in target.
 DEMO_LAYER = {"qps": 100, "concurrency": 5, "interval": "1s", "iterations": 5}
@@ -63,22 +65,21 @@ class Command:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `soak` and `python -m runner`; returns the exit code."""
+    OUTPUTS.install()  # first: fds 0-2 open, and every write failure handled by one policy
     argv = list(sys.argv[1:] if argv is None else argv)
     name = argv.pop(0) if argv and argv[0] in COMMANDS else "run"
     command = COMMANDS[name]
     _line_buffered(sys.stdout)
     try:
         args = _parser(name, command).parse_args(argv)
-        return command.main(args)
+        code = command.main(args)
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        code = EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # The reader went away (`soak ... | head`): nothing left to say, and no traceback.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+        code = 130
+    sys.stdout.flush()  # what is still buffered is written now, so a failure counts in the exit code
+    return OUTPUTS.exit_code(code)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -146,7 +147,7 @@ def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
     if settings.insecure:
         _say(INSECURE_WARNING)
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
-    reporters = _reporters(settings, verdict)
+    reporters = [OUTPUTS.watch(), *_reporters(settings, verdict)]  # the watch first: stdout's reader may leave at once
     metrics = _metrics(settings, urls, verdict)  # metricAddr is listening before any load is sent
     if metrics is not None:
         reporters.append(metrics.reporter)
@@ -230,7 +231,8 @@ def _reporters(settings: Settings, verdict: Verdict | None = None) -> list[Repor
         if not settings.no_latency_summary:
             reporters.append(JsonSummaryReporter(sys.stdout, sections=sections))
     if settings.report_latencies_csv:
-        reporters.append(CsvReporter(open_csv(settings.report_latencies_csv)))
+        path = settings.report_latencies_csv
+        reporters.append(CsvReporter(open_csv(path), f"reportLatenciesCSV: {path}", OUTPUTS.failure))
     return reporters
 
 

@@ -11,7 +11,7 @@ import errno
 import fcntl
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from runner.errors import UsageError
@@ -75,12 +75,24 @@ def _unusable(path: str, error: OSError) -> UsageError:
 
 
 class CsvReporter(Reporter):
-    """Writes the CSV at the end to a file opened before the run, so a bad path fails early."""
+    """Writes the CSV at the end to a file opened before the run, so a bad path fails early.
 
-    def __init__(self, file: TextIO) -> None:
+    A write that fails then (a full disk) is handed to `failed` with the output's `name`: the
+    summary is out already, and the exit code tells it (outputs.py).
+    """
+
+    def __init__(self, file: TextIO, name: str = "reportLatenciesCSV",
+                 failed: Callable[[str, OSError], None] | None = None) -> None:
         self._file = file
+        self._name = name
+        self._failed = failed
 
     def finish(self, summary: RunSummary) -> None:
         assert summary.in_unit is not None, "the recorder keeps a histogram in the unit when a CSV is asked for"
-        with self._file:
-            self._file.writelines(csv_rows(summary.in_unit))
+        try:
+            with self._file:
+                self._file.writelines(csv_rows(summary.in_unit))
+        except OSError as e:
+            if self._failed is None:
+                raise
+            self._failed(self._name, e)
