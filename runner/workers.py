@@ -5,18 +5,26 @@ a machine with the service it tests, splits the run over worker processes (one e
 each). Each worker runs its part of the schedule (see shards.py) and sends every closed
 interval, whole, back to this process, which adds the workers' intervals up (merge.py) and
 prints the usual output, interval by interval, as if one process had done it all.
+
+Each worker has a pipe of its own home, not a shared multiprocessing.Queue: a Queue's named
+semaphores are followed by multiprocessing's resource tracker, and a tracker killed during
+the run (an OOM kill, a `kill` of the wrong process) made every exit print `KeyError: '/mp-...'`
+tracebacks. A pipe needs no tracker, and its end closing tells that the worker has gone.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-import queue as queues
+import queue
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from multiprocessing import resource_tracker
+from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any
 
 from runner.config import Settings
@@ -46,30 +54,37 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
     if not pod.alone:
         start_wall = aligned_start(start_wall, settings.interval_ns / 1e9)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited event loop
-    inbox: multiprocessing.Queue[tuple[str, int, Any]] = context.Queue()
+    pipes = [context.Pipe(duplex=False) for _ in range(settings.workers)]  # (this end, the worker's end)
     processes = [
         context.Process(target=_work, args=(settings, urls, source, Shard(pod.index, pod.count, w, settings.workers),
-                                            start_wall, inbox, counts is not None), daemon=True)
+                                            start_wall, pipes[w][1], counts is not None), daemon=True)
         for w in range(settings.workers)
     ]
     # SIGINT and SIGTERM are held while the workers start: they inherit the held mask and
     # take the signals only once their handlers are in place (see Soak), so a Ctrl-C in the
     # first moments stops them cleanly instead of killing them halfway through starting.
+    # Spawning starts multiprocessing's resource tracker if it is not running, and starting it
+    # unblocks both signals here: so it is started first, before they are held.
+    resource_tracker.ensure_running()
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         for process in processes:
             process.start()
+        for _, theirs in pipes:
+            theirs.close()  # the worker holds its own copy: when it exits, this end reads EOF
         info = RunInfo(settings, urls, source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
                        start_wall, pod)
         with _forwarding_signals(processes):
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            return _Gather(info, reporters, processes, counts).collect(inbox)
+            return _Gather(info, reporters, processes, counts).collect([ours for ours, _ in pipes])
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        for ours, _ in pipes:
+            ours.close()
 
 
 def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard, start_wall: float,
-          outbox: multiprocessing.Queue[tuple[str, int, Any]], count: bool) -> None:
+          home: Connection, count: bool) -> None:
     """A worker process: run its part, sending each closed interval and the summary home.
 
     It leaves the terminal's process group, so a Ctrl-C reaches only the parent, which
@@ -78,6 +93,7 @@ def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard,
     from runner import launch
 
     os.setpgrp()
+    outbox = _Outbox(home)
     try:
         tally = None
         if count:
@@ -88,6 +104,41 @@ def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard,
                    tap=tally.record if tally is not None else None)
     except Exception as e:  # reported by the parent, which prints it; the traceback helps no one
         outbox.put(("failed", shard.worker, f"{type(e).__name__}: {e}"))
+    finally:
+        outbox.close()
+
+
+class _Outbox:
+    """A worker's messages home, sent by a thread of their own, in order.
+
+    The event loop only queues a message: it never waits for the parent to read the pipe
+    (the parent may be busy pushing metrics), as it never waited with a multiprocessing.Queue.
+    """
+
+    def __init__(self, home: Connection) -> None:
+        self._home = home
+        self._queue: queue.SimpleQueue[tuple[str, int, Any] | None] = queue.SimpleQueue()
+        self._parent_gone = False
+        self._thread = threading.Thread(target=self._send_all, name="outbox", daemon=True)
+        self._thread.start()
+
+    def put(self, message: tuple[str, int, Any]) -> None:
+        if not self._parent_gone:
+            self._queue.put(message)
+
+    def close(self) -> None:
+        """Send what is queued, then close: the parent reads the end of the pipe after the last message."""
+        self._queue.put(None)
+        self._thread.join()
+        self._home.close()
+
+    def _send_all(self) -> None:
+        while (message := self._queue.get()) is not None:
+            try:
+                self._home.send(message)
+            except OSError:  # the parent is gone: there is no one left to tell
+                self._parent_gone = True
+                return
 
 
 class _Courier(Reporter):
@@ -95,7 +146,7 @@ class _Courier(Reporter):
     after a copy of the worker's metric counts when it keeps them (so a push after an interval
     holds at least that interval)."""
 
-    def __init__(self, outbox: multiprocessing.Queue[tuple[str, int, Any]], tally: MetricsTally | None) -> None:
+    def __init__(self, outbox: _Outbox, tally: MetricsTally | None) -> None:
         self._outbox = outbox
         self._tally = tally
 
@@ -134,18 +185,25 @@ class _Gather:
     def workers(self) -> int:
         return len(self.processes)
 
-    def collect(self, inbox: multiprocessing.Queue[tuple[str, int, Any]]) -> RunSummary:
+    def collect(self, inboxes: list[Connection]) -> RunSummary:
+        """Merge the workers' messages as they come, from `inboxes` (worker w's is inboxes[w])."""
         for reporter in self.reporters:
             reporter.bind_stop(self._stop)
             reporter.start(self.info)
+        open_inboxes = list(inboxes)
         while len(self.runs.keys() | self.failures.keys()) < self.workers:  # a worker may report both
-            try:
-                kind, worker, payload = inbox.get(timeout=POLL_S)
-            except queues.Empty:
+            ready = wait(open_inboxes, timeout=POLL_S)
+            if not ready:
                 self._note_deaths()
                 continue
-            self._receive(kind, worker, payload)
-            self._emit(final=False)
+            for inbox in ready:
+                try:
+                    kind, worker, payload = inbox.recv()  # type: ignore[union-attr]
+                except (EOFError, OSError):  # the worker has gone; _note_deaths tells how, once it has exited
+                    open_inboxes.remove(inbox)  # type: ignore[arg-type]
+                    continue
+                self._receive(kind, worker, payload)
+                self._emit(final=False)
         for process in self.processes:
             process.join(timeout=5)
         for worker, text in sorted(self.failures.items()):
