@@ -46,6 +46,8 @@ class Outputs:
         first socket, so that stdout's lines went into a connection and uvloop aborted when it
         closed a handle on fd 0-2 (`uv__close: Assertion fd > STDERR_FILENO failed`, exit 134).
         """
+        if isinstance(sys.stdout, Stream):
+            return  # installed already (main called again in one process)
         for fd in (0, 1, 2):
             _open_if_closed(fd)
         self.stdout = Stream("stdout", _usable(sys.stdout, 1), self)
