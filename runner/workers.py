@@ -9,7 +9,8 @@ prints the usual output, interval by interval, as if one process had done it all
 Each worker has a pipe of its own home, not a shared multiprocessing.Queue: a Queue's named
 semaphores are followed by multiprocessing's resource tracker, and a tracker killed during
 the run (an OOM kill, a `kill` of the wrong process) made every exit print `KeyError: '/mp-...'`
-tracebacks. A pipe needs no tracker, and its end closing tells that the worker has gone.
+tracebacks. A pipe registers nothing with the tracker, and its end closing tells that the
+worker has gone.
 """
 
 from __future__ import annotations
