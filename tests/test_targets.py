@@ -201,7 +201,7 @@ def test_configmap_with_empty_url_list(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "text",
     ["apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n", "foo: bar\n", "urls:\n  - http://a/\n",
-     "http://a/: x\n"],
+     "http://a/: x\n", "# urls\nhttp://b/:\n"],  # `http://b/:` is a YAML key, not a plain list's URL
 )
 def test_yaml_mapping_that_is_not_a_configmap(tmp_path: Path, text: str) -> None:
     path = write(tmp_path, "x.yaml", text)
