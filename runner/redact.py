@@ -1,0 +1,199 @@
+"""What of a run may be shown: URLs, headers, bodies and servers' texts, as printed or exported.
+
+A soak's output lives on in `kubectl logs`, in saved summaries, on a Pushgateway and in
+Prometheus: anything printed there is as good as published. Every place that prints or
+exports a URL, a header, a body or a text that came from a server goes through here, so
+there is one rule for what is hidden, and it is tested in one place (tests/test_redact.py).
+
+Hidden, as `<hidden>`:
+- a URL's password (`http://alice:<hidden>@host/`), or its user name when it has no password
+  (tokens are often given that way: `https://<hidden>@host/`);
+- the values of query parameters and headers whose names contain a word of SECRET_WORDS,
+  matched case-insensitively anywhere in the name (`X-Hub-Signature-256`, `?access_token=`),
+  and a literal header value that starts with an auth scheme (`Bearer ...`);
+- a literal body that contains one of those words, or is long: shown as its size;
+- by value: every secret value the run sends (see Secrets), wherever it turns up in a text.
+
+Texts from servers are also made printable: a control character is written as an escape
+(`\\x1b`), so a server cannot move a terminal's cursor or clear its screen through our logs.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import unquote, unquote_plus, unquote_to_bytes
+
+HIDDEN = "<hidden>"
+
+# A header or query parameter whose name contains one of these (any case) carries a credential:
+# Authorization, Proxy-Authorization, Cookie, X-Api-Key, X-Auth-Token, X-Credential,
+# X-Hub-Signature-256, X-Amz-Signature and Azure's sig, client_secret, access_token, id_token,
+# X-CSRF-Token, a session id, a password (pass covers passwd, password and passphrase), a JWT,
+# a private key. Some harmless names match too (X-Design: sig); hiding those costs nothing.
+SECRET_WORDS = ("auth", "bearer", "cookie", "credential", "csrf", "jwt", "key", "pass", "private", "pwd",
+                "secret", "session", "sig", "token", "xsrf")
+
+# A literal header value that is itself a credential, whatever the header is called.
+_AUTH_SCHEME = re.compile(r"(?i)(basic|bearer|digest|negotiate|token)\s")
+
+SHOWN_BODY_BYTES = 200  # a longer literal body is shown as its size: the summary is read in logs
+
+# Secret values shorter than this are not searched for in texts: "1" or "yes" would hide
+# every digit or word, and a value that short protects nothing.
+MIN_SECRET_CHARS = 4
+
+_AUTHORITY = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:)?//")
+_PARAM_SEPARATORS = re.compile(r"([&;])")
+_CACHED_TEXTS = 4096  # Secrets.shown() remembers this many texts: failures repeat the same few
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a header or query parameter of this name carries a credential."""
+    lower = name.lower()
+    return any(word in lower for word in SECRET_WORDS)
+
+
+def url(text: str) -> str:
+    """The URL as it may be shown: its password (or lone user name) and secret query values hidden.
+
+    Works on the text as written (nothing is re-encoded, so the rest reads as the user wrote
+    it) and never fails, even on a URL too broken to parse: an error message may quote one.
+    """
+    if "@" not in text and "?" not in text and "#" not in text:
+        return text  # most URLs: nothing to hide, and no work for a list of 100,000
+    rest, hash_mark, fragment = text.partition("#")
+    rest, question_mark, query = rest.partition("?")
+    authority = _AUTHORITY.match(rest)
+    if authority is not None:
+        start = authority.end()
+        end = rest.find("/", start)
+        end = len(rest) if end == -1 else end
+        userinfo, at, hostport = rest[start:end].rpartition("@")
+        if at:
+            rest = rest[:start] + _userinfo(userinfo) + at + hostport + rest[end:]
+    return rest + question_mark + _params(query) + hash_mark + _params(fragment)
+
+
+def _userinfo(userinfo: str) -> str:
+    user, colon, password = userinfo.partition(":")
+    if colon:
+        return f"{user}:{HIDDEN}" if password else userinfo
+    return HIDDEN if user else userinfo
+
+
+def _params(text: str) -> str:
+    """`a=1&token=x` as `a=1&token=<hidden>`; separators and encoding kept as written."""
+    if "=" not in text:
+        return text
+    pieces = _PARAM_SEPARATORS.split(text)
+    for k in range(0, len(pieces), 2):  # the even places hold parameters, the odd ones separators
+        name, equals, value = pieces[k].partition("=")
+        if equals and value and is_secret_name(unquote_plus(name)):
+            pieces[k] = f"{name}={HIDDEN}"
+    return "".join(pieces)
+
+
+def header_value(name: str, value: str) -> str:
+    """A literal header value as it may be shown."""
+    return HIDDEN if is_secret_name(name) or _AUTH_SCHEME.match(value) else value
+
+
+def headers(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The headers setting as it may be shown: secret literal values hidden; a `{"fromEnv": VAR}`
+    is shown as it is, since it names a variable and holds no value."""
+    return {name: header_value(name, value) if isinstance(value, str) else value for name, value in spec.items()}
+
+
+def body(text: str) -> str:
+    """A literal body as it may be shown: as its size if it is long or mentions a credential
+    (`client_secret=...`, `{"password": ...}`), else as it is."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    lower = text.lower()
+    if size > SHOWN_BODY_BYTES or any(word in lower for word in SECRET_WORDS):
+        return f"<{size} bytes>"
+    return text
+
+
+def printable(text: str) -> str:
+    """`text` with every control or invisible formatting character written as an escape.
+
+    For anything a server controls (error texts, the Server header, a Pushgateway's or a
+    proxy's answer): ESC, a line break or a bidi override would otherwise reach the terminal or
+    split a log line. The escapes are printable, so escaping twice changes nothing.
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if ch in "\t\n\r":
+        return {"\t": "\\t", "\n": "\\n", "\r": "\\r"}[ch]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def basic_credentials(userinfo: str) -> str:
+    """The Authorization value for a URL's `user:password` as written (percent-encoded): Basic,
+    of the decoded bytes, as curl, browsers and Go send it. No password is an empty one."""
+    user, _, password = userinfo.partition(":")
+    raw = unquote_to_bytes(user) + b":" + unquote_to_bytes(password)
+    return "Basic " + base64.b64encode(raw).decode("ascii")
+
+
+def url_secrets(text: str) -> list[str]:
+    """The values in a URL that url() hides, as written and decoded: what must never be shown."""
+    found: list[str] = []
+    authority = _AUTHORITY.match(text)
+    if authority is not None:
+        netloc = re.split(r"[/?#]", text[authority.end():], maxsplit=1)[0]
+        userinfo, at, _ = netloc.rpartition("@")
+        user, colon, password = userinfo.partition(":")
+        secret = password if colon else user
+        if at and secret:
+            found += [secret, unquote(secret)]
+    rest, _, fragment = text.partition("#")
+    for params in (rest.partition("?")[2], fragment):
+        for piece in _PARAM_SEPARATORS.split(params)[::2]:
+            name, equals, value = piece.partition("=")
+            if equals and value and is_secret_name(unquote_plus(name)):
+                found += [value, unquote_plus(value)]
+    return found
+
+
+class Secrets:
+    """Values a run sends that must never be printed, and the one way texts are made showable.
+
+    A server may echo a request back in its error ("invalid token abc123"), and a client
+    library may quote a URL in an exception: whatever holds one of these values is shown with
+    `<hidden>` in its place, before it is counted, so it is never printed, exported or merged.
+    """
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        found = sorted({v for v in values if len(v) >= MIN_SECRET_CHARS}, key=lambda v: (-len(v), v))
+        # Longest first: a secret that contains another is hidden whole, not around the shorter one.
+        self._pattern = re.compile("|".join(map(re.escape, found))) if found else None
+        self._cache: dict[str, str] = {}
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def hidden(self, text: str) -> str:
+        """`text` with every secret value in it as `<hidden>`."""
+        return text if self._pattern is None else self._pattern.sub(HIDDEN, text)
+
+    def shown(self, text: str) -> str:
+        """A server's or a library's text as it may be printed: secret values hidden, control
+        characters escaped. Remembered, because the same few failure texts come over and over."""
+        done = self._cache.get(text)
+        if done is None:
+            done = printable(self.hidden(text))
+            if len(self._cache) >= _CACHED_TEXTS:
+                self._cache.clear()
+            self._cache[text] = done
+        return done
