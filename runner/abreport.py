@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from runner import redact
 from runner.recorder import Interval
 from runner.report import Reporter, RunInfo, RunSummary
 from runner.slowcooker import error_lines
@@ -61,7 +62,7 @@ def report(summary: dict[str, Any]) -> str:
     lines = [
         "",
         "",
-        f"Server Software:        {b['server']}",
+        f"Server Software:        {redact.printable(b['server'])}",
         f"Server Hostname:        {b['host']}",
         f"Server Port:            {b['port']}",
         "",

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from runner import redact
 from runner.durations import parse_duration
 from runner.errors import UsageError
 from runner.inputfiles import CONFIG_LIMIT, read_bounded
@@ -21,13 +22,6 @@ from runner.thresholds import Rule, rules_for
 # iterations and duration are two ways to say when to stop; a layer that names one
 # replaces whichever one a lower layer chose, so `--duration 2h` overrides `iterations: 60`.
 _STOP_RULES = ("iterations", "duration")
-
-# Header names that carry credentials (Authorization, Cookie, X-Api-Key, X-Auth-Token, ...):
-# their literal values are printed as hidden, like fromEnv values.
-_CREDENTIAL_WORDS = ("auth", "cookie", "token", "key", "secret", "password", "session")
-
-# A literal body longer than this is printed as its size: the summary is read in logs.
-_SHOWN_BODY_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -268,13 +262,11 @@ def _http2(merged: dict[str, Any]) -> bool:
 
 
 def _printable(merged: dict[str, Any]) -> dict[str, Any]:
-    """The configuration as it may be printed: credential header values hidden, a long body elided."""
+    """The configuration as it may be printed (runner/redact.py): credential header values and
+    URL secrets hidden, a long or secret-looking body shown as its size."""
     shown = {name: merged[name] for name in settings_names() if name in merged}
-    body = merged["body"]
-    if isinstance(body, str) and len(body) > _SHOWN_BODY_CHARS:
-        shown["body"] = f"<{len(body.encode())} bytes>"
-    shown["headers"] = {
-        name: ("<hidden>" if isinstance(value, str) and any(w in name.lower() for w in _CREDENTIAL_WORDS) else value)
-        for name, value in merged["headers"].items()
-    }
+    if isinstance(merged["body"], str):
+        shown["body"] = redact.body(merged["body"])
+    shown["headers"] = redact.headers(merged["headers"])
+    shown["pushgateway"] = redact.url(merged["pushgateway"])
     return shown

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from runner import __version__
+from runner import __version__, redact
 from runner.config import Settings
 from runner.durations import format_duration
 from runner.errors import UsageError
@@ -104,13 +104,13 @@ def _ask(method: str, admin: tuple[str, int], path: str, timeout_s: float) -> tu
         connection.request(method, path, headers={"User-Agent": f"soak/{__version__}"})
         response = connection.getresponse()
         body = response.read(_ANSWER_CHARS).decode("utf-8", "replace").strip().splitlines()
-        return response.status, f"{response.status} {body[0] if body else response.reason}"
+        return response.status, redact.printable(f"{response.status} {body[0] if body else response.reason}")
     except ConnectionRefusedError:
         return 0, "connection refused"
     except TimeoutError:
         return 0, f"no answer within {timeout_s:g}s"
     except (OSError, http.client.HTTPException) as e:
-        return 0, getattr(e, "strerror", None) or str(e) or type(e).__name__
+        return 0, redact.printable(getattr(e, "strerror", None) or str(e) or type(e).__name__)
     finally:
         connection.close()
 

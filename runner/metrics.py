@@ -48,6 +48,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from runner import redact
 from runner.config import Settings
 from runner.metricserver import MetricServer
 from runner.pushgateway import Pusher
@@ -306,7 +307,9 @@ class SoakCollector(Collector):
 
 
 def url_label(url: str) -> str:
-    """A URL as a label value: without a user name or password, which must never reach a metric."""
+    """A URL as a label value: without a user name or password, which must never reach a metric,
+    and with secret query values hidden (runner/redact.py), for labels are pushed and kept."""
+    url = redact.url(url)
     parts = urlsplit(url)
     if "@" not in parts.netloc:
         return url

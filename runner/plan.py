@@ -8,7 +8,9 @@ without printing any secret.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
+from runner import redact
 from runner.config import Settings
 from runner.durations import format_duration
 from runner.slowcooker import format_rate
@@ -18,7 +20,7 @@ def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) ->
     """Lines saying what a run with these settings would do."""
     s = settings
     lines = [_bench_line(s) if s.mode == "bench" else _rate_line(s)]
-    lines += [f"  to {url}" for url in urls]
+    lines += [f"  to {redact.url(url)}" for url in urls]
     if len(urls) > 1:
         lines.append(f"  each URL gets every {_ordinal(len(urls))} request")
     lines.append(_stop_rule(s))
@@ -28,7 +30,7 @@ def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) ->
         f"compression {'on' if s.compress else 'off'}, latency in {s.latency_unit}"
     )
     lines += _protocol(s) + _linkerd(s)
-    lines += _headers(s, environ)
+    lines += _headers(s, environ) + _userinfo(urls)
     lines.append(_body(s))
     if s.hash_sample_rate:
         percent = format_rate(round(s.hash_sample_rate * 100, 6))
@@ -53,8 +55,8 @@ def _metrics(s: Settings) -> list[str]:
         where = f"port {s.metric_addr[1:]} of every interface" if s.metric_addr.startswith(":") else s.metric_addr
         lines.append(f"serves Prometheus metrics on {where} (GET /metrics) while it runs")
     if s.pushgateway:
-        lines.append(f"pushes metrics to the Pushgateway {s.pushgateway} after every interval and at the end "
-                     f"(job {s.pushgateway_job})")
+        lines.append(f"pushes metrics to the Pushgateway {redact.url(s.pushgateway)} after every interval and at "
+                     f"the end (job {s.pushgateway_job})")
     return lines
 
 
@@ -130,6 +132,15 @@ def _headers(s: Settings, environ: Mapping[str, str]) -> list[str]:
     if s.host:
         lines.append(f"header Host: {s.host}")
     return lines
+
+
+def _userinfo(urls: list[str]) -> list[str]:
+    """Credentials in URLs are sent as a header (targets.build_requests): say so, never what they are."""
+    with_userinfo = sum(1 for url in urls if "@" in urlsplit(url).netloc)
+    if not with_userinfo:
+        return []
+    which = "the URL's" if len(urls) == 1 else f"each URL's ({with_userinfo} of {len(urls)} have one)"
+    return [f"header Authorization: Basic <hidden> (from {which} user name and password)"]
 
 
 def _body(s: Settings) -> str:

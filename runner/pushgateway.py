@@ -23,6 +23,7 @@ from typing import TextIO
 
 from prometheus_client import CollectorRegistry, push_to_gateway
 
+from runner import redact
 from runner.errors import UsageError
 from runner.report import RunInfo
 from runner.shards import Shard, completion_index
@@ -103,7 +104,7 @@ class Pusher:
                                            else "the counts are kept and go with the next push"))
 
     def _say(self, text: str) -> None:
-        self._err.write(f"soak: pushgateway {self.url}: {text}\n")
+        self._err.write(f"soak: pushgateway {redact.url(self.url)}: {redact.printable(text)}\n")
         self._err.flush()
 
 

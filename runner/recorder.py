@@ -9,10 +9,12 @@ so the run is exactly the sum of its intervals.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from runner.histogram import LatencyHistogram
+from runner.redact import printable
 from runner.result import CANCELLED, Result
 from runner.schedule import Grid
 
@@ -219,9 +221,13 @@ class Recorder:
 
     def __init__(
         self, grid: Grid, *, corrected: bool = False, hash_value: int = 0, unit_ns: int | None = None,
-        bench: bool = False,
+        bench: bool = False, shown: Callable[[str], str] = printable,
     ) -> None:
         self._grid = grid
+        # How a server's or a library's text becomes printable (redact.Secrets.shown): applied to
+        # every failure text and Server header before it is counted, so that no secret value and
+        # no control character is ever printed, exported or merged from here on.
+        self._shown = shown
         self._corrected = corrected
         self._hash_value = hash_value
         self._open: dict[int, Tally] = {}
@@ -251,6 +257,10 @@ class Recorder:
         self._current_end = self._grid.end_of(self._next)
 
     def record(self, result: Result) -> None:
+        if result.error_text:
+            result.error_text = self._shown(result.error_text)
+        if result.server:
+            result.server = self._shown(result.server)
         end = result.end_ns
         if end < self._current_end:
             tally = self._current

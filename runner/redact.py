@@ -21,6 +21,7 @@ Texts from servers are also made printable: a control character is written as an
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -47,6 +48,7 @@ MIN_SECRET_CHARS = 4
 
 _AUTHORITY = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:)?//")
 _PARAM_SEPARATORS = re.compile(r"([&;])")
+_WHOLE_BODY_CHARS = 4096  # a body up to this size is itself a secret value to search texts for
 _CACHED_TEXTS = 4096  # Secrets.shown() remembers this many texts: failures repeat the same few
 
 
@@ -66,15 +68,20 @@ def url(text: str) -> str:
         return text  # most URLs: nothing to hide, and no work for a list of 100,000
     rest, hash_mark, fragment = text.partition("#")
     rest, question_mark, query = rest.partition("?")
-    authority = _AUTHORITY.match(rest)
-    if authority is not None:
-        start = authority.end()
-        end = rest.find("/", start)
-        end = len(rest) if end == -1 else end
-        userinfo, at, hostport = rest[start:end].rpartition("@")
-        if at:
-            rest = rest[:start] + _userinfo(userinfo) + at + hostport + rest[end:]
+    start = _authority_start(rest)
+    end = rest.find("/", start)
+    end = len(rest) if end == -1 else end
+    userinfo, at, hostport = rest[start:end].rpartition("@")
+    if at:
+        rest = rest[:start] + _userinfo(userinfo) + at + hostport + rest[end:]
     return rest + question_mark + _params(query) + hash_mark + _params(fragment)
+
+
+def _authority_start(text: str) -> int:
+    """Where the user info would start: after `scheme://`, or at the start of a URL written
+    without one (`user:pass@host:9091`, a typo an error message still quotes)."""
+    authority = _AUTHORITY.match(text)
+    return authority.end() if authority is not None else 0
 
 
 def _userinfo(userinfo: str) -> str:
@@ -149,14 +156,12 @@ def basic_credentials(userinfo: str) -> str:
 def url_secrets(text: str) -> list[str]:
     """The values in a URL that url() hides, as written and decoded: what must never be shown."""
     found: list[str] = []
-    authority = _AUTHORITY.match(text)
-    if authority is not None:
-        netloc = re.split(r"[/?#]", text[authority.end():], maxsplit=1)[0]
-        userinfo, at, _ = netloc.rpartition("@")
-        user, colon, password = userinfo.partition(":")
-        secret = password if colon else user
-        if at and secret:
-            found += [secret, unquote(secret)]
+    netloc = re.split(r"[/?#]", text[_authority_start(text):], maxsplit=1)[0]
+    userinfo, at, _ = netloc.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    secret = password if colon else user
+    if at and secret:
+        found += [secret, unquote(secret)]
     rest, _, fragment = text.partition("#")
     for params in (rest.partition("?")[2], fragment):
         for piece in _PARAM_SEPARATORS.split(params)[::2]:
@@ -164,6 +169,37 @@ def url_secrets(text: str) -> list[str]:
             if equals and value and is_secret_name(unquote_plus(name)):
                 found += [value, unquote_plus(value)]
     return found
+
+
+def body_secrets(text: str) -> list[str]:
+    """The values in a literal body that mentions a credential: what must never be shown.
+
+    The body itself (unless it is large), and the values of form fields (`client_secret=...`)
+    and of JSON members (`{"password": ...}`) with a credential's name: a server that echoes
+    the request, or one field of it, must not print it for us.
+    """
+    lower = text.lower()
+    if not any(word in lower for word in SECRET_WORDS):
+        return []
+    found = [text] if len(text) <= _WHOLE_BODY_CHARS else []
+    for piece in _PARAM_SEPARATORS.split(text)[::2]:
+        name, equals, value = piece.partition("=")
+        if equals and value and is_secret_name(unquote_plus(name)):
+            found += [value, unquote_plus(value)]
+    try:
+        found += _json_secrets(json.loads(text))
+    except (ValueError, RecursionError):
+        pass
+    return found
+
+
+def _json_secrets(value: Any, secret: bool = False) -> list[str]:
+    """The strings under members with a credential's name, at any depth."""
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _json_secrets(v, secret or is_secret_name(str(k)))]
+    if isinstance(value, list):
+        return [s for v in value for s in _json_secrets(v, secret)]
+    return [str(value)] if secret and isinstance(value, str | int | float) and not isinstance(value, bool) else []
 
 
 class Secrets:

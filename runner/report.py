@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from runner import redact
 from runner.config import Settings
 from runner.histogram import LatencyHistogram
 from runner.recorder import BenchTally, Interval, Tally
@@ -25,11 +26,16 @@ class RunInfo:
     """What a run is about to do."""
 
     settings: Settings
-    urls: list[str]
+    urls: list[str]  # as they may be shown: every reporter prints or exports them (see __post_init__)
     url_source: str | None  # the list file the URLs came from, if any
     start_ns: int  # monotonic time of the grid's start: send 0 is due then
     wall_start: float  # the same moment as a Unix time
     shard: Shard = ALONE  # which part of the run this process sends
+
+    def __post_init__(self) -> None:
+        """The URLs with their passwords and secret query values hidden, once for every report:
+        the startup line, failure lines, the summary and a shard's record all print these."""
+        object.__setattr__(self, "urls", [redact.url(url) for url in self.urls])
 
     def wall(self, t_ns: int) -> float:
         """The Unix time of a monotonic moment of this run."""

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from jsonschema.exceptions import best_match
 
+from runner import redact
 from runner.durations import DURATION_HINT, MAX_NS, DurationError, DurationRangeError, parse_duration
 from runner.errors import UsageError, shortened
 from runner.targets import url_problem
@@ -271,17 +272,12 @@ _SHOWN_CHARS = 60  # a bad value quoted in a message
 
 def _show(error: ValidationError) -> str:
     """The bad value as JSON, shortened, and hidden when it is a header's value (maybe a secret);
-    a URL's password, too, as ***."""
+    a URL's secrets too (runner/redact.py)."""
     path = error.absolute_path
     if error.validator != "propertyNames" and len(path) == 2 and path[0] == "headers":
         return "the value"
     instance = error.instance
     if error.schema.get("format") == "http-url" and isinstance(instance, str):
-        instance = _hide_password(instance)
+        instance = redact.url(instance)
     text = shortened(json.dumps(instance, ensure_ascii=False), _SHOWN_CHARS)
     return text.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate as \\ud800, printable
-
-
-def _hide_password(url: str) -> str:
-    """`url` with the password in it, if any, as ***: an error line ends up in logs."""
-    return re.sub(r"^((?:[^:/?#]*://)?[^:/?#@]*):[^/?#]*@", r"\1:***@", url)

@@ -18,6 +18,7 @@ from typing import Any
 from runner.config import Settings
 from runner.engine import Engine, Load
 from runner.recorder import Interval, Recorder
+from runner.redact import Secrets
 from runner.report import UNIT_NS, Reporter, RunInfo, RunSummary
 from runner.result import Result
 from runner.schedule import Grid, Schedule
@@ -59,6 +60,7 @@ class Soak:
             hash_value=settings.hash_value,
             unit_ns=UNIT_NS[settings.latency_unit] if settings.report_latencies_csv else None,
             bench=settings.mode == "bench",
+            shown=Secrets(value for request in requests for value in request.hidden).shown,
         )
         load = Load(
             requests=requests,

@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import yaml
 
+from runner import redact
 from runner.errors import UsageError, shortened
 from runner.inputfiles import BODY_LIMIT, URL_LIST_LIMIT, read_bounded
 
@@ -43,9 +44,12 @@ class Request:
     """One fully resolved request: what goes on the wire for one URL, every time."""
 
     method: str
-    url: str
+    url: str  # without user info: its credentials are in an Authorization header
     headers: tuple[tuple[str, str], ...]
     body: bytes
+    # The secret values it carries, which must never be printed (see redact.Secrets): not
+    # part of what the request is, and never in its repr.
+    hidden: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
 
 def origin(url: str) -> tuple[str, str, int]:
@@ -101,7 +105,7 @@ def check_url(url: str, where: str) -> str:
     """Return `url` if it is an http(s) URL with a host, else raise naming `where`."""
     problem = url_problem(url)
     if problem:
-        raise UsageError(f"{where}: {shortened(repr(url), _SHOWN_URL_CHARS)} {problem}")
+        raise UsageError(f"{where}: {shortened(repr(redact.url(url)), _SHOWN_URL_CHARS)} {problem}")
     return url
 
 
@@ -193,7 +197,41 @@ def build_requests(settings: Settings, urls: list[str], environ: Mapping[str, st
     if settings.host:
         headers.append(("Host", settings.host))
     body = load_body(settings.body)
-    return [Request(settings.method, url, tuple(headers), body) for url in urls]
+    hidden = header_secrets(settings.headers, headers)
+    if isinstance(settings.body, str):
+        hidden += tuple(redact.body_secrets(settings.body))
+    return [_request(settings.method, url, tuple(headers), body, hidden) for url in urls]
+
+
+def _request(method: str, url: str, headers: tuple[tuple[str, str], ...], body: bytes,
+             hidden: tuple[str, ...]) -> Request:
+    """One URL's request; a user name and password in the URL become its Authorization header.
+
+    Resolved here, once, so that both transports send exactly the same request: httpx would
+    send such credentials as Basic auth and the fast client would silently drop them, and a
+    run would then measure 401s (which count as good) without anyone noticing.
+    """
+    if "@" not in url and "?" not in url and "#" not in url:
+        return Request(method, url, headers, body, hidden)  # most URLs: nothing to resolve
+    hidden += tuple(redact.url_secrets(url))
+    netloc = urlsplit(url).netloc
+    userinfo, at, hostport = netloc.rpartition("@")
+    if not at:
+        return Request(method, url, headers, body, hidden)
+    if any(name.lower() == "authorization" for name, _ in headers):
+        raise UsageError(f"{redact.url(url)}: a user name and password in the URL and an Authorization header "
+                         "both give credentials; give them one way")
+    credentials = redact.basic_credentials(userinfo)
+    hidden += (credentials, credentials.split(" ", 1)[1])
+    bare = url.replace(f"//{netloc}", f"//{hostport}", 1)
+    return Request(method, bare, (*headers, ("Authorization", credentials)), body, hidden)
+
+
+def header_secrets(spec: dict[str, Any], resolved: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The header values that must never be printed: every one from the environment (the
+    reason to take a value from there is that it is secret), and the literal ones redaction hides."""
+    return tuple(value for (name, value), given in zip(resolved, spec.values(), strict=False)
+                 if isinstance(given, dict) or redact.header_value(name, value) == redact.HIDDEN)
 
 
 def resolve_headers(spec: dict[str, Any], environ: Mapping[str, str]) -> list[tuple[str, str]]:

@@ -295,9 +295,9 @@ BAD_PUSHGATEWAYS = [
                            "like http://pushgateway.monitoring:9091, or empty"),
     ("http://例え.jp:9091", '"http://例え.jp:9091" is not ASCII: write the host name in its punycode form (xn--r8jz45g.jp)'),
     ("http://user:s3cr3t@pushgateway:9091",
-     '"http://user:***@pushgateway:9091" is not allowed: user names and passwords in the URL are not supported'),
+     '"http://user:<hidden>@pushgateway:9091" is not allowed: user names and passwords in the URL are not supported'),
     ("http://user@pushgateway:9091",
-     '"http://user@pushgateway:9091" is not allowed: user names and passwords in the URL are not supported'),
+     '"http://<hidden>@pushgateway:9091" is not allowed: user names and passwords in the URL are not supported'),
 ]
 
 

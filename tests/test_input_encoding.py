@@ -99,7 +99,7 @@ def test_bench_names_ab_flags_inside_a_header_value() -> None:
         ("http://127.0.0.1:99999", '"http://127.0.0.1:99999" is not a valid URL (Port out of range 0-65535)'),
         ("http://[::1", '"http://[::1" is not a valid URL (Invalid IPv6 URL)'),
         ("http://user:s3cr3t@127.0.0.1:9091",
-         '"http://user:***@127.0.0.1:9091" is not allowed: user names and passwords in the URL are not supported'),
+         '"http://user:<hidden>@127.0.0.1:9091" is not allowed: user names and passwords in the URL are not supported'),
     ],
 )
 def test_a_bad_pushgateway_stops_run_and_validate_without_printing_a_password(url: str, expected: str) -> None:

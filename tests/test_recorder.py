@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
@@ -10,6 +11,7 @@ import pytest
 
 from runner import result as kinds
 from runner.recorder import Interval, Recorder, Tally
+from runner.redact import Secrets
 from runner.result import Result
 from runner.schedule import Grid
 
@@ -98,6 +100,21 @@ def test_error_texts_count_per_url_and_text() -> None:
         tally.add(failure(kinds.TIMEOUT, text, url_index=url_index), 0, 0)
     assert tally.error_texts == {(0, "a"): 2, (1, "a"): 1, (0, "b"): 1}
     assert tally.errors == {kinds.TIMEOUT: 4}
+
+
+def test_the_recorder_hides_secrets_and_escapes_texts_before_they_are_counted() -> None:
+    recorder = Recorder(GRID, shown=Secrets(["S3cretT0ken"]).shown, bench=True)
+    recorder.record(failure(kinds.PROTOCOL, "protocol: bad line 'Bearer S3cretT0ken\x1b[2J'"))
+    recorder.record(dataclasses.replace(response(), server="srv S3cretT0ken\x07"))
+    assert recorder.bench is not None and recorder.bench.server == "srv <hidden>\\x07"  # ab's "Server Software"
+    tally = recorder.close()
+    assert tally.tally.error_texts == {(0, "protocol: bad line 'Bearer <hidden>\\x1b[2J'"): 1}
+
+
+def test_the_recorder_escapes_texts_without_secrets_too() -> None:
+    recorder = Recorder(GRID)
+    recorder.record(failure(kinds.PROTOCOL, "a\x1bb"))
+    assert recorder.close().tally.error_texts == {(0, "a\\x1bb"): 1}
 
 
 # --- min, max, mean, stdev ---------------------------------------------------------------------

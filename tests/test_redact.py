@@ -53,7 +53,9 @@ URLS = [
     ("http://alice:S3cret@host:99999999/", f"http://alice:{H}@host:99999999/"),
     ("http://alice:S3cret@[::1/", f"http://alice:{H}@[::1/"),
     ("//alice:S3cret@host/", f"//alice:{H}@host/"),
-    ("alice:S3cret@host", "alice:S3cret@host"),  # no // : no authority, a path as urlsplit reads it
+    ("alice:S3cret@host", f"alice:{H}@host"),  # no scheme: still read as user info, to be safe
+    ("alice:S3cret@host/a@b", f"alice:{H}@host/a@b"),
+    ("mailto:bob@host", f"mailto:{H}@host"),  # not a URL this runner takes; hiding too much costs nothing
     ("", ""),
 ]
 
@@ -135,6 +137,22 @@ BODIES = [
 @pytest.mark.parametrize(("given", "shown"), BODIES)
 def test_body(given: str, shown: str) -> None:
     assert redact.body(given) == shown
+
+
+BODY_SECRETS = [
+    ('{"a": 1}', []),
+    ("x" * 300, []),  # long but nothing secret: shown as its size, not searched for
+    ("client_secret=abc&grant_type=x", ["client_secret=abc&grant_type=x", "abc", "abc"]),
+    ("user=bob&pass=p%40ss+w", ["user=bob&pass=p%40ss+w", "p%40ss+w", "p@ss w"]),
+    ('{"user": "bob", "password": "hunter2", "n": {"apiKey": ["k1", 42, true]}}',
+     ['{"user": "bob", "password": "hunter2", "n": {"apiKey": ["k1", 42, true]}}', "hunter2", "k1", "42"]),
+    ("[" * 100_000 + "token", []),  # too deep to parse, too long to search for whole
+]
+
+
+@pytest.mark.parametrize(("given", "values"), BODY_SECRETS)
+def test_body_secrets(given: str, values: list[str]) -> None:
+    assert redact.body_secrets(given) == values
 
 
 PRINTABLE = [

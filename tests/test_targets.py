@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 
@@ -409,6 +410,48 @@ def test_build_requests_one_per_url(tmp_path: Path) -> None:
         Request("POST", "http://a/", expected_headers, b"{}"),
         Request("POST", "http://b/", expected_headers, b"{}"),
     ]
+
+
+# A URL's user info is resolved once, into the Authorization header both transports send.
+
+
+@pytest.mark.parametrize(("url", "bare", "credentials"), [
+    ("http://alice:S3cret@h:8080/x?y=1", "http://h:8080/x?y=1", b"alice:S3cret"),
+    ("https://al%40ice:p%3Ass@h/", "https://h/", b"al@ice:p:ss"),  # percent-decoded, as curl and Go send it
+    ("http://alice@h/", "http://h/", b"alice:"),  # a user name alone: an empty password
+    ("http://:t0ken@h/", "http://h/", b":t0ken"),
+    ("http://a@b:c@h/p@q", "http://h/p@q", b"a@b:c"),  # the last @ of the authority ends the user info
+])
+def test_user_info_becomes_an_authorization_header(url: str, bare: str, credentials: bytes) -> None:
+    settings = settings_from(merge({"headers": {"X-Trace": "1"}}))
+    [request] = build_requests(settings, [url], {})
+    assert request.url == bare
+    assert request.headers == (("X-Trace", "1"), ("Authorization", "Basic " + base64.b64encode(credentials).decode()))
+    assert request.headers[-1][1] in request.hidden
+
+
+def test_each_url_gets_its_own_credentials() -> None:
+    requests = build_requests(settings_from(merge()), ["http://a:1@h/", "http://h/", "http://b:2@h/"], {})
+    assert [r.url for r in requests] == ["http://h/"] * 3
+    assert [dict(r.headers).get("Authorization") for r in requests] == [
+        "Basic " + base64.b64encode(b"a:1").decode(), None, "Basic " + base64.b64encode(b"b:2").decode()]
+
+
+@pytest.mark.parametrize("name", ["Authorization", "authorization"])
+def test_user_info_and_an_authorization_header_are_refused(name: str) -> None:
+    settings = settings_from(merge({"headers": {name: "Bearer t"}}))
+    message = usage_error(build_requests, settings, ["http://ok/", "http://alice:S3cret@h/"], {})
+    assert message == ("http://alice:<hidden>@h/: a user name and password in the URL and an Authorization header "
+                       "both give credentials; give them one way")
+
+
+def test_hidden_values_are_every_secret_a_request_carries() -> None:
+    settings = settings_from(merge({"headers": {"X-Env": {"fromEnv": "V"}, "X-Api-Key": "k3y-literal",
+                                                "X-Trace": "shown", "X-Fwd": "Bearer b3arer"}}))
+    [request] = build_requests(settings, ["http://alice:p%40ss@h/?token=t0k%21&page=2"], {"V": "from-env"})
+    basic = "Basic " + base64.b64encode(b"alice:p@ss").decode()
+    assert set(request.hidden) == {"from-env", "k3y-literal", "Bearer b3arer", "p%40ss", "p@ss", "t0k%21", "t0k!",
+                                   basic, basic.split()[1]}
 
 
 def test_build_requests_defaults() -> None:
