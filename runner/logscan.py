@@ -30,7 +30,9 @@ _INTERVAL = re.compile(
     r"^(\d{4}-\d\d-\d\dT\S+) +(\d+) +(\d+)/(\d+)/(\d+) +(\d+) +(\d+)% +(\S+) +(\d+) "
     r"+\[ *(\d+) +(\d+) +(\d+) +(\d+) *\] +(\d+) +(\d+)(?: ([+-]*))?\s*$"
 )
-_SOAK_ERROR = re.compile(r'^[A-Z]+ "(.*)": (.+) \((\d+) times?\)\s*$')  # soak: once per error per interval
+# soak: once per group of alike errors per interval, on one URL or on several; then the rest in one line
+_SOAK_ERROR = re.compile(r'^[A-Z]+ (?:(?:more than )?\d+ URLs, e\.g\. )?"(.*)": (.+) \((\d+) times?\)\s*$')
+_SOAK_MORE_ERRORS = re.compile(r"^\.\.\. and \d+ more errors \((\d+) times?\)\s*$")
 _SLOW_COOKER_ERROR = re.compile(r'^[A-Z][a-z]+ "(.*)": (.+?)\s*$')  # Go's net/http, once per failure
 _VERDICT = "# threshold"  # the thresholds' verdict lines, before the summary (verdict.py)
 _OWN_NOTE = "soak: "  # the runner's own lines on stderr: the Linkerd proxy awaited, a TLS warning, ...
@@ -98,7 +100,7 @@ class LogScan:
     startup: Startup | None = None
     intervals: list[IntervalFigures] = field(default_factory=list)
     blocks: list[JsonBlock] = field(default_factory=list)
-    soak_errors: int = 0  # stderr lines in soak's form: `GET "url": text (3 times)`
+    soak_errors: int = 0  # stderr lines in soak's form: `GET "url": text (3 times)`, `... and 2 more errors (5 times)`
     slow_cooker_errors: int = 0  # stderr lines in Go's form: `Get "url": text`
     trailing_errors: int = 0  # error lines after the last interval line
     skipped: int = 0  # lines that are none of the above
@@ -203,13 +205,16 @@ def _error_line(found: LogScan, line: str) -> bool:
     """Whether the line is a failure reported on stderr; if so, count it toward the next interval."""
     if (m := _SOAK_ERROR.match(line)) is not None:
         found.soak_errors += 1
-        times = int(m.group(3))
+        text, times = m.group(2), int(m.group(3))
+    elif (m := _SOAK_MORE_ERRORS.match(line)) is not None:
+        found.soak_errors += 1
+        text, times = "other errors", int(m.group(1))
     elif (m := _SLOW_COOKER_ERROR.match(line)) is not None:
         found.slow_cooker_errors += 1
-        times = 1
+        text, times = m.group(2), 1
     else:
         return False
-    found._pending[m.group(2)] += times
+    found._pending[text] += times
     found.trailing_errors += 1
     return True
 

@@ -176,12 +176,17 @@ def _check_tally(record: dict[str, Any], where: str, urls: int) -> None:
         raise ValueError(f"{where}: {e}") from None
     counts = [n for n in tally.values() if isinstance(n, int)] + [*tally["statuses"].values(),
                                                                    *tally["errors"].values()]
-    if any(n < 0 for n in counts + [n for _, _, n in tally["errorTexts"]]):
+    if any(n < 0 for n in counts + [g["count"] for g in tally["errorGroups"]]):
         raise ValueError(f"{where}: a count below 0")
-    for url, _, _ in tally["errorTexts"]:
-        if not 0 <= url < urls:
-            raise ValueError(f"{where}.errorTexts: URL index {url} is not allowed; must be below the number of "
-                             f"shard.urls ({urls})")
+    grouped = sum(g["count"] for g in tally["errorGroups"])
+    if grouped != tally["failed"]:
+        raise ValueError(f"{where}.errorGroups: {grouped} failures is not allowed; must be the {tally['failed']} "
+                         "failed")
+    for group in tally["errorGroups"]:
+        for url in [group["url"], *group["urls"]]:
+            if not 0 <= url < urls:
+                raise ValueError(f"{where}.errorGroups: URL index {url} is not allowed; must be below the number of "
+                                 f"shard.urls ({urls})")
 
 
 def _histogram(record: Any, where: str, *, required: bool = False) -> None:

@@ -8,6 +8,7 @@ so the run is exactly the sum of its intervals.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,79 @@ from runner.histogram import LatencyHistogram
 from runner.redact import printable
 from runner.result import CANCELLED, Result
 from runner.schedule import Grid
+
+# Failures are grouped by kind and by their text with every run of digits as one placeholder:
+# a server's numbers ("received 3 bytes, expected 1042") would otherwise make each failure a
+# line of its own. A tally keeps at most ERROR_GROUPS groups; failures of a new text beyond
+# them join their kind's OTHER_TEXTS group. A group remembers up to GROUP_URLS of the URLs it
+# failed on, enough to say "3 URLs" or "more than 20 URLs": so however many URLs and texts a
+# run meets, its error records stay small, in memory and in a shard's summary.
+ERROR_GROUPS = 100
+GROUP_URLS = 20
+OTHER_TEXTS = "*"  # the pattern of a kind's overflow group: no digits pattern is a lone "*"
+_DIGITS = re.compile(r"\d+")
+
+
+def error_pattern(text: str) -> str:
+    """What failures of one group have in common: the text with each run of digits as `#`."""
+    return _DIGITS.sub("#", text)
+
+
+@dataclass
+class ErrorGroup:
+    """Failures of one kind whose texts differ at most in their numbers: how many, which URLs,
+    and one real text to print (the first one seen)."""
+
+    count: int
+    text: str  # an example: a real text, never the pattern
+    url: int  # the URL of the example
+    urls: set[int]  # up to GROUP_URLS of the URLs these failures were on
+    more_urls: bool = False  # whether they were on more URLs than `urls` holds
+    varied: bool = False  # whether the texts differed (in their numbers, or in the overflow group, at all)
+
+    def add(self, url: int, text: str) -> None:
+        self.count += 1
+        self._add_url(url)
+        if not self.varied and text != self.text:
+            self.varied = True
+
+    def _add_url(self, url: int) -> None:
+        if url not in self.urls:
+            if len(self.urls) < GROUP_URLS:
+                self.urls.add(url)
+            else:
+                self.more_urls = True
+
+    def merge(self, other: ErrorGroup) -> None:
+        """Add another span's group of the same key; this one's example stays."""
+        self.count += other.count
+        self.varied = self.varied or other.varied or other.text != self.text
+        self.more_urls = self.more_urls or other.more_urls
+        urls = self.urls | other.urls
+        if len(urls) > GROUP_URLS:  # the lowest ones, so merging in any order keeps the same
+            urls = set(sorted(urls)[:GROUP_URLS])
+            self.more_urls = True
+        self.urls = urls
+
+    def copy(self) -> ErrorGroup:
+        return ErrorGroup(self.count, self.text, self.url, set(self.urls), self.more_urls, self.varied)
+
+    def to_record(self, kind: str, pattern: str) -> dict[str, Any]:
+        return {"kind": kind, "pattern": pattern, "count": self.count, "text": self.text, "url": self.url,
+                "urls": sorted(self.urls), "moreUrls": self.more_urls, "varied": self.varied}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> tuple[tuple[str, str], ErrorGroup]:
+        """(key, group) of a to_record(); KeyError, TypeError or ValueError if it is not one."""
+        kind, pattern, text = record["kind"], record["pattern"], record["text"]
+        if not all(isinstance(value, str) for value in (kind, pattern, text)):
+            raise TypeError("an error group's kind, pattern and text are strings")
+        urls = {int(u) for u in record["urls"]}
+        if len(urls) > GROUP_URLS:
+            raise ValueError(f"more than {GROUP_URLS} URLs in an error group")
+        group = cls(int(record["count"]), text, int(record["url"]), urls, bool(record["moreUrls"]),
+                    bool(record["varied"]))
+        return (kind, pattern), group
 
 
 @dataclass
@@ -33,7 +107,7 @@ class Tally:
     bytes_out: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)  # failed sends by error kind
-    error_texts: Counter[tuple[int, str]] = field(default_factory=Counter)  # by (url index, text)
+    error_groups: dict[tuple[str, str], ErrorGroup] = field(default_factory=dict)  # by (kind, error_pattern)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
 
     @property
@@ -55,7 +129,7 @@ class Tally:
         if result.error:
             self.failed += 1
             self.errors[result.error] += 1
-            self.error_texts[(result.url_index, result.error_text)] += 1
+            self._group(result.error, result.url_index, result.error_text)
             return
         if 200 <= result.status < 500:
             self.good += 1
@@ -73,8 +147,32 @@ class Tally:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.statuses.update(other.statuses)
         self.errors.update(other.errors)
-        self.error_texts.update(other.error_texts)
+        for key, group in other.error_groups.items():
+            mine = self.error_groups.get(key) or self.error_groups.get(self._group_key(*key))
+            if mine is None:
+                self.error_groups[self._group_key(*key)] = group.copy()
+            else:
+                mine.merge(group)
         self.latency.add(other.latency)
+
+    def _group(self, kind: str, url: int, text: str) -> None:
+        """Count one failure in its group, making the group if it is the first of its kind and text."""
+        key = (kind, error_pattern(text))
+        group = self.error_groups.get(key)
+        if group is None:
+            key = self._group_key(*key)
+            group = self.error_groups.get(key)
+            if group is None:
+                self.error_groups[key] = ErrorGroup(1, text, url, {url})
+                return
+        group.add(url, text)
+
+    def _group_key(self, kind: str, pattern: str) -> tuple[str, str]:
+        """Where a group that is not in this tally yet goes: its own key, or with ERROR_GROUPS
+        already kept, its kind's overflow group."""
+        if (kind, pattern) in self.error_groups or len(self.error_groups) < ERROR_GROUPS:
+            return kind, pattern
+        return kind, OTHER_TEXTS
 
     _COUNTS = (("good", "good"), ("bad", "bad"), ("failed", "failed"), ("skipped", "skipped"),
                ("hash_checked", "hashChecked"), ("hash_mismatches", "hashMismatches"),
@@ -85,7 +183,7 @@ class Tally:
         record: dict[str, Any] = {key: getattr(self, name) for name, key in self._COUNTS}
         record["statuses"] = {str(code): n for code, n in sorted(self.statuses.items())}
         record["errors"] = dict(sorted(self.errors.items()))
-        record["errorTexts"] = [[url, text, n] for (url, text), n in sorted(self.error_texts.items())]
+        record["errorGroups"] = [group.to_record(*key) for key, group in sorted(self.error_groups.items())]
         record["latency"] = self.latency.to_record()
         return record
 
@@ -98,11 +196,26 @@ class Tally:
                 setattr(tally, name, int(record[key]))
             tally.statuses = Counter({int(code): int(n) for code, n in record["statuses"].items()})
             tally.errors = Counter({str(kind): int(n) for kind, n in record["errors"].items()})
-            tally.error_texts = Counter({(int(url), str(text)): int(n) for url, text, n in record["errorTexts"]})
+            if "errorGroups" not in record and "errorTexts" in record:
+                tally._from_error_texts(record["errorTexts"])
+            else:
+                for entry in record["errorGroups"]:
+                    key, group = ErrorGroup.from_record(entry)
+                    tally.error_groups[key] = group
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ValueError(f"not a tally record: {e}") from None
         tally.latency = LatencyHistogram.from_record(record["latency"] if isinstance(record, dict) else {})
         return tally
+
+    def _from_error_texts(self, entries: list[list[Any]]) -> None:
+        """Failures as an earlier version recorded them, `[url, text, count]` without their kind, grouped
+        as now: a shard's summary saved before can still be merged."""
+        for url, text, n in entries:
+            single = Tally()
+            single._group("", int(url), str(text))
+            group = single.error_groups[("", error_pattern(str(text)))]
+            group.count = int(n)
+            self.merge(single)
 
     # Latency statistics of the good and bad responses, exact (0 when there were none).
     @property

@@ -3,7 +3,7 @@
 The layout is slow_cooker's own Go format strings, so existing log readers and eyes keep
 working; see shared/reference/slow_cooker-output.md. Differences are deliberate: the rate
 printed is the total, `t` is exact, p999 is a true 99.9th percentile, and failures are
-reported once per distinct error per interval, with a count, on stderr.
+reported once per group of alike errors per interval, with a count, on stderr (see error_lines).
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ from decimal import Decimal
 from typing import TextIO
 
 from runner.durations import format_duration
-from runner.recorder import Interval, Tally
+from runner.recorder import OTHER_TEXTS, ErrorGroup, Interval, Tally
+from runner.redact import printable
 from runner.report import Reporter, RunInfo, in_unit, rfc3339
 from runner.schedule import goal
 
 INTERVAL_PERCENTILES = (50, 95, 99, 99.9)
 _CHANGE_WINDOW = 5
+MAX_ERROR_LINES = 10  # failure lines per interval on stderr; the rest are summed up in one more
 
 
 def format_rate(qps: float) -> str:
@@ -127,12 +129,36 @@ def interval_latencies(tally: Tally, unit: str) -> tuple[int, int, int, int, int
 
 
 def error_lines(method: str, urls: list[str], tally: Tally) -> list[str]:
-    """One stderr line per distinct failure in an interval, with how often it happened."""
-    lines = []
-    for (url_index, text), count in sorted(tally.error_texts.items()):
-        times = "time" if count == 1 else "times"
-        lines.append(f'{method} "{urls[url_index]}": {text} ({count} {times})\n')
+    """The interval's failures on stderr: one line per group of alike failures, with how often.
+
+    slow_cooker's `GET "url": text (3 times)` for a group on one URL; `GET 3 URLs, e.g. "url":`
+    for one on several. Texts that differed in their numbers are one group, printed with one of
+    them as the example. At most MAX_ERROR_LINES groups, the most frequent, then one line for the
+    rest: a run against 100,000 refused URLs, or a server that puts a new number in every
+    answer, prints a few lines per interval, not one per failure.
+    """
+    groups = sorted(tally.error_groups.items(), key=lambda item: (-item[1].count, item[1].url, item[0]))
+    shown = sorted(groups[:MAX_ERROR_LINES], key=lambda item: (item[1].url, item[1].text))
+    lines = [error_line(method, urls, pattern, group) for (_, pattern), group in shown]
+    rest = groups[MAX_ERROR_LINES:]
+    if rest:
+        lines.append(f"... and {len(rest)} more errors ({_times(sum(group.count for _, group in rest))})\n")
     return lines
+
+
+def error_line(method: str, urls: list[str], pattern: str, group: ErrorGroup) -> str:
+    """One group's line; its text escaped here too, as it may come from a log read back (`soak merge`)."""
+    url = f'"{urls[group.url]}"'
+    if group.more_urls:
+        url = f"more than {len(group.urls)} URLs, e.g. {url}"
+    elif len(group.urls) > 1:
+        url = f"{len(group.urls)} URLs, e.g. {url}"
+    varied = (" (texts vary)" if pattern == OTHER_TEXTS else " (numbers vary)") if group.varied else ""
+    return f"{method} {url}: {printable(group.text)}{varied} ({_times(group.count)})\n"
+
+
+def _times(count: int) -> str:
+    return f"{count} time" if count == 1 else f"{count} times"
 
 
 class SlowCookerReporter(Reporter):

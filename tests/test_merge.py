@@ -40,7 +40,7 @@ def test_a_tally_survives_json_exactly() -> None:
     assert back.latency.percentiles(wanted) == tally.latency.percentiles(wanted)
     assert (back.latency.min, back.latency.max, back.latency.mean) == (tally.latency.min, tally.latency.max,
                                                                         tally.latency.mean)
-    assert back.error_texts == tally.error_texts and back.statuses == tally.statuses
+    assert back.error_groups == tally.error_groups and back.statuses == tally.statuses
 
 
 def test_an_empty_histogram_survives_too() -> None:
@@ -283,8 +283,13 @@ TALLY = ("shard", "intervals", 0, "tally")
     (TALLY, {"good": 1}, "shard.intervals[0].tally.latency: null is not allowed"),
     ((*TALLY, "good"), "x", "shard.intervals[0].tally: not a tally record"),
     ((*TALLY, "bad"), -1, "shard.intervals[0].tally: a count below 0"),
-    ((*TALLY, "errorTexts", 0, 0), 5, "shard.intervals[0].tally.errorTexts: URL index 5 is not allowed; must be "
-                                      "below the number of shard.urls (1)"),
+    ((*TALLY, "errorGroups", 0, "url"), 5, "shard.intervals[0].tally.errorGroups: URL index 5 is not allowed; must "
+                                           "be below the number of shard.urls (1)"),
+    ((*TALLY, "errorGroups", 0, "count"), 3, "shard.intervals[0].tally.errorGroups: 3 failures is not allowed; must "
+                                             "be the 2 failed"),
+    ((*TALLY, "errorGroups", 0, "urls"), list(range(21)), "shard.intervals[0].tally: not a tally record: more than 20 "
+                                                          "URLs in an error group"),
+    ((*TALLY, "errorGroups", 0, "text"), None, "shard.intervals[0].tally: not a tally record"),
     ((*TALLY, "latency", "min"), -1, "shard.intervals[0].tally.latency.min: -1 is not allowed"),
     ((*TALLY, "latency", "sum"), 1e300, "shard.intervals[0].tally.latency.sum: 1e+300 is not allowed"),
     ((*TALLY, "latency", "hdr"), "HISTF", "shard.intervals[0].tally.latency: not a latency histogram record"),

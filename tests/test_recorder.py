@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
 import statistics
@@ -10,7 +11,7 @@ import statistics
 import pytest
 
 from runner import result as kinds
-from runner.recorder import Interval, Recorder, Tally
+from runner.recorder import ERROR_GROUPS, GROUP_URLS, OTHER_TEXTS, ErrorGroup, Interval, Recorder, Tally
 from runner.redact import Secrets
 from runner.result import Result
 from runner.schedule import Grid
@@ -72,7 +73,7 @@ def test_an_error_is_failed_and_has_no_latency(kind: str) -> None:
     assert tally.latency.count == 0
     assert tally.min_ns == tally.max_ns == 0
     assert tally.errors == {kind: 1}
-    assert tally.error_texts == {(0, f"{kind}: something"): 1}
+    assert tally.error_groups == {(kind, f"{kind}: something"): ErrorGroup(1, f"{kind}: something", 0, {0})}
     assert tally.statuses == {}
     assert result.failed and not result.good and not result.bad
 
@@ -94,12 +95,100 @@ def test_bytes_are_counted_for_responses_and_failures_not_skips() -> None:
     assert (tally.bytes_in, tally.bytes_out) == (612, 15)
 
 
-def test_error_texts_count_per_url_and_text() -> None:
+def test_failures_are_grouped_by_kind_and_text_across_urls() -> None:
     tally = Tally()
     for url_index, text in [(0, "a"), (0, "a"), (1, "a"), (0, "b")]:
         tally.add(failure(kinds.TIMEOUT, text, url_index=url_index), 0, 0)
-    assert tally.error_texts == {(0, "a"): 2, (1, "a"): 1, (0, "b"): 1}
-    assert tally.errors == {kinds.TIMEOUT: 4}
+    tally.add(failure(kinds.CLOSED, "a"), 0, 0)
+    assert tally.error_groups == {(kinds.TIMEOUT, "a"): ErrorGroup(3, "a", 0, {0, 1}),
+                                  (kinds.TIMEOUT, "b"): ErrorGroup(1, "b", 0, {0}),
+                                  (kinds.CLOSED, "a"): ErrorGroup(1, "a", 0, {0})}
+    assert tally.errors == {kinds.TIMEOUT: 4, kinds.CLOSED: 1}
+
+
+def test_texts_that_differ_in_their_numbers_are_one_group_with_a_real_example() -> None:
+    tally = Tally()
+    for expected in range(1000, 1975):
+        tally.add(failure(kinds.CLOSED, f"closed: cut short (received 3 bytes, expected {expected})"), 0, 0)
+    tally.add(failure(kinds.CLOSED, "closed: cut short (received 3 bytes, expected 1000)"), 0, 0)
+    assert list(tally.error_groups) == [(kinds.CLOSED, "closed: cut short (received # bytes, expected #)")]
+    group = tally.error_groups[(kinds.CLOSED, "closed: cut short (received # bytes, expected #)")]
+    assert (group.count, group.text, group.varied) == (976, "closed: cut short (received 3 bytes, expected 1000)", True)
+
+
+def test_a_group_keeps_a_bounded_number_of_urls() -> None:
+    tally = Tally()
+    for url_index in range(100_000):
+        tally.add(failure(url_index=url_index), 0, 0)
+    [group] = tally.error_groups.values()
+    assert group.count == 100_000 and group.url == 0
+    assert len(group.urls) == GROUP_URLS and group.more_urls
+
+
+def test_the_number_of_groups_is_bounded_and_nothing_is_lost() -> None:
+    """A server that says something new every time: groups up to the bound, then its kind's overflow group."""
+    tally = Tally()
+    for k in range(ERROR_GROUPS + 50):
+        tally.add(failure(kinds.PROTOCOL, f"protocol: {'x' * (k + 1)}"), 0, 0)
+    tally.add(failure(kinds.REFUSED, "refused, new kind"), 0, 0)
+    assert len(tally.error_groups) == ERROR_GROUPS + 2
+    assert tally.error_groups[(kinds.PROTOCOL, OTHER_TEXTS)].count == 50
+    assert tally.error_groups[(kinds.PROTOCOL, OTHER_TEXTS)].varied
+    assert tally.error_groups[(kinds.REFUSED, OTHER_TEXTS)].count == 1
+    assert sum(g.count for g in tally.error_groups.values()) == tally.failed == ERROR_GROUPS + 51
+    merged = Tally()
+    for _ in range(3):
+        merged.merge(tally)
+    assert len(merged.error_groups) == ERROR_GROUPS + 2
+    assert sum(g.count for g in merged.error_groups.values()) == merged.failed == 3 * tally.failed
+
+
+def test_merged_groups_do_not_depend_on_the_order_of_merging() -> None:
+    """Shards and workers merge in any order: counts, URLs and whether there were more agree."""
+    parts = []
+    for part in range(4):
+        tally = Tally()
+        for url_index in range(part * 9, part * 9 + 12):
+            tally.add(failure(kinds.CLOSED, f"closed after {url_index} bytes", url_index=url_index), 0, 0)
+        parts.append(tally)
+    orders = [parts, parts[::-1], [parts[2], parts[0], parts[3], parts[1]]]
+    merged = []
+    for order in orders:
+        total = Tally()
+        for tally in order:
+            total.merge(tally)
+        [group] = total.error_groups.values()
+        merged.append((group.count, group.urls, group.more_urls, group.varied))
+    assert merged[0] == merged[1] == merged[2] == (48, set(range(GROUP_URLS)), True, True)
+
+
+def test_merging_copies_groups_so_a_reported_interval_never_changes() -> None:
+    interval = Tally()
+    interval.add(failure(), 0, 0)
+    run = Tally()
+    run.merge(interval)
+    run.merge(interval)
+    assert interval.error_groups[(kinds.REFUSED, "connection refused")].count == 1
+
+
+def test_error_groups_survive_their_record() -> None:
+    tally = Tally()
+    for url_index in range(30):
+        tally.add(failure(kinds.CLOSED, f"closed after {url_index} bytes", url_index=url_index), 0, 0)
+    tally.add(failure(kinds.TLS, "tls: bad certificate", url_index=3), 0, 0)
+    back = Tally.from_record(json.loads(json.dumps(tally.to_record())))
+    assert back.error_groups == tally.error_groups
+
+
+def test_an_earlier_versions_error_texts_are_read_into_groups() -> None:
+    """A shard summary saved before errors were grouped (`errorTexts`, no kind) can still be merged."""
+    record = Tally().to_record()
+    del record["errorGroups"]
+    record["failed"] = 6
+    record["errorTexts"] = [[0, "connection refused", 2], [1, "connection refused", 1], [0, "got 10 bytes", 3]]
+    back = Tally.from_record(record)
+    assert back.error_groups == {("", "connection refused"): ErrorGroup(3, "connection refused", 0, {0, 1}),
+                                 ("", "got # bytes"): ErrorGroup(3, "got 10 bytes", 0, {0})}
 
 
 def test_the_recorder_hides_secrets_and_escapes_texts_before_they_are_counted() -> None:
@@ -108,13 +197,14 @@ def test_the_recorder_hides_secrets_and_escapes_texts_before_they_are_counted() 
     recorder.record(dataclasses.replace(response(), server="srv S3cretT0ken\x07"))
     assert recorder.bench is not None and recorder.bench.server == "srv <hidden>\\x07"  # ab's "Server Software"
     tally = recorder.close()
-    assert tally.tally.error_texts == {(0, "protocol: bad line 'Bearer <hidden>\\x1b[2J'"): 1}
+    assert list(tally.tally.error_groups) == [(kinds.PROTOCOL, "protocol: bad line 'Bearer <hidden>\\x#b[#J'")]
+    assert next(iter(tally.tally.error_groups.values())).text == "protocol: bad line 'Bearer <hidden>\\x1b[2J'"
 
 
 def test_the_recorder_escapes_texts_without_secrets_too() -> None:
     recorder = Recorder(GRID)
     recorder.record(failure(kinds.PROTOCOL, "a\x1bb"))
-    assert recorder.close().tally.error_texts == {(0, "a\\x1bb"): 1}
+    assert [g.text for g in recorder.close().tally.error_groups.values()] == ["a\\x1bb"]
 
 
 # --- min, max, mean, stdev ---------------------------------------------------------------------

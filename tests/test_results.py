@@ -17,6 +17,7 @@ import pytest
 
 from runner.errors import UsageError
 from runner.histogram import LatencyHistogram
+from runner.logscan import scan
 from runner.results import IntervalFigures, LoadedRun, load_run, read_run
 from tests.conftest import GOLDEN, Nginx
 from tests.runlogs import SLOW_COOKER_LOGS, mixed_log, split_log, summary_text
@@ -321,6 +322,19 @@ def test_stderr_lines_inside_the_summary_are_read_past(ours: str) -> None:
     run = load_run(head + "".join(lines), "mixed")
     assert run.summary == json.loads(summary)
     assert "2 error lines after the last interval line, in no interval" in run.notes
+
+
+def test_grouped_error_lines_count_toward_their_interval() -> None:
+    """soak's grouped forms (several URLs, and the rest of the errors in one line) are error lines too."""
+    found = scan('GET "http://h/1": connection refused (2 times)\n'
+                 'GET 3 URLs, e.g. "http://h/1": connection refused (6 times)\n'
+                 'GET more than 20 URLs, e.g. "http://h/1": closed: cut (received 3 bytes, expected 1001) (numbers vary) '
+                 '(40 times)\n'
+                 '... and 5 more errors (15 times)\n'
+                 "2026-11-30T01:10:32Z    0    200/0/63 200 100% 2s   0 [  0   1   2    2 ]    2      0 +\n")
+    assert found.soak_errors == 4 and found.skipped == 0
+    assert found.intervals[0].errors == {"connection refused": 8, "other errors": 15,
+                                         "closed: cut (received 3 bytes, expected 1001) (numbers vary)": 40}
 
 
 def test_an_indented_mangled_line_inside_the_summary_breaks_it_there(ours: str) -> None:

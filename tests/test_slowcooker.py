@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-from collections import Counter
 
 import pytest
 
-from runner.recorder import Tally
+from runner.recorder import GROUP_URLS, Tally
+from runner.result import Result
 from runner.slowcooker import (
+    MAX_ERROR_LINES,
     ChangeWindow,
     change_indicator,
     error_lines,
@@ -150,10 +151,58 @@ def test_change_indicator_agrees_with_slow_cookers_formula_away_from_exact_power
         assert change_indicator(history, p99) == expected, (history, p99)
 
 
+def failed(tally: Tally, url_index: int, text: str, times: int = 1, kind: str = "refused") -> None:
+    for _ in range(times):
+        tally.add(Result(url_index=url_index, error=kind, error_text=text), 0, 0)
+
+
 def test_error_lines_are_one_per_distinct_error_with_counts() -> None:
+    """slow_cooker's own form, for the common case of one URL per line."""
     tally = Tally()
-    tally.error_texts = Counter({(0, "connection refused"): 37, (1, "timeout: no response headers within 1s"): 1})
+    failed(tally, 0, "connection refused", 37)
+    failed(tally, 1, "timeout: no response headers within 1s", kind="timeout")
     assert error_lines("GET", ["http://127.0.0.1:1/", "http://127.0.0.1:2/x"], tally) == [
         'GET "http://127.0.0.1:1/": connection refused (37 times)\n',
         'GET "http://127.0.0.1:2/x": timeout: no response headers within 1s (1 time)\n',
     ]
+
+
+def test_one_error_on_several_urls_is_one_line_naming_one_of_them() -> None:
+    urls = [f"http://127.0.0.1:1/{k}" for k in range(100)]
+    tally = Tally()
+    for k in (5, 3, 7):
+        failed(tally, k, "connection refused", 2)
+    assert error_lines("GET", urls, tally) == ['GET 3 URLs, e.g. "http://127.0.0.1:1/5": connection refused (6 times)\n']
+    for k in range(100):
+        failed(tally, k, "connection refused")
+    assert error_lines("GET", urls, tally) == [
+        f'GET more than {GROUP_URLS} URLs, e.g. "http://127.0.0.1:1/5": connection refused (106 times)\n']
+
+
+def test_texts_that_differ_in_numbers_are_one_line_with_one_real_text() -> None:
+    tally = Tally()
+    for expected in range(1000, 1975):
+        failed(tally, 0, f"closed: cut short (received 3 bytes, expected {expected})", kind="closed")
+    assert error_lines("GET", ["http://h/"], tally) == [
+        'GET "http://h/": closed: cut short (received 3 bytes, expected 1000) (numbers vary) (975 times)\n']
+
+
+def test_error_lines_are_bounded_the_rest_in_one_line() -> None:
+    """The MAX_ERROR_LINES most frequent groups, in the usual order, then one line for the rest."""
+    tally = Tally()
+    for k in range(15):
+        failed(tally, k, f"error {'x' * k}", times=k + 1, kind="protocol")
+    lines = error_lines("POST", [f"http://h/{k}" for k in range(15)], tally)
+    assert len(lines) == MAX_ERROR_LINES + 1
+    assert lines[0] == f'POST "http://h/5": error {"x" * 5} (6 times)\n'
+    assert lines[-2] == f'POST "http://h/14": error {"x" * 14} (15 times)\n'
+    assert lines[-1] == "... and 5 more errors (15 times)\n"  # 1 + 2 + 3 + 4 + 5
+
+
+def test_error_lines_escape_what_a_log_read_back_may_hold() -> None:
+    """Texts are escaped when counted; a summary read back (`soak merge`) is escaped when printed too."""
+    tally = Tally()
+    failed(tally, 0, "evil\x1b[2J\u202e")
+    assert error_lines("GET", ["http://h/"], tally) == ['GET "http://h/": evil\\x1b[2J\\u202e (1 time)\n']
+
+
