@@ -253,6 +253,15 @@ def test_good_urls(url: str) -> None:
     assert check_url(url, "here") == url
 
 
+@pytest.mark.parametrize(("url", "shown"), [
+    ("ftp://alice:S3cret@a/", "'ftp://alice:<hidden>@a/' is not an http:// or https:// URL"),
+    ("http://alice:S3cret@a:99999/?token=T0ken", "'http://alice:<hidden>@a:99999/?token=<hidden>' is not a valid URL "
+                                               "(Port out of range 0-65535)"),
+])
+def test_a_refused_url_is_quoted_without_its_secrets(url: str, shown: str) -> None:
+    assert usage_error(check_url, url, "urls.txt:3") == f"urls.txt:3: {shown}"
+
+
 @pytest.mark.parametrize(
     ("url", "problem"),
     [
