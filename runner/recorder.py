@@ -148,24 +148,26 @@ class Tally:
         self.statuses.update(other.statuses)
         self.errors.update(other.errors)
         for key, group in other.error_groups.items():
-            mine = self.error_groups.get(key) or self.error_groups.get(self._group_key(*key))
-            if mine is None:
-                self.error_groups[self._group_key(*key)] = group.copy()
-            else:
-                mine.merge(group)
+            self._take(key, group.copy())
         self.latency.add(other.latency)
 
     def _group(self, kind: str, url: int, text: str) -> None:
         """Count one failure in its group, making the group if it is the first of its kind and text."""
-        key = (kind, error_pattern(text))
+        key = self._group_key(kind, error_pattern(text))
         group = self.error_groups.get(key)
         if group is None:
-            key = self._group_key(*key)
-            group = self.error_groups.get(key)
-            if group is None:
-                self.error_groups[key] = ErrorGroup(1, text, url, {url})
-                return
-        group.add(url, text)
+            self.error_groups[key] = ErrorGroup(1, text, url, {url})
+        else:
+            group.add(url, text)
+
+    def _take(self, key: tuple[str, str], group: ErrorGroup) -> None:
+        """Add a group of failures (this tally's from now on) to the group where it belongs."""
+        key = self._group_key(*key)
+        mine = self.error_groups.get(key)
+        if mine is None:
+            self.error_groups[key] = group
+        else:
+            mine.merge(group)
 
     def _group_key(self, kind: str, pattern: str) -> tuple[str, str]:
         """Where a group that is not in this tally yet goes: its own key, or with ERROR_GROUPS
@@ -211,11 +213,7 @@ class Tally:
         """Failures as an earlier version recorded them, `[url, text, count]` without their kind, grouped
         as now: a shard's summary saved before can still be merged."""
         for url, text, n in entries:
-            single = Tally()
-            single._group("", int(url), str(text))
-            group = single.error_groups[("", error_pattern(str(text)))]
-            group.count = int(n)
-            self.merge(single)
+            self._take(("", error_pattern(str(text))), ErrorGroup(int(n), str(text), int(url), {int(url)}))
 
     # Latency statistics of the good and bad responses, exact (0 when there were none).
     @property

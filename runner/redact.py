@@ -97,10 +97,26 @@ def _params(text: str) -> str:
         return text
     pieces = _PARAM_SEPARATORS.split(text)
     for k in range(0, len(pieces), 2):  # the even places hold parameters, the odd ones separators
-        name, equals, value = pieces[k].partition("=")
-        if equals and value and is_secret_name(unquote_plus(name)):
-            pieces[k] = f"{name}={HIDDEN}"
+        secret = _secret_param(pieces[k])
+        if secret is not None:
+            pieces[k] = f"{secret[0]}={HIDDEN}"
     return "".join(pieces)
+
+
+def _secret_param(piece: str) -> tuple[str, str] | None:
+    """(name, value) of a `name=value` query or form parameter whose value is a credential, else None."""
+    name, equals, value = piece.partition("=")
+    return (name, value) if equals and value and is_secret_name(unquote_plus(name)) else None
+
+
+def _param_secrets(text: str) -> list[str]:
+    """The secret values of a query or form string, as written and decoded."""
+    found: list[str] = []
+    for piece in _PARAM_SEPARATORS.split(text)[::2]:
+        secret = _secret_param(piece)
+        if secret is not None:
+            found += [secret[1], unquote_plus(secret[1])]
+    return found
 
 
 def header_value(name: str, value: str) -> str:
@@ -163,12 +179,7 @@ def url_secrets(text: str) -> list[str]:
     if at and secret:
         found += [secret, unquote(secret)]
     rest, _, fragment = text.partition("#")
-    for params in (rest.partition("?")[2], fragment):
-        for piece in _PARAM_SEPARATORS.split(params)[::2]:
-            name, equals, value = piece.partition("=")
-            if equals and value and is_secret_name(unquote_plus(name)):
-                found += [value, unquote_plus(value)]
-    return found
+    return found + _param_secrets(rest.partition("?")[2]) + _param_secrets(fragment)
 
 
 def body_secrets(text: str) -> list[str]:
@@ -182,10 +193,7 @@ def body_secrets(text: str) -> list[str]:
     if not any(word in lower for word in SECRET_WORDS):
         return []
     found = [text] if len(text) <= _WHOLE_BODY_CHARS else []
-    for piece in _PARAM_SEPARATORS.split(text)[::2]:
-        name, equals, value = piece.partition("=")
-        if equals and value and is_secret_name(unquote_plus(name)):
-            found += [value, unquote_plus(value)]
+    found += _param_secrets(text)
     try:
         found += _json_secrets(json.loads(text))
     except (ValueError, RecursionError):
@@ -215,9 +223,6 @@ class Secrets:
         # Longest first: a secret that contains another is hidden whole, not around the shorter one.
         self._pattern = re.compile("|".join(map(re.escape, found))) if found else None
         self._cache: dict[str, str] = {}
-
-    def __bool__(self) -> bool:
-        return self._pattern is not None
 
     def hidden(self, text: str) -> str:
         """`text` with every secret value in it as `<hidden>`."""

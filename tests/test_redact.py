@@ -221,7 +221,6 @@ def test_secrets_are_hidden_by_value(given: str, shown: str) -> None:
 
 def test_no_secrets_still_escapes() -> None:
     secrets = Secrets()
-    assert not secrets
     assert secrets.hidden("a\x1bb") == "a\x1bb"
     assert secrets.shown("a\x1bb") == "a\\x1bb"
 
