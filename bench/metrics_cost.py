@@ -1,12 +1,23 @@
 """What Prometheus metrics cost per request: the tally alone, and whole runs with and without them.
 
     python bench/metrics_cost.py [--requests 300000] [--rounds 3]
+    python bench/metrics_cost.py --urls 5000,40000 [--qps 1000] [--iterations 10]
 
 1. The metrics tally's record() (what the engine's sink adds per result when metricAddr or
    pushgateway is set), timed on its own for good responses, errors and skips.
 2. `soak bench -n N -c 50 -k` against nginx with one worker on loopback (bench/nginx.sh),
    with and without --metricAddr, in alternation: the runner's CPU per request from the
    summary's process.cpuSeconds, and requests per second.
+
+With --urls, instead: what the number of URLs costs. For each count, a paced soak (--qps,
+concurrency 10, 1 s intervals) to that many distinct URLs of nginx, three times: without
+metrics; with --metricAddr, scraped once after the first interval (the lines of /metrics
+that are samples, and how long the scrape took); and with --pushgateway to a real
+prometheus-pushgateway on loopback (pushes it accepted, counted from its own
+pushgateway_http_requests_total). Each prints the run's goal% (summary, and its lowest
+interval), p99 (the summary's, and the worst interval's), how late sends left against the
+schedule (the summary's sendLagUs: a stalled event loop shows there first), peak RSS, and
+wall time.
 
 Nothing is asserted: the machine is shared and noisy, so compare figures from the same run.
 Load goes to 127.0.0.1 only, and every run is bounded by its request count.
@@ -16,13 +27,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import timeit
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,11 +84,145 @@ def bench_run(url: str, requests: int, metrics: bool) -> tuple[float, float]:
     return summary["process"]["cpuSeconds"] / summary["requests"] * 1e6, summary["bench"]["requestsPerSecond"]
 
 
+@contextmanager
+def nginx_on_loopback() -> Iterator[str]:
+    """bench/nginx.sh with one worker on a free port; its URL."""
+    port = free_port()
+    nginx = subprocess.Popen(["bash", str(REPO / "bench" / "nginx.sh"), "1", str(port)], stderr=subprocess.DEVNULL)
+    try:
+        wait_for(port)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        nginx.send_signal(signal.SIGTERM)
+        nginx.wait(timeout=10)
+
+
+@contextmanager
+def pushgateway() -> Iterator[str]:
+    """Debian's prometheus-pushgateway on a free loopback port, metrics in memory; its URL."""
+    port = free_port()
+    gateway = subprocess.Popen(["prometheus-pushgateway", f"--web.listen-address=127.0.0.1:{port}",
+                                "--persistence.file=", "--log.level=warn"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=10)
+
+
+def wait_for(port: int, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on 127.0.0.1:{port}")
+
+
+def pushes_accepted(gateway: str) -> int:
+    """PUTs the Pushgateway answered with 202 so far, by its own count."""
+    with urllib.request.urlopen(f"{gateway}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    found = re.findall(r'^pushgateway_http_requests_total\{code="20\d",handler="push",method="put"\} (\S+)$', text,
+                       re.MULTILINE)
+    return int(sum(float(n) for n in found))
+
+
+@dataclass
+class ManyUrls:
+    """One paced run's figures, to many URLs."""
+
+    urls: int
+    metrics: str
+    goal: int
+    lowest_goal: int
+    p99_ms: float
+    worst_p99_ms: float
+    lag_p99_us: float
+    lag_max_us: float
+    rss_mib: float
+    seconds: float
+    extra: str
+
+    @property
+    def row(self) -> str:
+        return (f"| {self.urls:,} | {self.metrics} | {self.goal}% | {self.lowest_goal}% | {self.p99_ms:.2f} "
+                f"| {self.worst_p99_ms:.2f} | {self.lag_p99_us:,.0f} | {self.lag_max_us:,.0f} | {self.rss_mib:.0f} "
+                f"| {self.seconds:.1f} | {self.extra} |")
+
+
+def many_urls_run(urls: Path, count: int, metrics: str, qps: int, iterations: int,
+                  gateway: str = "") -> ManyUrls:
+    """A paced soak to `count` URLs; metrics "off", "metricAddr" (scraped once) or "pushgateway"."""
+    args = [sys.executable, "-m", "runner", "--qps", str(qps), "--concurrency", "10", "--interval", "1s",
+            "--iterations", str(iterations), "--latencyUnit", "us", "--urls", str(urls)]
+    port = free_port()
+    if metrics == "metricAddr":
+        args += ["--metricAddr", f"127.0.0.1:{port}"]
+    elif metrics == "pushgateway":
+        args += ["--pushgateway", gateway, "--pushgatewayJob", f"bench-{count}"]
+    before = pushes_accepted(gateway) if gateway else 0
+    started = time.monotonic()
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    extra = ""
+    if metrics == "metricAddr":
+        extra = scrape_once(port, process)
+    out, err = process.communicate(timeout=600)
+    seconds = time.monotonic() - started
+    lines = out.splitlines()
+    summary = json.loads("\n".join(lines[lines.index("{"):]))
+    if metrics == "pushgateway":
+        extra = f"{pushes_accepted(gateway) - before} of {summary['intervals'] + 1} pushes accepted"
+        complaints = [line for line in err.splitlines() if "pushgateway" in line]
+        if complaints:
+            extra += f"; {len(complaints)} stderr lines"
+    return ManyUrls(count, metrics, summary["goalPercent"], min(i["goalPercent"] for i in summary["intervalStats"]),
+                    summary["p99"] / 1000, max(i["p99"] for i in summary["intervalStats"]) / 1000,
+                    summary["sendLagUs"]["p99"], summary["sendLagUs"]["max"],
+                    summary["process"]["maxRssBytes"] / 2**20, seconds, extra)
+
+
+def scrape_once(port: int, process: subprocess.Popen[str]) -> str:
+    """Scrape /metrics once, 1.5 s after it opens (the run's start): its sample lines and how long it took."""
+    wait_for(port, 120)
+    time.sleep(1.5)
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=300) as response:
+            text = response.read().decode()
+    except OSError as e:
+        return f"scrape failed after {time.monotonic() - started:.1f} s: {e}"
+    samples = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+    return f"{samples:,} samples in /metrics, scraped in {time.monotonic() - started:.2f} s"
+
+
+def many_urls(counts: list[int], qps: int, iterations: int) -> None:
+    print(f"\npaced soak, --qps {qps} -c 10, {iterations} intervals of 1 s, to N distinct URLs of nginx\n")
+    print("| URLs | metrics | goal% | lowest interval goal% | p99 (ms) | worst interval p99 (ms) | send lag p99 (us) "
+          "| send lag max (us) | peak RSS (MiB) | wall (s) | |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    with nginx_on_loopback() as base, pushgateway() as gateway, tempfile.TemporaryDirectory() as tmp:
+        for count in counts:
+            urls = Path(tmp) / f"urls-{count}.txt"
+            urls.write_text("".join(f"{base}?n={n}\n" for n in range(count)))
+            for metrics in ("off", "metricAddr", "pushgateway"):
+                print(many_urls_run(urls, count, metrics, qps, iterations, gateway).row, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--urls", help="URL counts, comma-separated: measure what many URLs cost instead")
+    parser.add_argument("--qps", type=int, default=1000)
+    parser.add_argument("--iterations", type=int, default=10)
     args = parser.parse_args()
+    if args.urls:
+        many_urls([int(n) for n in args.urls.split(",")], args.qps, args.iterations)
+        return
 
     print("| result kind | record() ns |\n|---|---|")
     for name, ns in tally_cost().items():
