@@ -45,7 +45,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runner.metrics import MetricsTally  # noqa: E402
+from runner.metrics import MetricsTally, url_slots  # noqa: E402
 from runner.result import Result  # noqa: E402
 
 
@@ -57,7 +57,7 @@ def free_port() -> int:
 
 def tally_cost() -> dict[str, float]:
     """Nanoseconds per record() call, best of five, for each kind of result."""
-    tally = MetricsTally(2)
+    tally = MetricsTally(url_slots(["http://a.example/", "http://b.example/"]))
     kinds = {
         "good response": Result(url_index=1, start_ns=1_000, headers_ns=351_000, end_ns=400_000, status=200),
         "bad response": Result(url_index=1, start_ns=1_000, headers_ns=351_000, end_ns=400_000, status=503),

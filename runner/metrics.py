@@ -17,9 +17,16 @@ conventions, with labels for the URL and the status class:
     soak_failures_total{url,kind}             failed sends by kind (refused, timeout, ...)
     soak_skipped_total                        sends that were due but not sent
     soak_request_duration_seconds{url}        histogram of responses' latencies, good and bad
+    soak_other_urls                           URLs counted under url="other" (see below)
     soak_target_requests_per_second, soak_concurrency, soak_start_time_seconds,
     soak_intervals_total and soak_interval_* (the last closed interval's figures),
     soak_run_finished, soak_thresholds_passed, soak_threshold_passed{rule,scope}
+
+The `url` label has at most URL_SERIES_CAP + 1 values, however long the URL list: the first
+URL_SERIES_CAP distinct URLs of the list have series of their own, and every later one is
+counted under url="other", as Prometheus' naming guide asks of labels (every label value is
+a time series; unbounded values, like user-supplied lists, are what it warns against). A
+list of 40,000 URLs once made 850,000 series, 470 MB of counts and a push that never finished.
 
 Counting costs a few integer increments and one bisect per result, in plain Python objects
 (prometheus_client's own Counter.inc() and Histogram.observe() take a lock each, several per
@@ -32,7 +39,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol, TextIO
 from urllib.parse import urlsplit, urlunsplit
@@ -107,51 +114,97 @@ EDGES_NS = tuple(sorted({spec.last_ns(b) for spec in (*SLOW_COOKER_HISTOGRAMS, D
 PLACES = {spec.name: [EDGES_NS.index(spec.last_ns(b)) for b in spec.bounds]
           for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION)}
 STATUSES = 1000  # responses are counted per URL in a list indexed by status; any other status as 0
+# URLs with series of their own: enough for every URL of a hand-written list (a service's
+# endpoints), few enough that the url label's series stay in the hundreds (each URL has
+# up to 6 status classes, its failure kinds and a 21-sample histogram: about 30 samples).
+URL_SERIES_CAP = 20
+OTHER_URLS = "other"  # the url label of the URLs beyond the cap; never a URL's label (those have a scheme)
+
+
+@dataclass(frozen=True)
+class UrlSlots:
+    """Where each URL's results are counted: in the series of its own url label, or in "other".
+
+    Made once, at the start: counting then costs one list index per result, and the counts
+    take room for at most URL_SERIES_CAP + 1 labels, whatever the number of URLs. Slots go to
+    the first distinct labels in the list's order, the order its author chose, and never move
+    during a run (a series that changed URL midway would mix two URLs' counts). A URL listed
+    twice, or twice with other credentials (which labels leave out), shares one slot, for a
+    Pushgateway rejects a push that holds the same series twice.
+    """
+
+    labels: tuple[str, ...]  # slot -> url label; OTHER_URLS last, when some URLs are beyond the cap
+    slot_of: tuple[int, ...]  # URL index -> slot
+    others: int  # distinct url labels counted under OTHER_URLS
+
+
+def url_slots(urls: Sequence[str], cap: int = URL_SERIES_CAP) -> UrlSlots:
+    """Each URL's slot: the first `cap` distinct labels get one each, the rest share the last."""
+    slots: dict[str, int] = {}
+    others: set[str] = set()
+    slot_of = []
+    for url in urls:
+        label = url_label(url)
+        slot = slots.get(label)
+        if slot is None:
+            if len(slots) < cap:
+                slot = slots[label] = len(slots)
+            else:
+                others.add(label)
+                slot = cap
+        slot_of.append(slot)
+    return UrlSlots((*slots, OTHER_URLS) if others else tuple(slots), tuple(slot_of), len(others))
 
 
 class MetricsTally:
-    """Every result of a run, counted by URL and status, and every response's latency by bucket.
+    """Every result of a run, counted by URL slot and status, and every response's latency by bucket.
 
     It is the engine's sink's second stop, after the recorder, when metrics are on.
     """
 
-    def __init__(self, urls: int, *, corrected: bool = False) -> None:
+    def __init__(self, slots: UrlSlots, *, corrected: bool = False) -> None:
         self._corrected = corrected  # open model: latency from the due time, as the recorder measures it
+        self._slot_of = slots.slot_of
+        count = len(slots.labels)
         self.skipped = 0
-        self.statuses = [[0] * STATUSES for _ in range(urls)]  # per URL: responses by status
-        self.failures: Counter[tuple[int, str]] = Counter()  # (url_index, error kind) -> failed sends
+        self.statuses = [[0] * STATUSES for _ in range(count)]  # per slot: responses by status
+        self.failures: Counter[tuple[int, str]] = Counter()  # (slot, error kind) -> failed sends
         places = len(EDGES_NS) + 1
-        self.good = [[0] * places for _ in range(urls)]  # per URL: good responses per place among EDGES_NS
-        self.bad = [[0] * places for _ in range(urls)]
-        self.good_ns = [0] * urls  # per URL: the sum of good responses' latencies
-        self.bad_ns = [0] * urls
+        self.good = [[0] * places for _ in range(count)]  # per slot: good responses per place among EDGES_NS
+        self.bad = [[0] * places for _ in range(count)]
+        self.good_ns = [0] * count  # per slot: the sum of good responses' latencies
+        self.bad_ns = [0] * count
 
     def record(self, result: Result) -> None:
         if result.skipped:
             self.skipped += 1
             return
-        url = result.url_index
+        slot = self._slot_of[result.url_index]
         if result.error:
-            self.failures[url, result.error] += 1
+            self.failures[slot, result.error] += 1
             return
         status = result.status
-        self.statuses[url][status if status < STATUSES else 0] += 1
+        self.statuses[slot][status if status < STATUSES else 0] += 1
         start = result.start_ns
         if self._corrected and result.due_ns < start:
             start = result.due_ns
         latency = result.headers_ns - start
         place = bisect_left(EDGES_NS, latency)
         if 200 <= status < 500:
-            self.good[url][place] += 1
-            self.good_ns[url] += latency
+            self.good[slot][place] += 1
+            self.good_ns[slot] += latency
         else:
-            self.bad[url][place] += 1
-            self.bad_ns[url] += latency
+            self.bad[slot][place] += 1
+            self.bad_ns[slot] += latency
 
     def snapshot(self) -> MetricsTally:
-        """A copy, taken from another thread while results keep coming (each copy is one C call)."""
+        """A copy, taken from another thread while results keep coming (each copy is one C call).
+
+        The copy only holds counts: it records nothing, and a worker sends it home pickled
+        with every interval, so it leaves out the map of every URL to its slot."""
         copy = MetricsTally.__new__(MetricsTally)
         copy._corrected = self._corrected
+        copy._slot_of = ()
         copy.skipped = self.skipped
         copy.statuses = [list(counts) for counts in self.statuses]
         copy.failures = Counter(dict(self.failures))
@@ -162,18 +215,18 @@ class MetricsTally:
         return copy
 
 
-def summed(tallies: Sequence[MetricsTally], urls: int) -> MetricsTally:
+def summed(tallies: Sequence[MetricsTally], slots: UrlSlots) -> MetricsTally:
     """Several processes' counts as one: every count added up (counters of a run split over workers)."""
-    total = MetricsTally(urls)
+    total = MetricsTally(slots)
     for tally in tallies:
         total.skipped += tally.skipped
         total.failures.update(tally.failures)
-        for url in range(urls):
-            total.statuses[url] = [a + b for a, b in zip(total.statuses[url], tally.statuses[url], strict=True)]
-            total.good[url] = [a + b for a, b in zip(total.good[url], tally.good[url], strict=True)]
-            total.bad[url] = [a + b for a, b in zip(total.bad[url], tally.bad[url], strict=True)]
-            total.good_ns[url] += tally.good_ns[url]
-            total.bad_ns[url] += tally.bad_ns[url]
+        for slot in range(len(slots.labels)):
+            total.statuses[slot] = [a + b for a, b in zip(total.statuses[slot], tally.statuses[slot], strict=True)]
+            total.good[slot] = [a + b for a, b in zip(total.good[slot], tally.good[slot], strict=True)]
+            total.bad[slot] = [a + b for a, b in zip(total.bad[slot], tally.bad[slot], strict=True)]
+            total.good_ns[slot] += tally.good_ns[slot]
+            total.bad_ns[slot] += tally.bad_ns[slot]
     return total
 
 
@@ -186,14 +239,14 @@ class WorkerTallies:
     sees them up to an interval late, and every counter only ever goes up.
     """
 
-    def __init__(self, urls: int) -> None:
-        self._urls = urls
+    def __init__(self, slots: UrlSlots) -> None:
+        self.slots = slots  # made once, here, and handed to every worker
         self._latest: dict[int, MetricsTally] = {}
-        self._sum = MetricsTally(urls)
+        self._sum = MetricsTally(slots)
 
     def update(self, worker: int, counts: MetricsTally) -> None:
         self._latest[worker] = counts
-        self._sum = summed(list(self._latest.values()), self._urls)  # swapped whole: a scrape reads one sum
+        self._sum = summed(list(self._latest.values()), self.slots)  # swapped whole: a scrape reads one sum
 
     def snapshot(self) -> MetricsTally:
         return self._sum  # never changed once made
@@ -293,16 +346,12 @@ class SoakCollector(Collector):
 
     tally: Counts
     figures: Figures
-    urls: Sequence[str]
-    labels: list[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.labels = [url_label(url) for url in self.urls]
+    slots: UrlSlots
 
     def collect(self) -> Iterator[Metric]:
         counts = self.tally.snapshot()
         yield from slow_cooker_families(counts)
-        yield from request_families(counts, self.labels)
+        yield from request_families(counts, self.slots)
         yield from figure_families(self.figures)
 
 
@@ -334,43 +383,43 @@ def slow_cooker_families(counts: MetricsTally) -> Iterator[Metric]:
         yield family
 
 
-def request_families(counts: MetricsTally, urls: Sequence[str]) -> Iterator[Metric]:
-    """soak_requests_total, soak_failures_total, soak_skipped_total, soak_request_duration_seconds.
+def request_families(counts: MetricsTally, slots: UrlSlots) -> Iterator[Metric]:
+    """soak_requests_total, soak_failures_total, soak_skipped_total, soak_request_duration_seconds,
+    soak_other_urls.
 
-    Series are by URL label: a URL listed twice (or twice with other credentials, which labels
-    leave out) is one series, counted together, for a Pushgateway rejects a push that holds
-    the same series twice.
+    Series are by URL slot (see UrlSlots), each with a url label of its own.
     """
+    labels = slots.labels
     requests = CounterMetricFamily("soak_requests", "Requests sent, by URL and status class (failed: no response).",
                                    labels=["url", "status_class"])
     by_class: Counter[tuple[str, str]] = Counter()
-    for url, by_status in enumerate(counts.statuses):
+    for slot, by_status in enumerate(counts.statuses):
         for status, n in enumerate(by_status):
             if n:
-                by_class[urls[url], status_class(status)] += n
-    for (url, _kind), n in counts.failures.items():
-        by_class[urls[url], "failed"] += n
+                by_class[labels[slot], status_class(status)] += n
+    for (slot, _kind), n in counts.failures.items():
+        by_class[labels[slot], "failed"] += n
     for (label, group), n in sorted(by_class.items()):
         requests.add_metric([label, group], n)
     yield requests
     failures = CounterMetricFamily("soak_failures", "Sends that got no HTTP response, by URL and kind.",
                                    labels=["url", "kind"])
     by_kind: Counter[tuple[str, str]] = Counter()
-    for (url, kind), n in counts.failures.items():
-        by_kind[urls[url], kind] += n
+    for (slot, kind), n in counts.failures.items():
+        by_kind[labels[slot], kind] += n
     for (label, kind), n in sorted(by_kind.items()):
         failures.add_metric([label, kind], n)
     yield failures
     yield CounterMetricFamily("soak_skipped", "Sends that were due but not sent (a client still busy, or too "
                               "many in flight).", value=counts.skipped)
     duration = HistogramMetricFamily(DURATION.name, DURATION.help, labels=["url"])
-    for label in dict.fromkeys(urls):  # each label once, in the URLs' order
-        same = [url for url, other in enumerate(urls) if other == label]
-        places = [sum(column) for column in zip(*(counts.good[u] for u in same), *(counts.bad[u] for u in same),
-                                                 strict=True)]
-        duration.add_metric([label], histogram_buckets(DURATION, places),
-                            sum(counts.good_ns[u] + counts.bad_ns[u] for u in same) / 1e9)
+    for slot, label in enumerate(labels):
+        places = [good + bad for good, bad in zip(counts.good[slot], counts.bad[slot], strict=True)]
+        seconds = (counts.good_ns[slot] + counts.bad_ns[slot]) / 1e9
+        duration.add_metric([label], histogram_buckets(DURATION, places), seconds)
     yield duration
+    yield GaugeMetricFamily("soak_other_urls", f"Distinct URLs beyond the first {URL_SERIES_CAP} of the list, "
+                            f'counted together under url="{OTHER_URLS}".', value=slots.others)
 
 
 def histogram_buckets(spec: HistogramSpec, places: Sequence[int]) -> list[tuple[str, float]]:
@@ -427,9 +476,9 @@ def _interval_families(last: IntervalFigures) -> Iterator[Metric]:
                             value=last.max_latency_s)
 
 
-def tally_for(settings: Settings, urls: int) -> MetricsTally:
+def tally_for(settings: Settings, slots: UrlSlots) -> MetricsTally:
     """The counts of one process's results, measured as its recorder measures them."""
-    return MetricsTally(urls, corrected=settings.load_model == "open")
+    return MetricsTally(slots, corrected=settings.load_model == "open")
 
 
 class Metrics:
@@ -444,14 +493,15 @@ class Metrics:
         self.tap: Callable[[Result], None] | None = None
         self.workers: WorkerTallies | None = None
         counts: Counts
+        slots = url_slots(urls)
         if settings.workers > 1:
-            counts = self.workers = WorkerTallies(len(urls))
+            counts = self.workers = WorkerTallies(slots)
         else:
-            tally = counts = tally_for(settings, len(urls))
+            tally = counts = tally_for(settings, slots)
             self.tap = tally.record
         figures = Figures()
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(SoakCollector(counts, figures, urls))
+        registry.register(SoakCollector(counts, figures, slots))
         self.server = MetricServer(settings.metric_addr, registry) if settings.metric_addr else None
         self.pusher = Pusher(settings.pushgateway, settings.pushgateway_job, registry, err) if settings.pushgateway \
             else None

@@ -35,7 +35,7 @@ from runner.report import Reporter, RunInfo, RunSummary
 from runner.shards import Shard, aligned_start
 
 if TYPE_CHECKING:
-    from runner.metrics import MetricsTally, WorkerTallies
+    from runner.metrics import MetricsTally, UrlSlots, WorkerTallies
 
 # From starting the workers to send 0: enough for a worker to start Python, import the
 # runner and set up its clients (about a quarter of a second each, two at a time here).
@@ -58,7 +58,7 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
     pipes = [context.Pipe(duplex=False) for _ in range(settings.workers)]  # (this end, the worker's end)
     processes = [
         context.Process(target=_work, args=(settings, urls, source, Shard(pod.index, pod.count, w, settings.workers),
-                                            start_wall, pipes[w][1], counts is not None), daemon=True)
+                                            start_wall, pipes[w][1], counts and counts.slots), daemon=True)
         for w in range(settings.workers)
     ]
     # SIGINT and SIGTERM are held while the workers start: they inherit the held mask and
@@ -85,7 +85,7 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
 
 
 def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard, start_wall: float,
-          home: Connection, count: bool) -> None:
+          home: Connection, slots: UrlSlots | None) -> None:
     """A worker process: run its part, sending each closed interval and the summary home.
 
     It leaves the terminal's process group, so a Ctrl-C reaches only the parent, which
@@ -97,10 +97,10 @@ def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard,
     outbox = _Outbox(home)
     try:
         tally = None
-        if count:
+        if slots is not None:  # the parent's, so every worker counts each URL where the parent labels it
             from runner.metrics import tally_for  # prometheus_client loads only when metrics are on
 
-            tally = tally_for(settings, len(urls))
+            tally = tally_for(settings, slots)
         launch.run(settings, urls, source, [_Courier(outbox, tally)], shard, start_wall,
                    tap=tally.record if tally is not None else None)
     except Exception as e:  # reported by the parent, which prints it; the traceback helps no one

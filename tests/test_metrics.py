@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import pickle
 import random
 
 import pytest
@@ -16,17 +17,21 @@ from runner.errors import UsageError
 from runner.metrics import (
     DURATION,
     EDGES_NS,
+    OTHER_URLS,
     SLOW_COOKER_HISTOGRAMS,
+    URL_SERIES_CAP,
     Figures,
     Metrics,
     MetricsReporter,
     MetricsTally,
     SoakCollector,
+    UrlSlots,
     WorkerTallies,
     exponential_buckets,
     status_class,
     summed,
     url_label,
+    url_slots,
 )
 from runner.recorder import Interval, Tally
 from runner.report import RunInfo, RunSummary
@@ -36,6 +41,7 @@ from runner.verdict import Verdict
 START = 9_000_000_000_000
 MS = 1_000_000
 URLS = ["http://a.example/", "http://user:secret@b.example:8080/path?q=1"]
+ONE, TWO = url_slots(URLS[:1]), url_slots(URLS)
 
 
 def response(latency_ns: int, status: int = 200, url: int = 0, due_ns: int | None = None) -> Result:
@@ -43,10 +49,13 @@ def response(latency_ns: int, status: int = 200, url: int = 0, due_ns: int | Non
                   headers_ns=START + latency_ns, end_ns=START + latency_ns + 1000, status=status)
 
 
-def scrape(tally: MetricsTally | WorkerTallies, figures: Figures | None = None) -> dict[str, dict]:
-    """name -> {labels tuple: value} of every sample, as Prometheus would read the text format."""
+def scrape(tally: MetricsTally | WorkerTallies, figures: Figures | None = None,
+           slots: UrlSlots | None = None) -> dict[str, dict]:
+    """name -> {labels tuple: value} of every sample, as Prometheus would read the text format;
+    the tally's slots are ONE's or TWO's unless told."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SoakCollector(tally, figures or Figures(), URLS[:len(tally.snapshot().good)]))
+    slots = slots or url_slots(URLS[:len(tally.snapshot().good)])
+    registry.register(SoakCollector(tally, figures or Figures(), slots))
     samples: dict[str, dict] = {}
     for family in text_string_to_metric_families(generate_latest(registry).decode()):
         for sample in family.samples:
@@ -61,7 +70,7 @@ def test_go_exponential_buckets_and_labels() -> None:
     assert ms[-1] == pytest.approx(191511.2396, rel=1e-9)  # "0.5 ms to 3 minutes"
     assert us[0] == 1 and us[-1] == pytest.approx(2.4e6, rel=0.02) and ns[-1] == pytest.approx(4.25e8, rel=0.01)
     assert exponential_buckets(2, 2, 3) == [2, 4, 8]
-    samples = scrape(MetricsTally(1))
+    samples = scrape(MetricsTally(ONE))
     les = [dict(labels)["le"] for labels in samples["latency_ms_bucket"]]
     assert les[:3] == ["0.5", "0.65", "0.8450000000000001"] and les[-1] == "+Inf"
     assert les[-2] == "191511.23960735707"
@@ -78,7 +87,7 @@ def test_buckets_are_what_prometheus_client_would_count(seed: int) -> None:
     latencies = [int(rng.lognormvariate(13, 2)) for _ in range(3000)]  # ~0.4 ms, from ns to minutes
     latencies += [0, 1, 999_999, 1_000_000, 1_000_001, 100_000, 250_000, 60_000_000_000, 61_000_000_000]
     latencies += [edge + d for edge in EDGES_NS[::7] for d in (-1, 0, 1)]
-    tally = MetricsTally(1)
+    tally = MetricsTally(ONE)
     reference = CollectorRegistry()
     histograms = {spec.name: Histogram(spec.name, spec.help, buckets=spec.bounds, registry=reference)
                   for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION)}
@@ -105,7 +114,7 @@ def test_buckets_are_what_prometheus_client_would_count(seed: int) -> None:
 
 
 def test_counters_follow_slow_cookers_meanings() -> None:
-    tally = MetricsTally(2)
+    tally = MetricsTally(TWO)
     for status, url in [(200, 0), (200, 0), (204, 1), (301, 1), (404, 0), (503, 0), (503, 1), (101, 0)]:
         tally.record(response(2 * MS, status, url))
     tally.record(Result(url_index=1, error="refused", error_text="connection refused"))
@@ -133,7 +142,7 @@ def test_counters_follow_slow_cookers_meanings() -> None:
 def test_open_model_latency_counts_from_the_due_time() -> None:
     late = Result(url_index=0, due_ns=START - 5 * MS, start_ns=START, headers_ns=START + MS, end_ns=START + MS,
                   status=200)
-    closed, corrected = MetricsTally(1), MetricsTally(1, corrected=True)
+    closed, corrected = MetricsTally(ONE), MetricsTally(ONE, corrected=True)
     closed.record(late)
     corrected.record(late)
     assert scrape(closed)["latency_ms_sum"][()] == pytest.approx(1)
@@ -141,7 +150,7 @@ def test_open_model_latency_counts_from_the_due_time() -> None:
 
 
 def test_snapshot_is_a_copy() -> None:
-    tally = MetricsTally(1)
+    tally = MetricsTally(ONE)
     tally.record(response(MS))
     copy = tally.snapshot()
     tally.record(response(MS))
@@ -151,7 +160,7 @@ def test_snapshot_is_a_copy() -> None:
 
 def test_figures_and_the_verdict_as_gauges() -> None:
     figures = Figures()
-    s = scrape(MetricsTally(1), figures)
+    s = scrape(MetricsTally(ONE), figures)
     assert s["soak_run_finished"][()] == 0 and "soak_thresholds_passed" not in s
     assert "soak_target_requests_per_second" not in s and "soak_interval_latency_seconds" not in s
     info = RunInfo(settings_from(merge({"qps": 50, "concurrency": 2, "interval": "1s"})), URLS, None, START,
@@ -166,7 +175,7 @@ def test_figures_and_the_verdict_as_gauges() -> None:
     for _ in range(5):
         tally.add(Result(error="refused", error_text="x"), 0, 0)
     reporter.interval(info, Interval(0, START, START + 1_000_000_000, tally))
-    s = scrape(MetricsTally(1), figures)
+    s = scrape(MetricsTally(ONE), figures)
     assert s["soak_target_requests_per_second"][()] == 50 and s["soak_concurrency"][()] == 2
     assert s["soak_start_time_seconds"][()] == 1_767_225_600.0
     assert s["soak_intervals_total"][()] == 1
@@ -179,7 +188,7 @@ def test_figures_and_the_verdict_as_gauges() -> None:
     summary = RunSummary(info, 1, START + 10**9, START + 10**9, tally, None, None, None, "iterations", 0.1, 1)
     verdict.finish(summary)
     reporter.finish(summary)
-    s = scrape(MetricsTally(1), figures)
+    s = scrape(MetricsTally(ONE), figures)
     assert s["soak_run_finished"][()] == 1
     assert s["soak_thresholds_passed"][()] == 0
     assert s["soak_threshold_passed"] == {(("rule", "p99 < 1s"), ("scope", "run")): 1,
@@ -188,12 +197,12 @@ def test_figures_and_the_verdict_as_gauges() -> None:
 
 def test_both_exposition_formats_parse() -> None:
     """Prometheus asks for OpenMetrics when it can: that format must hold these families too."""
-    tally = MetricsTally(2)
+    tally = MetricsTally(TWO)
     tally.record(response(MS))
     tally.record(response(MS, 503, 1))
     tally.record(Result(url_index=1, error="refused"))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SoakCollector(tally, Figures(target_rate=10, last=None), URLS))
+    registry.register(SoakCollector(tally, Figures(target_rate=10, last=None), TWO))
     families = {f.name: f for f in parse_openmetrics(generate_openmetrics(registry).decode())}
     assert families["requests"].type == "unknown" and families["requests"].samples[0].value == 3
     assert families["soak_requests"].type == "counter"
@@ -231,27 +240,27 @@ def test_workers_counts_summed_are_the_counts_of_one_process(seed: int) -> None:
     """A run split over workers, each counting its own results: the parent's sum of their latest
     counts exposes exactly what one process counting every result would."""
     results = mixed_results(random.Random(seed), 2000)
-    whole, parts = MetricsTally(2), [MetricsTally(2) for _ in range(3)]
+    whole, parts = MetricsTally(TWO), [MetricsTally(TWO) for _ in range(3)]
     for i, result in enumerate(results):
         whole.record(result)
         parts[i % 3].record(result)
-    workers = WorkerTallies(2)
+    workers = WorkerTallies(TWO)
     for w, part in enumerate(parts):
         workers.update(w, part.snapshot())
     assert scrape(workers) == scrape(whole)
-    assert scrape(WorkerTallies(2)) == scrape(MetricsTally(2))  # before any worker has said anything
+    assert scrape(WorkerTallies(TWO)) == scrape(MetricsTally(TWO))  # before any worker has said anything
 
 
 def test_a_workers_newer_counts_replace_its_older_ones() -> None:
     """Workers send their counts so far, not what is new: the sum takes each worker's latest once."""
-    workers, tally = WorkerTallies(1), MetricsTally(1)
+    workers, tally = WorkerTallies(ONE), MetricsTally(ONE)
     tally.record(response(MS))
     workers.update(0, tally.snapshot())
     tally.record(response(MS))
     workers.update(0, tally.snapshot())
     workers.update(1, tally.snapshot())
     assert scrape(workers)["requests"][()] == 4
-    assert summed([], 1).statuses == MetricsTally(1).statuses
+    assert summed([], ONE).statuses == MetricsTally(ONE).statuses
 
 
 def test_metrics_with_local_workers_take_their_counts_from_the_workers() -> None:
@@ -281,12 +290,12 @@ def test_a_url_listed_twice_is_one_series() -> None:
     Pushgateway refuses every push (HTTP 400, 'inconsistent'). Credentials are not in labels,
     so URLs that differ only in them are one series too."""
     urls = ["http://a.example/", "http://u:p@b.example/", "http://a.example/", "http://v:q@b.example/"]
-    tally = MetricsTally(4)
+    tally = MetricsTally(url_slots(urls))
     for url in range(4):
         tally.record(response(MS, url=url))
         tally.record(Result(url_index=url, due_ns=START, start_ns=START, end_ns=START + MS, error="refused"))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SoakCollector(tally, Figures(), urls))
+    registry.register(SoakCollector(tally, Figures(), url_slots(urls)))
     text = generate_latest(registry).decode()
     samples = [line for line in text.splitlines() if line and not line.startswith("#")]
     assert len(samples) == len(set(samples)) and len({s.rsplit(" ", 1)[0] for s in samples}) == len(samples)
@@ -305,3 +314,90 @@ def test_the_pod_index_of_a_plain_indexed_job_is_its_completion_index() -> None:
     assert pod_index(Shard(0, 1, 0, 1), {}) == "0"
     assert pod_index(Shard(0, 1, 0, 1), {"JOB_COMPLETION_INDEX": "x"}) == "0"
     assert pod_index(Shard(1, 3, 0, 1), {"JOB_COMPLETION_INDEX": "1"}) == "1"
+
+
+def numbered(count: int) -> list[str]:
+    return [f"http://a.example/{n}" for n in range(count)]
+
+
+def test_urls_beyond_the_cap_share_one_label() -> None:
+    """The first URL_SERIES_CAP distinct labels in the list's order get a slot each; a URL listed
+    again (or with other credentials) keeps its label's slot wherever it appears; the rest are "other"."""
+    urls = numbered(URL_SERIES_CAP + 30)
+    urls[3] = "http://u:p@a.example/3"
+    urls += ["http://v:q@a.example/3", "http://a.example/0", urls[-1]]
+    slots = url_slots(urls)
+    assert slots.labels == (*(f"http://a.example/{n}" for n in range(URL_SERIES_CAP)), OTHER_URLS)
+    assert slots.slot_of[:URL_SERIES_CAP] == tuple(range(URL_SERIES_CAP))
+    assert set(slots.slot_of[URL_SERIES_CAP:URL_SERIES_CAP + 30]) == {URL_SERIES_CAP}
+    assert slots.slot_of[-3:] == (3, 0, URL_SERIES_CAP)
+    assert slots.others == 30
+    few = url_slots(numbered(URL_SERIES_CAP) * 2)  # at the cap, duplicates included: no "other" at all
+    assert OTHER_URLS not in few.labels and few.others == 0 and len(few.labels) == URL_SERIES_CAP
+    assert url_slots(["http://a/", "http://b/", "http://c/"], cap=2).labels == ("http://a/", "http://b/", OTHER_URLS)
+
+
+def every_kind(count: int) -> tuple[MetricsTally, UrlSlots]:
+    """A tally of `count` URLs, each answered well (200) and badly (503) once and refused once."""
+    slots = url_slots(numbered(count))
+    tally = MetricsTally(slots)
+    for url in range(count):
+        tally.record(response(MS, 200, url))
+        tally.record(response(MS, 503, url))
+        tally.record(Result(url_index=url, due_ns=START, start_ns=START, end_ns=START + MS, error="refused"))
+    return tally, slots
+
+
+def sample_lines(tally: MetricsTally, slots: UrlSlots) -> list[str]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SoakCollector(tally, Figures(), slots))
+    return [line for line in generate_latest(registry).decode().splitlines() if line and not line.startswith("#")]
+
+
+def total(samples: dict[str, dict], name: str, **labels: str) -> float:
+    """The sum of a metric's series whose labels include `labels`."""
+    return sum(v for k, v in samples.get(name, {}).items() if labels.items() <= dict(k).items())
+
+
+@pytest.mark.parametrize("count", [URL_SERIES_CAP + 1, 500, 40_000])
+def test_the_series_count_does_not_grow_with_the_url_list(count: int) -> None:
+    """Every URL answered well, badly and not at all: the same series, whether the list has 21 URLs
+    or 40,000 (850,000 series once, and 470 MB of counts), and the counts take room for the cap
+    only. The aggregate's counts and the named URLs' add up to every result."""
+    tally, slots = every_kind(count)
+    assert len(tally.statuses) == len(tally.good) == len(tally.good_ns) == URL_SERIES_CAP + 1
+    assert len(sample_lines(tally, slots)) == len(sample_lines(*every_kind(URL_SERIES_CAP + 1)))
+    s = scrape(tally, slots=slots)
+    beyond = count - URL_SERIES_CAP
+    assert total(s, "soak_requests_total") == s["requests"][()] == 3 * count
+    assert total(s, "soak_requests_total", url=OTHER_URLS) == 3 * beyond
+    assert total(s, "soak_requests_total", url=OTHER_URLS, status_class="5xx") == beyond
+    assert total(s, "soak_failures_total", url=OTHER_URLS, kind="refused") == beyond
+    assert s["soak_request_duration_seconds_count"][(("url", OTHER_URLS),)] == 2 * beyond
+    assert s["soak_request_duration_seconds_count"][(("url", "http://a.example/0"),)] == 2
+    assert s["soak_other_urls"][()] == beyond
+    assert {dict(k)["url"] for k in s["soak_request_duration_seconds_count"]} == set(slots.labels)
+
+
+def test_what_a_worker_sends_home_does_not_grow_with_the_url_list() -> None:
+    """A worker pickles a copy of its counts home with every interval: the same size for 40,000
+    URLs as for 21 (it once held a 1,000-entry list per URL, 40 million counts an interval)."""
+    small, large = (MetricsTally(url_slots(numbered(n))) for n in (URL_SERIES_CAP + 1, 40_000))
+    assert len(pickle.dumps(large.snapshot())) == len(pickle.dumps(small.snapshot()))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_workers_counts_summed_beyond_the_cap(seed: int) -> None:
+    """Workers each map URLs to slots from the same list: their sum is one process's counts, "other" included."""
+    rng = random.Random(seed)
+    slots = url_slots(numbered(300))
+    whole, parts = MetricsTally(slots), [MetricsTally(slots) for _ in range(2)]
+    for i, result in enumerate(mixed_results(rng, 3000)):
+        result.url_index = rng.randrange(300)
+        whole.record(result)
+        parts[i % 2].record(result)
+    workers = WorkerTallies(slots)
+    for w, part in enumerate(parts):
+        workers.update(w, part.snapshot())
+    assert scrape(workers, slots=slots) == scrape(whole, slots=slots)
+    assert total(scrape(workers, slots=slots), "soak_requests_total", url=OTHER_URLS) > 0

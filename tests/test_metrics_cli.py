@@ -12,6 +12,7 @@ import socket
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
@@ -218,3 +219,99 @@ def test_validate_says_where_metrics_go() -> None:
     assert "serves Prometheus metrics on port 9090 of every interface (GET /metrics) while it runs" in run.stdout
     assert ("pushes metrics to the Pushgateway http://pg.monitoring:9091 after every interval and at the end "
             "(job soak)") in run.stdout
+
+
+CAP = 20  # runner.metrics.URL_SERIES_CAP, written out: these tests also run the CLI of code without it
+MANY = 500
+
+
+def url_list(tmp_path: Path, urls: list[str]) -> str:
+    path = tmp_path / "urls.txt"
+    path.write_text("".join(f"{url}\n" for url in urls))
+    return str(path)
+
+
+def url_labels(s: Samples) -> set[str]:
+    """Every url label value of every series."""
+    return {dict(labels)["url"] for series in s.values() for labels in series if "url" in dict(labels)}
+
+
+@pytest.mark.nginx
+def test_a_scrape_of_a_run_to_many_urls_has_series_for_the_first_ones_and_other(nginx: Nginx,
+                                                                               tmp_path: Path) -> None:
+    """500 URLs (once 10,500 histogram series and more): the first 20 have series of their own, the
+    rest are counted under url="other", and the counts still agree with each other."""
+    urls = [f"{nginx.url}?n={n}" for n in range(MANY)]
+    port = free_port()
+    with LiveRun("--qps", "200", "--concurrency", "4", *LONG_RUN, "--metricAddr", f"127.0.0.1:{port}",
+                 "--urls", url_list(tmp_path, urls)) as live:
+        live.wait_for_first_interval()
+        deadline = time.monotonic() + 30
+        while True:  # until a send beyond the first 20 URLs has been counted
+            text = scrape(port)
+            s = samples_of(text)
+            if total(s, "soak_requests_total", url="other") or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        live.wait(live.send(signal.SIGTERM))
+    assert live.process.returncode == EXIT_OK, live.stderr
+    summary = assert_counts_add_up(live.stdout)
+    assert url_labels(s) == {*urls[:CAP], "other"}
+    assert {dict(k)["url"] for k in s["soak_request_duration_seconds_count"]} == {*urls[:CAP], "other"}
+    samples = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert len(samples) < (CAP + 1) * 40, len(samples)  # about 30 per url label, whatever the list's length
+    requests = s["requests"][()]
+    assert 0 < total(s, "soak_requests_total", url="other") < requests <= summary["requests"]
+    assert total(s, "soak_requests_total") == total(s, "soak_request_duration_seconds_count") == requests
+    assert s["soak_other_urls"][()] == MANY - CAP
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_what_was_pushed_for_many_urls_adds_up_to_the_summary(pushgateway: Pushgateway, fault_server: FaultServer,
+                                                              tmp_path: Path, workers: str) -> None:
+    """500 URLs, good, bad and refused, named and beyond the cap: the final push holds the first 20
+    URLs' series and "other", and together they are exactly the summary's counts."""
+    blocker = refused_port()
+    refused = f"http://127.0.0.1:{blocker.getsockname()[1]}/"
+    kinds = [fault_server.url("/ok"), fault_server.url("/status/503"), refused]
+    urls = [f"{kinds[n % 3]}?n={n}" for n in range(MANY)]
+    try:
+        run = run_soak("--qps", "400", "--concurrency", "4", "--interval", "500ms", "--iterations", "3",
+                       "--workers", workers, "--pushgateway", pushgateway.url, "--pushgatewayJob", "soak-many",
+                       "--urls", url_list(tmp_path, urls))
+    finally:
+        blocker.close()
+    assert run.returncode == EXIT_OK, run.stderr
+    assert "pushgateway" not in run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    s = pushgateway.group("soak-many")
+    assert s["soak_run_finished"][()] == 1
+    assert url_labels(s) == {*urls[:CAP], "other"}
+    assert s["requests"][()] == total(s, "soak_requests_total") == summary["requests"]
+    assert total(s, "soak_requests_total", status_class="2xx") == summary["good"]
+    assert total(s, "soak_requests_total", status_class="5xx") == summary["bad"]
+    assert total(s, "soak_requests_total", status_class="failed") == summary["failed"]
+    assert total(s, "soak_failures_total", kind="refused") == summary["errors"]["refused"]
+    assert total(s, "soak_request_duration_seconds_count") == summary["good"] + summary["bad"]
+    named = sum(total(s, "soak_requests_total", url=url) for url in urls[:CAP])
+    other = total(s, "soak_requests_total", url="other")
+    assert named > 0 and other > 0 and named + other == summary["requests"]
+    assert s["soak_other_urls"][()] == MANY - CAP
+
+
+@pytest.mark.nginx
+def test_a_run_to_40000_urls_pushes_every_count_in_bounded_memory(pushgateway: Pushgateway, nginx: Nginx,
+                                                                   tmp_path: Path) -> None:
+    """The issue's case: 40,000 URLs once took 900 MB and no push ever completed. The final push
+    now arrives with the summary's counts, and the runner stays far under the pod's 256Mi."""
+    urls = [f"{nginx.url}?n={n}" for n in range(40_000)]
+    run = run_soak("--qps", "200", "--concurrency", "4", "--interval", "500ms", "--iterations", "3",
+                   "--pushgateway", pushgateway.url, "--pushgatewayJob", "soak-40k", "--urls", url_list(tmp_path, urls))
+    assert run.returncode == EXIT_OK, run.stderr
+    assert "pushgateway" not in run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    s = pushgateway.group("soak-40k")
+    assert s["soak_run_finished"][()] == 1
+    assert s["requests"][()] == total(s, "soak_requests_total") == summary["requests"]
+    assert url_labels(s) == {*urls[:CAP], "other"}
+    assert summary["process"]["maxRssBytes"] < 150 * 2**20
