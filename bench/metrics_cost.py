@@ -9,7 +9,9 @@
    with and without --metricAddr, in alternation: the runner's CPU per request from the
    summary's process.cpuSeconds, and requests per second.
 
-With --urls, instead: what the number of URLs costs. For each count, a paced soak (--qps,
+With --urls, instead: what the number of URLs costs. First, in this process, the CPU that
+one push or scrape takes in its thread (collect() and the text format) with that many URLs
+each answered once. Then for each count, a paced soak (--qps,
 concurrency 10, 1 s intervals) to that many distinct URLs of nginx, three times: without
 metrics; with --metricAddr, scraped once after the first interval (the lines of /metrics
 that are samples, and how long the scrape took); and with --pushgateway to a real
@@ -45,7 +47,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runner.metrics import MetricsTally, url_slots  # noqa: E402
+from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
+
+from runner.metrics import Figures, MetricsTally, SoakCollector, url_slots  # noqa: E402
 from runner.result import Result  # noqa: E402
 
 
@@ -200,7 +204,29 @@ def scrape_once(port: int, process: subprocess.Popen[str]) -> str:
     return f"{samples:,} samples in /metrics, scraped in {time.monotonic() - started:.2f} s"
 
 
+def push_work(count: int, pushes: int = 20) -> tuple[int, float]:
+    """(samples, CPU ms) of what a push or a scrape does in its thread, collect() and the text format,
+    for `count` URLs each answered once (best of `pushes`): the time it may hold the GIL."""
+    slots = url_slots([f"http://127.0.0.1:8080/?n={n}" for n in range(count)])
+    tally = MetricsTally(slots)
+    for n in range(count):
+        tally.record(Result(url_index=n, start_ns=0, headers_ns=300_000 + n, end_ns=400_000, status=200 + n % 400))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SoakCollector(tally, Figures(), slots))
+    times = []
+    for _ in range(pushes):
+        started = time.thread_time()
+        text = generate_latest(registry)
+        times.append((time.thread_time() - started) * 1e3)
+    samples = sum(1 for line in text.decode().splitlines() if line and not line.startswith("#"))
+    return samples, min(times)
+
+
 def many_urls(counts: list[int], qps: int, iterations: int) -> None:
+    print("| URLs | samples | CPU per push or scrape, best of 20 (ms) |\n|---|---|---|")
+    for count in counts:
+        samples, ms = push_work(count)
+        print(f"| {count:,} | {samples:,} | {ms:.2f} |")
     print(f"\npaced soak, --qps {qps} -c 10, {iterations} intervals of 1 s, to N distinct URLs of nginx\n")
     print("| URLs | metrics | goal% | lowest interval goal% | p99 (ms) | worst interval p99 (ms) | send lag p99 (us) "
           "| send lag max (us) | peak RSS (MiB) | wall (s) | |\n|---|---|---|---|---|---|---|---|---|---|---|")

@@ -139,6 +139,15 @@ def test_counters_follow_slow_cookers_meanings() -> None:
     assert s["soak_request_duration_seconds_count"] == {(("url", a),): 5, (("url", b),): 3}  # good and bad
 
 
+def test_every_status_is_counted_in_its_class() -> None:
+    """Each status of 0-1099 once: a hundred per class, the ones outside 100-999 as "other"."""
+    tally = MetricsTally(ONE)
+    for status in range(1100):
+        tally.record(response(MS, status))
+    classes = {dict(k)["status_class"]: v for k, v in scrape(tally)["soak_requests_total"].items()}
+    assert classes == {**{f"{k}xx": 100 for k in range(1, 10)}, "other": 200}
+
+
 def test_open_model_latency_counts_from_the_due_time() -> None:
     late = Result(url_index=0, due_ns=START - 5 * MS, start_ns=START, headers_ns=START + MS, end_ns=START + MS,
                   status=200)
