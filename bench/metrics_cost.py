@@ -1,7 +1,7 @@
 """What Prometheus metrics cost per request: the tally alone, and whole runs with and without them.
 
     python bench/metrics_cost.py [--requests 300000] [--rounds 3]
-    python bench/metrics_cost.py --urls 5000,40000 [--qps 1000] [--iterations 10]
+    python bench/metrics_cost.py --urls 5000,40000 [--qps 1000] [--iterations 10] [--rounds 3]
 
 1. The metrics tally's record() (what the engine's sink adds per result when metricAddr or
    pushgateway is set), timed on its own for good responses, errors and skips.
@@ -19,7 +19,7 @@ prometheus-pushgateway on loopback (pushes it accepted, counted from its own
 pushgateway_http_requests_total). Each prints the run's goal% (summary, and its lowest
 interval), p99 (the summary's, and the worst interval's), how late sends left against the
 schedule (the summary's sendLagUs: a stalled event loop shows there first), peak RSS, and
-wall time.
+wall time; with --rounds, the medians of the rounds too.
 
 Nothing is asserted: the machine is shared and noisy, so compare figures from the same run.
 Load goes to 127.0.0.1 only, and every run is bounded by its request count.
@@ -222,7 +222,7 @@ def push_work(count: int, pushes: int = 20) -> tuple[int, float]:
     return samples, min(times)
 
 
-def many_urls(counts: list[int], qps: int, iterations: int) -> None:
+def many_urls(counts: list[int], qps: int, iterations: int, rounds: int) -> None:
     print("| URLs | samples | CPU per push or scrape, best of 20 (ms) |\n|---|---|---|")
     for count in counts:
         samples, ms = push_work(count)
@@ -230,12 +230,32 @@ def many_urls(counts: list[int], qps: int, iterations: int) -> None:
     print(f"\npaced soak, --qps {qps} -c 10, {iterations} intervals of 1 s, to N distinct URLs of nginx\n")
     print("| URLs | metrics | goal% | lowest interval goal% | p99 (ms) | worst interval p99 (ms) | send lag p99 (us) "
           "| send lag max (us) | peak RSS (MiB) | wall (s) | |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    runs: dict[tuple[int, str], list[ManyUrls]] = {}
     with nginx_on_loopback() as base, pushgateway() as gateway, tempfile.TemporaryDirectory() as tmp:
-        for count in counts:
-            urls = Path(tmp) / f"urls-{count}.txt"
-            urls.write_text("".join(f"{base}?n={n}\n" for n in range(count)))
-            for metrics in ("off", "metricAddr", "pushgateway"):
-                print(many_urls_run(urls, count, metrics, qps, iterations, gateway).row, flush=True)
+        for _ in range(rounds):
+            for count in counts:
+                urls = Path(tmp) / f"urls-{count}.txt"
+                urls.write_text("".join(f"{base}?n={n}\n" for n in range(count)))
+                for metrics in ("off", "metricAddr", "pushgateway"):
+                    run = many_urls_run(urls, count, metrics, qps, iterations, gateway)
+                    runs.setdefault((count, metrics), []).append(run)
+                    print(run.row, flush=True)
+    if rounds > 1:
+        print(f"\nmedians of {rounds} rounds\n")
+        print("| URLs | metrics | goal% | lowest interval goal% | p99 (ms) | worst interval p99 (ms) | send lag p99 "
+              "(us) | send lag max (us) | peak RSS (MiB) | wall (s) | |\n|---|---|---|---|---|---|---|---|---|---|---|")
+        for (count, metrics), found in runs.items():
+            print(median_run(count, metrics, found).row)
+
+
+def median_run(count: int, metrics: str, runs: list[ManyUrls]) -> ManyUrls:
+    def median(field: str) -> float:
+        return statistics.median(getattr(run, field) for run in runs)
+
+    extras = list(dict.fromkeys(run.extra for run in runs))
+    return ManyUrls(count, metrics, round(median("goal")), round(median("lowest_goal")), median("p99_ms"),
+                    median("worst_p99_ms"), median("lag_p99_us"), median("lag_max_us"), median("rss_mib"),
+                    median("seconds"), " / ".join(extras))
 
 
 def main() -> None:
@@ -247,7 +267,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=10)
     args = parser.parse_args()
     if args.urls:
-        many_urls([int(n) for n in args.urls.split(",")], args.qps, args.iterations)
+        many_urls([int(n) for n in args.urls.split(",")], args.qps, args.iterations, args.rounds)
         return
 
     print("| result kind | record() ns |\n|---|---|")
