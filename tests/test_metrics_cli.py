@@ -7,8 +7,10 @@ must say what the run measured, not merely look plausible.
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -19,7 +21,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families
 
 from runner.errors import EXIT_OK, EXIT_THRESHOLDS, EXIT_USAGE
-from tests.conftest import Nginx, assert_counts_add_up, free_port, parse_interval, run_soak
+from tests.conftest import REPO, Nginx, assert_counts_add_up, free_port, parse_interval, run_soak
 from tests.faultserver import FaultServer, refused_port
 from tests.pushgateway import Pushgateway, Samples
 from tests.test_signals import LONG_RUN, LiveRun
@@ -315,3 +317,23 @@ def test_a_run_to_40000_urls_pushes_every_count_in_bounded_memory(pushgateway: P
     assert s["requests"][()] == total(s, "soak_requests_total") == summary["requests"]
     assert url_labels(s) == {*urls[:CAP], "other"}
     assert summary["process"]["maxRssBytes"] < 150 * 2**20
+
+
+@pytest.mark.nginx
+def test_the_bench_of_long_url_lists_reads_its_figures_from_real_runs(pushgateway: Pushgateway, nginx: Nginx,
+                                                                     tmp_path: Path) -> None:
+    """bench/metrics_cost.py --urls: a push's cost, and a run's figures from its summary and the Pushgateway."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import metrics_cost  # bench/metrics_cost.py
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    samples, ms = metrics_cost.push_work(100, pushes=2)
+    assert 0 < samples < (CAP + 1) * 40 and ms > 0
+    urls = tmp_path / "urls.txt"
+    urls.write_text("".join(f"{nginx.url}?n={n}\n" for n in range(100)))
+    run = metrics_cost.many_urls_run(urls, 100, "pushgateway", 50, 2, pushgateway.url)
+    assert (run.urls, run.metrics) == (100, "pushgateway") and run.rss_mib > 0 and run.p99_ms >= 0
+    # Fewer than 3 when one push served the asks made while it was under way.
+    assert re.fullmatch(r"[1-3] of 3 pushes accepted", run.extra), run.extra
+    assert "| 100 | pushgateway |" in run.row
