@@ -56,9 +56,10 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
         start_wall = aligned_start(start_wall, settings.interval_ns / 1e9)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited event loop
     pipes = [context.Pipe(duplex=False) for _ in range(settings.workers)]  # (this end, the worker's end)
+    slots = counts.slots if counts is not None else None
     processes = [
         context.Process(target=_work, args=(settings, urls, source, Shard(pod.index, pod.count, w, settings.workers),
-                                            start_wall, pipes[w][1], counts and counts.slots), daemon=True)
+                                            start_wall, pipes[w][1], slots), daemon=True)
         for w in range(settings.workers)
     ]
     # SIGINT and SIGTERM are held while the workers start: they inherit the held mask and
