@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from runner import failures
 from runner import result as kinds
 from runner.result import Result
 from runner.schedule import Schedule
@@ -132,7 +133,7 @@ class Engine:
         finally:
             if self._stopping:  # stopped or count spent: account for what fell due before that
                 self._skip_missed(client, k)
-            await session.aclose()
+            await _close(session)
 
     def _skip_missed(self, client: int, k: int) -> None:
         """Count as skipped the client's sends from its k-th that fell due before the stop.
@@ -169,7 +170,7 @@ class Engine:
             if mine:
                 await asyncio.wait(mine)
         finally:
-            await session.aclose()
+            await _close(session)
 
     async def _bench_client(self, client: int) -> None:
         """ab's loop: send, wait for the answer, send again at once, until the count or the time is up.
@@ -185,7 +186,7 @@ class Engine:
                 while not self._stopping and before_end(time.monotonic_ns()) and self._claim():
                     await self._send(session, self._sent - 1, paced=False)
         finally:
-            await session.aclose()
+            await _close(session)
 
     def _ready(self, n: int) -> bool:
         """Whether send n belongs to the run and the engine is still sending."""
@@ -250,6 +251,8 @@ class Engine:
                             error_text="cancelled: still in flight when the run stopped")
             self._sink(self._stamp(result, n, url_index, due))
             raise
+        except Exception as exc:  # noqa: BLE001 - a transport's bug must not cost a client its sends
+            result = _crashed(exc, due)
         finally:
             self._in_flight -= 1
         result.seq, result.url_index, result.due_ns = n, url_index, due if paced else result.start_ns or due
@@ -263,3 +266,29 @@ class Engine:
     def _stamp(result: Result, n: int, url_index: int, due: int) -> Result:
         result.seq, result.url_index, result.due_ns = n, url_index, due
         return result
+
+
+def _crashed(exc: Exception, due: int) -> Result:
+    """A send whose transport raised: a failed Result of kind `other` naming the exception.
+
+    Transports turn everything a server can do into a Result; an exception here is a bug
+    in one. Letting it escape would end the client, and with it every send it still had
+    to make, uncounted; a counted failure with the exception's type keeps the run going,
+    keeps the books balanced, and still shows the bug on stderr, once per interval.
+    """
+    now = time.monotonic_ns()
+    name, text = type(exc).__name__, failures.message([exc])
+    return Result(start_ns=min(due, now), end_ns=now, error=kinds.OTHER,
+                  error_text=f"other: {name}" if text == name else f"other: {name}: {text}")
+
+
+async def _close(session: Session) -> None:
+    """Close a client's session; a transport's bug while closing is no reason to end the run.
+
+    Every send of the client has been counted by then, so nothing measured is lost by
+    going on; an exception here would instead end the whole run as an error.
+    """
+    try:
+        await session.aclose()
+    except Exception:  # noqa: BLE001 - see above
+        pass

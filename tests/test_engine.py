@@ -1,0 +1,65 @@
+"""The engine's own guarantee: every due send ends as one counted Result, whatever a transport does.
+
+Transports turn everything a server can do into a Result; these tests stand in for a
+transport with a bug (an exception from send or aclose), which no socket can provoke once
+the transports are right. The engine must still count each send, keep every client going
+and finish the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from runner.engine import Engine, Load
+from runner.result import Result
+from runner.schedule import Schedule
+from runner.targets import Request
+
+MS = 1_000_000
+
+
+class _BuggySession:
+    """Raises from every other send, and from aclose: a transport with a bug in it."""
+
+    def __init__(self) -> None:
+        self._sends = 0
+
+    async def send(self, request: Request, hash_body: bool) -> Result:
+        self._sends += 1
+        await asyncio.sleep(0)
+        if self._sends % 2:
+            raise RuntimeError("unable to perform operation on <TCPTransport closed=True>")
+        now = time.monotonic_ns()
+        return Result(start_ns=now, headers_ns=now, end_ns=now, status=200)
+
+    async def aclose(self) -> None:
+        raise AttributeError("'NoneType' object has no attribute 'getpeername'")
+
+
+class _BuggyTransport:
+    def session(self) -> _BuggySession:
+        return _BuggySession()
+
+
+@pytest.mark.parametrize("open_model", [False, True], ids=["closed", "open"])
+def test_a_transport_that_raises_costs_no_client_and_no_count(open_model: bool) -> None:
+    results: list[Result] = []
+
+    async def go() -> None:
+        start = time.monotonic_ns()
+        schedule = Schedule(start, 200.0, 4, start + 300 * MS)  # 60 sends due, 15 per client
+        load = Load([Request("GET", "http://x/", (), b"")], open_model=open_model)
+        await asyncio.wait_for(Engine(schedule, load, _BuggyTransport(), results.append).run(), 10)
+
+    asyncio.run(go())
+    assert sorted(r.seq for r in results) == list(range(60)), "each due send is sent or skipped, once"
+    sent = [r for r in results if not r.skipped]
+    crashed = [r for r in sent if r.error]
+    assert crashed and len(crashed) < len(sent), "the clients went on after the exceptions"
+    for r in crashed:
+        assert r.error == "other"
+        assert r.error_text.startswith("other: RuntimeError: unable to perform operation"), r.error_text
+        assert 0 < r.start_ns <= r.end_ns
