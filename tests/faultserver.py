@@ -29,16 +29,36 @@ Paths:
     /chunked          a chunked body of CHUNKED_SIZE bytes, in several chunks
     /varying[/N]      200 (or status N) with a body whose length alternates: VARYING_BODIES[0],
                       [1], [0], ... (server-wide), so every other response differs from the first
+    /interim/100      `100 Continue`, then 200 with OK_BODY
+    /interim/102-close  a lone `102 Processing`, then the close
+    /interim/102-stall  a lone `102 Processing`, then nothing (for a timeout)
+    /switch           `101 Switching Protocols`, then bytes that are not HTTP, then the close
+    /endless-headers  a status line, then header lines forever (until the client gives up,
+                      at most ENDLESS_CAP bytes)
+    /endless-chunk-line  a chunked head, then a chunk-size line of zeros that never ends (as above)
+    /bad-chunking     a chunked head, then a chunk size that is not hexadecimal
+    /trickle/N/MS     a body of N bytes, one byte every MS milliseconds
+    /gzip             GZIP_PLAIN gzipped, with `Content-Encoding: gzip`
+    /gzip-lie         `Content-Encoding: gzip` on a body that is not gzip
     anything else     404
+
+`FaultServer(on_accept="silent")` misbehaves before any request instead: it reads whatever
+comes and never answers (a TLS client waits for the server's hello forever).
+`reset_at_accept_server()` resets every connection as soon as it is accepted.
 """
 
 from __future__ import annotations
 
+import gzip
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 RESET_DECLARED = 100_000  # Content-Length promised by /reset-mid-body
 RESET_SENT = 10_000  # body bytes actually sent before the reset
@@ -47,6 +67,9 @@ CHUNKED_SIZE = sum(len(c) for c in CHUNKS)
 OK_BODY = b"ok\n"
 VARYING_BODIES = (b"ok\n", b"okay\n")  # /varying's bodies, in turn
 _PIECE = b"z" * (1 << 20)  # what /big/N repeats; the only body buffer it has
+ENDLESS_CAP = 256 << 20  # most bytes an endless head or chunk line sends if the client never gives up
+GZIP_PLAIN = b"soak gzip body\n" * 100  # /gzip's body, before compression
+GZIP_LIE = b"this body is not gzip, whatever the headers say\n"
 _REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 404: "Not Found", 418: "I'm a teapot",
             500: "Internal Server Error", 503: "Service Unavailable"}
 
@@ -54,7 +77,9 @@ _REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 404: "Not Found",
 class FaultServer:
     """Serves the fault paths above on a free loopback port, in background threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_accept: str = "serve") -> None:
+        assert on_accept in ("serve", "silent"), on_accept
+        self._on_accept = on_accept
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", 0))
@@ -138,6 +163,9 @@ class FaultServer:
         """Answer requests on one connection until either side closes it."""
         buffer = b""
         try:
+            if self._on_accept == "silent":
+                _drain(conn)
+                return
             while not self._stopping.is_set():
                 request = _read_request(conn, buffer)
                 if request is None:
@@ -173,10 +201,7 @@ class FaultServer:
                 return False
             return _respond(conn, 200, OK_BODY)
         if path == "/stall":
-            # Read (and ignore) whatever comes, until the client gives up and closes, or
-            # stop() shuts the socket down: either way recv() returns b"".
-            while conn.recv(65536):
-                pass
+            _drain(conn)
             return False
         if path == "/close":
             return False  # closed by _serve, with nothing sent: a clean FIN, no response
@@ -187,8 +212,7 @@ class FaultServer:
             # rather than before the response started.
             time.sleep(0.05)
             if path == "/reset-mid-body":
-                # SO_LINGER on with a zero timeout: close() sends RST instead of FIN.
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                _linger_zero(conn)
             return False
         if path.startswith("/slow-body/"):
             _send_head(conn, 200, [("Content-Length", str(2 * RESET_SENT))])
@@ -226,7 +250,55 @@ class FaultServer:
                 time.sleep(0.002)  # separate writes, so the client really reads several chunks
             conn.sendall(b"0\r\n\r\n")
             return True
+        if path.startswith("/interim/"):
+            return self._interim(conn, path)
+        if path == "/switch":
+            conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: soak-test\r\nConnection: Upgrade\r\n\r\n"
+                         b"\x00\x01 not HTTP any more")
+            return False
+        if path == "/endless-headers":
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            self._endless(conn, b"X-Filler: " + b"f" * 1000 + b"\r\n")
+            return False
+        if path == "/endless-chunk-line":
+            _send_head(conn, 200, [("Transfer-Encoding", "chunked")])
+            self._endless(conn, b"0" * 1024)
+            return False
+        if path == "/bad-chunking":
+            _send_head(conn, 200, [("Transfer-Encoding", "chunked")])
+            conn.sendall(b"5\r\nhello\r\nzz\r\nthis is no chunk\r\n0\r\n\r\n")
+            return False
+        if path.startswith("/trickle/"):
+            size, pause = (int(part) for part in path.split("/")[2:4])
+            _send_head(conn, 200, [("Content-Length", str(size))])
+            for _ in range(size):
+                if self._stopping.wait(pause / 1000):
+                    return False
+                conn.sendall(b"t")
+            return True
+        if path == "/gzip":
+            return _respond(conn, 200, gzip.compress(GZIP_PLAIN, mtime=0), [("Content-Encoding", "gzip")])
+        if path == "/gzip-lie":
+            return _respond(conn, 200, GZIP_LIE, [("Content-Encoding", "gzip")])
         return _respond(conn, 404, b"no such fault\n")
+
+    def _interim(self, conn: socket.socket, path: str) -> bool:
+        """An interim 1xx response, then the final one (/interim/100), the close, or a stall."""
+        if path == "/interim/100":
+            conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+            time.sleep(0.002)  # a separate write, so the client reads the 1xx on its own too
+            return _respond(conn, 200, OK_BODY)
+        conn.sendall(b"HTTP/1.1 102 Processing\r\n\r\n")
+        if path == "/interim/102-stall":
+            _drain(conn)
+        return False
+
+    def _endless(self, conn: socket.socket, line: bytes) -> None:
+        """Send `line` over and over until the client gives up (sendall raises), a stop, or ENDLESS_CAP."""
+        sent = 0
+        while sent < ENDLESS_CAP and not self._stopping.is_set():
+            conn.sendall(line)
+            sent += len(line)
 
 
 def _read_request(conn: socket.socket, buffer: bytes) -> tuple[str, bool, bytes] | None:
@@ -275,6 +347,18 @@ def _respond(conn: socket.socket, status: int, body: bytes, extra: list[tuple[st
     return True
 
 
+def _drain(conn: socket.socket) -> None:
+    """Read (and ignore) whatever comes, until the client gives up and closes, or stop()
+    shuts the socket down: either way recv() returns b""."""
+    while conn.recv(65536):
+        pass
+
+
+def _linger_zero(conn: socket.socket) -> None:
+    """SO_LINGER on with a zero timeout: close() then sends RST instead of FIN."""
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
 def _shutdown(conn: socket.socket) -> None:
     try:
         conn.shutdown(socket.SHUT_RDWR)
@@ -291,3 +375,57 @@ def refused_port() -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))
     return s
+
+
+def unaccepting_port() -> tuple[socket.socket, socket.socket]:
+    """A loopback port whose accept queue is full: a new connection's SYN goes unanswered.
+
+    listen(0) queues one connection, which the filler returned here takes; the listener
+    never accepts it, so every later connect waits, as to a host that drops packets, and
+    times out. Close both when done.
+    """
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    filler = socket.create_connection(listener.getsockname(), timeout=5)
+    return listener, filler
+
+
+# A loop of accept and reset, as fast as Python goes, for at most RESET_SERVER_LIFETIME seconds.
+_RESET_AT_ACCEPT = """
+import socket, struct, sys, time
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(128)
+listener.settimeout(0.2)
+print(listener.getsockname()[1], flush=True)
+linger = struct.pack("ii", 1, 0)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    try:
+        conn, _ = listener.accept()
+    except TimeoutError:
+        continue
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+    conn.close()
+"""
+RESET_SERVER_LIFETIME = 120.0
+
+
+@contextmanager
+def reset_at_accept_server() -> Iterator[int]:
+    """A loopback port whose server resets every connection as soon as it has accepted it.
+
+    In a process of its own: a thread of the test process shares the GIL with the test
+    and resets late, after the client has written its request; this one resets as fast as
+    a tight loop can, so some resets land between the client's connect and its write,
+    the race that once crashed a client. Yields the port.
+    """
+    process = subprocess.Popen([sys.executable, "-c", _RESET_AT_ACCEPT, str(RESET_SERVER_LIFETIME)],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        yield int(process.stdout.readline())
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
