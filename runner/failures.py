@@ -16,6 +16,49 @@ from collections.abc import Iterator
 from runner import result as kinds
 
 MESSAGE_CHARS = 160
+
+# The phases of a send, in order. A timeout is always kind `timeout`; its text names the phase
+# that ran out of time, because "no response headers" for a DNS lookup that never answered
+# sends whoever reads it to the wrong place.
+DNS_PHASE = "dns"
+CONNECT_PHASE = "connect"
+TLS_PHASE = "tls"
+HEADERS_PHASE = "headers"  # the request written (or being written), the response head awaited
+BODY_PHASE = "body"
+_TIMEOUT_TEXTS = {
+    DNS_PHASE: "DNS lookup of {target} not answered within {within}",
+    CONNECT_PHASE: "connect to {target} not made within {within}",
+    TLS_PHASE: "TLS handshake with {target} not finished within {within}",
+    HEADERS_PHASE: "no response headers within {within}",
+    BODY_PHASE: "no complete body within {within}",
+}
+
+# Failures of a response that both transports name alike.
+SWITCHED_PROTOCOLS = "protocol: the server switched protocols (status 101)"
+GZIP_TEXT = "protocol: Content-Encoding gzip, but the body is not gzip"
+
+
+def timeout_text(phase: str, within: str, target: str = "") -> str:
+    """A timeout's text: which phase ran out of time, on what, and the timeout.
+
+    `target` is the host name being looked up (DNS), or the address being connected to
+    or shaken hands with (connect, TLS); the later phases need none.
+    """
+    return "timeout: " + _TIMEOUT_TEXTS[phase].format(target=target, within=within)
+
+
+def head_too_large(limit: int) -> str:
+    """The text of a response head over the limit both transports hold heads to."""
+    return f"protocol: response head larger than {_kib(limit)}"
+
+
+def framing_too_large(limit: int) -> str:
+    """The text of a chunk-size line (or trailer) over the same limit: bytes with no body in them."""
+    return f"protocol: chunk-size line or trailers larger than {_kib(limit)}"
+
+
+def _kib(size: int) -> str:
+    return f"{size // 1024} KiB" if size % 1024 == 0 else f"{size} bytes"
 _SSL_SOURCE_LINE = re.compile(r" \(_ssl\.c:\d+\)")  # "(_ssl.c:2580)": differs by Python version, says nothing
 
 

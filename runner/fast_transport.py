@@ -18,21 +18,20 @@ import re
 import socket
 import ssl
 import time
-import zlib
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httptools
 
-from runner import __version__
+from runner import __version__, failures
 from runner import result as kinds
+from runner.bodyhash import BodyError, BodyHash, is_gzip
 from runner.durations import format_duration
 from runner.failures import causes, message, os_failure
-from runner.fnv import Fnv1a64
 from runner.result import Result
 from runner.targets import Request, origin
 from runner.tls import client_context
-from runner.transport import TransportOptions
+from runner.transport import MAX_HEAD_BYTES, Address, TransportOptions, address_text, resolve
 
 USER_AGENT = f"soak/{__version__}"
 _now = time.monotonic_ns
@@ -155,15 +154,18 @@ class FastSession:
         result.start_ns = _now()
         deadline = self._loop.time() + self._timeout_s
         connection = self._reusable(server)
+        dial: _Dial | None = None
         try:
             if connection is None:
-                connection = await asyncio.wait_for(self._connect(*server), self._timeout_s)
+                dial = _Dial(server[0])
+                async with asyncio.timeout_at(deadline):
+                    connection = await self._connect(dial, *server)
                 result.connected_ns = _now()
             await connection.send(data, result, hash_body, deadline, not self._server_reported)
             if result.connected_ns and result.status:  # a new connection that carried a response
                 result.protocol = connection.protocol
         except TimeoutError:
-            result.error, result.error_text = kinds.TIMEOUT, self._timeout_message(result)
+            result.error, result.error_text = kinds.TIMEOUT, self._timeout_message(result, dial)
             if connection is not None:
                 connection.abort()
         except asyncio.CancelledError:
@@ -179,9 +181,11 @@ class FastSession:
             self._idle.setdefault(server, []).append(connection)
         return result
 
-    def _timeout_message(self, result: Result) -> str:
-        waited_for = "complete body" if result.headers_ns else "response headers"
-        return f"timeout: no {waited_for} within {self._timeout_text}"
+    def _timeout_message(self, result: Result, dial: _Dial | None) -> str:
+        if dial is not None and dial.phase is not None:
+            return failures.timeout_text(dial.phase, self._timeout_text, dial.target)
+        phase = failures.BODY_PHASE if result.headers_ns else failures.HEADERS_PHASE
+        return failures.timeout_text(phase, self._timeout_text)
 
     def _reusable(self, server: tuple[str, int, bool]) -> _Connection | None:
         idle = self._idle.get(server)
@@ -191,24 +195,68 @@ class FastSession:
                 return connection
         return None
 
-    async def _connect(self, host: str, port: int, https: bool) -> _Connection:
-        transport, connection = await self._loop.create_connection(
+    async def _connect(self, dial: _Dial, host: str, port: int, https: bool) -> _Connection:
+        """A new connection to host:port: look the name up, connect, shake hands, each phase noted in `dial`.
+
+        Done step by step (rather than by create_connection alone) so that a timeout can
+        say which step ran out of time. The addresses are tried in the resolver's order.
+        """
+        addresses = await resolve(host, port)
+        sock = await self._connect_socket(dial, addresses)
+        if https:
+            dial.phase = failures.TLS_PHASE
+        # The loop owns the socket from here, and closes it if this fails or is cancelled.
+        _, connection = await self._loop.create_connection(
             lambda: _Connection(self._open, self._loop, self._compress, self._deadlines),
-            host,
-            port,
+            sock=sock,
             ssl=self._tls() if https else None,
             server_hostname=host if https else None,
         )
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            # Requests are small and latency is what we measure: send each at once.
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        dial.phase = None
         return connection
+
+    async def _connect_socket(self, dial: _Dial, addresses: list[Address]) -> socket.socket:
+        """A socket connected to the first of `addresses` that accepts; else the first one's error."""
+        first_error: OSError | None = None
+        for family, address in addresses:
+            dial.phase, dial.target = failures.CONNECT_PHASE, address_text(address)
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.setblocking(False)
+                # Requests are small and latency is what we measure: send each at once.
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                await self._loop.sock_connect(sock, address)
+                return sock
+            except OSError as exc:
+                sock.close()
+                first_error = first_error or exc
+            except BaseException:
+                sock.close()
+                raise
+        raise first_error or OSError(f"no address for {dial.target}")
 
     async def aclose(self) -> None:
         for connection in list(self._open):
             connection.close()
         self._idle.clear()
+
+
+class _Dial:
+    """How far the making of a new connection got: the phase under way, and on what."""
+
+    __slots__ = ("phase", "target")
+
+    def __init__(self, host: str) -> None:
+        self.phase: str | None = failures.DNS_PHASE  # None once the connection is made
+        self.target = host  # the name being looked up, then the address being connected to
+
+
+class _Failure(Exception):
+    """Raised in a parser callback to stop parsing: the response fails with this kind and text."""
+
+    def __init__(self, kind: str, text: str) -> None:
+        super().__init__(text)
+        self.kind, self.text = kind, text
 
 
 class _Connection(asyncio.Protocol):
@@ -217,7 +265,14 @@ class _Connection(asyncio.Protocol):
     There is deliberately no per-header callback: at tens of thousands of responses a
     second, one Python call per header line would cost more than everything else the
     parser does. What the head says is read from its bytes only when it is needed: the
-    Server header of a session's first response, and the framing of a body that was cut.
+    Server header of a session's first response, the Content-Encoding of a body to hash,
+    and the framing of a body that was cut.
+
+    llhttp keeps nothing of what it parses; the only bytes kept are those of a response
+    head not yet complete, held to MAX_HEAD_BYTES (interim 1xx heads before it included).
+    After the head, a run of bytes with no body in them (a chunk-size line, trailers) is
+    held to the same bound, as h11 holds them in the httpx transport, although nothing of
+    it is kept here: a server streaming either forever fails the same way in both.
     """
 
     def __init__(
@@ -232,12 +287,16 @@ class _Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._result: Result | None = None
         self._waiter: asyncio.Future[None] | None = None
-        self._hasher: Fnv1a64 | None = None
-        self._inflate: zlib._Decompress | None = None
+        self._hash_body = False
+        self._hasher: BodyHash | None = None
         self._wire = 0  # bytes of this response received so far: head, framing and body
         self._head: list[bytes] = []  # the chunks that held the response head (references only)
+        self._interim = False  # the parser is inside a 1xx interim response, which is skipped
+        self._no_body_run = 0  # bytes received after the head since the last body byte
         self._head_request = False  # a response to HEAD has no body, whatever its headers say
         self._want_server = False
+        self._lost = False  # the connection is gone (connection_lost was called) ...
+        self._lost_exc: Exception | None = None  # ... and why
         self.reusable = False
         self.protocol = "HTTP/1.1"  # and the TLS version, once connected over TLS
 
@@ -246,21 +305,30 @@ class _Connection(asyncio.Protocol):
     def send(
         self, data: bytes, result: Result, hash_body: bool, deadline: float, want_server: bool
     ) -> asyncio.Future[None]:
-        """Write one request; the returned Future completes when its response has."""
+        """Write one request; the returned Future completes when its response has.
+
+        The connection may have been lost between its making and this first request (a
+        server that resets right after accept): the request then fails with how it was
+        lost, rather than being written to a transport that is gone.
+        """
         assert self._transport is not None
         self.reusable = False
         self._result = result
-        self._hasher = Fnv1a64() if hash_body else None
-        self._inflate = zlib.decompressobj(wbits=47) if hash_body and self._compress else None
-        self._wire = 0
+        self._hash_body = hash_body
+        self._hasher = None
+        self._wire = self._no_body_run = 0
         self._head = []
+        self._interim = False
         self._head_request = data.startswith(b"HEAD ")
         self._want_server = want_server
         self._waiter = waiter = self._loop.create_future()
         self.deadline = deadline
         self._deadlines.watch(self)
-        self._transport.write(data)
-        result.written_ns = _now()
+        if self._lost:
+            self._report_loss(self._lost_exc)
+        elif not self._transport.is_closing():  # closing: connection_lost is on its way and says why
+            self._transport.write(data)
+            result.written_ns = _now()
         return waiter
 
     def abort(self) -> None:
@@ -292,21 +360,43 @@ class _Connection(asyncio.Protocol):
             self.abort()  # bytes nobody asked for: the connection is out of step
             return
         self._wire += len(data)
-        if not result.headers_ns:
+        in_head = not result.headers_ns
+        if in_head:
             self._head.append(data)
+        body_before = result.bytes_in
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            self._fail(kinds.PROTOCOL, "protocol: the server switched protocols")
+            self._fail(kinds.PROTOCOL, failures.SWITCHED_PROTOCOLS)
         except httptools.HttpParserError as exc:
-            self._fail(kinds.PROTOCOL, f"protocol: invalid response: {exc}")
+            failure = exc.__context__
+            if isinstance(failure, _Failure):
+                self._fail(failure.kind, failure.text)
+            else:
+                self._fail(kinds.PROTOCOL, f"protocol: invalid response: {exc}")
+        if self._result is result:  # the response is not complete yet: hold what it may keep to the bound
+            self._check_bounds(result, in_head, len(data), result.bytes_in > body_before)
+
+    def _check_bounds(self, result: Result, in_head: bool, size: int, had_body: bool) -> None:
+        if not result.headers_ns:
+            if self._wire > MAX_HEAD_BYTES:
+                self._fail(kinds.PROTOCOL, failures.head_too_large(MAX_HEAD_BYTES))
+        elif not in_head:
+            self._no_body_run = 0 if had_body else self._no_body_run + size
+            if self._no_body_run > MAX_HEAD_BYTES:
+                self._fail(kinds.PROTOCOL, failures.framing_too_large(MAX_HEAD_BYTES))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._registry.discard(self)
         self.reusable = False
+        self._lost, self._lost_exc = True, exc
+        if self._result is not None:
+            self._report_loss(exc)
+
+    def _report_loss(self, exc: Exception | None) -> None:
+        """The connection went away during the current request: fail it, or end a body that runs to the close."""
         result = self._result
-        if result is None:
-            return
+        assert result is not None
         # A reset, or a TLS alert: in TLS 1.3 a server refuses a client certificate (or the
         # lack of one) only after the handshake, when the client has started talking.
         failure = os_failure(causes(exc)) if exc is not None else None
@@ -327,11 +417,25 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         result = self._result
-        assert result is not None
+        if result is None:
+            raise _Failure(kinds.PROTOCOL, "protocol: a response nobody asked for")
+        status = self._parser.get_status_code()
+        if status < 200:
+            # An interim response (100 Continue, 102 Processing, 103 Early Hints): the final
+            # one follows on the same connection, and it is the one measured. 101 is not
+            # interim: what follows is no longer HTTP.
+            if status == 101:
+                raise _Failure(kinds.PROTOCOL, failures.SWITCHED_PROTOCOLS)
+            self._interim = True
+            return
         result.headers_ns = _now()
-        result.status = self._parser.get_status_code()
+        result.status = status
+        inflate = self._hash_body and self._compress  # a gzipped body is hashed inflated
+        head = _final_head(b"".join(self._head)) if self._want_server or inflate else b""
         if self._want_server:
-            result.server = _server(b"".join(self._head))
+            result.server = _header(_SERVER, head)
+        if self._hash_body:
+            self._hasher = BodyHash(gzip=inflate and is_gzip(_header(_CONTENT_ENCODING, head)))
         if self._head_request:
             # llhttp would wait for the body the headers announce; there is none. The
             # parser's state is then wrong for a next response, so the connection ends here.
@@ -344,14 +448,25 @@ class _Connection(asyncio.Protocol):
         assert result is not None
         result.bytes_in += len(body)
         if self._hasher is not None:
-            self._hasher.update(self._inflate.decompress(body) if self._inflate is not None else body)
+            try:
+                self._hasher.update(body)
+            except BodyError as exc:
+                raise _Failure(kinds.PROTOCOL, str(exc)) from None
 
     def on_message_complete(self) -> None:
+        if self._interim:
+            self._interim = False  # the 1xx ended; its final response is still to come
+            return
         result = self._result
         assert result is not None
         if self._hasher is not None:
-            result.body_hash = self._hasher.value
-        result.header_bytes = self._wire - result.bytes_in  # the head, and any chunk framing
+            try:
+                result.body_hash = self._hasher.value()
+            except BodyError as exc:
+                self._fail(kinds.PROTOCOL, str(exc))
+                return
+        # The head, any interim heads before it, and any chunk framing.
+        result.header_bytes = self._wire - result.bytes_in
         result.kept_alive = keep = self._parser.should_keep_alive()
         self._finish()
         self.reusable = keep
@@ -367,11 +482,11 @@ class _Connection(asyncio.Protocol):
             waiter.set_exception(TimeoutError())
 
     def _fail(self, kind: str, text: str) -> None:
+        """Fail the current request, if any, and drop the connection: it is no longer in step."""
         result = self._result
-        if result is None:
-            return
-        result.error, result.error_text = kind, text
-        self._finish()
+        if result is not None:
+            result.error, result.error_text = kind, text
+            self._finish()
         self.reusable = False
         if self._transport is not None:
             self._transport.abort()
@@ -388,25 +503,34 @@ class _Connection(asyncio.Protocol):
 
 
 _SERVER = re.compile(rb"\r\nserver:[ \t]*([^\r\n]*)", re.IGNORECASE)
+_CONTENT_ENCODING = re.compile(rb"\r\ncontent-encoding:[ \t]*([^\r\n]*)", re.IGNORECASE)
 _CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)", re.IGNORECASE)
 _CHUNKED = re.compile(rb"\r\ntransfer-encoding:[^\r\n]*chunked", re.IGNORECASE)
 _NO_BODY_STATUS = re.compile(rb"^HTTP/\d\.\d (1\d\d|204|304) ")
+_INTERIM = re.compile(rb"HTTP/\d\.\d 1(?!01)\d\d ")  # 1xx but 101, which is final; used with match()
 
 
-def _head_of(data: bytes) -> bytes:
-    end = data.find(b"\r\n\r\n")
-    return data if end < 0 else data[: end + 2]
+def _final_head(data: bytes) -> bytes:
+    """The final response head in `data` (interim 1xx heads before it skipped), up to its blank line."""
+    start = 0
+    while True:
+        end = data.find(b"\r\n\r\n", start)
+        if end < 0:
+            return data[start:]
+        if not _INTERIM.match(data, start):
+            return data[start: end + 2]
+        start = end + 4
 
 
-def _server(data: bytes) -> str:
-    """The Server header of a response head ("" without one)."""
-    found = _SERVER.search(_head_of(data))
+def _header(pattern: re.Pattern[bytes], head: bytes) -> str:
+    """The value of the header `pattern` finds in a response head ("" without one)."""
+    found = pattern.search(head)
     return found.group(1).decode("latin-1").strip() if found else ""
 
 
 def _framing(data: bytes) -> tuple[int | None, bool]:
     """A response head's Content-Length, and whether its body's end is marked (not the close)."""
-    head = _head_of(data)
+    head = _final_head(data)
     length = _CONTENT_LENGTH.search(head)
     framed = length is not None or _CHUNKED.search(head) is not None or _NO_BODY_STATUS.match(head) is not None
     return (int(length.group(1)) if length else None), framed

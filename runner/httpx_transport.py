@@ -12,27 +12,36 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from collections.abc import Iterable
+from contextvars import ContextVar
 from typing import Any
 
 # httpcore imports anyio's asyncio backend on the first request: about 15 ms that would land
 # in the latencies of the run's first sends. Import it now instead.
 import anyio._backends._asyncio  # noqa: F401
 import anyio.streams.tls  # noqa: F401
+import httpcore
 import httpx
 
-from runner import __version__
+from runner import __version__, failures
 from runner import result as kinds
+from runner.bodyhash import BodyError, BodyHash, is_gzip
 from runner.durations import format_duration
 from runner.failures import causes, message, os_failure
-from runner.fnv import Fnv1a64
 from runner.result import Result
 from runner.targets import Request
 from runner.tls import client_context
-from runner.transport import TransportOptions
+from runner.transport import MAX_HEAD_BYTES, TransportOptions, address_text, resolve
 
 USER_AGENT = f"soak/{__version__}"
 
 _CONNECTED_EVENTS = {"connection.connect_tcp.complete", "connection.start_tls.complete"}
+# What the connection does next, from these events on: the phase a timeout then names.
+_PHASE_EVENTS = {
+    "connection.connect_tcp.complete": failures.HEADERS_PHASE,
+    "connection.start_tls.started": failures.TLS_PHASE,
+    "connection.start_tls.complete": failures.HEADERS_PHASE,
+}
 _HEADERS_EVENTS = {"http11.receive_response_headers.complete", "http2.receive_response_headers.complete"}
 # The request is written when its body is (httpcore sends an empty body too, so this fires for a
 # GET); the headers event covers a transport that skips the body phase.
@@ -60,13 +69,17 @@ class _Trace:
     """httpcore's trace hook: notes when the connection was ready, the request written, the headers in,
     and which protocol the server chose in the TLS handshake (ALPN)."""
 
-    __slots__ = ("connected_ns", "written_ns", "headers_ns", "alpn")
+    __slots__ = ("connected_ns", "written_ns", "headers_ns", "alpn", "phase", "target")
 
     def __init__(self) -> None:
         self.connected_ns = 0
         self.written_ns = 0
         self.headers_ns = 0
         self.alpn: str | None = None  # None: no TLS handshake in this send
+        # Where the send is until the response headers: a reused connection starts waiting for
+        # them; a new one goes through DNS and connect (noted by _Backend) and TLS first.
+        self.phase = failures.HEADERS_PHASE
+        self.target = ""  # the name being looked up, or the address connected to
 
     async def __call__(self, event: str, info: dict[str, Any]) -> None:
         if event in _HEADERS_EVENTS:
@@ -78,6 +91,83 @@ class _Trace:
             if event == "connection.start_tls.complete":
                 tls = info["return_value"].get_extra_info("ssl_object")
                 self.alpn = (tls.selected_alpn_protocol() if tls is not None else None) or ""
+        self.phase = _PHASE_EVENTS.get(event, self.phase)
+
+
+# The current send's trace, for the network backend: httpcore calls it from the sending task
+# without the request, so this is how it learns whose DNS lookup and connect it is timing.
+_current_trace: ContextVar[_Trace | None] = ContextVar("soak_httpx_trace", default=None)
+
+
+class _Backend(httpcore.AsyncNetworkBackend):
+    """httpcore's anyio backend, with two changes.
+
+    The name is looked up first (runner.transport.resolve, as the fast transport does) and
+    the addresses then connected to in turn, so a timeout can say whether the lookup or the
+    connect took the time. And its streams answer get_extra_info with None once uvloop has
+    dropped the socket under them: anyio then asks the socket None for its peer name, and
+    the AttributeError used to escape a send to a server that resets right after accept;
+    now the read or write that follows fails as the connection did (reset, closed).
+    """
+
+    def __init__(self) -> None:
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        trace = _current_trace.get() or _Trace()
+        trace.phase, trace.target = failures.DNS_PHASE, host
+        try:
+            addresses = await resolve(host, port)
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+        first_error: httpcore.ConnectError | None = None
+        for _, address in addresses:
+            trace.phase, trace.target = failures.CONNECT_PHASE, address_text(address)
+            try:
+                stream = await self._inner.connect_tcp(address[0], port, timeout, local_address, socket_options)
+            except httpcore.ConnectError as exc:
+                first_error = first_error or exc
+                continue
+            return _Stream(stream)
+        raise first_error or httpcore.ConnectError(f"no address for {host}")
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        return _Stream(await self._inner.connect_unix_socket(path, timeout, socket_options))
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _Stream(httpcore.AsyncNetworkStream):
+    """An anyio stream whose get_extra_info survives the loss of its socket (see _Backend)."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self._inner = inner
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._inner.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        return _Stream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        try:
+            return self._inner.get_extra_info(info)
+        except AttributeError:  # anyio asked uvloop's dropped socket (None) for its peer name
+            return None
 
 
 class HttpxSession:
@@ -97,15 +187,20 @@ class HttpxSession:
         # httpx's limits are for the whole pool, whatever the origin: per origin, times the origins.
         connections = (1 if options.http2 else options.max_connections) * options.origins
         keepalive = 0 if options.no_reuse else connections
-        self._client = httpx.AsyncClient(
-            timeout=None,  # the whole-request deadline below is the only limit
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=keepalive),
+        transport = httpx.AsyncHTTPTransport(
+            verify=tls,
             http1=not options.http2,
             http2=options.http2,
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=keepalive),
+        )
+        # httpx 0.28 (pinned) takes no network backend; its pool (httpcore 1.0) does, here.
+        transport._pool._network_backend = _Backend()  # type: ignore[union-attr]
+        self._client = httpx.AsyncClient(
+            transport=transport,
+            timeout=None,  # the whole-request deadline below is the only limit
             follow_redirects=False,  # a 3xx is an answer to count, not a hop to make
             trust_env=False,  # measure the service, not a proxy from the environment
             headers={"User-Agent": USER_AGENT},
-            verify=tls,
         )
         if options.compress:
             self._client.headers["Accept-Encoding"] = "gzip"
@@ -122,6 +217,7 @@ class HttpxSession:
         url = self._urls.get(request.url)
         if url is None:
             url = self._urls[request.url] = httpx.URL(request.url)
+        token = _current_trace.set(trace)
         result.start_ns = time.monotonic_ns()
         try:
             async with asyncio.timeout(self._timeout_s):
@@ -143,10 +239,15 @@ class HttpxSession:
                         self._server_reported = True
                     await self._read_body(response, result, hash_body)
         except TimeoutError:
-            waited_for = "complete body" if result.headers_ns else "response headers"
-            result.error, result.error_text = kinds.TIMEOUT, f"timeout: no {waited_for} within {self._timeout_text}"
+            phase = failures.BODY_PHASE if result.headers_ns else trace.phase
+            result.error, result.error_text = kinds.TIMEOUT, failures.timeout_text(phase, self._timeout_text,
+                                                                                    trace.target)
         except (httpx.HTTPError, OSError, ssl.SSLError) as exc:
-            result.error, result.error_text = classify(exc)
+            result.error, result.error_text = classify(exc, bool(result.headers_ns))
+        except BodyError as exc:
+            result.error, result.error_text = kinds.PROTOCOL, str(exc)
+        finally:
+            _current_trace.reset(token)
         if result.error and self._http2 and trace.alpn not in (None, "h2"):
             result.error = kinds.PROTOCOL
             result.error_text = f"protocol: the server did not agree to HTTP/2 (ALPN: {trace.alpn or 'none'})"
@@ -156,17 +257,22 @@ class HttpxSession:
         return result
 
     async def _read_body(self, response: httpx.Response, result: Result, hash_body: bool) -> None:
-        """Count (and hash, when sampled) the body chunk by chunk; nothing is kept."""
-        hasher = Fnv1a64() if hash_body else None
-        chunks = response.aiter_bytes() if self._compress else response.aiter_raw()
+        """Count (and hash, when sampled) the body chunk by chunk; nothing is kept.
+
+        Read raw, as it came: bodies are inflated for the hash only, by runner.bodyhash,
+        as in the fast transport (httpx would inflate without a bound on the output).
+        """
+        hasher = None
+        if hash_body:
+            hasher = BodyHash(gzip=self._compress and is_gzip(response.headers.get("content-encoding", "")))
         try:
-            async for chunk in chunks:
+            async for chunk in response.aiter_raw():
                 if hasher is not None:
                     hasher.update(chunk)
         finally:
             result.bytes_in = response.num_bytes_downloaded  # what arrived, even if cut short
         if hasher is not None:
-            result.body_hash = hasher.value
+            result.body_hash = hasher.value()
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -202,13 +308,28 @@ def kept_alive(response: httpx.Response) -> bool:
     return "close" not in connection
 
 
-def classify(exc: BaseException) -> tuple[str, str]:
-    """The error kind and a short text for a failed send, from the exception and its causes."""
+# h11's texts for two failures named as the fast transport names them: a head or chunk line over
+# the limit, and a 101 (which h11 refuses, since no request of ours ever proposes a switch).
+_RECEIVE_BUFFER_TOO_LONG = "Receive buffer too long"
+_SWITCHED = "Received server _SWITCH_UPGRADE event"
+
+
+def classify(exc: BaseException, headers_seen: bool = False) -> tuple[str, str]:
+    """The error kind and a short text for a failed send, from the exception and its causes.
+
+    `headers_seen`: the response head had arrived, so h11's buffer limit was hit by a
+    chunk-size line or trailers rather than by the head.
+    """
     chain = causes(exc)
     found = os_failure(chain)
     if found is not None:
         return found
     text = message(chain)
+    if isinstance(exc, httpx.RemoteProtocolError) and text == _RECEIVE_BUFFER_TOO_LONG:
+        too_large = failures.framing_too_large if headers_seen else failures.head_too_large
+        return kinds.PROTOCOL, too_large(MAX_HEAD_BYTES)
+    if isinstance(exc, httpx.RemoteProtocolError) and text.startswith(_SWITCHED):
+        return kinds.PROTOCOL, failures.SWITCHED_PROTOCOLS
     if isinstance(exc, httpx.TimeoutException):
         return kinds.TIMEOUT, f"timeout: {text}"
     if isinstance(exc, httpx.ConnectError):

@@ -8,11 +8,23 @@ transport is the first implementation; a faster one can sit behind the same two 
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import ipaddress
+import queue
+import socket
+import threading
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from runner.result import Result
 from runner.targets import Request
+
+# The most bytes a response head may take, and a chunk-size line or trailer section: what
+# httpcore 1.0.9 allows h11 to buffer (max_incomplete_event_size). The fast transport holds
+# heads to the same bound, so a server that streams headers forever fails the same way,
+# with the same text, in both, and never costs more memory than this per connection.
+MAX_HEAD_BYTES = 100 * 1024
 
 
 @dataclass(frozen=True)
@@ -45,3 +57,83 @@ class Transport(Protocol):
     def session(self) -> Session:
         """A new session: one client's own connection(s)."""
         ...
+
+
+Address = tuple[int, tuple[Any, ...]]  # (address family, socket address), as connect() takes it
+
+
+async def resolve(host: str, port: int) -> list[Address]:
+    """The addresses to try for host:port, in the resolver's order.
+
+    Both transports resolve here, before connecting, so that a timeout can say the DNS
+    lookup was what took the time, and a failed lookup reads the same in both. An IP
+    address takes no lookup. A name the IDNA codec refuses (an empty label, one over 63
+    characters) fails as a DNS failure with the codec's reason: it cannot be looked up.
+    """
+    numeric = _is_ip(host)
+    if not numeric:
+        try:
+            host.encode("idna")
+        except UnicodeError as exc:
+            reason = exc.__cause__ or exc
+            raise socket.gaierror(socket.EAI_NONAME, f"{host} is not a valid host name ({reason})") from exc
+    if numeric:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    else:
+        found = await asyncio.wrap_future(_LOOKUPS.lookup(host, port))
+    return [(family, address) for family, _, _, _, address in found]
+
+
+class _Lookups:
+    """getaddrinfo calls, made in a few daemon threads of our own.
+
+    A lookup the DNS server never answers blocks its thread for the resolver's own timeout
+    (seconds, times its attempts and search domains), long after the send gave up on it.
+    The event loop's pool (libuv's, under uvloop) joins its threads when the process
+    exits, so a run against a silent DNS server printed its summary on time and then
+    lingered for as long again; daemon threads are not waited for. A lookup whose send
+    has given up before a thread took it is not made at all.
+    """
+
+    THREADS = 4  # as many lookups at once as libuv's pool would make
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], str, int]] = queue.SimpleQueue()
+        self._threads = 0
+        self._lock = threading.Lock()
+
+    def lookup(self, host: str, port: int) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._queue.put((future, host, port))
+        with self._lock:
+            if self._threads < self.THREADS:
+                self._threads += 1
+                threading.Thread(target=self._work, name="soak-dns", daemon=True).start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            future, host, port = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue  # its send timed out or was cancelled while it waited
+            try:
+                future.set_result(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+            except BaseException as exc:  # noqa: BLE001 - handed to the send, which names it
+                future.set_exception(exc)
+
+
+_LOOKUPS = _Lookups()
+
+
+def address_text(address: tuple[Any, ...]) -> str:
+    """A socket address as a reader writes it: 127.0.0.1:80, [::1]:80."""
+    host, port = address[0], address[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
