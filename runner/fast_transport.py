@@ -18,7 +18,7 @@ import re
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 import httptools
@@ -198,41 +198,43 @@ class FastSession:
     async def _connect(self, dial: _Dial, host: str, port: int, https: bool) -> _Connection:
         """A new connection to host:port: look the name up, connect, shake hands, each phase noted in `dial`.
 
-        Done step by step (rather than by create_connection alone) so that a timeout can
-        say which step ran out of time. The addresses are tried in the resolver's order.
+        Done step by step (rather than by one create_connection with the name and ssl) so that
+        a timeout can say which step ran out of time.
         """
         addresses = await resolve(host, port)
-        sock = await self._connect_socket(dial, addresses)
+        transport, connection = await self._connect_first(dial, addresses)
         if https:
             dial.phase = failures.TLS_PHASE
-        # The loop owns the socket from here, and closes it if this fails or is cancelled.
-        _, connection = await self._loop.create_connection(
-            lambda: _Connection(self._open, self._loop, self._compress, self._deadlines),
-            sock=sock,
-            ssl=self._tls() if https else None,
-            server_hostname=host if https else None,
-        )
+            try:
+                tls = await self._loop.start_tls(transport, connection, self._tls(), server_hostname=host)
+            except BaseException:
+                connection.drop()
+                raise
+            assert tls is not None
+            connection.secured(tls)
         dial.phase = None
         return connection
 
-    async def _connect_socket(self, dial: _Dial, addresses: list[Address]) -> socket.socket:
-        """A socket connected to the first of `addresses` that accepts; else the first one's error."""
+    async def _connect_first(self, dial: _Dial, addresses: Sequence[Address]) -> tuple[asyncio.Transport, _Connection]:
+        """A TCP connection to the first of `addresses` that accepts one; else the first one's error."""
         first_error: OSError | None = None
         for family, address in addresses:
             dial.phase, dial.target = failures.CONNECT_PHASE, address_text(address)
-            sock = socket.socket(family, socket.SOCK_STREAM)
             try:
-                sock.setblocking(False)
+                transport, connection = await self._loop.create_connection(
+                    lambda: _Connection(self._open, self._loop, self._compress, self._deadlines),
+                    address[0], address[1], family=family,
+                )
+            except OSError as exc:
+                first_error = first_error or exc
+                continue
+            sock = transport.get_extra_info("socket")
+            try:
                 # Requests are small and latency is what we measure: send each at once.
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                await self._loop.sock_connect(sock, address)
-                return sock
-            except OSError as exc:
-                sock.close()
-                first_error = first_error or exc
-            except BaseException:
-                sock.close()
-                raise
+            except (AttributeError, OSError):
+                pass  # already lost (reset at accept): the request's send() will say so
+            return transport, connection
         raise first_error or OSError(f"no address for {dial.target}")
 
     async def aclose(self) -> None:
@@ -345,14 +347,23 @@ class _Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
-    # --- asyncio.Protocol --------------------------------------------------------------
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport  # type: ignore[assignment]
-        self._registry.add(self)
+    def secured(self, transport: asyncio.Transport) -> None:
+        """The TLS handshake is done: speak through `transport`, the TLS layer, from now on."""
+        self._transport = transport
         tls = transport.get_extra_info("ssl_object")
         if tls is not None:
             self.protocol = f"HTTP/1.1 {tls.version()}"
+
+    def drop(self) -> None:
+        """Abort a connection that never carried a request (its TLS handshake failed)."""
+        self._registry.discard(self)
+        self.abort()
+
+    # --- asyncio.Protocol --------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # TCP; secured() puts TLS over it
+        self._registry.add(self)
 
     def data_received(self, data: bytes) -> None:
         result = self._result

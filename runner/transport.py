@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import ipaddress
 import queue
 import socket
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -62,7 +64,7 @@ class Transport(Protocol):
 Address = tuple[int, tuple[Any, ...]]  # (address family, socket address), as connect() takes it
 
 
-async def resolve(host: str, port: int) -> list[Address]:
+async def resolve(host: str, port: int) -> Sequence[Address]:
     """The addresses to try for host:port, in the resolver's order.
 
     Both transports resolve here, before connecting, so that a timeout can say the DNS
@@ -70,18 +72,31 @@ async def resolve(host: str, port: int) -> list[Address]:
     address takes no lookup. A name the IDNA codec refuses (an empty label, one over 63
     characters) fails as a DNS failure with the codec's reason: it cannot be looked up.
     """
-    numeric = _is_ip(host)
-    if not numeric:
-        try:
-            host.encode("idna")
-        except UnicodeError as exc:
-            reason = exc.__cause__ or exc
-            raise socket.gaierror(socket.EAI_NONAME, f"{host} is not a valid host name ({reason})") from exc
-    if numeric:
-        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
-    else:
-        found = await asyncio.wrap_future(_LOOKUPS.lookup(host, port))
+    numeric = _numeric(host, port)
+    if numeric is not None:
+        return numeric
+    try:
+        host.encode("idna")
+    except UnicodeError as exc:
+        reason = exc.__cause__ or exc
+        raise socket.gaierror(socket.EAI_NONAME, f"{host} is not a valid host name ({reason})") from exc
+    found = await asyncio.wrap_future(_LOOKUPS.lookup(host, port))
     return [(family, address) for family, _, _, _, address in found]
+
+
+@functools.lru_cache(maxsize=1024)
+def _numeric(host: str, port: int) -> tuple[Address, ...] | None:
+    """host:port's one address if host is an IP address, else None; kept, as it never changes.
+
+    A run without keep-alive connects for every request, so this is not worked out again
+    each time (the answer for a name is: it may change, so it is looked up every time).
+    """
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    return tuple((family, address) for family, _, _, _, address in found)
 
 
 class _Lookups:
@@ -129,11 +144,3 @@ def address_text(address: tuple[Any, ...]) -> str:
     """A socket address as a reader writes it: 127.0.0.1:80, [::1]:80."""
     host, port = address[0], address[1]
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
