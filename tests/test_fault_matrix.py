@@ -24,6 +24,7 @@ import re
 import shutil
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -227,14 +228,17 @@ def test_dns_lookup_never_answered(model: str, tmp_path: Path) -> None:
     still blocked when the run ends must not hold the process up either.
     """
     resolv = tmp_path / "resolv.conf"
-    resolv.write_text(f"nameserver {SILENT_RESOLVER}\noptions timeout:3 attempts:1\n")
+    # Each lookup waits 30 s (the resolver's most) for an answer: far past the run's end.
+    resolv.write_text(f"nameserver {SILENT_RESOLVER}\noptions timeout:30 attempts:1\n")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
         silent.bind((SILENT_RESOLVER, 53))
         command = soak_command("--qps", "20", "--concurrency", "2", *INTERVALS, "--loadModel", model,
                                *SHORT_TIMEOUT, "http://soak-never-answered.test/")
+        started = time.monotonic()
         done = subprocess.run(["unshare", "--mount", "sh", "-c", 'mount --bind "$0" /etc/resolv.conf && exec "$@"',
                                str(resolv), *command], capture_output=True, text=True, timeout=60, cwd=REPO,
                               env={**os.environ, "TZ": "UTC"})
+        took = time.monotonic() - started
         silent.setblocking(False)
         assert silent.recv(512), "the run's lookups did not reach the silent resolver"
     run = Run(done.returncode, done.stdout, done.stderr)
@@ -242,6 +246,8 @@ def test_dns_lookup_never_answered(model: str, tmp_path: Path) -> None:
     assert summary["errors"] == {"timeout": summary["requests"]}
     texts = {m["text"] for m in error_lines(run)}
     assert texts == {"timeout: DNS lookup of soak-never-answered.test not answered within 500ms"}
+    # A 2 s run; lookups still waiting for their 30 s once it is over must not keep it from exiting.
+    assert took < 25, f"the run took {took:.1f} s to exit"
 
 
 @pytest.mark.parametrize("host", ["a" * 64 + ".invalid", "a..b"], ids=["label over 63", "empty label"])
