@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from runner import result as kinds
 
 MESSAGE_CHARS = 160
+_SSL_SOURCE_LINE = re.compile(r" \(_ssl\.c:\d+\)")  # "(_ssl.c:2580)": differs by Python version, says nothing
 
 # The phases of a send, in order. A timeout is always kind `timeout`; its text names the phase
 # that ran out of time, because "no response headers" for a DNS lookup that never answered
@@ -59,7 +60,6 @@ def framing_too_large(limit: int) -> str:
 
 def _kib(size: int) -> str:
     return f"{size // 1024} KiB" if size % 1024 == 0 else f"{size} bytes"
-_SSL_SOURCE_LINE = re.compile(r" \(_ssl\.c:\d+\)")  # "(_ssl.c:2580)": differs by Python version, says nothing
 
 
 def causes(exc: BaseException) -> list[BaseException]:

@@ -4,6 +4,9 @@ A session is one client's connection(s): the engine opens one per client, so kee
 reuse means one connection per client, as in slow_cooker. Implementations measure the
 timings the Result asks for themselves, because only they see the socket. The httpx
 transport is the first implementation; a faster one can sit behind the same two methods.
+
+Below that, what both transports share so they behave alike: the bound on a response head,
+and how a host name is looked up before connecting.
 """
 
 from __future__ import annotations
@@ -106,8 +109,8 @@ class _Lookups:
     (seconds, times its attempts and search domains), long after the send gave up on it.
     The event loop's pool (libuv's, under uvloop) joins its threads when the process
     exits, so a run against a silent DNS server printed its summary on time and then
-    lingered for as long again; daemon threads are not waited for. A lookup whose send
-    has given up before a thread took it is not made at all.
+    lingered until every such lookup had timed out (over a minute); daemon threads are
+    not waited for. A lookup whose send has given up before a thread took it is not made.
     """
 
     THREADS = 4  # as many lookups at once as libuv's pool would make
