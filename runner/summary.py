@@ -165,7 +165,11 @@ def bench_dict(summary: RunSummary, bench: BenchTally) -> dict[str, Any]:
         "length": bench.length_mismatches,
         "exceptions": failures["exceptions"],
     }
-    time_taken_ns = max(bench.last_end_ns - info.start_ns, 0) if bench.last_end_ns else 0
+    # Until the last response ended, or until sending stopped if that was later: a bench that
+    # -t ends lasts at least its time limit, as ab's does, even when the last responses came
+    # back a moment before the clients next looked at the clock.
+    end_ns = max(bench.last_end_ns, summary.sending_end_ns)
+    time_taken_ns = max(end_ns - info.start_ns, 0) if bench.last_end_ns else 0
     served = bench.total.percentiles(SERVED_WITHIN)
     return {
         "server": bench.server or "",

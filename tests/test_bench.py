@@ -120,7 +120,7 @@ def test_time_limit_stops_the_bench(nginx: Nginx) -> None:
     ab = ab_fields(run)
     summary = run.summary
     assert summary["stopReason"] == "duration"
-    assert 2.0 <= ab["timeTakenSeconds"] < 2.5
+    assert 2.0 <= ab["timeTakenSeconds"] < 3  # the limit, and the last responses' moment after it
     assert nginx.requests_logged() - before == ab["complete"] == summary["requests"] > 0
     assert len(summary["intervalStats"]) >= 2, "a bench keeps its 1s intervals in the summary"
 

@@ -12,10 +12,10 @@ from hdrh.histogram import HdrHistogram
 
 from runner.config import merge, settings_from
 from runner.histogram import LatencyHistogram
-from runner.recorder import Interval, Tally
+from runner.recorder import BenchTally, Interval, Tally
 from runner.report import RunInfo, RunSummary, in_unit
 from runner.result import Result
-from runner.summary import SUMMARY_PERCENTILES, JsonSummaryReporter, percentile_keys, summary_dict
+from runner.summary import SUMMARY_PERCENTILES, JsonSummaryReporter, bench_dict, percentile_keys, summary_dict
 
 START = 7_000_000_000_000
 WALL = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -230,3 +230,18 @@ def test_reporter_prints_two_space_indented_json_at_the_end() -> None:
                           '  "p999": 999,']
     assert text.endswith("}\n")
     assert json.loads(text)["requests"] == 1000
+
+
+def test_a_bench_ended_by_its_time_limit_lasts_at_least_the_limit() -> None:
+    """-t 2: the last responses came back a moment before 2 s and the clients looked at the clock
+    just after it, so no send went out later; the bench still took its 2 s, as ab's does (it
+    read 1.999988 s)."""
+    bench = BenchTally()
+    bench.add(Result(start_ns=START, headers_ns=START + 1_999_000_000, end_ns=START + 1_999_988_000, status=200))
+    settings = settings_from(merge({"mode": "bench", "duration": "2s"}))
+    limit = START + 2_000_000_000
+    summary = RunSummary(RunInfo(settings, ["http://a/"], None, START, WALL), 2, limit, limit, Tally(), None, None,
+                         None, "duration", 0.1, 1, bench=bench)
+    assert bench_dict(summary, bench)["timeTakenSeconds"] == 2.0
+    bench.add(Result(start_ns=START, headers_ns=limit, end_ns=limit + 3_000_000, status=200))  # one came back later
+    assert bench_dict(summary, bench)["timeTakenSeconds"] == 2.003
