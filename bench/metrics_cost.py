@@ -49,8 +49,8 @@ sys.path.insert(0, str(REPO))
 
 from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 
-from runner.metrics import Figures, MetricsTally, SoakCollector, url_slots  # noqa: E402
-from runner.result import Result  # noqa: E402
+from runner.load.result import Result  # noqa: E402
+from runner.metrics.collector import Figures, MetricsTally, SoakCollector, url_slots  # noqa: E402
 
 
 def free_port() -> int:

@@ -24,29 +24,31 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from runner import __version__, abflags, launch, workers
-from runner.abreport import AbReporter
-from runner.abreport import report as ab_report
-from runner.config import Settings, merge, read_config_file, settings_from
-from runner.csvreport import CsvReporter, check_csv_path, open_csv
-from runner.demo import start_target, stop_target
-from runner.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_USAGE, EXIT_WORKER_FAILED, UsageError
-from runner.linkerd import proxy_lifecycle
-from runner.merge import merge_shards
-from runner.outputs import Outputs
-from runner.plan import describe
-from runner.podlogs import read_pods
-from runner.report import Reporter
-from runner.schema import ValidationError, schema, settings_names, validate
-from runner.shards import Shard, check_split, shard_of
-from runner.slowcooker import SlowCookerReporter
-from runner.summary import JsonSummaryReporter
-from runner.targets import build_requests, load_url_file, urls_from_arguments
-from runner.tls import INSECURE_WARNING
-from runner.verdict import Verdict
+from runner import __version__
+from runner.commands.outputs import Outputs
+from runner.config import abflags
+from runner.config.schema import ValidationError, schema, settings_names, validate
+from runner.config.settings import Settings, merge, read_config_file, settings_from
+from runner.config.targets import build_requests, load_url_file, urls_from_arguments
+from runner.core.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_USAGE, EXIT_WORKER_FAILED, UsageError
+from runner.load.shards import Shard, check_split, shard_of
+from runner.load.tls import INSECURE_WARNING
+from runner.readback.podlogs import read_pods
+from runner.report.abreport import AbReporter
+from runner.report.abreport import report as ab_report
+from runner.report.base import Reporter
+from runner.report.csvreport import CsvReporter, check_csv_path, open_csv
+from runner.report.plan import describe
+from runner.report.slowcooker import SlowCookerReporter
+from runner.report.summary import JsonSummaryReporter
+from runner.report.verdict import Verdict
+from runner.run import launch, workers
+from runner.run.demo_target import start_target, stop_target
+from runner.run.linkerd import proxy_lifecycle
+from runner.stats.merge import merge_shards
 
 if TYPE_CHECKING:
-    from runner.metrics import Metrics
+    from runner.metrics.collector import Metrics
 
 PROG = "soak"
 OUTPUTS = Outputs()  # stdout, stderr and their failures, for the whole process (see outputs.py)
@@ -167,7 +169,7 @@ def _metrics(settings: Settings, urls: list[str], verdict: Verdict | None) -> Me
     """The run's Prometheus metrics, when the settings ask for them (prometheus_client loads only then)."""
     if not (settings.metric_addr or settings.pushgateway):
         return None
-    from runner.metrics import Metrics
+    from runner.metrics.collector import Metrics
 
     return Metrics(settings, urls, verdict, sys.stderr)
 
@@ -457,13 +459,13 @@ COMMANDS: dict[str, Command] = {
     "compare": Command(
         "Compare finished runs side by side, each file a column, with its change in percent against the first: "
         "JSON summaries, kubectl logs as saved, or slow_cooker logs.",
-        _deferred("runner.compare", "arguments"),
-        _deferred("runner.compare", "main"),
+        _deferred("runner.commands.compare", "arguments"),
+        _deferred("runner.commands.compare", "main"),
     ),
     "plot": Command(
         "Draw a run over time as a PNG or SVG: latency percentiles per interval above, goal% and errors below.",
-        _deferred("runner.plot", "arguments"),
-        _deferred("runner.plot", "main"),
+        _deferred("runner.commands.plot", "arguments"),
+        _deferred("runner.commands.plot", "main"),
     ),
 }
 

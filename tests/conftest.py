@@ -236,7 +236,7 @@ class IntervalFields:
         return self.good + self.bad + self.failed
 
     def args(self) -> tuple:
-        """The columns in runner.slowcooker.interval_line's argument order, to print the line again."""
+        """The columns in runner.report.slowcooker.interval_line's argument order, to print the line again."""
         return (self.timestamp, self.iteration, self.good, self.bad, self.failed, self.target, self.goal_percent,
                 self.interval, self.latencies, self.bhash, self.change)
 

@@ -12,7 +12,7 @@ import os
 import subprocess
 from typing import Any
 
-from runner.histogram import LatencyHistogram
+from runner.stats.histogram import LatencyHistogram
 from tests.conftest import GOLDEN, REPO, free_port, soak_command
 
 SLOW_COOKER_LOGS = sorted(p.name for p in GOLDEN.glob("*.log"))

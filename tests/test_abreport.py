@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from runner.abreport import banner, finished_line, heartbeat, progress_line, report, round_ms, sanity_lines
+from runner.report.abreport import banner, finished_line, heartbeat, progress_line, report, round_ms, sanity_lines
 from tests.conftest import GOLDEN
 
 COPYRIGHT = (

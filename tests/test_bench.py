@@ -15,14 +15,14 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from runner.abreport import report
-from runner.engine import Engine, Load
-from runner.httpx_transport import head_size
-from runner.recorder import BenchTally
-from runner.result import ERROR_KINDS, Result
-from runner.schedule import Schedule
-from runner.summary import AB_FAILURES
-from runner.targets import Request
+from runner.config.targets import Request
+from runner.load.engine import Engine, Load
+from runner.load.httpx_transport import head_size
+from runner.load.result import ERROR_KINDS, Result
+from runner.load.schedule import Schedule
+from runner.report.abreport import report
+from runner.report.summary import AB_FAILURES
+from runner.stats.recorder import BenchTally
 from tests.conftest import NGINX_PAGE, Nginx, Run, run_soak
 from tests.faultserver import VARYING_BODIES, FaultServer, refused_port
 from tests.test_abreport import parse_ab

@@ -11,8 +11,8 @@ import tracemalloc
 
 import pytest
 
-from runner.bodyhash import INFLATE_STEP, BodyError, BodyHash, is_gzip
-from runner.fnv import fnv1a64
+from runner.load.bodyhash import INFLATE_STEP, BodyError, BodyHash, is_gzip
+from runner.load.fnv import fnv1a64
 
 PLAIN = b"the body as the application sees it\n" * 50
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.schema import settings_names
+from runner.config.schema import settings_names
 from tests.conftest import REPO, Nginx, run_soak
 
 

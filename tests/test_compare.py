@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.compare import change, column_names, compare_text
-from runner.results import LoadedRun, load_run, read_run
+from runner.commands.compare import change, column_names, compare_text
+from runner.readback.results import LoadedRun, load_run, read_run
 from tests.conftest import GOLDEN, REPO, run_soak
 from tests.runlogs import summary_text
 

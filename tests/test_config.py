@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from runner.config import Settings, merge, read_config_file, settings_from
-from runner.errors import UsageError
-from runner.schema import defaults, json_path_in, schema, settings_names, validate
+from runner.config.schema import defaults, json_path_in, schema, settings_names, validate
+from runner.config.settings import Settings, merge, read_config_file, settings_from
+from runner.core.errors import UsageError
 
 REPO = Path(__file__).resolve().parent.parent
 HINT = "a duration like 500ms, 10s, 1m or 1m30s"

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
 
-from runner.config import merge, settings_from
-from runner.csvreport import CsvReporter, csv_rows
-from runner.histogram import LatencyHistogram
-from runner.recorder import Tally
-from runner.report import RunInfo, RunSummary
-from runner.summary import percentile_keys
+from runner.config.settings import merge, settings_from
+from runner.report.base import RunInfo, RunSummary
+from runner.report.csvreport import CsvReporter, csv_rows
+from runner.report.summary import percentile_keys
+from runner.stats.histogram import LatencyHistogram
+from runner.stats.recorder import Tally
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 GOLDEN_CSV = GOLDEN / "latencies-us.csv"
@@ -140,9 +140,9 @@ def test_csv_reporter_writes_the_run_histogram_at_finish_and_closes() -> None:
 
 def test_the_recorders_unit_histogram_truncates_exactly() -> None:
     """A latency just under a unit boundary stays under it, however its ns bucket lies."""
-    from runner.recorder import Recorder
-    from runner.result import Result
-    from runner.schedule import Grid
+    from runner.load.result import Result
+    from runner.load.schedule import Grid
+    from runner.stats.recorder import Recorder
 
     recorder = Recorder(Grid(0, 10**9), unit_ns=1_000_000)
     for latency in (2_999_999, 3_000_000, 999_999, 9_000_000):

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from runner.durations import (
+from runner.core.durations import (
     DURATION_HINT,
     NS_PER_HOUR,
     NS_PER_MIN,

@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from runner.engine import Engine, Load
-from runner.result import Result
-from runner.schedule import Schedule
-from runner.targets import Request
+from runner.config.targets import Request
+from runner.load.engine import Engine, Load
+from runner.load.result import Result
+from runner.load.schedule import Schedule
 
 MS = 1_000_000
 

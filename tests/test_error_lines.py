@@ -11,9 +11,9 @@ import json
 import re
 from pathlib import Path
 
-from runner.errors import EXIT_OK
-from runner.recorder import GROUP_URLS
-from runner.slowcooker import MAX_ERROR_LINES
+from runner.core.errors import EXIT_OK
+from runner.report.slowcooker import MAX_ERROR_LINES
+from runner.stats.recorder import GROUP_URLS
 from tests.conftest import assert_counts_add_up, run_soak
 from tests.echoserver import EchoServer
 from tests.faultserver import refused_port

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.estimate import estimate, interval_points
+from runner.stats.estimate import estimate, interval_points
 
 QUANTILES = {"p50": 0.5, "p75": 0.75, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p999": 0.999}
 ROW = {0.5: 10, 0.95: 20, 0.99: 40, 0.999: 80}

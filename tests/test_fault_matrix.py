@@ -32,10 +32,10 @@ from pathlib import Path
 
 import pytest
 
-from runner import failures
-from runner.fnv import fnv1a64
-from runner.targets import Request
-from runner.transport import MAX_HEAD_BYTES, TransportOptions
+from runner.config.targets import Request
+from runner.load import failures
+from runner.load.fnv import fnv1a64
+from runner.load.transport import MAX_HEAD_BYTES, TransportOptions
 from tests.conftest import REPO, Run, assert_counts_add_up, parse_interval, run_soak, soak_command
 from tests.faultserver import (
     GZIP_PLAIN,
@@ -257,7 +257,7 @@ def test_a_host_name_the_idna_codec_refuses_is_a_dns_failure(transport: str, hos
 
     Straight at the transport, since the command line no longer lets such a URL through.
     """
-    from runner.launch import TRANSPORTS
+    from runner.run.launch import TRANSPORTS
 
     options = TransportOptions(timeout_ns=2_000_000_000, no_reuse=False, compress=False, max_connections=1)
 

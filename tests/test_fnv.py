@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from runner.fnv import OFFSET_BASIS, PRIME, Fnv1a64, fnv1a64
+from runner.load.fnv import OFFSET_BASIS, PRIME, Fnv1a64, fnv1a64
 
 # Published FNV-1a 64 test vectors (Landon Curt Noll's FNV test suite; also Go's hash/fnv tests).
 VECTORS = [

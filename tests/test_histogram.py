@@ -8,7 +8,7 @@ import statistics
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from runner.histogram import DIGITS, HIGHEST_NS, LatencyHistogram
+from runner.stats.histogram import DIGITS, HIGHEST_NS, LatencyHistogram
 
 
 def filled(values: list[int]) -> LatencyHistogram:
@@ -180,7 +180,7 @@ def test_recording_matches_hdrh_slot_for_slot() -> None:
     """The inlined slot arithmetic puts every value where hdrh's record_value would."""
     from hdrh.histogram import HdrHistogram
 
-    from runner.histogram import slot
+    from runner.stats.histogram import slot
 
     rng = random.Random(5)
     edges = [0, 1, 2047, 2048, 2049, 4095, 4096, 4097, HIGHEST_NS - 1, HIGHEST_NS]

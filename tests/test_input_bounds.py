@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.inputfiles import BODY_LIMIT, CONFIG_LIMIT, URL_LIST_LIMIT
+from runner.config.files import BODY_LIMIT, CONFIG_LIMIT, URL_LIST_LIMIT
 from tests.conftest import REPO, Run, soak_command
 
 URL = "http://127.0.0.1:9/"  # never reached: every case is refused before anything is sent

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.errors import EXIT_PROXY_NOT_READY
-from runner.logscan import scan
+from runner.core.errors import EXIT_PROXY_NOT_READY
+from runner.readback.logscan import scan
 from tests.conftest import free_port, run_soak, soak_command
 from tests.fakeproxy import FakeProxy
 from tests.pallet import pod_command, render, soak_container

@@ -7,15 +7,15 @@ import random
 
 import pytest
 
-from runner.config import merge as merge_layers
-from runner.config import settings_from
-from runner.errors import UsageError
-from runner.histogram import LatencyHistogram
-from runner.merge import ShardRun, merge_shards
-from runner.podlogs import read_pods, split_by_pod, split_runs
-from runner.recorder import Tally
-from runner.report import RunInfo, rfc3339
-from runner.result import Result
+from runner.config.settings import merge as merge_layers
+from runner.config.settings import settings_from
+from runner.core.errors import UsageError
+from runner.load.result import Result
+from runner.readback.podlogs import read_pods, split_by_pod, split_runs
+from runner.report.base import RunInfo, rfc3339
+from runner.stats.histogram import LatencyHistogram
+from runner.stats.merge import ShardRun, merge_shards
+from runner.stats.recorder import Tally
 
 SECOND = 1_000_000_000
 

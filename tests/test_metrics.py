@@ -12,9 +12,10 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from runner.config import merge, settings_from
-from runner.errors import UsageError
-from runner.metrics import (
+from runner.config.settings import merge, settings_from
+from runner.core.errors import UsageError
+from runner.load.result import Result
+from runner.metrics.collector import (
     DURATION,
     EDGES_NS,
     OTHER_URLS,
@@ -33,10 +34,9 @@ from runner.metrics import (
     url_label,
     url_slots,
 )
-from runner.recorder import Interval, Tally
-from runner.report import RunInfo, RunSummary
-from runner.result import Result
-from runner.verdict import Verdict
+from runner.report.base import RunInfo, RunSummary
+from runner.report.verdict import Verdict
+from runner.stats.recorder import Interval, Tally
 
 START = 9_000_000_000_000
 MS = 1_000_000
@@ -283,7 +283,7 @@ def test_metrics_with_local_workers_take_their_counts_from_the_workers() -> None
 
 @pytest.mark.parametrize("addr", ["127.0.0.1:0x", "1.2.3.4:", ":0", ":65536", "host", "a b:80"])
 def test_bad_metric_addresses_are_refused_by_the_schema(addr: str) -> None:
-    from runner.schema import validate
+    from runner.config.schema import validate
 
     with pytest.raises(UsageError, match="metricAddr.*is not allowed; must be host:port or :port"):
         validate({"metricAddr": addr}, lambda e: "--metricAddr")
@@ -316,8 +316,8 @@ def test_a_url_listed_twice_is_one_series() -> None:
 def test_the_pod_index_of_a_plain_indexed_job_is_its_completion_index() -> None:
     """Shards 1 in an Indexed Job: every pod runs the whole load; grouped under index 0 they
     overwrote each other's pushes, verdicts included."""
-    from runner.pushgateway import pod_index
-    from runner.shards import Shard
+    from runner.load.shards import Shard
+    from runner.metrics.push import pod_index
 
     assert pod_index(Shard(0, 1, 0, 1), {"JOB_COMPLETION_INDEX": "2"}) == "2"
     assert pod_index(Shard(0, 1, 0, 1), {}) == "0"

@@ -20,7 +20,7 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from runner.errors import EXIT_OK, EXIT_THRESHOLDS, EXIT_USAGE
+from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS, EXIT_USAGE
 from tests.conftest import REPO, Nginx, assert_counts_add_up, free_port, parse_interval, run_soak
 from tests.faultserver import FaultServer, refused_port
 from tests.pushgateway import Pushgateway, Samples
@@ -223,7 +223,7 @@ def test_validate_says_where_metrics_go() -> None:
             "(job soak)") in run.stdout
 
 
-CAP = 20  # runner.metrics.URL_SERIES_CAP, written out: these tests also run the CLI of code without it
+CAP = 20  # runner.metrics.collector.URL_SERIES_CAP, written out: these tests also run the CLI of code without it
 MANY = 500
 
 

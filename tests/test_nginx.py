@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.fnv import fnv1a64
-from runner.slowcooker import goal_percent, interval_line
+from runner.load.fnv import fnv1a64
+from runner.report.slowcooker import goal_percent, interval_line
 from tests.conftest import GOLDEN, NGINX_PAGE, Nginx, assert_counts_add_up, parse_interval, run_soak
 
 # Every test here runs once with each transport (see conftest.transport).

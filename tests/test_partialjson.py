@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runner.partialjson import read_object
+from runner.readback.partialjson import read_object
 from tests.runlogs import histogram_of, summary
 
 SUMMARY = summary(unit="us", intervalStats=[{"iter": 0, "good": 5, "errors": {"refused": 1}}],

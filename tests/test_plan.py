@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from runner.config import merge, settings_from
-from runner.plan import describe
+from runner.config.settings import merge, settings_from
+from runner.report.plan import describe
 
 URL = "http://nginx.nginx.svc.cluster.local"
 

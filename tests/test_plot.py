@@ -11,8 +11,16 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from runner.plot import DEFAULT_HEIGHT, DEFAULT_WIDTH, FLOOR, INSTALL_HINT, build_figure, latency_ticks, save_figure
-from runner.results import LoadedRun, load_run, read_run
+from runner.commands.plot import (
+    DEFAULT_HEIGHT,
+    DEFAULT_WIDTH,
+    FLOOR,
+    INSTALL_HINT,
+    build_figure,
+    latency_ticks,
+    save_figure,
+)
+from runner.readback.results import LoadedRun, load_run, read_run
 from tests.conftest import GOLDEN, REPO, Nginx, run_soak
 from tests.runlogs import mixed_log, split_log
 

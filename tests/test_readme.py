@@ -14,8 +14,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runner.result import ERROR_KINDS  # noqa: E402
-from runner.schema import schema, settings_names  # noqa: E402
+from runner.config.schema import schema, settings_names  # noqa: E402
+from runner.load.result import ERROR_KINDS  # noqa: E402
 
 README = REPO / "README.md"
 TABLE = re.compile(r"(<!-- settings-table:[^\n]*-->\n)(.*?)(<!-- end settings-table -->)", re.S)

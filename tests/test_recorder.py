@@ -10,11 +10,11 @@ import statistics
 
 import pytest
 
-from runner import result as kinds
-from runner.recorder import ERROR_GROUPS, GROUP_URLS, OTHER_TEXTS, ErrorGroup, Interval, Recorder, Tally
-from runner.redact import Secrets
-from runner.result import Result
-from runner.schedule import Grid
+from runner.core.redact import Secrets
+from runner.load import result as kinds
+from runner.load.result import Result
+from runner.load.schedule import Grid
+from runner.stats.recorder import ERROR_GROUPS, GROUP_URLS, OTHER_TEXTS, ErrorGroup, Interval, Recorder, Tally
 
 START = 5_000_000_000_000
 SECOND = 1_000_000_000

@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
-from runner import redact
-from runner.redact import HIDDEN, Secrets
+from runner.core import redact
+from runner.core.redact import HIDDEN, Secrets
 
 H = HIDDEN
 

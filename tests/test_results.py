@@ -15,10 +15,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from runner.errors import UsageError
-from runner.histogram import LatencyHistogram
-from runner.logscan import scan
-from runner.results import IntervalFigures, LoadedRun, load_run, read_run
+from runner.core.errors import UsageError
+from runner.readback.logscan import scan
+from runner.readback.results import IntervalFigures, LoadedRun, load_run, read_run
+from runner.stats.histogram import LatencyHistogram
 from tests.conftest import GOLDEN, Nginx
 from tests.runlogs import SLOW_COOKER_LOGS, mixed_log, split_log, summary_text
 

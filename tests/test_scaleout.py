@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from runner.schedule import Schedule
-from runner.shards import Shard, aligned_start, shard_of
-from runner.slowcooker import goal_percent, rounded_goal
+from runner.load.schedule import Schedule
+from runner.load.shards import Shard, aligned_start, shard_of
+from runner.report.slowcooker import goal_percent, rounded_goal
 from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak, soak_command
 from tests.pallet import find, pod_command, render
 

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from runner.schedule import NS_PER_S, Grid, Schedule, goal
+from runner.load.schedule import NS_PER_S, Grid, Schedule, goal
 
 START = 1_000_000_000_000  # an arbitrary monotonic reading
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.errors import EXIT_OK, EXIT_USAGE
+from runner.core.errors import EXIT_OK, EXIT_USAGE
 from tests.conftest import assert_counts_add_up, free_port, run_soak
 from tests.echoserver import SERVER_ESC, EchoServer
 from tests.test_signals import LiveRun

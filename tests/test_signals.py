@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from runner.durations import parse_duration
+from runner.core.durations import parse_duration
 from tests.conftest import REPO, Nginx, assert_counts_add_up, parse_interval, soak_command
 from tests.faultserver import FaultServer
 
@@ -285,10 +285,10 @@ def test_a_signal_while_the_last_requests_are_awaited_stops_within_the_grace() -
 # already past (the worker started late on a busy machine), so its first sends are due at once.
 _LATE_WORKER = """
 import os, signal, sys, time
-from runner import launch
-from runner.config import merge, settings_from
-from runner.shards import Shard
-from runner.summary import JsonSummaryReporter
+from runner.run import launch
+from runner.config.settings import merge, settings_from
+from runner.load.shards import Shard
+from runner.report.summary import JsonSummaryReporter
 
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 os.kill(os.getpid(), signal.SIGTERM)

@@ -8,9 +8,8 @@ import random
 
 import pytest
 
-from runner.recorder import GROUP_URLS, Tally
-from runner.result import Result
-from runner.slowcooker import (
+from runner.load.result import Result
+from runner.report.slowcooker import (
     MAX_ERROR_LINES,
     ChangeWindow,
     change_indicator,
@@ -22,6 +21,7 @@ from runner.slowcooker import (
     rounded_goal,
     startup_line,
 )
+from runner.stats.recorder import GROUP_URLS, Tally
 from tests.conftest import GOLDEN, parse_interval
 
 LOGS = ["100qps-ms.log", "100qps-us.log", "url-list-3.log", "with-csv-us.log", "faults-timeout-1s.log"]

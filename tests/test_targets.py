@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.config import merge, settings_from
-from runner.errors import UsageError
-from runner.schema import schema
-from runner.targets import (
+from runner.config.schema import schema
+from runner.config.settings import merge, settings_from
+from runner.config.targets import (
     HEADER_VALUE,
     URLS_KEY,
     Request,
@@ -23,6 +22,7 @@ from runner.targets import (
     resolve_headers,
     urls_from_arguments,
 )
+from runner.core.errors import UsageError
 
 REPO = Path(__file__).resolve().parent.parent
 

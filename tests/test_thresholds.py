@@ -6,10 +6,7 @@ import math
 
 import pytest
 
-from runner.errors import UsageError
-from runner.recorder import Tally
-from runner.result import Result
-from runner.thresholds import (
+from runner.config.thresholds import (
     LATENCIES,
     METRICS,
     Plan,
@@ -22,6 +19,9 @@ from runner.thresholds import (
     parse_rule,
     rules_for,
 )
+from runner.core.errors import UsageError
+from runner.load.result import Result
+from runner.stats.recorder import Tally
 
 MS = 1_000_000
 US = 1_000

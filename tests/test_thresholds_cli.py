@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.errors import EXIT_OK, EXIT_THRESHOLDS, EXIT_USAGE
-from runner.results import load_run
+from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS, EXIT_USAGE
+from runner.readback.results import load_run
 from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak
 from tests.faultserver import FaultServer, refused_port
 from tests.test_signals import LONG_RUN, LiveRun

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.tls import INSECURE_WARNING
+from runner.load.tls import INSECURE_WARNING
 from tests.certs import Pki
 from tests.conftest import Nginx, assert_counts_add_up, run_soak
 from tests.tlsservers import StrictTlsServer, TlsNginx

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from runner.errors import UsageError
-from runner.failures import causes, os_failure
-from runner.tls import client_context
-from runner.transport import TransportOptions
+from runner.core.errors import UsageError
+from runner.load.failures import causes, os_failure
+from runner.load.tls import client_context
+from runner.load.transport import TransportOptions
 from tests.certs import Pki
 
 

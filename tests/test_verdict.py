@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from runner.config import merge, settings_from
-from runner.errors import EXIT_OK, EXIT_THRESHOLDS
-from runner.recorder import Interval, Tally
-from runner.report import RunInfo, RunSummary
-from runner.result import Result
-from runner.summary import JsonSummaryReporter
-from runner.thresholds import Plan
-from runner.verdict import Verdict, plan_of
+from runner.config.settings import merge, settings_from
+from runner.config.thresholds import Plan
+from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
+from runner.load.result import Result
+from runner.report.base import RunInfo, RunSummary
+from runner.report.summary import JsonSummaryReporter
+from runner.report.verdict import Verdict, plan_of
+from runner.stats.recorder import Interval, Tally
 
 START = 7_000_000_000_000
 WALL = 1_767_225_600.0

@@ -1,0 +1,155 @@
+"""stdout, stderr and output files as the program writes them: each failure handled once, here.
+
+A soak must outlive its outputs: measuring goes on when the log cannot be written, because
+metrics may still be pushed and the exit code still tells the verdict. So every write to
+stdout and stderr goes through a Stream that catches the OSError, and this policy decides:
+
+- stdout's reader left (EPIPE, as with `soak ... | head`): the run stops as on a signal,
+  saying why, and its exit code is the verdict's (3 if thresholds broke, else 0);
+- stderr cannot be written: its lines are dropped (there is nowhere left to report that);
+- stdout or an output file cannot be written (a full disk, an I/O error): one line on stderr
+  names the output and the error, the run goes on, and the exit code is EXIT_OUTPUT (6)
+  unless thresholds broke (3 wins).
+
+A stream that failed once is written no more; its descriptor is pointed at /dev/null, so what
+is still buffered goes nowhere at exit instead of raising again.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from runner.core.errors import EXIT_OK, EXIT_OUTPUT
+from runner.report.base import Reporter
+
+STDOUT_GONE = "stdout closed by its reader"
+
+
+class Outputs:
+    """The program's stdout and stderr streams and what happened to them."""
+
+    def __init__(self) -> None:
+        self.failed = False  # some output could not be written: exit code 6
+        self.stdout_gone = False  # the reader of stdout left
+        self._stop: Callable[[str], None] | None = None
+        self.stdout: Stream | None = None
+        self.stderr: Stream | None = None
+
+    def install(self) -> None:
+        """Open fds 0-2 that are closed, and route sys.stdout and sys.stderr through Streams.
+
+        Called first thing: a closed fd 1 or 2 (`soak >&-`) would otherwise be given to the
+        first socket, so that stdout's lines went into a connection and uvloop aborted when it
+        closed a handle on fd 0-2 (`uv__close: Assertion fd > STDERR_FILENO failed`, exit 134).
+        """
+        if isinstance(sys.stdout, Stream):
+            return  # installed already (main called again in one process)
+        for fd in (0, 1, 2):
+            _open_if_closed(fd)
+        self.stdout = Stream("stdout", _usable(sys.stdout, 1), self)
+        self.stderr = Stream("stderr", _usable(sys.stderr, 2), self)
+        sys.stdout, sys.stderr = self.stdout, self.stderr  # type: ignore[assignment]
+
+    def failure(self, name: str, error: OSError) -> None:
+        """What a write to `name` ("stdout", "stderr", or an output file) failing with `error` means."""
+        if error.errno == errno.EPIPE and name in ("stdout", "stderr"):
+            if name == "stdout":  # the reader left: nothing more is read, so the run has no reason to go on
+                self.stdout_gone = True
+                if self._stop is not None:
+                    self._stop(STDOUT_GONE)
+            return
+        self.failed = True
+        if name != "stderr" and self.stderr is not None:
+            self.stderr.write(f"soak: {name}: {error.strerror or error}\n")
+
+    def exit_code(self, code: int) -> int:
+        """The exit code, given the command's: EXIT_OUTPUT instead of success when an output failed."""
+        return EXIT_OUTPUT if code == EXIT_OK and self.failed else code
+
+    def watch(self) -> Reporter:
+        """A reporter that only takes the run's stop, so a reader leaving stdout can stop the run."""
+        return _StopTaker(self)
+
+    def bind_stop(self, stop: Callable[[str], None]) -> None:
+        self._stop = stop
+        if self.stdout_gone:  # it left before the run could be told (its first lines)
+            stop(STDOUT_GONE)
+
+
+class Stream:
+    """A text stream whose write failures go to the Outputs policy once, then are written no more."""
+
+    def __init__(self, name: str, stream: TextIO, outputs: Outputs) -> None:
+        self.name = name
+        self._stream = stream
+        self._outputs = outputs
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                self._stream.write(text)
+            except OSError as e:
+                self._fail(e)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except OSError as e:
+                self._fail(e)
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding, reconfigure...
+        return getattr(self._stream, name)
+
+    def _fail(self, error: OSError) -> None:
+        self.broken = True
+        _to_dev_null(self._stream)
+        self._outputs.failure(self.name, error)
+
+
+class _StopTaker(Reporter):
+    def __init__(self, outputs: Outputs) -> None:
+        self._outputs = outputs
+
+    def bind_stop(self, stop: Callable[[str], None]) -> None:
+        self._outputs.bind_stop(stop)
+
+
+def _open_if_closed(fd: int) -> None:
+    try:
+        os.fstat(fd)
+    except OSError:
+        null = os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: `fd`, as 0..fd-1 are open
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+
+
+def _usable(stream: TextIO | None, fd: int) -> TextIO:
+    """sys.stdout or sys.stderr, or, when Python found the fd closed at its start (None), one on `fd` now."""
+    if stream is not None:
+        return stream
+    return open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+
+
+def _to_dev_null(stream: TextIO) -> None:
+    """Point the stream's descriptor at /dev/null: Python flushes it at exit, and would report that failing too."""
+    try:
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError):
+        return
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)

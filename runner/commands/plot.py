@@ -1,0 +1,208 @@
+"""`soak plot`: a soak over time, as one picture.
+
+Interval lines are read one at a time; a picture shows the whole hour at once: whether
+latency crept up or spiked, when errors came, whether the rate was kept. The top panel has
+each interval's p50, p95, p99 and max on a log axis (latency spans decades); the bottom
+one, on the same time axis, goal% and the errors (bad + failed) of each interval as bars.
+
+build_figure() makes the Figure from a loaded run and touches neither a display nor a file,
+so tests can inspect it; save_figure() writes it. matplotlib is an optional extra: the
+runner in the image never needs it, so only this command imports it, and pyplot (with its
+global state and display backends) is never used: the figure is drawn by Agg.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
+from runner.core.errors import EXIT_OK, UsageError
+from runner.readback.results import IntervalFigures, LoadedRun
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+DEFAULT_WIDTH, DEFAULT_HEIGHT, DPI = 1200, 700, 100
+MIN_PIXELS, MAX_PIXELS = 200, 10_000
+LATENCY_LINES = (("p50", "tab:blue"), ("p95", "tab:green"), ("p99", "tab:orange"), ("max", "tab:red"))
+FLOOR = 0.5  # where a latency printed as 0 (under one unit) is drawn: a log axis has no 0
+INSTALL_HINT = "soak plot needs matplotlib: pip install 'soak-pallet[plot]' (in the repository: pip install '.[plot]')"
+FORMATS = {".png": "png", ".svg": "svg"}
+
+
+def build_figure(run: LoadedRun, width: int = DEFAULT_WIDTH, height: int = DEFAULT_HEIGHT, dpi: int = DPI) -> Figure:
+    """The run's picture, `width` x `height` pixels at `dpi`; the run must have intervals."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.dates import ConciseDateFormatter
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    figure = Figure(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")
+    FigureCanvasAgg(figure)
+    top, bottom = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2, 1]})
+    x, bar_width = x_values(run.intervals)
+    _latency_panel(top, x, run)
+    _goal_panel(bottom, x, bar_width, run.intervals)
+    if isinstance(x[0], datetime):
+        bottom.xaxis.set_major_formatter(ConciseDateFormatter(bottom.xaxis.get_major_locator()))
+        bottom.set_xlabel("interval end (UTC)")
+    else:
+        bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
+        bottom.set_xlabel("interval (iter)")
+    figure.suptitle(title(run))
+    return figure
+
+
+def save_figure(figure: Figure, path: str, dpi: int = DPI) -> None:
+    """Write the figure: SVG when the path ends in .svg, else PNG."""
+    figure.savefig(path, format=image_format(path) or "png", dpi=dpi)
+
+
+def image_format(path: str) -> str | None:
+    """png or svg, from the path's suffix (png when it has none); None for any other suffix."""
+    suffix = os.path.splitext(path)[1].lower()
+    return FORMATS.get(suffix) if suffix else "png"
+
+
+def x_values(intervals: Sequence[IntervalFigures]) -> tuple[list[Any], float]:
+    """Each interval's end time, and a bar width in the axis's units (days, for times).
+
+    Iteration numbers instead when the timestamps do not tell the intervals apart (they are
+    to the second, so sub-second intervals share them) or do not read as times.
+    """
+    try:
+        times = [datetime.fromisoformat(i.timestamp) for i in intervals]
+    except ValueError:
+        times = []
+    if times and all(a < b for a, b in pairwise(times)):
+        seconds = [s for i in intervals if (s := i.seconds)]
+        width = (sorted(seconds)[len(seconds) // 2] if seconds else 1.0) * 0.8
+        return times, width / timedelta(days=1).total_seconds()
+    return [i.iter for i in intervals], 0.8
+
+
+def title(run: LoadedRun) -> str:
+    """The file's name, and the rate it was run at: what someone looking at the picture asks first."""
+    f = run.figures
+    parts = []
+    if f.rate_target is not None:
+        parts.append(f"{f.rate_target:g} req/s target")
+    if f.rate_achieved is not None:
+        parts.append(f"{f.rate_achieved:g} req/s achieved")
+    n = len(run.intervals)
+    parts.append(f"{n} interval{'s' if n != 1 else ''}")
+    if run.slow_cooker:
+        parts.append("slow_cooker")
+    return f"{run.source}\n{', '.join(parts)}"
+
+
+def _latency_panel(axes: Axes, x: list[Any], run: LoadedRun) -> None:
+    """p50, p95, p99 and max per interval; a gap where an interval had no response to measure."""
+    unit = run.latency_unit
+    for key, color in LATENCY_LINES:
+        points = [_drawn(getattr(i, key)) if i.responses else math.nan for i in run.intervals]
+        axes.plot(x, points, label=key, color=color, marker=".", linewidth=1.2)
+    measured = [getattr(i, key) for i in run.intervals if i.responses for key, _ in LATENCY_LINES] or [0]
+    ticks = latency_ticks(min(measured), max(measured))
+    zeros = min(measured) == 0  # then ticks[0] is FLOOR, which stands for "under one unit"
+    axes.set_yscale("log")
+    axes.set_yticks(ticks, [f"<1 ({unit})" if zeros and i == 0 else f"{t:g}" for i, t in enumerate(ticks)])
+    axes.minorticks_off()
+    axes.set_ylim(ticks[0] / 1.3, max(ticks[-1], *measured) * 1.3)
+    axes.set_ylabel(f"latency ({unit}), log scale")
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="lower left", bbox_to_anchor=(0, 1), ncols=len(LATENCY_LINES), fontsize="small", frameon=False)
+
+
+def _drawn(latency: float) -> float:
+    """Where a latency goes on the log axis: 0 (under one unit) at FLOOR, as a log axis has no 0."""
+    return FLOOR if latency == 0 else latency
+
+
+def latency_ticks(lowest: float, highest: float) -> list[float]:
+    """Round values for a log axis from `lowest` to `highest`.
+
+    1, 2 and 5 per decade over a few decades, only the powers of ten over many, so labels
+    never crowd. Whole units as lines print them, or finer (a summary's intervalStats keep
+    fractions of the unit); FLOOR first when there are zeros (under one unit, from lines).
+    """
+    low = lowest if lowest > 0 else 1
+    high = max(highest, low)
+    first = math.floor(math.log10(low))
+    last = math.ceil(math.log10(high))
+    steps = (1, 2, 5) if last - first <= 4 else (1,)
+    ticks = [round(m * 10**k, 12) for k in range(first, last + 1) for m in steps]
+    start = max([t for t in ticks if t <= low], default=ticks[0])
+    ticks = [t for t in ticks if start <= t <= high]
+    return [FLOOR, *ticks] if lowest == 0 else ticks
+
+
+def _goal_panel(axes: Axes, x: list[Any], bar_width: float, intervals: Sequence[IntervalFigures]) -> None:
+    """goal% as a line on the left axis; errors (bad + failed) as bars on the right one."""
+    from matplotlib.ticker import MaxNLocator
+
+    errors = axes.twinx()
+    errors.bar(x, [i.bad + i.failed for i in intervals], width=bar_width, color="tab:red", alpha=0.4,
+               label="errors (bad + failed)")
+    errors.set_ylabel("errors per interval")
+    errors.set_ylim(0, max(1, *(i.bad + i.failed for i in intervals)) * 1.1)
+    errors.yaxis.set_major_locator(MaxNLocator(integer=True))
+    goals = [math.nan if i.goal_percent is None else i.goal_percent for i in intervals]
+    axes.plot(x, goals, color="tab:purple", marker=".", linewidth=1.2, label="goal%")
+    axes.set_ylim(0, 105)
+    axes.set_ylabel("goal%")
+    axes.set_zorder(errors.get_zorder() + 1)  # the goal line over the bars
+    axes.patch.set_visible(False)
+    axes.grid(True, alpha=0.3)
+    handles = axes.get_legend_handles_labels()[0] + errors.get_legend_handles_labels()[0]
+    axes.legend(handles=handles, loc="lower left", fontsize="small")
+
+
+# --- The command ----------------------------------------------------------------------------
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE",
+                        help="a run's saved log (kubectl logs as it is, slow_cooker's) or JSON summary; - for stdin")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT",
+                        help="the picture to write: SVG when it ends in .svg, else PNG")
+    parser.add_argument("--width", type=int, default=DEFAULT_WIDTH, metavar="PIXELS",
+                        help=f"width in pixels. Default: {DEFAULT_WIDTH}.")
+    parser.add_argument("--height", type=int, default=DEFAULT_HEIGHT, metavar="PIXELS",
+                        help=f"height in pixels. Default: {DEFAULT_HEIGHT}.")
+    add_assume_unit(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    _check_arguments(args)
+    try:
+        import matplotlib  # noqa: F401 - only to tell its absence in one line, before any work
+    except ImportError:
+        raise UsageError(INSTALL_HINT) from None
+    run = load_usable(args.file, args.assumeUnit)
+    if not run.intervals:
+        raise UsageError(f"{args.file}: no interval figures to plot (no interval lines, no intervalStats)")
+    figure = build_figure(run, args.width, args.height)
+    try:
+        save_figure(figure, args.output)
+    except OSError as e:
+        raise UsageError(f"--output: {args.output}: {e.strerror or e}") from None
+    print_notes([run])
+    return EXIT_OK
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    for name in ("width", "height"):
+        value = getattr(args, name)
+        if not MIN_PIXELS <= value <= MAX_PIXELS:
+            raise UsageError(f"--{name}: {value} is not allowed; must be from {MIN_PIXELS} to {MAX_PIXELS} pixels")
+    if image_format(args.output) is None:
+        raise UsageError(f'--output: "{args.output}" is not allowed; must end in .png or .svg (or have no suffix '
+                         "for PNG)")

@@ -1,0 +1,38 @@
+"""What the report commands (`soak compare`, `soak plot`) share: reading the files they are
+given, the unit of logs that do not say theirs, and telling the user what loading assumed.
+
+Kept apart from runner.readback.results, which is pure and never prints, so that loading can be
+used (and tested) without a command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from runner.core.errors import UsageError
+from runner.readback.results import LoadedRun, read_run
+from runner.report.base import UNIT_NS
+
+
+def add_assume_unit(parser: argparse.ArgumentParser) -> None:
+    """--assumeUnit: slow_cooker's logs never say their unit, nor do ours cut off before the summary."""
+    parser.add_argument("--assumeUnit", choices=tuple(UNIT_NS), default="ms",
+                        help="latency unit of a log that does not state it (slow_cooker's, or one cut off "
+                             "before its JSON summary). Default: ms.")
+
+
+def load_usable(path: str, assumed_unit: str) -> LoadedRun:
+    """The run in a file, or a UsageError when the file holds nothing of one."""
+    run = read_run(path, assumed_unit)
+    if not run.usable:
+        raise UsageError(f"{path}: no soak or slow_cooker output in it (no interval lines, no JSON summary)")
+    return run
+
+
+def print_notes(runs: Sequence[LoadedRun]) -> None:
+    """What loading skipped or assumed, one line each on stderr, so stdout is only the report."""
+    for run in runs:
+        for note in run.notes:
+            print(f"{run.source}: {note}", file=sys.stderr)

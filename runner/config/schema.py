@@ -1,0 +1,283 @@
+"""The configuration schema: the single source of truth for names, types, ranges, defaults.
+
+`schema.json` ships inside the package. This module loads it, reads the defaults out of it,
+and turns jsonschema's findings into the one-line messages users see: where (JSON path or
+flag), the bad value, and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import math
+import os
+import re
+from collections import deque
+from collections.abc import Callable, Iterator
+from importlib import resources
+from typing import Any
+from urllib.parse import urlsplit
+
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
+from jsonschema.exceptions import best_match
+
+from runner.config.targets import url_problem
+from runner.config.thresholds import ThresholdError, parse_rule
+from runner.core import redact
+from runner.core.durations import DURATION_HINT, MAX_NS, DurationError, DurationRangeError, parse_duration
+from runner.core.errors import UsageError, shortened
+
+_FORMATS = FormatChecker(formats=())
+
+
+@_FORMATS.checks("positive-duration", raises=DurationError)
+def _is_positive_duration(value: object) -> bool:
+    """A Go duration greater than zero (an interval or timeout of 0 means nothing).
+
+    One too long for Go is well written: x-durationRange says what is allowed instead.
+    """
+    if not isinstance(value, str):
+        return True  # the type keyword reports non-strings
+    try:
+        return parse_duration(value) > 0
+    except DurationRangeError:
+        return True
+
+
+def _duration_range(validator: Any, bounds: list[str], instance: Any, _schema: Any) -> Iterator[ValidationError]:
+    """`x-durationRange: [low, high]`: a duration setting's bounds, as Go durations, both included.
+
+    An interval of 1us made a run that printed 27,024 lines in 5 s and never saw SIGTERM;
+    9999999999999999999h overflowed what the event loop's timers hold. Values that are not
+    durations at all are the format keyword's to report.
+    """
+    if not isinstance(instance, str):
+        return
+    try:
+        ns = parse_duration(instance)
+    except DurationRangeError:
+        ns = MAX_NS + 1
+    except DurationError:
+        return
+    low, high = bounds
+    if ns and not parse_duration(low) <= ns <= parse_duration(high):
+        yield ValidationError(f"{instance!r} is not from {low} to {high}")
+
+
+@_FORMATS.checks("threshold", raises=ThresholdError)
+def _is_threshold(value: object) -> bool:
+    """A rule thresholds.py can read; its ThresholdError says what is wrong with one it cannot."""
+    if isinstance(value, str):
+        parse_rule(value)
+    return True
+
+
+class UrlError(ValueError):
+    """What is wrong with a URL, as a phrase to follow it (see targets.url_problem)."""
+
+
+@_FORMATS.checks("http-url", raises=UrlError)
+def _is_http_url(value: object) -> bool:
+    """A URL the runner itself talks to (the Pushgateway): checked as a target URL is, and more.
+
+    A bad one would not stop the run but fail every push, one line each; a password in it
+    would be printed with each of those lines.
+    """
+    if isinstance(value, str) and value:
+        problem = url_problem(value) or _server_url_problem(value)
+        if problem:
+            raise UrlError(problem)
+    return True
+
+
+def _server_url_problem(url: str) -> str:
+    """What a target URL may have but a server's URL may not; `url` is a valid http(s) URL."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        return "is not allowed: user names and passwords in the URL are not supported"
+    return ""
+
+
+@_FORMATS.checks("file-path", raises=UnicodeError)
+def _is_file_path(value: object) -> bool:
+    """A path the system can take: JSON can spell a lone surrogate (\\ud800), which no file name holds.
+
+    Opening such a path raises UnicodeEncodeError, a traceback instead of a line.
+    """
+    if isinstance(value, str):
+        os.fsencode(value)
+    return True
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """The packaged JSON Schema, parsed once."""
+    text = resources.files("runner.config").joinpath("schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _is_finite_number(checker: Any, instance: object) -> bool:
+    """A JSON number. Python's json also reads NaN and Infinity; NaN would pass every bound."""
+    number = Draft202012Validator.TYPE_CHECKER.is_type(instance, "number")
+    return number and math.isfinite(instance)  # type: ignore[arg-type]
+
+
+@functools.cache
+def _end_anchored(pattern: str) -> re.Pattern[str]:
+    """`pattern` with its final `$` meaning the end of the text, as in JSON Schema (ECMA-262).
+
+    Python's `$` also matches before a final newline, which would let "GET\\n" or a header
+    value ending in a line break through.
+    """
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, _schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _end_anchored(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Validator = validators.extend(
+    Draft202012Validator,
+    {"pattern": _pattern, "x-durationRange": _duration_range},
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("number", _is_finite_number),
+)
+
+
+@functools.cache
+def _validator() -> Draft202012Validator:
+    return _Validator(schema(), format_checker=_FORMATS)
+
+
+def settings_names() -> list[str]:
+    """Every setting's name, in schema order (`$schema` is an editor hint, not a setting)."""
+    return [name for name in schema()["properties"] if name != "$schema"]
+
+
+def defaults() -> dict[str, Any]:
+    """Each setting's default, as the schema states it; settings without one are absent."""
+    props = schema()["properties"]
+    return {name: props[name]["default"] for name in settings_names() if "default" in props[name]}
+
+
+def validate(data: Any, where: Callable[[ValidationError], str]) -> None:
+    """Raise UsageError naming the most relevant problem in `data`, if there is one.
+
+    `where` says where a value came from (a JSON path in a file, or a command-line flag),
+    so one schema serves both the config file and the command line.
+    """
+    error = best_match(_validator().iter_errors(data))
+    if error is not None:
+        error = _rooted(_branch_error(error))
+        raise UsageError(f"{where(error)}: {_explain(error)}")
+
+
+def json_path_in(source: str) -> Callable[[ValidationError], str]:
+    """A `where` for a config file: `configuration.json: $.qps`."""
+    return lambda error: f"{source}: {error.json_path}"
+
+
+def _branch_error(error: ValidationError) -> ValidationError:
+    """For `anyOf`, report the error of the branch the value was evidently meant for.
+
+    `{"file": 3}` as a body was meant to be the file form; saying "must be a string or
+    an object" would hide that only `file` is wrong.
+    """
+    if error.validator != "anyOf":
+        return error
+    meant = [e for e in error.context or [] if e.validator != "type" and len(e.relative_schema_path) > 1]
+    if not meant:
+        return error
+    return _branch_error(best_match(meant))
+
+
+def _rooted(error: ValidationError) -> ValidationError:
+    """`error` with its paths counted from the top of the data, as every `where` reads them.
+
+    An `anyOf` branch's error has paths relative to the branch: a `where` reading `error.path`
+    found none for a header value (`flags:`) or only the inner key (`--fromEnv`, `--file`).
+    """
+    if error.parent is None:
+        return error
+    rooted = ValidationError.create_from(error)
+    rooted.parent = None
+    rooted.path = rooted.relative_path = deque(error.absolute_path)
+    rooted.schema_path = rooted.relative_schema_path = deque(error.absolute_schema_path)
+    return rooted
+
+
+def _explain(error: ValidationError) -> str:
+    """What is wrong and what is allowed, for one jsonschema error."""
+    validator, bound, value = error.validator, error.validator_value, error.instance
+    if validator == "additionalProperties":
+        return _unknown_key(value, error.schema.get("properties", {}))
+    if validator == "required":
+        missing = [key for key in bound if key not in value]
+        return f'missing key "{missing[0]}"'
+    allowed = error.schema.get("x-allowed")
+    if validator == "not" and allowed:
+        return allowed
+    if validator == "format" and bound == "http-url" and error.cause is not None:
+        return f"{_show(error)} {error.cause}"
+    if validator in ("not", "anyOf", "pattern", "propertyNames", "format") and allowed:
+        return f"{_show(error)} is not allowed; must be {allowed}"
+    rule = _RULES.get(validator)
+    if rule is not None:
+        return f"{_show(error)} is not allowed; must be {rule(bound)}"
+    if validator == "format" and bound == "threshold" and error.cause is not None:
+        return f"{_show(error)} is not allowed; {error.cause}"
+    if validator == "format":
+        return f"{_show(error)} is not allowed; must be {DURATION_HINT}, greater than 0"
+    return f"{_show(error)} is not allowed: {error.message}"
+
+
+_TYPE_NAMES = {
+    "number": "a number",
+    "integer": "a whole number",
+    "boolean": "true or false",
+    "string": "a string",
+    "object": "an object",
+    "array": "a list",
+}
+_RULES: dict[str, Callable[[Any], str]] = {
+    "type": lambda t: _TYPE_NAMES.get(t, str(t)) if isinstance(t, str) else " or ".join(map(str, t)),
+    "minimum": lambda b: f"at least {b}",
+    "maximum": lambda b: f"at most {b}",
+    "exclusiveMinimum": lambda b: f"greater than {b}",
+    "exclusiveMaximum": lambda b: f"less than {b}",
+    "enum": lambda b: "one of " + ", ".join(json.dumps(v) for v in b),
+    "minLength": lambda b: "non-empty" if b == 1 else f"at least {b} characters",
+    "pattern": lambda b: f"text matching {b}",
+    "maxLength": lambda b: f"at most {b} characters",
+    "x-durationRange": lambda b: f"from {b[0]} to {b[1]}",
+}
+
+
+def _unknown_key(obj: dict[str, Any], known: dict[str, Any]) -> str:
+    """Name the first unknown key and the known key it most likely misspells."""
+    unknown = [key for key in obj if key not in known]
+    key = unknown[0]
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    if not close:
+        close = [k for k in known if k.lower() == key.lower()]
+    hint = f' (did you mean "{close[0]}"?)' if close else ""
+    return f'unknown key "{key}"{hint}'
+
+
+_SHOWN_CHARS = 60  # a bad value quoted in a message
+
+
+def _show(error: ValidationError) -> str:
+    """The bad value as JSON, shortened, and hidden when it is a header's value (maybe a secret);
+    a URL's secrets too (runner/redact.py)."""
+    path = error.absolute_path
+    if error.validator != "propertyNames" and len(path) == 2 and path[0] == "headers":
+        return "the value"
+    instance = error.instance
+    if error.schema.get("format") == "http-url" and isinstance(instance, str):
+        instance = redact.url(instance)
+    text = shortened(json.dumps(instance, ensure_ascii=False), _SHOWN_CHARS)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate as \\ud800, printable

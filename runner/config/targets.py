@@ -1,0 +1,353 @@
+"""Targets: the URL list and the request sent to each URL.
+
+URLs arrive as a mounted plain file (what the pod sees), as the ConfigMap YAML itself (for
+runs from the repository), as slow_cooker's `@file`, or as arguments. Every URL is checked
+up front and a bad one is reported with the file and line it came from. Each URL then gets
+one prepared Request, built once and reused for every send.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit
+
+import yaml
+
+from runner.config.files import BODY_LIMIT, URL_LIST_LIMIT, read_bounded
+from runner.core import redact
+from runner.core.errors import UsageError, shortened
+
+if TYPE_CHECKING:  # only for annotations: the schema imports url_problem from here, and config imports the schema
+    from runner.config.settings import Settings
+
+# The ConfigMap data key holding the URL list; it is also the file name where it is mounted.
+URLS_KEY = "urls.txt"
+
+# What a URL may not hold; regular expressions, as a list may have hundreds of thousands of URLs.
+_SPACE = re.compile(r"\s")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+# A bad URL quoted in a message: enough to find it on its line, not a whole 16 MiB line.
+_SHOWN_URL_CHARS = 200
+
+# What a header value may hold (RFC 7230 field-vchar without obs-text, spaces, tabs); the same
+# set as schema.json's pattern for a literal value, applied here to values read from the environment.
+HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+
+
+@dataclass(frozen=True)
+class Request:
+    """One fully resolved request: what goes on the wire for one URL, every time."""
+
+    method: str
+    url: str  # without user info: its credentials are in an Authorization header
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    # The secret values it carries, which must never be printed (see redact.Secrets): not
+    # part of what the request is, and never in its repr.
+    hidden: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+
+def origin(url: str) -> tuple[str, str, int]:
+    """Where a URL's requests go: (scheme, host, port), the port filled in from the scheme.
+
+    A keep-alive connection serves one origin only; a client whose URLs name several keeps
+    a connection to each.
+    """
+    parts = urlsplit(url)
+    https = parts.scheme == "https"
+    return parts.scheme, parts.hostname or "", parts.port or (443 if https else 80)
+
+
+def load_url_file(path: str) -> list[str]:
+    """The URLs in a plain list file or in a Kubernetes ConfigMap manifest."""
+    text = _read_text(path)
+    configmap = _as_configmap(text, path)
+    if configmap is None:
+        return parse_url_lines(text, path)
+    value, first_line = configmap
+    return parse_url_lines(value, path, first_line)
+
+
+def urls_from_arguments(arguments: list[str]) -> list[str]:
+    """URLs given on the command line; `@path` reads a list file, as slow_cooker does."""
+    urls: list[str] = []
+    for argument in arguments:
+        if argument.startswith("@"):
+            urls.extend(load_url_file(argument[1:]))
+        else:
+            urls.append(check_url(argument, "URL argument"))
+    return urls
+
+
+def parse_url_lines(text: str, source: str, first_line: int | None = 1) -> list[str]:
+    """One URL per line; blank lines and `#` comments ignored.
+
+    `first_line` is the file line number of the text's first line, so errors point into the
+    file the user edits; None when lines cannot be mapped (a quoted YAML string).
+    """
+    urls = []
+    for offset, line in enumerate(text.splitlines()):
+        entry = line.strip()
+        if entry and not entry.startswith("#"):
+            where = f"{source}:{first_line + offset}" if first_line is not None else source
+            urls.append(check_url(entry, where))
+    if not urls:
+        raise UsageError(f"{source}: no URLs (one per line; blank lines and # comments are ignored)")
+    return urls
+
+
+def check_url(url: str, where: str) -> str:
+    """Return `url` if it is an http(s) URL with a host, else raise naming `where`."""
+    problem = url_problem(url)
+    if problem:
+        raise UsageError(f"{where}: {shortened(repr(redact.url(url)), _SHOWN_URL_CHARS)} {problem}")
+    return url
+
+
+def url_problem(url: str) -> str:
+    """What is wrong with `url` as an http(s) URL to send to, as a phrase to follow it; "" if nothing.
+
+    Also the schema's check of the pushgateway URL, so both say the same about the same URL.
+    """
+    if _SPACE.search(url):
+        return "contains a space"
+    if not url.isascii():
+        return _not_ascii(url)
+    control = _CONTROL.search(url)
+    if control is not None:
+        return f"contains a control character ({control.group()!r})"
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError on a bad port
+    except ValueError as e:
+        return f"is not a valid URL ({e})"
+    if parts.scheme not in ("http", "https"):
+        return "is not an http:// or https:// URL"
+    host = parts.hostname
+    if not host:
+        return "has no host"
+    if port == 0:
+        return "is not allowed: the port must be from 1 to 65535"
+    return _host_name_problem(host)
+
+
+# DNS's bounds on a name (RFC 1035): a label of at most 63 characters, a name of at most 253.
+MAX_LABEL = 63
+MAX_HOST_NAME = 253
+
+
+def _host_name_problem(host: str) -> str:
+    """What DNS, and so the IDNA codec that both clients pass a host name through, refuse in `host`.
+
+    Such a name passed every check and then crashed the fast client's first send with
+    `UnicodeError: encoding with 'idna' codec failed`; refused here, it is one line up front.
+    """
+    if ":" in host:  # an IPv6 address ([::1]), not a name
+        return ""
+    name = host.removesuffix(".")  # a final dot only says the name is absolute
+    if len(name) > MAX_HOST_NAME:
+        return f"has a host name of {len(name)} characters; DNS allows at most {MAX_HOST_NAME}"
+    labels = name.split(".")
+    if "" in labels:
+        return "has an empty label in its host name (a dot first, or two in a row)"
+    longest = max(labels, key=len)
+    if len(longest) > MAX_LABEL:
+        return (f"has a host name label of {len(longest)} characters ({shortened(longest, 20)}); "
+                f"DNS allows at most {MAX_LABEL}")
+    return ""
+
+
+def _not_ascii(url: str) -> str:
+    """Why a URL with a character beyond ASCII is refused, and how to write it in ASCII.
+
+    The fast client sends a URL as written and could not send this one (every send would fail);
+    httpx would encode it quietly, so one URL would be two requests. Refused, with the ASCII
+    form to write instead.
+    """
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        host = ""
+    if not host.isascii():
+        return f"is not ASCII: write the host name in its punycode form ({_punycode(host)})"
+    char = next(ch for ch in url if not ch.isascii())
+    try:
+        encoded = f" ({char!r} is {quote(char.encode('utf-8', 'surrogateescape'), safe='')})"
+    except UnicodeEncodeError:  # a lone surrogate: not a character, no encoding
+        encoded = ""
+    return f"is not ASCII: percent-encode the path and query{encoded}"
+
+
+def _punycode(host: str) -> str:
+    """The ASCII (IDNA) form of an international host name, or a pattern of it when there is none."""
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return "xn--..."
+
+
+def build_requests(settings: Settings, urls: list[str], environ: Mapping[str, str] = os.environ) -> list[Request]:
+    """The prepared request for each URL, with headers and body resolved now, once."""
+    headers = resolve_headers(settings.headers, environ)
+    if settings.host:
+        headers.append(("Host", settings.host))
+    body = load_body(settings.body)
+    hidden = header_secrets(settings.headers, headers)
+    if isinstance(settings.body, str):
+        hidden += tuple(redact.body_secrets(settings.body))
+    return [_request(settings.method, url, tuple(headers), body, hidden) for url in urls]
+
+
+def _request(method: str, url: str, headers: tuple[tuple[str, str], ...], body: bytes,
+             hidden: tuple[str, ...]) -> Request:
+    """One URL's request; a user name and password in the URL become its Authorization header.
+
+    Resolved here, once, so that both transports send exactly the same request: httpx would
+    send such credentials as Basic auth and the fast client would silently drop them, and a
+    run would then measure 401s (which count as good) without anyone noticing.
+    """
+    if "@" not in url and "?" not in url and "#" not in url:
+        return Request(method, url, headers, body, hidden)  # most URLs: nothing to resolve
+    hidden += tuple(redact.url_secrets(url))
+    netloc = urlsplit(url).netloc
+    userinfo, at, hostport = netloc.rpartition("@")
+    if not at:
+        return Request(method, url, headers, body, hidden)
+    if any(name.lower() == "authorization" for name, _ in headers):
+        raise UsageError(f"{redact.url(url)}: a user name and password in the URL and an Authorization header "
+                         "both give credentials; give them one way")
+    credentials = redact.basic_credentials(userinfo)
+    hidden += (credentials, credentials.split(" ", 1)[1])
+    bare = url.replace(f"//{netloc}", f"//{hostport}", 1)
+    return Request(method, bare, (*headers, ("Authorization", credentials)), body, hidden)
+
+
+def header_secrets(spec: dict[str, Any], resolved: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The header values that must never be printed: every one from the environment (the
+    reason to take a value from there is that it is secret), and the literal ones redaction hides."""
+    return tuple(value for (name, value), given in zip(resolved, spec.values(), strict=False)
+                 if isinstance(given, dict) or redact.header_value(name, value) == redact.HIDDEN)
+
+
+def resolve_headers(spec: dict[str, Any], environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Header values, taking `{"fromEnv": VAR}` ones from the environment.
+
+    Surrounding whitespace is dropped, as HTTP does: a Secret made with
+    `kubectl create secret --from-file` usually ends in a newline. A line break inside
+    the value, or a character beyond visible ASCII, is refused up front, naming the variable
+    and never the value, because the HTTP client would otherwise fail every request (with
+    the value in its error text) or crash. Literal values the schema has checked already.
+    """
+    resolved = []
+    for name, value in spec.items():
+        if isinstance(value, dict):
+            var = value["fromEnv"]
+            value = environ.get(var, "").strip()
+            if not value:
+                raise UsageError(f"headers.{name}: environment variable {var} is not set or empty")
+            if "\r" in value or "\n" in value:
+                raise UsageError(f"headers.{name}: environment variable {var} holds a line break inside its value")
+            if not HEADER_VALUE.fullmatch(value):
+                raise UsageError(f"headers.{name}: environment variable {var} must hold ASCII text "
+                                 "(visible characters, spaces and tabs)")
+        resolved.append((name, value))
+    return resolved
+
+
+def load_body(spec: str | dict[str, str]) -> bytes:
+    """The request body's bytes: a literal string, or a file's contents."""
+    if isinstance(spec, str):
+        return spec.encode("utf-8")
+    try:
+        return read_bounded(spec["file"], BODY_LIMIT, "a body file")
+    except UsageError as e:
+        raise UsageError(f"body.file: {e}") from None
+
+
+def _read_text(path: str) -> str:
+    data = read_bounded(path, URL_LIST_LIMIT, "a URL list")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: cannot read: {e}") from None
+
+
+def _as_configmap(text: str, path: str) -> tuple[str, int | None] | None:
+    """The URL list and its first line number if `text` is a ConfigMap manifest, else None."""
+    if not _NOT_A_PLAIN_LINE.search(text):
+        return None  # YAML would read it as one string: no need to (24 s for a 16 MiB list)
+    try:
+        documents = list(yaml.compose_all(text, Loader=_BoundedLoader))
+    except yaml.YAMLError:
+        return None  # not YAML at all: a plain list
+    except _TooDeep as e:
+        raise UsageError(f"{path}:{e.line}: YAML nested more than {MAX_YAML_DEPTH} levels deep "
+                         "(a URL ConfigMap needs 3)") from None
+    mappings = [doc for doc in documents if isinstance(doc, yaml.MappingNode)]
+    if not mappings:
+        return None  # a plain list parses as one YAML string (or as several, split by ---)
+    if len(documents) > 1:
+        raise UsageError(f"{path}: {len(documents)} YAML documents; give the URL ConfigMap on its own")
+    root = mappings[0]
+    fields = {key.value: value for key, value in root.value if isinstance(key, yaml.ScalarNode)}
+    kind = fields.get("kind")
+    if kind is None or getattr(kind, "value", None) != "ConfigMap":
+        raise UsageError(f"{path}: a YAML mapping but not a ConfigMap (expected kind: ConfigMap)")
+    data = fields.get("data")
+    if not isinstance(data, yaml.MappingNode) or not data.value:
+        raise UsageError(f"{path}: the ConfigMap has no data")
+    entries = {}
+    for key, value in data.value:
+        if not isinstance(key, yaml.ScalarNode):  # `? [a, b] : url`: a key YAML allows and no ConfigMap has
+            raise UsageError(f"{path}:{key.start_mark.line + 1}: a ConfigMap's data keys are names, "
+                             f"like {URLS_KEY}")
+        entries[key.value] = value
+    node = _pick_entry(entries, path)
+    if not isinstance(node, yaml.ScalarNode):
+        raise UsageError(f"{path}: data.{URLS_KEY} must be text, one URL per line")
+    # A literal block (`|`) keeps lines as written; its text starts on the line after the `|`.
+    first_line = node.start_mark.line + 2 if node.style == "|" else None
+    return node.value, first_line
+
+
+# A line that can be in YAML other than a plain (multi-line) string: one that is not blank, not
+# a comment, and not a URL without spaces that does not end in ":" (`http://a/:` is a YAML key).
+_NOT_A_PLAIN_LINE = re.compile(r"^(?![ \t]*(?:#[^\n]*|https?://\S*[^\s:])?[ \t\r]*$)", re.M)
+
+# How deep a URL file's YAML may nest: a ConfigMap needs 3 (data, its key, the text). PyYAML
+# composes recursively, so `[[[...` 100,000 deep was a RecursionError traceback.
+MAX_YAML_DEPTH = 32
+
+
+class _TooDeep(Exception):
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing nodes nested beyond MAX_YAML_DEPTH before it recurses into them."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise _TooDeep(self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self._depth -= 1
+
+
+def _pick_entry(entries: dict[str, yaml.Node], path: str) -> yaml.Node:
+    if URLS_KEY in entries:
+        return entries[URLS_KEY]
+    if len(entries) == 1:
+        return next(iter(entries.values()))
+    raise UsageError(f"{path}: the ConfigMap has keys {', '.join(sorted(entries))}; put the URLs under {URLS_KEY}")

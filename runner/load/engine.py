@@ -1,0 +1,294 @@
+"""The engine: sends each request when the schedule says, and hands every Result to a sink.
+
+It never prints and never interprets a result. Every send it makes produces exactly one
+Result (a response, a failure, or, when cancelled at a hard stop, a `cancelled` failure),
+and every send it cannot make on time produces one skipped Result, so whoever counts
+results can account for the whole schedule.
+
+Closed model (default): each client has one request in flight; when a response comes
+back after the client's next send was due, the newest overdue send goes out at once and
+older overdue ones are skipped. Open model: each send goes out at its due time whatever
+is in flight, up to `max_in_flight` across all clients; beyond that, sends are skipped.
+Bench (ab's loop): each client has one request in flight and sends the next one as soon
+as it is answered, with no pacing at all; nothing is ever due, so nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from runner.config.targets import Request
+from runner.load import failures
+from runner.load import result as kinds
+from runner.load.result import Result
+from runner.load.schedule import Schedule
+from runner.load.transport import Session, Transport
+
+Sink = Callable[[Result], None]
+
+# Precise pacing: how long before a due time the sleep ends and yielding begins. Longer than
+# the worst early or late timer wake-up (about a millisecond), so the sleep never overshoots.
+PRECISE_WINDOW_NS = 2_000_000
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the engine must do, beyond the schedule itself."""
+
+    requests: list[Request]  # one per URL; send n goes to requests[n % len(requests)]
+    open_model: bool = False
+    max_in_flight: int = 1000  # open model only
+    total_requests: int = 0  # stop after this many sends; 0: no limit
+    hash_sample_rate: float = 0.0
+    bench: bool = False  # ab's closed loop without pacing; open_model and max_in_flight do not apply
+    precise: bool = False  # sleep to just before each due time, then yield until it (costs CPU)
+
+
+class Engine:
+    """Runs the clients of one load on one schedule."""
+
+    def __init__(self, schedule: Schedule, load: Load, transport: Transport, sink: Sink) -> None:
+        self._schedule = schedule
+        self._load = load
+        self._transport = transport
+        self._sink = sink
+        self._sent = 0
+        self._in_flight = 0
+        self._stopping = False
+        self._stopped_ns: int | None = None  # when sending stopped early: a stop, or the count spent
+        self._last_claimed = -1  # the highest send number claimed, for where a spent count's time ends
+        self._count_end_ns: int | None = None  # paced runs: the end of the last counted send's slot
+        self._clients: list[asyncio.Task[None]] = []
+        self._idle: set[asyncio.Task[None]] = set()  # clients waiting for a due time
+        self._sends: set[asyncio.Task[None]] = set()  # open model: requests in flight
+        self._random = random.Random()
+
+    @property
+    def sent(self) -> int:
+        """Requests sent so far."""
+        return self._sent
+
+    @property
+    def stopped_sending_ns(self) -> int | None:
+        """When sending stopped before the schedule's end (a stop, or totalRequests spent), if it did.
+
+        N paced sends take N slots of 1/qps: when the count is spent, sending time ends
+        with the last send's slot, not when that send left (which would be one slot short
+        and overstate the rate: 2 req/s for 1 request at 1 req/s).
+        """
+        if self._stopped_ns is None or self._count_end_ns is None:
+            return self._stopped_ns
+        return max(self._stopped_ns, self._count_end_ns)
+
+    async def run(self) -> None:
+        """Run every client until the schedule ends, the count is reached, or a stop."""
+        if self._load.bench:
+            client = self._bench_client
+        else:
+            client = self._open_client if self._load.open_model else self._closed_client
+        self._clients = [asyncio.ensure_future(client(c)) for c in range(self._schedule.clients)]
+        for outcome in await asyncio.gather(*self._clients, return_exceptions=True):
+            if isinstance(outcome, Exception):
+                raise outcome
+
+    def stop(self, at_ns: int | None = None) -> None:
+        """Send nothing more from `at_ns` (default: now); requests in flight may finish.
+
+        Sends that fell due before then and were not made count as skipped, so every send
+        due before the stop is accounted for (see cancel_in_flight for the requests).
+        Called for a signal, and by the engine itself once totalRequests have been sent.
+        """
+        if self._stopped_ns is None:
+            self._stopped_ns = time.monotonic_ns() if at_ns is None else at_ns
+        self._stopping = True
+        for task in list(self._idle):
+            task.cancel()
+
+    def cancel_in_flight(self) -> None:
+        """Abandon requests still in flight; each still yields a `cancelled` Result."""
+        self.stop()
+        for task in [*self._clients, *self._sends]:
+            task.cancel()
+
+    async def _closed_client(self, client: int) -> None:
+        session = self._transport.session()
+        k = 0  # the client's next send
+        try:
+            while self._ready(n := self._schedule.send_number(client, k)) and await self._wait_until_due(n):
+                if not self._claim(n):
+                    break
+                try:
+                    await self._send(session, n)
+                finally:
+                    k += 1
+                if self._stopping:
+                    break
+                k, skipped = self._schedule.catch_up(client, k, time.monotonic_ns())
+                for missed in range(k - skipped, k):
+                    self._skip(self._schedule.send_number(client, missed))
+        finally:
+            if self._stopping:  # stopped or count spent: account for what fell due before that
+                self._skip_missed(client, k)
+            await _close(session)
+
+    def _skip_missed(self, client: int, k: int) -> None:
+        """Count as skipped the client's sends from its k-th that fell due before the stop.
+
+        A client stuck on a slow request learns what it missed only when the request
+        returns; when the run stops first, this is where those sends are accounted for.
+        """
+        assert self._stopped_ns is not None
+        for j in range(k, self._schedule.last_due_by(client, self._stopped_ns) + 1):
+            n = self._schedule.send_number(client, j)
+            if not self._schedule.in_run(n):
+                break
+            self._skip(n)
+
+    async def _open_client(self, client: int) -> None:
+        session = self._transport.session()
+        mine: set[asyncio.Task[None]] = set()
+        try:
+            k = 0
+            while self._ready(n := self._schedule.send_number(client, k)) and await self._wait_until_due(n):
+                k += 1
+                if self._in_flight >= self._load.max_in_flight:
+                    self._skip(n)
+                    continue
+                if not self._claim(n):
+                    break
+                # Counted in flight now, not when the task first runs: a client behind schedule
+                # starts several sends without yielding, and each must see the ones before it.
+                self._in_flight += 1
+                task = asyncio.ensure_future(self._send(session, n, counted=True))
+                for group in (mine, self._sends):
+                    group.add(task)
+                    task.add_done_callback(group.discard)
+            if mine:
+                await asyncio.wait(mine)
+        finally:
+            await _close(session)
+
+    async def _bench_client(self, client: int) -> None:
+        """ab's loop: send, wait for the answer, send again at once, until the count or the time is up.
+
+        Sends are numbered in the order the clients claim them, so totalRequests stays
+        exact and URLs still take turns. The schedule only says when the run starts (send
+        0's due time, when every client begins) and when sending ends.
+        """
+        session = self._transport.session()
+        before_end = self._schedule.before_end
+        try:
+            if await self._wait_until_due(0):
+                while not self._stopping and before_end(time.monotonic_ns()) and self._claim():
+                    await self._send(session, self._sent - 1, paced=False)
+        finally:
+            await _close(session)
+
+    def _ready(self, n: int) -> bool:
+        """Whether send n belongs to the run and the engine is still sending."""
+        return not self._stopping and self._schedule.in_run(n)
+
+    async def _wait_until_due(self, n: int) -> bool:
+        """Sleep until send n is due; False if the engine was stopped meanwhile.
+
+        Timers may fire early (uvloop keeps milliseconds) and late (asyncio rounds up to
+        the millisecond), so the clock is read again after every wake-up rather than
+        trusted. In precise mode the sleep ends a little before the due time and the rest
+        is spent yielding to the loop, which sends within microseconds of the due time at
+        the price of a busy core while it waits.
+        """
+        due = self._schedule.due_ns(n)
+        spin = PRECISE_WINDOW_NS if self._load.precise else 0
+        task = asyncio.current_task()
+        assert task is not None
+        self._idle.add(task)
+        try:
+            while not self._stopping and (delay := due - time.monotonic_ns()) > 0:
+                await asyncio.sleep(0 if delay <= spin else (delay - spin) / 1e9)
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+        finally:
+            self._idle.discard(task)
+        return not self._stopping
+
+    def _claim(self, n: int | None = None) -> bool:
+        """Take one send (paced: send n) from the totalRequests budget; False when it is spent."""
+        limit = self._load.total_requests
+        if limit and self._sent >= limit:
+            return False
+        self._sent += 1
+        if n is not None:
+            self._last_claimed = max(self._last_claimed, n)
+        if self._sent == limit:
+            self.stop()  # the run's sending ends with this send
+            if n is not None:
+                self._count_end_ns = self._schedule.slot_end_ns(self._last_claimed)
+        return True
+
+    async def _send(self, session: Session, n: int, paced: bool = True, counted: bool = False) -> None:
+        """Send n and sink its Result, even when cancelled midway.
+
+        A paced send was due when the schedule says; an unpaced (bench) one is due when it
+        is actually sent, so its latency is the same whether corrected or not. `counted`:
+        the caller has already counted this send in flight.
+        """
+        requests = self._load.requests
+        url_index = n % len(requests)
+        due = self._schedule.due_ns(n) if paced else time.monotonic_ns()
+        rate = self._load.hash_sample_rate
+        if not counted:
+            self._in_flight += 1
+        try:
+            result = await session.send(requests[url_index], rate > 0 and self._random.random() < rate)
+        except asyncio.CancelledError:
+            now = time.monotonic_ns()
+            result = Result(start_ns=min(due, now), end_ns=now, error=kinds.CANCELLED,
+                            error_text="cancelled: still in flight when the run stopped")
+            self._sink(self._stamp(result, n, url_index, due))
+            raise
+        except Exception as exc:  # noqa: BLE001 - a transport's bug must not cost a client its sends
+            result = _crashed(exc, due)
+        finally:
+            self._in_flight -= 1
+        result.seq, result.url_index, result.due_ns = n, url_index, due if paced else result.start_ns or due
+        self._sink(result)
+
+    def _skip(self, n: int) -> None:
+        due = self._schedule.due_ns(n)
+        self._sink(self._stamp(Result(skipped=True, end_ns=due), n, n % len(self._load.requests), due))
+
+    @staticmethod
+    def _stamp(result: Result, n: int, url_index: int, due: int) -> Result:
+        result.seq, result.url_index, result.due_ns = n, url_index, due
+        return result
+
+
+def _crashed(exc: Exception, due: int) -> Result:
+    """A send whose transport raised: a failed Result of kind `other` naming the exception.
+
+    Transports turn everything a server can do into a Result; an exception here is a bug
+    in one. Letting it escape would end the client, and with it every send it still had
+    to make, uncounted; a counted failure with the exception's type keeps the run going,
+    keeps the books balanced, and still shows the bug on stderr, once per interval.
+    """
+    now = time.monotonic_ns()
+    name, text = type(exc).__name__, failures.message([exc])
+    return Result(start_ns=min(due, now), end_ns=now, error=kinds.OTHER,
+                  error_text=f"other: {name}" if text == name else f"other: {name}: {text}")
+
+
+async def _close(session: Session) -> None:
+    """Close a client's session; a transport's bug while closing is no reason to end the run.
+
+    Every send of the client has been counted by then, so nothing measured is lost by
+    going on; an exception here would instead end the whole run as an error.
+    """
+    try:
+        await session.aclose()
+    except Exception:  # noqa: BLE001 - see above
+        pass

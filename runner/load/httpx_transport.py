@@ -1,0 +1,346 @@
+"""The httpx transport: one `httpx.AsyncClient` per session, bodies streamed and discarded.
+
+One client per session (not one shared pool) because httpcore's pool does work in
+proportion to its size on every request; with a single connection per client it stays
+cheap. Timings come from httpcore's trace events, which fire at the moment the
+connection is ready and the response headers are parsed, not when our code gets around
+to looking. The whole request is bounded by one deadline, like Go's Client.Timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Iterable
+from contextvars import ContextVar
+from typing import Any
+
+# httpcore imports anyio's asyncio backend on the first request: about 15 ms that would land
+# in the latencies of the run's first sends. Import it now instead.
+import anyio._backends._asyncio  # noqa: F401
+import anyio.streams.tls  # noqa: F401
+import httpcore
+import httpx
+
+from runner import __version__
+from runner.config.targets import Request
+from runner.core.durations import format_duration
+from runner.load import failures
+from runner.load import result as kinds
+from runner.load.bodyhash import BodyError, BodyHash, is_gzip
+from runner.load.failures import causes, message, os_failure
+from runner.load.result import Result
+from runner.load.tls import client_context
+from runner.load.transport import MAX_HEAD_BYTES, TransportOptions, address_text, resolve
+
+USER_AGENT = f"soak/{__version__}"
+
+_CONNECTED_EVENTS = {"connection.connect_tcp.complete", "connection.start_tls.complete"}
+# What the connection does next, from these events on: the phase a timeout then names.
+_PHASE_EVENTS = {
+    "connection.connect_tcp.complete": failures.HEADERS_PHASE,
+    "connection.start_tls.started": failures.TLS_PHASE,
+    "connection.start_tls.complete": failures.HEADERS_PHASE,
+}
+_HEADERS_EVENTS = {"http11.receive_response_headers.complete", "http2.receive_response_headers.complete"}
+# The request is written when its body is (httpcore sends an empty body too, so this fires for a
+# GET); the headers event covers a transport that skips the body phase.
+_WRITTEN_EVENTS = {
+    "http11.send_request_headers.complete", "http11.send_request_body.complete",
+    "http2.send_request_headers.complete", "http2.send_request_body.complete",
+}
+
+
+class HttpxTransport:
+    """Makes httpx sessions that share one set of options."""
+
+    def __init__(self, options: TransportOptions) -> None:
+        self._options = options
+        # One TLS context for all sessions: building one reads the CA bundle (tens of ms),
+        # which per client would delay the first sends of a run. Made now, so a TLS setting
+        # naming a bad file stops the run before any load.
+        self._tls = client_context(options)
+
+    def session(self) -> HttpxSession:
+        return HttpxSession(self._options, self._tls)
+
+
+class _Trace:
+    """httpcore's trace hook: notes when the connection was ready, the request written, the headers in,
+    and which protocol the server chose in the TLS handshake (ALPN)."""
+
+    __slots__ = ("connected_ns", "written_ns", "headers_ns", "alpn", "phase", "target")
+
+    def __init__(self) -> None:
+        self.connected_ns = 0
+        self.written_ns = 0
+        self.headers_ns = 0
+        self.alpn: str | None = None  # None: no TLS handshake in this send
+        # Where the send is until the response headers: a reused connection starts waiting for
+        # them; a new one goes through DNS and connect (noted by _Backend) and TLS first.
+        self.phase = failures.HEADERS_PHASE
+        self.target = ""  # the name being looked up, or the address connected to
+
+    async def __call__(self, event: str, info: dict[str, Any]) -> None:
+        if event in _HEADERS_EVENTS:
+            self.headers_ns = time.monotonic_ns()
+        elif event in _WRITTEN_EVENTS:
+            self.written_ns = time.monotonic_ns()  # headers, then body: the last one wins
+        elif event in _CONNECTED_EVENTS:
+            self.connected_ns = time.monotonic_ns()
+            if event == "connection.start_tls.complete":
+                tls = info["return_value"].get_extra_info("ssl_object")
+                self.alpn = (tls.selected_alpn_protocol() if tls is not None else None) or ""
+        self.phase = _PHASE_EVENTS.get(event, self.phase)
+
+
+# The current send's trace, for the network backend: httpcore calls it from the sending task
+# without the request, so this is how it learns whose DNS lookup and connect it is timing.
+_current_trace: ContextVar[_Trace | None] = ContextVar("soak_httpx_trace", default=None)
+
+
+class _Backend(httpcore.AsyncNetworkBackend):
+    """httpcore's anyio backend, with two changes.
+
+    The name is looked up first (runner.load.transport.resolve, as the fast transport does) and
+    the addresses then connected to in turn, so a timeout can say whether the lookup or the
+    connect took the time. And its streams answer get_extra_info with None once uvloop has
+    dropped the socket under them: anyio then asks the socket None for its peer name, and
+    the AttributeError used to escape a send to a server that resets right after accept;
+    now the read or write that follows fails as the connection did (reset, closed).
+    """
+
+    def __init__(self) -> None:
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        trace = _current_trace.get() or _Trace()
+        trace.phase, trace.target = failures.DNS_PHASE, host
+        try:
+            addresses = await resolve(host, port)
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+        first_error: httpcore.ConnectError | None = None
+        for _, address in addresses:
+            trace.phase, trace.target = failures.CONNECT_PHASE, address_text(address)
+            try:
+                stream = await self._inner.connect_tcp(address[0], port, timeout, local_address, socket_options)
+            except httpcore.ConnectError as exc:
+                first_error = first_error or exc
+                continue
+            return _Stream(stream)
+        raise first_error or httpcore.ConnectError(f"no address for {host}")
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        return _Stream(await self._inner.connect_unix_socket(path, timeout, socket_options))
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _Stream(httpcore.AsyncNetworkStream):
+    """An anyio stream whose get_extra_info survives the loss of its socket (see _Backend)."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self._inner = inner
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._inner.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        return _Stream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        try:
+            return self._inner.get_extra_info(info)
+        except AttributeError:  # anyio asked uvloop's dropped socket (None) for its peer name
+            return None
+
+
+class HttpxSession:
+    """One client's httpx.AsyncClient.
+
+    With HTTP/2 the client keeps one connection to each server and multiplexes over it the
+    requests that overlap (open model), as an HTTP/2 client does; without, one connection
+    per request in flight. HTTP/2 alone is spoken (http1=False): over TLS after ALPN, over cleartext
+    with prior knowledge, so a run that asks for HTTP/2 never measures HTTP/1.1 instead.
+    """
+
+    def __init__(self, options: TransportOptions, tls: ssl.SSLContext) -> None:
+        self._compress = options.compress
+        self._http2 = options.http2
+        self._timeout_s = options.timeout_ns / 1e9
+        self._timeout_text = format_duration(options.timeout_ns)
+        # httpx's limits are for the whole pool, whatever the origin: per origin, times the origins.
+        connections = (1 if options.http2 else options.max_connections) * options.origins
+        keepalive = 0 if options.no_reuse else connections
+        transport = httpx.AsyncHTTPTransport(
+            verify=tls,
+            http1=not options.http2,
+            http2=options.http2,
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=keepalive),
+        )
+        # httpx 0.28 (pinned) takes no network backend; its pool (httpcore 1.0) does, here.
+        transport._pool._network_backend = _Backend()  # type: ignore[union-attr]
+        self._client = httpx.AsyncClient(
+            transport=transport,
+            timeout=None,  # the whole-request deadline below is the only limit
+            follow_redirects=False,  # a 3xx is an answer to count, not a hop to make
+            trust_env=False,  # measure the service, not a proxy from the environment
+            headers={"User-Agent": USER_AGENT},
+        )
+        if options.compress:
+            self._client.headers["Accept-Encoding"] = "gzip"
+        else:
+            del self._client.headers["Accept-Encoding"]
+        if options.no_reuse and not options.http2:  # HTTP/2 forbids the header; no keep-alive closes it
+            self._client.headers["Connection"] = "close"
+        self._server_reported = False  # the Server header is read from the session's first response only
+        self._urls: dict[str, httpx.URL] = {}  # parsed once: httpx would parse the text on every send (~7 us)
+
+    async def send(self, request: Request, hash_body: bool) -> Result:
+        result = Result(bytes_out=len(request.body))
+        trace = _Trace()
+        url = self._urls.get(request.url)
+        if url is None:
+            url = self._urls[request.url] = httpx.URL(request.url)
+        token = _current_trace.set(trace)
+        result.start_ns = time.monotonic_ns()
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                async with self._client.stream(
+                    request.method,
+                    url,
+                    headers=request.headers,
+                    content=request.body or None,
+                    extensions={"trace": trace},
+                ) as response:
+                    result.headers_ns = trace.headers_ns or time.monotonic_ns()
+                    result.status = response.status_code
+                    result.header_bytes = head_size(response)
+                    result.kept_alive = kept_alive(response)
+                    if trace.connected_ns:
+                        result.protocol = protocol(response)
+                    if not self._server_reported:
+                        result.server = response.headers.get("server", "")
+                        self._server_reported = True
+                    await self._read_body(response, result, hash_body)
+        except TimeoutError:
+            phase = failures.BODY_PHASE if result.headers_ns else trace.phase
+            result.error, result.error_text = kinds.TIMEOUT, failures.timeout_text(phase, self._timeout_text,
+                                                                                    trace.target)
+        except (httpx.HTTPError, OSError, ssl.SSLError) as exc:
+            result.error, result.error_text = classify(exc, bool(result.headers_ns))
+        except BodyError as exc:
+            result.error, result.error_text = kinds.PROTOCOL, str(exc)
+        finally:
+            _current_trace.reset(token)
+        if result.error and self._http2 and trace.alpn not in (None, "h2"):
+            result.error = kinds.PROTOCOL
+            result.error_text = f"protocol: the server did not agree to HTTP/2 (ALPN: {trace.alpn or 'none'})"
+        result.connected_ns = trace.connected_ns
+        result.written_ns = trace.written_ns
+        result.end_ns = time.monotonic_ns()
+        return result
+
+    async def _read_body(self, response: httpx.Response, result: Result, hash_body: bool) -> None:
+        """Count (and hash, when sampled) the body chunk by chunk; nothing is kept.
+
+        Read raw, as it came: bodies are inflated for the hash only, by runner.load.bodyhash,
+        as in the fast transport (httpx would inflate without a bound on the output).
+        """
+        hasher = None
+        if hash_body:
+            hasher = BodyHash(gzip=self._compress and is_gzip(response.headers.get("content-encoding", "")))
+        try:
+            async for chunk in response.aiter_raw():
+                if hasher is not None:
+                    hasher.update(chunk)
+        finally:
+            result.bytes_in = response.num_bytes_downloaded  # what arrived, even if cut short
+        if hasher is not None:
+            result.body_hash = hasher.value()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def head_size(response: httpx.Response) -> int:
+    """Bytes of the response head as it came on the wire: status line, header lines, blank line.
+
+    Rebuilt from what h11 parsed (names as sent, values trimmed), assuming the usual one
+    space after each colon, so it is exact for servers that write heads that way (nginx,
+    Apache, Go, ...). ab counts these bytes in "Total transferred".
+    """
+    extensions = response.extensions
+    # "HTTP/1.1" SP "200" SP reason CRLF, then the blank line's CRLF.
+    size = len(extensions.get("http_version", b"HTTP/1.1")) + len(extensions.get("reason_phrase", b"")) + 9
+    for name, value in response.headers.raw:
+        size += len(name) + len(value) + 4  # name ": " value CRLF
+    return size
+
+
+def protocol(response: httpx.Response) -> str:
+    """What the response's connection speaks: the HTTP version, and the TLS version if any."""
+    stream = response.extensions.get("network_stream")
+    tls = stream.get_extra_info("ssl_object") if stream is not None else None
+    return f"{response.http_version} {tls.version()}" if tls is not None else response.http_version
+
+
+def kept_alive(response: httpx.Response) -> bool:
+    """Whether the server leaves the connection open after this response (HTTP/1.1 keep-alive)."""
+    connection = response.headers.get("connection", "").lower()
+    if response.http_version == "HTTP/1.0":
+        return "keep-alive" in connection
+    return "close" not in connection
+
+
+# h11's texts for two failures named as the fast transport names them: a head or chunk line over
+# the limit, and a 101 (which h11 refuses, since no request of ours ever proposes a switch).
+_RECEIVE_BUFFER_TOO_LONG = "Receive buffer too long"
+_SWITCHED = "Received server _SWITCH_UPGRADE event"
+
+
+def classify(exc: BaseException, headers_seen: bool = False) -> tuple[str, str]:
+    """The error kind and a short text for a failed send, from the exception and its causes.
+
+    `headers_seen`: the response head had arrived, so h11's buffer limit was hit by a
+    chunk-size line or trailers rather than by the head.
+    """
+    chain = causes(exc)
+    found = os_failure(chain)
+    if found is not None:
+        return found
+    text = message(chain)
+    if isinstance(exc, httpx.RemoteProtocolError) and text == _RECEIVE_BUFFER_TOO_LONG:
+        too_large = failures.framing_too_large if headers_seen else failures.head_too_large
+        return kinds.PROTOCOL, too_large(MAX_HEAD_BYTES)
+    if isinstance(exc, httpx.RemoteProtocolError) and text.startswith(_SWITCHED):
+        return kinds.PROTOCOL, failures.SWITCHED_PROTOCOLS
+    if isinstance(exc, httpx.TimeoutException):
+        return kinds.TIMEOUT, f"timeout: {text}"
+    if isinstance(exc, httpx.ConnectError):
+        return kinds.CONNECT, f"connect: {text}"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        if "disconnected" in text or "closed" in text:
+            return kinds.CLOSED, f"closed: {text}"
+        return kinds.PROTOCOL, f"protocol: {text}"
+    if isinstance(exc, (httpx.DecodingError, httpx.LocalProtocolError)):
+        return kinds.PROTOCOL, f"protocol: {text}"
+    if isinstance(exc, (httpx.ReadError, httpx.WriteError)):
+        return kinds.CLOSED, f"closed: {text}"
+    return kinds.OTHER, f"{type(exc).__name__}: {text}"

@@ -1,0 +1,149 @@
+"""The engine's view of an HTTP client: open a session, send one request, get one Result.
+
+A session is one client's connection(s): the engine opens one per client, so keep-alive
+reuse means one connection per client, as in slow_cooker. Implementations measure the
+timings the Result asks for themselves, because only they see the socket. The httpx
+transport is the first implementation; a faster one can sit behind the same two methods.
+
+Below that, what both transports share so they behave alike: the bound on a response head,
+and how a host name is looked up before connecting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import ipaddress
+import queue
+import socket
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from runner.config.targets import Request
+from runner.load.result import Result
+
+# The most bytes a response head may take, and a chunk-size line or trailer section: what
+# httpcore 1.0.9 allows h11 to buffer (max_incomplete_event_size). The fast transport holds
+# heads to the same bound, so a server that streams headers forever fails the same way,
+# with the same text, in both, and never costs more memory than this per connection.
+MAX_HEAD_BYTES = 100 * 1024
+
+
+@dataclass(frozen=True)
+class TransportOptions:
+    """How requests are sent, whatever the client library."""
+
+    timeout_ns: int  # whole-request limit, from sending to the end of the body
+    no_reuse: bool  # a new connection for every request
+    compress: bool  # ask for gzip and read the decompressed body
+    max_connections: int  # per session; more than 1 only when requests overlap (open model)
+    ca_bundle: str = ""  # PEM file of the CAs that servers are verified against; "" for certifi's
+    insecure: bool = False  # verify no certificate and no name
+    client_cert: str = ""  # PEM file of the client certificate for mTLS; "" for none
+    client_key: str = ""  # its private key, when not in client_cert's file
+    http2: bool = False  # HTTP/2 on every connection (httpx only)
+    origins: int = 1  # distinct (scheme, host, port) among the URLs: a session keeps connections to each
+
+
+class Session(Protocol):
+    async def send(self, request: Request, hash_body: bool) -> Result:
+        """Send `request` and return its Result; never raises for anything the target does."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the session's connections."""
+        ...
+
+
+class Transport(Protocol):
+    def session(self) -> Session:
+        """A new session: one client's own connection(s)."""
+        ...
+
+
+Address = tuple[int, tuple[Any, ...]]  # (address family, socket address), as connect() takes it
+
+
+async def resolve(host: str, port: int) -> Sequence[Address]:
+    """The addresses to try for host:port, in the resolver's order.
+
+    Both transports resolve here, before connecting, so that a timeout can say the DNS
+    lookup was what took the time, and a failed lookup reads the same in both. An IP
+    address takes no lookup. A name the IDNA codec refuses (an empty label, one over 63
+    characters) fails as a DNS failure with the codec's reason: it cannot be looked up.
+    """
+    numeric = _numeric(host, port)
+    if numeric is not None:
+        return numeric
+    try:
+        host.encode("idna")
+    except UnicodeError as exc:
+        reason = exc.__cause__ or exc
+        raise socket.gaierror(socket.EAI_NONAME, f"{host} is not a valid host name ({reason})") from exc
+    found = await asyncio.wrap_future(_LOOKUPS.lookup(host, port))
+    return [(family, address) for family, _, _, _, address in found]
+
+
+@functools.lru_cache(maxsize=1024)
+def _numeric(host: str, port: int) -> tuple[Address, ...] | None:
+    """host:port's one address if host is an IP address, else None; kept, as it never changes.
+
+    A run without keep-alive connects for every request, so this is not worked out again
+    each time (the answer for a name is: it may change, so it is looked up every time).
+    """
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    return tuple((family, address) for family, _, _, _, address in found)
+
+
+class _Lookups:
+    """getaddrinfo calls, made in a few daemon threads of our own.
+
+    A lookup the DNS server never answers blocks its thread for the resolver's own timeout
+    (seconds, times its attempts and search domains), long after the send gave up on it.
+    The event loop's pool (libuv's, under uvloop) joins its threads when the process
+    exits, so a run against a silent DNS server printed its summary on time and then
+    lingered until every such lookup had timed out (over a minute); daemon threads are
+    not waited for. A lookup whose send has given up before a thread took it is not made.
+    """
+
+    THREADS = 4  # as many lookups at once as libuv's pool would make
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], str, int]] = queue.SimpleQueue()
+        self._threads = 0
+        self._lock = threading.Lock()
+
+    def lookup(self, host: str, port: int) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._queue.put((future, host, port))
+        with self._lock:
+            if self._threads < self.THREADS:
+                self._threads += 1
+                threading.Thread(target=self._work, name="soak-dns", daemon=True).start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            future, host, port = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue  # its send timed out or was cancelled while it waited
+            try:
+                future.set_result(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+            except BaseException as exc:  # noqa: BLE001 - handed to the send, which names it
+                future.set_exception(exc)
+
+
+_LOOKUPS = _Lookups()
+
+
+def address_text(address: tuple[Any, ...]) -> str:
+    """A socket address as a reader writes it: 127.0.0.1:80, [::1]:80."""
+    host, port = address[0], address[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -1,0 +1,524 @@
+"""Prometheus metrics of a run: counted per result, exposed as slow_cooker's and as soak_* families.
+
+slow_cooker's own names come first, with its meanings, so its dashboards keep working:
+
+    requests      every result, failures included       (untyped, as plain `requests`)
+    successes     good responses only (status 200-499)  (untyped, as plain `successes`)
+    latency_ms    histograms of good responses' latencies, each truncated to its unit,
+    latency_us    in slow_cooker's buckets (ms: 0.5 x 1.3^k; us: 1 x 1.35^k; ns: 1 x 1.5^k,
+    latency_ns    50 buckets each)
+
+prometheus_client insists that a counter's samples end in `_total`; slow_cooker's Go client
+exposes plain `requests` and `successes`, so those two are untyped: the same series names,
+and rate() and increase() work on them as before. Beside them, names that follow Prometheus'
+conventions, with labels for the URL and the status class:
+
+    soak_requests_total{url,status_class}     every result; status_class 1xx..5xx, or "failed"
+    soak_failures_total{url,kind}             failed sends by kind (refused, timeout, ...)
+    soak_skipped_total                        sends that were due but not sent
+    soak_request_duration_seconds{url}        histogram of responses' latencies, good and bad
+    soak_other_urls                           URLs counted under url="other" (see below)
+    soak_target_requests_per_second, soak_concurrency, soak_start_time_seconds,
+    soak_intervals_total and soak_interval_* (the last closed interval's figures),
+    soak_run_finished, soak_thresholds_passed, soak_threshold_passed{rule,scope}
+
+The `url` label has at most URL_SERIES_CAP + 1 values, however long the URL list: the first
+URL_SERIES_CAP distinct URLs of the list have series of their own, and every later one is
+counted under url="other", as Prometheus' naming guide asks of labels (every label value is
+a time series; unbounded values, like user-supplied lists, are what it warns against). A
+list of 40,000 URLs once made 850,000 series, 470 MB of counts and a push that never finished.
+
+Counting costs a few integer increments and one bisect per result, in plain Python objects
+(prometheus_client's own Counter.inc() and Histogram.observe() take a lock each, several per
+request at tens of thousands of requests a second). A custom collector turns a copy of the
+counts into metric families when /metrics is scraped or a push is made, from another thread.
+"""
+
+from __future__ import annotations
+
+import sys
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import accumulate
+from typing import TYPE_CHECKING, Protocol, TextIO
+from urllib.parse import urlsplit, urlunsplit
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+    UnknownMetricFamily,
+)
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from runner.config.settings import Settings
+from runner.core import redact
+from runner.load.result import Result
+from runner.load.schedule import goal
+from runner.metrics.push import Pusher
+from runner.metrics.server import MetricServer
+from runner.report.base import Reporter, RunInfo, RunSummary
+from runner.stats.recorder import Interval
+
+if TYPE_CHECKING:
+    from runner.report.verdict import Verdict
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
+    """Go's prometheus.ExponentialBuckets, multiplication for multiplication, so the `le` labels match."""
+    buckets = []
+    for _ in range(count):
+        buckets.append(start)
+        start *= factor
+    return buckets
+
+
+@dataclass(frozen=True)
+class HistogramSpec:
+    """One exposed histogram: its name, help, and bucket bounds in its own unit."""
+
+    name: str
+    help: str
+    unit_ns: int  # slow_cooker's: values truncated to this unit; 0 for seconds, not truncated
+    bounds: tuple[float, ...]
+
+    def last_ns(self, bound: float) -> int:
+        """The largest latency in ns that an observation <= `bound` can have come from."""
+        if self.unit_ns:
+            return (int(bound) + 1) * self.unit_ns - 1  # slow_cooker observes float(ns // unit)
+        return int(Fraction(repr(bound)) * 1_000_000_000)
+
+
+SLOW_COOKER_HISTOGRAMS = (
+    HistogramSpec("latency_ms", "RPC latency distributions in milliseconds.", 1_000_000,
+                  tuple(exponential_buckets(0.5, 1.3, 50))),
+    HistogramSpec("latency_us", "RPC latency distributions in microseconds.", 1_000,
+                  tuple(exponential_buckets(1, 1.35, 50))),
+    HistogramSpec("latency_ns", "RPC latency distributions in nanoseconds.", 1,
+                  tuple(exponential_buckets(1, 1.5, 50))),
+)
+DURATION = HistogramSpec(
+    "soak_request_duration_seconds",
+    "Latency of responses (any status), from just before sending to the response headers, by URL.",
+    0,
+    (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+# Every histogram's bucket edges as latencies in ns, in one sorted list: a result finds its
+# place among all of them with one bisect, and each histogram's buckets are sums of places.
+EDGES_NS = tuple(sorted({spec.last_ns(b) for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION) for b in spec.bounds}))
+# Each histogram's bounds, as places among EDGES_NS: bucket i counts the results in places 0 .. PLACES[name][i].
+PLACES = {spec.name: [EDGES_NS.index(spec.last_ns(b)) for b in spec.bounds]
+          for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION)}
+# Each histogram's `le` labels, written once rather than at every push.
+_LES = {spec.name: [floatToGoString(b) for b in spec.bounds] for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION)}
+STATUSES = 1000  # responses are counted per URL in a list indexed by status; any other status as 0
+# URLs with series of their own: enough for every URL of a hand-written list (a service's
+# endpoints), few enough that the url label's series stay in the hundreds (each URL has
+# up to 6 status classes, its failure kinds and a 21-sample histogram: about 30 samples).
+URL_SERIES_CAP = 20
+OTHER_URLS = "other"  # the url label of the URLs beyond the cap; never a URL's label (those have a scheme)
+# A push or a scrape makes its body in a thread of its own, holding the GIL for about 5 ms;
+# the event loop, woken meanwhile, waits for the GIL up to the interpreter's switch interval
+# (5 ms by default) each time. A shorter one hands the GIL back to the loop sooner.
+GIL_SWITCH_S = 0.001
+
+
+@dataclass(frozen=True)
+class UrlSlots:
+    """Where each URL's results are counted: in the series of its own url label, or in "other".
+
+    Made once, at the start: counting then costs one list index per result, and the counts
+    take room for at most URL_SERIES_CAP + 1 labels, whatever the number of URLs. Slots go to
+    the first distinct labels in the list's order, the order its author chose, and never move
+    during a run (a series that changed URL midway would mix two URLs' counts). A URL listed
+    twice, or twice with other credentials (which labels leave out), shares one slot, for a
+    Pushgateway rejects a push that holds the same series twice.
+    """
+
+    labels: tuple[str, ...]  # slot -> url label; OTHER_URLS last, when some URLs are beyond the cap
+    slot_of: tuple[int, ...]  # URL index -> slot
+    others: int  # distinct url labels counted under OTHER_URLS
+
+
+def url_slots(urls: Sequence[str], cap: int = URL_SERIES_CAP) -> UrlSlots:
+    """Each URL's slot: the first `cap` distinct labels get one each, the rest share the last."""
+    slots: dict[str, int] = {}
+    others: set[str] = set()
+    slot_of = []
+    for url in urls:
+        label = url_label(url)
+        slot = slots.get(label)
+        if slot is None:
+            if len(slots) < cap:
+                slot = slots[label] = len(slots)
+            else:
+                others.add(label)
+                slot = cap
+        slot_of.append(slot)
+    return UrlSlots((*slots, OTHER_URLS) if others else tuple(slots), tuple(slot_of), len(others))
+
+
+class MetricsTally:
+    """Every result of a run, counted by URL slot and status, and every response's latency by bucket.
+
+    It is the engine's sink's second stop, after the recorder, when metrics are on.
+    """
+
+    def __init__(self, slots: UrlSlots, *, corrected: bool = False) -> None:
+        self._corrected = corrected  # open model: latency from the due time, as the recorder measures it
+        self._slot_of = slots.slot_of
+        count = len(slots.labels)
+        self.skipped = 0
+        self.statuses = [[0] * STATUSES for _ in range(count)]  # per slot: responses by status
+        self.failures: Counter[tuple[int, str]] = Counter()  # (slot, error kind) -> failed sends
+        places = len(EDGES_NS) + 1
+        self.good = [[0] * places for _ in range(count)]  # per slot: good responses per place among EDGES_NS
+        self.bad = [[0] * places for _ in range(count)]
+        self.good_ns = [0] * count  # per slot: the sum of good responses' latencies
+        self.bad_ns = [0] * count
+
+    def record(self, result: Result) -> None:
+        if result.skipped:
+            self.skipped += 1
+            return
+        slot = self._slot_of[result.url_index]
+        if result.error:
+            self.failures[slot, result.error] += 1
+            return
+        status = result.status
+        self.statuses[slot][status if status < STATUSES else 0] += 1
+        start = result.start_ns
+        if self._corrected and result.due_ns < start:
+            start = result.due_ns
+        latency = result.headers_ns - start
+        place = bisect_left(EDGES_NS, latency)
+        if 200 <= status < 500:
+            self.good[slot][place] += 1
+            self.good_ns[slot] += latency
+        else:
+            self.bad[slot][place] += 1
+            self.bad_ns[slot] += latency
+
+    def snapshot(self) -> MetricsTally:
+        """A copy, taken from another thread while results keep coming (each copy is one C call).
+
+        The copy only holds counts: it records nothing, and a worker sends it home pickled
+        with every interval, so it leaves out the map of every URL to its slot."""
+        copy = MetricsTally.__new__(MetricsTally)
+        copy._corrected = self._corrected
+        copy._slot_of = ()
+        copy.skipped = self.skipped
+        copy.statuses = [list(counts) for counts in self.statuses]
+        copy.failures = Counter(dict(self.failures))
+        copy.good = [list(places) for places in self.good]
+        copy.bad = [list(places) for places in self.bad]
+        copy.good_ns = list(self.good_ns)
+        copy.bad_ns = list(self.bad_ns)
+        return copy
+
+
+def summed(tallies: Sequence[MetricsTally], slots: UrlSlots) -> MetricsTally:
+    """Several processes' counts as one: every count added up (counters of a run split over workers)."""
+    total = MetricsTally(slots)
+    for tally in tallies:
+        total.skipped += tally.skipped
+        total.failures.update(tally.failures)
+        for slot in range(len(slots.labels)):
+            total.statuses[slot] = [a + b for a, b in zip(total.statuses[slot], tally.statuses[slot], strict=True)]
+            total.good[slot] = [a + b for a, b in zip(total.good[slot], tally.good[slot], strict=True)]
+            total.bad[slot] = [a + b for a, b in zip(total.bad[slot], tally.bad[slot], strict=True)]
+            total.good_ns[slot] += tally.good_ns[slot]
+            total.bad_ns[slot] += tally.bad_ns[slot]
+    return total
+
+
+class WorkerTallies:
+    """A run split over local workers, counted: the sum of each worker's latest counts.
+
+    Each worker counts its own results and sends a copy of its counts with every interval it
+    closes and with its summary (see workers.py), so the parent's metrics are those of the
+    last closed interval: what a push after that interval must hold. A scrape in between
+    sees them up to an interval late, and every counter only ever goes up.
+    """
+
+    def __init__(self, slots: UrlSlots) -> None:
+        self.slots = slots  # made once, here, and handed to every worker
+        self._latest: dict[int, MetricsTally] = {}
+        self._sum = MetricsTally(slots)
+
+    def update(self, worker: int, counts: MetricsTally) -> None:
+        self._latest[worker] = counts
+        self._sum = summed(list(self._latest.values()), self.slots)  # swapped whole: a scrape reads one sum
+
+    def snapshot(self) -> MetricsTally:
+        return self._sum  # never changed once made
+
+
+class Counts(Protocol):
+    """Where the metric families' counts come from: this process's tally, or its workers'."""
+
+    def snapshot(self) -> MetricsTally: ...
+
+
+@dataclass
+class IntervalFigures:
+    """The last closed interval, for the soak_interval_* gauges."""
+
+    end_time: float  # Unix time
+    requests_per_second: float
+    goal_ratio: float | None  # None for a bench
+    errors_ratio: float | None  # None without requests
+    latency_s: dict[str, float]  # quantile ("0.5", ...) -> seconds
+    max_latency_s: float
+
+
+@dataclass
+class Figures:
+    """What the reporter hooks learn about the run, for the gauges: its shape, its last interval, its verdict."""
+
+    target_rate: float | None = None
+    concurrency: int = 0
+    start_time: float = 0.0
+    intervals: int = 0
+    last: IntervalFigures | None = None
+    finished: bool = False
+    thresholds: list[tuple[str, str, bool]] | None = None  # (rule, scope, ok), once the run has finished
+
+
+_QUANTILES = {"0.5": 50.0, "0.95": 95.0, "0.99": 99.0, "0.999": 99.9}
+
+
+def interval_figures(info: RunInfo, interval: Interval) -> IntervalFigures:
+    tally = interval.tally
+    seconds = interval.due_span_ns / 1e9
+    target = goal(info.qps, interval.due_span_ns)
+    goal_ratio = min(tally.responses / target, 1.0) if target > 0 else 1.0
+    found = tally.latency.percentiles(_QUANTILES.values())
+    return IntervalFigures(
+        end_time=info.wall(interval.end_ns),
+        requests_per_second=tally.requests / seconds if seconds > 0 else 0.0,
+        goal_ratio=goal_ratio if info.settings.mode != "bench" else None,
+        errors_ratio=(tally.bad + tally.failed) / tally.requests if tally.requests else None,
+        latency_s={q: found[p] / 1e9 for q, p in _QUANTILES.items()},
+        max_latency_s=tally.max_ns / 1e9,
+    )
+
+
+class MetricsReporter(Reporter):
+    """Keeps the gauges' figures up to date at each interval and at the end, and has them pushed then.
+
+    The endpoint lasts as long as the run: it closes after the final push.
+    """
+
+    def __init__(self, figures: Figures, verdict: Verdict | None = None, pusher: Pusher | None = None,
+                 server: MetricServer | None = None) -> None:
+        self._figures = figures
+        self._verdict = verdict
+        self._pusher = pusher
+        self._server = server
+
+    def start(self, info: RunInfo) -> None:
+        f = self._figures
+        f.target_rate = info.qps if info.settings.mode != "bench" else None
+        f.concurrency = info.concurrency
+        f.start_time = info.wall_start
+        if self._pusher is not None:
+            self._pusher.start(info)
+
+    def interval(self, info: RunInfo, interval: Interval) -> None:
+        self._figures.last = interval_figures(info, interval)
+        self._figures.intervals += 1
+        if self._pusher is not None:
+            self._pusher.push_soon()
+
+    def finish(self, summary: RunSummary) -> None:
+        if self._verdict is not None:
+            self._figures.thresholds = [(o.rule.text, o.rule.scope, o.ok) for o in self._verdict.judge(summary)]
+        self._figures.finished = True
+        if self._pusher is not None:
+            self._pusher.push_final()
+            self._pusher.close()
+        if self._server is not None:
+            self._server.close()
+
+
+@dataclass(eq=False)  # a registry keeps its collectors in a dict
+class SoakCollector(Collector):
+    """A prometheus_client collector: the run's metric families, made from a copy of the counts."""
+
+    tally: Counts
+    figures: Figures
+    slots: UrlSlots
+
+    def collect(self) -> Iterator[Metric]:
+        counts = self.tally.snapshot()
+        yield from slow_cooker_families(counts)
+        yield from request_families(counts, self.slots)
+        yield from figure_families(self.figures)
+
+
+def url_label(url: str) -> str:
+    """A URL as a label value: without a user name or password, which must never reach a metric,
+    and with secret query values hidden (runner/redact.py), for labels are pushed and kept."""
+    url = redact.url(url)
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def status_class(status: int) -> str:
+    return f"{status // 100}xx" if 100 <= status <= 999 else "other"
+
+
+_CLASSES = [(status_class(low), low) for low in range(0, STATUSES, 100)]  # each class's first status
+
+
+def slow_cooker_families(counts: MetricsTally) -> Iterator[Metric]:
+    """slow_cooker's requests, successes, latency_ms, latency_us and latency_ns."""
+    responses = sum(sum(by_status) for by_status in counts.statuses)
+    successes = sum(sum(by_status[200:500]) for by_status in counts.statuses)
+    yield UnknownMetricFamily("requests", "Number of requests", value=responses + sum(counts.failures.values()))
+    yield UnknownMetricFamily("successes", "Number of successful requests", value=successes)
+    good = [sum(column) for column in zip(*counts.good, strict=True)] if counts.good else [0] * (len(EDGES_NS) + 1)
+    good_ns = sum(counts.good_ns)
+    for spec in SLOW_COOKER_HISTOGRAMS:
+        family = HistogramMetricFamily(spec.name, spec.help)
+        family.add_metric([], histogram_buckets(spec, good), good_ns / (spec.unit_ns or 1_000_000_000))
+        yield family
+
+
+def request_families(counts: MetricsTally, slots: UrlSlots) -> Iterator[Metric]:
+    """soak_requests_total, soak_failures_total, soak_skipped_total, soak_request_duration_seconds,
+    soak_other_urls.
+
+    Series are by URL slot (see UrlSlots), each with a url label of its own.
+    """
+    labels = slots.labels
+    requests = CounterMetricFamily("soak_requests", "Requests sent, by URL and status class (failed: no response).",
+                                   labels=["url", "status_class"])
+    by_class: Counter[tuple[str, str]] = Counter()
+    for slot, by_status in enumerate(counts.statuses):
+        for group, low in _CLASSES:
+            n = sum(by_status[low:low + 100])  # a slice's sum, in C: a push's work stays small
+            if n:
+                by_class[labels[slot], group] += n
+    for (slot, _kind), n in counts.failures.items():
+        by_class[labels[slot], "failed"] += n
+    for (label, group), n in sorted(by_class.items()):
+        requests.add_metric([label, group], n)
+    yield requests
+    failures = CounterMetricFamily("soak_failures", "Sends that got no HTTP response, by URL and kind.",
+                                   labels=["url", "kind"])
+    by_kind: Counter[tuple[str, str]] = Counter()
+    for (slot, kind), n in counts.failures.items():
+        by_kind[labels[slot], kind] += n
+    for (label, kind), n in sorted(by_kind.items()):
+        failures.add_metric([label, kind], n)
+    yield failures
+    yield CounterMetricFamily("soak_skipped", "Sends that were due but not sent (a client still busy, or too "
+                              "many in flight).", value=counts.skipped)
+    duration = HistogramMetricFamily(DURATION.name, DURATION.help, labels=["url"])
+    for slot, label in enumerate(labels):
+        places = [good + bad for good, bad in zip(counts.good[slot], counts.bad[slot], strict=True)]
+        seconds = (counts.good_ns[slot] + counts.bad_ns[slot]) / 1e9
+        duration.add_metric([label], histogram_buckets(DURATION, places), seconds)
+    yield duration
+    yield GaugeMetricFamily("soak_other_urls", f"Distinct URLs beyond the first {URL_SERIES_CAP} of the list, "
+                            f'counted together under url="{OTHER_URLS}".', value=slots.others)
+
+
+def histogram_buckets(spec: HistogramSpec, places: Sequence[int]) -> list[tuple[str, float]]:
+    """Cumulative (le, count) pairs of a histogram, from counts per place among EDGES_NS."""
+    cumulative = list(accumulate(places))
+    buckets = [(le, float(cumulative[place])) for le, place in zip(_LES[spec.name], PLACES[spec.name], strict=True)]
+    return [*buckets, ("+Inf", float(cumulative[-1]))]
+
+
+def figure_families(f: Figures) -> Iterator[Metric]:
+    """The gauges: the run's shape, its last interval, and at the end its verdict."""
+    if f.target_rate is not None:
+        yield GaugeMetricFamily("soak_target_requests_per_second", "The rate this process is asked to send at.",
+                                value=f.target_rate)
+    yield GaugeMetricFamily("soak_concurrency", "Clients sending.", value=f.concurrency)
+    yield GaugeMetricFamily("soak_start_time_seconds", "When the run started (send 0 was due), as a Unix time.",
+                            value=f.start_time)
+    yield CounterMetricFamily("soak_intervals", "Intervals closed (interval lines printed).", value=f.intervals)
+    yield GaugeMetricFamily("soak_run_finished", "1 once the run has finished and its summary is printed, else 0.",
+                            value=1 if f.finished else 0)
+    if f.last is not None:
+        yield from _interval_families(f.last)
+    if f.thresholds is not None:
+        yield GaugeMetricFamily("soak_thresholds_passed", "1 if the finished run kept every threshold, 0 if it broke "
+                                "any (exit code 3).", value=1 if all(ok for _, _, ok in f.thresholds) else 0)
+        each = GaugeMetricFamily("soak_threshold_passed", "1 if the finished run kept this threshold, else 0.",
+                                 labels=["rule", "scope"])
+        for rule, scope, ok in f.thresholds:
+            each.add_metric([rule, scope], 1 if ok else 0)
+        yield each
+
+
+def _interval_families(last: IntervalFigures) -> Iterator[Metric]:
+    yield GaugeMetricFamily("soak_interval_end_time_seconds", "When the last closed interval ended, as a Unix time.",
+                            value=last.end_time)
+    yield GaugeMetricFamily("soak_interval_requests_per_second", "Requests per second sent in the last interval.",
+                            value=last.requests_per_second)
+    if last.goal_ratio is not None:
+        yield GaugeMetricFamily("soak_interval_goal_ratio", "The last interval's responses against its goal, 0 to 1 "
+                                "(goal% / 100).", value=last.goal_ratio)
+    if last.errors_ratio is not None:
+        yield GaugeMetricFamily("soak_interval_errors_ratio", "The last interval's bad and failed requests against "
+                                "all its requests, 0 to 1.", value=last.errors_ratio)
+    latency = GaugeMetricFamily("soak_interval_latency_seconds", "Latency percentiles of the last interval's "
+                                "responses.", labels=["quantile"])
+    for quantile, seconds in last.latency_s.items():
+        latency.add_metric([quantile], seconds)
+    yield latency
+    yield GaugeMetricFamily("soak_interval_max_latency_seconds", "The slowest response of the last interval.",
+                            value=last.max_latency_s)
+
+
+def tally_for(settings: Settings, slots: UrlSlots) -> MetricsTally:
+    """The counts of one process's results, measured as its recorder measures them."""
+    return MetricsTally(slots, corrected=settings.load_model == "open")
+
+
+class Metrics:
+    """A run's metrics, wired together: the counts, the reporter, and the endpoint and the
+    pusher that the settings ask for. close() when the run has ended.
+
+    In one process, `tap` (for the engine's sink, after the recorder) counts every result.
+    Split over local workers, each worker counts its own and `workers` sums them; `tap` is None.
+    """
+
+    def __init__(self, settings: Settings, urls: Sequence[str], verdict: Verdict | None, err: TextIO) -> None:
+        self.tap: Callable[[Result], None] | None = None
+        self.workers: WorkerTallies | None = None
+        counts: Counts
+        slots = url_slots(urls)
+        if settings.workers > 1:
+            counts = self.workers = WorkerTallies(slots)
+        else:
+            tally = counts = tally_for(settings, slots)
+            self.tap = tally.record
+            sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_S))  # this process sends too
+        figures = Figures()
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(SoakCollector(counts, figures, slots))
+        self.server = MetricServer(settings.metric_addr, registry) if settings.metric_addr else None
+        self.pusher = Pusher(settings.pushgateway, settings.pushgateway_job, registry, err) if settings.pushgateway \
+            else None
+        self.reporter = MetricsReporter(figures, verdict, self.pusher, self.server)
+
+    def close(self) -> None:
+        """Stop serving and pushing, if the run ended without finishing (the reporter does it otherwise)."""
+        if self.server is not None:
+            self.server.close()
+        if self.pusher is not None:
+            self.pusher.close()

@@ -1,0 +1,251 @@
+"""The lines of a saved log, sorted: startup line, interval lines, JSON summary, stderr, the rest.
+
+`kubectl logs` hands back stdout and stderr merged line by line, so an error line can sit
+anywhere, even inside the JSON summary; a log can be cut off mid-line; someone may paste it
+with its runs of spaces collapsed (the pallet's own README did) or save it with
+`kubectl logs --timestamps`. This reads each line for what it is, keeps the JSON summary's
+lines apart for runner.readback.partialjson, and counts and notes the lines that are none of these.
+It never raises: a line it cannot place is skipped and noted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from runner.core.durations import DurationError, parse_duration
+
+MAX_LINE_NOTES = 5  # lines noted one by one; the rest are counted
+_QUOTE_CHARS = 60
+
+_KUBECTL_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+(?:Z|[+-]\d\d:\d\d) ")
+_STARTUP = re.compile(
+    r"^# sending (\d+(?:\.\d+)?) (\S+) req/s with concurrency=(\d+) (?:to (.+)|using url list (.+)) \.\.\.\s*$"
+)
+_HEADER = re.compile(r"^#\s+iter\s+good/b/f\s")
+# slow_cooker's "%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s", any runs of spaces.
+_INTERVAL = re.compile(
+    r"^(\d{4}-\d\d-\d\dT\S+) +(\d+) +(\d+)/(\d+)/(\d+) +(\d+) +(\d+)% +(\S+) +(\d+) "
+    r"+\[ *(\d+) +(\d+) +(\d+) +(\d+) *\] +(\d+) +(\d+)(?: ([+-]*))?\s*$"
+)
+# soak: once per group of alike errors per interval, on one URL or on several; then the rest in one line
+_SOAK_ERROR = re.compile(r'^[A-Z]+ (?:(?:more than )?\d+ URLs, e\.g\. )?"(.*)": (.+) \((\d+) times?\)\s*$')
+_SOAK_MORE_ERRORS = re.compile(r"^\.\.\. and \d+ more errors \((\d+) times?\)\s*$")
+_SLOW_COOKER_ERROR = re.compile(r'^[A-Z][a-z]+ "(.*)": (.+?)\s*$')  # Go's net/http, once per failure
+_VERDICT = "# threshold"  # the thresholds' verdict lines, before the summary (verdict.py)
+_OWN_NOTE = "soak: "  # the runner's own lines on stderr: the Linkerd proxy awaited, a TLS warning, ...
+
+
+@dataclass(frozen=True)
+class IntervalFigures:
+    """One interval, as its line shows it; latencies in the run's unit, None where not known."""
+
+    timestamp: str  # end of the interval, as printed
+    iter: int
+    good: int
+    bad: int
+    failed: int
+    t: float | None  # the interval's goal, in requests; None for a bench, which has none
+    goal_percent: int | None
+    interval: str  # its length as printed: `1m0s`, `500ms`, `1.504s`
+    min: float  # integers from a line; to 3 decimals from a summary's intervalStats
+    p50: float
+    p95: float
+    p99: float
+    p999: float | None  # None for slow_cooker, whose p999 column is its max
+    max: float
+    bhash: int
+    skipped: int | None = None  # only the JSON summary's intervalStats know these two
+    errors: Mapping[str, int] | None = None  # by kind (intervalStats) or by error text (stderr lines)
+
+    @property
+    def seconds(self) -> float | None:
+        """The interval's length in seconds; None when its printed form is not a duration."""
+        try:
+            return parse_duration(self.interval) / 1e9
+        except DurationError:
+            return None
+
+    @property
+    def responses(self) -> int:
+        return self.good + self.bad
+
+
+@dataclass(frozen=True)
+class Startup:
+    """What the startup line says: `# sending 100 GET req/s with concurrency=5 to URL ...`."""
+
+    rate: float  # the total rate, for soak and slow_cooker alike
+    method: str
+    concurrency: int
+    target: str  # the URL(s), or the URL list file
+
+
+@dataclass
+class JsonBlock:
+    """The lines of one JSON summary, and where they were."""
+
+    first_line: int
+    lines: list[str]
+    last_line: int
+    closed: bool = False  # ended by its closing brace, not by the end of the file or another run
+
+
+@dataclass
+class LogScan:
+    """What the lines of one log are; scan() fills it in one pass."""
+
+    startup: Startup | None = None
+    intervals: list[IntervalFigures] = field(default_factory=list)
+    blocks: list[JsonBlock] = field(default_factory=list)
+    soak_errors: int = 0  # stderr lines in soak's form: `GET "url": text (3 times)`, `... and 2 more errors (5 times)`
+    slow_cooker_errors: int = 0  # stderr lines in Go's form: `Get "url": text`
+    trailing_errors: int = 0  # error lines after the last interval line
+    skipped: int = 0  # lines that are none of the above
+    skip_notes: list[str] = field(default_factory=list)  # the first MAX_LINE_NOTES of them, in words
+    notes: list[str] = field(default_factory=list)  # everything else worth saying
+    timestamp_prefixes: int = 0  # lines that carried `kubectl logs --timestamps`' prefix
+    _pending: Counter[str] = field(default_factory=Counter)  # errors since the last interval line
+    _block: JsonBlock | None = None
+
+
+def scan(text: str) -> LogScan:
+    """Sort every line of `text`; only the last run in it is kept when it holds several."""
+    found = LogScan()
+    lines = text.splitlines()
+    ends_cleanly = text.endswith(("\n", "\r"))
+    for number, raw in enumerate(lines, 1):
+        line = _without_prefix(found, raw)
+        cut = number == len(lines) and not ends_cleanly
+        if found._block is not None and not _ends_block(found, line):
+            _in_block(found, number, line)
+        else:
+            _line(found, number, line, cut)
+    if found._block is not None:
+        _close_block(found, closed=False)
+    return found
+
+
+def startup_line(line: str) -> re.Match[str] | None:
+    """The match of a run's startup line (behind a `kubectl logs --timestamps` prefix or not), else None.
+
+    A run's output begins with it, so where several runs' logs were joined into one text
+    (`cat pod-0.log pod-1.log`) it is where each of them begins.
+    """
+    return _STARTUP.match(without_timestamp(line))
+
+
+def without_timestamp(line: str) -> str:
+    """The line without the timestamp `kubectl logs --timestamps` puts before it."""
+    m = _KUBECTL_TIMESTAMP.match(line)
+    return line if m is None else line[m.end():]
+
+
+def _without_prefix(found: LogScan, line: str) -> str:
+    """The line without the timestamp `kubectl logs --timestamps` puts before it, counted."""
+    bare = without_timestamp(line)
+    if len(bare) != len(line):
+        found.timestamp_prefixes += 1
+    return bare
+
+
+def _line(found: LogScan, number: int, line: str, cut: bool) -> None:
+    """A line outside any JSON summary."""
+    stripped = line.strip()
+    if not stripped:
+        return
+    if stripped.startswith("{"):
+        found._block = JsonBlock(number, [stripped], number)
+        if stripped != "{":  # the whole summary on one line, as `jq -c` writes it, or the start of one
+            _close_block(found, closed=stripped.endswith("}"))
+    elif (m := _STARTUP.match(line)) is not None:
+        _startup(found, number, m)
+    elif _HEADER.match(line) or stripped.startswith(_VERDICT):
+        pass
+    elif (m := _INTERVAL.match(line)) is not None and not (cut and m.group(16) is None):
+        # A last line cut off before the space after bhash may have lost digits of bhash.
+        _interval(found, m)
+    elif not _error_line(found, stripped) and not stripped.startswith(_OWN_NOTE):
+        _skip(found, number, line, "the last line is cut off" if cut else "not soak or slow_cooker output")
+
+
+def _ends_block(found: LogScan, line: str) -> bool:
+    """A line that cannot be inside the summary being read: a new summary, run or interval line."""
+    if line.rstrip() != "{" and _STARTUP.match(line) is None and _INTERVAL.match(line) is None:
+        return False
+    _close_block(found, closed=False)
+    return True
+
+
+def _in_block(found: LogScan, number: int, line: str) -> None:
+    """A line inside a JSON summary: its own lines are indented, or its closing brace; others are not its."""
+    block = found._block
+    assert block is not None
+    if line.rstrip() == "}":
+        block.lines.append("}")
+        block.last_line = number
+        _close_block(found, closed=True)
+    elif line[:1].isspace():
+        block.lines.append(line)
+        block.last_line = number
+    elif line.strip() and not _error_line(found, line.strip()) and not line.startswith(_OWN_NOTE):
+        _skip(found, number, line, "inside the JSON summary, not part of it")
+
+
+def _close_block(found: LogScan, *, closed: bool) -> None:
+    assert found._block is not None
+    found._block.closed = closed
+    found.blocks.append(found._block)
+    found._block = None
+
+
+def _error_line(found: LogScan, line: str) -> bool:
+    """Whether the line is a failure reported on stderr; if so, count it toward the next interval."""
+    if (m := _SOAK_ERROR.match(line)) is not None:
+        found.soak_errors += 1
+        text, times = m.group(2), int(m.group(3))
+    elif (m := _SOAK_MORE_ERRORS.match(line)) is not None:
+        found.soak_errors += 1
+        text, times = "other errors", int(m.group(1))
+    elif (m := _SLOW_COOKER_ERROR.match(line)) is not None:
+        found.slow_cooker_errors += 1
+        text, times = m.group(2), 1
+    else:
+        return False
+    found._pending[text] += times
+    found.trailing_errors += 1
+    return True
+
+
+def _startup(found: LogScan, number: int, m: re.Match[str]) -> None:
+    if found.intervals or found.blocks:
+        found.notes.append(f"line {number}: another run starts here; only the last run in the file is read")
+        found.intervals.clear()
+        found.blocks.clear()
+        found._pending.clear()
+        found.trailing_errors = 0
+    found.startup = Startup(float(m.group(1)), m.group(2), int(m.group(3)), m.group(4) or m.group(5))
+
+
+def _interval(found: LogScan, m: re.Match[str]) -> None:
+    """An interval line, with the errors reported on stderr since the one before."""
+    g = m.groups()
+    it, good, bad, failed, t, goal_pct = (int(x) for x in g[1:7])
+    low, p50, p95, p99, p999, high, bhash = (int(x) for x in g[8:15])
+    errors = dict(found._pending) if found._pending else None
+    found._pending.clear()
+    found.trailing_errors = 0
+    found.intervals.append(
+        IntervalFigures(g[0], it, good, bad, failed, t, goal_pct, g[7], low, p50, p95, p99, p999, high, bhash,
+                        errors=errors)
+    )
+
+
+def _skip(found: LogScan, number: int, line: str, why: str) -> None:
+    found.skipped += 1
+    if found.skipped <= MAX_LINE_NOTES:
+        text = line.strip()
+        quoted = repr(text if len(text) <= _QUOTE_CHARS else text[:_QUOTE_CHARS] + "...")
+        found.skip_notes.append(f"line {number}: {why}, skipped: {quoted}")

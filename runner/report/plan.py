@@ -1,0 +1,159 @@
+"""What a run would do, in words: the output of `soak validate`. Pure text, no I/O.
+
+Users validate on a laptop what a pod will run, so this spells out the rate per client,
+when the run stops, and where each header comes from, without sending anything and
+without printing any secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from runner.config.settings import Settings
+from runner.core import redact
+from runner.core.durations import format_duration
+from runner.report.slowcooker import format_rate
+
+
+def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) -> list[str]:
+    """Lines saying what a run with these settings would do."""
+    s = settings
+    lines = [_bench_line(s) if s.mode == "bench" else _rate_line(s)]
+    lines += [f"  to {redact.url(url)}" for url in urls]
+    if len(urls) > 1:
+        lines.append(f"  each URL gets every {_ordinal(len(urls))} request")
+    lines.append(_stop_rule(s))
+    lines.append(
+        f"timeout {format_duration(s.timeout_ns)}, "
+        f"{'a new connection per request' if s.no_reuse else 'keep-alive (one connection per client)'}, "
+        f"compression {'on' if s.compress else 'off'}, latency in {s.latency_unit}"
+    )
+    lines += _protocol(s) + _linkerd(s)
+    lines += _headers(s, environ) + _userinfo(urls)
+    lines.append(_body(s))
+    if s.hash_sample_rate:
+        percent = format_rate(round(s.hash_sample_rate * 100, 6))
+        lines.append(f"checks the FNV-1a hash of {percent}% of bodies against {s.hash_value}")
+    lines.append(_outputs(s))
+    lines += _judged(s) + _metrics(s)
+    return lines
+
+
+def _judged(s: Settings) -> list[str]:
+    """The thresholds the run will be judged by, and whether it stops early when one is lost."""
+    lines = [f"threshold ({rule.scope}): {rule.text}" for rule in s.thresholds]
+    if s.thresholds:
+        early = "; stops as soon as one can no longer be met" if s.abort_on_threshold else ""
+        lines.append(f"exit code 3 if any threshold is broken{early}")
+    return lines
+
+
+def _metrics(s: Settings) -> list[str]:
+    lines = []
+    if s.metric_addr:
+        where = f"port {s.metric_addr[1:]} of every interface" if s.metric_addr.startswith(":") else s.metric_addr
+        lines.append(f"serves Prometheus metrics on {where} (GET /metrics) while it runs")
+    if s.pushgateway:
+        lines.append(f"pushes metrics to the Pushgateway {redact.url(s.pushgateway)} after every interval and at "
+                     f"the end (job {s.pushgateway_job})")
+    return lines
+
+
+def _rate_line(s: Settings) -> str:
+    per_client = format_rate(round(s.qps / s.concurrency, 3))
+    clients = f"{s.concurrency} client{'s' if s.concurrency != 1 else ''} at {per_client} req/s each"
+    if s.load_model == "closed":
+        model = f"closed model: {clients}, one request in flight per client"
+    else:
+        model = f"open model: {clients}, at most {s.max_in_flight} in flight"
+    return f"would send {format_rate(s.qps)} {s.method} req/s ({model})"
+
+
+def _bench_line(s: Settings) -> str:
+    clients = f"{s.concurrency} client{'s' if s.concurrency != 1 else ''}"
+    return (f"would benchmark with {s.method} requests, like ab: {clients}, each sending its next request "
+            f"as soon as the last is answered (no rate limit)")
+
+
+def _ordinal(n: int) -> str:
+    """2nd, 3rd, 4th, 11th, 21st."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _stop_rule(s: Settings) -> str:
+    interval = format_duration(s.interval_ns)
+    if s.duration_ns is not None:
+        rule = f"for {format_duration(s.duration_ns)}, one line every {interval}"
+    elif s.iterations:
+        rule = f"for {s.iterations} intervals of {interval} ({format_duration(s.iterations * s.interval_ns)})"
+    else:
+        rule = f"until stopped, one line every {interval}"
+    if s.run_ns is not None and s.mode == "soak":
+        rule += f", {round(s.qps * s.run_ns / 1e9)} requests in all"
+    if s.total_requests:
+        rule += f"; stops after {s.total_requests} requests"
+    return rule
+
+
+def _protocol(s: Settings) -> list[str]:
+    """HTTP/2 and TLS, when they differ from HTTP/1.1 with verification against the public CAs."""
+    lines = ["HTTP/2 on every connection (prior knowledge over http, ALPN over https)"] if s.http2 else []
+    if s.insecure:
+        lines.append("https: certificates and host names NOT verified (insecure)")
+    elif s.ca_bundle:
+        lines.append(f"https: servers verified against the CAs in {s.ca_bundle}")
+    if s.client_cert:
+        key = f" with the key in {s.client_key}" if s.client_key else ""
+        lines.append(f"https: presents the client certificate {s.client_cert}{key}")
+    return lines
+
+
+def _linkerd(s: Settings) -> list[str]:
+    lines = []
+    if s.linkerd_await:
+        lines.append(f"waits up to {format_duration(s.linkerd_await_timeout_ns)} for the Linkerd proxy "
+                     f"(GET http://{s.linkerd_admin}/ready) before the first send")
+    if s.linkerd_shutdown:
+        lines.append(f"asks the Linkerd proxy to shut down at the end (POST http://{s.linkerd_admin}/shutdown)")
+    return lines
+
+
+def _headers(s: Settings, environ: Mapping[str, str]) -> list[str]:
+    lines = []
+    for name, value in s.headers.items():
+        if isinstance(value, dict):
+            var = value["fromEnv"]
+            state = "set here" if environ.get(var) else "NOT set here"
+            lines.append(f"header {name}: <from environment variable {var}, {state}>")
+        else:
+            lines.append(f"header {name}: {s.effective['headers'][name]}")  # credentials hidden
+    if s.host:
+        lines.append(f"header Host: {s.host}")
+    return lines
+
+
+def _userinfo(urls: list[str]) -> list[str]:
+    """Credentials in URLs are sent as a header (targets.build_requests): say so, never what they are."""
+    with_userinfo = sum(1 for url in urls if "@" in urlsplit(url).netloc)
+    if not with_userinfo:
+        return []
+    which = "the URL's" if len(urls) == 1 else f"each URL's ({with_userinfo} of {len(urls)} have one)"
+    return [f"header Authorization: Basic <hidden> (from {which} user name and password)"]
+
+
+def _body(s: Settings) -> str:
+    if isinstance(s.body, dict):
+        return f"body: the contents of {s.body['file']}"
+    return f"body: {len(s.body.encode())} bytes" if s.body else "body: none"
+
+
+def _outputs(s: Settings) -> str:
+    parts = ["interval lines on stdout" if s.mode == "soak" else "ab's report on stdout"]
+    if not s.no_latency_summary:
+        parts.append("a JSON summary on stdout")
+    parts.append("failures on stderr" if s.mode == "soak" else "progress and failures on stderr")
+    if s.report_latencies_csv:
+        parts.append(f"latency CSV to {s.report_latencies_csv}")
+    return "output: " + ", ".join(parts)

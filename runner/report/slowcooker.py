@@ -1,0 +1,211 @@
+"""slow_cooker's text output: the startup line, the header, one line per interval.
+
+The layout is slow_cooker's own Go format strings, so existing log readers and eyes keep
+working; see shared/reference/slow_cooker-output.md. Differences are deliberate: the rate
+printed is the total, `t` is exact, p999 is a true 99.9th percentile, and failures are
+reported once per group of alike errors per interval, with a count, on stderr (see error_lines).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from decimal import Decimal
+from typing import TextIO
+
+from runner.core.durations import format_duration
+from runner.core.redact import printable
+from runner.load.schedule import goal
+from runner.report.base import Reporter, RunInfo, in_unit, rfc3339
+from runner.stats.recorder import OTHER_TEXTS, ErrorGroup, Interval, Tally
+
+INTERVAL_PERCENTILES = (50, 95, 99, 99.9)
+_CHANGE_WINDOW = 5
+MAX_ERROR_LINES = 10  # failure lines per interval on stderr; the rest are summed up in one more
+
+
+def format_rate(qps: float) -> str:
+    """A rate as an integer when whole, else with the fewest decimals that show it exactly."""
+    if qps == int(qps):
+        return str(int(qps))
+    return format(Decimal(repr(qps)), "f")
+
+
+def startup_line(qps: float, method: str, concurrency: int, urls: list[str], url_source: str | None) -> str:
+    """`# sending 100 GET req/s with concurrency=5 to http://... ...`
+
+    One URL is named even when it came from a list file (as in the pallet's logs); a list
+    of several is named by its file, as slow_cooker does for `@file`.
+    """
+    if len(urls) > 1 and url_source:
+        target = f"using url list {url_source}"
+    else:
+        target = "to " + ", ".join(urls)
+    return f"# sending {format_rate(qps)} {method} req/s with concurrency={concurrency} {target} ...\n"
+
+
+def header_line(timestamp: str, interval: str) -> str:
+    """The column header, padded to line up with interval lines of this timestamp and interval."""
+    time_pad = " " * (len(timestamp) - 2)
+    interval_pad = " " * (len(interval) - 2)
+    return f"# {time_pad} iter   good/b/f t   goal% {interval_pad} min [p50 p95 p99  p999]  max bhash change\n"
+
+
+def interval_line(
+    timestamp: str,
+    iteration: int,
+    good: int,
+    bad: int,
+    failed: int,
+    target: int,
+    goal_pct: int,
+    interval: str,
+    latencies: tuple[int, int, int, int, int, int],
+    bhash: int,
+    change: str,
+) -> str:
+    """One interval in slow_cooker's layout; `latencies` is (min, p50, p95, p99, p999, max)."""
+    # slow_cooker's own Go format string, kept verbatim so the layout can be checked against it.
+    return "%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s\n" % (  # noqa: UP031
+        timestamp, iteration, good, bad, failed, target, goal_pct, interval, *latencies, bhash, change,
+    )
+
+
+def rounded_goal(target: float) -> int:
+    """The goal `t` as the line prints it: to the nearest whole send, halves up, as Go's
+    math.Round does (Python's round() takes halves to even: 2.5 sends would print as 2)."""
+    return math.floor(target + 0.5)
+
+
+def goal_percent(responses: int, target: float) -> int:
+    """Responses (good + bad) as a whole percentage of the goal, at most 100; 100 for no goal."""
+    if target <= 0:
+        return 100
+    return int(min(responses / target * 100, 100))
+
+
+def change_indicator(history: list[int], p99: int) -> str:
+    """slow_cooker's change column: p99 against the integer mean of the previous p99s.
+
+    `+` per power of ten above the mean, `-` per power of ten below, at most three.
+    slow_cooker computes int(log10(p99) - log10(mean)); this counts the powers of ten
+    with integers, which is the same number without floating-point slips at exact ratios.
+    """
+    mean = sum(history) // len(history) if history else 0
+    if p99 == mean == 0:
+        return ""
+    if mean == 0:
+        return "+"
+    if p99 == 0:
+        return "-"
+    steps = 0
+    if p99 >= mean:
+        while steps < 3 and p99 >= mean * 10 ** (steps + 1):
+            steps += 1
+        return "+" * steps
+    while steps < 3 and mean >= p99 * 10 ** (steps + 1):
+        steps += 1
+    return "-" * steps
+
+
+class ChangeWindow:
+    """The last five intervals' p99s, starting as zeros, as slow_cooker keeps them."""
+
+    def __init__(self) -> None:
+        self._p99s: deque[int] = deque([0] * _CHANGE_WINDOW, maxlen=_CHANGE_WINDOW)
+
+    def push(self, p99: int) -> str:
+        """The change marker for this p99, then remember it."""
+        marker = change_indicator(list(self._p99s), p99)
+        self._p99s.append(p99)
+        return marker
+
+
+def interval_latencies(tally: Tally, unit: str) -> tuple[int, int, int, int, int, int]:
+    """(min, p50, p95, p99, p999, max) of an interval in the unit, zeros when nothing came back."""
+    found = tally.latency.percentiles(INTERVAL_PERCENTILES)
+    quantiles = [in_unit(found[p], unit) for p in INTERVAL_PERCENTILES]
+    return in_unit(tally.min_ns, unit), *quantiles, in_unit(tally.max_ns, unit)  # type: ignore[return-value]
+
+
+def error_lines(method: str, urls: list[str], tally: Tally) -> list[str]:
+    """The interval's failures on stderr: one line per group of alike failures, with how often.
+
+    slow_cooker's `GET "url": text (3 times)` for a group on one URL; `GET 3 URLs, e.g. "url":`
+    for one on several. Texts that differed in their numbers are one group, printed with one of
+    them as the example. At most MAX_ERROR_LINES groups, the most frequent, then one line for the
+    rest: a run against 100,000 refused URLs, or a server that puts a new number in every
+    answer, prints a few lines per interval, not one per failure.
+    """
+    groups = sorted(tally.error_groups.items(), key=lambda item: (-item[1].count, item[1].url, item[0]))
+    shown = sorted(groups[:MAX_ERROR_LINES], key=lambda item: (item[1].url, item[1].text))
+    lines = [error_line(method, urls, pattern, group) for (_, pattern), group in shown]
+    rest = groups[MAX_ERROR_LINES:]
+    if rest:
+        lines.append(f"... and {len(rest)} more errors ({_times(sum(group.count for _, group in rest))})\n")
+    return lines
+
+
+def error_line(method: str, urls: list[str], pattern: str, group: ErrorGroup) -> str:
+    """One group's line; its text escaped here too, as it may come from a log read back (`soak merge`)."""
+    url = f'"{urls[group.url]}"'
+    if group.more_urls:
+        url = f"more than {len(group.urls)} URLs, e.g. {url}"
+    elif len(group.urls) > 1:
+        url = f"{len(group.urls)} URLs, e.g. {url}"
+    varied = (" (texts vary)" if pattern == OTHER_TEXTS else " (numbers vary)") if group.varied else ""
+    return f"{method} {url}: {printable(group.text)}{varied} ({_times(group.count)})\n"
+
+
+def _times(count: int) -> str:
+    return f"{count} time" if count == 1 else f"{count} times"
+
+
+class SlowCookerReporter(Reporter):
+    """Writes the startup line, header and interval lines to `out`, failures to `err`."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self._out = out
+        self._err = err
+        self._window = ChangeWindow()
+
+    def start(self, info: RunInfo) -> None:
+        s = info.settings
+        if info.shard.alone:
+            line = startup_line(s.qps, s.method, s.concurrency, info.urls, info.url_source)
+        else:  # a shard's own share, rounded for the eye (its exact share is qps / shards)
+            line = startup_line(round(info.qps, 3), s.method, info.concurrency, info.urls, info.url_source)
+            line = line.replace(" ...\n", f" ({info.shard.label()}) ...\n")
+        self._write(self._out, line)
+        self._write(self._out, header_line(rfc3339(info.wall_start), format_duration(s.interval_ns)))
+
+    def interval(self, info: RunInfo, interval: Interval) -> None:
+        s, tally = info.settings, interval.tally
+        self._write(self._err, "".join(error_lines(s.method, info.urls, tally)))
+        target = goal(info.qps, interval.due_span_ns)
+        latencies = interval_latencies(tally, s.latency_unit)
+        line = interval_line(
+            rfc3339(info.wall(interval.end_ns)),
+            interval.index,
+            tally.good,
+            tally.bad,
+            tally.failed,
+            rounded_goal(target),
+            goal_percent(tally.responses, target),
+            format_duration(to_ms(interval.span_ns)),
+            latencies,
+            tally.hash_mismatches,
+            self._window.push(latencies[3]),
+        )
+        self._write(self._out, line)
+
+    @staticmethod
+    def _write(stream: TextIO, text: str) -> None:
+        if text:
+            stream.write(text)
+            stream.flush()
+
+
+def to_ms(ns: int) -> int:
+    """A partial interval's length to the millisecond: `1.234s`, not `1.234567891s`."""
+    return round(ns / 1_000_000) * 1_000_000

@@ -1,0 +1,255 @@
+"""The JSON summary printed at the end of a run.
+
+slow_cooker's six percentile keys come first, in its order and as integers in the latency
+unit, so anything that parsed slow_cooker's summary still does. After them comes what a
+reader of `kubectl logs` needs to judge the run without the interval lines: counts, rate,
+errors, timings, every interval's figures and the histogram itself (so every report can be
+rebuilt from the summary alone), and the config. A bench run adds a "bench" section with
+everything ab's report shows, so that report too can be rebuilt from a saved summary.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+from runner.core.durations import format_duration
+from runner.load import result as kinds
+from runner.load.schedule import goal
+from runner.report.base import UNIT_NS, Reporter, RunInfo, RunSummary, in_unit, rfc3339
+from runner.report.slowcooker import INTERVAL_PERCENTILES, goal_percent, to_ms
+from runner.stats.histogram import LatencyHistogram
+from runner.stats.merge import interval_record, run_record
+from runner.stats.recorder import BenchTally, Interval, Tally
+
+SUMMARY_PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
+
+# ab's failure breakdown, from our error kinds: a connection never made, a response cut short
+# or never finished, and anything else. ab's fourth kind, Length, is judged on responses.
+AB_FAILURES = {
+    "connect": (kinds.DNS, kinds.REFUSED, kinds.CONNECT, kinds.TLS),
+    "receive": (kinds.RESET, kinds.CLOSED, kinds.TIMEOUT),
+    "exceptions": (kinds.PROTOCOL, kinds.CANCELLED, kinds.OTHER),
+}
+SERVED_WITHIN = (50, 66, 75, 80, 90, 95, 98, 99, 100)  # ab's percentages of the total time
+
+
+def percentile_keys(histogram: LatencyHistogram, unit: str) -> dict[str, int]:
+    """p50 ... p999 of a histogram, in the unit."""
+    found = histogram.percentiles(SUMMARY_PERCENTILES.values())
+    return {key: in_unit(found[p], unit) for key, p in SUMMARY_PERCENTILES.items()}
+
+
+def send_lag_dict(lag: LatencyHistogram) -> dict[str, float]:
+    """How late sends went out against their due times, in microseconds: the pacing's accuracy."""
+    found = lag.percentiles([50, 99, 99.9])
+    return {"p50": round(found[50] / 1000, 1), "p99": round(found[99] / 1000, 1),
+            "p999": round(found[99.9] / 1000, 1), "max": round(lag.max / 1000, 1)}
+
+
+def interval_latencies_precise(tally: Tally, unit: str) -> tuple[float, ...]:
+    """(min, p50, p95, p99, p999, max) in the unit to three decimals, where the line truncates.
+
+    A fast service answers in well under a millisecond: in ms, every interval line says 0,
+    and a plot of them would be a flat line. The summary keeps what was measured.
+    """
+    found = tally.latency.percentiles(INTERVAL_PERCENTILES)
+    values = [tally.min_ns, *(found[p] for p in INTERVAL_PERCENTILES), tally.max_ns]
+    return tuple(round(v / UNIT_NS[unit], 3) for v in values)
+
+
+def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
+    """One interval's figures: its line's, with latencies to 3 decimals, skipped sends and errors.
+
+    A bench has no rate to reach, so its intervals have no goal: `t` and goalPercent are null.
+    """
+    tally, unit = interval.tally, info.settings.latency_unit
+    target = goal(info.qps, interval.due_span_ns)
+    paced = info.settings.mode != "bench"
+    low, p50, p95, p99, p999, high = interval_latencies_precise(tally, unit)
+    return {
+        "iter": interval.index,
+        "end": rfc3339(info.wall(interval.end_ns)),
+        "interval": format_duration(to_ms(interval.span_ns)),
+        "good": tally.good,
+        "bad": tally.bad,
+        "failed": tally.failed,
+        "skipped": tally.skipped,
+        "t": round(target, 3) if paced else None,
+        "goalPercent": goal_percent(tally.responses, target) if paced else None,
+        "min": low, "p50": p50, "p95": p95, "p99": p99, "p999": p999, "max": high,
+        "bhash": tally.hash_mismatches,
+        "errors": dict(sorted(tally.errors.items())),
+    }
+
+
+def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = None,
+                 shard_intervals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The summary as an ordered dict, ready for json.dumps; `intervals` from interval_dict().
+
+    A shard of a split run adds its `shard` record (`shard_intervals` from
+    merge.interval_record()), everything `soak merge` needs to add the shards up exactly.
+    A merged run says which shards it is made of, and which were missing or cut off.
+    """
+    info, tally = summary.info, summary.tally
+    unit = info.settings.latency_unit
+    elapsed_s = summary.elapsed_ns / 1e9
+    sending_s = summary.sending_ns / 1e9
+    target = goal(info.qps, summary.goal_ns)
+    paced = summary.bench is None  # a bench has no target rate, hence no goal
+    data: dict[str, Any] = percentile_keys(tally.latency, unit)
+    data |= {
+        "latencyUnit": unit,
+        "min": in_unit(tally.min_ns, unit),
+        "mean": _unit_float(tally.mean_ns, unit),
+        "max": in_unit(tally.max_ns, unit),
+        "stdev": _unit_float(tally.stdev_ns, unit),
+        "requests": tally.requests,
+        "good": tally.good,
+        "bad": tally.bad,
+        "failed": tally.failed,
+        "skipped": tally.skipped,
+        "goalPercent": goal_percent(tally.responses, target) if paced else None,
+        "rate": {
+            "target": _number(round(info.qps, 6)) if paced else None,
+            "achieved": round(tally.requests / sending_s, 3) if sending_s > 0 else 0.0,
+        },
+        "statusCodes": {str(code): n for code, n in sorted(tally.statuses.items())},
+        "errors": dict(sorted(tally.errors.items())),
+        "hashChecked": tally.hash_checked,
+        "hashMismatches": tally.hash_mismatches,
+        "bytesIn": tally.bytes_in,
+        "bytesOut": tally.bytes_out,
+        "start": rfc3339(info.wall_start, fraction=True),
+        "end": rfc3339(info.wall(summary.end_ns), fraction=True),
+        "durationSeconds": round(elapsed_s, 3),
+        "sendingSeconds": round(sending_s, 3),
+        "intervals": summary.intervals,
+        "stopReason": summary.stop_reason,
+    }
+    if summary.connections is not None:
+        data["connections"] = dict(sorted(summary.connections.items()))
+    if summary.uncorrected is not None:
+        data["uncorrected"] = percentile_keys(summary.uncorrected, unit)
+    if summary.send_lag is not None:
+        data["sendLagUs"] = send_lag_dict(summary.send_lag)
+    if summary.bench is not None:
+        data["bench"] = bench_dict(summary, summary.bench)
+    data["intervalStats"] = intervals or []
+    data["histogram"] = {"unit": "ns", "hdr": tally.latency.encode()}
+    data["process"] = {"cpuSeconds": round(summary.cpu_seconds, 3), "maxRssBytes": summary.max_rss_bytes}
+    data["config"] = info.settings.effective
+    if summary.shards is not None:
+        data["shards"] = summary.shards
+    if summary.failed_workers:
+        data["failedWorkers"] = {str(w): text for w, text in summary.failed_workers.items()}
+    if not info.shard.alone:
+        data["shard"] = run_record(summary, shard_intervals or [])
+    return data
+
+
+def bench_dict(summary: RunSummary, bench: BenchTally) -> dict[str, Any]:
+    """Everything ab's report shows, in ab's order; times in ms to the microsecond, as ab keeps them.
+
+    "complete" counts responses (ab's "Complete requests"); "failed" adds ab's four kinds of
+    failure, of which Length counts responses too, so complete + failed - length == requests.
+    """
+    info, tally = summary.info, summary.tally
+    url = urlsplit(info.urls[0])
+    failures = {name: sum(tally.errors[kind] for kind in group) for name, group in AB_FAILURES.items()}
+    failures = {
+        "connect": failures["connect"],
+        "receive": failures["receive"],
+        "length": bench.length_mismatches,
+        "exceptions": failures["exceptions"],
+    }
+    # Until the last response ended, or until sending stopped if that was later: a bench that
+    # -t ends lasts at least its time limit, as ab's does, even when the last responses came
+    # back a moment before the clients next looked at the clock.
+    end_ns = max(bench.last_end_ns, summary.sending_end_ns)
+    time_taken_ns = max(end_ns - info.start_ns, 0) if bench.last_end_ns else 0
+    served = bench.total.percentiles(SERVED_WITHIN)
+    return {
+        "server": bench.server or "",
+        "host": url.hostname or "",
+        "port": url.port or (443 if url.scheme == "https" else 80),
+        "path": (url.path or "/") + (f"?{url.query}" if url.query else ""),
+        "documentLength": bench.document_length or 0,
+        "concurrency": info.concurrency,
+        "keepAlive": not info.settings.no_reuse,
+        "timeTakenSeconds": round(time_taken_ns / 1e9, 6),
+        "requestsPerSecond": round(tally.responses * 1e9 / time_taken_ns, 2) if time_taken_ns else 0.0,
+        "requests": tally.requests,
+        "complete": tally.responses,
+        "failed": sum(failures.values()),
+        "failures": failures,
+        "non2xx": sum(n for status, n in tally.statuses.items() if not 200 <= status < 300),
+        "keepAliveRequests": bench.kept_alive,
+        "totalTransferred": bench.header_bytes + tally.bytes_in,
+        "htmlTransferred": tally.bytes_in,
+        "bodySent": tally.bytes_out,
+        "phases": {name: _phase(histogram) for name, histogram in bench.phases().items()},
+        "servedWithin": {str(p): _ms(served[p]) for p in SERVED_WITHIN},
+    }
+
+
+def _phase(histogram: LatencyHistogram) -> dict[str, Any]:
+    """One row of ab's "Connection Times" in ms, with its histogram (ns) to rebuild anything else."""
+    median = histogram.percentiles([50])[50]
+    return {
+        "min": _ms(histogram.min),
+        "mean": _ms(histogram.mean),
+        "sd": _ms(histogram.stdev(sample=True)),
+        "median": _ms(median),
+        "max": _ms(histogram.max),
+        "hdr": histogram.encode(),
+    }
+
+
+def _ms(ns: float) -> float:
+    """Nanoseconds as milliseconds to the microsecond: ab's own resolution."""
+    return round(ns / 1e6, 3)
+
+
+def _number(x: float) -> int | float:
+    """A whole float as an int, so 100 prints as 100, not 100.0."""
+    return int(x) if x == int(x) else x
+
+
+def _unit_float(ns: float, unit: str) -> float:
+    return round(ns / UNIT_NS[unit], 3)
+
+
+class JsonSummaryReporter(Reporter):
+    """Prints the summary as two-space-indented JSON on `out`, as slow_cooker does.
+
+    `before` is a text made from the same summary dict and printed first (a bench's ab
+    report), so the dict is built once; `with_json=False` prints that text alone.
+    `sections` add keys made elsewhere from the same summary (the thresholds' verdict).
+    """
+
+    def __init__(self, out: TextIO, *, before: Callable[[dict[str, Any]], str] | None = None,
+                 with_json: bool = True, sections: Sequence[Callable[[RunSummary], dict[str, Any]]] = ()) -> None:
+        self._out = out
+        self._sections = sections
+        self._before = before
+        self._json = with_json
+        self._intervals: list[dict[str, Any]] = []  # a few small dicts per interval, not per request
+        self._shard_intervals: list[dict[str, Any]] = []  # a shard's whole tallies, for merging
+
+    def interval(self, info: RunInfo, interval: Interval) -> None:
+        self._intervals.append(interval_dict(info, interval))
+        if not info.shard.alone:
+            self._shard_intervals.append(interval_record(info, interval))
+
+    def finish(self, summary: RunSummary) -> None:
+        data = summary_dict(summary, self._intervals, self._shard_intervals)
+        for section in self._sections:
+            data |= section(summary)
+        text = self._before(data) if self._before is not None else ""
+        if self._json:
+            text += json.dumps(data, indent=2) + "\n"
+        self._out.write(text)
+        self._out.flush()

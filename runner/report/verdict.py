@@ -1,0 +1,227 @@
+"""The verdict: a run judged against its thresholds, every interval as it closes, the run at its end.
+
+It is a reporter: it hears of each closed interval and of the finished run, like the others.
+At the end it prints one comment line per threshold (`# threshold run p99 < 50ms: 12.3ms ok`),
+before the JSON summary, adds a `thresholds` section to that summary, and gives the exit
+code: 3 when any threshold is broken, so a Job running it shows Failed and the alerts on
+failed Jobs fire. The lines start with `# ` so that slow_cooker-style log readers skip them.
+
+With abortOnThreshold it also stops the run as soon as the verdict is certain: an interval
+rule broken, or a run rule out of reach whatever the rest of the run does. It stops it the
+way a first SIGTERM does (the run's own stop, given to it with bind_stop), so the last
+interval line, the thresholds and the summary are printed exactly once, as after a signal.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from runner.config.settings import Settings
+from runner.config.thresholds import Plan, Rule, Span, bounds, measure
+from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
+from runner.load.schedule import goal
+from runner.report.base import Reporter, RunInfo, RunSummary
+from runner.stats.recorder import Interval, Tally
+
+_LISTED_INTERVALS = 10  # broken intervals named on a line; the summary lists them all
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One rule's verdict: for the run, its value; for intervals, the worst one's."""
+
+    rule: Rule
+    ok: bool
+    measured: float | None  # base unit (ns, %, req/s); None when there was nothing to measure
+    worst: int | None = None  # interval rules: the interval that measured `measured`
+    judged: int = 0  # interval rules: intervals that had something to measure
+    broken: tuple[int, ...] = ()  # interval rules: the intervals that broke it
+
+    def line(self) -> str:
+        """`# threshold run p99 < 50ms: 12.3ms ok`, one line, for the log."""
+        verdict = "ok" if self.ok else "BROKEN"
+        rule = f"# threshold {self.rule.scope} {self.rule.text}"
+        if self.rule.scope == "run":
+            value = "nothing to measure" if self.measured is None else self.rule.show(self.measured)
+            return f"{rule}: {value} {verdict}\n"
+        if self.measured is None:
+            return f"{rule}: no interval to measure {verdict}\n"
+        text = f"{rule}: worst {self.rule.show(self.measured)} (interval {self.worst})"
+        if self.broken:
+            shown = ", ".join(map(str, self.broken[:_LISTED_INTERVALS]))
+            more = ", ..." if len(self.broken) > _LISTED_INTERVALS else ""
+            text += f", broken in {len(self.broken)} of {self.judged} intervals ({shown}{more})"
+        return f"{text} {verdict}\n"
+
+    def record(self) -> dict[str, Any]:
+        """The verdict as the JSON summary's `thresholds.rules` item."""
+        data: dict[str, Any] = {
+            "rule": self.rule.text,
+            "scope": self.rule.scope,
+            "measured": None if self.measured is None else self.rule.in_unit(self.measured),
+            "unit": self.rule.unit,
+            "ok": self.ok,
+        }
+        if self.rule.scope == "interval":
+            data |= {"worstInterval": self.worst, "judgedIntervals": self.judged, "brokenIntervals": list(self.broken)}
+        return data
+
+
+@dataclass
+class _IntervalRecord:
+    """An interval rule's verdicts so far."""
+
+    judged: int = 0
+    broken: list[int] = field(default_factory=list)
+    worst: float | None = None
+    worst_index: int | None = None
+
+    def judge(self, rule: Rule, index: int, measured: float | None) -> bool:
+        """Count one interval's value; True if it broke the rule."""
+        if measured is None:
+            return False
+        self.judged += 1
+        if self.worst is None or _worse(rule, measured, self.worst):
+            self.worst, self.worst_index = measured, index
+        if rule.holds(measured):
+            return False
+        self.broken.append(index)
+        return True
+
+
+def _worse(rule: Rule, a: float, b: float) -> bool:
+    """Whether `a` is further than `b` on the wrong side of the rule: higher for <, lower for >."""
+    return a > b if rule.op in ("<", "<=") else a < b
+
+
+class Verdict(Reporter):
+    """Judges a run against its thresholds; prints the verdict before the summary."""
+
+    def __init__(self, rules: Sequence[Rule], out: TextIO, *, abort: bool = False) -> None:
+        self._out = out
+        self._run_rules = [r for r in rules if r.scope == "run"]
+        self._interval_rules = [r for r in rules if r.scope == "interval"]
+        self._records = [_IntervalRecord() for _ in self._interval_rules]
+        self._abort = abort
+        # What the closed intervals add up to, for telling early that a run rule cannot hold.
+        self._so_far: Tally | None = Tally() if abort and self._run_rules else None
+        self._plan = Plan(None, None, None)
+        self._stop: Callable[[str], None] = _stop_by_signal
+        self.aborted: str | None = None  # why the run was stopped early, if it was
+        self.outcomes: list[Outcome] | None = None  # every rule's verdict, once the run has finished
+
+    @classmethod
+    def for_settings(cls, settings: Settings, out: TextIO) -> Verdict | None:
+        """The verdict of a run with these settings; None when they state no thresholds."""
+        if not settings.thresholds:
+            return None
+        return cls(settings.thresholds, out, abort=settings.abort_on_threshold)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcomes is not None and all(o.ok for o in self.outcomes)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.passed else EXIT_THRESHOLDS
+
+    def bind_stop(self, stop: Callable[[str], None]) -> None:
+        self._stop = stop
+
+    def start(self, info: RunInfo) -> None:
+        self._plan = plan_of(info)
+
+    def interval(self, info: RunInfo, interval: Interval) -> None:
+        span = interval_span(info, interval)
+        broke = [rule for rule, record in zip(self._interval_rules, self._records, strict=True)
+                 if record.judge(rule, interval.index, measure(rule.metric, span))]
+        if self._so_far is not None:
+            self._so_far.merge(interval.tally)
+        if not self._abort or self.aborted is not None:
+            return
+        if broke:
+            self._abort_run(broke[0], f"broken in interval {interval.index}")
+            return
+        so_far = self._so_far
+        if so_far is None:
+            return
+        for rule in self._run_rules:
+            if not rule.can_hold(*bounds(rule.metric, so_far, self._plan)):
+                self._abort_run(rule, f"can no longer hold after interval {interval.index}")
+                return
+
+    def _abort_run(self, rule: Rule, why: str) -> None:
+        self.aborted = f"{rule.scope} {rule.text} {why}"
+        self._stop(f"threshold {rule.scope} {rule.text}")
+
+    def finish(self, summary: RunSummary) -> None:
+        outcomes = self.judge(summary)
+        lines = [outcome.line() for outcome in outcomes]
+        broken = sum(not o.ok for o in outcomes)
+        total = f"{broken} of {len(outcomes)} broken" if broken else f"all {len(outcomes)} ok"
+        lines.append(f"# thresholds: {total}" + (f"; stopped early: {self.aborted}" if self.aborted else "") + "\n")
+        self._out.write("".join(lines))
+        self._out.flush()
+
+    def judge(self, summary: RunSummary) -> list[Outcome]:
+        """Every rule's verdict on the finished run (worked out once)."""
+        if self.outcomes is None:
+            span = run_span(summary)
+            outcomes = []
+            for rule in self._run_rules:
+                measured = measure(rule.metric, span)
+                outcomes.append(Outcome(rule, measured is not None and rule.holds(measured), measured))
+            for rule, record in zip(self._interval_rules, self._records, strict=True):
+                outcomes.append(Outcome(rule, not record.broken, record.worst, record.worst_index, record.judged,
+                                        tuple(record.broken)))
+            self.outcomes = outcomes
+        return self.outcomes
+
+    def section(self, summary: RunSummary) -> dict[str, Any]:
+        """The JSON summary's `thresholds` section."""
+        outcomes = self.judge(summary)
+        return {"thresholds": {
+            "passed": all(o.ok for o in outcomes),
+            "stoppedEarly": self.aborted,
+            "rules": [o.record() for o in outcomes],
+        }}
+
+
+def _stop_by_signal(reason: str) -> None:
+    """Stop a run whose driver gave no stop of its own, as Kubernetes would: SIGTERM to this process.
+
+    A run split over local workers is driven by a parent that passes SIGTERM on to each.
+    """
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def interval_span(info: RunInfo, interval: Interval) -> Span:
+    """An interval as the rules see it: goal% and rate only when it was a whole interval long."""
+    paced = info.settings.mode != "bench"
+    due = interval.due_span_ns
+    return Span(interval.tally, due / 1e9, goal(info.qps, due) if paced else None,
+                whole=due >= info.settings.interval_ns, shares=info.shard.count)
+
+
+def run_span(summary: RunSummary) -> Span:
+    info = summary.info
+    paced = summary.bench is None
+    return Span(summary.tally, summary.sending_ns / 1e9, goal(info.qps, summary.goal_ns) if paced else None,
+                shares=info.shard.count)
+
+
+def plan_of(info: RunInfo) -> Plan:
+    """What this process's whole run will be, if nothing stops it early."""
+    s = info.settings
+    total = info.shard.share(s.total_requests) if s.total_requests else None
+    if s.mode == "bench" or s.run_ns is None:
+        return Plan(total, None, None, counted=total is not None)
+    by_time = math.ceil(info.qps * s.run_ns / 1e9)
+    if total is not None and total < by_time:
+        return Plan(total, None, None, counted=True)  # it ends with its last send made, skipped ones aside
+    return Plan(by_time, goal(info.qps, s.run_ns), s.run_ns / 1e9, shares=info.shard.count)

@@ -1,0 +1,322 @@
+"""One run through time: start the engine, close an interval at every grid boundary, stop.
+
+A run stops when the schedule ends (iterations or duration), when totalRequests have been
+sent and answered, or on SIGINT/SIGTERM. However it stops, requests in flight get a
+bounded time to finish and are counted, the last (possibly partial) interval is reported,
+and the summary is produced exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import signal
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from runner.config.settings import Settings
+from runner.config.targets import Request
+from runner.core.redact import Secrets
+from runner.load.engine import Engine, Load
+from runner.load.result import Result
+from runner.load.schedule import Grid, Schedule
+from runner.load.shards import ALONE, Shard, aligned_start
+from runner.load.transport import Transport
+from runner.report.base import UNIT_NS, Reporter, RunInfo, RunSummary
+from runner.stats.recorder import Interval, Recorder
+
+LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
+STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
+CANCEL_WAIT_S = 2.0  # after cancelling, how long to wait for the clients to wind up
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}  # how Ctrl-C and Kubernetes stop a run
+
+
+class Soak:
+    """Runs one soak and tells the reporters about it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        requests: list[Request],
+        urls: list[str],
+        url_source: str | None,
+        transport: Transport,
+        reporters: Sequence[Reporter],
+        shard: Shard = ALONE,
+        start_wall: float | None = None,
+        tap: Callable[[Result], None] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._reporters = reporters
+        self._shard = shard
+        start_ns, wall_start = _start(settings, shard, start_wall)
+        run_ns = settings.run_ns
+        self._end_ns = start_ns + run_ns if run_ns is not None else None
+        self._grid = Grid(start_ns, settings.interval_ns)
+        self._recorder = Recorder(
+            self._grid,
+            corrected=settings.load_model == "open",
+            hash_value=settings.hash_value,
+            unit_ns=UNIT_NS[settings.latency_unit] if settings.report_latencies_csv else None,
+            bench=settings.mode == "bench",
+            shown=Secrets(value for request in requests for value in request.hidden).shown,
+        )
+        load = Load(
+            requests=requests,
+            open_model=settings.load_model == "open",
+            max_in_flight=max(1, shard.share(settings.max_in_flight)),
+            total_requests=shard.share(settings.total_requests),
+            hash_sample_rate=settings.hash_sample_rate,
+            bench=settings.mode == "bench",
+            precise=settings.precise_pacing,
+        )
+        schedule = Schedule(start_ns, settings.qps, shard.share(settings.concurrency), self._end_ns,
+                            stride=shard.stride, offset=shard.offset)
+        self._progress = [r for r in reporters if r.progress_every > 0]
+        self._done = 0  # sends finished, for the reporters that follow progress
+        self._next_progress = min((r.progress_every for r in self._progress), default=0)
+        sink: Callable[[Result], None] = self._record_and_tell if self._progress else self._recorder.record
+        if tap is not None:  # metrics: every result, after the recorder has counted it
+            sink = _both(sink, tap)
+        self._engine = Engine(schedule, load, transport, sink)
+        self.info = RunInfo(settings, urls, url_source, start_ns, wall_start, shard)
+        self._signal = asyncio.Event()
+        self._second_signal = asyncio.Event()
+        self._stop_reason = ""
+        self._signal_ns = 0
+
+    async def run(self) -> RunSummary:
+        """Run to the end and return the summary (also given to every reporter)."""
+        cpu_before = _cpu_seconds()
+        for reporter in self._reporters:
+            reporter.bind_stop(self.stop)
+            reporter.start(self.info)
+        engine = asyncio.ensure_future(self._engine.run())
+        self._install_signals()
+        try:
+            sending_end_ns, reason = await self._drive(engine)
+            # Still handled while the summary is reported: a SIGTERM during the final push to a
+            # slow Pushgateway must not kill the process before the summary and the push are out.
+            summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before)
+        finally:
+            self._remove_signals()
+        if engine.done() and not engine.cancelled() and engine.exception() is not None:
+            raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
+        return summary
+
+    async def _drive(self, engine: asyncio.Future[None]) -> tuple[int, str]:
+        """Close intervals as the clock passes them; return when sending stopped, and why.
+
+        Sending stops at the schedule's end, at a signal, or with the last send of
+        totalRequests; no sends are due after that, so the goal `t` stops growing there.
+        Requests still in flight are waited for (boundedly) and counted in the last interval.
+        """
+        while True:
+            boundary = self._grid.end_of(self._recorder.next_index)
+            final = self._end_ns is not None and boundary >= self._end_ns
+            until = self._end_ns if final else boundary
+            assert until is not None
+            await self._wait(until, engine)
+            if self._signal.is_set():
+                await self._settle(engine, STOP_GRACE_NS, self._second_signal)
+                await self._abandon(engine)
+                return max(self._signal_ns, self._grid.start_ns), self._stop_reason  # before send 0: 0 s
+            if engine.done() and engine.exception() is not None:
+                return time.monotonic_ns(), "error"
+            if engine.done() and self._count_reached():
+                stopped = self._engine.stopped_sending_ns
+                return stopped if stopped is not None else time.monotonic_ns(), "totalRequests"
+            if time.monotonic_ns() < until:
+                continue  # the engine ran out of sends early; the interval still runs to its end
+            if final:  # in flight get their timeout; a signal now cuts that to the grace a signal gives
+                bound = self._settings.timeout_ns + STOP_GRACE_NS
+                if not await self._settle(engine, bound, self._signal) and self._signal.is_set():
+                    await self._settle(engine, STOP_GRACE_NS, self._second_signal)
+                await self._abandon(engine)
+                return until, "duration" if self._settings.duration_ns is not None else "iterations"
+            self._emit(self._recorder.close(sending_end_ns=self._engine.stopped_sending_ns))
+
+    async def _wait(self, until_ns: int, engine: asyncio.Future[None]) -> None:
+        """Until the clock reaches `until_ns`, the engine finishes, or a signal arrives."""
+        signal_wait: asyncio.Future[Any] = asyncio.ensure_future(self._signal.wait())
+        try:
+            while (delay := until_ns - time.monotonic_ns()) > 0 and not self._signal.is_set():
+                waits = [signal_wait] if engine.done() else [signal_wait, engine]
+                done, _ = await asyncio.wait(waits, timeout=delay / 1e9, return_when=asyncio.FIRST_COMPLETED)
+                if engine in done:
+                    return
+        finally:
+            signal_wait.cancel()
+
+    async def _settle(self, engine: asyncio.Future[None], bound_ns: int, cut: asyncio.Event) -> bool:
+        """Let requests in flight finish for at most `bound_ns`, or until `cut` is set; whether they did.
+
+        After a first signal, a second one cuts the grace; at the end of a run, a first signal
+        cuts the wait for stragglers (which could be the whole timeout) down to a signal's
+        grace, so Kubernetes' SIGTERM is honoured.
+        """
+        cut_wait: asyncio.Future[Any] = asyncio.ensure_future(cut.wait())
+        try:
+            await asyncio.wait([engine, cut_wait], timeout=bound_ns / 1e9, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cut_wait.cancel()
+        return engine.done()
+
+    async def _abandon(self, engine: asyncio.Future[None]) -> None:
+        """Abandon the requests still in flight, each a `cancelled` Result, and let the clients wind up."""
+        if not engine.done():
+            self._engine.cancel_in_flight()
+            await asyncio.wait([engine], timeout=CANCEL_WAIT_S)
+
+    def _record_and_tell(self, result: Result) -> None:
+        """The engine's sink when a reporter follows progress: record, then tell at its steps.
+
+        One comparison per result; the reporters are looked at only when a step is reached.
+        """
+        self._recorder.record(result)
+        if not result.skipped:
+            self._done += 1
+            if self._done == self._next_progress:
+                self._tell_progress()
+
+    def _tell_progress(self) -> None:
+        done = self._done
+        for reporter in self._progress:
+            if done % reporter.progress_every == 0:
+                reporter.progress(self.info, done)
+        self._next_progress = min(done + r.progress_every - done % r.progress_every for r in self._progress)
+
+    def _count_reached(self) -> bool:
+        limit = self._shard.share(self._settings.total_requests)
+        return bool(limit) and self._engine.sent >= limit
+
+    def _emit(self, interval: Interval) -> None:
+        for reporter in self._reporters:
+            reporter.interval(self.info, interval)
+
+    def _finish(self, sending_end_ns: int, reason: str, cpu_seconds: float) -> RunSummary:
+        """Report the last interval and the summary.
+
+        Intervals that ended before sending stopped are whole; the one it stopped in is
+        the last. If the last requests came back intervals later (totalRequests with slow
+        responses), those intervals were reported as they passed and the last one ends now.
+        """
+        while self._grid.end_of(self._recorder.next_index) < sending_end_ns:
+            self._emit(self._recorder.close(sending_end_ns=sending_end_ns))
+        open_start = self._grid.end_of(self._recorder.next_index - 1)
+        end_ns = sending_end_ns if sending_end_ns >= open_start else time.monotonic_ns()
+        self._emit(self._recorder.close(end_ns, final=True, sending_end_ns=sending_end_ns))
+        summary = RunSummary(
+            info=self.info,
+            intervals=self._recorder.next_index,
+            end_ns=end_ns,
+            sending_end_ns=sending_end_ns,
+            tally=self._recorder.run,
+            uncorrected=self._recorder.uncorrected,
+            send_lag=self._recorder.send_lag,
+            in_unit=self._recorder.in_unit,
+            stop_reason=reason,
+            cpu_seconds=cpu_seconds,
+            max_rss_bytes=_peak_rss_bytes(),
+            bench=self._recorder.bench,
+            connections=dict(self._recorder.connections),
+        )
+        for reporter in self._reporters:
+            reporter.finish(summary)
+        return summary
+
+    def _install_signals(self) -> None:
+        """Handle SIGINT and SIGTERM from here on.
+
+        A local worker starts with them held (see workers.py). One that arrived while it was
+        starting is taken here, before the engine's first step: delivered through the loop,
+        it would be handled only after clients whose first sends were already due (a worker
+        that started late) had sent them, and a stop before the first send must send nothing.
+        """
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, self._on_signal, sig)
+        while (pending := signal.sigtimedwait(STOP_SIGNALS, 0)) is not None:
+            # Nothing was sent before it was taken: sending stopped where the run starts.
+            self._on_signal(signal.Signals(pending.si_signo), at_ns=self._grid.start_ns)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+    def _remove_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+
+    def _on_signal(self, sig: signal.Signals, at_ns: int | None = None) -> None:
+        """First signal: stop sending and wind down. Second: stop waiting for stragglers."""
+        if self._signal.is_set():
+            self._second_signal.set()
+            return
+        self.stop(f"signal {sig.name}", at_ns)
+
+    def stop(self, reason: str, at_ns: int | None = None) -> None:
+        """Stop sending and wind down, as on a first signal; `reason` becomes the stop reason.
+
+        A signal stops a run this way, and so does a reporter that knows the run has
+        already failed (abortOnThreshold): one way to stop, whoever asks, and the last
+        interval and the summary are reported exactly once, as after a signal. Sending stops
+        at `at_ns`, by default now.
+        """
+        if self._signal.is_set():
+            return
+        self._stop_reason = reason
+        self._signal_ns = time.monotonic_ns() if at_ns is None else at_ns
+        # At once, not when the run's driver next wakes up: a client whose send falls due in
+        # between would send after the stop, beyond the goal that ends with it.
+        self._engine.stop(at_ns=self._signal_ns)
+        self._signal.set()
+
+
+def _both(first: Callable[[Result], None], second: Callable[[Result], None]) -> Callable[[Result], None]:
+    """A sink that hands each result to `first`, then to `second`."""
+
+    def sink(result: Result) -> None:
+        first(result)
+        second(result)
+
+    return sink
+
+
+def _start(settings: Settings, shard: Shard, start_wall: float | None) -> tuple[int, float]:
+    """When send 0 is due: on the monotonic clock, and as a Unix time.
+
+    Alone, right away (after a short lead so every client is waiting). As one of several
+    shards, at the wall-clock instant they all agree on, so their intervals coincide; that
+    instant is kept exactly as the run's start (not re-read from the clock, which would put
+    each shard a few microseconds off the others in the merge), unless it had already passed.
+    """
+    now_ns, now_wall = time.monotonic_ns(), time.time()
+    if start_wall is None:
+        if shard.alone:
+            return now_ns + LEAD_NS, now_wall + LEAD_NS / 1e9
+        start_wall = aligned_start(now_wall, settings.interval_ns / 1e9)
+    if start_wall <= now_wall:
+        return now_ns, now_wall
+    return now_ns + round((start_wall - now_wall) * 1e9), start_wall
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory.
+
+    From /proc's VmHWM where there is one: getrusage's ru_maxrss survives exec on Linux, so
+    a runner started from a large process (a test runner, a shell script's parent) would
+    report its parent's size instead of its own.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime

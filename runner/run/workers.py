@@ -1,0 +1,302 @@
+"""A run split over local worker processes, merged back into one output as it goes.
+
+asyncio runs on one core; a runner that must send more than one core can, or that shares
+a machine with the service it tests, splits the run over worker processes (one event loop
+each). Each worker runs its part of the schedule (see shards.py) and sends every closed
+interval, whole, back to this process, which adds the workers' intervals up (merge.py) and
+prints the usual output, interval by interval, as if one process had done it all.
+
+Each worker has a pipe of its own home, not a shared multiprocessing.Queue: a Queue's named
+semaphores are followed by multiprocessing's resource tracker, and a tracker killed during
+the run (an OOM kill, a `kill` of the wrong process) made every exit print `KeyError: '/mp-...'`
+tracebacks. A pipe registers nothing with the tracker, and its end closing tells that the
+worker has gone.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from multiprocessing import resource_tracker
+from multiprocessing.connection import Connection, wait
+from typing import TYPE_CHECKING, Any
+
+from runner.config.settings import Settings
+from runner.load.shards import Shard, aligned_start
+from runner.report.base import Reporter, RunInfo, RunSummary
+from runner.stats.merge import ShardRun, interval_record, merged_interval, merged_summary, run_record
+from runner.stats.recorder import Interval
+
+if TYPE_CHECKING:
+    from runner.metrics.collector import MetricsTally, UrlSlots, WorkerTallies
+
+# From starting the workers to send 0: enough for a worker to start Python, import the
+# runner and set up its clients (about a quarter of a second each, two at a time here).
+LEAD_S = 1.5
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+POLL_S = 0.1
+
+
+def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequence[Reporter],
+        pod: Shard, counts: WorkerTallies | None = None) -> RunSummary:
+    """Run with `settings.workers` processes; tell `reporters` about the merged run.
+
+    With `counts` (Prometheus metrics), each worker also counts its results for metrics and
+    sends its counts home before each interval and its summary, and `counts` gets them.
+    """
+    start_wall = time.time() + LEAD_S
+    if not pod.alone:
+        start_wall = aligned_start(start_wall, settings.interval_ns / 1e9)
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited event loop
+    pipes = [context.Pipe(duplex=False) for _ in range(settings.workers)]  # (this end, the worker's end)
+    slots = counts.slots if counts is not None else None
+    processes = [
+        context.Process(target=_work, args=(settings, urls, source, Shard(pod.index, pod.count, w, settings.workers),
+                                            start_wall, pipes[w][1], slots), daemon=True)
+        for w in range(settings.workers)
+    ]
+    # SIGINT and SIGTERM are held while the workers start: they inherit the held mask and
+    # take the signals only once their handlers are in place (see Soak), so a Ctrl-C in the
+    # first moments stops them cleanly instead of killing them halfway through starting.
+    # Spawning starts multiprocessing's resource tracker if it is not running, and starting it
+    # unblocks both signals here: so it is started first, before they are held.
+    resource_tracker.ensure_running()
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        for process in processes:
+            process.start()
+        for _, theirs in pipes:
+            theirs.close()  # the worker holds its own copy: when it exits, this end reads EOF
+        info = RunInfo(settings, urls, source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
+                       start_wall, pod)
+        with _forwarding_signals(processes):
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            return _Gather(info, reporters, processes, counts).collect([ours for ours, _ in pipes])
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        for ours, _ in pipes:
+            ours.close()
+
+
+def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard, start_wall: float,
+          home: Connection, slots: UrlSlots | None) -> None:
+    """A worker process: run its part, sending each closed interval and the summary home.
+
+    It leaves the terminal's process group, so a Ctrl-C reaches only the parent, which
+    passes it on once: a worker sees one signal, not two (the second would cut its grace).
+    """
+    from runner.run import launch
+
+    os.setpgrp()
+    outbox = _Outbox(home)
+    try:
+        tally = None
+        if slots is not None:  # the parent's, so every worker counts each URL where the parent labels it
+            from runner.metrics.collector import tally_for  # prometheus_client loads only when metrics are on
+
+            tally = tally_for(settings, slots)
+        launch.run(settings, urls, source, [_Courier(outbox, tally)], shard, start_wall,
+                   tap=tally.record if tally is not None else None)
+    except Exception as e:  # reported by the parent, which prints it; the traceback helps no one
+        outbox.put(("failed", shard.worker, f"{type(e).__name__}: {e}"))
+    finally:
+        outbox.close()
+
+
+class _Outbox:
+    """A worker's messages home, sent by a thread of their own, in order.
+
+    The event loop only queues a message: it never waits for the parent to read the pipe
+    (the parent may be busy pushing metrics), as it never waited with a multiprocessing.Queue.
+    """
+
+    def __init__(self, home: Connection) -> None:
+        self._home = home
+        self._queue: queue.SimpleQueue[tuple[str, int, Any] | None] = queue.SimpleQueue()
+        self._parent_gone = False
+        self._thread = threading.Thread(target=self._send_all, name="outbox", daemon=True)
+        self._thread.start()
+
+    def put(self, message: tuple[str, int, Any]) -> None:
+        if not self._parent_gone:
+            self._queue.put(message)
+
+    def close(self) -> None:
+        """Send what is queued, then close: the parent reads the end of the pipe after the last message."""
+        self._queue.put(None)
+        self._thread.join()
+        self._home.close()
+
+    def _send_all(self) -> None:
+        while (message := self._queue.get()) is not None:
+            try:
+                self._home.send(message)
+            except OSError:  # the parent is gone: there is no one left to tell
+                self._parent_gone = True
+                return
+
+
+class _Courier(Reporter):
+    """A worker's only reporter: hands its intervals and its run, whole, to the parent, each
+    after a copy of the worker's metric counts when it keeps them (so a push after an interval
+    holds at least that interval)."""
+
+    def __init__(self, outbox: _Outbox, tally: MetricsTally | None) -> None:
+        self._outbox = outbox
+        self._tally = tally
+
+    def interval(self, info: RunInfo, interval: Interval) -> None:
+        self._send_counts(info.shard.worker)
+        self._outbox.put(("interval", info.shard.worker, interval_record(info, interval)))
+
+    def finish(self, summary: RunSummary) -> None:
+        self._send_counts(summary.info.shard.worker)
+        self._outbox.put(("run", summary.info.shard.worker, run_record(summary, [])))
+
+    def _send_counts(self, worker: int) -> None:
+        if self._tally is not None:
+            self._outbox.put(("counts", worker, self._tally.snapshot()))
+
+
+@dataclass
+class _Gather:
+    """The parent's side: merges an interval as soon as every running worker has closed it.
+
+    The workers share one start, so their k-th intervals are the same stretch of time:
+    interval k is merged once, from the k-th record of each worker that has one.
+    """
+
+    info: RunInfo
+    reporters: Sequence[Reporter]
+    processes: Sequence[multiprocessing.process.BaseProcess]  # worker w is processes[w]
+    counts: WorkerTallies | None
+    intervals: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    failures: dict[int, str] = field(default_factory=dict)
+    merged: list[Interval] = field(default_factory=list)  # on offsets from the start, as merge.py keeps them
+    stop_reason: str | None = None  # why a reporter stopped the run early (abortOnThreshold), if one did
+
+    @property
+    def workers(self) -> int:
+        return len(self.processes)
+
+    def collect(self, inboxes: list[Connection]) -> RunSummary:
+        """Merge the workers' messages as they come, from `inboxes` (worker w's is inboxes[w])."""
+        for reporter in self.reporters:
+            reporter.bind_stop(self._stop)
+            reporter.start(self.info)
+        open_inboxes = list(inboxes)
+        while len(self.runs.keys() | self.failures.keys()) < self.workers:  # a worker may report both
+            ready = wait(open_inboxes, timeout=POLL_S)
+            if not ready:
+                self._note_deaths()
+                continue
+            for inbox in ready:
+                try:
+                    kind, worker, payload = inbox.recv()  # type: ignore[union-attr]
+                except (EOFError, OSError):  # the worker has gone; _note_deaths tells how, once it has exited
+                    open_inboxes.remove(inbox)  # type: ignore[arg-type]
+                    continue
+                self._receive(kind, worker, payload)
+                self._emit(final=False)
+        for process in self.processes:
+            process.join(timeout=5)
+        for worker, text in sorted(self.failures.items()):
+            print(f"soak: worker {worker} failed: {text}", file=sys.stderr)
+        return self._finish()
+
+    def _stop(self, reason: str) -> None:
+        """A reporter's early stop: the workers stop as on SIGTERM, and the run says why it stopped."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            _signal_all(self.processes, signal.SIGTERM)
+
+    def _receive(self, kind: str, worker: int, payload: Any) -> None:
+        if kind == "interval":
+            self.intervals.setdefault(worker, []).append(payload)
+        elif kind == "run":
+            self.runs[worker] = payload
+        elif kind == "counts":
+            if self.counts is not None:
+                self.counts.update(worker, payload)
+        else:
+            self.failures[worker] = str(payload)
+
+    def _note_deaths(self) -> None:
+        for worker, process in enumerate(self.processes):
+            if not process.is_alive() and worker not in self.runs and worker not in self.failures:
+                self.failures[worker] = f"exited with code {process.exitcode} before its summary"
+
+    def _emit(self, final: bool) -> None:
+        """Merge and tell every interval that all still-running workers have closed (all, at the end)."""
+        while True:
+            k = len(self.merged)
+            have = [w for w in range(self.workers) if len(self.intervals.get(w, [])) > k]
+            running = [w for w in range(self.workers) if w not in self.runs and w not in self.failures]
+            if not have or (not final and any(w not in have for w in running)):
+                return
+            # A worker that failed before this interval still owed its share of it.
+            failed = sum(1 for w in self.failures if w not in have)
+            interval = merged_interval(self.info, k, k, [(0, self.intervals[w][k]) for w in have], self.workers,
+                                       failed)
+            self.merged.append(interval)
+            for reporter in self.reporters:
+                reporter.interval(self.info, _on_clock(self.info, interval))
+
+    def _finish(self) -> RunSummary:
+        self._emit(final=True)
+        pod = self.info.shard
+        runs = [ShardRun(pod.index, pod.count, self.info.wall_start, self.info.settings.effective, self.info.urls,
+                         self.info.url_source, self.intervals.get(w, []), self.runs[w]) for w in sorted(self.runs)]
+        summary = merged_summary(self.info, self.merged, runs, None)
+        shift = self.info.start_ns
+        summary = replace(summary, end_ns=summary.end_ns + shift, sending_end_ns=summary.sending_end_ns + shift,
+                          failed_workers=dict(sorted(self.failures.items())) or None,
+                          stop_reason=self.stop_reason or summary.stop_reason)
+        for reporter in self.reporters:
+            reporter.finish(summary)
+        return summary
+
+
+def _on_clock(info: RunInfo, interval: Interval) -> Interval:
+    """An interval merged on offsets from the start, put back on this process's clock."""
+    shift = info.start_ns
+    sending = None if interval.sending_end_ns is None else interval.sending_end_ns + shift
+    return replace(interval, start_ns=interval.start_ns + shift, end_ns=interval.end_ns + shift,
+                   sending_end_ns=sending)
+
+
+class _forwarding_signals:
+    """While the workers run, SIGINT and SIGTERM here are passed on to them (each stops cleanly)."""
+
+    def __init__(self, processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
+        self._processes = processes
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._forward)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _forward(self, sig: int, frame: object) -> None:
+        _signal_all(self._processes, sig)
+
+
+def _signal_all(processes: Sequence[multiprocessing.process.BaseProcess], sig: int) -> None:
+    """Send `sig` to every worker still running."""
+    for process in processes:
+        if process.is_alive() and process.pid is not None:
+            try:
+                os.kill(process.pid, sig)
+            except ProcessLookupError:
+                pass

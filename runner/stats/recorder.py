@@ -1,0 +1,416 @@
+"""The recorder: counts and latency histograms per interval and for the whole run.
+
+A result counts in the interval in which it completed, judged by its own timestamp on the
+fixed grid, not by when the interval was closed: a report that runs a little late does
+not steal results from the next interval. Closing an interval adds it to the run's totals,
+so the run is exactly the sum of its intervals.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.core.redact import printable
+from runner.load.result import CANCELLED, Result
+from runner.load.schedule import Grid
+from runner.stats.histogram import LatencyHistogram
+
+# Failures are grouped by kind and by their text with every run of digits as one placeholder:
+# a server's numbers ("received 3 bytes, expected 1042") would otherwise make each failure a
+# line of its own. A tally keeps at most ERROR_GROUPS groups; failures of a new text beyond
+# them join their kind's OTHER_TEXTS group. A group remembers up to GROUP_URLS of the URLs it
+# failed on, enough to say "3 URLs" or "more than 20 URLs": so however many URLs and texts a
+# run meets, its error records stay small, in memory and in a shard's summary.
+ERROR_GROUPS = 100
+GROUP_URLS = 20
+OTHER_TEXTS = "*"  # the pattern of a kind's overflow group: no digits pattern is a lone "*"
+_DIGITS = re.compile(r"\d+")
+
+
+def error_pattern(text: str) -> str:
+    """What failures of one group have in common: the text with each run of digits as `#`."""
+    return _DIGITS.sub("#", text)
+
+
+@dataclass
+class ErrorGroup:
+    """Failures of one kind whose texts differ at most in their numbers: how many, which URLs,
+    and one real text to print (the first one seen)."""
+
+    count: int
+    text: str  # an example: a real text, never the pattern
+    url: int  # the URL of the example
+    urls: set[int]  # up to GROUP_URLS of the URLs these failures were on
+    more_urls: bool = False  # whether they were on more URLs than `urls` holds
+    varied: bool = False  # whether the texts differed (in their numbers, or in the overflow group, at all)
+
+    def add(self, url: int, text: str) -> None:
+        self.count += 1
+        self._add_url(url)
+        if not self.varied and text != self.text:
+            self.varied = True
+
+    def _add_url(self, url: int) -> None:
+        if url not in self.urls:
+            if len(self.urls) < GROUP_URLS:
+                self.urls.add(url)
+            else:
+                self.more_urls = True
+
+    def merge(self, other: ErrorGroup) -> None:
+        """Add another span's group of the same key; this one's example stays."""
+        self.count += other.count
+        self.varied = self.varied or other.varied or other.text != self.text
+        self.more_urls = self.more_urls or other.more_urls
+        urls = self.urls | other.urls
+        if len(urls) > GROUP_URLS:  # the lowest ones, so merging in any order keeps the same
+            urls = set(sorted(urls)[:GROUP_URLS])
+            self.more_urls = True
+        self.urls = urls
+
+    def copy(self) -> ErrorGroup:
+        return ErrorGroup(self.count, self.text, self.url, set(self.urls), self.more_urls, self.varied)
+
+    def to_record(self, kind: str, pattern: str) -> dict[str, Any]:
+        return {"kind": kind, "pattern": pattern, "count": self.count, "text": self.text, "url": self.url,
+                "urls": sorted(self.urls), "moreUrls": self.more_urls, "varied": self.varied}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> tuple[tuple[str, str], ErrorGroup]:
+        """(key, group) of a to_record(); KeyError, TypeError or ValueError if it is not one."""
+        kind, pattern, text = record["kind"], record["pattern"], record["text"]
+        if not all(isinstance(value, str) for value in (kind, pattern, text)):
+            raise TypeError("an error group's kind, pattern and text are strings")
+        urls = {int(u) for u in record["urls"]}
+        if len(urls) > GROUP_URLS:
+            raise ValueError(f"more than {GROUP_URLS} URLs in an error group")
+        group = cls(int(record["count"]), text, int(record["url"]), urls, bool(record["moreUrls"]),
+                    bool(record["varied"]))
+        return (kind, pattern), group
+
+
+@dataclass
+class Tally:
+    """Counts and latencies of one span of a run: one interval, or the whole run."""
+
+    good: int = 0
+    bad: int = 0
+    failed: int = 0
+    skipped: int = 0
+    hash_checked: int = 0
+    hash_mismatches: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)  # failed sends by error kind
+    error_groups: dict[tuple[str, str], ErrorGroup] = field(default_factory=dict)  # by (kind, error_pattern)
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+
+    @property
+    def requests(self) -> int:
+        """Sends made: every one is good, bad or failed."""
+        return self.good + self.bad + self.failed
+
+    @property
+    def responses(self) -> int:
+        return self.good + self.bad
+
+    def add(self, result: Result, latency_ns: int, hash_value: int) -> None:
+        """Count one result; `latency_ns` is used only if it got a response."""
+        if result.skipped:
+            self.skipped += 1
+            return
+        self.bytes_out += result.bytes_out
+        self.bytes_in += result.bytes_in
+        if result.error:
+            self.failed += 1
+            self.errors[result.error] += 1
+            self._group(result.error, result.url_index, result.error_text)
+            return
+        if 200 <= result.status < 500:
+            self.good += 1
+        else:
+            self.bad += 1
+        self.statuses[result.status] += 1
+        if result.body_hash is not None:
+            self.hash_checked += 1
+            self.hash_mismatches += result.body_hash != hash_value
+        self.latency.record(latency_ns)
+
+    def merge(self, other: Tally) -> None:
+        """Add another span's counts and latencies to this one."""
+        for name in ("good", "bad", "failed", "skipped", "hash_checked", "hash_mismatches", "bytes_in", "bytes_out"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.statuses.update(other.statuses)
+        self.errors.update(other.errors)
+        for key, group in other.error_groups.items():
+            self._take(key, group.copy())
+        self.latency.add(other.latency)
+
+    def _group(self, kind: str, url: int, text: str) -> None:
+        """Count one failure in its group, making the group if it is the first of its kind and text."""
+        key = self._group_key(kind, error_pattern(text))
+        group = self.error_groups.get(key)
+        if group is None:
+            self.error_groups[key] = ErrorGroup(1, text, url, {url})
+        else:
+            group.add(url, text)
+
+    def _take(self, key: tuple[str, str], group: ErrorGroup) -> None:
+        """Add a group of failures (this tally's from now on) to the group where it belongs."""
+        key = self._group_key(*key)
+        mine = self.error_groups.get(key)
+        if mine is None:
+            self.error_groups[key] = group
+        else:
+            mine.merge(group)
+
+    def _group_key(self, kind: str, pattern: str) -> tuple[str, str]:
+        """Where a group that is not in this tally yet goes: its own key, or with ERROR_GROUPS
+        already kept, its kind's overflow group."""
+        if (kind, pattern) in self.error_groups or len(self.error_groups) < ERROR_GROUPS:
+            return kind, pattern
+        return kind, OTHER_TEXTS
+
+    _COUNTS = (("good", "good"), ("bad", "bad"), ("failed", "failed"), ("skipped", "skipped"),
+               ("hash_checked", "hashChecked"), ("hash_mismatches", "hashMismatches"),
+               ("bytes_in", "bytesIn"), ("bytes_out", "bytesOut"))
+
+    def to_record(self) -> dict[str, Any]:
+        """The whole tally as JSON-ready data, so another process can merge it exactly."""
+        record: dict[str, Any] = {key: getattr(self, name) for name, key in self._COUNTS}
+        record["statuses"] = {str(code): n for code, n in sorted(self.statuses.items())}
+        record["errors"] = dict(sorted(self.errors.items()))
+        record["errorGroups"] = [group.to_record(*key) for key, group in sorted(self.error_groups.items())]
+        record["latency"] = self.latency.to_record()
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Tally:
+        """The tally a to_record() was made from; ValueError if the record is not one."""
+        tally = cls()
+        try:
+            for name, key in cls._COUNTS:
+                setattr(tally, name, int(record[key]))
+            tally.statuses = Counter({int(code): int(n) for code, n in record["statuses"].items()})
+            tally.errors = Counter({str(kind): int(n) for kind, n in record["errors"].items()})
+            if "errorGroups" not in record and "errorTexts" in record:
+                tally._from_error_texts(record["errorTexts"])
+            else:
+                for entry in record["errorGroups"]:
+                    key, group = ErrorGroup.from_record(entry)
+                    tally.error_groups[key] = group
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ValueError(f"not a tally record: {e}") from None
+        tally.latency = LatencyHistogram.from_record(record["latency"] if isinstance(record, dict) else {})
+        return tally
+
+    def _from_error_texts(self, entries: list[list[Any]]) -> None:
+        """Failures as an earlier version recorded them, `[url, text, count]` without their kind, grouped
+        as now: a shard's summary saved before can still be merged."""
+        for url, text, n in entries:
+            self._take(("", error_pattern(str(text))), ErrorGroup(int(n), str(text), int(url), {int(url)}))
+
+    # Latency statistics of the good and bad responses, exact (0 when there were none).
+    @property
+    def min_ns(self) -> int:
+        return self.latency.min
+
+    @property
+    def max_ns(self) -> int:
+        return self.latency.max
+
+    @property
+    def mean_ns(self) -> float:
+        return self.latency.mean
+
+    @property
+    def stdev_ns(self) -> float:
+        """Population standard deviation of the latencies."""
+        return self.latency.stdev()
+
+
+@dataclass
+class BenchTally:
+    """ab's figures for a whole bench run: per-phase timings and the counts its report needs.
+
+    The phases are ab's (ab.c): connect = connection ready - start (0 on a kept-alive
+    connection), waiting = first response byte - request written (the response headers
+    stand for the first byte), total = end of body - start, processing = total - connect.
+    One histogram each, for the run only: memory stays flat however long the bench.
+    Only responses are timed, as ab times only the requests it completes.
+
+    A request on a kept-alive connection has connect 0 and processing equal to its total,
+    so it records two values (its total, its waiting) instead of four; phases() puts the
+    four histograms together. At tens of thousands of requests a second, that is the
+    difference between bookkeeping that shows in the client's CPU and bookkeeping that does not.
+    """
+
+    waiting: LatencyHistogram = field(default_factory=LatencyHistogram)
+    total_reused: LatencyHistogram = field(default_factory=LatencyHistogram)  # requests with no connect
+    connect_new: LatencyHistogram = field(default_factory=LatencyHistogram)  # requests that connected
+    processing_new: LatencyHistogram = field(default_factory=LatencyHistogram)
+    total_new: LatencyHistogram = field(default_factory=LatencyHistogram)
+    document_length: int | None = None  # body length of the first response
+    length_mismatches: int = 0  # responses whose body length differs from the first one's ("Length")
+    kept_alive: int = 0  # responses after which the server kept the connection open (ab's "Keep-Alive requests")
+    header_bytes: int = 0  # response heads, failed sends' included (what ab's "Total transferred" adds)
+    server: str | None = None  # the first response's Server header ("" when it had none)
+    last_end_ns: int = 0  # when the last send ended: the end of ab's "Time taken for tests"
+
+    def add(self, result: Result) -> None:
+        """Count one send that was made (a response or a failure; never a skip)."""
+        if result.end_ns > self.last_end_ns:
+            self.last_end_ns = result.end_ns
+        self.header_bytes += result.header_bytes
+        if self.server is None and result.status:  # as ab: from the first response head, even one cut short
+            self.server = result.server
+        if result.error:
+            return
+        start = result.start_ns
+        total = result.end_ns - start
+        if result.connected_ns:
+            connect = result.connected_ns - start
+            self.connect_new.record(connect)
+            self.processing_new.record(total - connect)
+            self.total_new.record(total)
+        else:
+            self.total_reused.record(total)
+        self.waiting.record(result.headers_ns - (result.written_ns or start))
+        if result.kept_alive:
+            self.kept_alive += 1
+        if self.document_length is None:
+            self.document_length = result.bytes_in
+        elif result.bytes_in != self.document_length:
+            self.length_mismatches += 1
+
+    def phases(self) -> dict[str, LatencyHistogram]:
+        """The four phase histograms by name, in ab's row order."""
+        connect = LatencyHistogram.merged(self.connect_new)
+        connect.record(0, self.total_reused.count)
+        processing = LatencyHistogram.merged(self.processing_new, self.total_reused)
+        return {"connect": connect, "processing": processing, "waiting": self.waiting, "total": self.total}
+
+    @property
+    def total(self) -> LatencyHistogram:
+        """Every timed request's total time, start to end of body."""
+        return LatencyHistogram.merged(self.total_new, self.total_reused)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A closed interval: its place on the grid and what happened in it."""
+
+    index: int
+    start_ns: int
+    end_ns: int  # the grid boundary, or the stop time for a last, partial interval
+    tally: Tally
+    sending_end_ns: int | None = None  # when sending stopped, if it stopped before the run's end
+    # A merged interval: how long sends were due in it at the run's full rate, counting each
+    # shard for its share of the time it was sending (shards that started an interval late).
+    due_ns: int | None = None
+
+    @property
+    def span_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    @property
+    def due_span_ns(self) -> int:
+        """The part of the interval in which sends were due: all of it, unless sending stopped."""
+        if self.due_ns is not None:
+            return self.due_ns
+        end = self.end_ns if self.sending_end_ns is None else min(self.end_ns, self.sending_end_ns)
+        return max(0, end - self.start_ns)
+
+
+class Recorder:
+    """Receives every Result (it is the engine's sink) and closes intervals on request."""
+
+    def __init__(
+        self, grid: Grid, *, corrected: bool = False, hash_value: int = 0, unit_ns: int | None = None,
+        bench: bool = False, shown: Callable[[str], str] = printable,
+    ) -> None:
+        self._grid = grid
+        # How a server's or a library's text becomes printable (redact.Secrets.shown): applied to
+        # every failure text and Server header before it is counted, so that no secret value and
+        # no control character is ever printed, exported or merged from here on.
+        self._shown = shown
+        self._corrected = corrected
+        self._hash_value = hash_value
+        self._open: dict[int, Tally] = {}
+        self._next = 0  # the first interval not yet closed
+        self.run = Tally()
+        # Open model: latency from the actual send too, beside the corrected one.
+        self.uncorrected = LatencyHistogram() if corrected else None
+        # For the latency CSV: the run's latencies truncated to the unit, as slow_cooker records them.
+        self._unit_ns = unit_ns or 1
+        self.in_unit = LatencyHistogram.for_unit(unit_ns) if unit_ns else None
+        # Bench mode: ab's per-phase timings and counts for the run.
+        self.bench = BenchTally() if bench else None
+        # Paced runs: how late each send went out against its due time (the schedule's accuracy).
+        self.send_lag = None if bench else LatencyHistogram()
+        # Connections opened, by what they speak ("HTTP/2 TLSv1.3"): what the run really measured.
+        self.connections: Counter[str] = Counter()
+
+        self._open_interval()
+
+    @property
+    def next_index(self) -> int:
+        return self._next
+
+    def _open_interval(self) -> None:
+        """Make the next interval the current one: most results land in it, found without a lookup."""
+        self._current = self._open.setdefault(self._next, Tally())
+        self._current_end = self._grid.end_of(self._next)
+
+    def record(self, result: Result) -> None:
+        if result.error_text:
+            result.error_text = self._shown(result.error_text)
+        if result.server:
+            result.server = self._shown(result.server)
+        end = result.end_ns
+        if end < self._current_end:
+            tally = self._current
+        else:
+            k = max(self._next, self._grid.index(end))
+            tally = self._open.get(k) or self._open.setdefault(k, Tally())
+        if self.bench is not None and not result.skipped:
+            self.bench.add(result)
+        if result.protocol:
+            self.connections[result.protocol] += 1
+        if self.send_lag is not None and result.start_ns and result.error != CANCELLED:
+            self.send_lag.record(result.start_ns - result.due_ns)
+        if result.skipped or result.error:
+            tally.add(result, 0, self._hash_value)
+            return
+        if self._corrected:
+            latency = result.headers_ns - min(result.due_ns, result.start_ns)
+        else:
+            latency = result.headers_ns - result.start_ns
+        tally.add(result, latency, self._hash_value)
+        if self.uncorrected is not None:
+            self.uncorrected.record(result.latency_ns)
+        if self.in_unit is not None:
+            self.in_unit.record(latency // self._unit_ns)
+
+    def close(self, end_ns: int | None = None, *, final: bool = False, sending_end_ns: int | None = None) -> Interval:
+        """Close the next interval, at its grid boundary or at `end_ns` if it ends early.
+
+        The final interval also takes every result recorded after its end (requests that
+        were in flight when sending stopped), so nothing measured is left out.
+        `sending_end_ns` says when sending stopped, if it has: no sends were due after it.
+        """
+        k = self._next
+        tally = self._open.pop(k, None) or Tally()
+        if final:
+            for later in sorted(self._open):
+                tally.merge(self._open.pop(later))
+        self.run.merge(tally)
+        self._next += 1
+        self._open_interval()
+        start = self._grid.end_of(k - 1)
+        return Interval(k, start, self._grid.end_of(k) if end_ns is None else end_ns, tally, sending_end_ns)
