@@ -29,8 +29,9 @@ from runner.commands.outputs import Outputs
 from runner.config import abflags
 from runner.config.schema import ValidationError, schema, settings_names, validate
 from runner.config.settings import Settings, merge, read_config_file, settings_from
-from runner.config.targets import build_requests, load_url_file, urls_from_arguments
+from runner.config.urls import load_url_file, urls_from_arguments
 from runner.core.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_USAGE, EXIT_WORKER_FAILED, UsageError
+from runner.load.request import build_requests
 from runner.load.shards import Shard, check_split, shard_of
 from runner.load.tls import INSECURE_WARNING
 from runner.readback.podlogs import read_pods

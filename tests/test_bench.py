@@ -15,9 +15,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from runner.config.targets import Request
 from runner.load.engine import Engine, Load
 from runner.load.httpx_transport import head_size
+from runner.load.request import Request
 from runner.load.result import ERROR_KINDS, Result
 from runner.load.schedule import Schedule
 from runner.report.abreport import report

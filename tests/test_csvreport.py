@@ -9,11 +9,11 @@ from pathlib import Path
 from hdrh.histogram import HdrHistogram
 
 from runner.config.settings import merge, settings_from
-from runner.report.base import RunInfo, RunSummary
 from runner.report.csvreport import CsvReporter, csv_rows
 from runner.report.summary import percentile_keys
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import Tally
+from runner.stats.run import RunInfo, RunSummary
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 GOLDEN_CSV = GOLDEN / "latencies-us.csv"

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.config.targets import Request
 from runner.load import failures
 from runner.load.fnv import fnv1a64
+from runner.load.request import Request
 from runner.load.transport import MAX_HEAD_BYTES, TransportOptions
 from tests.conftest import REPO, Run, assert_counts_add_up, parse_interval, run_soak, soak_command
 from tests.faultserver import (

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from runner.config.settings import merge, read_config_file, settings_from
-from runner.config.targets import load_url_file
+from runner.config.urls import load_url_file
 from tests.conftest import REPO
 from tests.pallet import VARIANTS, find, mounted_files, pod_specs, render, soak_container
 

@@ -10,12 +10,13 @@ import pytest
 from runner.config.settings import merge as merge_layers
 from runner.config.settings import settings_from
 from runner.core.errors import UsageError
+from runner.core.units import rfc3339
 from runner.load.result import Result
 from runner.readback.podlogs import read_pods, split_by_pod, split_runs
-from runner.report.base import RunInfo, rfc3339
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.merge import ShardRun, merge_shards
 from runner.stats.recorder import Tally
+from runner.stats.run import RunInfo
 
 SECOND = 1_000_000_000
 

@@ -34,9 +34,9 @@ from runner.metrics.collector import (
     url_label,
     url_slots,
 )
-from runner.report.base import RunInfo, RunSummary
 from runner.report.verdict import Verdict
 from runner.stats.recorder import Interval, Tally
+from runner.stats.run import RunInfo, RunSummary
 
 START = 9_000_000_000_000
 MS = 1_000_000

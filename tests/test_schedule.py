@@ -7,7 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from runner.load.schedule import NS_PER_S, Grid, Schedule, goal
+from runner.core.units import NS_PER_S
+from runner.load.schedule import Grid, Schedule, goal
 
 START = 1_000_000_000_000  # an arbitrary monotonic reading
 

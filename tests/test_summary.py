@@ -11,11 +11,12 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from runner.config.settings import merge, settings_from
+from runner.core.units import in_unit
 from runner.load.result import Result
-from runner.report.base import RunInfo, RunSummary, in_unit
 from runner.report.summary import SUMMARY_PERCENTILES, JsonSummaryReporter, bench_dict, percentile_keys, summary_dict
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import BenchTally, Interval, Tally
+from runner.stats.run import RunInfo, RunSummary
 
 START = 7_000_000_000_000
 WALL = 1_767_225_600.0  # 2026-01-01T00:00:00Z

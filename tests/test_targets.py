@@ -10,19 +10,9 @@ import pytest
 
 from runner.config.schema import schema
 from runner.config.settings import merge, settings_from
-from runner.config.targets import (
-    HEADER_VALUE,
-    URLS_KEY,
-    Request,
-    build_requests,
-    check_url,
-    load_body,
-    load_url_file,
-    parse_url_lines,
-    resolve_headers,
-    urls_from_arguments,
-)
+from runner.config.urls import URLS_KEY, check_url, load_url_file, parse_url_lines, urls_from_arguments
 from runner.core.errors import UsageError
+from runner.load.request import HEADER_VALUE, Request, build_requests, load_body, resolve_headers
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -6,22 +6,11 @@ import math
 
 import pytest
 
-from runner.config.thresholds import (
-    LATENCIES,
-    METRICS,
-    Plan,
-    Rule,
-    Span,
-    ThresholdError,
-    bounds,
-    measure,
-    number,
-    parse_rule,
-    rules_for,
-)
+from runner.config.rules import LATENCIES, METRICS, Rule, ThresholdError, number, parse_rule, rules_for
 from runner.core.errors import UsageError
 from runner.load.result import Result
 from runner.stats.recorder import Tally
+from runner.stats.thresholds import Plan, Span, bounds, measure
 
 MS = 1_000_000
 US = 1_000

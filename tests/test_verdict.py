@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from runner.config.settings import merge, settings_from
-from runner.config.thresholds import Plan
 from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
 from runner.load.result import Result
-from runner.report.base import RunInfo, RunSummary
 from runner.report.summary import JsonSummaryReporter
 from runner.report.verdict import Verdict, plan_of
 from runner.stats.recorder import Interval, Tally
+from runner.stats.run import RunInfo, RunSummary
+from runner.stats.thresholds import Plan
 
 START = 7_000_000_000_000
 WALL = 1_767_225_600.0

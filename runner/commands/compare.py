@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.core.errors import EXIT_OK, UsageError
+from runner.core.units import UNIT_NS
 from runner.readback.results import LoadedRun, RunFigures
-from runner.report.base import UNIT_NS
 
 LATENCY_ROWS = ("p50", "p75", "p90", "p95", "p99", "p999", "min", "mean", "max")
 UNKNOWN = "-"

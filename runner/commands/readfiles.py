@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 
 from runner.core.errors import UsageError
+from runner.core.units import UNIT_NS
 from runner.readback.results import LoadedRun, read_run
-from runner.report.base import UNIT_NS
 
 
 def add_assume_unit(parser: argparse.ArgumentParser) -> None:

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from jsonschema.exceptions import best_match
 
-from runner.config.targets import url_problem
-from runner.config.thresholds import ThresholdError, parse_rule
+from runner.config.rules import ThresholdError, parse_rule
+from runner.config.urls import url_problem
 from runner.core import redact
 from runner.core.durations import DURATION_HINT, MAX_NS, DurationError, DurationRangeError, parse_duration
 from runner.core.errors import UsageError, shortened

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.config.files import CONFIG_LIMIT, read_bounded
+from runner.config.rules import Rule, rules_for
 from runner.config.schema import defaults, json_path_in, settings_names, validate
-from runner.config.thresholds import Rule, rules_for
 from runner.core import redact
 from runner.core.durations import parse_duration
 from runner.core.errors import UsageError

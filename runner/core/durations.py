@@ -9,22 +9,8 @@ from __future__ import annotations
 
 import re
 
-NS_PER_US = 1_000
-NS_PER_MS = 1_000_000
-NS_PER_S = 1_000_000_000
-NS_PER_MIN = 60 * NS_PER_S
-NS_PER_HOUR = 60 * NS_PER_MIN
+from runner.core.units import NS_PER_HOUR, NS_PER_MIN, NS_PER_MS, NS_PER_S, NS_PER_US, TIME_UNITS
 
-_UNITS = {
-    "ns": 1,
-    "us": NS_PER_US,
-    "µs": NS_PER_US,  # U+00B5 micro sign, as Go prints it
-    "μs": NS_PER_US,  # U+03BC Greek mu, which Go also accepts
-    "ms": NS_PER_MS,
-    "s": NS_PER_S,
-    "m": NS_PER_MIN,
-    "h": NS_PER_HOUR,
-}
 _TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 DURATION_HINT = "a duration like 500ms, 10s, 1m or 1m30s"
@@ -63,7 +49,7 @@ def parse_duration(text: str) -> int:
         m = _TERM.match(s, pos)
         if m is None:
             raise DurationError(f"{text!r} is not {DURATION_HINT}")
-        total += _term_ns(m.group(1), _UNITS[m.group(2)])
+        total += _term_ns(m.group(1), TIME_UNITS[m.group(2)])
         pos = m.end()
         if total > MAX_NS:
             raise DurationRangeError(f"{text!r} is longer than {format_duration(MAX_NS)}")

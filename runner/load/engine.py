@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from runner.config.targets import Request
 from runner.load import failures
 from runner.load import result as kinds
+from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.schedule import Schedule
 from runner.load.transport import Session, Transport

@@ -24,12 +24,12 @@ import httpcore
 import httpx
 
 from runner import __version__
-from runner.config.targets import Request
 from runner.core.durations import format_duration
 from runner.load import failures
 from runner.load import result as kinds
 from runner.load.bodyhash import BodyError, BodyHash, is_gzip
 from runner.load.failures import causes, message, os_failure
+from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.tls import client_context
 from runner.load.transport import MAX_HEAD_BYTES, TransportOptions, address_text, resolve

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-NS_PER_S = 1_000_000_000
+from runner.core.units import NS_PER_S
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runner.config.targets import Request
+from runner.load.request import Request
 from runner.load.result import Result
 
 # The most bytes a response head may take, and a chunk-size line or trailer section: what

@@ -63,8 +63,9 @@ from runner.load.result import Result
 from runner.load.schedule import goal
 from runner.metrics.push import Pusher
 from runner.metrics.server import MetricServer
-from runner.report.base import Reporter, RunInfo, RunSummary
+from runner.report.base import Reporter
 from runner.stats.recorder import Interval
+from runner.stats.run import RunInfo, RunSummary
 
 if TYPE_CHECKING:
     from runner.report.verdict import Verdict

@@ -24,10 +24,10 @@ from typing import Any, TypeVar
 from runner.config.schema import shortened
 from runner.core.durations import format_duration, parse_duration
 from runner.core.errors import UsageError
+from runner.core.units import NS_PER_S, rfc3339
 from runner.readback.logscan import Startup, startup_line, without_timestamp
 from runner.readback.results import load_run
-from runner.report.base import rfc3339
-from runner.stats.merge import CLOCK_SLACK_NS, NS_PER_S, ShardRun, run_settings
+from runner.stats.merge import CLOCK_SLACK_NS, ShardRun, run_settings
 
 _PREFIX = re.compile(r"^\[(pod/[^\]/]+/[^\]]+)\] ?(.*)$")
 _SHARD = re.compile(r"\(shard (\d+) of (\d+)(?:, worker \d+ of \d+)?\)$")

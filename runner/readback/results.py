@@ -23,9 +23,9 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from runner.core.errors import UsageError
+from runner.core.units import UNIT_NS
 from runner.readback.logscan import MAX_LINE_NOTES, IntervalFigures, JsonBlock, LogScan, Startup, scan
 from runner.readback.partialjson import read_object
-from runner.report.base import UNIT_NS
 from runner.report.slowcooker import goal_percent
 from runner.report.summary import SUMMARY_PERCENTILES
 from runner.stats.estimate import estimate, interval_points

@@ -15,9 +15,10 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from runner.core import redact
-from runner.report.base import Reporter, RunInfo, RunSummary
+from runner.report.base import Reporter
 from runner.report.slowcooker import error_lines
 from runner.stats.recorder import Interval
+from runner.stats.run import RunInfo, RunSummary
 
 PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99)  # then 100, "(longest request)"
 ROWS = (("connect", "Connect:    "), ("processing", "Processing: "), ("waiting", "Waiting:    "),

@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from runner.core.errors import UsageError
-from runner.report.base import Reporter, RunSummary
+from runner.report.base import Reporter
 from runner.stats.histogram import LatencyHistogram
+from runner.stats.run import RunSummary
 
 
 def csv_rows(histogram: LatencyHistogram) -> Iterator[str]:

@@ -15,9 +15,11 @@ from typing import TextIO
 
 from runner.core.durations import format_duration
 from runner.core.redact import printable
+from runner.core.units import in_unit, rfc3339
 from runner.load.schedule import goal
-from runner.report.base import Reporter, RunInfo, in_unit, rfc3339
+from runner.report.base import Reporter
 from runner.stats.recorder import OTHER_TEXTS, ErrorGroup, Interval, Tally
+from runner.stats.run import RunInfo
 
 INTERVAL_PERCENTILES = (50, 95, 99, 99.9)
 _CHANGE_WINDOW = 5

@@ -16,13 +16,15 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from runner.core.durations import format_duration
+from runner.core.units import UNIT_NS, in_unit, rfc3339
 from runner.load import result as kinds
 from runner.load.schedule import goal
-from runner.report.base import UNIT_NS, Reporter, RunInfo, RunSummary, in_unit, rfc3339
+from runner.report.base import Reporter
 from runner.report.slowcooker import INTERVAL_PERCENTILES, goal_percent, to_ms
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.merge import interval_record, run_record
 from runner.stats.recorder import BenchTally, Interval, Tally
+from runner.stats.run import RunInfo, RunSummary
 
 SUMMARY_PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
 

@@ -21,12 +21,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from runner.config.rules import Rule
 from runner.config.settings import Settings
-from runner.config.thresholds import Plan, Rule, Span, bounds, measure
 from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
 from runner.load.schedule import goal
-from runner.report.base import Reporter, RunInfo, RunSummary
+from runner.report.base import Reporter
 from runner.stats.recorder import Interval, Tally
+from runner.stats.run import RunInfo, RunSummary
+from runner.stats.thresholds import Plan, Span, bounds, measure
 
 _LISTED_INTERVALS = 10  # broken intervals named on a line; the summary lists them all
 

@@ -12,13 +12,14 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from runner.config.settings import Settings
-from runner.config.targets import build_requests, origin
 from runner.load.fast_transport import FastTransport
+from runner.load.request import build_requests, origin
 from runner.load.result import Result
 from runner.load.shards import ALONE, Shard
 from runner.load.transport import Transport, TransportOptions
-from runner.report.base import Reporter, RunSummary
+from runner.report.base import Reporter
 from runner.run.soak import Soak
+from runner.stats.run import RunSummary
 
 T = TypeVar("T")
 

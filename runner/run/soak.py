@@ -16,15 +16,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.config.settings import Settings
-from runner.config.targets import Request
 from runner.core.redact import Secrets
+from runner.core.units import UNIT_NS
 from runner.load.engine import Engine, Load
+from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.schedule import Grid, Schedule
 from runner.load.shards import ALONE, Shard, aligned_start
 from runner.load.transport import Transport
-from runner.report.base import UNIT_NS, Reporter, RunInfo, RunSummary
+from runner.report.base import Reporter
 from runner.stats.recorder import Interval, Recorder
+from runner.stats.run import RunInfo, RunSummary
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish

@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 from runner.config.settings import Settings
 from runner.load.shards import Shard, aligned_start
-from runner.report.base import Reporter, RunInfo, RunSummary
+from runner.report.base import Reporter
 from runner.stats.merge import ShardRun, interval_record, merged_interval, merged_summary, run_record
 from runner.stats.recorder import Interval
+from runner.stats.run import RunInfo, RunSummary
 
 if TYPE_CHECKING:
     from runner.metrics.collector import MetricsTally, UrlSlots, WorkerTallies

@@ -21,11 +21,11 @@ from typing import Any
 from runner.config.schema import schema, settings_names, shortened, validate
 from runner.config.settings import Settings, merge, settings_from
 from runner.core.errors import UsageError
-from runner.report.base import RunInfo, RunSummary
+from runner.core.units import NS_PER_S
 from runner.stats.histogram import HIGHEST_NS, LatencyHistogram
 from runner.stats.recorder import Interval, Tally
+from runner.stats.run import RunInfo, RunSummary
 
-NS_PER_S = 1_000_000_000
 CLOCK_SLACK_NS = 1_000_000  # how far apart the shards' ends of one full interval may be
 MAX_NS = 2**63 - 1  # a time offset a shard can have written (int64 nanoseconds)
 MAX_START_WALL = 1e11  # seconds since 1970 (the year 5138): a later start is no start time

@@ -1,28 +1,21 @@
-"""Targets: the URL list and the request sent to each URL.
+"""The URL list: where it comes from, and what a URL must be to be sent to.
 
 URLs arrive as a mounted plain file (what the pod sees), as the ConfigMap YAML itself (for
 runs from the repository), as slow_cooker's `@file`, or as arguments. Every URL is checked
-up front and a bad one is reported with the file and line it came from. Each URL then gets
-one prepared Request, built once and reused for every send.
+up front and a bad one is reported with the file and line it came from (runner.load.request
+then makes each URL's request).
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import yaml
 
-from runner.config.files import BODY_LIMIT, URL_LIST_LIMIT, read_bounded
+from runner.config.files import URL_LIST_LIMIT, read_bounded
 from runner.core import redact
 from runner.core.errors import UsageError, shortened
-
-if TYPE_CHECKING:  # only for annotations: the schema imports url_problem from here, and config imports the schema
-    from runner.config.settings import Settings
 
 # The ConfigMap data key holding the URL list; it is also the file name where it is mounted.
 URLS_KEY = "urls.txt"
@@ -34,33 +27,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # A bad URL quoted in a message: enough to find it on its line, not a whole 16 MiB line.
 _SHOWN_URL_CHARS = 200
 
-# What a header value may hold (RFC 7230 field-vchar without obs-text, spaces, tabs); the same
-# set as schema.json's pattern for a literal value, applied here to values read from the environment.
-HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 
 
-@dataclass(frozen=True)
-class Request:
-    """One fully resolved request: what goes on the wire for one URL, every time."""
-
-    method: str
-    url: str  # without user info: its credentials are in an Authorization header
-    headers: tuple[tuple[str, str], ...]
-    body: bytes
-    # The secret values it carries, which must never be printed (see redact.Secrets): not
-    # part of what the request is, and never in its repr.
-    hidden: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
 
-def origin(url: str) -> tuple[str, str, int]:
-    """Where a URL's requests go: (scheme, host, port), the port filled in from the scheme.
-
-    A keep-alive connection serves one origin only; a client whose URLs name several keeps
-    a connection to each.
-    """
-    parts = urlsplit(url)
-    https = parts.scheme == "https"
-    return parts.scheme, parts.hostname or "", parts.port or (443 if https else 80)
 
 
 def load_url_file(path: str) -> list[str]:
@@ -191,82 +161,14 @@ def _punycode(host: str) -> str:
         return "xn--..."
 
 
-def build_requests(settings: Settings, urls: list[str], environ: Mapping[str, str] = os.environ) -> list[Request]:
-    """The prepared request for each URL, with headers and body resolved now, once."""
-    headers = resolve_headers(settings.headers, environ)
-    if settings.host:
-        headers.append(("Host", settings.host))
-    body = load_body(settings.body)
-    hidden = header_secrets(settings.headers, headers)
-    if isinstance(settings.body, str):
-        hidden += tuple(redact.body_secrets(settings.body))
-    return [_request(settings.method, url, tuple(headers), body, hidden) for url in urls]
 
 
-def _request(method: str, url: str, headers: tuple[tuple[str, str], ...], body: bytes,
-             hidden: tuple[str, ...]) -> Request:
-    """One URL's request; a user name and password in the URL become its Authorization header.
-
-    Resolved here, once, so that both transports send exactly the same request: httpx would
-    send such credentials as Basic auth and the fast client would silently drop them, and a
-    run would then measure 401s (which count as good) without anyone noticing.
-    """
-    if "@" not in url and "?" not in url and "#" not in url:
-        return Request(method, url, headers, body, hidden)  # most URLs: nothing to resolve
-    hidden += tuple(redact.url_secrets(url))
-    netloc = urlsplit(url).netloc
-    userinfo, at, hostport = netloc.rpartition("@")
-    if not at:
-        return Request(method, url, headers, body, hidden)
-    if any(name.lower() == "authorization" for name, _ in headers):
-        raise UsageError(f"{redact.url(url)}: a user name and password in the URL and an Authorization header "
-                         "both give credentials; give them one way")
-    credentials = redact.basic_credentials(userinfo)
-    hidden += (credentials, credentials.split(" ", 1)[1])
-    bare = url.replace(f"//{netloc}", f"//{hostport}", 1)
-    return Request(method, bare, (*headers, ("Authorization", credentials)), body, hidden)
 
 
-def header_secrets(spec: dict[str, Any], resolved: list[tuple[str, str]]) -> tuple[str, ...]:
-    """The header values that must never be printed: every one from the environment (the
-    reason to take a value from there is that it is secret), and the literal ones redaction hides."""
-    return tuple(value for (name, value), given in zip(resolved, spec.values(), strict=False)
-                 if isinstance(given, dict) or redact.header_value(name, value) == redact.HIDDEN)
 
 
-def resolve_headers(spec: dict[str, Any], environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Header values, taking `{"fromEnv": VAR}` ones from the environment.
-
-    Surrounding whitespace is dropped, as HTTP does: a Secret made with
-    `kubectl create secret --from-file` usually ends in a newline. A line break inside
-    the value, or a character beyond visible ASCII, is refused up front, naming the variable
-    and never the value, because the HTTP client would otherwise fail every request (with
-    the value in its error text) or crash. Literal values the schema has checked already.
-    """
-    resolved = []
-    for name, value in spec.items():
-        if isinstance(value, dict):
-            var = value["fromEnv"]
-            value = environ.get(var, "").strip()
-            if not value:
-                raise UsageError(f"headers.{name}: environment variable {var} is not set or empty")
-            if "\r" in value or "\n" in value:
-                raise UsageError(f"headers.{name}: environment variable {var} holds a line break inside its value")
-            if not HEADER_VALUE.fullmatch(value):
-                raise UsageError(f"headers.{name}: environment variable {var} must hold ASCII text "
-                                 "(visible characters, spaces and tabs)")
-        resolved.append((name, value))
-    return resolved
 
 
-def load_body(spec: str | dict[str, str]) -> bytes:
-    """The request body's bytes: a literal string, or a file's contents."""
-    if isinstance(spec, str):
-        return spec.encode("utf-8")
-    try:
-        return read_bounded(spec["file"], BODY_LIMIT, "a body file")
-    except UsageError as e:
-        raise UsageError(f"body.file: {e}") from None
 
 
 def _read_text(path: str) -> str:

@@ -1,0 +1,156 @@
+"""Threshold rules: what a healthy run is, as rules like "p99 < 50ms". Pure: reading them.
+
+The language is the one people already write in k6 thresholds and Prometheus alerts: a
+metric, a comparison and a number with its unit, one rule per string.
+
+    p99 < 50ms      p999 <= 0.2s      max < 1s          mean < 800us      p(95) < 20ms
+    goal% >= 99     errors% <= 0.1    failed% <= 0.1%   bad% <= 0         skipped% <= 1
+    rate >= 95/s
+
+A rule is judged on the whole run (`thresholds`) or on every interval (`intervalThresholds`).
+This module reads rules; runner.stats.thresholds measures them on a run.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from runner.core import units
+from runner.core.errors import UsageError
+
+# Latencies: percentile (None for max and mean) of the responses' latencies.
+LATENCIES: dict[str, float | None] = {
+    "p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9, "max": None, "mean": None,
+}
+# Percentages of a span's sends, 0 to 100.
+PERCENTAGES = ("goal%", "errors%", "failed%", "bad%", "skipped%")
+RATE = "rate"
+METRICS = (*LATENCIES, *PERCENTAGES, RATE)
+
+# The units a latency rule may be written in: Go's, up to seconds.
+TIME_UNITS = {unit: units.TIME_UNITS[unit] for unit in ("ns", "us", "µs", "ms", "s")}
+RATE_UNITS = ("", "/s", "req/s", "rps")
+OPERATORS = ("<", "<=", ">", ">=")
+SCOPES = ("run", "interval")
+
+_RULE = re.compile(r"^(?P<metric>[^<>=!\s]+)\s*(?P<op>[<>=!]=?)\s*(?P<value>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>\S*)$")
+_PERCENTILE = re.compile(r"^p\(?(\d+(?:\.\d+)?)\)?$")  # p99, p(99), p99.9, p(99.9)
+_EXAMPLES = 'like "p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'
+_LIST = ("p50 p75 p90 p95 p99 p999 max mean (latencies), goal% errors% failed% bad% skipped% (percentages) "
+         "or rate (req/s)")
+
+
+class ThresholdError(ValueError):
+    """A rule that cannot be read; str() says why and what would be allowed, in one line."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One threshold: `metric op limit`, the limit in the metric's base unit (ns, %, req/s)."""
+
+    text: str  # as written, spaces tidied: what the lines, the summary and the metrics show
+    metric: str  # one of METRICS
+    op: str  # one of OPERATORS
+    limit: float
+    unit: str  # the unit the rule was written in, for showing measured values: ms, %, req/s, ...
+    scope: str = "run"  # run: judged on the whole run; interval: on every interval
+
+    def holds(self, measured: float) -> bool:
+        limit = self.limit
+        if self.op == "<":
+            return measured < limit
+        if self.op == "<=":
+            return measured <= limit
+        if self.op == ">":
+            return measured > limit
+        return measured >= limit
+
+    def can_hold(self, low: float, high: float) -> bool:
+        """Whether some final value between `low` and `high` would keep the rule."""
+        return self.holds(low) if self.op in ("<", "<=") else self.holds(high)
+
+    def show(self, measured: float) -> str:
+        """A measured value in the rule's own unit: `12.346ms`, `99.5%`, `98.2 req/s`."""
+        if self.metric in LATENCIES:
+            return number(measured / TIME_UNITS[self.unit]) + self.unit
+        if self.metric == RATE:
+            return number(measured) + " req/s"
+        return number(measured) + "%"
+
+    def in_unit(self, measured: float) -> float:
+        """A measured value as a number in the rule's unit, for the JSON summary."""
+        if self.metric in LATENCIES:
+            return round(measured / TIME_UNITS[self.unit], 6)
+        return round(measured, 6)
+
+
+def number(x: float) -> str:
+    """A figure to three decimals without trailing zeros; small ones to three significant digits."""
+    text = f"{x:.3f}".rstrip("0").rstrip(".")
+    if text in ("0", "-0") and x:
+        decimals = 2 - math.floor(math.log10(abs(x)))
+        text = f"{x:.{decimals}f}".rstrip("0").rstrip(".")
+    return text
+
+
+def parse_rule(text: str, scope: str = "run") -> Rule:
+    """The rule a string states; ThresholdError says what is wrong with one that states none."""
+    tidy = " ".join(str(text).split())
+    found = _RULE.match(tidy)
+    if not found:
+        raise ThresholdError(f"must be a metric, a comparison and a number, {_EXAMPLES}")
+    metric = _metric(found["metric"])
+    op = found["op"]
+    if op not in OPERATORS:
+        raise ThresholdError(f"the comparison must be <, <=, > or >=, {_EXAMPLES}")
+    value, unit = float(found["value"]), found["unit"]
+    if metric in LATENCIES:
+        return Rule(tidy, metric, op, value * _time_unit(metric, unit), "us" if unit == "µs" else unit, scope)
+    if metric == RATE:
+        if unit not in RATE_UNITS:
+            raise ThresholdError(f'rate is in requests per second: write a number like "rate >= 95" or '
+                                 f'"rate >= 95/s", without "{unit}"')
+        return Rule(tidy, metric, op, value, "req/s", scope)
+    if unit not in ("", "%"):
+        raise ThresholdError(f'{metric} is a percentage: write a number like "{metric} <= 0.1" or '
+                             f'"{metric} <= 0.1%", without "{unit}"')
+    if value > 100:
+        raise ThresholdError(f"{metric} is a percentage: the number must be from 0 to 100")
+    return Rule(tidy, metric, op, value, "%", scope)
+
+
+def _metric(word: str) -> str:
+    """The metric a rule names: p(99) and p99.9 are p99 and p999; errors is errors%."""
+    name = word.lower()
+    percentile = _PERCENTILE.match(name)
+    if percentile:
+        name = "p" + percentile[1].replace(".", "")
+    if name + "%" in PERCENTAGES:
+        name += "%"
+    if name not in METRICS:
+        raise ThresholdError(f'unknown metric "{word}": the metrics are {_LIST}')
+    return name
+
+
+def _time_unit(metric: str, unit: str) -> int:
+    if not unit:
+        raise ThresholdError(f'{metric} is a latency: give its unit, ns, us, ms or s, like "{metric} < 50ms"')
+    if unit not in TIME_UNITS:
+        raise ThresholdError(f'"{unit}" is not a unit of time: {metric} takes ns, us, ms or s')
+    return TIME_UNITS[unit]
+
+
+def rules_for(run: list[str], interval: list[str], mode: str) -> tuple[Rule, ...]:
+    """The rules of validated thresholds and intervalThresholds settings, run rules first.
+
+    A bench has no rate to reach and so no goal: a goal% rule there could only ever fail.
+    """
+    rules = (*(parse_rule(text, "run") for text in run), *(parse_rule(text, "interval") for text in interval))
+    for rule in rules:
+        if rule.metric == "goal%" and mode == "bench":
+            setting = "thresholds" if rule.scope == "run" else "intervalThresholds"
+            raise UsageError(f'{setting}: "{rule.text}" is not allowed in bench mode, which has no rate to reach '
+                             "and so no goal")
+    return rules

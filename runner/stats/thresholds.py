@@ -1,0 +1,156 @@
+"""Thresholds measured: a rule's metric on a span of a run, and what the rest of a run can still make of it.
+
+Pure arithmetic over tallies (the rules themselves are read by runner.config.rules). Saying
+whether a rule can still hold when only part of the run is known is what lets a run stop
+early instead of spending another hour on a verdict that is already certain.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from runner.config.rules import LATENCIES, RATE
+from runner.stats.recorder import Tally
+
+
+@dataclass(frozen=True)
+class Span:
+    """What a rule is measured on: one interval, or the whole run."""
+
+    tally: Tally
+    seconds: float  # how long sends were due in it
+    target: float | None  # sends due in it (the goal's `t`); None for a bench, which has no goal
+    whole: bool = True  # False for a partial interval, too short to judge goal% and rate on
+    shares: int = 1  # one shard of a run split in this many: its rate, times this, is the run's
+
+
+def measure(metric: str, span: Span) -> float | None:
+    """The metric's value over the span, in its base unit (ns, %, req/s); None with nothing to measure.
+
+    Latencies are those of the responses, good and bad, as in the interval lines and the
+    summary. errors% is (bad + failed) / requests; skipped% counts skipped sends against all
+    the sends that were due (made or skipped); goal% is (good + bad) / t, at most 100.
+    """
+    t = span.tally
+    if metric in LATENCIES:
+        return _latency(metric, t) if t.responses else None
+    if metric == "goal%":
+        if span.target is None or span.target <= 0 or not span.whole:
+            return None
+        return min(t.responses / span.target * 100, 100.0)
+    if metric == "skipped%":
+        due = t.requests + t.skipped
+        return t.skipped / due * 100 if due else None
+    if metric == RATE:  # the whole run's rate: a shard sends its share of it
+        return t.requests * span.shares / span.seconds if span.seconds > 0 and span.whole else None
+    return _share(metric, t) * 100 / t.requests if t.requests else None
+
+
+def _latency(metric: str, tally: Tally) -> float:
+    percentile = LATENCIES[metric]
+    if metric == "max":
+        return float(tally.max_ns)
+    if metric == "mean":
+        return tally.mean_ns
+    assert percentile is not None
+    return float(tally.latency.percentiles([percentile])[percentile])
+
+
+def _share(metric: str, tally: Tally) -> int:
+    """The requests an errors%, failed% or bad% counts."""
+    return {"errors%": tally.bad + tally.failed, "failed%": tally.failed, "bad%": tally.bad}[metric]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The whole run, as far as it is known before it ends, for bounding what it will measure."""
+
+    sends: int | None  # sends due in the whole run; None when only a signal ends it
+    target: float | None  # the run's goal t at its end; None for a bench or an end not known
+    seconds: float | None  # how long sends will have been due; None when not known
+    counted: bool = False  # `sends` counts sends made (totalRequests): skipped ones come on top
+    shares: int = 1  # as Span.shares
+
+
+UNBOUNDED = (-math.inf, math.inf)
+
+
+def bounds(metric: str, so_far: Tally, plan: Plan) -> tuple[float, float]:
+    """The lowest and highest value the metric can still have at the end of the run.
+
+    `so_far` is what the closed intervals hold. Every send not yet in it (in flight, or not
+    yet due) may still turn out either way: all answered at once, or all failed. A rule
+    that neither end satisfies is certainly broken. Without a planned end only `max` is
+    bounded (it never falls).
+    """
+    if plan.sends is None:
+        return (float(so_far.max_ns), math.inf) if metric == "max" and so_far.responses else UNBOUNDED
+    if plan.counted:
+        return _counted_bounds(metric, so_far, plan)
+    rest = max(plan.sends - so_far.requests - so_far.skipped, 0)
+    return _bounds_with(metric, so_far, plan, rest)
+
+
+def _counted_bounds(metric: str, so_far: Tally, plan: Plan) -> tuple[float, float]:
+    """Bounds in a run that ends after `plan.sends` requests made: skipped sends do not bring
+    its end nearer but push it later, adding to its goal (t = sends made + skipped) and skipped%."""
+    assert plan.sends is not None
+    sends = plan.sends
+    rest = max(sends - so_far.requests, 0)
+    if metric == "goal%":
+        due = sends + so_far.skipped
+        return 0.0, min((so_far.responses + rest) / due * 100, 100.0) if due else 100.0
+    if metric == "skipped%":
+        due = sends + so_far.skipped
+        return (so_far.skipped / due * 100 if due else 0.0), 100.0
+    if metric == RATE:
+        return UNBOUNDED
+    return _bounds_with(metric, so_far, plan, rest)  # latencies and errors%: as any run, with `rest` to come
+
+
+def _bounds_with(metric: str, so_far: Tally, plan: Plan, rest: int) -> tuple[float, float]:
+    """Bounds when `rest` more sends (made or skipped) are to come."""
+    assert plan.sends is not None
+    if metric in LATENCIES:
+        return _latency_bounds(metric, so_far, rest)
+    if metric == "goal%":
+        if not plan.target or plan.target <= 0:
+            return UNBOUNDED
+        low, high = so_far.responses, so_far.responses + rest
+        return min(low / plan.target * 100, 100.0), min(high / plan.target * 100, 100.0)
+    if metric == "skipped%":
+        if plan.sends <= 0:
+            return UNBOUNDED
+        return so_far.skipped / plan.sends * 100, (so_far.skipped + rest) / plan.sends * 100
+    if metric == RATE:
+        if not plan.seconds:
+            return UNBOUNDED
+        return (so_far.requests * plan.shares / plan.seconds,
+                (so_far.requests + rest) * plan.shares / plan.seconds)
+    share, requests = _share(metric, so_far), so_far.requests
+    if requests + rest == 0:
+        return UNBOUNDED
+    return share / (requests + rest) * 100, 100.0 if rest else share / requests * 100
+
+
+def _latency_bounds(metric: str, so_far: Tally, rest: int) -> tuple[float, float]:
+    """A latency's bounds: at best, every send to come is answered at once (in 0 ns)."""
+    n = so_far.responses
+    if not n:
+        return UNBOUNDED
+    high = math.inf if rest else _latency(metric, so_far)
+    if metric == "max":
+        return float(so_far.max_ns), high
+    if metric == "mean":
+        return so_far.latency.sum / (n + rest), high
+    percentile = LATENCIES[metric]
+    assert percentile is not None
+    # The rank HdrHistogram takes the percentile at, among the measured values and `rest`
+    # zeros (its own rounding: the same floats give the same rank), then among the measured
+    # values alone. Fewer than `rest` more responses would only make it a later rank.
+    rank = max(int(percentile * (n + rest) / 100 + 0.5), 1) - rest
+    if rank <= 0:
+        return 0.0, high
+    wanted = rank / n * 100
+    return float(so_far.latency.percentiles([wanted])[wanted]), high
