@@ -14,6 +14,7 @@ from runner.core.redact import Secrets
 from runner.load import result as kinds
 from runner.load.result import Result
 from runner.load.schedule import Grid
+from runner.stats.record import tally_from_record, tally_record
 from runner.stats.recorder import ERROR_GROUPS, GROUP_URLS, OTHER_TEXTS, ErrorGroup, Interval, Recorder, Tally
 
 START = 5_000_000_000_000
@@ -176,17 +177,17 @@ def test_error_groups_survive_their_record() -> None:
     for url_index in range(30):
         tally.add(failure(kinds.CLOSED, f"closed after {url_index} bytes", url_index=url_index), 0, 0)
     tally.add(failure(kinds.TLS, "tls: bad certificate", url_index=3), 0, 0)
-    back = Tally.from_record(json.loads(json.dumps(tally.to_record())))
+    back = tally_from_record(json.loads(json.dumps(tally_record(tally))))
     assert back.error_groups == tally.error_groups
 
 
 def test_an_earlier_versions_error_texts_are_read_into_groups() -> None:
     """A shard summary saved before errors were grouped (`errorTexts`, no kind) can still be merged."""
-    record = Tally().to_record()
+    record = tally_record(Tally())
     del record["errorGroups"]
     record["failed"] = 6
     record["errorTexts"] = [[0, "connection refused", 2], [1, "connection refused", 1], [0, "got 10 bytes", 3]]
-    back = Tally.from_record(record)
+    back = tally_from_record(record)
     assert back.error_groups == {("", "connection refused"): ErrorGroup(3, "connection refused", 0, {0, 1}),
                                  ("", "got # bytes"): ErrorGroup(3, "got 10 bytes", 0, {0})}
 

@@ -27,7 +27,8 @@ from runner.core.errors import UsageError
 from runner.core.units import NS_PER_S, rfc3339
 from runner.readback.logscan import Startup, startup_line, without_timestamp
 from runner.readback.results import load_run
-from runner.stats.merge import CLOCK_SLACK_NS, ShardRun, run_settings
+from runner.stats.merge import CLOCK_SLACK_NS
+from runner.stats.record import ShardRun, run_settings
 
 _PREFIX = re.compile(r"^\[(pod/[^\]/]+/[^\]]+)\] ?(.*)$")
 _SHARD = re.compile(r"\(shard (\d+) of (\d+)(?:, worker \d+ of \d+)?\)$")

@@ -22,7 +22,7 @@ from runner.load.schedule import goal
 from runner.report.base import Reporter
 from runner.report.slowcooker import INTERVAL_PERCENTILES, goal_percent, to_ms
 from runner.stats.histogram import LatencyHistogram
-from runner.stats.merge import interval_record, run_record
+from runner.stats.record import interval_record, run_record
 from runner.stats.recorder import BenchTally, Interval, Tally
 from runner.stats.run import RunInfo, RunSummary
 

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 from runner.config.settings import Settings
 from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter
-from runner.stats.merge import ShardRun, interval_record, merged_interval, merged_summary, run_record
+from runner.stats.merge import merged_interval, merged_summary
+from runner.stats.record import ShardRun, interval_record, run_record
 from runner.stats.recorder import Interval
 from runner.stats.run import RunInfo, RunSummary
 

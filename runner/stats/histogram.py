@@ -8,12 +8,9 @@ keeps no per-request data. Values above an hour are recorded as an hour.
 
 from __future__ import annotations
 
-import binascii
 import sys
 import weakref
-import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
@@ -166,27 +163,14 @@ class LatencyHistogram:
         """The standard compressed, base64 HdrHistogram encoding ("HISTFAAA...")."""
         return self._synced().encode().decode("ascii")
 
-    def to_record(self) -> dict[str, Any]:
-        """Everything recorded, as JSON-ready data: the buckets and the exact statistics.
-
-        What a shard of a run prints so that the shards can be merged exactly later:
-        percentiles from the merged buckets, never averaged percentiles.
-        """
-        return {"hdr": self.encode() if self.count else "", "min": self.min, "max": self.max,
-                "sum": self.sum, "sumSq": self.sum_sq}
-
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> LatencyHistogram:
-        """The histogram a to_record() was made from; ValueError if the record is not one."""
+    def restored(cls, hdr: str, low: int, high: int, total: int, total_sq: int) -> LatencyHistogram:
+        """A histogram from its encoded buckets ("" for none) and its exact statistics, as a shard wrote them."""
         histogram = cls()
-        try:
-            if record["hdr"]:
-                decoded = HdrHistogram.decode(record["hdr"])
-                histogram._synced().add(decoded)
-                histogram.count = decoded.get_total_count()
-                decoded.encoder.histogram = None  # no cycle: freed at once (see __init__)
-            histogram.min, histogram.max = int(record["min"]), int(record["max"])
-            histogram.sum, histogram.sum_sq = int(record["sum"]), int(record["sumSq"])
-        except (KeyError, TypeError, ValueError, IndexError, zlib.error, binascii.Error) as e:
-            raise ValueError(f"not a latency histogram record: {e}") from None
+        if hdr:
+            decoded = HdrHistogram.decode(hdr)
+            histogram._synced().add(decoded)
+            histogram.count = decoded.get_total_count()
+            decoded.encoder.histogram = None  # no cycle: freed at once (see __init__)
+        histogram.min, histogram.max, histogram.sum, histogram.sum_sq = low, high, total, total_sq
         return histogram

@@ -12,7 +12,6 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from runner.core.redact import printable
 from runner.load.result import CANCELLED, Result
@@ -75,23 +74,6 @@ class ErrorGroup:
     def copy(self) -> ErrorGroup:
         return ErrorGroup(self.count, self.text, self.url, set(self.urls), self.more_urls, self.varied)
 
-    def to_record(self, kind: str, pattern: str) -> dict[str, Any]:
-        return {"kind": kind, "pattern": pattern, "count": self.count, "text": self.text, "url": self.url,
-                "urls": sorted(self.urls), "moreUrls": self.more_urls, "varied": self.varied}
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> tuple[tuple[str, str], ErrorGroup]:
-        """(key, group) of a to_record(); KeyError, TypeError or ValueError if it is not one."""
-        kind, pattern, text = record["kind"], record["pattern"], record["text"]
-        if not all(isinstance(value, str) for value in (kind, pattern, text)):
-            raise TypeError("an error group's kind, pattern and text are strings")
-        urls = {int(u) for u in record["urls"]}
-        if len(urls) > GROUP_URLS:
-            raise ValueError(f"more than {GROUP_URLS} URLs in an error group")
-        group = cls(int(record["count"]), text, int(record["url"]), urls, bool(record["moreUrls"]),
-                    bool(record["varied"]))
-        return (kind, pattern), group
-
 
 @dataclass
 class Tally:
@@ -148,7 +130,7 @@ class Tally:
         self.statuses.update(other.statuses)
         self.errors.update(other.errors)
         for key, group in other.error_groups.items():
-            self._take(key, group.copy())
+            self.add_group(key, group.copy())
         self.latency.add(other.latency)
 
     def _group(self, kind: str, url: int, text: str) -> None:
@@ -160,7 +142,7 @@ class Tally:
         else:
             group.add(url, text)
 
-    def _take(self, key: tuple[str, str], group: ErrorGroup) -> None:
+    def add_group(self, key: tuple[str, str], group: ErrorGroup) -> None:
         """Add a group of failures (this tally's from now on) to the group where it belongs."""
         key = self._group_key(*key)
         mine = self.error_groups.get(key)
@@ -175,45 +157,6 @@ class Tally:
         if (kind, pattern) in self.error_groups or len(self.error_groups) < ERROR_GROUPS:
             return kind, pattern
         return kind, OTHER_TEXTS
-
-    _COUNTS = (("good", "good"), ("bad", "bad"), ("failed", "failed"), ("skipped", "skipped"),
-               ("hash_checked", "hashChecked"), ("hash_mismatches", "hashMismatches"),
-               ("bytes_in", "bytesIn"), ("bytes_out", "bytesOut"))
-
-    def to_record(self) -> dict[str, Any]:
-        """The whole tally as JSON-ready data, so another process can merge it exactly."""
-        record: dict[str, Any] = {key: getattr(self, name) for name, key in self._COUNTS}
-        record["statuses"] = {str(code): n for code, n in sorted(self.statuses.items())}
-        record["errors"] = dict(sorted(self.errors.items()))
-        record["errorGroups"] = [group.to_record(*key) for key, group in sorted(self.error_groups.items())]
-        record["latency"] = self.latency.to_record()
-        return record
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Tally:
-        """The tally a to_record() was made from; ValueError if the record is not one."""
-        tally = cls()
-        try:
-            for name, key in cls._COUNTS:
-                setattr(tally, name, int(record[key]))
-            tally.statuses = Counter({int(code): int(n) for code, n in record["statuses"].items()})
-            tally.errors = Counter({str(kind): int(n) for kind, n in record["errors"].items()})
-            if "errorGroups" not in record and "errorTexts" in record:
-                tally._from_error_texts(record["errorTexts"])
-            else:
-                for entry in record["errorGroups"]:
-                    key, group = ErrorGroup.from_record(entry)
-                    tally.error_groups[key] = group
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ValueError(f"not a tally record: {e}") from None
-        tally.latency = LatencyHistogram.from_record(record["latency"] if isinstance(record, dict) else {})
-        return tally
-
-    def _from_error_texts(self, entries: list[list[Any]]) -> None:
-        """Failures as an earlier version recorded them, `[url, text, count]` without their kind, grouped
-        as now: a shard's summary saved before can still be merged."""
-        for url, text, n in entries:
-            self._take(("", error_pattern(str(text))), ErrorGroup(int(n), str(text), int(url), {int(url)}))
 
     # Latency statistics of the good and bad responses, exact (0 when there were none).
     @property
