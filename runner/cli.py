@@ -278,7 +278,8 @@ def _flags_layer(args: argparse.Namespace) -> dict[str, Any]:
 def _flag_for(error: ValidationError) -> str:
     """The flag a bad value came from."""
     if not error.path:
-        names = [n for n in ("iterations", "duration") if n in error.instance]
+        given = error.instance if isinstance(error.instance, dict) else {}
+        names = [n for n in ("iterations", "duration") if n in given]
         return " and ".join(f"--{n}" for n in names) or "flags"
     if error.path[0] == "headers" and len(error.path) > 2:  # headers.NAME.fromEnv: from --headerFromEnv
         return "--headerFromEnv"

@@ -52,7 +52,7 @@ class Outputs:
             _open_if_closed(fd)
         self.stdout = Stream("stdout", _usable(sys.stdout, 1), self)
         self.stderr = Stream("stderr", _usable(sys.stderr, 2), self)
-        sys.stdout, sys.stderr = self.stdout, self.stderr  # type: ignore[assignment]
+        sys.stdout, sys.stderr = self.stdout, self.stderr
 
     def failure(self, name: str, error: OSError) -> None:
         """What a write to `name` ("stdout", "stderr", or an output file) failing with `error` means."""

@@ -16,7 +16,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
@@ -209,15 +209,22 @@ def _rooted(error: ValidationError) -> ValidationError:
     return rooted
 
 
+def subschema(error: ValidationError) -> dict[str, Any]:
+    """The part of the schema an error is about (jsonschema types it loosely: it may be unset)."""
+    return error.schema if isinstance(error.schema, dict) else {}
+
+
 def _explain(error: ValidationError) -> str:
     """What is wrong and what is allowed, for one jsonschema error."""
-    validator, bound, value = error.validator, error.validator_value, error.instance
+    # jsonschema types these as possibly unset; on an error from validation they are always set.
+    validator, spec = str(error.validator), subschema(error)
+    bound, value = cast(Any, error.validator_value), cast(Any, error.instance)
     if validator == "additionalProperties":
-        return _unknown_key(value, error.schema.get("properties", {}))
+        return _unknown_key(value, spec.get("properties", {}))
     if validator == "required":
         missing = [key for key in bound if key not in value]
         return f'missing key "{missing[0]}"'
-    allowed = error.schema.get("x-allowed")
+    allowed = spec.get("x-allowed")
     if validator == "not" and allowed:
         return allowed
     if validator == "format" and bound == "http-url" and error.cause is not None:
@@ -277,7 +284,7 @@ def _show(error: ValidationError) -> str:
     if error.validator != "propertyNames" and len(path) == 2 and path[0] == "headers":
         return "the value"
     instance = error.instance
-    if error.schema.get("format") == "http-url" and isinstance(instance, str):
+    if subschema(error).get("format") == "http-url" and isinstance(instance, str):
         instance = redact.url(instance)
     text = shortened(json.dumps(instance, ensure_ascii=False), _SHOWN_CHARS)
     return text.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate as \\ud800, printable

@@ -237,12 +237,12 @@ class _BoundedLoader(yaml.SafeLoader):
 
     _depth = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         self._depth += 1
         try:
             if self._depth > MAX_YAML_DEPTH:
                 raise _TooDeep(self.peek_event().start_mark.line + 1)
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 

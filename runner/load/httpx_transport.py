@@ -195,7 +195,7 @@ class HttpxSession:
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=keepalive),
         )
         # httpx 0.28 (pinned) takes no network backend; its pool (httpcore 1.0) does, here.
-        transport._pool._network_backend = _Backend()  # type: ignore[union-attr]
+        transport._pool._network_backend = _Backend()
         self._client = httpx.AsyncClient(
             transport=transport,
             timeout=None,  # the whole-request deadline below is the only limit

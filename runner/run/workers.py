@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection, wait
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from runner.config.settings import Settings
 from runner.load.shards import Shard, aligned_start
@@ -200,11 +200,11 @@ class _Gather:
             if not ready:
                 self._note_deaths()
                 continue
-            for inbox in ready:
+            for inbox in cast(list[Connection], ready):  # wait() returns some of the connections it was given
                 try:
-                    kind, worker, payload = inbox.recv()  # type: ignore[union-attr]
+                    kind, worker, payload = inbox.recv()
                 except (EOFError, OSError):  # the worker has gone; _note_deaths tells how, once it has exited
-                    open_inboxes.remove(inbox)  # type: ignore[arg-type]
+                    open_inboxes.remove(inbox)
                     continue
                 self._receive(kind, worker, payload)
                 self._emit(final=False)

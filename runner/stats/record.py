@@ -93,8 +93,8 @@ def tally_from_record(record: dict[str, Any]) -> Tally:
             _error_texts(tally, record["errorTexts"])
         else:
             for entry in record["errorGroups"]:
-                key, group = error_group_from_record(entry)
-                tally.error_groups[key] = group
+                where, group = error_group_from_record(entry)
+                tally.error_groups[where] = group
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ValueError(f"not a tally record: {e}") from None
     tally.latency = histogram_from_record(record["latency"] if isinstance(record, dict) else {})
