@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from runner import __version__
 from runner.commands.outputs import Outputs
 from runner.config import abflags
+from runner.config.jsonfile import read_config_file
 from runner.config.schema import ValidationError, schema, settings_names, validate
-from runner.config.settings import Settings, merge, read_config_file, settings_from
+from runner.config.settings import Settings, merge, settings_from
 from runner.config.urls import load_url_file, urls_from_arguments
 from runner.core.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_USAGE, EXIT_WORKER_FAILED, UsageError
 from runner.load.request import build_requests
@@ -117,9 +118,9 @@ def _bench(args: argparse.Namespace) -> int:
     """`soak bench`: ab's flags over ab's defaults, then the config file and --<setting> flags."""
     file_layer = read_config_file(args.config) if args.config is not None else {}
     settings = settings_from(merge(abflags.BENCH_LAYER, file_layer, _flags_layer(args), abflags.layer(args)))
-    if settings.total_requests and settings.concurrency > settings.total_requests:
-        raise UsageError(f"-c: {settings.concurrency} is not allowed; must be at most the number of requests "
-                         f"(-n {settings.total_requests}), as in ab")
+    if settings.pace.total_requests and settings.pace.concurrency > settings.pace.total_requests:
+        raise UsageError(f"-c: {settings.pace.concurrency} is not allowed; must be at most the number of requests "
+                         f"(-n {settings.pace.total_requests}), as in ab")
     urls, source = _urls(args)
     return _soak(settings, urls, source)
 
@@ -128,15 +129,15 @@ def _checked(settings: Settings, urls: list[str]) -> Shard:
     """Everything a run refuses before it sends anything (and so `validate` too); this process's part."""
     _check_bench_urls(settings, urls)
     build_requests(settings, urls)  # bad headers or body files stop here, before any process starts
-    shard = shard_of(settings.shards, settings.shard, settings.workers)
-    check_split(shard, settings.concurrency, settings.total_requests,
-                settings.max_in_flight if settings.open_model else None,
-                settings.no_latency_summary)
-    if settings.mode == "bench" and not shard.alone:
+    shard = shard_of(settings.split.shards, settings.split.shard, settings.split.workers)
+    check_split(shard, settings.pace.concurrency, settings.pace.total_requests,
+                settings.pace.max_in_flight if settings.pace.open_model else None,
+                settings.report.no_latency_summary)
+    if settings.pace.bench and not shard.alone:
         raise UsageError("mode: bench runs in one process; shards and workers split soaks only")
     launch.transport_for(settings)  # TLS files that cannot be used stop here too
-    if settings.report_latencies_csv:
-        check_csv_path(settings.report_latencies_csv)  # opened (and emptied) only by a run, later
+    if settings.report.report_latencies_csv:
+        check_csv_path(settings.report.report_latencies_csv)  # opened (and emptied) only by a run, later
     return shard
 
 
@@ -147,7 +148,7 @@ def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
     split over pods when `shards` does.
     """
     shard = _checked(settings, urls)
-    if settings.insecure:
+    if settings.client.insecure:
         _say(INSECURE_WARNING)
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
     reporters = [OUTPUTS.watch(), *_reporters(settings, verdict)]  # the watch first: stdout's reader may leave at once
@@ -157,7 +158,7 @@ def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
     with proxy_lifecycle(settings, _say) as proxy_ready:  # linkerdAwait, linkerdShutdown
         if not proxy_ready:
             return EXIT_PROXY_NOT_READY
-        if settings.workers > 1:
+        if settings.split.workers > 1:
             summary = workers.run(settings, urls, source, reporters, shard.pod(), metrics.workers if metrics else None)
             if summary.failed_workers:
                 return EXIT_WORKER_FAILED
@@ -168,7 +169,7 @@ def _soak(settings: Settings, urls: list[str], source: str | None) -> int:
 
 def _metrics(settings: Settings, urls: list[str], verdict: Verdict | None) -> Metrics | None:
     """The run's Prometheus metrics, when the settings ask for them (prometheus_client loads only then)."""
-    if not (settings.metric_addr or settings.pushgateway):
+    if not (settings.metrics.addr or settings.metrics.pushgateway):
         return None
     from runner.metrics.collector import Metrics
 
@@ -222,26 +223,26 @@ def _reporters(settings: Settings, verdict: Verdict | None = None) -> list[Repor
     reporters: list[Reporter]
     judged: list[Reporter] = [verdict] if verdict is not None else []
     sections = [verdict.section] if verdict is not None else []
-    if settings.mode == "bench":
+    if settings.pace.bench:
         reporters = [
-            AbReporter(sys.stdout, sys.stderr, settings.total_requests),
+            AbReporter(sys.stdout, sys.stderr, settings.pace.total_requests),
             *judged,
-            JsonSummaryReporter(sys.stdout, before=ab_report, with_json=not settings.no_latency_summary,
+            JsonSummaryReporter(sys.stdout, before=ab_report, with_json=not settings.report.no_latency_summary,
                                 sections=sections),
         ]
     else:
         reporters = [SlowCookerReporter(sys.stdout, sys.stderr), *judged]
-        if not settings.no_latency_summary:
+        if not settings.report.no_latency_summary:
             reporters.append(JsonSummaryReporter(sys.stdout, sections=sections))
-    if settings.report_latencies_csv:
-        path = settings.report_latencies_csv
+    if settings.report.report_latencies_csv:
+        path = settings.report.report_latencies_csv
         reporters.append(CsvReporter(open_csv(path), f"reportLatenciesCSV: {path}", OUTPUTS.failure))
     return reporters
 
 
 def _check_bench_urls(settings: Settings, urls: list[str]) -> None:
     """A bench measures one URL, as ab does: its report has one document to describe."""
-    if settings.mode == "bench" and len(urls) != 1:
+    if settings.pace.bench and len(urls) != 1:
         raise UsageError(f"bench mode takes exactly one URL, as ab does; got {len(urls)}")
 
 

@@ -346,3 +346,12 @@ def test_engine_bench_stops_at_the_end_of_the_run() -> None:
     results, sent = run_engine(0, 100 * MS)
     assert 0.1 <= time.monotonic() - started < 2
     assert sent == len(results) > 0
+
+
+@pytest.mark.nginx
+def test_a_bench_has_no_load_model_so_no_uncorrected_latencies(nginx: Nginx) -> None:
+    """loadModel does not apply to ab's loop (nothing is ever due): `--loadModel open` once gave a
+    bench summary an `uncorrected` section, the open model's, beside ab's own timings."""
+    run = run_soak("bench", "-n", "20", "-c", "2", "--loadModel", "open", nginx.url)
+    assert run.returncode == 0, run.stderr
+    assert "uncorrected" not in run.summary and run.summary["requests"] == 20

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from runner.config.jsonfile import read_config_file
 from runner.config.schema import defaults, json_path_in, schema, settings_names, validate
-from runner.config.settings import Settings, merge, read_config_file, settings_from
+from runner.config.settings import Settings, merge, settings_from
 from runner.core.errors import UsageError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -420,14 +421,14 @@ def test_http2_with_the_fast_transport_is_refused_naming_both_settings() -> None
     with pytest.raises(UsageError) as caught:
         settings_from(merge({"http2": True}))
     assert str(caught.value) == 'http2: true needs "transport": "httpx" (the fast transport speaks HTTP/1.1 only)'
-    assert settings_from(merge({"http2": True, "transport": "httpx"})).http2 is True
+    assert settings_from(merge({"http2": True, "transport": "httpx"})).client.http2 is True
 
 
 def test_tls_and_linkerd_defaults() -> None:
     settings = settings_from(merge())
-    assert (settings.ca_bundle, settings.insecure, settings.client_cert, settings.client_key) == ("", False, "", "")
-    assert (settings.http2, settings.linkerd_await, settings.linkerd_shutdown) == (False, False, False)
-    assert settings.linkerd_admin == "127.0.0.1:4191" and settings.linkerd_await_timeout_ns == 120 * 10**9
+    assert (settings.client.ca_bundle, settings.client.insecure, settings.client.client_cert, settings.client.client_key) == ("", False, "", "")
+    assert (settings.client.http2, settings.linkerd.wait, settings.linkerd.shutdown) == (False, False, False)
+    assert settings.linkerd.admin == "127.0.0.1:4191" and settings.linkerd.wait_timeout_ns == 120 * 10**9
 
 
 # --- precedence: defaults < file < flags -------------------------------------------------------
@@ -468,14 +469,14 @@ def test_duration_in_a_higher_layer_replaces_iterations() -> None:
     assert merged["duration"] == "2h"
     assert "iterations" not in merged
     settings = settings_from(merged)
-    assert settings.iterations == 0
-    assert settings.duration_ns == 7_200_000_000_000
-    assert settings.run_ns == 7_200_000_000_000
+    assert settings.pace.iterations == 0
+    assert settings.pace.duration_ns == 7_200_000_000_000
+    assert settings.pace.run_ns == 7_200_000_000_000
 
 
 def test_duration_replaces_the_default_iterations() -> None:
     settings = settings_from(merge({"duration": "90s"}))
-    assert settings.iterations == 0 and settings.duration_ns == 90_000_000_000
+    assert settings.pace.iterations == 0 and settings.pace.duration_ns == 90_000_000_000
 
 
 def test_iterations_in_a_higher_layer_replaces_duration() -> None:
@@ -483,8 +484,8 @@ def test_iterations_in_a_higher_layer_replaces_duration() -> None:
     assert merged["iterations"] == 3
     assert "duration" not in merged
     settings = settings_from(merged)
-    assert settings.duration_ns is None
-    assert settings.run_ns == 3 * 60_000_000_000
+    assert settings.pace.duration_ns is None
+    assert settings.pace.run_ns == 3 * 60_000_000_000
 
 
 def test_a_layer_without_stop_rules_keeps_the_lower_one() -> None:
@@ -494,8 +495,8 @@ def test_a_layer_without_stop_rules_keeps_the_lower_one() -> None:
 
 def test_iterations_zero_runs_until_stopped() -> None:
     settings = settings_from(merge({"iterations": 0}))
-    assert settings.iterations == 0 and settings.duration_ns is None
-    assert settings.run_ns is None
+    assert settings.pace.iterations == 0 and settings.pace.duration_ns is None
+    assert settings.pace.run_ns is None
 
 
 # --- settings_from -----------------------------------------------------------------------------
@@ -504,33 +505,33 @@ def test_iterations_zero_runs_until_stopped() -> None:
 def test_settings_from_defaults() -> None:
     s = settings_from(merge())
     assert isinstance(s, Settings)
-    assert s.qps == 100.0 and isinstance(s.qps, float)
-    assert s.concurrency == 5
-    assert s.interval_ns == 60_000_000_000
-    assert s.iterations == 60
-    assert s.duration_ns is None
-    assert s.run_ns == 3_600_000_000_000
-    assert s.total_requests == 0
-    assert s.method == "GET"
-    assert s.headers == {}
-    assert s.body == ""
-    assert s.host == ""
-    assert s.timeout_ns == 10_000_000_000
-    assert (s.no_reuse, s.compress, s.no_latency_summary) == (False, False, False)
-    assert s.latency_unit == "ms"
-    assert s.hash_value == 0 and s.hash_sample_rate == 0.0
-    assert s.report_latencies_csv == ""
-    assert s.load_model == "closed"
-    assert s.max_in_flight == 1000
-    assert s.mode == "soak"
+    assert s.pace.qps == 100.0 and isinstance(s.pace.qps, float)
+    assert s.pace.concurrency == 5
+    assert s.pace.interval_ns == 60_000_000_000
+    assert s.pace.iterations == 60
+    assert s.pace.duration_ns is None
+    assert s.pace.run_ns == 3_600_000_000_000
+    assert s.pace.total_requests == 0
+    assert s.request.method == "GET"
+    assert s.request.headers == {}
+    assert s.request.body == ""
+    assert s.request.host == ""
+    assert s.client.timeout_ns == 10_000_000_000
+    assert (s.client.no_reuse, s.client.compress, s.report.no_latency_summary) == (False, False, False)
+    assert s.report.latency_unit == "ms"
+    assert s.report.hash_value == 0 and s.report.hash_sample_rate == 0.0
+    assert s.report.report_latencies_csv == ""
+    assert s.pace.load_model == "closed"
+    assert s.pace.max_in_flight == 1000
+    assert s.pace.mode == "soak"
 
 
 def test_settings_from_parses_durations_to_nanoseconds() -> None:
     s = settings_from(merge({"interval": "1m30s", "timeout": "1.5s", "duration": "2h0m0.5s"}))
-    assert s.interval_ns == 90_000_000_000
-    assert s.timeout_ns == 1_500_000_000
-    assert s.duration_ns == 7_200_500_000_000
-    assert all(type(v) is int for v in (s.interval_ns, s.timeout_ns, s.duration_ns))
+    assert s.pace.interval_ns == 90_000_000_000
+    assert s.client.timeout_ns == 1_500_000_000
+    assert s.pace.duration_ns == 7_200_500_000_000
+    assert all(type(v) is int for v in (s.pace.interval_ns, s.client.timeout_ns, s.pace.duration_ns))
 
 
 def test_settings_from_carries_every_value() -> None:
@@ -540,12 +541,12 @@ def test_settings_from_carries_every_value() -> None:
         "compress": True, "latencyUnit": "ns", "hashValue": 42, "hashSampleRate": 0.5, "noLatencySummary": True,
         "reportLatenciesCSV": "out.csv", "loadModel": "open", "maxInFlight": 7, "mode": "bench",
     }))
-    assert (s.qps, s.concurrency, s.interval_ns, s.iterations, s.total_requests, s.method) == (
+    assert (s.pace.qps, s.pace.concurrency, s.pace.interval_ns, s.pace.iterations, s.pace.total_requests, s.request.method) == (
         2.5, 7, 500_000_000, 4, 9, "PUT")
-    assert s.run_ns == 2_000_000_000
-    assert (s.headers, s.body, s.host, s.timeout_ns) == ({"X": "1"}, {"file": "b"}, "h:1", 2_000_000_000)
-    assert (s.no_reuse, s.compress, s.latency_unit, s.hash_value, s.hash_sample_rate) == (True, True, "ns", 42, 0.5)
-    assert (s.no_latency_summary, s.report_latencies_csv, s.load_model, s.max_in_flight, s.mode) == (
+    assert s.pace.run_ns == 2_000_000_000
+    assert (s.request.headers, s.request.body, s.request.host, s.client.timeout_ns) == ({"X": "1"}, {"file": "b"}, "h:1", 2_000_000_000)
+    assert (s.client.no_reuse, s.client.compress, s.report.latency_unit, s.report.hash_value, s.report.hash_sample_rate) == (True, True, "ns", 42, 0.5)
+    assert (s.report.no_latency_summary, s.report.report_latencies_csv, s.pace.load_model, s.pace.max_in_flight, s.pace.mode) == (
         True, "out.csv", "open", 7, "bench")
 
 
@@ -553,16 +554,16 @@ def test_settings_headers_are_a_copy() -> None:
     merged = merge({"headers": {"X": "1"}})
     s = settings_from(merged)
     merged["headers"]["Y"] = "2"
-    assert s.headers == {"X": "1"}
+    assert s.request.headers == {"X": "1"}
 
 
 def test_whole_numbers_written_as_floats_become_ints(tmp_path: Path) -> None:
     """JSON Schema counts 5.0 as an integer; the run must still get an int (range(5.0) fails)."""
     path = write_config(tmp_path, '{"concurrency": 5.0, "iterations": 2.0, "totalRequests": 10.0, "maxInFlight": 3.0}')
     s = settings_from(merge(read_config_file(path)))
-    for value, expected in ((s.concurrency, 5), (s.iterations, 2), (s.total_requests, 10), (s.max_in_flight, 3)):
+    for value, expected in ((s.pace.concurrency, 5), (s.pace.iterations, 2), (s.pace.total_requests, 10), (s.pace.max_in_flight, 3)):
         assert value == expected and type(value) is int
-    assert s.run_ns == 2 * 60_000_000_000 and type(s.run_ns) is int
+    assert s.pace.run_ns == 2 * 60_000_000_000 and type(s.pace.run_ns) is int
 
 
 # --- effective: what may be printed ------------------------------------------------------------
@@ -574,7 +575,7 @@ def test_effective_hides_credential_header_values(name: str) -> None:
     s = settings_from(merge({"headers": {name: "s3cr3t", "X-Trace": "visible"}}))
     assert s.effective["headers"] == {name: "<hidden>", "X-Trace": "visible"}
     assert "s3cr3t" not in json.dumps(s.effective)
-    assert s.headers[name] == "s3cr3t"  # the request still gets it
+    assert s.request.headers[name] == "s3cr3t"  # the request still gets it
 
 
 def test_effective_shows_from_env_references_not_values() -> None:
@@ -632,6 +633,6 @@ def test_shipped_configuration_json_is_the_default_soak() -> None:
     data = read_config_file(path)
     assert data == {"qps": 100, "concurrency": 5, "interval": "1m", "iterations": 60, "method": "GET"}
     s = settings_from(merge(data))
-    assert (s.qps, s.concurrency, s.interval_ns, s.iterations, s.method) == (100.0, 5, 60_000_000_000, 60, "GET")
-    assert s.run_ns == 3_600_000_000_000
+    assert (s.pace.qps, s.pace.concurrency, s.pace.interval_ns, s.pace.iterations, s.request.method) == (100.0, 5, 60_000_000_000, 60, "GET")
+    assert s.pace.run_ns == 3_600_000_000_000
     assert s == settings_from(merge())  # it spells out the defaults, nothing else

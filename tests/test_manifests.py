@@ -14,7 +14,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from runner.config.settings import merge, read_config_file, settings_from
+from runner.config.jsonfile import read_config_file
+from runner.config.settings import merge, settings_from
 from runner.config.urls import load_url_file
 from tests.conftest import REPO
 from tests.pallet import VARIANTS, find, mounted_files, pod_specs, render, soak_container
@@ -72,8 +73,8 @@ def test_the_deadline_outlasts_the_configured_soak() -> None:
     """activeDeadlineSeconds kills a hung run, not a healthy one: it exceeds the soak's length."""
     settings = settings_from(merge(read_config_file(str(REPO / "configuration.json"))))
     deadline = find(render("base"), "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"]
-    assert settings.run_ns is not None
-    run_s = settings.run_ns / 1e9
+    assert settings.pace.run_ns is not None
+    run_s = settings.pace.run_ns / 1e9
     assert run_s + 5 * 60 <= deadline <= run_s + 30 * 60
 
 
@@ -181,7 +182,7 @@ def test_metrics_component_serves_and_annotates_port_9090() -> None:
         resources = render(variant)
         container = soak_container(resources)
         assert container["args"][-1] == "--metricAddr=:9090"
-        addr = settings_from(merge({"metricAddr": container["args"][-1].split("=", 1)[1]})).metric_addr
+        addr = settings_from(merge({"metricAddr": container["args"][-1].split("=", 1)[1]})).metrics.addr
         (port,) = container["ports"]
         assert port == {"name": "metrics", "containerPort": int(addr.rsplit(":", 1)[1]), "protocol": "TCP"}
         template = find(resources, "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]

@@ -291,7 +291,7 @@ def test_bad_metric_addresses_are_refused_by_the_schema(addr: str) -> None:
 
 @pytest.mark.parametrize("addr", ["", ":9090", "127.0.0.1:9090", "[::1]:9090", "localhost:65535", "pod-0.svc:1"])
 def test_good_metric_addresses(addr: str) -> None:
-    assert settings_from(merge({"metricAddr": addr})).metric_addr == addr
+    assert settings_from(merge({"metricAddr": addr})).metrics.addr == addr
 
 
 def test_a_url_listed_twice_is_one_series() -> None:

@@ -51,14 +51,14 @@ def origin(url: str) -> tuple[str, str, int]:
 
 def build_requests(settings: Settings, urls: list[str], environ: Mapping[str, str] = os.environ) -> list[Request]:
     """The prepared request for each URL, with headers and body resolved now, once."""
-    headers = resolve_headers(settings.headers, environ)
-    if settings.host:
-        headers.append(("Host", settings.host))
-    body = load_body(settings.body)
-    hidden = header_secrets(settings.headers, headers)
-    if isinstance(settings.body, str):
-        hidden += tuple(redact.body_secrets(settings.body))
-    return [_request(settings.method, url, tuple(headers), body, hidden) for url in urls]
+    headers = resolve_headers(settings.request.headers, environ)
+    if settings.request.host:
+        headers.append(("Host", settings.request.host))
+    body = load_body(settings.request.body)
+    hidden = header_secrets(settings.request.headers, headers)
+    if isinstance(settings.request.body, str):
+        hidden += tuple(redact.body_secrets(settings.request.body))
+    return [_request(settings.request.method, url, tuple(headers), body, hidden) for url in urls]
 
 
 def _request(method: str, url: str, headers: tuple[tuple[str, str], ...], body: bytes,

@@ -304,7 +304,7 @@ def interval_figures(info: RunInfo, interval: Interval) -> IntervalFigures:
     return IntervalFigures(
         end_time=info.wall(interval.end_ns),
         requests_per_second=tally.requests / seconds if seconds > 0 else 0.0,
-        goal_ratio=goal_ratio if info.settings.mode != "bench" else None,
+        goal_ratio=goal_ratio if not info.settings.pace.bench else None,
         errors_ratio=(tally.bad + tally.failed) / tally.requests if tally.requests else None,
         latency_s={q: found[p] / 1e9 for q, p in _QUANTILES.items()},
         max_latency_s=tally.max_ns / 1e9,
@@ -326,7 +326,7 @@ class MetricsReporter(Reporter):
 
     def start(self, info: RunInfo) -> None:
         f = self._figures
-        f.target_rate = info.qps if info.settings.mode != "bench" else None
+        f.target_rate = info.qps if not info.settings.pace.bench else None
         f.concurrency = info.concurrency
         f.start_time = info.wall_start
         if self._pusher is not None:
@@ -487,7 +487,7 @@ def _interval_families(last: IntervalFigures) -> Iterator[Metric]:
 
 def tally_for(settings: Settings, slots: UrlSlots) -> MetricsTally:
     """The counts of one process's results, measured as its recorder measures them."""
-    return MetricsTally(slots, corrected=settings.load_model == "open")
+    return MetricsTally(slots, corrected=settings.pace.open_model)
 
 
 class Metrics:
@@ -503,7 +503,7 @@ class Metrics:
         self.workers: WorkerTallies | None = None
         counts: Counts
         slots = url_slots(urls)
-        if settings.workers > 1:
+        if settings.split.workers > 1:
             counts = self.workers = WorkerTallies(slots)
         else:
             tally = counts = tally_for(settings, slots)
@@ -512,9 +512,9 @@ class Metrics:
         figures = Figures()
         registry = CollectorRegistry(auto_describe=False)
         registry.register(SoakCollector(counts, figures, slots))
-        self.server = MetricServer(settings.metric_addr, registry) if settings.metric_addr else None
-        self.pusher = Pusher(settings.pushgateway, settings.pushgateway_job, registry, err) if settings.pushgateway \
-            else None
+        self.server = MetricServer(settings.metrics.addr, registry) if settings.metrics.addr else None
+        spec = settings.metrics
+        self.pusher = Pusher(spec.pushgateway, spec.job, registry, err) if spec.pushgateway else None
         self.reporter = MetricsReporter(figures, verdict, self.pusher, self.server)
 
     def close(self) -> None:

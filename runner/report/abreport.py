@@ -163,7 +163,7 @@ class AbReporter(Reporter):
         self._write(self._err, progress_line(done))
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
-        self._write(self._err, "".join(error_lines(info.settings.method, info.urls, interval.tally)))
+        self._write(self._err, "".join(error_lines(info.settings.request.method, info.urls, interval.tally)))
 
     def finish(self, summary: RunSummary) -> None:
         stream = self._err if self.progress_every else self._out

@@ -19,22 +19,22 @@ from runner.report.slowcooker import format_rate
 def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) -> list[str]:
     """Lines saying what a run with these settings would do."""
     s = settings
-    lines = [_bench_line(s) if s.mode == "bench" else _rate_line(s)]
+    lines = [_bench_line(s) if s.pace.bench else _rate_line(s)]
     lines += [f"  to {redact.url(url)}" for url in urls]
     if len(urls) > 1:
         lines.append(f"  each URL gets every {_ordinal(len(urls))} request")
     lines.append(_stop_rule(s))
     lines.append(
-        f"timeout {format_duration(s.timeout_ns)}, "
-        f"{'a new connection per request' if s.no_reuse else 'keep-alive (one connection per client)'}, "
-        f"compression {'on' if s.compress else 'off'}, latency in {s.latency_unit}"
+        f"timeout {format_duration(s.client.timeout_ns)}, "
+        f"{'a new connection per request' if s.client.no_reuse else 'keep-alive (one connection per client)'}, "
+        f"compression {'on' if s.client.compress else 'off'}, latency in {s.report.latency_unit}"
     )
     lines += _protocol(s) + _linkerd(s)
     lines += _headers(s, environ) + _userinfo(urls)
     lines.append(_body(s))
-    if s.hash_sample_rate:
-        percent = format_rate(round(s.hash_sample_rate * 100, 6))
-        lines.append(f"checks the FNV-1a hash of {percent}% of bodies against {s.hash_value}")
+    if s.report.hash_sample_rate:
+        percent = format_rate(round(s.report.hash_sample_rate * 100, 6))
+        lines.append(f"checks the FNV-1a hash of {percent}% of bodies against {s.report.hash_value}")
     lines.append(_outputs(s))
     lines += _judged(s) + _metrics(s)
     return lines
@@ -42,37 +42,37 @@ def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) ->
 
 def _judged(s: Settings) -> list[str]:
     """The thresholds the run will be judged by, and whether it stops early when one is lost."""
-    lines = [f"threshold ({rule.scope}): {rule.text}" for rule in s.thresholds]
-    if s.thresholds:
-        early = "; stops as soon as one can no longer be met" if s.abort_on_threshold else ""
+    lines = [f"threshold ({rule.scope}): {rule.text}" for rule in s.thresholds.rules]
+    if s.thresholds.rules:
+        early = "; stops as soon as one can no longer be met" if s.thresholds.abort else ""
         lines.append(f"exit code 3 if any threshold is broken{early}")
     return lines
 
 
 def _metrics(s: Settings) -> list[str]:
     lines = []
-    if s.metric_addr:
-        where = f"port {s.metric_addr[1:]} of every interface" if s.metric_addr.startswith(":") else s.metric_addr
+    if s.metrics.addr:
+        where = f"port {s.metrics.addr[1:]} of every interface" if s.metrics.addr.startswith(":") else s.metrics.addr
         lines.append(f"serves Prometheus metrics on {where} (GET /metrics) while it runs")
-    if s.pushgateway:
-        lines.append(f"pushes metrics to the Pushgateway {redact.url(s.pushgateway)} after every interval and at "
-                     f"the end (job {s.pushgateway_job})")
+    if s.metrics.pushgateway:
+        lines.append(f"pushes metrics to the Pushgateway {redact.url(s.metrics.pushgateway)} after every interval "
+                     f"and at the end (job {s.metrics.job})")
     return lines
 
 
 def _rate_line(s: Settings) -> str:
-    per_client = format_rate(round(s.qps / s.concurrency, 3))
-    clients = f"{s.concurrency} client{'s' if s.concurrency != 1 else ''} at {per_client} req/s each"
-    if s.load_model == "closed":
+    per_client = format_rate(round(s.pace.qps / s.pace.concurrency, 3))
+    clients = f"{s.pace.concurrency} client{'s' if s.pace.concurrency != 1 else ''} at {per_client} req/s each"
+    if s.pace.load_model == "closed":
         model = f"closed model: {clients}, one request in flight per client"
     else:
-        model = f"open model: {clients}, at most {s.max_in_flight} in flight"
-    return f"would send {format_rate(s.qps)} {s.method} req/s ({model})"
+        model = f"open model: {clients}, at most {s.pace.max_in_flight} in flight"
+    return f"would send {format_rate(s.pace.qps)} {s.request.method} req/s ({model})"
 
 
 def _bench_line(s: Settings) -> str:
-    clients = f"{s.concurrency} client{'s' if s.concurrency != 1 else ''}"
-    return (f"would benchmark with {s.method} requests, like ab: {clients}, each sending its next request "
+    clients = f"{s.pace.concurrency} client{'s' if s.pace.concurrency != 1 else ''}"
+    return (f"would benchmark with {s.request.method} requests, like ab: {clients}, each sending its next request "
             f"as soon as the last is answered (no rate limit)")
 
 
@@ -83,54 +83,55 @@ def _ordinal(n: int) -> str:
 
 
 def _stop_rule(s: Settings) -> str:
-    interval = format_duration(s.interval_ns)
-    if s.duration_ns is not None:
-        rule = f"for {format_duration(s.duration_ns)}, one line every {interval}"
-    elif s.iterations:
-        rule = f"for {s.iterations} intervals of {interval} ({format_duration(s.iterations * s.interval_ns)})"
+    interval = format_duration(s.pace.interval_ns)
+    if s.pace.duration_ns is not None:
+        rule = f"for {format_duration(s.pace.duration_ns)}, one line every {interval}"
+    elif s.pace.iterations:
+        whole = format_duration(s.pace.iterations * s.pace.interval_ns)
+        rule = f"for {s.pace.iterations} intervals of {interval} ({whole})"
     else:
         rule = f"until stopped, one line every {interval}"
-    if s.run_ns is not None and s.mode == "soak":
-        rule += f", {round(s.qps * s.run_ns / 1e9)} requests in all"
-    if s.total_requests:
-        rule += f"; stops after {s.total_requests} requests"
+    if s.pace.run_ns is not None and not s.pace.bench:
+        rule += f", {round(s.pace.qps * s.pace.run_ns / 1e9)} requests in all"
+    if s.pace.total_requests:
+        rule += f"; stops after {s.pace.total_requests} requests"
     return rule
 
 
 def _protocol(s: Settings) -> list[str]:
     """HTTP/2 and TLS, when they differ from HTTP/1.1 with verification against the public CAs."""
-    lines = ["HTTP/2 on every connection (prior knowledge over http, ALPN over https)"] if s.http2 else []
-    if s.insecure:
+    lines = ["HTTP/2 on every connection (prior knowledge over http, ALPN over https)"] if s.client.http2 else []
+    if s.client.insecure:
         lines.append("https: certificates and host names NOT verified (insecure)")
-    elif s.ca_bundle:
-        lines.append(f"https: servers verified against the CAs in {s.ca_bundle}")
-    if s.client_cert:
-        key = f" with the key in {s.client_key}" if s.client_key else ""
-        lines.append(f"https: presents the client certificate {s.client_cert}{key}")
+    elif s.client.ca_bundle:
+        lines.append(f"https: servers verified against the CAs in {s.client.ca_bundle}")
+    if s.client.client_cert:
+        key = f" with the key in {s.client.client_key}" if s.client.client_key else ""
+        lines.append(f"https: presents the client certificate {s.client.client_cert}{key}")
     return lines
 
 
 def _linkerd(s: Settings) -> list[str]:
     lines = []
-    if s.linkerd_await:
-        lines.append(f"waits up to {format_duration(s.linkerd_await_timeout_ns)} for the Linkerd proxy "
-                     f"(GET http://{s.linkerd_admin}/ready) before the first send")
-    if s.linkerd_shutdown:
-        lines.append(f"asks the Linkerd proxy to shut down at the end (POST http://{s.linkerd_admin}/shutdown)")
+    if s.linkerd.wait:
+        lines.append(f"waits up to {format_duration(s.linkerd.wait_timeout_ns)} for the Linkerd proxy "
+                     f"(GET http://{s.linkerd.admin}/ready) before the first send")
+    if s.linkerd.shutdown:
+        lines.append(f"asks the Linkerd proxy to shut down at the end (POST http://{s.linkerd.admin}/shutdown)")
     return lines
 
 
 def _headers(s: Settings, environ: Mapping[str, str]) -> list[str]:
     lines = []
-    for name, value in s.headers.items():
+    for name, value in s.request.headers.items():
         if isinstance(value, dict):
             var = value["fromEnv"]
             state = "set here" if environ.get(var) else "NOT set here"
             lines.append(f"header {name}: <from environment variable {var}, {state}>")
         else:
             lines.append(f"header {name}: {s.effective['headers'][name]}")  # credentials hidden
-    if s.host:
-        lines.append(f"header Host: {s.host}")
+    if s.request.host:
+        lines.append(f"header Host: {s.request.host}")
     return lines
 
 
@@ -144,16 +145,16 @@ def _userinfo(urls: list[str]) -> list[str]:
 
 
 def _body(s: Settings) -> str:
-    if isinstance(s.body, dict):
-        return f"body: the contents of {s.body['file']}"
-    return f"body: {len(s.body.encode())} bytes" if s.body else "body: none"
+    if isinstance(s.request.body, dict):
+        return f"body: the contents of {s.request.body['file']}"
+    return f"body: {len(s.request.body.encode())} bytes" if s.request.body else "body: none"
 
 
 def _outputs(s: Settings) -> str:
-    parts = ["interval lines on stdout" if s.mode == "soak" else "ab's report on stdout"]
-    if not s.no_latency_summary:
+    parts = ["interval lines on stdout" if not s.pace.bench else "ab's report on stdout"]
+    if not s.report.no_latency_summary:
         parts.append("a JSON summary on stdout")
-    parts.append("failures on stderr" if s.mode == "soak" else "progress and failures on stderr")
-    if s.report_latencies_csv:
-        parts.append(f"latency CSV to {s.report_latencies_csv}")
+    parts.append("failures on stderr" if not s.pace.bench else "progress and failures on stderr")
+    if s.report.report_latencies_csv:
+        parts.append(f"latency CSV to {s.report.report_latencies_csv}")
     return "output: " + ", ".join(parts)

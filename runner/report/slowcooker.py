@@ -174,18 +174,18 @@ class SlowCookerReporter(Reporter):
     def start(self, info: RunInfo) -> None:
         s = info.settings
         if info.shard.alone:
-            line = startup_line(s.qps, s.method, s.concurrency, info.urls, info.url_source)
+            line = startup_line(s.pace.qps, s.request.method, s.pace.concurrency, info.urls, info.url_source)
         else:  # a shard's own share, rounded for the eye (its exact share is qps / shards)
-            line = startup_line(round(info.qps, 3), s.method, info.concurrency, info.urls, info.url_source)
+            line = startup_line(round(info.qps, 3), s.request.method, info.concurrency, info.urls, info.url_source)
             line = line.replace(" ...\n", f" ({info.shard.label()}) ...\n")
         self._write(self._out, line)
-        self._write(self._out, header_line(rfc3339(info.wall_start), format_duration(s.interval_ns)))
+        self._write(self._out, header_line(rfc3339(info.wall_start), format_duration(s.pace.interval_ns)))
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
         s, tally = info.settings, interval.tally
-        self._write(self._err, "".join(error_lines(s.method, info.urls, tally)))
+        self._write(self._err, "".join(error_lines(s.request.method, info.urls, tally)))
         target = goal(info.qps, interval.due_span_ns)
-        latencies = interval_latencies(tally, s.latency_unit)
+        latencies = interval_latencies(tally, s.report.latency_unit)
         line = interval_line(
             rfc3339(info.wall(interval.end_ns)),
             interval.index,

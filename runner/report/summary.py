@@ -67,9 +67,9 @@ def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
 
     A bench has no rate to reach, so its intervals have no goal: `t` and goalPercent are null.
     """
-    tally, unit = interval.tally, info.settings.latency_unit
+    tally, unit = interval.tally, info.settings.report.latency_unit
     target = goal(info.qps, interval.due_span_ns)
-    paced = info.settings.mode != "bench"
+    paced = not info.settings.pace.bench
     low, p50, p95, p99, p999, high = interval_latencies_precise(tally, unit)
     return {
         "iter": interval.index,
@@ -96,7 +96,7 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     A merged run says which shards it is made of, and which were missing or cut off.
     """
     info, tally = summary.info, summary.tally
-    unit = info.settings.latency_unit
+    unit = info.settings.report.latency_unit
     elapsed_s = summary.elapsed_ns / 1e9
     sending_s = summary.sending_ns / 1e9
     target = goal(info.qps, summary.goal_ns)
@@ -180,7 +180,7 @@ def bench_dict(summary: RunSummary, bench: BenchTally) -> dict[str, Any]:
         "path": (url.path or "/") + (f"?{url.query}" if url.query else ""),
         "documentLength": bench.document_length or 0,
         "concurrency": info.concurrency,
-        "keepAlive": not info.settings.no_reuse,
+        "keepAlive": not info.settings.client.no_reuse,
         "timeTakenSeconds": round(time_taken_ns / 1e9, 6),
         "requestsPerSecond": round(tally.responses * 1e9 / time_taken_ns, 2) if time_taken_ns else 0.0,
         "requests": tally.requests,

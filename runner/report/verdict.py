@@ -120,9 +120,9 @@ class Verdict(Reporter):
     @classmethod
     def for_settings(cls, settings: Settings, out: TextIO) -> Verdict | None:
         """The verdict of a run with these settings; None when they state no thresholds."""
-        if not settings.thresholds:
+        if not settings.thresholds.rules:
             return None
-        return cls(settings.thresholds, out, abort=settings.abort_on_threshold)
+        return cls(settings.thresholds.rules, out, abort=settings.thresholds.abort)
 
     @property
     def passed(self) -> bool:
@@ -204,10 +204,10 @@ def _stop_by_signal(reason: str) -> None:
 
 def interval_span(info: RunInfo, interval: Interval) -> Span:
     """An interval as the rules see it: goal% and rate only when it was a whole interval long."""
-    paced = info.settings.mode != "bench"
+    paced = not info.settings.pace.bench
     due = interval.due_span_ns
     return Span(interval.tally, due / 1e9, goal(info.qps, due) if paced else None,
-                whole=due >= info.settings.interval_ns, shares=info.shard.count)
+                whole=due >= info.settings.pace.interval_ns, shares=info.shard.count)
 
 
 def run_span(summary: RunSummary) -> Span:
@@ -220,10 +220,10 @@ def run_span(summary: RunSummary) -> Span:
 def plan_of(info: RunInfo) -> Plan:
     """What this process's whole run will be, if nothing stops it early."""
     s = info.settings
-    total = info.shard.share(s.total_requests) if s.total_requests else None
-    if s.mode == "bench" or s.run_ns is None:
+    total = info.shard.share(s.pace.total_requests) if s.pace.total_requests else None
+    if s.pace.bench or s.pace.run_ns is None:
         return Plan(total, None, None, counted=total is not None)
-    by_time = math.ceil(info.qps * s.run_ns / 1e9)
+    by_time = math.ceil(info.qps * s.pace.run_ns / 1e9)
     if total is not None and total < by_time:
         return Plan(total, None, None, counted=True)  # it ends with its last send made, skipped ones aside
-    return Plan(by_time, goal(info.qps, s.run_ns), s.run_ns / 1e9, shares=info.shard.count)
+    return Plan(by_time, goal(info.qps, s.pace.run_ns), s.pace.run_ns / 1e9, shares=info.shard.count)

@@ -41,18 +41,18 @@ def transport_for(settings: Settings, shard: Shard = ALONE, origins: int = 1) ->
     """The HTTP client the settings name, with the options every session shares; `origins`:
     the servers (scheme, host, port) the URLs name, each of which a client keeps a connection to."""
     options = TransportOptions(
-        timeout_ns=settings.timeout_ns,
-        no_reuse=settings.no_reuse,
-        compress=settings.compress,
-        max_connections=max(1, shard.share(settings.max_in_flight)) if settings.open_model else 1,
-        ca_bundle=settings.ca_bundle,
-        insecure=settings.insecure,
-        client_cert=settings.client_cert,
-        client_key=settings.client_key,
-        http2=settings.http2,
+        timeout_ns=settings.client.timeout_ns,
+        no_reuse=settings.client.no_reuse,
+        compress=settings.client.compress,
+        max_connections=max(1, shard.share(settings.pace.max_in_flight)) if settings.pace.open_model else 1,
+        ca_bundle=settings.client.ca_bundle,
+        insecure=settings.client.insecure,
+        client_cert=settings.client.client_cert,
+        client_key=settings.client.client_key,
+        http2=settings.client.http2,
         origins=origins,
     )
-    return TRANSPORTS[settings.transport](options)
+    return TRANSPORTS[settings.client.transport](options)
 
 
 def _httpx_transport(options: TransportOptions) -> Transport:

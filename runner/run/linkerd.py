@@ -38,16 +38,16 @@ SHUTDOWN_HINT = "annotate the pod config.linkerd.io/proxy-admin-shutdown: enable
 def proxy_lifecycle(settings: Settings, say: Callable[[str], None]) -> Iterator[bool]:
     """Around a run: yield whether to send (the proxy is ready, or not awaited); after it,
     ask the proxy to shut down if the settings say so, whether the run happened or not."""
-    admin = parse_admin(settings.linkerd_admin) if settings.linkerd_await or settings.linkerd_shutdown else None
+    admin = parse_admin(settings.linkerd.admin) if settings.linkerd.wait or settings.linkerd.shutdown else None
     try:
         ready = True
-        if admin is not None and settings.linkerd_await:
+        if admin is not None and settings.linkerd.wait:
             with _sigterm_interrupts():
-                ready, line = await_ready(admin, settings.linkerd_await_timeout_ns)
+                ready, line = await_ready(admin, settings.linkerd.wait_timeout_ns)
             say(line)
         yield ready
     finally:
-        if admin is not None and settings.linkerd_shutdown:
+        if admin is not None and settings.linkerd.shutdown:
             say(shutdown(admin))
 
 

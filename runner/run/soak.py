@@ -53,27 +53,27 @@ class Soak:
         self._reporters = reporters
         self._shard = shard
         start_ns, wall_start = _start(settings, shard, start_wall)
-        run_ns = settings.run_ns
+        run_ns = settings.pace.run_ns
         self._end_ns = start_ns + run_ns if run_ns is not None else None
-        self._grid = Grid(start_ns, settings.interval_ns)
+        self._grid = Grid(start_ns, settings.pace.interval_ns)
         self._recorder = Recorder(
             self._grid,
-            corrected=settings.load_model == "open",
-            hash_value=settings.hash_value,
-            unit_ns=UNIT_NS[settings.latency_unit] if settings.report_latencies_csv else None,
-            bench=settings.mode == "bench",
+            corrected=settings.pace.open_model,
+            hash_value=settings.report.hash_value,
+            unit_ns=UNIT_NS[settings.report.latency_unit] if settings.report.report_latencies_csv else None,
+            bench=settings.pace.bench,
             shown=Secrets(value for request in requests for value in request.hidden).shown,
         )
         load = Load(
             requests=requests,
-            open_model=settings.load_model == "open",
-            max_in_flight=max(1, shard.share(settings.max_in_flight)),
-            total_requests=shard.share(settings.total_requests),
-            hash_sample_rate=settings.hash_sample_rate,
-            bench=settings.mode == "bench",
-            precise=settings.precise_pacing,
+            open_model=settings.pace.open_model,
+            max_in_flight=max(1, shard.share(settings.pace.max_in_flight)),
+            total_requests=shard.share(settings.pace.total_requests),
+            hash_sample_rate=settings.report.hash_sample_rate,
+            bench=settings.pace.bench,
+            precise=settings.pace.precise,
         )
-        schedule = Schedule(start_ns, settings.qps, shard.share(settings.concurrency), self._end_ns,
+        schedule = Schedule(start_ns, settings.pace.qps, shard.share(settings.pace.concurrency), self._end_ns,
                             stride=shard.stride, offset=shard.offset)
         self._progress = [r for r in reporters if r.progress_every > 0]
         self._done = 0  # sends finished, for the reporters that follow progress
@@ -132,11 +132,11 @@ class Soak:
             if time.monotonic_ns() < until:
                 continue  # the engine ran out of sends early; the interval still runs to its end
             if final:  # in flight get their timeout; a signal now cuts that to the grace a signal gives
-                bound = self._settings.timeout_ns + STOP_GRACE_NS
+                bound = self._settings.client.timeout_ns + STOP_GRACE_NS
                 if not await self._settle(engine, bound, self._signal) and self._signal.is_set():
                     await self._settle(engine, STOP_GRACE_NS, self._second_signal)
                 await self._abandon(engine)
-                return until, "duration" if self._settings.duration_ns is not None else "iterations"
+                return until, "duration" if self._settings.pace.duration_ns is not None else "iterations"
             self._emit(self._recorder.close(sending_end_ns=self._engine.stopped_sending_ns))
 
     async def _wait(self, until_ns: int, engine: asyncio.Future[None]) -> None:
@@ -190,7 +190,7 @@ class Soak:
         self._next_progress = min(done + r.progress_every - done % r.progress_every for r in self._progress)
 
     def _count_reached(self) -> bool:
-        limit = self._shard.share(self._settings.total_requests)
+        limit = self._shard.share(self._settings.pace.total_requests)
         return bool(limit) and self._engine.sent >= limit
 
     def _emit(self, interval: Interval) -> None:
@@ -296,7 +296,7 @@ def _start(settings: Settings, shard: Shard, start_wall: float | None) -> tuple[
     if start_wall is None:
         if shard.alone:
             return now_ns + LEAD_NS, now_wall + LEAD_NS / 1e9
-        start_wall = aligned_start(now_wall, settings.interval_ns / 1e9)
+        start_wall = aligned_start(now_wall, settings.pace.interval_ns / 1e9)
     if start_wall <= now_wall:
         return now_ns, now_wall
     return now_ns + round((start_wall - now_wall) * 1e9), start_wall

@@ -48,21 +48,22 @@ POLL_S = 0.1
 
 def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequence[Reporter],
         pod: Shard, counts: WorkerTallies | None = None) -> RunSummary:
-    """Run with `settings.workers` processes; tell `reporters` about the merged run.
+    """Run with `settings.split.workers` processes; tell `reporters` about the merged run.
 
     With `counts` (Prometheus metrics), each worker also counts its results for metrics and
     sends its counts home before each interval and its summary, and `counts` gets them.
     """
     start_wall = time.time() + LEAD_S
     if not pod.alone:
-        start_wall = aligned_start(start_wall, settings.interval_ns / 1e9)
+        start_wall = aligned_start(start_wall, settings.pace.interval_ns / 1e9)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited event loop
-    pipes = [context.Pipe(duplex=False) for _ in range(settings.workers)]  # (this end, the worker's end)
+    pipes = [context.Pipe(duplex=False) for _ in range(settings.split.workers)]  # (this end, the worker's end)
     slots = counts.slots if counts is not None else None
+    workers = settings.split.workers
     processes = [
-        context.Process(target=_work, args=(settings, urls, source, Shard(pod.index, pod.count, w, settings.workers),
+        context.Process(target=_work, args=(settings, urls, source, Shard(pod.index, pod.count, w, workers),
                                             start_wall, pipes[w][1], slots), daemon=True)
-        for w in range(settings.workers)
+        for w in range(workers)
     ]
     # SIGINT and SIGTERM are held while the workers start: they inherit the held mask and
     # take the signals only once their handlers are in place (see Soak), so a Ctrl-C in the

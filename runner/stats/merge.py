@@ -77,7 +77,7 @@ def merge_intervals(info: RunInfo, shards: Sequence[ShardRun], count: int) -> li
     for shard in shards:
         offset = _offset_ns(info, shard)
         for record in shard.intervals:
-            slot = round((offset + int(record["startNs"])) / info.settings.interval_ns)
+            slot = round((offset + int(record["startNs"])) / info.settings.pace.interval_ns)
             groups.setdefault(slot, []).append((offset, record))
     unknown = count - len(shards)
     return [merged_interval(info, k, slot, groups[slot], count, unknown) for k, slot in enumerate(sorted(groups))]
@@ -97,7 +97,7 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     shard ran in full is exactly one interval long, not a hair more, so its goal `t` is
     the interval's and not a fraction of a request above it.
     """
-    length = info.settings.interval_ns
+    length = info.settings.pace.interval_ns
     start = slot * length
     tally = Tally()
     for _, record in parts:
@@ -181,7 +181,7 @@ def _apart(info: RunInfo, shards: Sequence[ShardRun]) -> list[str]:
     interval's goal counts the shards sending in it, but the first and last intervals then
     hold only some shards' load: a rate lower than the run's, worth a word.
     """
-    slots = {s.index: round(_offset_ns(info, s) / info.settings.interval_ns) for s in shards}
+    slots = {s.index: round(_offset_ns(info, s) / info.settings.pace.interval_ns) for s in shards}
     if len(set(slots.values())) < 2:
         return []
     late = ", ".join(f"shard {i}: {n} interval{'s' if n > 1 else ''} late" for i, n in sorted(slots.items()) if n)

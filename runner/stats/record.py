@@ -210,8 +210,8 @@ def checked_config(config: Any) -> dict[str, Any]:
         settings = settings_from(merge(run_settings(known)))
     except UsageError as e:
         raise ValueError(str(e)) from None
-    if settings.mode != "soak":
-        raise ValueError(f"config.mode: {_shown(settings.mode)} is not allowed; shards split soaks only")
+    if settings.pace.bench:
+        raise ValueError(f"config.mode: {_shown(settings.pace.mode)} is not allowed; shards split soaks only")
     return dict(config)
 
 

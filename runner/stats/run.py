@@ -39,12 +39,12 @@ class RunInfo:
     @property
     def qps(self) -> float:
         """The rate this process sends at: the run's, or its shard's part of it."""
-        return self.settings.qps / self.shard.stride
+        return self.settings.pace.qps / self.shard.stride
 
     @property
     def concurrency(self) -> int:
         """This process's clients: all of the run's, or its shard's part."""
-        return self.shard.share(self.settings.concurrency)
+        return self.shard.share(self.settings.pace.concurrency)
 
 
 @dataclass(frozen=True)
