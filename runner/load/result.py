@@ -57,11 +57,11 @@ class Result:
 
     @property
     def good(self) -> bool:
-        return 200 <= self.status < 500 and not self.error
+        return is_good(self.status) and not self.error
 
     @property
     def bad(self) -> bool:
-        return not self.error and not self.skipped and not 200 <= self.status < 500
+        return not self.error and not self.skipped and not is_good(self.status)
 
     @property
     def failed(self) -> bool:
@@ -76,3 +76,16 @@ class Result:
     def corrected_latency_ns(self) -> int:
         """From when the send was due to the response headers: no coordinated omission."""
         return self.headers_ns - min(self.due_ns, self.start_ns)
+
+    def latency_in(self, open_model: bool) -> int:
+        """The latency a run reports: corrected in the open model, slow_cooker's in the closed one."""
+        return self.corrected_latency_ns if open_model else self.latency_ns
+
+
+def is_good(status: int) -> bool:
+    """slow_cooker's classification of a response: 200-499 is good, any other status bad.
+
+    A 4xx is the service answering as designed (a 404, a 401); a 5xx, or a status outside
+    any class, is the service failing. Every count of good and bad uses this one rule.
+    """
+    return 200 <= status < 500

@@ -59,7 +59,7 @@ from prometheus_client.utils import floatToGoString
 
 from runner.config.settings import Settings
 from runner.core import redact
-from runner.load.result import Result
+from runner.load.result import Result, is_good
 from runner.load.schedule import goal
 from runner.metrics.push import Pusher
 from runner.metrics.server import MetricServer
@@ -194,12 +194,9 @@ class MetricsTally:
             return
         status = result.status
         self.statuses[slot][status if status < STATUSES else 0] += 1
-        start = result.start_ns
-        if self._corrected and result.due_ns < start:
-            start = result.due_ns
-        latency = result.headers_ns - start
+        latency = result.latency_in(self._corrected)
         place = bisect_left(EDGES_NS, latency)
-        if 200 <= status < 500:
+        if is_good(status):
             self.good[slot][place] += 1
             self.good_ns[slot] += latency
         else:

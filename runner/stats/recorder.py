@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runner.core.redact import printable
-from runner.load.result import CANCELLED, Result
+from runner.load.result import CANCELLED, Result, is_good
 from runner.load.schedule import Grid
 from runner.stats.histogram import LatencyHistogram
 
@@ -113,7 +113,7 @@ class Tally:
             self.errors[result.error] += 1
             self._group(result.error, result.url_index, result.error_text)
             return
-        if 200 <= result.status < 500:
+        if is_good(result.status):
             self.good += 1
         else:
             self.bad += 1
@@ -330,10 +330,7 @@ class Recorder:
         if result.skipped or result.error:
             tally.add(result, 0, self._hash_value)
             return
-        if self._corrected:
-            latency = result.headers_ns - min(result.due_ns, result.start_ns)
-        else:
-            latency = result.headers_ns - result.start_ns
+        latency = result.latency_in(self._corrected)
         tally.add(result, latency, self._hash_value)
         if self.uncorrected is not None:
             self.uncorrected.record(result.latency_ns)
