@@ -26,13 +26,14 @@ from runner.core.errors import UsageError
 from runner.core.units import UNIT_NS
 from runner.readback.logscan import MAX_LINE_NOTES, IntervalFigures, JsonBlock, LogScan, Startup, scan
 from runner.readback.partialjson import read_object
+from runner.report import keys as k
 from runner.report.slowcooker import goal_percent
 from runner.report.summary import SUMMARY_PERCENTILES
 from runner.stats.estimate import estimate, interval_points
 
 __all__ = ["IntervalFigures", "LoadedRun", "RunFigures", "Startup", "load_run", "read_run"]
 
-LATENCY_KEYS = (*SUMMARY_PERCENTILES, "min", "mean", "max")
+LATENCY_KEYS = (*SUMMARY_PERCENTILES, k.MIN, k.MEAN, k.MAX)
 _SLOW_COOKER_KEYS = frozenset(SUMMARY_PERCENTILES)
 _INTERVAL_QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99, "p999": 0.999}
 _ESTIMATED_QUANTILES = {key: p / 100 for key, p in SUMMARY_PERCENTILES.items()}
@@ -116,7 +117,7 @@ def load_run(text: str, source: str, assumed_unit: str = "ms") -> LoadedRun:
 
 def _note_lines(lines: LogScan, found: _Summary | None, notes: list[str]) -> None:
     """What the scan skipped or read in passing, in words."""
-    if found is not None and "bench" in found.members and lines.skipped:
+    if found is not None and k.BENCH in found.members and lines.skipped:
         notes.append(f"{lines.skipped} lines of ab's report skipped: the JSON summary holds its figures")
     else:
         notes += lines.skip_notes
@@ -190,13 +191,13 @@ def _read_block(block: JsonBlock, notes: list[str]) -> tuple[dict[str, Any], boo
 
 
 def _looks_like_summary(members: Mapping[str, Any]) -> bool:
-    known = {*LATENCY_KEYS, "requests", "rate", "latencyUnit", "bench", "intervalStats"}
+    known = {*LATENCY_KEYS, k.REQUESTS, k.RATE, k.LATENCY_UNIT, k.BENCH, k.INTERVAL_STATS}
     return any(key in members for key in known)
 
 
 def _interval_stats(summary: Mapping[str, Any], notes: list[str]) -> list[IntervalFigures] | None:
     """The summary's intervalStats as IntervalFigures; None when it has none or they do not read."""
-    stats = summary.get("intervalStats")
+    stats = summary.get(k.INTERVAL_STATS)
     if not isinstance(stats, list) or not stats:
         return None
     intervals = []
@@ -212,21 +213,21 @@ def _interval_stats(summary: Mapping[str, Any], notes: list[str]) -> list[Interv
 def _interval_from_stats(entry: Any) -> IntervalFigures | None:
     if not isinstance(entry, dict):
         return None
-    ints = ("iter", "good", "bad", "failed", "bhash")
-    latencies = ("min", "p50", "p95", "p99", "p999", "max")
+    ints = (k.ITER, k.GOOD, k.BAD, k.FAILED, k.BHASH)
+    latencies = (k.MIN, "p50", "p95", "p99", "p999", k.MAX)
     if not all(_is_int(entry.get(key)) for key in ints) or any(_number(entry.get(k)) is None for k in latencies):
         return None
-    t, goal = entry.get("t"), entry.get("goalPercent")  # null in a bench, which has no goal
+    t, goal = entry.get(k.GOAL_T), entry.get(k.GOAL_PERCENT)  # null in a bench, which has no goal
     if (t is not None and _number(t) is None) or (goal is not None and not _is_int(goal)):
         return None
-    if not isinstance(entry.get("end"), str) or not isinstance(entry.get("interval"), str):
+    if not isinstance(entry.get(k.END), str) or not isinstance(entry.get(k.INTERVAL), str):
         return None
-    errors = entry.get("errors")
+    errors = entry.get(k.ERRORS)
     return IntervalFigures(
-        entry["end"], entry["iter"], entry["good"], entry["bad"], entry["failed"], t, goal,
-        entry["interval"], entry["min"], entry["p50"], entry["p95"], entry["p99"], entry["p999"], entry["max"],
-        entry["bhash"],
-        skipped=entry["skipped"] if _is_int(entry.get("skipped")) else None,
+        entry[k.END], entry[k.ITER], entry[k.GOOD], entry[k.BAD], entry[k.FAILED], t, goal,
+        entry[k.INTERVAL], entry[k.MIN], entry["p50"], entry["p95"], entry["p99"], entry["p999"], entry[k.MAX],
+        entry[k.BHASH],
+        skipped=entry[k.SKIPPED] if _is_int(entry.get(k.SKIPPED)) else None,
         errors={str(k): v for k, v in errors.items() if _is_int(v)} if isinstance(errors, dict) else None,
     )
 
@@ -318,7 +319,7 @@ def _note_disagreements(lines: list[IntervalFigures], stats: list[IntervalFigure
 
 
 def _unit(summary: Mapping[str, Any] | None, assumed: str, has_intervals: bool, notes: list[str]) -> str:
-    unit = summary.get("latencyUnit") if summary is not None else None
+    unit = summary.get(k.LATENCY_UNIT) if summary is not None else None
     if isinstance(unit, str) and unit in UNIT_NS:
         return unit
     if has_intervals or summary is not None:
@@ -389,19 +390,19 @@ def _from_summary(summary: Mapping[str, Any], unit: str, slow_cooker: bool, note
         latency["min"] = max(latency["min"], told["min"])
     if slow_cooker:
         latency.pop("p999", None)
-    rate, bench = _section(summary, "rate"), _section(summary, "bench")
+    rate, bench = _section(summary, k.RATE), _section(summary, k.BENCH)
     return RunFigures(
-        requests=_count(summary.get("requests")),
-        good=_count(summary.get("good")),
-        bad=_count(summary.get("bad")),
-        failed=_count(summary.get("failed")),
-        skipped=_count(summary.get("skipped")),
-        goal_percent=_number(summary.get("goalPercent")),
-        rate_target=_number(rate.get("target")),
-        rate_achieved=_number(rate.get("achieved")),
-        duration_seconds=_number(summary.get("durationSeconds")),
-        intervals=_count(summary.get("intervals")),
-        bench_rps=_number(bench.get("requestsPerSecond")),
+        requests=_count(summary.get(k.REQUESTS)),
+        good=_count(summary.get(k.GOOD)),
+        bad=_count(summary.get(k.BAD)),
+        failed=_count(summary.get(k.FAILED)),
+        skipped=_count(summary.get(k.SKIPPED)),
+        goal_percent=_number(summary.get(k.GOAL_PERCENT)),
+        rate_target=_number(rate.get(k.RATE_TARGET)),
+        rate_achieved=_number(rate.get(k.RATE_ACHIEVED)),
+        duration_seconds=_number(summary.get(k.DURATION_SECONDS)),
+        intervals=_count(summary.get(k.INTERVALS)),
+        bench_rps=_number(bench.get(k.BENCH_REQUESTS_PER_SECOND)),
         latency_ns=latency,
     )
 
@@ -412,9 +413,9 @@ def _histogram_latencies(summary: Mapping[str, Any], notes: list[str]) -> dict[s
     To 0.1%, where the summary's own keys are truncated to whole units: a 0.4 ms p50 is 0
     there. Taking min and max from the same histogram keeps every percentile between them.
     """
-    histogram = _section(summary, "histogram")
-    encoded = histogram.get("hdr")
-    if not isinstance(encoded, str) or histogram.get("unit", "ns") != "ns":
+    histogram = _section(summary, k.HISTOGRAM)
+    encoded = histogram.get(k.HISTOGRAM_HDR)
+    if not isinstance(encoded, str) or histogram.get(k.HISTOGRAM_UNIT, "ns") != "ns":
         return {}
     try:
         hdr = HdrHistogram.decode(encoded)

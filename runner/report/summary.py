@@ -19,6 +19,7 @@ from runner.core.durations import format_duration
 from runner.core.units import UNIT_NS, in_unit, rfc3339
 from runner.load import result as kinds
 from runner.load.schedule import goal
+from runner.report import keys as k
 from runner.report.base import Reporter
 from runner.report.slowcooker import INTERVAL_PERCENTILES, goal_percent, to_ms
 from runner.stats.histogram import LatencyHistogram
@@ -72,18 +73,18 @@ def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
     paced = not info.settings.pace.bench
     low, p50, p95, p99, p999, high = interval_latencies_precise(tally, unit)
     return {
-        "iter": interval.index,
-        "end": rfc3339(info.wall(interval.end_ns)),
-        "interval": format_duration(to_ms(interval.span_ns)),
-        "good": tally.good,
-        "bad": tally.bad,
-        "failed": tally.failed,
-        "skipped": tally.skipped,
-        "t": round(target, 3) if paced else None,
-        "goalPercent": goal_percent(tally.responses, target) if paced else None,
-        "min": low, "p50": p50, "p95": p95, "p99": p99, "p999": p999, "max": high,
-        "bhash": tally.hash_mismatches,
-        "errors": dict(sorted(tally.errors.items())),
+        k.ITER: interval.index,
+        k.END: rfc3339(info.wall(interval.end_ns)),
+        k.INTERVAL: format_duration(to_ms(interval.span_ns)),
+        k.GOOD: tally.good,
+        k.BAD: tally.bad,
+        k.FAILED: tally.failed,
+        k.SKIPPED: tally.skipped,
+        k.GOAL_T: round(target, 3) if paced else None,
+        k.GOAL_PERCENT: goal_percent(tally.responses, target) if paced else None,
+        k.MIN: low, "p50": p50, "p95": p95, "p99": p99, "p999": p999, k.MAX: high,
+        k.BHASH: tally.hash_mismatches,
+        k.ERRORS: dict(sorted(tally.errors.items())),
     }
 
 
@@ -103,52 +104,52 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     paced = summary.bench is None  # a bench has no target rate, hence no goal
     data: dict[str, Any] = percentile_keys(tally.latency, unit)
     data |= {
-        "latencyUnit": unit,
-        "min": in_unit(tally.min_ns, unit),
-        "mean": _unit_float(tally.mean_ns, unit),
-        "max": in_unit(tally.max_ns, unit),
-        "stdev": _unit_float(tally.stdev_ns, unit),
-        "requests": tally.requests,
-        "good": tally.good,
-        "bad": tally.bad,
-        "failed": tally.failed,
-        "skipped": tally.skipped,
-        "goalPercent": goal_percent(tally.responses, target) if paced else None,
-        "rate": {
-            "target": _number(round(info.qps, 6)) if paced else None,
-            "achieved": round(tally.requests / sending_s, 3) if sending_s > 0 else 0.0,
+        k.LATENCY_UNIT: unit,
+        k.MIN: in_unit(tally.min_ns, unit),
+        k.MEAN: _unit_float(tally.mean_ns, unit),
+        k.MAX: in_unit(tally.max_ns, unit),
+        k.STDEV: _unit_float(tally.stdev_ns, unit),
+        k.REQUESTS: tally.requests,
+        k.GOOD: tally.good,
+        k.BAD: tally.bad,
+        k.FAILED: tally.failed,
+        k.SKIPPED: tally.skipped,
+        k.GOAL_PERCENT: goal_percent(tally.responses, target) if paced else None,
+        k.RATE: {
+            k.RATE_TARGET: _number(round(info.qps, 6)) if paced else None,
+            k.RATE_ACHIEVED: round(tally.requests / sending_s, 3) if sending_s > 0 else 0.0,
         },
-        "statusCodes": {str(code): n for code, n in sorted(tally.statuses.items())},
-        "errors": dict(sorted(tally.errors.items())),
-        "hashChecked": tally.hash_checked,
-        "hashMismatches": tally.hash_mismatches,
-        "bytesIn": tally.bytes_in,
-        "bytesOut": tally.bytes_out,
-        "start": rfc3339(info.wall_start, fraction=True),
-        "end": rfc3339(info.wall(summary.end_ns), fraction=True),
-        "durationSeconds": round(elapsed_s, 3),
-        "sendingSeconds": round(sending_s, 3),
-        "intervals": summary.intervals,
-        "stopReason": summary.stop_reason,
+        k.STATUS_CODES: {str(code): n for code, n in sorted(tally.statuses.items())},
+        k.ERRORS: dict(sorted(tally.errors.items())),
+        k.HASH_CHECKED: tally.hash_checked,
+        k.HASH_MISMATCHES: tally.hash_mismatches,
+        k.BYTES_IN: tally.bytes_in,
+        k.BYTES_OUT: tally.bytes_out,
+        k.START: rfc3339(info.wall_start, fraction=True),
+        k.END: rfc3339(info.wall(summary.end_ns), fraction=True),
+        k.DURATION_SECONDS: round(elapsed_s, 3),
+        k.SENDING_SECONDS: round(sending_s, 3),
+        k.INTERVALS: summary.intervals,
+        k.STOP_REASON: summary.stop_reason,
     }
     if summary.connections is not None:
-        data["connections"] = dict(sorted(summary.connections.items()))
+        data[k.CONNECTIONS] = dict(sorted(summary.connections.items()))
     if summary.uncorrected is not None:
-        data["uncorrected"] = percentile_keys(summary.uncorrected, unit)
+        data[k.UNCORRECTED] = percentile_keys(summary.uncorrected, unit)
     if summary.send_lag is not None:
-        data["sendLagUs"] = send_lag_dict(summary.send_lag)
+        data[k.SEND_LAG_US] = send_lag_dict(summary.send_lag)
     if summary.bench is not None:
-        data["bench"] = bench_dict(summary, summary.bench)
-    data["intervalStats"] = intervals or []
-    data["histogram"] = {"unit": "ns", "hdr": tally.latency.encode()}
-    data["process"] = {"cpuSeconds": round(summary.cpu_seconds, 3), "maxRssBytes": summary.max_rss_bytes}
-    data["config"] = info.settings.effective
+        data[k.BENCH] = bench_dict(summary, summary.bench)
+    data[k.INTERVAL_STATS] = intervals or []
+    data[k.HISTOGRAM] = {k.HISTOGRAM_UNIT: "ns", k.HISTOGRAM_HDR: tally.latency.encode()}
+    data[k.PROCESS] = {k.CPU_SECONDS: round(summary.cpu_seconds, 3), k.MAX_RSS_BYTES: summary.max_rss_bytes}
+    data[k.CONFIG] = info.settings.effective
     if summary.shards is not None:
-        data["shards"] = summary.shards
+        data[k.SHARDS] = summary.shards
     if summary.failed_workers:
-        data["failedWorkers"] = {str(w): text for w, text in summary.failed_workers.items()}
+        data[k.FAILED_WORKERS] = {str(w): text for w, text in summary.failed_workers.items()}
     if not info.shard.alone:
-        data["shard"] = run_record(summary, shard_intervals or [])
+        data[k.SHARD] = run_record(summary, shard_intervals or [])
     return data
 
 
@@ -182,7 +183,7 @@ def bench_dict(summary: RunSummary, bench: BenchTally) -> dict[str, Any]:
         "concurrency": info.concurrency,
         "keepAlive": not info.settings.client.no_reuse,
         "timeTakenSeconds": round(time_taken_ns / 1e9, 6),
-        "requestsPerSecond": round(tally.responses * 1e9 / time_taken_ns, 2) if time_taken_ns else 0.0,
+        k.BENCH_REQUESTS_PER_SECOND: round(tally.responses * 1e9 / time_taken_ns, 2) if time_taken_ns else 0.0,
         "requests": tally.requests,
         "complete": tally.responses,
         "failed": sum(failures.values()),

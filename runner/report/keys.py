@@ -1,0 +1,35 @@
+"""The JSON summary's key names, each written once: the summary is built with them here and
+read back with them by `compare`, `plot` and `merge` (runner.readback), so a renamed key is a
+change in one place, not a string that quietly stops matching elsewhere.
+
+Latency percentiles keep slow_cooker's own names (p50 ... p999), first in the summary.
+"""
+
+from __future__ import annotations
+
+# The run: counts, goal and rate.
+LATENCY_UNIT = "latencyUnit"
+MIN, MEAN, MAX, STDEV = "min", "mean", "max", "stdev"
+REQUESTS, GOOD, BAD, FAILED, SKIPPED = "requests", "good", "bad", "failed", "skipped"
+GOAL_PERCENT = "goalPercent"
+RATE, RATE_TARGET, RATE_ACHIEVED = "rate", "target", "achieved"
+STATUS_CODES, ERRORS = "statusCodes", "errors"
+HASH_CHECKED, HASH_MISMATCHES = "hashChecked", "hashMismatches"
+BYTES_IN, BYTES_OUT = "bytesIn", "bytesOut"
+# Time.
+START, END = "start", "end"
+DURATION_SECONDS, SENDING_SECONDS = "durationSeconds", "sendingSeconds"
+INTERVALS, STOP_REASON = "intervals", "stopReason"
+# What else the run measured.
+CONNECTIONS, UNCORRECTED, SEND_LAG_US = "connections", "uncorrected", "sendLagUs"
+BENCH, INTERVAL_STATS = "bench", "intervalStats"
+HISTOGRAM, HISTOGRAM_UNIT, HISTOGRAM_HDR = "histogram", "unit", "hdr"
+PROCESS, CPU_SECONDS, MAX_RSS_BYTES = "process", "cpuSeconds", "maxRssBytes"
+CONFIG, SHARDS, FAILED_WORKERS, SHARD = "config", "shards", "failedWorkers", "shard"
+
+# One entry of intervalStats (beside GOOD, BAD, FAILED, SKIPPED, GOAL_PERCENT, END, ERRORS,
+# MIN, MAX and the percentiles).
+ITER, INTERVAL, GOAL_T, BHASH = "iter", "interval", "t", "bhash"
+
+# The bench section: ab's report is made from these.
+BENCH_REQUESTS_PER_SECOND = "requestsPerSecond"
