@@ -86,7 +86,6 @@ BAD = [
     ({"duration": 7200}, "$.duration: 7200 is not allowed; must be a string"),
     # iterations and duration together
     ({"iterations": 60, "duration": "1h"}, "$: give iterations or duration, not both"),
-    ({"iterations": 0, "duration": "1h"}, "$: give iterations or duration, not both"),
     # unknown keys, with the likely intended one
     ({"qsp": 100}, '$: unknown key "qsp" (did you mean "qps"?)'),
     ({"Qps": 100}, '$: unknown key "Qps" (did you mean "qps"?)'),
@@ -477,6 +476,21 @@ def test_duration_in_a_higher_layer_replaces_iterations() -> None:
 def test_duration_replaces_the_default_iterations() -> None:
     settings = settings_from(merge({"duration": "90s"}))
     assert settings.pace.iterations == 0 and settings.pace.duration_ns == 90_000_000_000
+
+
+@pytest.mark.parametrize("where", ["file", "flags"])
+def test_iterations_0_beside_a_duration_means_no_count(tmp_path: Path, where: str) -> None:
+    """What the iterations help says: 0 runs until the duration. `"iterations": 0` with a duration
+    (and `--iterations 0 --duration 59m`) was refused as giving both."""
+    layer = {"iterations": 0, "duration": "59m"}
+    if where == "file":
+        path = tmp_path / "c.json"
+        path.write_text(json.dumps(layer))
+        layer = read_config_file(str(path))
+    else:
+        validate(layer, lambda error: "flags")
+    settings = settings_from(merge(layer))
+    assert settings.pace.iterations == 0 and settings.pace.run_ns == 59 * 60_000_000_000
 
 
 def test_iterations_in_a_higher_layer_replaces_duration() -> None:

@@ -139,6 +139,10 @@ def _aligned(table: list[list[str]]) -> list[str]:
 # --- The command ----------------------------------------------------------------------------
 
 
+DESCRIPTION = ("Compare finished runs side by side, each file a column, with its change in percent against the "
+               "first: JSON summaries, kubectl logs as saved, or slow_cooker logs.")
+
+
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="a run's JSON summary or saved log (kubectl logs, slow_cooker); the first is the baseline")

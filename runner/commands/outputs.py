@@ -153,3 +153,5 @@ def _to_dev_null(stream: TextIO) -> None:
         os.dup2(null, fd)
     finally:
         os.close(null)
+
+OUTPUTS = Outputs()  # stdout, stderr and their failures, for the whole process

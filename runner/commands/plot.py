@@ -168,6 +168,10 @@ def _goal_panel(axes: Axes, x: list[Any], bar_width: float, intervals: Sequence[
 # --- The command ----------------------------------------------------------------------------
 
 
+DESCRIPTION = ("Draw a run over time as a PNG or SVG: latency percentiles per interval above, goal% and errors "
+               "below.")
+
+
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE",
                         help="a run's saved log (kubectl logs as it is, slow_cooker's) or JSON summary; - for stdin")

@@ -16,16 +16,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.config.settings import Settings
-from runner.core.redact import Secrets
-from runner.core.units import UNIT_NS
-from runner.load.engine import Engine, Load
-from runner.load.request import Request
+from runner.load.engine import Engine
 from runner.load.result import Result
-from runner.load.schedule import Grid, Schedule
-from runner.load.shards import ALONE, Shard, aligned_start
-from runner.load.transport import Transport
+from runner.load.schedule import Grid
+from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter
-from runner.stats.recorder import Interval, Recorder
+from runner.run.build import Parts
+from runner.stats.recorder import Interval
 from runner.stats.run import RunInfo, RunSummary
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
@@ -37,18 +34,9 @@ STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}  # how Ctrl-C and Kubernetes stop
 class Soak:
     """Runs one soak and tells the reporters about it."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        requests: list[Request],
-        urls: list[str],
-        url_source: str | None,
-        transport: Transport,
-        reporters: Sequence[Reporter],
-        shard: Shard = ALONE,
-        start_wall: float | None = None,
-        tap: Callable[[Result], None] | None = None,
-    ) -> None:
+    def __init__(self, parts: Parts, reporters: Sequence[Reporter], start_wall: float | None = None,
+                 tap: Callable[[Result], None] | None = None) -> None:
+        settings, shard = parts.settings, parts.shard
         self._settings = settings
         self._reporters = reporters
         self._shard = shard
@@ -56,33 +44,15 @@ class Soak:
         run_ns = settings.pace.run_ns
         self._end_ns = start_ns + run_ns if run_ns is not None else None
         self._grid = Grid(start_ns, settings.pace.interval_ns)
-        self._recorder = Recorder(
-            self._grid,
-            corrected=settings.pace.open_model,
-            hash_value=settings.report.hash_value,
-            unit_ns=UNIT_NS[settings.report.latency_unit] if settings.report.report_latencies_csv else None,
-            bench=settings.pace.bench,
-            shown=Secrets(value for request in requests for value in request.hidden).shown,
-        )
-        load = Load(
-            requests=requests,
-            open_model=settings.pace.open_model,
-            max_in_flight=max(1, shard.share(settings.pace.max_in_flight)),
-            total_requests=shard.share(settings.pace.total_requests),
-            hash_sample_rate=settings.report.hash_sample_rate,
-            bench=settings.pace.bench,
-            precise=settings.pace.precise,
-        )
-        schedule = Schedule(start_ns, settings.pace.qps, shard.share(settings.pace.concurrency), self._end_ns,
-                            stride=shard.stride, offset=shard.offset)
+        self._recorder = parts.recorder(self._grid)
         self._progress = [r for r in reporters if r.progress_every > 0]
         self._done = 0  # sends finished, for the reporters that follow progress
         self._next_progress = min((r.progress_every for r in self._progress), default=0)
         sink: Callable[[Result], None] = self._record_and_tell if self._progress else self._recorder.record
         if tap is not None:  # metrics: every result, after the recorder has counted it
             sink = _both(sink, tap)
-        self._engine = Engine(schedule, load, transport, sink)
-        self.info = RunInfo(settings, urls, url_source, start_ns, wall_start, shard)
+        self._engine = Engine(parts.schedule(start_ns, self._end_ns), parts.load(), parts.transport, sink)
+        self.info = RunInfo(settings, parts.urls, parts.url_source, start_ns, wall_start, shard)
         self._signal = asyncio.Event()
         self._second_signal = asyncio.Event()
         self._stop_reason = ""

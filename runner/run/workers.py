@@ -96,6 +96,7 @@ def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard,
     passes it on once: a worker sees one signal, not two (the second would cut its grace).
     """
     from runner.run import launch
+    from runner.run.build import build
 
     os.setpgrp()
     outbox = _Outbox(home)
@@ -105,8 +106,8 @@ def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard,
             from runner.metrics.collector import tally_for  # prometheus_client loads only when metrics are on
 
             tally = tally_for(settings, slots)
-        launch.run(settings, urls, source, [_Courier(outbox, tally)], shard, start_wall,
-                   tap=tally.record if tally is not None else None)
+        parts = build(settings, urls, source, shard)  # this process's own requests and HTTP client
+        launch.run(parts, [_Courier(outbox, tally)], start_wall, tap=tally.record if tally is not None else None)
     except Exception as e:  # reported by the parent, which prints it; the traceback helps no one
         outbox.put(("failed", shard.worker, f"{type(e).__name__}: {e}"))
     finally:

@@ -1,0 +1,93 @@
+"""Running a soak or a bench from the command line: its parts, its reporters, its exit code.
+
+`soak run`, `soak demo` and `soak bench` all end here once they have their settings and
+URLs. This wires the parts together and chooses nothing that the settings do not say.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from runner.commands.outputs import OUTPUTS
+from runner.config.settings import Settings
+from runner.core.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_WORKER_FAILED
+from runner.load.tls import INSECURE_WARNING
+from runner.report.abreport import AbReporter
+from runner.report.abreport import report as ab_report
+from runner.report.base import Reporter
+from runner.report.csvreport import CsvReporter, open_csv
+from runner.report.slowcooker import SlowCookerReporter
+from runner.report.summary import JsonSummaryReporter
+from runner.report.verdict import Verdict
+from runner.run import launch, workers
+from runner.run.build import build
+from runner.run.linkerd import proxy_lifecycle
+
+if TYPE_CHECKING:
+    from runner.metrics.collector import Metrics
+
+PROG = "soak"
+
+
+def execute(settings: Settings, urls: list[str], source: str | None) -> int:
+    """Run one soak (or bench) with the standard reporters; the exit code.
+
+    Split over local worker processes when `workers` asks for it; as one shard of a run
+    split over pods when `shards` does.
+    """
+    parts = build(settings, urls, source)  # everything a run refuses stops here, before any load
+    if settings.client.insecure:
+        say(INSECURE_WARNING)
+    verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
+    reporters = [OUTPUTS.watch(), *reporters_for(settings, verdict)]  # first: stdout's reader may leave at once
+    metrics = _metrics(settings, urls, verdict)  # metricAddr is listening before any load is sent
+    if metrics is not None:
+        reporters.append(metrics.reporter)
+    with proxy_lifecycle(settings, say) as proxy_ready:  # linkerdAwait, linkerdShutdown
+        if not proxy_ready:
+            return EXIT_PROXY_NOT_READY
+        if settings.split.workers > 1:
+            summary = workers.run(settings, urls, source, reporters, parts.shard.pod(),
+                                  metrics.workers if metrics else None)
+            if summary.failed_workers:
+                return EXIT_WORKER_FAILED
+        else:
+            launch.run(parts, reporters, tap=metrics.tap if metrics else None)
+    return verdict.exit_code if verdict is not None else EXIT_OK
+
+
+def reporters_for(settings: Settings, verdict: Verdict | None = None) -> list[Reporter]:
+    """A soak prints slow_cooker's lines, a bench ab's; then the thresholds' verdict; both end with the JSON summary."""
+    reporters: list[Reporter]
+    judged: list[Reporter] = [verdict] if verdict is not None else []
+    sections = [verdict.section] if verdict is not None else []
+    if settings.pace.bench:
+        reporters = [
+            AbReporter(sys.stdout, sys.stderr, settings.pace.total_requests),
+            *judged,
+            JsonSummaryReporter(sys.stdout, before=ab_report, with_json=not settings.report.no_latency_summary,
+                                sections=sections),
+        ]
+    else:
+        reporters = [SlowCookerReporter(sys.stdout, sys.stderr), *judged]
+        if not settings.report.no_latency_summary:
+            reporters.append(JsonSummaryReporter(sys.stdout, sections=sections))
+    if settings.report.report_latencies_csv:
+        path = settings.report.report_latencies_csv
+        reporters.append(CsvReporter(open_csv(path), f"reportLatenciesCSV: {path}", OUTPUTS.failure))
+    return reporters
+
+
+def _metrics(settings: Settings, urls: list[str], verdict: Verdict | None) -> Metrics | None:
+    """The run's Prometheus metrics, when the settings ask for them (prometheus_client loads only then)."""
+    if not settings.metrics.wanted:
+        return None
+    from runner.metrics.collector import Metrics
+
+    return Metrics(settings, urls, verdict, sys.stderr)
+
+
+def say(line: str) -> None:
+    """A line about the run itself, on stderr beside the failures, prefixed like an error line."""
+    print(f"{PROG}: {line}", file=sys.stderr)

@@ -1,0 +1,51 @@
+"""`soak merge`: the shards' logs in, one run's output out, as if one process had run it all."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from runner.commands.execute import PROG, reporters_for
+from runner.core.errors import EXIT_OK, UsageError
+from runner.readback.podlogs import read_pods
+from runner.report.verdict import Verdict
+from runner.stats.merge import merge_shards
+
+DESCRIPTION = ("Merge the logs of a run's shards (pods of an Indexed Job, or processes) into one output: "
+               "the same interval lines and JSON summary as one process, counts added, histograms merged.")
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="shards' logs (kubectl logs --prefix output, or one file per shard); none or - for stdin")
+
+
+def main(args: argparse.Namespace) -> int:
+    found = read_pods((path, _read_text(path)) for path in args.files or ["-"])
+    for note in found.notes:
+        print(f"{PROG} merge: {note}", file=sys.stderr)
+    if not found.shards:
+        raise UsageError("merge: no shard's summary found in the input: nothing to merge")
+    merged = merge_shards(found.shards, found.expected, found.incomplete)
+    for note in merged.notes:
+        print(f"{PROG} merge: {note}", file=sys.stderr)
+    verdict = Verdict.for_settings(merged.info.settings, sys.stdout)  # the run's thresholds, on the whole run
+    reporters = reporters_for(merged.info.settings, verdict)
+    for reporter in reporters:
+        reporter.start(merged.info)
+    for interval in merged.intervals:
+        for reporter in reporters:
+            reporter.interval(merged.info, interval)
+    for reporter in reporters:
+        reporter.finish(merged.summary)
+    return verdict.exit_code if verdict is not None else EXIT_OK
+
+
+def _read_text(path: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.buffer.read().decode("utf-8", errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError(f"{path}: {e.strerror or e}") from None

@@ -1,0 +1,30 @@
+"""`soak validate`: check the configuration and the URL list, and say what the run would do."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from runner.config.flags import add_source_arguments, settings_of, urls_of
+from runner.core.errors import EXIT_OK
+from runner.report.plan import describe
+from runner.run.build import build
+
+DESCRIPTION = "Check the configuration and URL list and print what the run would do, without sending anything."
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    add_source_arguments(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    settings = settings_of(args)
+    urls, source = urls_of(args)
+    build(settings, urls, source)  # what a run would refuse before sending, validate refuses too
+    if args.config:
+        print(f"{args.config}: valid")
+    if source:
+        print(f"{source}: {len(urls)} URL{'s' if len(urls) != 1 else ''}")
+    for line in describe(settings, urls, os.environ):
+        print(line)
+    return EXIT_OK

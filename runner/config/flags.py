@@ -1,0 +1,152 @@
+"""Every setting as a flag: the arguments argparse is given, and the config layer its answers make.
+
+Each setting in the schema is a flag of the same name (`--qps`, `--loadModel`), typed and
+explained from the schema, so the command line and configuration.json cannot drift apart.
+Flags are one more layer over the schema's defaults and the config file, validated alone so
+that an error names the flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from runner.config.jsonfile import read_config_file
+from runner.config.schema import ValidationError, schema, settings_names, validate
+from runner.config.settings import Settings, merge, settings_from
+from runner.config.urls import load_url_file, urls_from_arguments
+from runner.core.errors import UsageError
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where settings and URLs come from, then every setting as a flag."""
+    parser.add_argument("--config", metavar="FILE", help="configuration.json to read settings from")
+    parser.add_argument("--urls", metavar="FILE", help="URL list: plain, one per line, or the ConfigMap YAML")
+    parser.add_argument("url", nargs="*", metavar="URL", help="target URL, or @FILE for a URL list")
+    add_setting_arguments(parser)
+
+
+def add_setting_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any] | None = None) -> None:
+    """One flag per schema setting, named as in configuration.json; `defaults` where a command has its own."""
+    group = parser.add_argument_group("settings (each overrides the config file)")
+    props = schema()["properties"]
+    for name in settings_names():
+        spec = props[name]
+        default = (defaults or {}).get(name, spec.get("default"))
+        help_text = spec["description"] + (f" Default: {_default_text(default)}." if "default" in spec else "")
+        help_text = help_text.replace("%", "%%")
+        if name == "headers":
+            group.add_argument("-H", "--header", action="append", default=argparse.SUPPRESS, metavar="'NAME: VALUE'",
+                               help="A request header; repeat for more.")
+            group.add_argument("--headerFromEnv", action="append", default=argparse.SUPPRESS, metavar="NAME=VAR",
+                               help="A header whose value is the environment variable VAR (never printed).")
+        elif name == "body":
+            group.add_argument("--body", "--data", dest="body", default=argparse.SUPPRESS, metavar="TEXT|@FILE",
+                               help="The request body: the text itself, or @FILE for a file's contents.")
+        elif spec.get("type") == "boolean":
+            group.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
+                               help=help_text)
+        elif spec.get("type") == "array":  # repeatable, and comma-separated: --thresholds 'p99 < 50ms, goal% >= 99'
+            group.add_argument(f"--{name}", action="extend", type=_items, default=argparse.SUPPRESS,
+                               metavar="'RULE[, RULE ...]'" if spec["items"].get("format") == "threshold"
+                               else "'ITEM[, ITEM ...]'", help=help_text)
+        else:
+            group.add_argument(f"--{name}", type=_typed(spec), default=argparse.SUPPRESS, metavar=_metavar(spec),
+                               help=help_text)
+
+
+def settings_of(args: argparse.Namespace, *below: dict[str, Any], above: tuple[dict[str, Any], ...] = ()) -> Settings:
+    """The settings: schema defaults < `below` < the config file (--config) < the flags < `above`."""
+    config = getattr(args, "config", None)
+    file_layer = read_config_file(config) if config is not None else {}
+    return settings_from(merge(*below, file_layer, flags_layer(args), *above))
+
+
+def urls_of(args: argparse.Namespace) -> tuple[list[str], str | None]:
+    """The URL list and the file it came from, from --urls or the arguments."""
+    if args.urls and args.url:
+        raise UsageError("give URLs either as arguments or with --urls, not both")
+    if args.urls:
+        return load_url_file(args.urls), args.urls
+    if not args.url:
+        raise UsageError("no URL: give one or more as arguments, @FILE for a list, or --urls FILE")
+    sources = [a[1:] for a in args.url if a.startswith("@")]
+    return urls_from_arguments(args.url), (sources[0] if len(sources) == 1 and len(args.url) == 1 else None)
+
+
+def flags_layer(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as flags, validated, as a config layer."""
+    given = vars(args)
+    layer = {name: given[name] for name in settings_names() if name in given}
+    headers = {**_headers(given.get("header", [])), **_env_headers(given.get("headerFromEnv", []))}
+    if headers:
+        layer["headers"] = headers
+    if isinstance(layer.get("body"), str) and layer["body"].startswith("@"):
+        layer["body"] = {"file": layer["body"][1:]}
+    validate(layer, _flag_for)
+    return layer
+
+
+def _flag_for(error: ValidationError) -> str:
+    """The flag a bad value came from."""
+    if not error.path:
+        given = error.instance if isinstance(error.instance, dict) else {}
+        names = [n for n in ("iterations", "duration") if n in given]
+        return " and ".join(f"--{n}" for n in names) or "flags"
+    if error.path[0] == "headers" and len(error.path) > 2:  # headers.NAME.fromEnv: from --headerFromEnv
+        return "--headerFromEnv"
+    return {"headers": "--header", "body": "--body"}.get(str(error.path[0]), f"--{error.path[0]}")
+
+
+def _headers(values: list[str]) -> dict[str, str]:
+    headers = {}
+    for value in values:
+        name, colon, text = value.partition(":")
+        if not colon or not name.strip():
+            raise UsageError(f'--header: "{value}" is not allowed; must be "Name: value"')
+        headers[name.strip()] = text.strip()
+    return headers
+
+
+def _env_headers(values: list[str]) -> dict[str, dict[str, str]]:
+    headers = {}
+    for value in values:
+        name, equals, var = value.partition("=")
+        if not equals or not name or not var:
+            raise UsageError(f'--headerFromEnv: "{value}" is not allowed; must be "Name=VARIABLE"')
+        headers[name] = {"fromEnv": var}
+    return headers
+
+
+def _typed(spec: dict[str, Any]) -> Any:
+    """Convert a flag's text to the schema's type where it can; the schema judges the rest."""
+    kind = spec.get("type")
+
+    def convert(text: str) -> Any:
+        try:
+            if kind == "integer":
+                return int(text)
+            if kind == "number":
+                return float(text) if any(c in text for c in ".eE") or text.lower() in ("inf", "nan") else int(text)
+        except ValueError:
+            pass
+        return text
+
+    return convert
+
+
+def _items(text: str) -> list[str]:
+    """A list flag's value: its comma-separated items; '' for an empty list."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _metavar(spec: dict[str, Any]) -> str:
+    if "enum" in spec:
+        return "{" + ",".join(spec["enum"]) + "}"
+    if spec.get("format") == "positive-duration":
+        return "DURATION"
+    return {"integer": "N", "number": "X"}.get(spec.get("type", ""), "TEXT")
+
+
+def _default_text(value: Any) -> str:
+    return repr(value) if value == "" else str(value).lower() if isinstance(value, bool) else str(value)

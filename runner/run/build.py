@@ -1,0 +1,117 @@
+"""One place builds a run's parts, once, from its settings: everything below takes them ready-made.
+
+`build` makes what one process of a run needs and checks, on the way, everything a run
+refuses before it sends anything (so `soak validate` refuses exactly what a run does):
+the URLs for a bench, this process's part of a split run, each URL's request (headers
+from the environment, a body file), the HTTP client (TLS files that cannot be used) and
+the latency CSV's path. Once running, the run asks its Parts for the schedule, the load
+and the recorder, which depend on the moment the run starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from runner.config.settings import Settings
+from runner.core.errors import UsageError
+from runner.core.redact import Secrets
+from runner.core.units import UNIT_NS
+from runner.load.clients import TRANSPORTS
+from runner.load.engine import Load
+from runner.load.request import Request, build_requests, origin
+from runner.load.schedule import Grid, Schedule
+from runner.load.shards import Shard, check_split, shard_of
+from runner.load.transport import Transport, TransportOptions
+from runner.report.csvreport import check_csv_path
+from runner.stats.recorder import Recorder
+
+
+@dataclass(frozen=True)
+class Parts:
+    """One process's run: its settings, URLs, part of the run, requests and HTTP client."""
+
+    settings: Settings
+    urls: list[str]
+    url_source: str | None  # the list file the URLs came from, if any
+    shard: Shard  # which part of the run this process sends
+    requests: list[Request]  # one per URL, resolved once
+    transport: Transport
+
+    def schedule(self, start_ns: int, end_ns: int | None) -> Schedule:
+        """When each of this process's sends is due, from the run's start."""
+        pace, shard = self.settings.pace, self.shard
+        return Schedule(start_ns, pace.qps, shard.share(pace.concurrency), end_ns, stride=shard.stride,
+                        offset=shard.offset)
+
+    def load(self) -> Load:
+        """What the engine does beyond the schedule: this process's share of the run's limits."""
+        pace, shard = self.settings.pace, self.shard
+        return Load(
+            requests=self.requests,
+            open_model=pace.open_model,
+            max_in_flight=max(1, shard.share(pace.max_in_flight)),
+            total_requests=shard.share(pace.total_requests),
+            hash_sample_rate=self.settings.report.hash_sample_rate,
+            bench=pace.bench,
+            precise=pace.precise,
+        )
+
+    def recorder(self, grid: Grid) -> Recorder:
+        """Counts and histograms on the run's interval grid; secret values kept out of failure texts."""
+        s = self.settings
+        return Recorder(
+            grid,
+            corrected=s.pace.open_model,
+            hash_value=s.report.hash_value,
+            unit_ns=UNIT_NS[s.report.latency_unit] if s.report.report_latencies_csv else None,
+            bench=s.pace.bench,
+            shown=Secrets(value for request in self.requests for value in request.hidden).shown,
+        )
+
+
+def build(settings: Settings, urls: list[str], source: str | None, shard: Shard | None = None) -> Parts:
+    """The parts of this process's run; UsageError for anything a run refuses before sending.
+
+    `shard`: this process's part, when the caller knows it (a local worker); else it comes
+    from the settings and the Indexed Job's index.
+    """
+    if settings.pace.bench and len(urls) != 1:
+        raise UsageError(f"bench mode takes exactly one URL, as ab does; got {len(urls)}")
+    shard = shard if shard is not None else split_of(settings)
+    requests = build_requests(settings, urls)  # bad headers or body files stop here
+    transport = transport_for(settings, shard, len({origin(url) for url in urls}))  # and TLS files too
+    if settings.report.report_latencies_csv:
+        check_csv_path(settings.report.report_latencies_csv)  # opened (and emptied) only once the run starts
+    return Parts(settings, urls, source, shard, requests, transport)
+
+
+def split_of(settings: Settings) -> Shard:
+    """This process's part of the run, checked: every part needs a client and its share of the limits."""
+    pace, split = settings.pace, settings.split
+    shard = shard_of(split.shards, split.shard, split.workers)
+    check_split(shard, pace.concurrency, pace.total_requests, pace.max_in_flight if pace.open_model else None,
+                settings.report.no_latency_summary)
+    if pace.bench and not shard.alone:
+        raise UsageError("mode: bench runs in one process; shards and workers split soaks only")
+    return shard
+
+
+def transport_for(settings: Settings, shard: Shard, origins: int = 1) -> Transport:
+    """The HTTP client the settings name, with the options every session shares; `origins`:
+    the servers (scheme, host, port) the URLs name, each of which a client keeps a connection to."""
+    client, pace = settings.client, settings.pace
+    options = TransportOptions(
+        timeout_ns=client.timeout_ns,
+        no_reuse=client.no_reuse,
+        compress=client.compress,
+        max_connections=max(1, shard.share(pace.max_in_flight)) if pace.open_model else 1,
+        ca_bundle=client.ca_bundle,
+        insecure=client.insecure,
+        client_cert=client.client_cert,
+        client_key=client.client_key,
+        http2=client.http2,
+        origins=origins,
+    )
+    factory: Callable[[TransportOptions], Transport] = TRANSPORTS[client.transport]
+    return factory(options)
