@@ -50,7 +50,8 @@ sys.path.insert(0, str(REPO))
 from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 
 from runner.load.result import Result  # noqa: E402
-from runner.metrics.collector import Figures, MetricsTally, SoakCollector, url_slots  # noqa: E402
+from runner.metrics.collector import Figures, SoakCollector  # noqa: E402
+from runner.metrics.tally import MetricsTally, url_slots  # noqa: E402
 
 
 def free_port() -> int:

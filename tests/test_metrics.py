@@ -15,21 +15,17 @@ from prometheus_client.parser import text_string_to_metric_families
 from runner.config.settings import merge, settings_from
 from runner.core.errors import UsageError
 from runner.load.result import Result
-from runner.metrics.collector import (
+from runner.metrics.collector import Figures, Metrics, MetricsReporter, SoakCollector, status_class
+from runner.metrics.tally import (
     DURATION,
     EDGES_NS,
     OTHER_URLS,
     SLOW_COOKER_HISTOGRAMS,
     URL_SERIES_CAP,
-    Figures,
-    Metrics,
-    MetricsReporter,
     MetricsTally,
-    SoakCollector,
     UrlSlots,
     WorkerTallies,
     exponential_buckets,
-    status_class,
     summed,
     url_label,
     url_slots,

@@ -28,23 +28,19 @@ counted under url="other", as Prometheus' naming guide asks of labels (every lab
 a time series; unbounded values, like user-supplied lists, are what it warns against). A
 list of 40,000 URLs once made 850,000 series, 470 MB of counts and a push that never finished.
 
-Counting costs a few integer increments and one bisect per result, in plain Python objects
-(prometheus_client's own Counter.inc() and Histogram.observe() take a lock each, several per
-request at tens of thousands of requests a second). A custom collector turns a copy of the
-counts into metric families when /metrics is scraped or a push is made, from another thread.
+Counting happens per result in runner.metrics.tally; this module turns a copy of the counts
+into metric families when /metrics is scraped or a push is made, from another thread, and
+wires the counts, the reporter, the endpoint and the pusher together.
 """
 
 from __future__ import annotations
 
 import sys
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from itertools import accumulate
-from typing import TYPE_CHECKING, Protocol, TextIO
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, TextIO
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
@@ -55,14 +51,29 @@ from prometheus_client.core import (
     UnknownMetricFamily,
 )
 from prometheus_client.registry import Collector
-from prometheus_client.utils import floatToGoString
 
 from runner.config.settings import Settings
-from runner.core import redact
-from runner.load.result import Result, is_good
+from runner.load.result import Result
 from runner.load.schedule import goal
 from runner.metrics.push import Pusher
 from runner.metrics.server import MetricServer
+from runner.metrics.tally import (
+    DURATION,
+    EDGES_NS,
+    LES,
+    OTHER_URLS,
+    PLACES,
+    SLOW_COOKER_HISTOGRAMS,
+    STATUSES,
+    URL_SERIES_CAP,
+    Counts,
+    HistogramSpec,
+    MetricsTally,
+    UrlSlots,
+    WorkerTallies,
+    tally_for,
+    url_slots,
+)
 from runner.report.base import Reporter
 from runner.stats.recorder import Interval
 from runner.stats.run import RunInfo, RunSummary
@@ -71,197 +82,26 @@ if TYPE_CHECKING:
     from runner.report.verdict import Verdict
 
 
-def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
-    """Go's prometheus.ExponentialBuckets, multiplication for multiplication, so the `le` labels match."""
-    buckets = []
-    for _ in range(count):
-        buckets.append(start)
-        start *= factor
-    return buckets
 
 
-@dataclass(frozen=True)
-class HistogramSpec:
-    """One exposed histogram: its name, help, and bucket bounds in its own unit."""
-
-    name: str
-    help: str
-    unit_ns: int  # slow_cooker's: values truncated to this unit; 0 for seconds, not truncated
-    bounds: tuple[float, ...]
-
-    def last_ns(self, bound: float) -> int:
-        """The largest latency in ns that an observation <= `bound` can have come from."""
-        if self.unit_ns:
-            return (int(bound) + 1) * self.unit_ns - 1  # slow_cooker observes float(ns // unit)
-        return int(Fraction(repr(bound)) * 1_000_000_000)
 
 
-SLOW_COOKER_HISTOGRAMS = (
-    HistogramSpec("latency_ms", "RPC latency distributions in milliseconds.", 1_000_000,
-                  tuple(exponential_buckets(0.5, 1.3, 50))),
-    HistogramSpec("latency_us", "RPC latency distributions in microseconds.", 1_000,
-                  tuple(exponential_buckets(1, 1.35, 50))),
-    HistogramSpec("latency_ns", "RPC latency distributions in nanoseconds.", 1,
-                  tuple(exponential_buckets(1, 1.5, 50))),
-)
-DURATION = HistogramSpec(
-    "soak_request_duration_seconds",
-    "Latency of responses (any status), from just before sending to the response headers, by URL.",
-    0,
-    (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
-)
-# Every histogram's bucket edges as latencies in ns, in one sorted list: a result finds its
-# place among all of them with one bisect, and each histogram's buckets are sums of places.
-EDGES_NS = tuple(sorted({spec.last_ns(b) for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION) for b in spec.bounds}))
-# Each histogram's bounds, as places among EDGES_NS: bucket i counts the results in places 0 .. PLACES[name][i].
-PLACES = {spec.name: [EDGES_NS.index(spec.last_ns(b)) for b in spec.bounds]
-          for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION)}
-# Each histogram's `le` labels, written once rather than at every push.
-_LES = {spec.name: [floatToGoString(b) for b in spec.bounds] for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION)}
-STATUSES = 1000  # responses are counted per URL in a list indexed by status; any other status as 0
-# URLs with series of their own: enough for every URL of a hand-written list (a service's
-# endpoints), few enough that the url label's series stay in the hundreds (each URL has
-# up to 6 status classes, its failure kinds and a 21-sample histogram: about 30 samples).
-URL_SERIES_CAP = 20
-OTHER_URLS = "other"  # the url label of the URLs beyond the cap; never a URL's label (those have a scheme)
 # A push or a scrape makes its body in a thread of its own, holding the GIL for about 5 ms;
 # the event loop, woken meanwhile, waits for the GIL up to the interpreter's switch interval
 # (5 ms by default) each time. A shorter one hands the GIL back to the loop sooner.
 GIL_SWITCH_S = 0.001
 
 
-@dataclass(frozen=True)
-class UrlSlots:
-    """Where each URL's results are counted: in the series of its own url label, or in "other".
-
-    Made once, at the start: counting then costs one list index per result, and the counts
-    take room for at most URL_SERIES_CAP + 1 labels, whatever the number of URLs. Slots go to
-    the first distinct labels in the list's order, the order its author chose, and never move
-    during a run (a series that changed URL midway would mix two URLs' counts). A URL listed
-    twice, or twice with other credentials (which labels leave out), shares one slot, for a
-    Pushgateway rejects a push that holds the same series twice.
-    """
-
-    labels: tuple[str, ...]  # slot -> url label; OTHER_URLS last, when some URLs are beyond the cap
-    slot_of: tuple[int, ...]  # URL index -> slot
-    others: int  # distinct url labels counted under OTHER_URLS
 
 
-def url_slots(urls: Sequence[str], cap: int = URL_SERIES_CAP) -> UrlSlots:
-    """Each URL's slot: the first `cap` distinct labels get one each, the rest share the last."""
-    slots: dict[str, int] = {}
-    others: set[str] = set()
-    slot_of = []
-    for url in urls:
-        label = url_label(url)
-        slot = slots.get(label)
-        if slot is None:
-            if len(slots) < cap:
-                slot = slots[label] = len(slots)
-            else:
-                others.add(label)
-                slot = cap
-        slot_of.append(slot)
-    return UrlSlots((*slots, OTHER_URLS) if others else tuple(slots), tuple(slot_of), len(others))
 
 
-class MetricsTally:
-    """Every result of a run, counted by URL slot and status, and every response's latency by bucket.
-
-    It is the engine's sink's second stop, after the recorder, when metrics are on.
-    """
-
-    def __init__(self, slots: UrlSlots, *, corrected: bool = False) -> None:
-        self._corrected = corrected  # open model: latency from the due time, as the recorder measures it
-        self._slot_of = slots.slot_of
-        count = len(slots.labels)
-        self.skipped = 0
-        self.statuses = [[0] * STATUSES for _ in range(count)]  # per slot: responses by status
-        self.failures: Counter[tuple[int, str]] = Counter()  # (slot, error kind) -> failed sends
-        places = len(EDGES_NS) + 1
-        self.good = [[0] * places for _ in range(count)]  # per slot: good responses per place among EDGES_NS
-        self.bad = [[0] * places for _ in range(count)]
-        self.good_ns = [0] * count  # per slot: the sum of good responses' latencies
-        self.bad_ns = [0] * count
-
-    def record(self, result: Result) -> None:
-        if result.skipped:
-            self.skipped += 1
-            return
-        slot = self._slot_of[result.url_index]
-        if result.error:
-            self.failures[slot, result.error] += 1
-            return
-        status = result.status
-        self.statuses[slot][status if status < STATUSES else 0] += 1
-        latency = result.latency_in(self._corrected)
-        place = bisect_left(EDGES_NS, latency)
-        if is_good(status):
-            self.good[slot][place] += 1
-            self.good_ns[slot] += latency
-        else:
-            self.bad[slot][place] += 1
-            self.bad_ns[slot] += latency
-
-    def snapshot(self) -> MetricsTally:
-        """A copy, taken from another thread while results keep coming (each copy is one C call).
-
-        The copy only holds counts: it records nothing, and a worker sends it home pickled
-        with every interval, so it leaves out the map of every URL to its slot."""
-        copy = MetricsTally.__new__(MetricsTally)
-        copy._corrected = self._corrected
-        copy._slot_of = ()
-        copy.skipped = self.skipped
-        copy.statuses = [list(counts) for counts in self.statuses]
-        copy.failures = Counter(dict(self.failures))
-        copy.good = [list(places) for places in self.good]
-        copy.bad = [list(places) for places in self.bad]
-        copy.good_ns = list(self.good_ns)
-        copy.bad_ns = list(self.bad_ns)
-        return copy
 
 
-def summed(tallies: Sequence[MetricsTally], slots: UrlSlots) -> MetricsTally:
-    """Several processes' counts as one: every count added up (counters of a run split over workers)."""
-    total = MetricsTally(slots)
-    for tally in tallies:
-        total.skipped += tally.skipped
-        total.failures.update(tally.failures)
-        for slot in range(len(slots.labels)):
-            total.statuses[slot] = [a + b for a, b in zip(total.statuses[slot], tally.statuses[slot], strict=True)]
-            total.good[slot] = [a + b for a, b in zip(total.good[slot], tally.good[slot], strict=True)]
-            total.bad[slot] = [a + b for a, b in zip(total.bad[slot], tally.bad[slot], strict=True)]
-            total.good_ns[slot] += tally.good_ns[slot]
-            total.bad_ns[slot] += tally.bad_ns[slot]
-    return total
 
 
-class WorkerTallies:
-    """A run split over local workers, counted: the sum of each worker's latest counts.
-
-    Each worker counts its own results and sends a copy of its counts with every interval it
-    closes and with its summary (see workers.py), so the parent's metrics are those of the
-    last closed interval: what a push after that interval must hold. A scrape in between
-    sees them up to an interval late, and every counter only ever goes up.
-    """
-
-    def __init__(self, slots: UrlSlots) -> None:
-        self.slots = slots  # made once, here, and handed to every worker
-        self._latest: dict[int, MetricsTally] = {}
-        self._sum = MetricsTally(slots)
-
-    def update(self, worker: int, counts: MetricsTally) -> None:
-        self._latest[worker] = counts
-        self._sum = summed(list(self._latest.values()), self.slots)  # swapped whole: a scrape reads one sum
-
-    def snapshot(self) -> MetricsTally:
-        return self._sum  # never changed once made
 
 
-class Counts(Protocol):
-    """Where the metric families' counts come from: this process's tally, or its workers'."""
-
-    def snapshot(self) -> MetricsTally: ...
 
 
 @dataclass
@@ -361,14 +201,6 @@ class SoakCollector(Collector):
         yield from figure_families(self.figures)
 
 
-def url_label(url: str) -> str:
-    """A URL as a label value: without a user name or password, which must never reach a metric,
-    and with secret query values hidden (runner/redact.py), for labels are pushed and kept."""
-    url = redact.url(url)
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def status_class(status: int) -> str:
@@ -435,7 +267,7 @@ def request_families(counts: MetricsTally, slots: UrlSlots) -> Iterator[Metric]:
 def histogram_buckets(spec: HistogramSpec, places: Sequence[int]) -> list[tuple[str, float]]:
     """Cumulative (le, count) pairs of a histogram, from counts per place among EDGES_NS."""
     cumulative = list(accumulate(places))
-    buckets = [(le, float(cumulative[place])) for le, place in zip(_LES[spec.name], PLACES[spec.name], strict=True)]
+    buckets = [(le, float(cumulative[place])) for le, place in zip(LES[spec.name], PLACES[spec.name], strict=True)]
     return [*buckets, ("+Inf", float(cumulative[-1]))]
 
 
@@ -482,9 +314,6 @@ def _interval_families(last: IntervalFigures) -> Iterator[Metric]:
                             value=last.max_latency_s)
 
 
-def tally_for(settings: Settings, slots: UrlSlots) -> MetricsTally:
-    """The counts of one process's results, measured as its recorder measures them."""
-    return MetricsTally(slots, corrected=settings.pace.open_model)
 
 
 class Metrics:

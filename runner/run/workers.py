@@ -37,7 +37,7 @@ from runner.stats.recorder import Interval
 from runner.stats.run import RunInfo, RunSummary
 
 if TYPE_CHECKING:
-    from runner.metrics.collector import MetricsTally, UrlSlots, WorkerTallies
+    from runner.metrics.tally import MetricsTally, UrlSlots, WorkerTallies
 
 # From starting the workers to send 0: enough for a worker to start Python, import the
 # runner and set up its clients (about a quarter of a second each, two at a time here).
@@ -103,7 +103,7 @@ def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard,
     try:
         tally = None
         if slots is not None:  # the parent's, so every worker counts each URL where the parent labels it
-            from runner.metrics.collector import tally_for  # prometheus_client loads only when metrics are on
+            from runner.metrics.tally import tally_for
 
             tally = tally_for(settings, slots)
         parts = build(settings, urls, source, shard)  # this process's own requests and HTTP client
