@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.core.errors import EXIT_OK, UsageError
 from runner.core.units import UNIT_NS
-from runner.readback.results import LoadedRun, RunFigures
+from runner.readback.figures import RunFigures
+from runner.readback.results import LoadedRun
 
 LATENCY_ROWS = ("p50", "p75", "p90", "p95", "p99", "p999", "min", "mean", "max")
 UNKNOWN = "-"

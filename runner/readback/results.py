@@ -13,58 +13,23 @@ Everything here is pure except read_run(), which only reads the file.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
-from hdrh.histogram import HdrHistogram
-
 from runner.core.errors import UsageError
 from runner.core.units import UNIT_NS
+from runner.readback.figures import LATENCY_KEYS, RunFigures, figures, json_int, json_number
 from runner.readback.logscan import MAX_LINE_NOTES, IntervalFigures, JsonBlock, LogScan, Startup, scan
 from runner.readback.partialjson import read_object
 from runner.report import keys as k
-from runner.report.slowcooker import goal_percent
 from runner.report.summary import SUMMARY_PERCENTILES
-from runner.stats.estimate import estimate, interval_points
 
 __all__ = ["IntervalFigures", "LoadedRun", "RunFigures", "Startup", "load_run", "read_run"]
 
-LATENCY_KEYS = (*SUMMARY_PERCENTILES, k.MIN, k.MEAN, k.MAX)
 _SLOW_COOKER_KEYS = frozenset(SUMMARY_PERCENTILES)
-_INTERVAL_QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99, "p999": 0.999}
-_ESTIMATED_QUANTILES = {key: p / 100 for key, p in SUMMARY_PERCENTILES.items()}
-
-
-@dataclass(frozen=True)
-class RunFigures:
-    """The run as a whole, for reports: each figure None when nothing in the file tells it.
-
-    Latencies are in nanoseconds, so runs measured in different units compare directly.
-    """
-
-    requests: int | None = None
-    good: int | None = None
-    bad: int | None = None
-    failed: int | None = None
-    skipped: int | None = None
-    goal_percent: float | None = None
-    rate_target: float | None = None
-    rate_achieved: float | None = None
-    duration_seconds: float | None = None
-    intervals: int | None = None
-    bench_rps: float | None = None  # a bench run's requests per second, from its "bench" section
-    latency_ns: Mapping[str, float] = field(default_factory=dict)  # p50 ... p999, min, mean, max
-    estimated: frozenset[str] = frozenset()  # latency keys that are estimates from interval rows
-
-    @property
-    def failed_percent(self) -> float | None:
-        if self.failed is None or not self.requests:
-            return None
-        return self.failed / self.requests * 100
 
 
 @dataclass(frozen=True)
@@ -109,10 +74,10 @@ def load_run(text: str, source: str, assumed_unit: str = "ms") -> LoadedRun:
     intervals = _choose_intervals(lines.intervals, found.intervals if found else None, slow_cooker, notes)
     summary = found.members if found else None
     unit = _unit(summary, assumed_unit, bool(intervals), notes)
-    figures = _figures(summary, intervals, unit, slow_cooker, lines.startup, notes)
+    run_figures = figures(summary, intervals, unit, slow_cooker, lines.startup, notes)
     if not intervals and summary is None:
         notes.append("nothing in it is soak's or slow_cooker's output")
-    return LoadedRun(source, tuple(intervals), summary, figures, unit, slow_cooker, lines.startup, tuple(notes))
+    return LoadedRun(source, tuple(intervals), summary, run_figures, unit, slow_cooker, lines.startup, tuple(notes))
 
 
 def _note_lines(lines: LogScan, found: _Summary | None, notes: list[str]) -> None:
@@ -215,10 +180,11 @@ def _interval_from_stats(entry: Any) -> IntervalFigures | None:
         return None
     ints = (k.ITER, k.GOOD, k.BAD, k.FAILED, k.BHASH)
     latencies = (k.MIN, "p50", "p95", "p99", "p999", k.MAX)
-    if not all(_is_int(entry.get(key)) for key in ints) or any(_number(entry.get(k)) is None for k in latencies):
+    if not all(json_int(entry.get(key)) for key in ints) or any(json_number(entry.get(key)) is None
+                                                                for key in latencies):
         return None
     t, goal = entry.get(k.GOAL_T), entry.get(k.GOAL_PERCENT)  # null in a bench, which has no goal
-    if (t is not None and _number(t) is None) or (goal is not None and not _is_int(goal)):
+    if (t is not None and json_number(t) is None) or (goal is not None and not json_int(goal)):
         return None
     if not isinstance(entry.get(k.END), str) or not isinstance(entry.get(k.INTERVAL), str):
         return None
@@ -227,8 +193,8 @@ def _interval_from_stats(entry: Any) -> IntervalFigures | None:
         entry[k.END], entry[k.ITER], entry[k.GOOD], entry[k.BAD], entry[k.FAILED], t, goal,
         entry[k.INTERVAL], entry[k.MIN], entry["p50"], entry["p95"], entry["p99"], entry["p999"], entry[k.MAX],
         entry[k.BHASH],
-        skipped=entry[k.SKIPPED] if _is_int(entry.get(k.SKIPPED)) else None,
-        errors={str(k): v for k, v in errors.items() if _is_int(v)} if isinstance(errors, dict) else None,
+        skipped=entry[k.SKIPPED] if json_int(entry.get(k.SKIPPED)) else None,
+        errors={str(k): v for k, v in errors.items() if json_int(v)} if isinstance(errors, dict) else None,
     )
 
 
@@ -327,171 +293,6 @@ def _unit(summary: Mapping[str, Any] | None, assumed: str, has_intervals: bool, 
     return assumed
 
 
-# --- Figures for the whole run ------------------------------------------------------------
-
-
-def _figures(
-    summary: Mapping[str, Any] | None,
-    intervals: Sequence[IntervalFigures],
-    unit: str,
-    slow_cooker: bool,
-    startup: Startup | None,
-    notes: list[str],
-) -> RunFigures:
-    """The summary's figures, each missing one rebuilt from the intervals, with notes saying which."""
-    told = _from_summary(summary, unit, slow_cooker, notes) if summary is not None else RunFigures()
-    rebuilt = _from_intervals(intervals, unit, startup) if intervals else RunFigures()
-    merged, filled = _merge(told, rebuilt)
-    n = len(intervals)
-    lines = f"{n} interval{'s' if n != 1 else ''}"
-    if summary is None and intervals:
-        notes.append(f"no JSON summary (the log was cut off, or the run had noLatencySummary): figures from {lines}")
-    elif filled:
-        notes.append(f"not in the JSON summary, so from the {lines}: {', '.join(filled)}")
-    if merged.estimated:
-        estimated = [key for key in LATENCY_KEYS if key in merged.estimated]
-        notes.append(f"estimated from the intervals' percentiles, not measured: {', '.join(estimated)}")
-    return merged
-
-
-_FIGURE_NAMES = {"goal_percent": "goal%", "rate_target": "target rate", "rate_achieved": "achieved rate",
-                 "duration_seconds": "duration", "bench_rps": "bench req/s"}
-
-
-def _merge(told: RunFigures, rebuilt: RunFigures) -> tuple[RunFigures, list[str]]:
-    """`told`, with each figure it lacks taken from `rebuilt`; and the names of those taken."""
-    values: dict[str, Any] = {}
-    filled = []
-    for f in fields(RunFigures):
-        if f.name in ("latency_ns", "estimated"):
-            continue
-        mine, theirs = getattr(told, f.name), getattr(rebuilt, f.name)
-        values[f.name] = mine if mine is not None else theirs
-        if mine is None and theirs is not None:
-            filled.append(_FIGURE_NAMES.get(f.name, f.name))
-    latency = dict(told.latency_ns)
-    for key, value in rebuilt.latency_ns.items():
-        if key not in latency:
-            latency[key] = value
-            if key not in rebuilt.estimated:
-                filled.append(key)
-    estimated = frozenset(k for k in rebuilt.estimated if k not in told.latency_ns)
-    return RunFigures(**values, latency_ns=latency, estimated=estimated), filled
-
-
-def _from_summary(summary: Mapping[str, Any], unit: str, slow_cooker: bool, notes: list[str]) -> RunFigures:
-    """What the JSON summary itself tells."""
-    scale = UNIT_NS[unit]
-    told = {key: value * scale for key in LATENCY_KEYS if (value := _number(summary.get(key))) is not None}
-    latency = told | _histogram_latencies(summary, notes)
-    if "min" in told:
-        # The histogram's min is the lowest value of its bucket, up to 0.1% under the exact
-        # min that the summary's key truncates to its unit: the true min is at least the key.
-        latency["min"] = max(latency["min"], told["min"])
-    if slow_cooker:
-        latency.pop("p999", None)
-    rate, bench = _section(summary, k.RATE), _section(summary, k.BENCH)
-    return RunFigures(
-        requests=_count(summary.get(k.REQUESTS)),
-        good=_count(summary.get(k.GOOD)),
-        bad=_count(summary.get(k.BAD)),
-        failed=_count(summary.get(k.FAILED)),
-        skipped=_count(summary.get(k.SKIPPED)),
-        goal_percent=_number(summary.get(k.GOAL_PERCENT)),
-        rate_target=_number(rate.get(k.RATE_TARGET)),
-        rate_achieved=_number(rate.get(k.RATE_ACHIEVED)),
-        duration_seconds=_number(summary.get(k.DURATION_SECONDS)),
-        intervals=_count(summary.get(k.INTERVALS)),
-        bench_rps=_number(bench.get(k.BENCH_REQUESTS_PER_SECOND)),
-        latency_ns=latency,
-    )
-
-
-def _histogram_latencies(summary: Mapping[str, Any], notes: list[str]) -> dict[str, float]:
-    """p50 ... p999, min and max in ns from the summary's HDR histogram.
-
-    To 0.1%, where the summary's own keys are truncated to whole units: a 0.4 ms p50 is 0
-    there. Taking min and max from the same histogram keeps every percentile between them.
-    """
-    histogram = _section(summary, k.HISTOGRAM)
-    encoded = histogram.get(k.HISTOGRAM_HDR)
-    if not isinstance(encoded, str) or histogram.get(k.HISTOGRAM_UNIT, "ns") != "ns":
-        return {}
-    try:
-        hdr = HdrHistogram.decode(encoded)
-        if not hdr.get_total_count():
-            return {}
-        found = hdr.get_percentile_to_value_dict(list(SUMMARY_PERCENTILES.values()))
-        low, high = hdr.get_min_value(), hdr.get_max_value()
-    except Exception:  # noqa: BLE001 - any damage to untrusted base64/zlib/struct data reads as "unreadable"
-        notes.append("the JSON summary's histogram cannot be read; its percentile keys are used instead")
-        return {}
-    return {**{key: float(found[p]) for key, p in SUMMARY_PERCENTILES.items()}, "min": float(low), "max": float(high)}
-
-
-def _from_intervals(intervals: Sequence[IntervalFigures], unit: str, startup: Startup | None) -> RunFigures:
-    """What the intervals tell of the whole run: counts and rate exactly, percentiles as estimates."""
-    good = sum(i.good for i in intervals)
-    bad = sum(i.bad for i in intervals)
-    failed = sum(i.failed for i in intervals)
-    seconds = [s for i in intervals if (s := i.seconds) is not None]
-    duration = sum(seconds) if len(seconds) == len(intervals) else None
-    skipped = [i.skipped for i in intervals]
-    goals = [i.t for i in intervals]
-    goal = sum(t for t in goals if t is not None) if None not in goals else None  # a bench has none
-    rate_target = startup.rate if startup is not None else (goal / duration if goal and duration else None)
-    return RunFigures(
-        requests=good + bad + failed,
-        good=good,
-        bad=bad,
-        failed=failed,
-        skipped=sum(s for s in skipped if s is not None) if None not in skipped else None,
-        goal_percent=goal_percent(good + bad, goal) if goal is not None else None,
-        rate_target=rate_target,
-        rate_achieved=round((good + bad + failed) / duration, 3) if duration else None,
-        duration_seconds=round(duration, 3) if duration is not None else None,
-        intervals=len(intervals),
-        **_interval_latencies(intervals, UNIT_NS[unit]),
-    )
-
-
-def _interval_latencies(intervals: Sequence[IntervalFigures], scale: int) -> dict[str, Any]:
-    """min and max exactly (to the unit); percentiles and mean estimated from each interval's row."""
-    answered = [i for i in intervals if i.responses]
-    if not answered:
-        return {}
-    groups = [
-        (i.responses, interval_points(i.min, {q: getattr(i, key) for key, q in _INTERVAL_QUANTILES.items()}, i.max))
-        for i in answered
-    ]
-    found = estimate(groups, _ESTIMATED_QUANTILES)
-    if any(i.p999 is None for i in answered):
-        found.pop("p999", None)  # slow_cooker's rows have no real p999 to estimate it from
-    latency = {key: round(value, 3) * scale for key, value in found.items()}
-    latency["min"] = min(i.min for i in answered) * scale
-    latency["max"] = max(i.max for i in answered) * scale
-    return {"latency_ns": latency, "estimated": frozenset(found)}
-
-
 # --- Values from untrusted JSON -------------------------------------------------------------
 
 
-def _section(summary: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """A nested object of the summary, or an empty one when it is missing or not an object."""
-    value = summary.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _number(value: Any) -> float | None:
-    """A finite JSON number, or None for anything else (strings, booleans, null, NaN)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _count(value: Any) -> int | None:
-    return value if _is_int(value) and value >= 0 else None
