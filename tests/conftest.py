@@ -22,11 +22,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.faultserver import FaultServer
+from tests.support.faultserver import FaultServer
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"  # real slow_cooker output, copied from shared/reference
 NGINX_PAGE = b"x" * 611 + b"\n"  # 612 bytes, the size of nginx's default page in the seed
+
+
+# Markers come from where a test is and what it needs, never from a decorator someone must
+# remember: `-m unit`, `-m "integration and not nginx"`, ... select truly.
+_NGINX_FIXTURES = {"nginx", "tls_nginx"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = item.path.relative_to(REPO / "tests").parts[0]
+        if tier in ("unit", "integration"):
+            item.add_marker(tier)
+        if _NGINX_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker("nginx")
 
 
 def free_port() -> int:
@@ -306,17 +320,17 @@ def assert_due_sends_accounted(summary: dict) -> None:
 
 
 @pytest.fixture(scope="session")
-def pki(tmp_path_factory: pytest.TempPathFactory):  # -> tests.certs.Pki
+def pki(tmp_path_factory: pytest.TempPathFactory):  # -> tests.support.certs.Pki
     """A CA, a server certificate for 127.0.0.1 and localhost, a client certificate (tests/certs.py)."""
-    from tests.certs import make_pki
+    from tests.support.certs import make_pki
 
     return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="session")
-def tls_nginx(pki, tmp_path_factory: pytest.TempPathFactory):  # -> Iterator[tests.tlsservers.TlsNginx]
+def tls_nginx(pki, tmp_path_factory: pytest.TempPathFactory):  # -> Iterator[tests.support.tlsservers.TlsNginx]
     """nginx on four free loopback ports: HTTPS (+HTTP/2), mTLS, cleartext HTTP/2, HTTPS HTTP/1.1 only."""
-    from tests.tlsservers import tls_nginx as start
+    from tests.support.tlsservers import tls_nginx as start
 
     ports: list[int] = []
     while len(ports) < 4:

@@ -1,0 +1,101 @@
+"""HTTP/2 through the httpx transport, against real nginx with the session's certificates.
+
+That HTTP/2 was really spoken is checked on both sides: nginx logs each request's protocol
+($server_protocol) and connection, and the summary's `connections` says what each
+connection the runner opened speaks. The fast transport speaks HTTP/1.1 only, so
+`http2` with it is a usage error naming both settings, never a silent switch of client.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import assert_counts_add_up, run_soak
+from tests.support.certs import Pki
+from tests.support.tlsservers import Logged, TlsNginx
+
+HTTPX = ("--transport", "httpx", "--http2")
+TEN = ("--qps", "50", "--concurrency", "2", "--interval", "1s", "--totalRequests", "10")
+
+
+def new_entries(server: TlsNginx, before: int, port: int) -> list[Logged]:
+    return [e for e in server.logged()[before:] if e.port == port]
+
+
+def test_http2_over_tls_is_negotiated_one_connection_per_client(tls_nginx: TlsNginx, pki: Pki) -> None:
+    before = len(tls_nginx.logged())
+    run = run_soak(*HTTPX, *TEN, "--caBundle", str(pki.ca), tls_nginx.url(tls_nginx.https_port))
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    assert summary["statusCodes"] == {"200": 10}
+    assert summary["connections"] == {"HTTP/2 TLSv1.3": 2}
+    seen = new_entries(tls_nginx, before, tls_nginx.https_port)
+    assert [(e.protocol, e.tls) for e in seen] == [("HTTP/2.0", "TLSv1.3")] * 10
+    assert len({e.connection for e in seen}) == 2
+
+
+def test_http2_over_cleartext_uses_prior_knowledge(tls_nginx: TlsNginx) -> None:
+    before = len(tls_nginx.logged())
+    run = run_soak(*HTTPX, *TEN, tls_nginx.url(tls_nginx.h2c_port, scheme="http"))
+    assert run.returncode == 0, run.stderr
+    assert run.summary["statusCodes"] == {"200": 10}
+    assert run.summary["connections"] == {"HTTP/2": 2}
+    seen = new_entries(tls_nginx, before, tls_nginx.h2c_port)
+    assert [(e.protocol, e.tls) for e in seen] == [("HTTP/2.0", "-")] * 10
+
+
+def test_open_model_keeps_one_connection_per_client(tls_nginx: TlsNginx, pki: Pki) -> None:
+    """In the open model requests may overlap: HTTP/2 multiplexes them on the client's one connection."""
+    before = len(tls_nginx.logged())
+    run = run_soak(*HTTPX, "--loadModel", "open", "--qps", "200", "--concurrency", "2", "--interval", "1s",
+                   "--totalRequests", "100", "--caBundle", str(pki.ca), tls_nginx.url(tls_nginx.https_port))
+    assert run.returncode == 0, run.stderr
+    assert run.summary["statusCodes"] == {"200": 100}
+    assert run.summary["connections"] == {"HTTP/2 TLSv1.3": 2}
+    seen = new_entries(tls_nginx, before, tls_nginx.https_port)
+    assert len(seen) == 100 and len({e.connection for e in seen}) == 2
+
+
+def test_no_reuse_opens_a_connection_per_request(tls_nginx: TlsNginx, pki: Pki) -> None:
+    before = len(tls_nginx.logged())
+    run = run_soak(*HTTPX, *TEN, "--noReuse", "--caBundle", str(pki.ca), tls_nginx.url(tls_nginx.https_port))
+    assert run.returncode == 0, run.stderr
+    assert run.summary["statusCodes"] == {"200": 10}
+    assert run.summary["connections"] == {"HTTP/2 TLSv1.3": 10}
+    seen = new_entries(tls_nginx, before, tls_nginx.https_port)
+    assert len({e.connection for e in seen}) == 10 and {e.protocol for e in seen} == {"HTTP/2.0"}
+
+
+def test_bench_phases_come_from_http2_events(tls_nginx: TlsNginx, pki: Pki) -> None:
+    run = run_soak("bench", *HTTPX, "-n", "40", "-c", "2", "-k", "--caBundle", str(pki.ca),
+                   tls_nginx.url(tls_nginx.https_port))
+    assert run.returncode == 0, run.stderr
+    bench = run.summary["bench"]
+    assert bench["complete"] == 40 and bench["failed"] == 0
+    phases = bench["phases"]
+    # Two connections were opened (connect > 0 for those), 38 requests reused them (connect 0).
+    assert phases["connect"]["min"] == 0 and phases["connect"]["max"] > 0
+    assert 0 < phases["waiting"]["min"] <= phases["waiting"]["max"] <= phases["total"]["max"]
+    assert run.summary["connections"] == {"HTTP/2 TLSv1.3": 2}
+
+
+def test_a_server_without_http2_fails_as_protocol_and_says_why(tls_nginx: TlsNginx, pki: Pki) -> None:
+    url = tls_nginx.url(tls_nginx.http1_port)
+    run = run_soak(*HTTPX, *TEN, "--caBundle", str(pki.ca), url)
+    assert run.returncode == 0, run.stderr
+    assert run.summary["errors"] == {"protocol": 10}
+    assert f'GET "{url}": protocol: the server did not agree to HTTP/2 (ALPN: http/1.1) (10 times)' \
+        in run.stderr.splitlines()
+
+
+def test_http2_with_the_fast_transport_is_a_usage_error(tls_nginx: TlsNginx) -> None:
+    before = len(tls_nginx.logged())
+    message = 'soak: http2: true needs "transport": "httpx" (the fast transport speaks HTTP/1.1 only)\n'
+    for args in (["--http2"], ["--transport", "fast", "--http2"], ["validate", "--http2"]):
+        run = run_soak(*args, *TEN, tls_nginx.url(tls_nginx.h2c_port, scheme="http"))
+        assert (run.returncode, run.stderr, run.stdout) == (2, message, ""), args
+    assert len(tls_nginx.logged()) == before
+
+
+def test_validate_says_http2(tls_nginx: TlsNginx) -> None:
+    run = run_soak("validate", "--transport", "httpx", "--http2", tls_nginx.url(tls_nginx.h2c_port, scheme="http"))
+    assert run.returncode == 0, run.stderr
+    assert "HTTP/2 on every connection (prior knowledge over http, ALPN over https)" in run.lines

@@ -1,0 +1,71 @@
+"""The Dockerfile, as far as it can be checked without a Docker engine.
+
+hadolint is clean, the base image is pinned, the user is numeric and is the one the
+manifests run as, dependencies come pinned from the project's own metadata, and the
+entrypoint it names exists and runs after `pip install .` in a fresh virtual environment.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from tests.conftest import REPO
+from tests.support.pallet import dockerfile_instruction
+
+DOCKERFILE = (REPO / "Dockerfile").read_text()
+
+
+def test_hadolint_is_clean() -> None:
+    done = subprocess.run(["hadolint", "Dockerfile"], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_base_image_is_a_pinned_slim_python_that_satisfies_the_project() -> None:
+    (image,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE, re.M)
+    found = re.fullmatch(r"python:(3)\.(\d+)\.(\d+)-slim-\w+", image)
+    assert found, f"{image} is not pinned to a patch version of a slim image"
+    required = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert required == ">=3.11" and int(found.group(2)) >= 11
+    assert DOCKERFILE.count("FROM ${PYTHON_IMAGE}") == 2
+
+
+def test_runs_unbuffered_as_a_numeric_non_root_user() -> None:
+    assert "PYTHONUNBUFFERED=1" in DOCKERFILE
+    (user,) = re.findall(r"^USER (\S+)$", DOCKERFILE, re.M)
+    uid, gid = (int(part) for part in user.split(":"))
+    assert uid >= 1000 and gid >= 1000
+
+
+def test_the_lock_pins_every_dependency_as_pyproject_does() -> None:
+    """The image installs with -c requirements.lock: it must agree with pyproject's own pins."""
+    lock = {}
+    for line in (REPO / "requirements.lock").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            lock[name.lower().replace("_", "-")] = version
+    for requirement in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]:
+        spec = requirement.split(";")[0].strip()
+        name, version = spec.split("==")
+        assert lock.get(name.lower()) == version, f"{spec} is not what requirements.lock pins"
+    assert "--constraint /tmp/requirements.lock" in DOCKERFILE
+
+
+def test_the_entrypoint_exists_after_pip_install_in_a_fresh_venv(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    done = subprocess.run([*pip, "--constraint", "requirements.lock", "."], capture_output=True, text=True,
+                          cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stderr
+    (entrypoint,) = dockerfile_instruction("ENTRYPOINT")
+    executable = venv / "bin" / entrypoint
+    assert executable.exists(), f"pip install . does not install {entrypoint}"
+    # The image's default command, exactly: ENTRYPOINT + CMD.
+    run = subprocess.run([str(executable), *dockerfile_instruction("CMD")], capture_output=True, text=True,
+                         timeout=120, cwd=Path("/"))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("# sending 100 GET req/s with concurrency=5 to http://127.0.0.1:")

@@ -1,0 +1,193 @@
+"""The pallet's Kubernetes manifests, as `kubectl kustomize` renders them.
+
+Every variant (the root, and the root with each optional component turned on the way
+README says: by uncommenting its line) is rendered with the real kubectl, validated
+against the Kubernetes schemas in strict mode, and checked for what schemas cannot say.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from runner.config.jsonfile import read_config_file
+from runner.config.settings import merge, settings_from
+from runner.config.urls import load_url_file
+from tests.conftest import REPO
+from tests.support.pallet import VARIANTS, find, mounted_files, pod_specs, render, soak_container
+
+# Native sidecars (the linkerd component) need 1.29; the schemas we validate against end at 1.37.
+KUBERNETES_VERSIONS = [f"1.{minor}.0" for minor in range(29, 38)]
+YAMLLINT = ("{extends: default, rules: {line-length: {max: 120}, document-start: disable, "
+            "comments: {min-spaces-from-content: 1}, comments-indentation: disable}}")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_renders_the_pallet(variant: str) -> None:
+    kinds = sorted((r["kind"], r["metadata"].get("namespace", ""), r["metadata"]["name"].split("-")[0])
+                   for r in render(variant))
+    assert kinds == [
+        ("ConfigMap", "soak", "soak"), ("ConfigMap", "soak", "soak"), ("CronJob", "soak", "soak"),
+        ("Deployment", "nginx", "nginx"), ("Namespace", "", "nginx"), ("Namespace", "", "soak"),
+        ("Service", "nginx", "nginx"),
+    ]
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_resource_validates_strictly(variant: str, version: str) -> None:
+    for resource in render(variant):
+        try:
+            kubernetes_validate.validate(resource, version, strict=True)
+        except kubernetes_validate.ValidationError as e:
+            pytest.fail(f"{resource['kind']} {resource['metadata']['name']} on {version}: {e.message}")
+
+
+def test_source_yaml_is_lint_clean() -> None:
+    files = ["kustomization.yaml", "urlsconfigmap.yaml", "manifests"]
+    done = subprocess.run(["yamllint", "--strict", "-d", YAMLLINT, *files], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_cronjob_runs_hourly_one_at_a_time_and_never_retries() -> None:
+    cronjob = find(render("base"), "CronJob", "soak")["spec"]
+    assert cronjob["schedule"] == "0 * * * *"
+    assert cronjob["timeZone"] == "Etc/UTC"
+    assert cronjob["concurrencyPolicy"] == "Forbid"
+    # Late enough to start right after an overrunning soak, early enough not to pile up.
+    assert 0 < cronjob["startingDeadlineSeconds"] < 3600
+    assert cronjob["successfulJobsHistoryLimit"] >= 1 and cronjob["failedJobsHistoryLimit"] >= 1
+    job = cronjob["jobTemplate"]["spec"]
+    assert job["backoffLimit"] == 0
+    assert job["ttlSecondsAfterFinished"] >= 3600
+    pod = job["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    assert pod["automountServiceAccountToken"] is False
+
+
+def test_the_deadline_outlasts_the_configured_soak() -> None:
+    """activeDeadlineSeconds kills a hung run, not a healthy one: it exceeds the soak's length."""
+    settings = settings_from(merge(read_config_file(str(REPO / "configuration.json"))))
+    deadline = find(render("base"), "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"]
+    assert settings.pace.run_ns is not None
+    run_s = settings.pace.run_ns / 1e9
+    assert run_s + 5 * 60 <= deadline <= run_s + 30 * 60
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_container_meets_the_restricted_profile(variant: str) -> None:
+    for name, pod in pod_specs(render(variant)):
+        pod_context = pod.get("securityContext", {})
+        assert pod_context.get("seccompProfile", {}).get("type") == "RuntimeDefault", name
+        assert pod_context.get("runAsNonRoot") is True, name
+        assert isinstance(pod_context.get("runAsUser"), int) and pod_context["runAsUser"] > 0, name
+        assert pod.get("automountServiceAccountToken") is False, name
+        assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC"), name
+        for container in pod.get("initContainers", []) + pod["containers"]:
+            context = container.get("securityContext", {})
+            where = f"{name}/{container['name']}"
+            assert context.get("allowPrivilegeEscalation") is False, where
+            assert context.get("privileged", False) is False, where
+            assert context.get("capabilities", {}).get("drop") == ["ALL"], where
+            assert not context.get("capabilities", {}).get("add"), where
+            assert context.get("readOnlyRootFilesystem") is True, where
+            assert context.get("runAsNonRoot", True) is True, where
+            assert context.get("seccompProfile", {"type": "RuntimeDefault"})["type"] == "RuntimeDefault", where
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_container_has_resources(variant: str) -> None:
+    for name, pod in pod_specs(render(variant)):
+        for container in pod["containers"]:
+            resources = container.get("resources", {})
+            assert {"cpu", "memory"} <= set(resources.get("requests", {})), name
+            assert "memory" in resources.get("limits", {}), name
+            # A CPU limit throttles, and throttling would read as latency in the results.
+            assert "cpu" not in resources.get("limits", {}), name
+
+
+def test_nginx_is_probed_and_the_service_reaches_it_where_the_default_url_points() -> None:
+    resources = render("base")
+    deployment = find(resources, "Deployment", "nginx")
+    service = find(resources, "Service", "nginx")
+    pod = deployment["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    assert container["readinessProbe"]["httpGet"]["port"] in ("http", 8080)
+    assert "livenessProbe" in container
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    (port,) = service["spec"]["ports"]
+    assert port["port"] == 80
+    container_ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert port["targetPort"] in container_ports or port["targetPort"] in container_ports.values()
+    assert service["spec"]["type"] == "ClusterIP"
+    host = f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc.cluster.local"
+    assert load_url_file(str(REPO / "urlsconfigmap.yaml")) == [f"http://{host}"]
+
+
+def test_namespaces_enforce_the_restricted_profile() -> None:
+    for name in ("nginx", "soak"):
+        labels = find(render("base"), "Namespace", name)["metadata"]["labels"]
+        assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_config_mounts_are_where_the_runner_reads() -> None:
+    """The runner's --config and --urls paths are files of the mounted, rendered ConfigMaps."""
+    resources = render("base")
+    files = mounted_files(resources)
+    args = soak_container(resources)["args"]
+    config_path = args[args.index("--config") + 1]
+    urls_path = args[args.index("--urls") + 1]
+    assert json.loads(files[config_path]) == json.loads((REPO / "configuration.json").read_text())
+    assert files[urls_path] == yaml.safe_load((REPO / "urlsconfigmap.yaml").read_text())["data"]["urls.txt"]
+    for mount in soak_container(resources)["volumeMounts"]:
+        if mount["mountPath"].startswith("/etc/soak"):
+            assert mount["readOnly"] is True
+
+
+def test_the_image_is_set_in_one_place_and_matches_the_dockerfile_user() -> None:
+    kustomization = yaml.safe_load((REPO / "kustomization.yaml").read_text())
+    (soak_image,) = [i for i in kustomization["images"] if i["name"] == "soak"]
+    resources = render("base")
+    assert soak_container(resources)["image"] == f"{soak_image['newName']}:{soak_image['newTag']}"
+    pod = find(resources, "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    user = [line.split()[1] for line in (REPO / "Dockerfile").read_text().splitlines() if line.startswith("USER ")]
+    assert user == [f"{pod['securityContext']['runAsUser']}:{pod['securityContext']['runAsGroup']}"]
+
+
+def test_linkerd_component_injects_native_sidecars_in_both_namespaces() -> None:
+    for name in ("nginx", "soak"):
+        metadata = find(render("linkerd"), "Namespace", name)["metadata"]
+        assert metadata["annotations"]["linkerd.io/inject"] == "enabled"
+        assert metadata["annotations"]["config.beta.linkerd.io/proxy-enable-native-sidecar"] == "true"
+        assert metadata["annotations"]["config.alpha.linkerd.io/proxy-enable-native-sidecar"] == "true"
+        assert metadata["labels"]["pod-security.kubernetes.io/warn"] == "restricted"
+    assert "annotations" not in find(render("base"), "Namespace", "soak")["metadata"]
+
+
+def test_nginx_10_replicas_component() -> None:
+    assert find(render("nginx-10-replicas"), "Deployment", "nginx")["spec"]["replicas"] == 10
+    assert find(render("base"), "Deployment", "nginx")["spec"]["replicas"] == 1
+    both = render("linkerd+nginx-10-replicas")
+    assert find(both, "Deployment", "nginx")["spec"]["replicas"] == 10
+
+
+def test_metrics_component_serves_and_annotates_port_9090() -> None:
+    """The runner's --metricAddr, the container port and the prometheus.io annotations agree."""
+    for variant in ("metrics", "linkerd+scale-out+metrics"):
+        resources = render(variant)
+        container = soak_container(resources)
+        assert container["args"][-1] == "--metricAddr=:9090"
+        addr = settings_from(merge({"metricAddr": container["args"][-1].split("=", 1)[1]})).metrics.addr
+        (port,) = container["ports"]
+        assert port == {"name": "metrics", "containerPort": int(addr.rsplit(":", 1)[1]), "protocol": "TCP"}
+        template = find(resources, "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]
+        assert template["metadata"]["annotations"] == {
+            "prometheus.io/scrape": "true", "prometheus.io/port": str(port["containerPort"]), "prometheus.io/path": "/metrics",
+        }
+    base = soak_container(render("base"))
+    assert "ports" not in base and not any(a.startswith("--metricAddr") for a in base["args"])

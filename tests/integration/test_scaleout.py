@@ -1,0 +1,463 @@
+"""Scale-out: a run split over pods (an Indexed Job) or local workers, and merged back exactly.
+
+The pods are the rendered scale-out CronJob's exact command, run once per index with
+JOB_COMPLETION_INDEX set as Kubernetes sets it, against real nginx; their logs go through
+`soak merge` as `kubectl logs --prefix` prints them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from runner.load.schedule import Schedule
+from runner.load.shards import Shard, aligned_start, shard_of
+from runner.report.slowcooker import goal_percent, rounded_goal
+from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak, soak_command
+from tests.support.pallet import find, pod_command, render
+
+SHARDS = 3
+INTERVAL_S = 2  # the pods' interval in these tests
+
+
+# --- the manifests --------------------------------------------------------------------------
+
+
+def test_the_component_makes_an_indexed_job_with_the_count_in_one_place() -> None:
+    job = find(render("scale-out"), "CronJob", "soak")["spec"]["jobTemplate"]["spec"]
+    assert job["completionMode"] == "Indexed"
+    assert job["completions"] == job["parallelism"] == SHARDS
+    assert job["template"]["spec"]["containers"][0]["args"][0] == f"--shards={SHARDS}"
+    assert job["backoffLimit"] == 0
+    base = find(render("base"), "CronJob", "soak")["spec"]["jobTemplate"]["spec"]
+    assert "completionMode" not in base and not any(a.startswith("--shards") for a in
+                                                   base["template"]["spec"]["containers"][0]["args"])
+
+
+# --- pods of an Indexed Job against nginx, merged ------------------------------------------
+
+
+@dataclass
+class PodRun:
+    logs: list[str]  # each pod's stdout + stderr, as kubectl logs shows it
+    shard_summaries: list[dict]
+    logged: int  # requests nginx logged during the run
+
+    @property
+    def late(self) -> list[int]:
+        """How many intervals after the first pod each pod started: all 0 unless the machine
+        was too busy to start a pod before the boundary the others agreed on."""
+        starts = [s["shard"]["startWall"] for s in self.shard_summaries]
+        return [round((start - min(starts)) / INTERVAL_S) for start in starts]
+
+    @property
+    def apart(self) -> str:
+        """What `soak merge` says on stderr of these pods' starts."""
+        return apart_note(self.late)
+
+
+def apart_note(late: list[int]) -> str:
+    """merge's note on shards that started `late[i]` intervals after the first ("" if together)."""
+    if not any(late):
+        return ""
+    said = ", ".join(f"shard {i}: {n} interval{'s' if n > 1 else ''} late" for i, n in enumerate(late) if n)
+    return (f"soak merge: the shards did not start together ({said}); the first and last intervals hold only "
+            "some shards' load\n")
+
+
+def after_a_boundary(interval_s: float, margin_s: float = 0.1) -> None:
+    """Wait until `margin_s` after a multiple of the interval: pods started now have almost a
+    whole interval to come up before the boundary they agree on."""
+    time.sleep((margin_s - time.time() % interval_s) % interval_s)
+
+
+@pytest.fixture(scope="module")
+def pods(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> PodRun:
+    """The scale-out CronJob's command, once per index, at the same time, for three 2 s intervals."""
+    root = tmp_path_factory.mktemp("pods")
+    command, env = pod_command(render("scale-out"), root / "pod", nginx.url)
+    before = nginx.requests_logged()
+    after_a_boundary(INTERVAL_S)
+    processes = [
+        subprocess.Popen([*command, "--interval", f"{INTERVAL_S}s", "--iterations", "3", "--latencyUnit", "us"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=root,
+                         env={**os.environ, "TZ": "UTC", **env, "JOB_COMPLETION_INDEX": str(index)})
+        for index in range(SHARDS)
+    ]
+    logs = [p.communicate(timeout=60)[0] for p in processes]
+    assert [p.returncode for p in processes] == [0] * SHARDS, logs
+    return PodRun(logs, [assert_counts_add_up(log) for log in logs], nginx.requests_logged() - before)
+
+
+def merge(*texts: str, files: list[Path] | None = None) -> subprocess.CompletedProcess[str]:
+    """`soak merge`, reading `texts` on stdin (or the files given)."""
+    return subprocess.run(soak_command("merge", *(str(f) for f in files or [])), input="".join(texts),
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "TZ": "UTC"})
+
+
+def prefixed(index: int, log: str) -> str:
+    """A pod's log as `kubectl logs --prefix` prints it."""
+    return "".join(f"[pod/soak-29400000-{index}-x7k2p/soak] {line}\n" for line in log.splitlines())
+
+
+def test_each_pod_sends_its_share_from_the_same_instant(pods: PodRun) -> None:
+    concurrency = [2, 2, 1]  # configuration.json's 5 clients over 3 pods: the remainder to the first
+    for index, (log, summary) in enumerate(zip(pods.logs, pods.shard_summaries, strict=True)):
+        assert f"with concurrency={concurrency[index]} " in log.splitlines()[0]
+        assert log.splitlines()[0].endswith(f"(shard {index} of {SHARDS}) ...")
+        assert summary["shard"]["index"] == index and summary["shard"]["count"] == SHARDS
+    # On one instant, recorded exactly (not a few us apart); a pod that came up after the others'
+    # boundary (a busy machine) starts exactly a whole interval later.
+    starts = [s["shard"]["startWall"] for s in pods.shard_summaries]
+    for start, late in zip(starts, pods.late, strict=True):
+        assert start - min(starts) == late * INTERVAL_S
+        assert abs(start - round(start / INTERVAL_S) * INTERVAL_S) < 0.001, "on a multiple of the interval"
+
+
+def test_merged_totals_are_the_sum_and_match_what_nginx_saw(pods: PodRun) -> None:
+    done = merge(*(prefixed(i, log) for i, log in enumerate(pods.logs)))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == pods.apart
+    merged = assert_counts_add_up(done.stdout)
+    for key in ("requests", "good", "bad", "failed", "skipped", "bytesIn"):
+        assert merged[key] == sum(s[key] for s in pods.shard_summaries), key
+    assert merged["requests"] == pods.logged and merged["requests"] + merged["skipped"] == 600
+    due = sum(i["t"] for i in merged["intervalStats"])
+    assert merged["goalPercent"] == goal_percent(merged["good"] + merged["bad"], due)
+    assert merged["shards"] == {"count": SHARDS, "merged": [0, 1, 2], "missing": [], "incomplete": []}
+    assert done.stdout.splitlines()[0].startswith("# sending 100 GET req/s with concurrency=5 to http://127.0.0.1:")
+    assert "shard" not in merged, "the merged run is the whole run, not a shard"
+
+
+def test_merged_lines_add_up_the_pods_lines_of_the_same_time(pods: PodRun) -> None:
+    """Merged line k holds each pod's line for the same stretch of time, added exactly: the
+    merged run is as accurate as its pods (how accurate that is, is the benchmark's to say)."""
+    done = merge(*(prefixed(i, log) for i, log in enumerate(pods.logs)))
+    lines = [parse_interval(line) for line in done.stdout.splitlines() if line[:1].isdigit()]
+    own = [[parse_interval(line) for line in log.splitlines() if line[:1].isdigit()] for log in pods.logs]
+    assert len(lines) == 3 + max(pods.late)
+    for k, line in enumerate(lines):
+        sending = [i for i in range(SHARDS) if 0 <= k - pods.late[i] < 3]  # each a third of 200 a 2 s interval
+        assert line.interval == "2s" and line.target == rounded_goal(200 * len(sending) / SHARDS), k
+        for column in ("good", "bad", "failed"):
+            assert getattr(line, column) == sum(getattr(own[i][k - pods.late[i]], column) for i in sending), k
+
+
+def test_merged_percentiles_are_those_of_the_union_of_histograms(pods: PodRun) -> None:
+    """Never averaged percentiles: the merged ones are the union's, from its buckets."""
+    done = merge(*(prefixed(i, log) for i, log in enumerate(pods.logs)))
+    merged = assert_counts_add_up(done.stdout)
+    union = HdrHistogram(1, 3_600_000_000_000, 3)
+    for summary in pods.shard_summaries:
+        union.add(HdrHistogram.decode(summary["histogram"]["hdr"]))
+    top = max(s["max"] for s in pods.shard_summaries) * 1000 + 999  # the exact max, in ns, to within the unit
+    wanted = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
+    expected = {key: min(union.get_value_at_percentile(p), top) // 1000 for key, p in wanted.items()}
+    assert {key: merged[key] for key in wanted} == expected
+    assert merged["max"] == max(s["max"] for s in pods.shard_summaries)
+    assert merged["min"] == min(s["min"] for s in pods.shard_summaries)
+    averaged = sum(s["p99"] for s in pods.shard_summaries) / SHARDS
+    assert merged["p99"] == expected["p99"], f"not the average of the pods' p99s ({averaged})"
+
+
+def test_a_missing_pod_is_reported_not_dropped_silently(pods: PodRun) -> None:
+    done = merge(prefixed(0, pods.logs[0]), prefixed(2, pods.logs[2]))
+    assert done.returncode == 0
+    assert done.stderr == "soak merge: shard 1 of 3: no output found, not merged\n"
+    merged = assert_counts_add_up(done.stdout)
+    assert merged["shards"]["missing"] == [1] and merged["shards"]["merged"] == [0, 2]
+    assert merged["requests"] == pods.shard_summaries[0]["requests"] + pods.shard_summaries[2]["requests"]
+
+
+def test_a_truncated_pod_log_is_reported_as_incomplete(pods: PodRun, tmp_path: Path) -> None:
+    cut = pods.logs[2][: pods.logs[2].index("\n{\n") + 40]  # cut inside its JSON summary
+    files = []
+    for index, log in enumerate([pods.logs[0], pods.logs[1], cut]):
+        files.append(tmp_path / f"pod-{index}.log")
+        files[-1].write_text(log)
+    done = merge(files=files)
+    assert done.returncode == 0, done.stderr
+    assert f"{files[2]}: shard 2's log has no complete summary (cut off?)" in done.stderr
+    assert "shard 2 of 3: its output has no usable summary (cut off or damaged), not merged" in done.stderr
+    merged = assert_counts_add_up(done.stdout)
+    assert merged["shards"]["incomplete"] == [2] and merged["shards"]["merged"] == [0, 1]
+
+
+def test_pods_logs_joined_without_prefixes_merge_as_with_them(pods: PodRun) -> None:
+    """`cat pod-0.log pod-1.log pod-2.log | soak merge`: each pod's log in the text is one shard."""
+    joined = merge(*pods.logs)
+    assert (joined.returncode, joined.stderr) == (0, pods.apart)
+    prefixed_output = merge(*(prefixed(i, log) for i, log in enumerate(pods.logs))).stdout
+    assert assert_counts_add_up(joined.stdout) == assert_counts_add_up(prefixed_output)
+    assert assert_counts_add_up(joined.stdout)["shards"]["merged"] == [0, 1, 2]
+
+
+REFUSED = "; merge one run's logs at a time (kubectl logs -l job-name=JOB --prefix --tail=-1 | soak merge)\n"
+
+
+def another_run(log: str, index: int, *, later_s: float = 0, qps: int | None = None) -> str:
+    """The pod's log as if from another run: started `later_s` later, or with another qps, and another Job's pod."""
+    summary = log[log.index("\n{\n"):]
+    start = float(summary.split('"startWall": ', 1)[1].split(",", 1)[0])
+    changed = summary.replace(f'"startWall": {start},', f'"startWall": {start + later_s},')
+    if qps is not None:
+        changed = changed.replace('\n    "qps": 100,', f'\n    "qps": {qps},')
+    return "".join(f"[pod/soak-29400060-{index}-b8q4z/soak] {line}\n"
+                   for line in (log[: log.index("\n{\n")] + changed).splitlines())
+
+
+def test_logs_of_two_runs_are_refused_saying_what_differs(pods: PodRun) -> None:
+    """`kubectl logs -l app=soak` brings the earlier runs' pods too: mixed, they are no run at all."""
+    today = [prefixed(i, log) for i, log in enumerate(pods.logs)]
+    other_qps = merge(today[0], another_run(pods.logs[1], 1, qps=300), today[2])
+    assert other_qps.returncode == 2 and other_qps.stdout == ""
+    assert other_qps.stderr == ("soak: merge: the logs hold more than one run (jobs soak-29400000 and soak-29400060): "
+                                "shard 1 (pod/soak-29400060-1-b8q4z/soak) ran with qps 300, shard 0 "
+                                f"(pod/soak-29400000-0-x7k2p/soak) with qps 100{REFUSED}")
+    yesterday = merge(*today, another_run(pods.logs[0], 0, later_s=-86_400))
+    assert yesterday.returncode == 2
+    assert yesterday.stderr.startswith("soak: merge: the logs hold more than one run (jobs soak-29400000 and "
+                                       "soak-29400060): shard 0 appears twice (started ")
+    assert " in pod/soak-29400060-0-b8q4z/soak and " in yesterday.stderr and yesterday.stderr.endswith(REFUSED)
+    an_hour_apart = merge(today[0], today[1], another_run(pods.logs[2], 2, later_s=3_600))
+    assert an_hour_apart.returncode == 2
+    assert "shard 2 (pod/soak-29400060-2-b8q4z/soak) started " in an_hour_apart.stderr
+    assert ": more than 1m2s apart" + REFUSED in an_hour_apart.stderr
+
+
+def test_a_pod_one_interval_late_is_still_merged(pods: PodRun) -> None:
+    late = another_run(pods.logs[2], 2, later_s=2)
+    done = merge(prefixed(0, pods.logs[0]), prefixed(1, pods.logs[1]), late)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == apart_note([*pods.late[:2], pods.late[2] + 1])
+    assert assert_counts_add_up(done.stdout)["shards"]["merged"] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ('\n    "interval": "2s",', '\n    "interval": "0s",', 'config.interval: "0s" is not allowed'),
+    ('"startWall": ', '"startWall": NaN, "was": ', "shard.startWall: NaN is not allowed"),
+    ('"tally": {\n          "good": ', '"tally": {"good": null, "was": ', "shard.intervals[2].tally: not a tally record"),
+    ('"cpuSeconds": ', '"cpuSeconds": null, "was": ', "shard.cpuSeconds: null is not allowed"),
+])
+def test_a_damaged_summary_is_one_line_naming_it_not_a_traceback(pods: PodRun, tmp_path: Path, old: str, new: str,
+                                                                   said: str) -> None:
+    files = [tmp_path / f"pod-{index}.log" for index in range(SHARDS)]
+    for index, log in enumerate(pods.logs):
+        files[index].write_text(new.join(log.rsplit(old, 1)) if index == 1 else log)  # the last: in the shard record
+    done = merge(files=files)
+    assert done.returncode == 0, done.stderr
+    damage, dropped = done.stderr.splitlines()
+    assert damage.startswith(f"soak merge: {files[1]}: shard 1's summary cannot be merged: ") and said in damage
+    assert dropped == "soak merge: shard 1 of 3: its output has no usable summary (cut off or damaged), not merged"
+    assert assert_counts_add_up(done.stdout)["shards"]["incomplete"] == [1]
+    alone = merge(files=[files[1]])
+    assert alone.returncode == 2 and "Traceback" not in alone.stderr
+    assert alone.stderr.splitlines()[-1] == "soak: merge: no shard's summary found in the input: nothing to merge"
+
+
+def test_stdin_that_is_not_utf8_is_read_anyway() -> None:
+    """A stray byte in the logs (a target's garbled error text) must not stop a merge under a strict locale."""
+    done = subprocess.run(soak_command("merge"), input=b"\xff\n", capture_output=True, timeout=60,
+                          env={**os.environ, "TZ": "UTC", "PYTHONIOENCODING": "utf-8:strict"})
+    assert done.returncode == 2 and b"Traceback" not in done.stderr
+    assert done.stderr.decode().splitlines()[-1] == ("soak: merge: no shard's summary found in the input: "
+                                                     "nothing to merge")
+
+
+def test_pods_started_an_interval_apart_merge_to_a_true_goal(nginx: Nginx) -> None:
+    """Shard 0 comes up before a boundary, shards 1 and 2 just after it: they start (at least)
+    one 2 s interval later. Each interval's goal is the share of the shards sending in it, so
+    the goals add up to the sends due, made or skipped (it read 33% and 66% for the edge
+    intervals, and 74% for a run whose every request was sent on time)."""
+    after_a_boundary(INTERVAL_S, 0.2)  # shard 0 starts at the next boundary, B
+    flags = ["--shards", "3", "--qps", "60", "--concurrency", "3", "--interval", "2s", "--iterations", "2"]
+    env = {**os.environ, "TZ": "UTC"}
+    first = subprocess.Popen(soak_command(*flags, "--shard", "0", nginx.url), stdout=subprocess.PIPE, text=True,
+                             env=env)
+    time.sleep(INTERVAL_S)  # now after B: shards 1 and 2 start at B + 2 s, or later on a busy machine
+    rest = [subprocess.Popen(soak_command(*flags, "--shard", str(i), nginx.url), stdout=subprocess.PIPE, text=True,
+                             env=env) for i in (1, 2)]
+    logs = [p.communicate(timeout=60)[0] for p in (first, *rest)]
+    starts = [assert_counts_add_up(log)["shard"]["startWall"] for log in logs]
+    late = [round((start - min(starts)) / INTERVAL_S) for start in starts]
+    assert late[0] == 0 and late[1] >= 1 and late[2] >= 1
+    done = merge(*logs)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == apart_note(late)
+    merged = assert_counts_add_up(done.stdout)  # the goals add up to the due sends: 240
+    assert merged["requests"] + merged["skipped"] == 240
+    assert merged["goalPercent"] == goal_percent(merged["good"] + merged["bad"], 240)
+    lines = [parse_interval(line) for line in done.stdout.splitlines() if line[:1].isdigit()]
+    sending = [sum(1 for i in range(3) if 0 <= k - late[i] < 2) for k in range(len(lines))]
+    assert [line.target for line in lines] == [40 * n for n in sending]  # [40, 120, 80] when 1 interval late
+
+
+def test_nothing_to_merge_is_one_line_and_exit_2() -> None:
+    done = merge("# sending 100 GET req/s with concurrency=5 to http://127.0.0.1:9/ ...\nnot a summary\n")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == "soak: merge: no shard's summary found in the input: nothing to merge"
+
+
+# --- local workers --------------------------------------------------------------------------
+
+
+def test_workers_split_the_run_and_print_one_merged_output(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    run = run_soak("--qps", "300", "--concurrency", "4", "--interval", "2s", "--iterations", "3", "--workers", "2",
+                   nginx.url, timeout=60)
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    assert run.lines[0] == f"# sending 300 GET req/s with concurrency=4 to {nginx.url} ..."
+    lines = [parse_interval(line) for line in run.interval_lines]
+    assert [line.target for line in lines] == [600, 600, 600]
+    assert summary["requests"] == nginx.requests_logged() - before
+    assert summary["requests"] + summary["skipped"] == 1800
+    assert "shard" not in summary and summary["config"]["workers"] == 2
+
+
+def test_a_worker_that_dies_fails_the_run_and_its_share_shows_as_missing(nginx: Nginx) -> None:
+    """A worker killed (the OOM killer's SIGKILL) mid-run: the others finish, the output says
+    which worker failed and how, its share stays in the goal, and the exit code is 5, so the
+    Job shows Failed (it was 0, with stopReason "iterations")."""
+    process = subprocess.Popen(soak_command("--qps", "100", "--concurrency", "2", "--interval", "1s",
+                                            "--iterations", "3", "--workers", "2", nginx.url),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "TZ": "UTC"})
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    first += process.stdout.readline()
+    while not (line := process.stdout.readline())[:1].isdigit():  # the first interval line
+        first += line
+    children = subprocess.run(["pgrep", "-P", str(process.pid), "-f", "spawn_main"], capture_output=True,
+                              text=True).stdout.split()
+    assert len(children) == 2, children
+    os.kill(int(children[1]), signal.SIGKILL)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 5, err
+    summary = assert_counts_add_up(first + line + out)
+    assert list(summary["failedWorkers"]) in (["0"], ["1"])
+    assert f"worker {list(summary['failedWorkers'])[0]} failed: exited with code -9 before its summary" in err
+    assert summary["goalPercent"] < 90  # half the load went missing for two of three intervals
+
+
+def test_workers_stop_together_on_sigterm(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    process = subprocess.Popen(soak_command("--qps", "100", "--concurrency", "2", "--interval", "1s",
+                                            "--iterations", "600", "--workers", "2", nginx.url),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "TZ": "UTC"})
+    assert process.stdout is not None
+    lines = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        lines.append(line)
+        if line[:1].isdigit():
+            break
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=15)
+    assert time.monotonic() - sent < 5, "the workers and the parent stop promptly"
+    assert process.returncode == 0, err
+    summary = assert_counts_add_up("".join(lines) + out)
+    assert summary["stopReason"] == "signal SIGTERM"
+    assert summary["requests"] == nginx.requests_logged() - before
+
+
+def test_bad_splits_are_one_line_and_exit_2() -> None:
+    cases = [
+        (["--shards", "3", "--concurrency", "2"], "soak: concurrency: 2 is not allowed; must be at least shards x workers "
+                                                  "(3 x 1), so that every process has its share"),
+        (["--shards", "3", "--shard", "3"], "soak: shard: 3 is not allowed; must be from 0 to 2 (shards: 3)"),
+        (["--workers", "2", "--concurrency", "1"], "soak: concurrency: 1 is not allowed; must be at least shards x "
+                                                   "workers (1 x 2), so that every process has its share"),
+        # A share of 0 read as no limit: shard 2 of a 2-request run sent for the whole run.
+        (["--shards", "3", "--concurrency", "3", "--totalRequests", "2"],
+         "soak: totalRequests: 2 is not allowed; must be at least shards x workers (3 x 1), so that every process "
+         "has its share"),
+        (["--workers", "3", "--concurrency", "3", "--loadModel", "open", "--maxInFlight", "2"],
+         "soak: maxInFlight: 2 is not allowed; must be at least shards x workers (1 x 3), so that every process "
+         "has its share"),
+        (["--shards", "2", "--noLatencySummary"],
+         "soak: noLatencySummary: true is not allowed with shards: soak merge needs each shard's summary"),
+    ]
+    for flags, message in cases:
+        run = run_soak(*flags, "--iterations", "1", "http://127.0.0.1:9/", timeout=30)
+        assert (run.returncode, run.stderr) == (2, message + "\n"), flags
+    bad_index = run_soak("--shards", "2", "--iterations", "1", "http://127.0.0.1:9/",
+                         env={"JOB_COMPLETION_INDEX": "x"}, timeout=30)
+    assert bad_index.stderr == "soak: JOB_COMPLETION_INDEX: 'x' is not allowed; must be a whole number\n"
+
+
+# --- the split's arithmetic -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("shards", "workers"), [(1, 1), (3, 1), (1, 4), (2, 3), (5, 2)])
+def test_every_send_belongs_to_exactly_one_client_of_one_process(shards: int, workers: int) -> None:
+    concurrency = 11
+    owners: dict[int, tuple[int, int, int]] = {}
+    fewest = min(Shard(i, shards, w, workers).share(concurrency) for i in range(shards) for w in range(workers))
+    for index in range(shards):
+        for worker in range(workers):
+            shard = Shard(index, shards, worker, workers)
+            schedule = Schedule(0, 100.0, shard.share(concurrency), stride=shard.stride, offset=shard.offset)
+            for client in range(schedule.clients):
+                for k in range(50):
+                    n = schedule.send_number(client, k)
+                    assert n not in owners, (n, owners.get(n))
+                    owners[n] = (index, worker, client)
+    # Each process's first 50 x (its clients) sends are listed: every send up to the fewest's reach is owned.
+    assert set(range(50 * fewest * shards * workers)) <= set(owners), "no send is left out"
+
+
+@pytest.mark.parametrize(("total", "shards", "workers"), [(5, 3, 1), (10, 2, 3), (7, 1, 4), (100, 3, 3), (3, 3, 1)])
+def test_whole_numbers_split_exactly(total: int, shards: int, workers: int) -> None:
+    parts = [Shard(i, shards, w, workers).share(total) for i in range(shards) for w in range(workers)]
+    assert sum(parts) == total and max(parts) - min(parts) <= 1
+    pods = [sum(Shard(i, shards, w, workers).share(total) for w in range(workers)) for i in range(shards)]
+    assert pods == [Shard(i, shards).share(total) for i in range(shards)], "a pod's workers hold the pod's part"
+
+
+def test_last_due_by_respects_the_stride() -> None:
+    shard = Shard(1, 3, 1, 2)  # process 1 + 3*1 = 4 of 6
+    schedule = Schedule(0, 60.0, 2, stride=shard.stride, offset=shard.offset)
+    for client in range(2):
+        for now in range(0, 3_000_000_000, 7_000_001):
+            k = schedule.last_due_by(client, now)
+            brute = max((j for j in range(200) if schedule.due_ns(schedule.send_number(client, j)) <= now), default=-1)
+            assert k == brute, (client, now)
+
+
+def test_aligned_start_is_the_next_multiple_of_the_interval() -> None:
+    assert aligned_start(1_000.0, 60) == 1_020.0
+    assert aligned_start(1_020.0, 60) == 1_020.0
+    assert aligned_start(1_000.5, 2) == 1_002.0
+    assert {aligned_start(t, 60) for t in (1_000.0, 1_003.0, 1_019.9)} == {1_020.0}, "pods started seconds apart agree"
+
+
+def test_shard_of_reads_the_indexed_jobs_index() -> None:
+    assert shard_of(3, None, environ={"JOB_COMPLETION_INDEX": "2"}) == Shard(2, 3)
+    assert shard_of(3, 1, environ={"JOB_COMPLETION_INDEX": "2"}) == Shard(1, 3), "a flag wins"
+    assert shard_of(1, None, environ={}) == Shard(0, 1)
+    assert shard_of(2, None, 3, 1, environ={"JOB_COMPLETION_INDEX": "1"}) == Shard(1, 2, 1, 3)
+    assert shard_of(1, None, environ={"JOB_COMPLETION_INDEX": "4"}) == Shard(0, 1), "an unsplit Indexed Job"
+    assert shard_of(2, None, environ={"JOB_COMPLETION_INDEX": ""}) == Shard(0, 2)
+
+
+def test_the_merged_run_is_judged_by_the_runs_thresholds(pods: PodRun) -> None:
+    """The pods' thresholds apply to the whole run: judged on the merged figures, exit 3 if broken."""
+    assert all('"thresholds": [],' in log for log in pods.logs)
+    judged = [log.replace('"thresholds": [],', '"thresholds": ["p50 < 1ns", "errors% <= 0"],') for log in pods.logs]
+    done = merge(*(prefixed(i, log) for i, log in enumerate(judged)))
+    assert done.returncode == 3, done.stderr
+    verdict = [line for line in done.stdout.splitlines() if line.startswith("# threshold")]
+    assert verdict[0].startswith("# threshold run p50 < 1ns: ") and verdict[0].endswith(" BROKEN")
+    assert verdict[1] == "# threshold run errors% <= 0: 0% ok"
+    assert assert_counts_add_up(done.stdout)["thresholds"]["passed"] is False
