@@ -257,7 +257,7 @@ def test_a_host_name_the_idna_codec_refuses_is_a_dns_failure(transport: str, hos
 
     Straight at the transport, since the command line no longer lets such a URL through.
     """
-    from runner.run.launch import TRANSPORTS
+    from runner.load.clients import TRANSPORTS
 
     options = TransportOptions(timeout_ns=2_000_000_000, no_reuse=False, compress=False, max_connections=1)
 

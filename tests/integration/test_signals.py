@@ -219,6 +219,7 @@ def test_a_signal_while_the_last_requests_are_awaited_stops_within_the_grace() -
 _LATE_WORKER = """
 import os, signal, sys, time
 from runner.run import launch
+from runner.run.build import build
 from runner.config.settings import merge, settings_from
 from runner.load.shards import Shard
 from runner.report.summary import JsonSummaryReporter
@@ -227,8 +228,8 @@ signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 os.kill(os.getpid(), signal.SIGTERM)
 settings = settings_from(merge({"qps": 100, "concurrency": 4, "interval": "1s", "iterations": 2,
                                 "transport": sys.argv[2]}))
-launch.run(settings, [sys.argv[1]], None, [JsonSummaryReporter(sys.stdout)], Shard(0, 1, 0, 2),
-           start_wall=time.time() - 1)
+parts = build(settings, [sys.argv[1]], None, Shard(0, 1, 0, 2))
+launch.run(parts, [JsonSummaryReporter(sys.stdout)], start_wall=time.time() - 1)
 """
 
 
