@@ -168,9 +168,9 @@ def test_column_names_drop_directories_unless_that_makes_two_alike() -> None:
 
 
 
-def test_the_readme_example_is_what_compare_prints() -> None:
-    readme = (REPO / "README.md").read_text()
-    example = readme.split("<!-- compare-example", 1)[1]
+def test_the_documented_example_is_what_compare_prints() -> None:
+    page = (REPO / "docs" / "compare-and-plot.md").read_text()
+    example = page.split("<!-- compare-example", 1)[1]
     command = example.split("```sh\n", 1)[1].split("\n```", 1)[0]
     shown = example.split("```\n", 2)[2].split("```", 1)[0]
     assert command.split()[:2] == ["soak", "compare"]
