@@ -1,0 +1,280 @@
+"""README and docs/ stay true: links resolve, tables are the code's, the quick start is what CI runs.
+
+Run `python tests/integration/test_docs.py` to rewrite docs/configuration.md's settings table from the schema.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from runner.core import errors  # noqa: E402
+from runner.core.redact import SECRET_WORDS  # noqa: E402
+from runner.load.result import ERROR_KINDS  # noqa: E402
+from runner.config.schema import schema, settings_names  # noqa: E402
+
+README = REPO / "README.md"
+DOCS = REPO / "docs"
+CONFIGURATION = DOCS / "configuration.md"
+OUTPUT = DOCS / "output.md"
+TABLE = re.compile(r"(<!-- settings-table:[^\n]*-->\n)(.*?)(<!-- end settings-table -->)", re.S)
+
+# Pages that are linked already and written elsewhere (issues 14 and 15). A link to one of these
+# may point nowhere for now; once the page exists, take it off this list (a test says so).
+EXPECTED_LATER = {DOCS / "deploy.md", DOCS / "monitoring.md"}
+
+
+# --- the settings table ----------------------------------------------------------------------
+
+
+def type_text(spec: dict[str, Any]) -> str:
+    """A setting's type and range in words, from its schema."""
+    if "enum" in spec:
+        return "one of " + ", ".join(f"`{v}`" for v in spec["enum"])
+    if "anyOf" in spec:
+        return " or ".join(branch["type"] for branch in spec["anyOf"])
+    if spec.get("format") == "positive-duration":
+        low, high = spec["x-durationRange"]
+        return f"duration, {low} to {high}"
+    bounds = [
+        f"{sign} {spec[key]}"
+        for key, sign in (("exclusiveMinimum", ">"), ("minimum", ">="), ("exclusiveMaximum", "<"), ("maximum", "<="))
+        if key in spec
+    ]
+    if "maxLength" in spec:
+        bounds.append(f"at most {spec['maxLength']} characters")
+    return ", ".join([spec["type"], *bounds])
+
+
+def default_text(spec: dict[str, Any]) -> str:
+    if "default" not in spec:
+        return "none"
+    value = spec["default"]
+    return f"`{json.dumps(value) if value in ('', {}) or isinstance(value, bool) else value}`"
+
+
+def settings_table() -> str:
+    props = schema()["properties"]
+    rows = ["| setting | type | default | meaning |", "|---|---|---|---|"]
+    for name in settings_names():
+        spec = props[name]
+        rows.append(f"| `{name}` | {type_text(spec)} | {default_text(spec)} | {spec['description']} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_settings_table_is_the_schemas() -> None:
+    found = TABLE.search(CONFIGURATION.read_text())
+    assert found, "docs/configuration.md has no settings table markers"
+    assert found.group(2) == settings_table(), "the settings table is stale: run python tests/integration/test_docs.py"
+
+
+# --- README's quick start --------------------------------------------------------------------
+
+
+def quickstart() -> list[str]:
+    block = README.read_text().split("<!-- quickstart", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    return block.strip().splitlines()
+
+
+def test_quick_start_is_two_commands_a_soak_and_the_tests() -> None:
+    soak, tests = quickstart()
+    assert soak == "pip install . && soak demo"
+    assert tests.endswith("python -m pytest")
+
+
+def test_ci_runs_the_quick_starts_test_command() -> None:
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "quickstart" in ci and "pytest" in ci
+
+
+def test_readme_stays_a_front_door() -> None:
+    size = len(README.read_bytes())
+    assert size <= 12 * 1024, f"README.md is {size} bytes: move the detail into docs/"
+
+
+# --- links -----------------------------------------------------------------------------------
+
+
+def pages() -> list[Path]:
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def links(page: Path) -> Iterator[tuple[str, Path, str]]:
+    """(as written, the file it names, its #anchor or "") for each relative link outside code blocks."""
+    for target in LINK.findall(re.sub(r"```.*?```", "", page.read_text(), flags=re.S)):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        yield target, (page.parent / path).resolve() if path else page, anchor
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces to hyphens."""
+    found: set[str] = set()
+    times: dict[str, int] = {}
+    for heading in re.findall(r"^#{1,6} (.+)$", re.sub(r"```.*?```", "", page.read_text(), flags=re.S), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        found.add(f"{slug}-{times[slug]}" if slug in times else slug)  # a repeated heading: -1, -2, ...
+        times[slug] = times.get(slug, 0) + 1
+    return found
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_every_relative_link_resolves(page: Path) -> None:
+    broken = []
+    for written, target, anchor in links(page):
+        if target in EXPECTED_LATER and not target.exists():
+            continue
+        if not target.exists():
+            broken.append(f"{written}: no such file")
+        elif anchor and target.suffix == ".md" and anchor not in anchors(target):
+            broken.append(f"{written}: no heading with that anchor in {target.name}")
+    assert not broken, f"{page.relative_to(REPO)}: " + "; ".join(broken)
+
+
+def test_every_page_of_docs_is_on_the_map() -> None:
+    index = {target for _, target, _ in links(DOCS / "index.md")}
+    assert {page for page in DOCS.glob("*.md") if page.name != "index.md"} <= index
+
+
+def test_pages_expected_later_are_linked_and_still_missing() -> None:
+    for page in sorted(EXPECTED_LATER):
+        for linking in (README, DOCS / "index.md"):
+            assert page in {target for _, target, _ in links(linking)}, f"{linking.name} does not link {page.name}"
+        assert not page.exists(), f"{page.name} exists now: take it off EXPECTED_LATER in {Path(__file__).name}"
+
+
+def test_anchors_follow_githubs_rule() -> None:
+    """The link check is only as good as its slugs: these are GitHub's for such headings."""
+    page = DOCS / "thresholds.md"
+    assert "thresholds-pass-or-fail" in anchors(page)
+    assert "stopping-early" in anchors(page)
+
+
+# --- what docs/output.md must name -------------------------------------------------------------
+
+
+def marked_table(text: str, marker: str) -> list[str]:
+    """The first cells of the table that follows `<!-- marker -->`, one per row."""
+    after = text.split(f"<!-- {marker} -->\n", 1)[1].lstrip("\n")
+    rows = []
+    for line in after.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line.split("|")[1])
+    return rows
+
+
+def test_every_error_kind_is_documented_in_order() -> None:
+    kinds = [re.findall(r"`(\w+)`", cell)[0] for cell in marked_table(OUTPUT.read_text(), "error-kinds")]
+    assert kinds == list(ERROR_KINDS)
+
+
+def test_every_exit_code_is_documented() -> None:
+    codes = {int(cell) for cell in marked_table(OUTPUT.read_text(), "exit-codes")}
+    defined = {value for name, value in vars(errors).items() if name.startswith("EXIT_")}
+    assert defined | {130} == codes
+
+
+def test_secret_words_are_the_redactors() -> None:
+    text = CONFIGURATION.read_text().split("<!-- secret-words -->", 1)[1].split(" (so ", 1)[0]
+    assert tuple(re.findall(r"`(\w+)`", text)) == SECRET_WORDS
+
+
+# Objects whose keys are data (status codes, error kinds, settings, percentages), not names.
+OPEN_OBJECTS = {"config", "statusCodes", "errors", "connections", "intervalStats[].errors", "bench.servedWithin",
+                "shard.connections"}
+# Objects of same-shaped records: each child is named, its fields are documented once, as `*`.
+RECORD_MAPS = {"bench.phases"}
+# The shard record is for `soak merge`: its tallies and histograms are the recorder's own format.
+CLOSED_BELOW = {"shard.intervals[].tally", "shard.uncorrected", "shard.sendLag", "shard.inUnit"}
+
+
+def key_paths(data: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    """Every key of a summary as a path: `rate.target`, `intervalStats[].p99`, `bench.phases.*.min`."""
+    for key, value in data.items():
+        path = prefix + key
+        yield path
+        if path in OPEN_OBJECTS or path in CLOSED_BELOW:
+            continue
+        if isinstance(value, dict):
+            if path in RECORD_MAPS:
+                for record in value.values():
+                    yield from key_paths(record, path + ".*.")
+            else:
+                yield from key_paths(value, path + ".")
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    yield from key_paths(item, path + "[].")
+
+
+def documented_keys() -> set[str]:
+    """The keys named in docs/output.md's summary tables, each table marked with the object it describes."""
+    text = OUTPUT.read_text()
+    keys = set()
+    for prefix in re.findall(r"<!-- summary-keys(?:: ([^ ]+))? -->", text):
+        marker = f"summary-keys: {prefix}" if prefix else "summary-keys"
+        for cell in marked_table(text, marker):
+            keys |= {f"{prefix}.{key}" if prefix else key for key in re.findall(r"`([^`]+)`", cell)}
+    return keys
+
+
+def summary_of(stdout: str) -> dict[str, Any]:
+    """The JSON summary at the end of a run's stdout."""
+    summary: dict[str, Any] = json.loads(stdout[stdout.index("\n{\n") + 1:] if not stdout.startswith("{") else stdout)
+    return summary
+
+
+def soak(*arguments: str, stdin: str | None = None) -> str:
+    run = subprocess.run([sys.executable, "-m", "runner", *arguments], capture_output=True, text=True,
+                         timeout=60, cwd=REPO, input=stdin)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+@cache
+def real_summaries() -> tuple[dict[str, Any], ...]:
+    """Summaries of real runs against the demo target, between them holding every optional section:
+    an open-model shard with run and interval thresholds, `soak merge` of it, and a bench."""
+    shard = soak("demo", "--iterations", "2", "--interval", "200ms", "--loadModel", "open",
+                 "--thresholds", "p99 < 10s", "--intervalThresholds", "p99 < 10s", "--shards", "2", "--shard", "0")
+    merged = soak("merge", "-", stdin=shard)
+    bench = soak("demo", "--mode", "bench", "--totalRequests", "20")
+    return summary_of(shard), summary_of(merged), summary_of(bench)
+
+
+def test_every_key_of_a_real_summary_is_documented() -> None:
+    found = {path for summary in real_summaries() for path in key_paths(summary)}
+    assert {"uncorrected", "thresholds.rules[].worstInterval", "shard", "shards.missing", "bench.phases.*.hdr",
+            "intervalStats[].goalPercent", "sendingSeconds"} <= found, "the runs lack a section they were meant to have"
+    missing = sorted(found - documented_keys())
+    assert not missing, f"summary keys not documented in docs/output.md: {missing}"
+
+
+def test_every_documented_key_is_one_the_runner_writes() -> None:
+    """No stale key: each documented name is a string the runner's code spells out."""
+    source = "\n".join(path.read_text() for path in (REPO / "runner").rglob("*.py"))
+    written = set(re.findall(r"""["'](\w+)["']""", source))
+    stale = sorted(key for key in documented_keys() if key.rsplit(".", 1)[-1].removesuffix("[]") not in written)
+    assert not stale, f"docs/output.md documents keys no code writes: {stale}"
+
+
+if __name__ == "__main__":
+    text = CONFIGURATION.read_text()
+    CONFIGURATION.write_text(TABLE.sub(lambda m: m.group(1) + settings_table() + m.group(3), text))
+    print("docs/configuration.md settings table rewritten")
