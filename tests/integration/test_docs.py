@@ -19,10 +19,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from runner.config.schema import schema, settings_names  # noqa: E402
 from runner.core import errors  # noqa: E402
 from runner.core.redact import SECRET_WORDS  # noqa: E402
 from runner.load.result import ERROR_KINDS  # noqa: E402
-from runner.config.schema import schema, settings_names  # noqa: E402
 
 README = REPO / "README.md"
 DOCS = REPO / "docs"
