@@ -15,13 +15,8 @@ from runner.commands.plot import (
     build_figure,
 )
 from runner.readback.results import load_run, read_run
-from tests.conftest import GOLDEN, REPO, Nginx, run_soak
-from tests.support.runlogs import latency_lines, mixed_log, split_log
-
-
-@pytest.fixture(scope="module")
-def ours(nginx: Nginx) -> str:
-    return mixed_log(nginx.url)
+from tests.conftest import GOLDEN, REPO, run_soak
+from tests.support.runlogs import latency_lines, split_log
 
 
 def test_the_figure_has_a_point_per_interval_on_every_line(ours: str) -> None:

@@ -13,7 +13,6 @@ import random
 import pytest
 
 from runner.readback.results import load_run
-from tests.conftest import Nginx
 from tests.support.runlogs import (
     GARBAGE,
     MS,
@@ -25,15 +24,8 @@ from tests.support.runlogs import (
     golden,
     interval_rows,
     mangled,
-    mixed_log,
     split_log,
 )
-
-
-@pytest.fixture(scope="module")
-def ours(nginx: Nginx) -> str:
-    """A real run of ours, stdout and stderr merged as `kubectl logs` shows them."""
-    return mixed_log(nginx.url)
 
 
 def test_our_log_loads_from_its_summary_and_agrees_with_its_lines(ours: str) -> None:

@@ -28,6 +28,8 @@ from __future__ import annotations
 import socket
 import threading
 
+from tests.support.loopback import accept_until
+
 SERVER_ESC = "evil\x1b[2J\x1b]0;owned\x07"  # clear the screen, retitle the terminal
 
 
@@ -60,16 +62,12 @@ class EchoServer:
             thread.join(timeout=5)
 
     def _accept_loop(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            self._threads.append(thread)
-            thread.start()
+        accept_until(self._listener, self._stopping, self._take)
+
+    def _take(self, conn: socket.socket) -> None:
+        thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     def _serve(self, conn: socket.socket) -> None:
         conn.settimeout(5)

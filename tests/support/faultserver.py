@@ -60,6 +60,8 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tests.support.loopback import accept_until
+
 RESET_DECLARED = 100_000  # Content-Length promised by /reset-mid-body
 RESET_SENT = 10_000  # body bytes actually sent before the reset
 CHUNKS = (b"a" * 1000, b"b" * 1, b"c" * 4096, b"d" * 123, b"e" * 70_000)  # /chunked's pieces
@@ -142,22 +144,18 @@ class FaultServer:
     # --- connections -------------------------------------------------------------------
 
     def _accept_loop(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            conn.settimeout(None)
-            # A response goes out in several writes (head, then body); without this, Nagle holds
-            # the body back until the client's delayed ACK (40 ms) on a keep-alive connection,
-            # and closed-model runs against /slow/N skip sends the delay alone does not explain.
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._connections.add(conn)
-                self._accepted += 1
-            threading.Thread(target=self._serve, args=(conn,), name="faultserver-conn", daemon=True).start()
+        accept_until(self._listener, self._stopping, self._take)
+
+    def _take(self, conn: socket.socket) -> None:
+        conn.settimeout(None)
+        # A response goes out in several writes (head, then body); without this, Nagle holds
+        # the body back until the client's delayed ACK (40 ms) on a keep-alive connection,
+        # and closed-model runs against /slow/N skip sends the delay alone does not explain.
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._lock:
+            self._connections.add(conn)
+            self._accepted += 1
+        threading.Thread(target=self._serve, args=(conn,), name="faultserver-conn", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
         """Answer requests on one connection until either side closes it."""
