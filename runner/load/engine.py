@@ -227,7 +227,11 @@ class Engine:
         if self._sent == limit:
             self.stop()  # the run's sending ends with this send
             if n is not None:
-                self._count_end_ns = self._schedule.slot_end_ns(self._last_claimed)
+                # Its time covers every send accounted for: the ones claimed, and those a late
+                # client skips at the stop because they fell due before it (see _skip_missed).
+                assert self._stopped_ns is not None
+                last = max(self._last_claimed, self._schedule.last_send_by(self._stopped_ns))
+                self._count_end_ns = self._schedule.slot_end_ns(last)
         return True
 
     async def _send(self, session: Session, n: int, paced: bool = True, counted: bool = False) -> None:

@@ -50,6 +50,16 @@ class Schedule:
         """Whether sending may still start at `t_ns`: the end of unpaced (bench) sending."""
         return self.end_ns is None or t_ns < self.end_ns
 
+    def last_send_by(self, t_ns: int) -> int:
+        """The run's highest send number due at or before `t_ns` (-1 if none), any shard's."""
+        n = math.floor((t_ns - self.start_ns) * self.qps / NS_PER_S)
+        # Float rounding can put n one off around a due time; settle it exactly.
+        while n >= 0 and self.due_ns(n) > t_ns:
+            n -= 1
+        while self.due_ns(n + 1) <= t_ns:
+            n += 1
+        return max(n, -1)
+
     def last_due_by(self, client: int, now_ns: int) -> int:
         """The client's highest k whose send is due at or before `now_ns` (-1 if none)."""
         n = math.floor((now_ns - self.start_ns) * self.qps / NS_PER_S)

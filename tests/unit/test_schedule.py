@@ -185,6 +185,15 @@ def test_last_due_by_exactly_at_a_due_time_includes_it() -> None:
     assert schedule.last_due_by(1, due_of_5 - 1) == 1
 
 
+def test_last_send_by_matches_brute_force() -> None:
+    for qps in (3, 10, 0.7, 33.3, 100):
+        schedule = Schedule(START, qps, 5)
+        for t in range(START - NS_PER_S, START + 5 * NS_PER_S, 7_777_777):
+            n = schedule.last_send_by(t)
+            assert n == max((m for m in range(0, 600) if schedule.due_ns(m) <= t), default=-1), (qps, t)
+        assert schedule.last_send_by(schedule.due_ns(7)) == 7 and schedule.last_send_by(schedule.due_ns(7) - 1) == 6
+
+
 # --- catch_up ------------------------------------------------------------------------------
 
 
