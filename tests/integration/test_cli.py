@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runner.config.schema import settings_names
-from tests.conftest import REPO, Nginx, run_soak
+from tests.conftest import REPO, Nginx, assert_counts_add_up, run_soak
 
 
 def test_demo_runs_a_short_soak_against_the_built_in_target() -> None:
@@ -17,9 +17,12 @@ def test_demo_runs_a_short_soak_against_the_built_in_target() -> None:
     assert run.returncode == 0, run.stderr
     assert run.lines[0].startswith("# sending 100 GET req/s with concurrency=5 to http://127.0.0.1:")
     lines = run.interval_lines
-    assert len(lines) == 5
-    assert all(" 100% 1s " in line for line in lines), lines
-    assert run.summary["requests"] == 500 and run.summary["good"] == 500
+    assert len(lines) == 5 and all(" 1s " in line for line in lines), lines
+    # Every send of 5 s at 100 req/s made or skipped, and every one made answered: true however
+    # busy the machine (a busy one skips some, so 100% on every line is not).
+    summary = assert_counts_add_up(run.stdout)
+    assert summary["requests"] + summary["skipped"] == 500
+    assert summary["good"] == summary["requests"] > 0
 
 
 def test_demo_takes_setting_flags() -> None:
