@@ -6,9 +6,12 @@ and every send it cannot make on time produces one skipped Result, so whoever co
 results can account for the whole schedule.
 
 Closed model (default): each client has one request in flight; when a response comes
-back after the client's next send was due, the newest overdue send goes out at once and
-older overdue ones are skipped. Open model: each send goes out at its due time whatever
-is in flight, up to `max_in_flight` across all clients; beyond that, sends are skipped.
+back after the client's next send was due, the newest send that fell due while it was in
+flight goes out at once and older ones are skipped (the server set that pace). A send that
+fell due after the response came back is never skipped: if the client was slow to send
+it, it goes out late, and the lateness is the client's (Result.client_lag_ns).
+Open model: each send goes out at its due time whatever is in flight, up to
+`max_in_flight` across all clients; beyond that, sends are skipped.
 Bench (ab's loop): each client has one request in flight and sends the next one as soon
 as it is answered, with no pacing at all; nothing is ever due, so nothing is skipped.
 """
@@ -64,7 +67,7 @@ class Engine:
         self._count_end_ns: int | None = None  # paced runs: the end of the last counted send's slot
         self._clients: list[asyncio.Task[None]] = []
         self._idle: set[asyncio.Task[None]] = set()  # clients waiting for a due time
-        self._sends: set[asyncio.Task[None]] = set()  # open model: requests in flight
+        self._sends: set[asyncio.Task[int]] = set()  # open model: requests in flight
         self._random = random.Random()
 
     @property
@@ -117,17 +120,18 @@ class Engine:
     async def _closed_client(self, client: int) -> None:
         session = self._transport.session()
         k = 0  # the client's next send
+        free = 0  # when its previous request ended
         try:
             while self._ready(n := self._schedule.send_number(client, k)) and await self._wait_until_due(n):
                 if not self._claim(n):
                     break
                 try:
-                    await self._send(session, n)
+                    free = await self._send(session, n, free_ns=free)
                 finally:
                     k += 1
                 if self._stopping:
                     break
-                k, skipped = self._schedule.catch_up(client, k, time.monotonic_ns())
+                k, skipped = self._schedule.catch_up(client, k, free, time.monotonic_ns())
                 for missed in range(k - skipped, k):
                     self._skip(self._schedule.send_number(client, missed))
         finally:
@@ -150,7 +154,7 @@ class Engine:
 
     async def _open_client(self, client: int) -> None:
         session = self._transport.session()
-        mine: set[asyncio.Task[None]] = set()
+        mine: set[asyncio.Task[int]] = set()
         try:
             k = 0
             while self._ready(n := self._schedule.send_number(client, k)) and await self._wait_until_due(n):
@@ -234,12 +238,14 @@ class Engine:
                 self._count_end_ns = self._schedule.slot_end_ns(last)
         return True
 
-    async def _send(self, session: Session, n: int, paced: bool = True, counted: bool = False) -> None:
-        """Send n and sink its Result, even when cancelled midway.
+    async def _send(self, session: Session, n: int, paced: bool = True, counted: bool = False,
+                    free_ns: int = 0) -> int:
+        """Send n and sink its Result, even when cancelled midway; return when it ended.
 
         A paced send was due when the schedule says; an unpaced (bench) one is due when it
         is actually sent, so its latency is the same whether corrected or not. `counted`:
-        the caller has already counted this send in flight.
+        the caller has already counted this send in flight. `free_ns`: when the client's
+        previous request ended (closed model), so its lateness can be told from the server's.
         """
         requests = self._load.requests
         url_index = n % len(requests)
@@ -260,7 +266,9 @@ class Engine:
         finally:
             self._in_flight -= 1
         result.seq, result.url_index, result.due_ns = n, url_index, due if paced else result.start_ns or due
+        result.free_ns = free_ns
         self._sink(result)
+        return result.end_ns
 
     def _skip(self, n: int) -> None:
         due = self._schedule.due_ns(n)

@@ -38,6 +38,7 @@ class Result:
     seq: int = -1  # the send's number in the whole run (0, 1, 2, ...)
     url_index: int = 0  # which target URL
     due_ns: int = 0  # when the schedule wanted it sent
+    free_ns: int = 0  # closed model: when the client's previous request ended (0 for its first)
     start_ns: int = 0  # when it was actually sent (0 if skipped)
     connected_ns: int = 0  # when a new connection became ready (0 if one was reused)
     written_ns: int = 0  # when the whole request (head and body) had been written (0 if it never was)
@@ -76,6 +77,16 @@ class Result:
     def corrected_latency_ns(self) -> int:
         """From when the send was due to the response headers: no coordinated omission."""
         return self.headers_ns - min(self.due_ns, self.start_ns)
+
+    @property
+    def client_lag_ns(self) -> int:
+        """How long after it could and should have gone out the send left: the client's own delay.
+
+        A send is due at due_ns, and in the closed model cannot go before its client's previous
+        request has ended (free_ns). Waiting for that is the server's doing (and shows in goal%
+        and skips); whatever comes on top is the client's: a busy event loop or a starved CPU.
+        """
+        return self.start_ns - max(self.due_ns, self.free_ns)
 
     def latency_in(self, open_model: bool) -> int:
         """The latency a run reports: corrected in the open model, slow_cooker's in the closed one."""

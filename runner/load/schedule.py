@@ -71,26 +71,35 @@ class Schedule:
             k += 1
         return max(k, -1)
 
-    def catch_up(self, client: int, k: int, now_ns: int) -> tuple[int, int]:
-        """A closed-loop client, free at `now_ns`, whose next send is its k-th: which to send.
+    def catch_up(self, client: int, k: int, free_ns: int, now_ns: int) -> tuple[int, int]:
+        """A closed-loop client whose next send is its k-th: which to send, and how many to skip.
 
-        Returns (k to send next, sends skipped). If send k is not yet due, it is next and
-        nothing is skipped. If several are overdue, the newest overdue one goes out now
-        and the older ones are skipped (counted, never silently dropped): the client
-        cannot send them on time any more, and sending them all late would burst.
+        `free_ns` is when its previous request ended (its response came back or it failed),
+        `now_ns` when the client got round to sending again. Returns (k to send next, sends
+        skipped). Only sends that fell due while the previous request was still in flight
+        are skipped: the server set that pace, and of those only the newest goes out (now,
+        late); sending them all late would burst. A send that fell due after the client was
+        free goes out late, not skipped: only the client itself was slow, and its lateness
+        is recorded as the client's (see the engine). Skips are counted, never dropped.
         Sends at or after the end of sending are not skipped; they were never in the run.
         Once sending has ended, nothing goes out late: every overdue send of the run is
         skipped and the k returned is past the run (a client stuck on a slow request until
         after the end would otherwise send one more request after the run was over).
         """
-        last = self.last_due_by(client, now_ns)
-        while last >= k and not self.in_run(self.send_number(client, last)):
-            last -= 1
+        if not self.before_end(now_ns):
+            last = self._last_in_run(client, k, now_ns)
+            return (k, 0) if last < k else (last + 1, last + 1 - k)
+        last = self._last_in_run(client, k, min(free_ns, now_ns))
         if last < k:
             return k, 0
-        if not self.before_end(now_ns):
-            return last + 1, last + 1 - k
         return last, last - k
+
+    def _last_in_run(self, client: int, k: int, t_ns: int) -> int:
+        """The client's highest send from its k-th on that is due by `t_ns` and in the run (k - 1 if none)."""
+        last = self.last_due_by(client, t_ns)
+        while last >= k and not self.in_run(self.send_number(client, last)):
+            last -= 1
+        return max(last, k - 1)
 
 
 @dataclass(frozen=True)

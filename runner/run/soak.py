@@ -22,6 +22,7 @@ from runner.load.schedule import Grid
 from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter
 from runner.run.build import Parts
+from runner.run.probe import LoopProbe
 from runner.stats.recorder import Interval
 from runner.stats.run import RunInfo, RunSummary
 
@@ -45,6 +46,8 @@ class Soak:
         self._end_ns = start_ns + run_ns if run_ns is not None else None
         self._grid = Grid(start_ns, settings.pace.interval_ns)
         self._recorder = parts.recorder(self._grid)
+        if self._end_ns is not None:  # what comes back after the schedule's end is the drain
+            self._recorder.drain_from(self._end_ns)
         self._progress = [r for r in reporters if r.progress_every > 0]
         self._done = 0  # sends finished, for the reporters that follow progress
         self._next_progress = min((r.progress_every for r in self._progress), default=0)
@@ -61,17 +64,22 @@ class Soak:
     async def run(self) -> RunSummary:
         """Run to the end and return the summary (also given to every reporter)."""
         cpu_before = _cpu_seconds()
+        self._recorder.client.begin(cpu_before, time.monotonic_ns())
         for reporter in self._reporters:
             reporter.bind_stop(self.stop)
             reporter.start(self.info)
         engine = asyncio.ensure_future(self._engine.run())
+        probe = LoopProbe(self._recorder.client.loop_lag)
+        probe.start()
         self._install_signals()
         try:
             sending_end_ns, reason = await self._drive(engine)
+            probe.stop()
             # Still handled while the summary is reported: a SIGTERM during the final push to a
             # slow Pushgateway must not kill the process before the summary and the push are out.
             summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before)
         finally:
+            probe.stop()
             self._remove_signals()
         if engine.done() and not engine.cancelled() and engine.exception() is not None:
             raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
@@ -107,7 +115,7 @@ class Soak:
                     await self._settle(engine, STOP_GRACE_NS, self._second_signal)
                 await self._abandon(engine)
                 return until, "duration" if self._settings.pace.duration_ns is not None else "iterations"
-            self._emit(self._recorder.close(sending_end_ns=self._engine.stopped_sending_ns))
+            self._emit(self._close(sending_end_ns=self._engine.stopped_sending_ns))
 
     async def _wait(self, until_ns: int, engine: asyncio.Future[None]) -> None:
         """Until the clock reaches `until_ns`, the engine finishes, or a signal arrives."""
@@ -163,6 +171,10 @@ class Soak:
         limit = self._shard.share(self._settings.pace.total_requests)
         return bool(limit) and self._engine.sent >= limit
 
+    def _close(self, end_ns: int | None = None, **how: Any) -> Interval:
+        """Close the recorder's next interval, with the CPU time used so far for the client's figures."""
+        return self._recorder.close(end_ns, cpu_s=_cpu_seconds(), now_ns=time.monotonic_ns(), **how)
+
     def _emit(self, interval: Interval) -> None:
         for reporter in self._reporters:
             reporter.interval(self.info, interval)
@@ -175,14 +187,15 @@ class Soak:
         responses), those intervals were reported as they passed and the last one ends now.
         """
         while self._grid.end_of(self._recorder.next_index) < sending_end_ns:
-            self._emit(self._recorder.close(sending_end_ns=sending_end_ns))
+            self._emit(self._close(sending_end_ns=sending_end_ns))
         open_start = self._grid.end_of(self._recorder.next_index - 1)
         end_ns = sending_end_ns if sending_end_ns >= open_start else time.monotonic_ns()
-        self._emit(self._recorder.close(end_ns, final=True, sending_end_ns=sending_end_ns))
+        self._emit(self._close(end_ns, final=True, sending_end_ns=sending_end_ns))
+        recorder = self._recorder
         summary = RunSummary(
             info=self.info,
-            intervals=self._recorder.next_index,
-            end_ns=end_ns,
+            intervals=recorder.next_index,
+            end_ns=max(end_ns, recorder.drain_end_ns),  # the whole run, the drain included
             sending_end_ns=sending_end_ns,
             tally=self._recorder.run,
             uncorrected=self._recorder.uncorrected,
@@ -193,6 +206,9 @@ class Soak:
             max_rss_bytes=_peak_rss_bytes(),
             bench=self._recorder.bench,
             connections=dict(self._recorder.connections),
+            client=recorder.client.run(_cpu_seconds(), time.monotonic_ns()),
+            drain=recorder.drain,
+            last_interval_end_ns=end_ns,
         )
         for reporter in self._reporters:
             reporter.finish(summary)
@@ -241,6 +257,7 @@ class Soak:
         # At once, not when the run's driver next wakes up: a client whose send falls due in
         # between would send after the stop, beyond the goal that ends with it.
         self._engine.stop(at_ns=self._signal_ns)
+        self._recorder.drain_from(max(self._signal_ns, self._grid.start_ns))
         self._signal.set()
 
 

@@ -17,8 +17,9 @@ from typing import Any
 
 from runner.config.settings import Settings, merge, settings_from
 from runner.core.units import NS_PER_S
+from runner.stats.client import ClientFigures
 from runner.stats.histogram import LatencyHistogram
-from runner.stats.record import ShardRun, histogram_from_record, run_settings, tally_from_record
+from runner.stats.record import ShardRun, client_from_record, histogram_from_record, run_settings, tally_from_record
 from runner.stats.recorder import Interval, Tally
 from runner.stats.run import RunInfo, RunSummary
 
@@ -99,9 +100,10 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     """
     length = info.settings.pace.interval_ns
     start = slot * length
-    tally = Tally()
+    tally, client = Tally(), ClientFigures()
     for _, record in parts:
         tally.merge(tally_from_record(record["tally"]))
+        client.merge(client_from_record(record.get("client")))
     end = max(offset + int(r["endNs"]) for offset, r in parts)
     if abs(end - (start + length)) < CLOCK_SLACK_NS:
         end = start + length
@@ -110,7 +112,7 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     sending = [None if r.get("sendingEndNs") is None else offset + int(r["sendingEndNs"]) for offset, r in parts]
     due = sum(_sending_ns(offset, r, start, start + length) for offset, r in parts) + unknown * length
     return Interval(index, start, end, tally, None if None in sending else max(s for s in sending if s is not None),
-                    round(due / shares))
+                    round(due / shares), client)
 
 
 def _sending_ns(offset: int, record: dict[str, Any], start: int, end: int) -> int:
@@ -151,7 +153,16 @@ def merged_summary(info: RunInfo, intervals: Sequence[Interval], shards: Sequenc
         connections=_added(run.get("connections") for _, run in runs),
         shards=report,
         due_ns=sum(interval.due_span_ns for interval in intervals),
+        client=_merged_client(run.get("client") for _, run in runs),
     )
+
+
+def _merged_client(records: Iterable[Any]) -> ClientFigures:
+    """The processes' own figures over the run: the busiest CPU, every loop-lag sample, saturated if any was."""
+    client = ClientFigures()
+    for record in records:
+        client.merge(client_from_record(record))
+    return client
 
 
 def _added(counts: Iterable[dict[str, int] | None]) -> dict[str, int] | None:

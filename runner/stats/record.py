@@ -22,6 +22,7 @@ from typing import Any
 from runner.config.schema import schema, settings_names, shortened, validate
 from runner.config.settings import merge, settings_from
 from runner.core.errors import UsageError
+from runner.stats.client import ClientFigures
 from runner.stats.histogram import HIGHEST_NS, LatencyHistogram
 from runner.stats.recorder import GROUP_URLS, ErrorGroup, Interval, Tally, error_pattern
 from runner.stats.run import RunInfo, RunSummary
@@ -30,6 +31,8 @@ from runner.stats.run import RunInfo, RunSummary
 _COUNTS = (("good", "good"), ("bad", "bad"), ("failed", "failed"), ("skipped", "skipped"),
            ("hash_checked", "hashChecked"), ("hash_mismatches", "hashMismatches"),
            ("bytes_in", "bytesIn"), ("bytes_out", "bytesOut"))
+# Counts an earlier version did not record: 0 when a record has none.
+_LATER_COUNTS = (("late", "late"), ("late_max_ns", "lateMaxNs"))
 
 
 # --- histograms, error groups, tallies ------------------------------------------------------
@@ -73,7 +76,7 @@ def error_group_from_record(record: dict[str, Any]) -> tuple[tuple[str, str], Er
 
 def tally_record(tally: Tally) -> dict[str, Any]:
     """The whole tally as JSON-ready data, so another process can merge it exactly."""
-    record: dict[str, Any] = {key: getattr(tally, name) for name, key in _COUNTS}
+    record: dict[str, Any] = {key: getattr(tally, name) for name, key in (*_COUNTS, *_LATER_COUNTS)}
     record["statuses"] = {str(code): n for code, n in sorted(tally.statuses.items())}
     record["errors"] = dict(sorted(tally.errors.items()))
     record["errorGroups"] = [error_group_record(*key, group) for key, group in sorted(tally.error_groups.items())]
@@ -87,6 +90,8 @@ def tally_from_record(record: dict[str, Any]) -> Tally:
     try:
         for name, key in _COUNTS:
             setattr(tally, name, int(record[key]))
+        for name, key in _LATER_COUNTS:
+            setattr(tally, name, int(record.get(key, 0)))
         tally.statuses = Counter({int(code): int(n) for code, n in record["statuses"].items()})
         tally.errors = Counter({str(kind): int(n) for kind, n in record["errors"].items()})
         if "errorGroups" not in record and "errorTexts" in record:
@@ -125,7 +130,30 @@ def interval_record(info: RunInfo, interval: Interval) -> dict[str, Any]:
         "endNs": interval.end_ns - info.start_ns,
         "sendingEndNs": None if interval.sending_end_ns is None else interval.sending_end_ns - info.start_ns,
         "tally": tally_record(interval.tally),
+        "client": client_record(interval.client),
     }
+
+
+def client_record(client: ClientFigures) -> dict[str, Any]:
+    """The client's own figures over a span, to merge: the busiest process's CPU, every loop-lag sample."""
+    record: dict[str, Any] = {"cpuShare": round(client.cpu_share, 6), "loopLag": histogram_record(client.loop_lag),
+                              "saturated": client.saturated, "saturatedIntervals": client.saturated_intervals}
+    if client.lateness is not None:
+        record["lateness"] = histogram_record(client.lateness)
+    return record
+
+
+def client_from_record(record: Any) -> ClientFigures:
+    """The figures of a client_record(); empty ones from a record that has none (an earlier version)."""
+    if not isinstance(record, dict):
+        return ClientFigures()
+    try:
+        lateness = record.get("lateness")
+        return ClientFigures(float(record["cpuShare"]), histogram_from_record(record["loopLag"]),
+                             bool(record["saturated"]), int(record.get("saturatedIntervals", 0)),
+                             None if lateness is None else histogram_from_record(lateness))
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"not a client record: {e}") from None
 
 
 def run_record(summary: RunSummary, intervals: list[dict[str, Any]]) -> dict[str, Any]:
@@ -148,6 +176,7 @@ def run_record(summary: RunSummary, intervals: list[dict[str, Any]]) -> dict[str
         "sendLag": _histogram_record(summary.send_lag),
         "inUnit": _histogram_record(summary.in_unit),
         "connections": summary.connections,
+        "client": None if summary.client is None else client_record(summary.client),
         "intervals": intervals,
     }
 
@@ -233,6 +262,7 @@ def check_run_record(record: Mapping[str, Any]) -> None:
     for key in ("uncorrected", "sendLag", "inUnit"):
         _histogram(record.get(key), f"shard.{key}")
     _value(record, "connections", _is_counts, "null or an object of whole numbers", required=False)
+    _check_client(record.get("client"), "shard.client")
     _value(record, "intervals", lambda v: isinstance(v, list), "a list")
     for k, interval in enumerate(record["intervals"]):
         _check_interval(interval, f"shard.intervals[{k}]", len(record["urls"]))
@@ -248,6 +278,7 @@ def _check_interval(interval: Any, where: str, urls: int) -> None:
         _whole(interval, "sendingEndNs", 0, MAX_NS, where)
     _value(interval, "tally", lambda v: isinstance(v, dict), "a tally record", where)
     _check_tally(interval["tally"], f"{where}.tally", urls)
+    _check_client(interval.get("client"), f"{where}.client")
 
 
 def _check_tally(record: dict[str, Any], where: str, urls: int) -> None:
@@ -270,6 +301,20 @@ def _check_tally(record: dict[str, Any], where: str, urls: int) -> None:
             if not 0 <= url < urls:
                 raise ValueError(f"{where}.errorGroups: URL index {url} is not allowed; must be below the number of "
                                  f"shard.urls ({urls})")
+
+
+def _check_client(record: Any, where: str) -> None:
+    """ValueError unless the client figures read back (an earlier version's record has none)."""
+    if record is None:
+        return
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: {_shown(record)} is not allowed; must be a client record")
+    _value(record, "cpuShare", lambda v: _is_number(v) and v >= 0, "a number, at least 0", where)
+    _value(record, "saturated", lambda v: isinstance(v, bool), "true or false", where)
+    if "saturatedIntervals" in record:
+        _whole(record, "saturatedIntervals", 0, MAX_NS, where)
+    _histogram(record.get("loopLag"), f"{where}.loopLag", required=True)
+    _histogram(record.get("lateness"), f"{where}.lateness")
 
 
 def _histogram(record: Any, where: str, *, required: bool = False) -> None:

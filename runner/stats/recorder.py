@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from runner.core.redact import printable
 from runner.load.result import CANCELLED, Result, is_good
 from runner.load.schedule import Grid
+from runner.stats.client import LATE_NS, ClientFigures, ClientMeter
 from runner.stats.histogram import LatencyHistogram
 
 # Failures are grouped by kind and by their text with every run of digits as one placeholder:
@@ -83,6 +84,8 @@ class Tally:
     bad: int = 0
     failed: int = 0
     skipped: int = 0
+    late: int = 0  # sends that left LATE_NS or more after they could and should have: the client's delay
+    late_max_ns: int = 0  # the latest of them
     hash_checked: int = 0
     hash_mismatches: int = 0
     bytes_in: int = 0
@@ -100,6 +103,12 @@ class Tally:
     @property
     def responses(self) -> int:
         return self.good + self.bad
+
+    def add_late(self, lag_ns: int) -> None:
+        """Count a send's client lag, if it was late."""
+        if lag_ns >= LATE_NS:
+            self.late += 1
+            self.late_max_ns = max(self.late_max_ns, lag_ns)
 
     def add(self, result: Result, latency_ns: int, hash_value: int) -> None:
         """Count one result; `latency_ns` is used only if it got a response."""
@@ -125,8 +134,10 @@ class Tally:
 
     def merge(self, other: Tally) -> None:
         """Add another span's counts and latencies to this one."""
-        for name in ("good", "bad", "failed", "skipped", "hash_checked", "hash_mismatches", "bytes_in", "bytes_out"):
+        for name in ("good", "bad", "failed", "skipped", "late", "hash_checked", "hash_mismatches", "bytes_in",
+                     "bytes_out"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.late_max_ns = max(self.late_max_ns, other.late_max_ns)
         self.statuses.update(other.statuses)
         self.errors.update(other.errors)
         for key, group in other.error_groups.items():
@@ -256,6 +267,7 @@ class Interval:
     # A merged interval: how long sends were due in it at the run's full rate, counting each
     # shard for its share of the time it was sending (shards that started an interval late).
     due_ns: int | None = None
+    client: ClientFigures = field(default_factory=ClientFigures)  # how the client itself fared
 
     @property
     def span_ns(self) -> int:
@@ -298,6 +310,12 @@ class Recorder:
         self.send_lag = None if bench else LatencyHistogram()
         # Connections opened, by what they speak ("HTTP/2 TLSv1.3"): what the run really measured.
         self.connections: Counter[str] = Counter()
+        # The client's own figures: loop lag, CPU, lateness (fed by the run).
+        self.client = ClientMeter(paced=not bench)
+        # The drain: results that came back after the last interval ended, counted apart from it.
+        self._drain_from: int | None = None
+        self.drain: Tally | None = None
+        self.drain_end_ns = 0  # when the last of them came back
 
         self._open_interval()
 
@@ -309,6 +327,17 @@ class Recorder:
         """Make the next interval the current one: most results land in it, found without a lookup."""
         self._current = self._open.setdefault(self._next, Tally())
         self._current_end = self._grid.end_of(self._next)
+        if self._drain_from is not None:
+            self._current_end = min(self._current_end, self._drain_from)
+
+    def drain_from(self, t_ns: int) -> None:
+        """The last interval ends at `t_ns`: results that end later are the drain, counted apart.
+
+        So the last interval's counts, goal and latency describe its own window, not the wait
+        for stragglers (up to a timeout) that follows it; the run's totals still include them.
+        """
+        self._drain_from = t_ns if self._drain_from is None else min(self._drain_from, t_ns)
+        self._current_end = min(self._current_end, self._drain_from)
 
     def record(self, result: Result) -> None:
         if result.error_text:
@@ -318,6 +347,8 @@ class Recorder:
         end = result.end_ns
         if end < self._current_end:
             tally = self._current
+        elif self._drain_from is not None and end >= self._drain_from and not result.skipped:
+            tally = self._drained(end)
         else:
             k = max(self._next, self._grid.index(end))
             tally = self._open.get(k) or self._open.setdefault(k, Tally())
@@ -327,6 +358,9 @@ class Recorder:
             self.connections[result.protocol] += 1
         if self.send_lag is not None and result.start_ns and result.error != CANCELLED:
             self.send_lag.record(result.start_ns - result.due_ns)
+            lag = result.client_lag_ns
+            self.client.late(lag)
+            tally.add_late(lag)
         if result.skipped or result.error:
             tally.add(result, 0, self._hash_value)
             return
@@ -337,20 +371,33 @@ class Recorder:
         if self.in_unit is not None:
             self.in_unit.record(latency // self._unit_ns)
 
-    def close(self, end_ns: int | None = None, *, final: bool = False, sending_end_ns: int | None = None) -> Interval:
+    def _drained(self, end_ns: int) -> Tally:
+        if self.drain is None:
+            self.drain = Tally()
+        self.drain_end_ns = max(self.drain_end_ns, end_ns)
+        return self.drain
+
+    def close(self, end_ns: int | None = None, *, final: bool = False, sending_end_ns: int | None = None,
+              cpu_s: float | None = None, now_ns: int | None = None) -> Interval:
         """Close the next interval, at its grid boundary or at `end_ns` if it ends early.
 
         The final interval also takes every result recorded after its end (requests that
         were in flight when sending stopped), so nothing measured is left out.
         `sending_end_ns` says when sending stopped, if it has: no sends were due after it.
+        `cpu_s` and `now_ns`: the process's CPU time and the clock as it closes, for the
+        client's own figures.
         """
         k = self._next
         tally = self._open.pop(k, None) or Tally()
         if final:
             for later in sorted(self._open):
                 tally.merge(self._open.pop(later))
+            if self.drain is not None:
+                self.run.merge(self.drain)
         self.run.merge(tally)
         self._next += 1
         self._open_interval()
         start = self._grid.end_of(k - 1)
-        return Interval(k, start, self._grid.end_of(k) if end_ns is None else end_ns, tally, sending_end_ns)
+        end = self._grid.end_of(k) if end_ns is None else end_ns
+        client = self.client.close(cpu_s, end if now_ns is None else now_ns)
+        return Interval(k, start, end, tally, sending_end_ns, client=client)

@@ -12,6 +12,7 @@ from typing import Any
 from runner.config.settings import Settings
 from runner.core import redact
 from runner.load.shards import ALONE, Shard
+from runner.stats.client import ClientFigures
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import BenchTally, Tally
 
@@ -53,7 +54,7 @@ class RunSummary:
 
     info: RunInfo
     intervals: int
-    end_ns: int  # monotonic time the last interval closed
+    end_ns: int  # monotonic time the run ended: the last interval's end, or the drain's last response
     sending_end_ns: int  # when sending stopped: the schedule's end, a signal, or the last of totalRequests
     tally: Tally  # the sum of all intervals
     uncorrected: LatencyHistogram | None  # open model: latency from the actual send
@@ -67,6 +68,9 @@ class RunSummary:
     shards: dict[str, Any] | None = None  # a merged run: how many shards, which were merged, missing, cut
     due_ns: int | None = None  # a merged run: its goal's span at the full rate (see Interval.due_ns)
     failed_workers: dict[int, str] | None = None  # local workers that died or raised: what happened to each
+    client: ClientFigures | None = None  # how the client itself fared: loop lag, CPU, lateness, saturation
+    drain: Tally | None = None  # what came back after the last interval ended (in `tally` too)
+    last_interval_end_ns: int | None = None  # when the last interval ended (end_ns adds the drain)
 
     @property
     def elapsed_ns(self) -> int:

@@ -200,53 +200,56 @@ def test_last_send_by_matches_brute_force() -> None:
 def test_catch_up_not_yet_due_sends_k_and_skips_nothing() -> None:
     schedule = Schedule(START, 100, 5)  # each client every 50 ms
     due_k3 = schedule.due_ns(schedule.send_number(2, 3))
-    assert schedule.catch_up(2, 3, due_k3 - 1) == (3, 0)
-    assert schedule.catch_up(2, 3, START - 10 * NS_PER_S) == (3, 0)
+    assert schedule.catch_up(2, 3, due_k3 - 1, due_k3 - 1) == (3, 0)
+    assert schedule.catch_up(2, 3, START - 10 * NS_PER_S, START - 10 * NS_PER_S) == (3, 0)
 
 
 def test_catch_up_exactly_due_sends_k() -> None:
     schedule = Schedule(START, 100, 5)
     due_k3 = schedule.due_ns(schedule.send_number(2, 3))
-    assert schedule.catch_up(2, 3, due_k3) == (3, 0)
+    assert schedule.catch_up(2, 3, due_k3, due_k3) == (3, 0)
 
 
 def test_catch_up_newest_overdue_is_sent_older_ones_skipped() -> None:
     schedule = Schedule(START, 100, 5)  # client 0: k due at START + k * 50 ms
     # Free 170 ms in: k = 1, 2, 3 are overdue (50, 100, 150 ms); k = 3 goes out, 1 and 2 are skipped.
-    assert schedule.catch_up(0, 1, START + 170_000_000) == (3, 2)
+    assert schedule.catch_up(0, 1, START + 170_000_000, START + 170_000_000) == (3, 2)
     # Only its own next send overdue: no skip.
-    assert schedule.catch_up(0, 1, START + 60_000_000) == (1, 0)
+    assert schedule.catch_up(0, 1, START + 60_000_000, START + 60_000_000) == (1, 0)
     # At exactly the due time of k = 4: k = 4 is sent, 1, 2, 3 are skipped.
-    assert schedule.catch_up(0, 1, START + 200_000_000) == (4, 3)
+    assert schedule.catch_up(0, 1, START + 200_000_000, START + 200_000_000) == (4, 3)
 
 
 def test_catch_up_never_counts_sends_at_or_after_the_end_as_skipped() -> None:
     end = START + 200_000_000
     schedule = Schedule(START, 100, 5, end_ns=end)  # client 0 sends k = 0..3 (0, 50, 100, 150 ms)
     # Free long after the end: k = 2 and 3 were in the run and are skipped; nothing goes out late.
-    k, skipped = schedule.catch_up(0, 2, end + 10 * NS_PER_S)
+    k, skipped = schedule.catch_up(0, 2, end + 10 * NS_PER_S, end + 10 * NS_PER_S)
     assert (k, skipped) == (4, 2)
     assert not schedule.in_run(schedule.send_number(0, k))
     # Free at the end itself, with its own next send overdue: skipped too, not sent.
-    assert schedule.catch_up(0, 3, end) == (4, 1)
+    assert schedule.catch_up(0, 3, end, end) == (4, 1)
     # Free just before the end: the newest overdue send still goes out, within the run.
-    assert schedule.catch_up(0, 2, end - 1) == (3, 1)
+    assert schedule.catch_up(0, 2, end - 1, end - 1) == (3, 1)
     # Free after the end with the next send already outside the run: nothing to skip.
-    k, skipped = schedule.catch_up(0, 4, end + 10 * NS_PER_S)
+    k, skipped = schedule.catch_up(0, 4, end + 10 * NS_PER_S, end + 10 * NS_PER_S)
     assert skipped == 0
     assert k == 4 and not schedule.in_run(schedule.send_number(0, k))
 
 
-def _brute_catch_up(schedule: Schedule, client: int, k: int, now: int) -> tuple[int, int]:
-    overdue = list(itertools.takewhile(lambda j: schedule.due_ns(schedule.send_number(client, j)) <= now,
-                                       itertools.count(k)))
-    in_run = [j for j in overdue if schedule.in_run(schedule.send_number(client, j))]
-    if not in_run:
-        return k, 0
-    newest = max(in_run)
+def _brute_catch_up(schedule: Schedule, client: int, k: int, free: int, now: int) -> tuple[int, int]:
+    def due_by(t: int) -> list[int]:
+        overdue = itertools.takewhile(lambda j: schedule.due_ns(schedule.send_number(client, j)) <= t,
+                                      itertools.count(k))
+        return [j for j in overdue if schedule.in_run(schedule.send_number(client, j))]
+
     if schedule.end_ns is not None and now >= schedule.end_ns:
-        return newest + 1, newest + 1 - k  # sending is over: all of them skipped
-    return newest, newest - k
+        late = due_by(now)
+        return (max(late) + 1, max(late) + 1 - k) if late else (k, 0)  # sending is over: all skipped
+    busy = due_by(min(free, now))  # due while the previous request was in flight: the server's doing
+    if not busy:
+        return k, 0  # due after it came back, if at all: goes out, late or not
+    return max(busy), max(busy) - k
 
 
 def test_catch_up_matches_brute_force() -> None:
@@ -256,14 +259,26 @@ def test_catch_up_matches_brute_force() -> None:
         for client in range(clients):
             for k in range(0, 8):
                 for now in (START + i * 137_000_000 for i in range(0, 90, 7)):
-                    got = schedule.catch_up(client, k, now)
-                    assert got == _brute_catch_up(schedule, client, k, now), (qps, clients, end_after, client, k, now)
-                    sent, skipped = got
-                    assert skipped >= 0
-                    # Every skipped send was due, overdue, and part of the run.
-                    for j in range(sent - skipped, sent):
-                        n = schedule.send_number(client, j)
-                        assert schedule.in_run(n) and schedule.due_ns(n) <= now
+                    for free in (now, now - 290_000_000, now - 3 * NS_PER_S, START - NS_PER_S):
+                        got = schedule.catch_up(client, k, free, now)
+                        assert got == _brute_catch_up(schedule, client, k, free, now), \
+                            (qps, clients, end_after, client, k, free, now)
+                        sent, skipped = got
+                        assert skipped >= 0
+                        # Every skipped send was part of the run and due while busy, or sending is over.
+                        for j in range(sent - skipped, sent):
+                            n = schedule.send_number(client, j)
+                            assert schedule.in_run(n) and schedule.due_ns(n) <= now
+                            assert schedule.due_ns(n) <= free or not schedule.before_end(now)
+
+
+def test_catch_up_a_send_due_after_the_response_goes_out_late_not_skipped() -> None:
+    schedule = Schedule(START, 100, 5)  # client 0: k due at START + k * 50 ms
+    # The response came back at 40 ms, but the client got round to it only at 170 ms: k = 1, 2, 3
+    # fell due after it was free, so k = 1 goes out (late) and nothing is skipped.
+    assert schedule.catch_up(0, 1, START + 40_000_000, START + 170_000_000) == (1, 0)
+    # Back at 120 ms (k = 1, 2 due while in flight), free to send at 170 ms: k = 2 goes, 1 skipped.
+    assert schedule.catch_up(0, 1, START + 120_000_000, START + 170_000_000) == (2, 1)
 
 
 # --- the reporting grid --------------------------------------------------------------------

@@ -1,0 +1,47 @@
+"""The loop-lag probe: how late the event loop runs what is due.
+
+Every send, every read and every timer of a run is a callback on one event loop. When the
+process is short of CPU, or the loop has more work than it can do, every callback runs
+late, and that lateness is the client's, not the server's. The probe asks to be called
+back every PROBE_PERIOD_NS and records how late each call came: a plain timer callback,
+not a task, so it costs about a microsecond a tick (a hundred ticks a second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from runner.stats.client import PROBE_PERIOD_NS
+
+
+class LoopProbe:
+    """Calls `record(lag_ns)` every period, with how late the loop ran it."""
+
+    def __init__(self, record: Callable[[int], None], period_ns: int = PROBE_PERIOD_NS) -> None:
+        self._record = record
+        self._period_ns = period_ns
+        self._handle: asyncio.TimerHandle | None = None
+        self._due_ns = 0
+
+    def start(self) -> None:
+        self._due_ns = time.monotonic_ns()
+        self._schedule()
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _schedule(self) -> None:
+        self._due_ns += self._period_ns
+        delay_ns = max(self._due_ns - time.monotonic_ns(), 0)
+        self._handle = asyncio.get_running_loop().call_later(delay_ns / 1e9, self._tick)
+
+    def _tick(self) -> None:
+        now = time.monotonic_ns()
+        self._record(now - self._due_ns)
+        if now - self._due_ns > self._period_ns:  # a stall: the next tick is a period from now
+            self._due_ns = now
+        self._schedule()
