@@ -276,7 +276,8 @@ def assert_counts_add_up(stdout: str) -> dict:
     """Check the run's own accounting and return its summary.
 
     Every interval line parses; the summary is printed exactly once, last; the interval
-    lines' good+bad+failed sum to the summary's `requests`, which is its good+bad+failed.
+    lines' good+bad+failed, with the drain's (what came back after the last interval), sum
+    to the summary's `requests`, which is its good+bad+failed.
     """
     lines = stdout.splitlines()
     assert lines.count("{") == 1, f"expected exactly one JSON summary:\n{stdout}"
@@ -286,10 +287,11 @@ def assert_counts_add_up(stdout: str) -> dict:
     assert intervals, f"no interval lines:\n{stdout}"
     assert [i.iteration for i in intervals] == list(range(len(intervals)))
     assert summary["intervals"] == len(intervals)
-    assert sum(i.good for i in intervals) == summary["good"]
-    assert sum(i.bad for i in intervals) == summary["bad"]
-    assert sum(i.failed for i in intervals) == summary["failed"]
-    assert sum(i.requests for i in intervals) == summary["requests"]
+    drain = summary.get("drain") or {"good": 0, "bad": 0, "failed": 0, "requests": 0}  # after the last interval
+    assert sum(i.good for i in intervals) + drain["good"] == summary["good"]
+    assert sum(i.bad for i in intervals) + drain["bad"] == summary["bad"]
+    assert sum(i.failed for i in intervals) + drain["failed"] == summary["failed"]
+    assert sum(i.requests for i in intervals) + drain["requests"] == summary["requests"]
     assert summary["requests"] == summary["good"] + summary["bad"] + summary["failed"]
     assert sum(summary["errors"].values()) == summary["failed"]
     assert sum(summary["statusCodes"].values()) == summary["good"] + summary["bad"]

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from runner.core import redact
 from runner.report.base import Reporter
+from runner.report.clientnotes import run_note
 from runner.report.slowcooker import error_lines
 from runner.stats.recorder import Interval
 from runner.stats.run import RunInfo, RunSummary
@@ -168,6 +169,7 @@ class AbReporter(Reporter):
     def finish(self, summary: RunSummary) -> None:
         stream = self._err if self.progress_every else self._out
         self._write(stream, finished_line(summary.tally.requests, self.progress_every))
+        self._write(self._err, run_note(summary))  # ab's report itself stays ab's
 
     @staticmethod
     def _write(stream: TextIO, text: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 LATENCY_UNIT = "latencyUnit"
 MIN, MEAN, MAX, STDEV = "min", "mean", "max", "stdev"
 REQUESTS, GOOD, BAD, FAILED, SKIPPED = "requests", "good", "bad", "failed", "skipped"
+LATE = "late"  # sends that left late by the client's own delay (not skipped)
 GOAL_PERCENT = "goalPercent"
 RATE, RATE_TARGET, RATE_ACHIEVED = "rate", "target", "achieved"
 STATUS_CODES, ERRORS = "statusCodes", "errors"
@@ -26,6 +27,11 @@ BENCH, INTERVAL_STATS = "bench", "intervalStats"
 HISTOGRAM, HISTOGRAM_UNIT, HISTOGRAM_HDR = "histogram", "unit", "hdr"
 PROCESS, CPU_SECONDS, MAX_RSS_BYTES = "process", "cpuSeconds", "maxRssBytes"
 CONFIG, SHARDS, FAILED_WORKERS, SHARD = "config", "shards", "failedWorkers", "shard"
+DRAIN = "drain"  # what came back after the last interval ended
+# The client's own figures, and whether it set the pace.
+CLIENT_SATURATED, CLIENT = "clientSaturated", "client"
+CPU_PERCENT, LOOP_LAG_MS, LATENESS_MS, SATURATED_INTERVALS = "cpuPercent", "loopLagMs", "latenessMs", \
+    "saturatedIntervals"
 
 # One entry of intervalStats (beside GOOD, BAD, FAILED, SKIPPED, GOAL_PERCENT, END, ERRORS,
 # MIN, MAX and the percentiles).

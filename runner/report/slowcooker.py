@@ -18,8 +18,9 @@ from runner.core.redact import printable
 from runner.core.units import in_unit, rfc3339
 from runner.load.schedule import goal
 from runner.report.base import Reporter
+from runner.report.clientnotes import drain_note, interval_note, run_note
 from runner.stats.recorder import OTHER_TEXTS, ErrorGroup, Interval, Tally
-from runner.stats.run import RunInfo
+from runner.stats.run import RunInfo, RunSummary
 
 INTERVAL_PERCENTILES = (50, 95, 99, 99.9)
 _CHANGE_WINDOW = 5
@@ -199,7 +200,10 @@ class SlowCookerReporter(Reporter):
             tally.hash_mismatches,
             self._window.push(latencies[3]),
         )
-        self._write(self._out, line)
+        self._write(self._out, line + interval_note(interval))
+
+    def finish(self, summary: RunSummary) -> None:
+        self._write(self._out, drain_note(summary) + run_note(summary))
 
     @staticmethod
     def _write(stream: TextIO, text: str) -> None:

@@ -22,6 +22,7 @@ from runner.load.schedule import goal
 from runner.report import keys as k
 from runner.report.base import Reporter
 from runner.report.slowcooker import INTERVAL_PERCENTILES, goal_percent, to_ms
+from runner.stats.client import ClientFigures
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import interval_record, run_record
 from runner.stats.recorder import BenchTally, Interval, Tally
@@ -52,6 +53,32 @@ def send_lag_dict(lag: LatencyHistogram) -> dict[str, float]:
             "p999": round(found[99.9] / 1000, 1), "max": round(lag.max / 1000, 1)}
 
 
+def _lag_ms(histogram: LatencyHistogram) -> dict[str, float]:
+    found = histogram.percentiles([50, 99])
+    return {"p50": round(found[50] / 1e6, 3), "p99": round(found[99] / 1e6, 3), "max": round(histogram.max / 1e6, 3)}
+
+
+def client_dict(client: ClientFigures) -> dict[str, Any]:
+    """How the client itself fared over the run: what clientSaturated was judged on (docs/output.md)."""
+    data: dict[str, Any] = {
+        k.CPU_PERCENT: round(client.cpu_share * 100, 1),
+        k.LOOP_LAG_MS: _lag_ms(client.loop_lag),
+        k.SATURATED_INTERVALS: client.saturated_intervals,
+    }
+    if client.lateness is not None:
+        data[k.LATENESS_MS] = _lag_ms(client.lateness)
+    return data
+
+
+def drain_dict(summary: RunSummary) -> dict[str, Any]:
+    """What came back after the last interval ended: counted in the run's totals, not in that interval."""
+    drain = summary.drain
+    assert drain is not None
+    last = summary.last_interval_end_ns or summary.end_ns
+    return {k.REQUESTS: drain.requests, k.GOOD: drain.good, k.BAD: drain.bad, k.FAILED: drain.failed,
+            k.DURATION_SECONDS: round((summary.end_ns - last) / 1e9, 3)}
+
+
 def interval_latencies_precise(tally: Tally, unit: str) -> tuple[float, ...]:
     """(min, p50, p95, p99, p999, max) in the unit to three decimals, where the line truncates.
 
@@ -80,11 +107,13 @@ def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
         k.BAD: tally.bad,
         k.FAILED: tally.failed,
         k.SKIPPED: tally.skipped,
+        k.LATE: tally.late,
         k.GOAL_T: round(target, 3) if paced else None,
         k.GOAL_PERCENT: goal_percent(tally.responses, target) if paced else None,
         k.MIN: low, "p50": p50, "p95": p95, "p99": p99, "p999": p999, k.MAX: high,
         k.BHASH: tally.hash_mismatches,
         k.ERRORS: dict(sorted(tally.errors.items())),
+        k.CLIENT_SATURATED: interval.client.saturated,
     }
 
 
@@ -114,7 +143,9 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
         k.BAD: tally.bad,
         k.FAILED: tally.failed,
         k.SKIPPED: tally.skipped,
+        k.LATE: tally.late,
         k.GOAL_PERCENT: goal_percent(tally.responses, target) if paced else None,
+        k.CLIENT_SATURATED: summary.client is not None and summary.client.saturated,
         k.RATE: {
             k.RATE_TARGET: _number(round(info.qps, 6)) if paced else None,
             k.RATE_ACHIEVED: round(tally.requests / sending_s, 3) if sending_s > 0 else 0.0,
@@ -138,6 +169,10 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
         data[k.UNCORRECTED] = percentile_keys(summary.uncorrected, unit)
     if summary.send_lag is not None:
         data[k.SEND_LAG_US] = send_lag_dict(summary.send_lag)
+    if summary.client is not None:
+        data[k.CLIENT] = client_dict(summary.client)
+    if summary.drain is not None:
+        data[k.DRAIN] = drain_dict(summary)
     if summary.bench is not None:
         data[k.BENCH] = bench_dict(summary, summary.bench)
     data[k.INTERVAL_STATS] = intervals or []

@@ -135,6 +135,9 @@ def merged_summary(info: RunInfo, intervals: Sequence[Interval], shards: Sequenc
     for interval in intervals:
         tally.merge(interval.tally)
     runs = [(s, s.run) for s in shards if s.run is not None]
+    drain = _merged_drain(run.get("drain") for _, run in runs)
+    if drain is not None:
+        tally.merge(drain)
     ends = [_offset_ns(info, s) + int(run["endNs"]) for s, run in runs] or [intervals[-1].end_ns if intervals else 0]
     sending = [_offset_ns(info, s) + int(run["sendingEndNs"]) for s, run in runs] or ends
     reasons = sorted({str(run["stopReason"]) for _, run in runs})
@@ -154,7 +157,20 @@ def merged_summary(info: RunInfo, intervals: Sequence[Interval], shards: Sequenc
         shards=report,
         due_ns=sum(interval.due_span_ns for interval in intervals),
         client=_merged_client(run.get("client") for _, run in runs),
+        drain=drain,
+        last_interval_end_ns=intervals[-1].end_ns if intervals else None,
     )
+
+
+def _merged_drain(records: Iterable[Any]) -> Tally | None:
+    """The shards' drains added up: what came back after their last intervals; None if none had one."""
+    present = [r for r in records if r is not None]
+    if not present:
+        return None
+    drain = Tally()
+    for record in present:
+        drain.merge(tally_from_record(record))
+    return drain
 
 
 def _merged_client(records: Iterable[Any]) -> ClientFigures:

@@ -177,6 +177,7 @@ def run_record(summary: RunSummary, intervals: list[dict[str, Any]]) -> dict[str
         "inUnit": _histogram_record(summary.in_unit),
         "connections": summary.connections,
         "client": None if summary.client is None else client_record(summary.client),
+        "drain": None if summary.drain is None else tally_record(summary.drain),
         "intervals": intervals,
     }
 
@@ -263,6 +264,9 @@ def check_run_record(record: Mapping[str, Any]) -> None:
         _histogram(record.get(key), f"shard.{key}")
     _value(record, "connections", _is_counts, "null or an object of whole numbers", required=False)
     _check_client(record.get("client"), "shard.client")
+    if record.get("drain") is not None:
+        _value(record, "drain", lambda v: isinstance(v, dict), "a tally record")
+        _check_tally(record["drain"], "shard.drain", len(record["urls"]))
     _value(record, "intervals", lambda v: isinstance(v, list), "a list")
     for k, interval in enumerate(record["intervals"]):
         _check_interval(interval, f"shard.intervals[{k}]", len(record["urls"]))

@@ -201,7 +201,8 @@ OPEN_OBJECTS = {"config", "statusCodes", "errors", "connections", "intervalStats
 # Objects of same-shaped records: each child is named, its fields are documented once, as `*`.
 RECORD_MAPS = {"bench.phases"}
 # The shard record is for `soak merge`: its tallies and histograms are the recorder's own format.
-CLOSED_BELOW = {"shard.intervals[].tally", "shard.uncorrected", "shard.sendLag", "shard.inUnit"}
+CLOSED_BELOW = {"shard.intervals[].tally", "shard.intervals[].client", "shard.uncorrected", "shard.sendLag",
+                "shard.inUnit", "shard.client", "shard.drain"}
 
 
 def key_paths(data: dict[str, Any], prefix: str = "") -> Iterator[str]:

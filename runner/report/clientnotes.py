@@ -1,0 +1,64 @@
+"""The `#` lines that say when the client, not the server, set the pace, and what came late.
+
+They go on stdout between slow_cooker's lines, starting with `#` like its header, so a
+reader of `kubectl logs` sees them where they apply and a parser of interval lines skips
+them as it skips the header. An interval gets one only when its sends left late or the
+client was saturated; a quiet run prints none.
+"""
+
+from __future__ import annotations
+
+from runner.core.durations import format_duration
+from runner.stats.client import SATURATED_CPU, SATURATED_LAG_NS, ClientFigures
+from runner.stats.recorder import Interval, Tally
+from runner.stats.run import RunSummary
+
+
+def short(ns: float) -> str:
+    """A duration to a tenth of a millisecond, as Go prints it: `31.2ms`, `1.5s`, `0s`."""
+    return format_duration(round(ns / 100_000) * 100_000)
+
+
+def interval_note(interval: Interval) -> str:
+    """The line after an interval line whose sends left late or whose client was saturated; "" if neither."""
+    tally, client = interval.tally, interval.client
+    parts = []
+    if tally.late:
+        parts.append(f"{tally.late} {_sends(tally.late)} left late (up to {short(tally.late_max_ns)}), not skipped")
+    if client.saturated:
+        parts.append(f"client saturated: {_figures(client)}: the client set the pace, not the server")
+    return f"# iter {interval.index}: {'; '.join(parts)}\n" if parts else ""
+
+
+def drain_note(summary: RunSummary) -> str:
+    """The line about responses that came back after the last interval ended; "" if none did."""
+    drain = summary.drain
+    if drain is None or not drain.requests or summary.last_interval_end_ns is None:
+        return ""
+    later = summary.end_ns - summary.last_interval_end_ns
+    return (f"# after the last interval: {_counts(drain)} came back up to {short(later)} later;"
+            " in the summary's totals, not in the line above\n")
+
+
+def run_note(summary: RunSummary) -> str:
+    """The line that says the client was the limit of this run; "" if it never was."""
+    client = summary.client
+    if client is None or not client.saturated:
+        return ""
+    return (f"# client saturated in {client.saturated_intervals} of {summary.intervals} intervals"
+            f" ({_figures(client)}): the figures of those intervals include the client's own delay\n")
+
+
+def _figures(client: ClientFigures) -> str:
+    p99 = client.loop_lag.percentiles([99])[99]
+    return (f"cpu {client.cpu_share:.0%} of a core (limit {SATURATED_CPU:.0%}),"
+            f" loop lag p99 {short(p99)} (limit {short(SATURATED_LAG_NS)})")
+
+
+def _counts(tally: Tally) -> str:
+    return f"{tally.requests} {'response' if tally.requests == 1 else 'responses'}" \
+           f" ({tally.good}/{tally.bad}/{tally.failed} good/bad/failed)"
+
+
+def _sends(n: int) -> str:
+    return "send" if n == 1 else "sends"
