@@ -1,0 +1,109 @@
+"""The client measures itself: a starved client is flagged, a light one is not; a stall shows as
+lateness and loop lag; what comes back after the last interval is the drain, reported apart.
+
+Each test asserts what holds however busy the machine: starving the runner further (lower
+priority, one core shared with two busy loops) only makes it more starved, and the light run
+gets the highest priority there is, so other load on the node does not reach it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from tests.conftest import REPO, Nginx, assert_counts_add_up, run_soak, soak_command
+from tests.support.faultserver import FaultServer
+
+RUN = ("--interval", "1s", "--iterations", "3")
+
+
+@contextmanager
+def busy_loops_on_cpu0(count: int = 2, seconds: int = 60) -> Iterator[None]:
+    """`count` busy loops pinned to CPU 0, ended on exit (and by `timeout` if the test dies)."""
+    hogs = [subprocess.Popen(["timeout", str(seconds), "taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
+            for _ in range(count)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None, reason="needs taskset (util-linux)")
+def test_a_starved_client_is_flagged(nginx: Nginx) -> None:
+    """At the lowest priority on one core beside two busy loops, the runner gets about 1% of a
+    core: its loop runs timers tens of milliseconds late, and it says so."""
+    with busy_loops_on_cpu0():
+        time.sleep(0.2)
+        run = subprocess.run(["taskset", "-c", "0", "nice", "-n", "19", *soak_command("--qps", "200", *RUN, nginx.url)],
+                             capture_output=True, text=True, timeout=120, cwd=REPO, env={**os.environ, "TZ": "UTC"})
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    assert summary["clientSaturated"] is True
+    assert summary["client"]["saturatedIntervals"] >= 1
+    assert summary["client"]["loopLagMs"]["p99"] >= 10 or summary["client"]["cpuPercent"] >= 90
+    assert any(s["clientSaturated"] for s in summary["intervalStats"])
+    assert "# client saturated in " in run.stdout
+    assert any(line.startswith("# iter ") and "client saturated" in line for line in run.stdout.splitlines())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="raising a process' priority needs root")
+def test_a_light_soak_at_high_priority_is_not_flagged(nginx: Nginx) -> None:
+    run = subprocess.run(["nice", "-n", "-20", *soak_command("--qps", "20", *RUN, nginx.url)],
+                         capture_output=True, text=True, timeout=120, cwd=REPO, env={**os.environ, "TZ": "UTC"})
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    assert summary["clientSaturated"] is False, summary["client"]
+    assert summary["client"]["saturatedIntervals"] == 0
+    assert not any(s["clientSaturated"] for s in summary["intervalStats"])
+    assert "client saturated" not in run.stdout
+
+
+def test_a_stalled_client_counts_its_late_sends_and_its_loop_lag(nginx: Nginx) -> None:
+    """Stopped for 600 ms (as a descheduled process is), a client sending every 250 ms has
+    sends fall due while it cannot send: they leave late, and the loop lag shows the stall."""
+    process = subprocess.Popen(soak_command("--qps", "4", "--concurrency", "1", "--interval", "1s",
+                                            "--iterations", "3", nginx.url),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                               env={**os.environ, "TZ": "UTC"})
+    try:
+        assert process.stdout is not None
+        while not process.stdout.readline().startswith("#  "):  # the header: sending has begun
+            pass
+        time.sleep(0.3)
+        process.send_signal(signal.SIGSTOP)
+        time.sleep(0.6)
+        process.send_signal(signal.SIGCONT)
+        rest, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    summary = assert_counts_add_up("# sending\n#  header\n" + rest)
+    assert summary["client"]["loopLagMs"]["max"] >= 500
+    assert summary["late"] >= 1 and summary["client"]["latenessMs"]["max"] >= 100
+    assert sum(s["late"] for s in summary["intervalStats"]) == summary["late"]
+    assert any(line.startswith("# iter ") and "left late" in line for line in rest.splitlines())
+
+
+@pytest.mark.parametrize("model", ["open", "closed"])
+def test_what_comes_back_after_the_end_is_the_drain(fault_server: FaultServer, model: str) -> None:
+    """Requests in flight when the schedule ends are waited for and counted, but apart from the
+    last interval: its line describes its own window, and the run's duration covers the wait."""
+    run = run_soak("--qps", "10", "--concurrency", "4", "--loadModel", model, "--interval", "1s",
+                   "--iterations", "2", "--timeout", "5s", fault_server.url("/slow/1500"))
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)  # the intervals and the drain add up to the run
+    drain = summary["drain"]
+    assert drain["requests"] >= 1 and drain["good"] == drain["requests"]
+    assert summary["durationSeconds"] >= 2 + drain["durationSeconds"] - 0.001 > 2
+    assert [line.split()[5] for line in run.interval_lines] == ["1s", "1s"]  # the last one is not stretched
+    assert "# after the last interval: " in run.stdout

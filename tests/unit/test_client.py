@@ -1,0 +1,211 @@
+"""The client's own figures: the saturation rule, lateness, the drain, and their records and lines."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+
+import pytest
+
+from runner.config.settings import merge, settings_from
+from runner.load.result import Result
+from runner.load.schedule import Grid
+from runner.report.clientnotes import drain_note, interval_note, run_note, short
+from runner.report.summary import client_dict, drain_dict
+from runner.stats.client import LATE_NS, SATURATED_CPU, SATURATED_LAG_NS, ClientFigures, ClientMeter, is_saturated
+from runner.stats.histogram import LatencyHistogram
+from runner.stats.record import client_from_record, client_record, tally_from_record, tally_record
+from runner.stats.recorder import Interval, Recorder, Tally
+from runner.stats.run import RunInfo, RunSummary
+
+START = 5_000_000_000_000
+SECOND = 1_000_000_000
+MS = 1_000_000
+GRID = Grid(START, SECOND)
+
+
+def lags(*values: int) -> LatencyHistogram:
+    histogram = LatencyHistogram()
+    for value in values:
+        histogram.record(value)
+    return histogram
+
+
+# --- the rule ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("cpu", "lag", "saturated"), [
+    (0.0, 0, False), (SATURATED_CPU - 0.001, SATURATED_LAG_NS - 1, False), (SATURATED_CPU, 0, True),
+    (1.7, 0, True), (0.0, SATURATED_LAG_NS, True), (0.05, 50 * MS, True),
+])
+def test_the_rule_is_cpu_of_a_core_or_loop_lag(cpu: float, lag: int, saturated: bool) -> None:
+    assert is_saturated(cpu, lag) is saturated
+
+
+def test_measured_figures_are_judged_by_the_rule_on_the_lag_p99() -> None:
+    idle = ClientFigures.measured(0.05, SECOND, lags(*[200_000] * 99, 50 * MS))  # one stall in 100 ticks
+    assert idle.cpu_share == pytest.approx(0.05) and not idle.saturated
+    lagging = ClientFigures.measured(0.05, SECOND, lags(*[200_000] * 90, *[15 * MS] * 10))
+    assert lagging.saturated
+    busy = ClientFigures.measured(0.95, SECOND, lags(100_000))
+    assert busy.cpu_share == pytest.approx(0.95) and busy.saturated
+    assert ClientFigures.measured(1.0, 0, LatencyHistogram()).cpu_share == 0.0  # no span: nothing to judge
+
+
+def test_merging_keeps_the_busiest_process_every_sample_and_any_saturation() -> None:
+    for a, b in itertools.product((False, True), repeat=2):
+        one = ClientFigures(0.3, lags(1 * MS, 2 * MS), a, 1, lags(5 * MS))
+        two = ClientFigures(0.6, lags(3 * MS), b, 4, None)
+        one.merge(two)
+        assert one.cpu_share == 0.6 and one.loop_lag.count == 3 and one.saturated is (a or b)
+        assert one.saturated_intervals == 4 and one.lateness is not None and one.lateness.count == 1
+    empty = ClientFigures()
+    empty.merge(ClientFigures(lateness=lags(7 * MS)))
+    assert empty.lateness is not None and empty.lateness.max >= 7 * MS * 0.999
+
+
+def test_the_meter_closes_intervals_and_counts_the_saturated_ones() -> None:
+    meter = ClientMeter()
+    meter.begin(10.0, START)
+    for _ in range(100):
+        meter.loop_lag(100_000)
+    quiet = meter.close(10.05, START + SECOND)
+    assert quiet.loop_lag.count == 100 and quiet.cpu_share == pytest.approx(0.05) and not quiet.saturated
+    meter.loop_lag(-5)  # a tick a hair early counts as on time
+    busy = meter.close(11.0, START + 2 * SECOND)
+    assert busy.saturated and busy.loop_lag.count == 1 and busy.loop_lag.max == 0
+    meter.late(3 * MS)
+    run = meter.run(11.0, START + 2 * SECOND)
+    assert run.saturated and run.saturated_intervals == 1 and run.loop_lag.count == 101
+    assert run.cpu_share == pytest.approx(0.5) and run.lateness is not None and run.lateness.count == 1
+
+
+def test_without_a_cpu_reading_the_share_is_unknown_and_only_the_lag_judges() -> None:
+    meter = ClientMeter(paced=False)
+    meter.loop_lag(20 * MS)
+    figures = meter.close(None, START)
+    assert figures.cpu_share == 0.0 and not figures.saturated  # close() judges only with a reading
+    meter.late(5 * MS)  # a bench keeps no lateness
+    assert meter.run(None, START).lateness is None
+
+
+# --- lateness and the drain in the recorder ------------------------------------------------------
+
+
+def sent(*, due: int, free: int = 0, start: int, latency: int = MS) -> Result:
+    return Result(due_ns=due, free_ns=free, start_ns=start, headers_ns=start + latency, end_ns=start + latency,
+                  status=200)
+
+
+def test_client_lag_is_from_when_a_send_could_and_should_have_left() -> None:
+    assert sent(due=START, start=START + 3 * MS).client_lag_ns == 3 * MS
+    # Due while its client's previous request was in flight: waiting for that was the server's doing.
+    assert sent(due=START, free=START + 40 * MS, start=START + 41 * MS).client_lag_ns == MS
+    assert sent(due=START + 50 * MS, free=START + 40 * MS, start=START + 51 * MS).client_lag_ns == MS
+
+
+def test_late_sends_are_counted_where_their_results_land() -> None:
+    recorder = Recorder(GRID)
+    recorder.record(sent(due=START, start=START + LATE_NS - 1))
+    recorder.record(sent(due=START + 10 * MS, start=START + 10 * MS + LATE_NS))
+    recorder.record(sent(due=START + 20 * MS, start=START + 60 * MS))
+    recorder.record(sent(due=START + SECOND + 20 * MS, free=START + SECOND + 90 * MS, start=START + SECOND + 91 * MS))
+    first, second = recorder.close(), recorder.close()
+    assert (first.tally.late, first.tally.late_max_ns) == (2, 40 * MS)
+    assert (second.tally.late, second.tally.late_max_ns) == (0, 0)
+    assert (recorder.run.late, recorder.run.late_max_ns) == (2, 40 * MS)
+    assert recorder.client.lateness is not None and recorder.client.lateness.count == 4
+
+
+def test_the_drain_is_counted_in_the_run_but_not_in_the_last_interval() -> None:
+    recorder = Recorder(GRID)
+    end = START + SECOND + 500 * MS  # the schedule ends halfway through interval 1
+    recorder.drain_from(end)
+    recorder.record(sent(due=START, start=START))
+    recorder.record(sent(due=end - 10 * MS, start=end - 10 * MS, latency=9 * MS))  # back in time
+    recorder.record(sent(due=end - 5 * MS, start=end - 5 * MS, latency=5 * MS))  # back exactly at the end: drain
+    recorder.record(sent(due=end - 5 * MS, start=end - 5 * MS, latency=3 * SECOND))  # two intervals later
+    first = recorder.close()
+    last = recorder.close(end, final=True)
+    assert (first.tally.requests, last.tally.requests) == (1, 1)
+    assert recorder.drain is not None and recorder.drain.requests == 2
+    assert recorder.drain_end_ns == end - 5 * MS + 3 * SECOND
+    assert recorder.run.requests == 4 and recorder.run.good == 4
+
+
+def test_without_a_drain_point_late_results_still_join_the_last_interval() -> None:
+    recorder = Recorder(GRID)  # totalRequests runs: the last interval ends when the last answer is in
+    recorder.record(sent(due=START, start=START, latency=3 * SECOND))
+    last = recorder.close(START + 4 * SECOND, final=True)
+    assert last.tally.requests == 1 and recorder.drain is None
+
+
+# --- records, summary and lines ------------------------------------------------------------------
+
+
+def test_client_figures_round_trip_through_json() -> None:
+    for lateness in (None, lags(3 * MS, 40 * MS)):
+        figures = ClientFigures(0.4321, lags(100_000, 12 * MS), True, 3, lateness)
+        back = client_from_record(json.loads(json.dumps(client_record(figures))))
+        assert (back.cpu_share, back.saturated, back.saturated_intervals) == (0.4321, True, 3)
+        assert back.loop_lag.count == 2 and back.loop_lag.max == figures.loop_lag.max
+        assert (back.lateness is None) is (lateness is None)
+    none = client_from_record(None)  # an earlier version's record has none
+    assert (none.cpu_share, none.loop_lag.count, none.saturated, none.lateness) == (0.0, 0, False, None)
+    with pytest.raises(ValueError, match="not a client record"):
+        client_from_record({"cpuShare": "x", "loopLag": {}, "saturated": False})
+
+
+def test_late_counts_round_trip_and_old_records_read_as_none_late() -> None:
+    tally = Tally(good=3, late=2, late_max_ns=40 * MS)
+    back = tally_from_record(json.loads(json.dumps(tally_record(tally))))
+    assert (back.late, back.late_max_ns) == (2, 40 * MS)
+    old = tally_record(tally)
+    del old["late"], old["lateMaxNs"]
+    assert (tally_from_record(old).late, tally_from_record(old).late_max_ns) == (0, 0)
+    merged = Tally(late=1, late_max_ns=50 * MS)
+    merged.merge(back)
+    assert (merged.late, merged.late_max_ns) == (3, 50 * MS)
+
+
+def test_short_durations_to_a_tenth_of_a_millisecond() -> None:
+    assert [short(x) for x in (0, 49_999, 31_234_567, 1_500_000_000)] == ["0s", "0s", "31.2ms", "1.5s"]
+
+
+def interval(late: int = 0, late_max: int = 0, saturated: bool = False) -> Interval:
+    client = ClientFigures(0.97 if saturated else 0.1, lags(14 * MS if saturated else MS), saturated)
+    return Interval(7, START, START + SECOND, Tally(good=10, late=late, late_max_ns=late_max), client=client)
+
+
+def test_an_interval_note_only_when_sends_left_late_or_the_client_was_saturated() -> None:
+    assert interval_note(interval()) == ""
+    assert interval_note(interval(1, 3 * MS)) == "# iter 7: 1 send left late (up to 3ms), not skipped\n"
+    note = interval_note(interval(12, 31_200_000, saturated=True))
+    assert note.startswith("# iter 7: 12 sends left late (up to 31.2ms), not skipped; client saturated: cpu 97%")
+    assert "loop lag p99 14ms (limit 10ms)" in note and note.endswith("the client set the pace, not the server\n")
+    assert interval_note(interval(saturated=True)).startswith("# iter 7: client saturated")
+
+
+def summary(client: ClientFigures | None, drain: Tally | None = None, end: int = START + 3 * SECOND) -> RunSummary:
+    info = RunInfo(settings_from(merge()), ["http://127.0.0.1/"], None, START, 1e9)
+    return RunSummary(info, 3, end, START + 3 * SECOND, Tally(), None, None, None, "iterations", 0.1, 0,
+                      client=client, drain=drain, last_interval_end_ns=START + 3 * SECOND)
+
+
+def test_the_run_note_and_the_drain_note() -> None:
+    assert run_note(summary(None)) == run_note(summary(ClientFigures())) == ""
+    note = run_note(summary(ClientFigures(0.41, lags(12 * MS), True, 2)))
+    assert note.startswith("# client saturated in 2 of 3 intervals (cpu 41% of a core")
+    assert drain_note(summary(None)) == drain_note(summary(None, Tally())) == ""
+    drained = summary(None, Tally(good=500, failed=91), end=START + 13 * SECOND)
+    assert drain_note(drained) == ("# after the last interval: 591 responses (500/0/91 good/bad/failed) came back"
+                                   " up to 10s later; in the summary's totals, not in the line above\n")
+    assert drain_dict(drained) == {"requests": 591, "good": 500, "bad": 0, "failed": 91, "durationSeconds": 10.0}
+
+
+def test_the_client_section_has_lateness_only_in_paced_runs() -> None:
+    paced = client_dict(ClientFigures(0.123456, lags(MS), False, 0, lags(3 * MS)))
+    assert paced["cpuPercent"] == 12.3 and paced["saturatedIntervals"] == 0
+    assert set(paced["loopLagMs"]) == {"p50", "p99", "max"} and "latenessMs" in paced
+    assert "latenessMs" not in client_dict(dataclasses.replace(ClientFigures(), lateness=None))
