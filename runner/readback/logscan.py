@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from runner.core.durations import DurationError, parse_duration
+from runner.report.clientnotes import NOTE_PREFIXES
 
 MAX_LINE_NOTES = 5  # lines noted one by one; the rest are counted
 _QUOTE_CHARS = 60
@@ -34,7 +35,8 @@ _INTERVAL = re.compile(
 _SOAK_ERROR = re.compile(r'^[A-Z]+ (?:(?:more than )?\d+ URLs, e\.g\. )?"(.*)": (.+) \((\d+) times?\)\s*$')
 _SOAK_MORE_ERRORS = re.compile(r"^\.\.\. and \d+ more errors \((\d+) times?\)\s*$")
 _SLOW_COOKER_ERROR = re.compile(r'^[A-Z][a-z]+ "(.*)": (.+?)\s*$')  # Go's net/http, once per failure
-_VERDICT = "# threshold"  # the thresholds' verdict lines, before the summary (verdict.py)
+# Comment lines of ours: the thresholds' verdict (verdict.py), the notes on the client and the drain.
+_OWN_COMMENTS = ("# threshold", *NOTE_PREFIXES)
 _OWN_NOTE = "soak: "  # the runner's own lines on stderr: the Linkerd proxy awaited, a TLS warning, ...
 
 
@@ -162,7 +164,7 @@ def _line(found: LogScan, number: int, line: str, cut: bool) -> None:
             _close_block(found, closed=stripped.endswith("}"))
     elif (m := _STARTUP.match(line)) is not None:
         _startup(found, number, m)
-    elif _HEADER.match(line) or stripped.startswith(_VERDICT):
+    elif _HEADER.match(line) or stripped.startswith(_OWN_COMMENTS):
         pass
     elif (m := _INTERVAL.match(line)) is not None and not (cut and m.group(16) is None):
         # A last line cut off before the space after bhash may have lost digits of bhash.

@@ -13,6 +13,10 @@ from runner.stats.client import SATURATED_CPU, SATURATED_LAG_NS, ClientFigures
 from runner.stats.recorder import Interval, Tally
 from runner.stats.run import RunSummary
 
+# How each line starts, so a reader of logs (runner.readback) knows them for ours.
+INTERVAL_NOTE, DRAIN_NOTE, RUN_NOTE = "# iter ", "# after the last interval: ", "# client saturated in "
+NOTE_PREFIXES = (INTERVAL_NOTE, DRAIN_NOTE, RUN_NOTE)
+
 
 def short(ns: float) -> str:
     """A duration to a tenth of a millisecond, as Go prints it: `31.2ms`, `1.5s`, `0s`."""
@@ -27,7 +31,7 @@ def interval_note(interval: Interval) -> str:
         parts.append(f"{tally.late} {_sends(tally.late)} left late (up to {short(tally.late_max_ns)}), not skipped")
     if client.saturated:
         parts.append(f"client saturated: {_figures(client)}: the client set the pace, not the server")
-    return f"# iter {interval.index}: {'; '.join(parts)}\n" if parts else ""
+    return f"{INTERVAL_NOTE}{interval.index}: {'; '.join(parts)}\n" if parts else ""
 
 
 def drain_note(summary: RunSummary) -> str:
@@ -36,7 +40,7 @@ def drain_note(summary: RunSummary) -> str:
     if drain is None or not drain.requests or summary.last_interval_end_ns is None:
         return ""
     later = summary.end_ns - summary.last_interval_end_ns
-    return (f"# after the last interval: {_counts(drain)} came back up to {short(later)} later;"
+    return (f"{DRAIN_NOTE}{_counts(drain)} came back up to {short(later)} later;"
             " in the summary's totals, not in the line above\n")
 
 
@@ -45,7 +49,7 @@ def run_note(summary: RunSummary) -> str:
     client = summary.client
     if client is None or not client.saturated:
         return ""
-    return (f"# client saturated in {client.saturated_intervals} of {summary.intervals} intervals"
+    return (f"{RUN_NOTE}{client.saturated_intervals} of {summary.intervals} intervals"
             f" ({_figures(client)}): the figures of those intervals include the client's own delay\n")
 
 
