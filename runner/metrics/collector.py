@@ -16,6 +16,7 @@ conventions, with labels for the URL and the status class:
     soak_requests_total{url,status_class}     every result; status_class 1xx..5xx, or "failed"
     soak_failures_total{url,kind}             failed sends by kind (refused, timeout, ...)
     soak_skipped_total                        sends that were due but not sent
+    soak_late_sends_total                     sends that left late by the client's own delay
     soak_request_duration_seconds{url}        histogram of responses' latencies, good and bad
     soak_other_urls                           URLs counted under url="other" (see below)
     soak_target_requests_per_second, soak_concurrency, soak_start_time_seconds,
@@ -114,6 +115,9 @@ class IntervalFigures:
     errors_ratio: float | None  # None without requests
     latency_s: dict[str, float]  # quantile ("0.5", ...) -> seconds
     max_latency_s: float
+    client_saturated: bool  # the client, not the server, set the pace (docs/output.md)
+    client_cpu_ratio: float  # the process' CPU over the interval, in cores
+    loop_lag_p99_s: float  # how late the event loop ran a 10 ms timer, p99
 
 
 @dataclass
@@ -145,6 +149,9 @@ def interval_figures(info: RunInfo, interval: Interval) -> IntervalFigures:
         errors_ratio=(tally.bad + tally.failed) / tally.requests if tally.requests else None,
         latency_s={q: found[p] / 1e9 for q, p in _QUANTILES.items()},
         max_latency_s=tally.max_ns / 1e9,
+        client_saturated=interval.client.saturated,
+        client_cpu_ratio=interval.client.cpu_share,
+        loop_lag_p99_s=interval.client.loop_lag.percentiles([99])[99] / 1e9,
     )
 
 
@@ -254,6 +261,8 @@ def request_families(counts: MetricsTally, slots: UrlSlots) -> Iterator[Metric]:
     yield failures
     yield CounterMetricFamily("soak_skipped", "Sends that were due but not sent (a client still busy, or too "
                               "many in flight).", value=counts.skipped)
+    yield CounterMetricFamily("soak_late_sends", "Sends that left 2 ms or more after they could and should have: "
+                              "the client's own delay, not the server's.", value=counts.late)
     duration = HistogramMetricFamily(DURATION.name, DURATION.help, labels=["url"])
     for slot, label in enumerate(labels):
         places = [good + bad for good, bad in zip(counts.good[slot], counts.bad[slot], strict=True)]
@@ -312,6 +321,13 @@ def _interval_families(last: IntervalFigures) -> Iterator[Metric]:
     yield latency
     yield GaugeMetricFamily("soak_interval_max_latency_seconds", "The slowest response of the last interval.",
                             value=last.max_latency_s)
+    yield GaugeMetricFamily("soak_interval_client_saturated", "1 if the client, not the server, set the pace in the "
+                            "last interval (CPU >= 90% of a core, or loop lag p99 >= 10 ms), else 0.",
+                            value=float(last.client_saturated))
+    yield GaugeMetricFamily("soak_interval_client_cpu_ratio", "The runner's CPU in the last interval, in cores.",
+                            value=last.client_cpu_ratio)
+    yield GaugeMetricFamily("soak_interval_loop_lag_seconds", "How late the runner's event loop ran a 10 ms timer "
+                            "in the last interval, p99.", value=last.loop_lag_p99_s)
 
 
 

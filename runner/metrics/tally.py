@@ -21,6 +21,7 @@ from prometheus_client.utils import floatToGoString
 from runner.config.settings import Settings
 from runner.core import redact
 from runner.load.result import Result, is_good
+from runner.stats.client import LATE_NS
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
@@ -138,6 +139,7 @@ class MetricsTally:
         self._slot_of = slots.slot_of
         count = len(slots.labels)
         self.skipped = 0
+        self.late = 0  # sends that left LATE_NS or more after they could and should have (the client's delay)
         self.statuses = [[0] * STATUSES for _ in range(count)]  # per slot: responses by status
         self.failures: Counter[tuple[int, str]] = Counter()  # (slot, error kind) -> failed sends
         places = len(EDGES_NS) + 1
@@ -150,6 +152,8 @@ class MetricsTally:
         if result.skipped:
             self.skipped += 1
             return
+        if result.start_ns and result.client_lag_ns >= LATE_NS:
+            self.late += 1
         slot = self._slot_of[result.url_index]
         if result.error:
             self.failures[slot, result.error] += 1
@@ -174,6 +178,7 @@ class MetricsTally:
         copy._corrected = self._corrected
         copy._slot_of = ()
         copy.skipped = self.skipped
+        copy.late = self.late
         copy.statuses = [list(counts) for counts in self.statuses]
         copy.failures = Counter(dict(self.failures))
         copy.good = [list(places) for places in self.good]
@@ -188,6 +193,7 @@ def summed(tallies: Sequence[MetricsTally], slots: UrlSlots) -> MetricsTally:
     total = MetricsTally(slots)
     for tally in tallies:
         total.skipped += tally.skipped
+        total.late += tally.late
         total.failures.update(tally.failures)
         for slot in range(len(slots.labels)):
             total.statuses[slot] = [a + b for a, b in zip(total.statuses[slot], tally.statuses[slot], strict=True)]

@@ -31,6 +31,8 @@ from runner.metrics.tally import (
     url_slots,
 )
 from runner.report.verdict import Verdict
+from runner.stats.client import ClientFigures
+from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import Interval, Tally
 from runner.stats.run import RunInfo, RunSummary
 
@@ -163,6 +165,17 @@ def test_snapshot_is_a_copy() -> None:
     assert sum(copy.statuses[0]) == 1 and not copy.failures and sum(copy.good[0]) == 1
 
 
+def test_late_sends_are_counted_as_the_client_lag_says() -> None:
+    tally = MetricsTally(ONE)
+    on_time = Result(due_ns=START, start_ns=START + MS, headers_ns=START + 2 * MS, end_ns=START + 2 * MS, status=200)
+    late = Result(due_ns=START, start_ns=START + 2 * MS, headers_ns=START + 3 * MS, end_ns=START + 3 * MS, status=200)
+    waited = Result(due_ns=START, free_ns=START + 30 * MS, start_ns=START + 31 * MS, end_ns=START + 40 * MS,
+                    error="refused")  # late for the server's doing: it waited for the request before
+    for result in (on_time, late, waited, Result(skipped=True, due_ns=START, end_ns=START)):
+        tally.record(result)
+    assert tally.late == 1 and scrape(tally)["soak_late_sends_total"][()] == 1
+
+
 def test_figures_and_the_verdict_as_gauges() -> None:
     figures = Figures()
     s = scrape(MetricsTally(ONE), figures)
@@ -189,6 +202,14 @@ def test_figures_and_the_verdict_as_gauges() -> None:
     assert s["soak_interval_goal_ratio"][()] == 0.9 and s["soak_interval_errors_ratio"][()] == 0.1
     assert s["soak_interval_latency_seconds"][(("quantile", "0.99"),)] == 0.003
     assert s["soak_interval_max_latency_seconds"][()] == 0.003
+    assert s["soak_interval_client_saturated"][()] == 0 and s["soak_interval_loop_lag_seconds"][()] == 0
+    lagging = ClientFigures.measured(0.5, 1_000_000_000, LatencyHistogram())
+    lagging.loop_lag.record(20 * MS)
+    lagging.saturated = True
+    reporter.interval(info, Interval(1, START + 1_000_000_000, START + 2_000_000_000, tally, client=lagging))
+    s = scrape(MetricsTally(ONE), figures)
+    assert s["soak_interval_client_saturated"][()] == 1 and s["soak_interval_client_cpu_ratio"][()] == 0.5
+    assert s["soak_interval_loop_lag_seconds"][()] == pytest.approx(0.02, rel=1e-3)
     assert verdict is not None
     summary = RunSummary(info, 1, START + 10**9, START + 10**9, tally, None, None, None, "iterations", 0.1, 1)
     verdict.finish(summary)
