@@ -168,6 +168,9 @@ class AbReporter(Reporter):
 
     def finish(self, summary: RunSummary) -> None:
         stream = self._err if self.progress_every else self._out
+        if summary.drain is not None:  # failures after the last interval (-t), as an interval's
+            self._write(self._err, "".join(error_lines(summary.info.settings.request.method, summary.info.urls,
+                                                      summary.drain)))
         self._write(stream, finished_line(summary.tally.requests, self.progress_every))
         self._write(self._err, run_note(summary))  # ab's report itself stays ab's
 

@@ -203,6 +203,9 @@ class SlowCookerReporter(Reporter):
         self._write(self._out, line + interval_note(interval))
 
     def finish(self, summary: RunSummary) -> None:
+        if summary.drain is not None:  # the drain's failures, as an interval's: nothing counted goes unsaid
+            self._write(self._err, "".join(error_lines(summary.info.settings.request.method, summary.info.urls,
+                                                      summary.drain)))
         self._write(self._out, drain_note(summary) + run_note(summary))
 
     @staticmethod

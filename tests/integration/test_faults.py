@@ -77,8 +77,10 @@ def check_failures(run: Run, url: str, kind: str, text: str, *, server: FaultSer
     for line_url, line_text, _ in lines:
         assert line_url == url
         assert re.fullmatch(text, line_text), f"error text {line_text!r} does not match {text!r}"
-    # One error, one URL: each interval with failures has exactly one line, carrying its count.
-    assert [count for _, _, count in lines] == [i.failed for i in intervals if i.failed]
+    # One error, one URL: each interval with failures has exactly one line, carrying its count, and
+    # so has the drain (what came back after the last interval), last.
+    drained = (summary.get("drain") or {}).get("failed", 0)
+    assert [count for _, _, count in lines] == [i.failed for i in intervals if i.failed] + ([drained] if drained else [])
     # More failures than intervals, so the lines above really are aggregated.
     assert summary["failed"] > len(intervals)
     return summary
@@ -226,7 +228,7 @@ def test_status_codes(fault_server: FaultServer, status: int, verdict: str) -> N
     assert fault_server.connections_accepted == 2
     assert run.stderr == ""
     column = [getattr(parse_interval(line), verdict) for line in run.interval_lines]
-    assert sum(column) == summary["requests"]
+    assert sum(column) + (summary.get("drain") or {}).get(verdict, 0) == summary["requests"]
 
 
 def test_slow_responses(fault_server: FaultServer) -> None:
@@ -293,7 +295,7 @@ def test_several_faults_at_once_are_reported_per_url(fault_server: FaultServer) 
                             (urls[2], "/reset-mid-body", "connection reset by peer")]:
         mine = [(t, count) for u, t, count in lines if u == url]
         assert {t for t, _ in mine} == {text}
-        assert len(mine) <= len(intervals)
+        assert len(mine) <= len(intervals) + ("drain" in summary)  # at most once per interval, and the drain
         assert sum(count for _, count in mine) == fault_server.seen(path) > len(intervals)
     assert all(u != urls[0] for u, _, _ in lines)
 
