@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from runner.config.abflags import AB_FLAGS
 from runner.config.settings import Settings
 from runner.core.errors import UsageError
 from runner.core.redact import Secrets
@@ -90,10 +91,15 @@ def split_of(settings: Settings) -> Shard:
     """This process's part of the run, checked: every part needs a client and its share of the limits."""
     pace, split = settings.pace, settings.split
     shard = shard_of(split.shards, split.shard, split.workers)
+    if pace.bench and shard.count > 1:
+        raise UsageError("mode: bench runs in one pod; shards split soaks only (local workers split a bench too)")
+    if pace.bench:  # ab's words for ab's flags
+        for name, value in (("concurrency", pace.concurrency), ("totalRequests", pace.total_requests)):
+            if value and value < split.workers:
+                raise UsageError(f"{AB_FLAGS[name]}: {value} is not allowed with workers: {split.workers}; must be at "
+                                 f"least the number of workers, so that every worker has its share")
     check_split(shard, pace.concurrency, pace.total_requests, pace.max_in_flight if pace.open_model else None,
                 settings.report.no_latency_summary)
-    if pace.bench and not shard.alone:
-        raise UsageError("mode: bench runs in one process; shards and workers split soaks only")
     return shard
 
 

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, cast
 from runner.config.settings import Settings
 from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter
-from runner.stats.merge import merged_interval, merged_summary
-from runner.stats.record import ShardRun, interval_record, run_record
+from runner.stats.merge import merged_bench, merged_interval, merged_summary
+from runner.stats.record import ShardRun, bench_from_record, bench_record, interval_record, run_record
 from runner.stats.recorder import Interval
 from runner.stats.run import RunInfo, RunSummary
 
@@ -60,9 +60,10 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
     pipes = [context.Pipe(duplex=False) for _ in range(settings.split.workers)]  # (this end, the worker's end)
     slots = counts.slots if counts is not None else None
     workers = settings.split.workers
+    step = _progress_step(reporters)
     processes = [
         context.Process(target=_work, args=(settings, urls, source, Shard(pod.index, pod.count, w, workers),
-                                            start_wall, pipes[w][1], slots), daemon=True)
+                                            start_wall, pipes[w][1], slots, step), daemon=True)
         for w in range(workers)
     ]
     # SIGINT and SIGTERM are held while the workers start: they inherit the held mask and
@@ -88,8 +89,16 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
             ours.close()
 
 
+def _progress_step(reporters: Sequence[Reporter]) -> int:
+    """Every how many finished sends a worker tells home (0: never), for the reporters that follow
+    progress (ab's "Completed N requests"): a tenth of their step, so the parent, which adds the
+    workers' counts up, passes each step at most a tenth of a step per worker late."""
+    every = min((r.progress_every for r in reporters if r.progress_every > 0), default=0)
+    return max(1, every // 10) if every else 0
+
+
 def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard, start_wall: float,
-          home: Connection, slots: UrlSlots | None) -> None:
+          home: Connection, slots: UrlSlots | None, progress_every: int = 0) -> None:
     """A worker process: run its part, sending each closed interval and the summary home.
 
     It leaves the terminal's process group, so a Ctrl-C reaches only the parent, which
@@ -107,7 +116,8 @@ def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard,
 
             tally = tally_for(settings, slots)
         parts = build(settings, urls, source, shard)  # this process's own requests and HTTP client
-        launch.run(parts, [_Courier(outbox, tally)], start_wall, tap=tally.record if tally is not None else None)
+        launch.run(parts, [_Courier(outbox, tally, progress_every)], start_wall,
+                   tap=tally.record if tally is not None else None)
     except Exception as e:  # reported by the parent, which prints it; the traceback helps no one
         outbox.put(("failed", shard.worker, f"{type(e).__name__}: {e}"))
     finally:
@@ -150,14 +160,21 @@ class _Outbox:
 class _Courier(Reporter):
     """A worker's only reporter: hands its intervals and its run, whole, to the parent, each
     after a copy of the worker's metric counts when it keeps them (so a push after an interval
-    holds at least that interval)."""
+    holds at least that interval); a bench's figures so far with each interval; and, when the
+    parent's reporters follow progress, its count of finished sends every `progress_every`."""
 
-    def __init__(self, outbox: _Outbox, tally: MetricsTally | None) -> None:
+    def __init__(self, outbox: _Outbox, tally: MetricsTally | None, progress_every: int = 0) -> None:
         self._outbox = outbox
         self._tally = tally
+        self.progress_every = progress_every
+
+    def progress(self, info: RunInfo, done: int) -> None:
+        self._outbox.put(("progress", info.shard.worker, done))
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
         self._send_counts(info.shard.worker)
+        if interval.bench is not None:  # encoded now: the live tally goes on counting
+            self._outbox.put(("bench", info.shard.worker, bench_record(interval.bench, info.start_ns)))
         self._outbox.put(("interval", info.shard.worker, interval_record(info, interval)))
 
     def finish(self, summary: RunSummary) -> None:
@@ -184,6 +201,9 @@ class _Gather:
     intervals: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     failures: dict[int, str] = field(default_factory=dict)
+    benches: dict[int, dict[str, Any]] = field(default_factory=dict)  # each worker's latest bench record
+    done: dict[int, int] = field(default_factory=dict)  # each worker's finished sends, as last told
+    told: int = 0  # the finished sends the reporters that follow progress have been told of
     merged: list[Interval] = field(default_factory=list)  # on offsets from the start, as merge.py keeps them
     stop_reason: str | None = None  # why a reporter stopped the run early (abortOnThreshold), if one did
 
@@ -227,11 +247,26 @@ class _Gather:
             self.intervals.setdefault(worker, []).append(payload)
         elif kind == "run":
             self.runs[worker] = payload
+            if "bench" in payload:
+                self.benches[worker] = payload["bench"]
+        elif kind == "bench":
+            self.benches[worker] = payload
+        elif kind == "progress":
+            self.done[worker] = payload
+            self._progress(sum(self.done.values()))
         elif kind == "counts":
             if self.counts is not None:
                 self.counts.update(worker, payload)
         else:
             self.failures[worker] = str(payload)
+
+    def _progress(self, done: int) -> None:
+        """Tell the reporters that follow progress of every step that `done` finished sends have passed."""
+        for reporter in self.reporters:
+            if every := reporter.progress_every:
+                for n in range((self.told // every + 1) * every, done + 1, every):
+                    reporter.progress(self.info, n)
+        self.told = max(self.told, done)
 
     def _note_deaths(self) -> None:
         for worker, process in enumerate(self.processes):
@@ -261,9 +296,14 @@ class _Gather:
                          self.info.url_source, self.intervals.get(w, []), self.runs[w]) for w in sorted(self.runs)]
         summary = merged_summary(self.info, self.merged, runs, None)
         shift = self.info.start_ns
+        # A bench's figures: every worker's latest, so a worker that died keeps what it had sent.
+        bench = None
+        if self.info.settings.pace.bench:
+            bench = merged_bench([bench_from_record(self.benches[w], shift) for w in sorted(self.benches)])
         summary = replace(summary, end_ns=summary.end_ns + shift, sending_end_ns=summary.sending_end_ns + shift,
                           failed_workers=dict(sorted(self.failures.items())) or None,
-                          stop_reason=self.stop_reason or summary.stop_reason)
+                          stop_reason=self.stop_reason or summary.stop_reason, bench=bench)
+        self._progress(summary.tally.requests)  # the steps passed since the workers last told
         for reporter in self.reporters:
             reporter.finish(summary)
         return summary

@@ -20,7 +20,7 @@ from runner.core.units import NS_PER_S
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import ShardRun, client_from_record, histogram_from_record, run_settings, tally_from_record
-from runner.stats.recorder import Interval, Tally
+from runner.stats.recorder import BenchTally, Interval, Tally
 from runner.stats.run import RunInfo, RunSummary
 
 CLOCK_SLACK_NS = 1_000_000  # how far apart the shards' ends of one full interval may be
@@ -179,6 +179,40 @@ def _merged_client(records: Iterable[Any]) -> ClientFigures:
     for record in records:
         client.merge(client_from_record(record))
     return client
+
+
+def merged_bench(parts: Sequence[BenchTally]) -> BenchTally:
+    """Local workers' ab figures as one process would have them, their moments on one clock.
+
+    Histograms and counts add up; the first response (its length, ab's "Document Length") and
+    the first Server header are the earliest of any worker, ties to the first part; Length
+    counts again every response whose body differs from that first one. Exact while each worker
+    met at most OTHER_LENGTHS body lengths besides its own first (recorder.BenchTally). The
+    result is reported, never merged again: its other_lengths stay empty.
+    """
+    whole = BenchTally()
+    for part in parts:
+        for histogram in ("waiting", "total_reused", "connect_new", "processing_new", "total_new"):
+            getattr(whole, histogram).add(getattr(part, histogram))
+        whole.kept_alive += part.kept_alive
+        whole.header_bytes += part.header_bytes
+        whole.last_end_ns = max(whole.last_end_ns, part.last_end_ns)
+    if served := [p for p in parts if p.server is not None]:
+        first = min(served, key=lambda p: p.server_ns)
+        whole.server, whole.server_ns = first.server, first.server_ns
+    if answered := [p for p in parts if p.document_length is not None]:
+        first = min(answered, key=lambda p: p.first_response_ns)
+        length = whole.document_length = first.document_length or 0  # never None: it answered
+        whole.first_response_ns = first.first_response_ns
+        whole.length_mismatches = whole.waiting.count - sum(_of_length(p, length) for p in answered)
+    return whole
+
+
+def _of_length(part: BenchTally, length: int) -> int:
+    """How many of a worker's responses had a body of `length` bytes."""
+    if part.document_length == length:
+        return part.waiting.count - part.length_mismatches
+    return part.other_lengths[length]
 
 
 def _added(counts: Iterable[dict[str, int] | None]) -> dict[str, int] | None:

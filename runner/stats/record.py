@@ -24,7 +24,7 @@ from runner.config.settings import merge, settings_from
 from runner.core.errors import UsageError
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import HIGHEST_NS, LatencyHistogram
-from runner.stats.recorder import GROUP_URLS, ErrorGroup, Interval, Tally, error_pattern
+from runner.stats.recorder import GROUP_URLS, BenchTally, ErrorGroup, Interval, Tally, error_pattern
 from runner.stats.run import RunInfo, RunSummary
 
 # A tally's counts: attribute, and key in the record.
@@ -113,6 +113,42 @@ def _error_texts(tally: Tally, entries: list[list[Any]]) -> None:
         tally.add_group(("", error_pattern(str(text))), ErrorGroup(int(n), str(text), int(url), {int(url)}))
 
 
+# A bench's phase histograms: attribute, and key in the record.
+_BENCH_HISTOGRAMS = (("waiting", "waiting"), ("total_reused", "totalReused"), ("connect_new", "connectNew"),
+                     ("processing_new", "processingNew"), ("total_new", "totalNew"))
+_BENCH_COUNTS = (("length_mismatches", "lengthMismatches"), ("kept_alive", "keptAlive"),
+                 ("header_bytes", "headerBytes"))
+_BENCH_MOMENTS = (("first_response_ns", "firstResponseNs"), ("server_ns", "serverNs"),
+                  ("last_end_ns", "lastEndNs"))
+
+
+def bench_record(bench: BenchTally, start_ns: int) -> dict[str, Any]:
+    """A local worker's ab figures, whole, its moments as offsets from the run's start (null: none yet).
+
+    Only local workers send it, over their pipes: a bench is not split over pods, so this
+    record is never printed and never read back from a log.
+    """
+    record: dict[str, Any] = {key: histogram_record(getattr(bench, name)) for name, key in _BENCH_HISTOGRAMS}
+    record |= {key: getattr(bench, name) for name, key in _BENCH_COUNTS}
+    record |= {key: getattr(bench, name) - start_ns if getattr(bench, name) else None for name, key in _BENCH_MOMENTS}
+    record |= {"documentLength": bench.document_length, "server": bench.server,
+               "otherLengths": {str(n): count for n, count in sorted(bench.other_lengths.items())}}
+    return record
+
+
+def bench_from_record(record: dict[str, Any], start_ns: int) -> BenchTally:
+    """The BenchTally a bench_record() was made from, its moments on a clock whose run started at `start_ns`."""
+    bench = BenchTally(document_length=record["documentLength"], server=record["server"])
+    for name, key in _BENCH_HISTOGRAMS:
+        setattr(bench, name, histogram_from_record(record[key]))
+    for name, key in _BENCH_COUNTS:
+        setattr(bench, name, int(record[key]))
+    for name, key in _BENCH_MOMENTS:
+        setattr(bench, name, 0 if record[key] is None else int(record[key]) + start_ns)
+    bench.other_lengths = Counter({int(n): int(count) for n, count in record["otherLengths"].items()})
+    return bench
+
+
 MAX_NS = 2**63 - 1  # a time offset a shard can have written (int64 nanoseconds)
 
 
@@ -159,7 +195,7 @@ def client_from_record(record: Any) -> ClientFigures:
 def run_record(summary: RunSummary, intervals: list[dict[str, Any]]) -> dict[str, Any]:
     """A shard's whole run: which shard, its intervals, and what only the run knows."""
     info = summary.info
-    return {
+    record: dict[str, Any] = {
         "index": info.shard.index,
         "count": info.shard.count,
         "worker": info.shard.worker,
@@ -180,6 +216,11 @@ def run_record(summary: RunSummary, intervals: list[dict[str, Any]]) -> dict[str
         "drain": None if summary.drain is None else tally_record(summary.drain),
         "intervals": intervals,
     }
+    # Here, as the bench's figures are, goes any other run-only figure that local workers must
+    # merge (merge.merged_summary, and workers._Gather for what a dead worker sent before).
+    if summary.bench is not None:
+        record["bench"] = bench_record(summary.bench, info.start_ns)
+    return record
 
 
 def _histogram_record(histogram: LatencyHistogram | None) -> dict[str, Any] | None:

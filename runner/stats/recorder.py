@@ -29,6 +29,9 @@ ERROR_GROUPS = 100
 GROUP_URLS = 20
 OTHER_TEXTS = "*"  # the pattern of a kind's overflow group: no digits pattern is a lone "*"
 _DIGITS = re.compile(r"\d+")
+# A bench counts the responses of up to this many body lengths other than the first response's
+# (BenchTally.other_lengths): enough for any page whose length varies a little, in little memory.
+OTHER_LENGTHS = 64
 
 
 def error_pattern(text: str) -> str:
@@ -215,6 +218,13 @@ class BenchTally:
     header_bytes: int = 0  # response heads, failed sends' included (what ab's "Total transferred" adds)
     server: str | None = None  # the first response's Server header ("" when it had none)
     last_end_ns: int = 0  # when the last send ended: the end of ab's "Time taken for tests"
+    # For merging local workers' benches exactly (merge.merged_bench): when the first response
+    # and the first Server header came, and how many responses had each length other than the
+    # first one's (up to OTHER_LENGTHS lengths), so that Length can be counted again against
+    # whichever worker's first response was the run's first. Touched only on a mismatch.
+    first_response_ns: int = 0
+    server_ns: int = 0
+    other_lengths: Counter[int] = field(default_factory=Counter)
 
     def add(self, result: Result) -> None:
         """Count one send that was made (a response or a failure; never a skip)."""
@@ -223,6 +233,7 @@ class BenchTally:
         self.header_bytes += result.header_bytes
         if self.server is None and result.status:  # as ab: from the first response head, even one cut short
             self.server = result.server
+            self.server_ns = result.end_ns
         if result.error:
             return
         start = result.start_ns
@@ -239,8 +250,11 @@ class BenchTally:
             self.kept_alive += 1
         if self.document_length is None:
             self.document_length = result.bytes_in
+            self.first_response_ns = result.end_ns
         elif result.bytes_in != self.document_length:
             self.length_mismatches += 1
+            if result.bytes_in in self.other_lengths or len(self.other_lengths) < OTHER_LENGTHS:
+                self.other_lengths[result.bytes_in] += 1
 
     def phases(self) -> dict[str, LatencyHistogram]:
         """The four phase histograms by name, in ab's row order."""
@@ -268,6 +282,9 @@ class Interval:
     # shard for its share of the time it was sending (shards that started an interval late).
     due_ns: int | None = None
     client: ClientFigures = field(default_factory=ClientFigures)  # how the client itself fared
+    # Bench mode: the run's ab figures so far, the live tally (read it at once): a local worker
+    # sends them home with each interval, so a worker that dies later loses nothing measured.
+    bench: BenchTally | None = None
 
     @property
     def span_ns(self) -> int:
@@ -400,4 +417,4 @@ class Recorder:
         start = self._grid.end_of(k - 1)
         end = self._grid.end_of(k) if end_ns is None else end_ns
         client = self.client.close(cpu_s, end if now_ns is None else now_ns)
-        return Interval(k, start, end, tally, sending_end_ns, client=client)
+        return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench)
