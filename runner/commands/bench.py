@@ -10,7 +10,9 @@ from runner.config.flags import add_source_arguments, settings_of, urls_of
 from runner.core.errors import UsageError
 
 DESCRIPTION = ("Benchmark one URL like ab -n N -c C: each client sends its next request as soon as the last is "
-               "answered, with no rate limit; print ab's report, then the JSON summary.")
+               "answered, with no rate limit; print ab's report, then the JSON summary. With --workers N the "
+               "clients, -n and -t are split over N local processes (up to N cores), and the report is theirs "
+               "merged, as one process would print it.")
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

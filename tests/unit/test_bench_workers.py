@@ -157,9 +157,9 @@ def test_k_workers_merged_report_exactly_what_one_process_does(seed: int) -> Non
 def test_length_is_counted_against_the_runs_first_response_whoever_got_it() -> None:
     """Worker 1 answered first, with 100 bytes; worker 0's own first was 612: every 612 is a
     Length failure of the run, and the 100 that worker 0 counted against its own 612 is not."""
-    sizes = {0: [(5, 612), (6, 612), (7, 100), (8, 612)], 1: [(1, 100), (2, 612), (3, 100)]}
+    answered = [[(5, 612), (6, 612), (7, 100), (8, 612)], [(1, 100), (2, 612), (3, 100)]]  # (end ms, bytes)
     parts = []
-    for w, answers in sizes.items():
+    for answers in answered:
         bench = BenchTally()
         for end, size in answers:
             bench.add(Result(start_ns=0, headers_ns=end * MS, end_ns=end * MS, status=200, bytes_in=size))
