@@ -4,7 +4,9 @@ asyncio runs on one core; a runner that must send more than one core can, or tha
 a machine with the service it tests, splits the run over worker processes (one event loop
 each). Each worker runs its part of the schedule (see shards.py) and sends every closed
 interval, whole, back to this process, which adds the workers' intervals up (merge.py) and
-prints the usual output, interval by interval, as if one process had done it all.
+prints the usual output, interval by interval, as if one process had done it all. A bench
+splits the same way (its clients and -n, see shards.py); its workers also send their ab
+figures so far with each interval, and their counts of finished sends for ab's progress lines.
 
 Each worker has a pipe of its own home, not a shared multiprocessing.Queue: a Queue's named
 semaphores are followed by multiprocessing's resource tracker, and a tracker killed during
@@ -296,7 +298,8 @@ class _Gather:
                          self.info.url_source, self.intervals.get(w, []), self.runs[w]) for w in sorted(self.runs)]
         summary = merged_summary(self.info, self.merged, runs, None)
         shift = self.info.start_ns
-        # A bench's figures: every worker's latest, so a worker that died keeps what it had sent.
+        # Figures a worker keeps for the whole run only (a bench's; the client's own measurement
+        # would join them here): each worker's latest, so a worker that died keeps what it sent.
         bench = None
         if self.info.settings.pace.bench:
             bench = merged_bench([bench_from_record(self.benches[w], shift) for w in sorted(self.benches)])
