@@ -72,9 +72,10 @@ class Rule:
         return self.holds(low) if self.op in ("<", "<=") else self.holds(high)
 
     def show(self, measured: float) -> str:
-        """A measured value in the rule's own unit: `12.346ms`, `99.5%`, `98.2 req/s`."""
+        """A measured value: a latency in the unit that shows its precision (`2.913ms` for a
+        rule in seconds, not `0.003s`), `99.5%`, `98.2 req/s`."""
         if self.metric in LATENCIES:
-            return number(measured / TIME_UNITS[self.unit]) + self.unit
+            return units.time_text(measured)
         if self.metric == RATE:
             return number(measured) + " req/s"
         return number(measured) + "%"

@@ -37,6 +37,16 @@ def in_unit(ns: int | float, unit: str) -> int:
     return int(ns // UNIT_NS[unit])
 
 
+def time_text(ns: float) -> str:
+    """A time in the largest unit it holds at least one of (s, ms, us, ns), to three decimals.
+
+    What a measured latency is shown as: `2.913ms` keeps the precision that `0.003s` (the
+    same time in the unit a rule happened to be written in) throws away.
+    """
+    unit = next((u for u in ("s", "ms", "us") if round(abs(ns) / TIME_UNITS[u], 3) >= 1), "ns")
+    return f"{ns / TIME_UNITS[unit]:.3f}".rstrip("0").rstrip(".") + unit
+
+
 def rfc3339(unix: float, *, fraction: bool = False) -> str:
     """A Unix time as RFC 3339 in local time, `Z` when the offset is zero (as Go prints it)."""
     moment = datetime.fromtimestamp(unix, UTC).astimezone()

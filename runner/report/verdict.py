@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from runner.config.rules import Rule
+from runner.config.rules import RATE, Rule
 from runner.config.settings import Settings
 from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
 from runner.load.schedule import goal
@@ -43,22 +43,32 @@ class Outcome:
     worst: int | None = None  # interval rules: the interval that measured `measured`
     judged: int = 0  # interval rules: intervals that had something to measure
     broken: tuple[int, ...] = ()  # interval rules: the intervals that broke it
+    shares: int = 1  # the run was split in this many shards: a rate measured is this one's times that
 
     def line(self) -> str:
         """`# threshold run p99 < 50ms: 12.3ms ok`, one line, for the log."""
         verdict = "ok" if self.ok else "BROKEN"
         rule = f"# threshold {self.rule.scope} {self.rule.text}"
         if self.rule.scope == "run":
-            value = "nothing to measure" if self.measured is None else self.rule.show(self.measured)
+            value = "nothing to measure" if self.measured is None else self._shown(self.measured)
             return f"{rule}: {value} {verdict}\n"
         if self.measured is None:
             return f"{rule}: no interval to measure {verdict}\n"
-        text = f"{rule}: worst {self.rule.show(self.measured)} (interval {self.worst})"
+        text = f"{rule}: worst {self._shown(self.measured)} (interval {self.worst})"
         if self.broken:
             shown = ", ".join(map(str, self.broken[:_LISTED_INTERVALS]))
             more = ", ..." if len(self.broken) > _LISTED_INTERVALS else ""
             text += f", broken in {len(self.broken)} of {self.judged} intervals ({shown}{more})"
         return f"{text} {verdict}\n"
+
+    def _shown(self, measured: float) -> str:
+        """The value; a shard's rate, which stands for the whole run's, says so and what it was
+        made of, lest `rate >= 90: 100 req/s` be read as what this pod sent."""
+        text = self.rule.show(measured)
+        if self.rule.metric == RATE and self.shares > 1:
+            own = self.rule.show(measured / self.shares)
+            text += f" (whole run, extrapolated: this shard's {own} x {self.shares} shards)"
+        return text
 
     def record(self) -> dict[str, Any]:
         """The verdict as the JSON summary's `thresholds.rules` item."""
@@ -113,6 +123,7 @@ class Verdict(Reporter):
         # What the closed intervals add up to, for telling early that a run rule cannot hold.
         self._so_far: Tally | None = Tally() if abort and self._run_rules else None
         self._plan = Plan(None, None, None)
+        self._shares = 1  # the shards the run is split in (RunInfo.shard.count)
         self._stop: Callable[[str], None] = _stop_by_signal
         self.aborted: str | None = None  # why the run was stopped early, if it was
         self.outcomes: list[Outcome] | None = None  # every rule's verdict, once the run has finished
@@ -137,6 +148,7 @@ class Verdict(Reporter):
 
     def start(self, info: RunInfo) -> None:
         self._plan = plan_of(info)
+        self._shares = info.shard.count
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
         span = interval_span(info, interval)
@@ -177,10 +189,11 @@ class Verdict(Reporter):
             outcomes = []
             for rule in self._run_rules:
                 measured = measure(rule.metric, span)
-                outcomes.append(Outcome(rule, measured is not None and rule.holds(measured), measured))
+                outcomes.append(Outcome(rule, measured is not None and rule.holds(measured), measured,
+                                        shares=self._shares))
             for rule, record in zip(self._interval_rules, self._records, strict=True):
                 outcomes.append(Outcome(rule, not record.broken, record.worst, record.worst_index, record.judged,
-                                        tuple(record.broken)))
+                                        tuple(record.broken), self._shares))
             self.outcomes = outcomes
         return self.outcomes
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from runner.config.settings import merge, settings_from
 from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
 from runner.load.result import Result
+from runner.load.shards import Shard
 from runner.report.summary import JsonSummaryReporter
 from runner.report.verdict import Verdict, plan_of
 from runner.stats.recorder import Interval, Tally
@@ -96,6 +98,41 @@ def test_a_healthy_run_passes_with_one_line_per_rule() -> None:
         "# thresholds: all 5 ok",
     ]
     assert verdict.passed and verdict.exit_code == EXIT_OK
+
+
+def test_a_latency_is_shown_in_the_unit_that_keeps_its_precision() -> None:
+    """A rule in seconds does not round a 2.913 ms p99 to `0.003s`; one in ns does not print 2913279ns."""
+    _, text = run_through({"thresholds": ["p99 < 1s", "p50 < 1ns", "max < 2s"], "intervalThresholds": ["p99 < 1s"]},
+                          [tally_of(100, 2_913_279), tally_of(100, 1_500_000_000)])
+    assert text.splitlines()[:4] == [
+        "# threshold run p99 < 1s: 1.5s BROKEN",
+        "# threshold run p50 < 1ns: 2.914ms BROKEN",  # the histogram's value, to 0.1%
+        "# threshold run max < 2s: 1.5s ok",
+        "# threshold interval p99 < 1s: worst 1.5s (interval 1), broken in 1 of 2 intervals (1) BROKEN",
+    ]
+    _, text = run_through({"thresholds": ["p99 < 1s", "mean < 1ms"]}, [tally_of(100, 2_913_279), tally_of(100, 812)])
+    assert text.splitlines()[:2] == ["# threshold run p99 < 1s: 2.913ms ok",
+                                   "# threshold run mean < 1ms: 1.457ms BROKEN"]
+
+
+def test_a_shards_rate_says_it_is_extrapolated_to_the_whole_run() -> None:
+    """A shard sending 50 of 100 req/s is judged on the run's rate, 100 req/s, and its line says how that came."""
+    info = dataclasses.replace(info_for({"thresholds": ["rate >= 90", "p50 < 50ms"],
+                                         "intervalThresholds": ["rate >= 90"]}), shard=Shard(1, 2))
+    out = io.StringIO()
+    verdict = Verdict.for_settings(info.settings, out)
+    assert verdict is not None
+    verdict.start(info)
+    tallies = [tally_of(50) for _ in range(3)]
+    for index, tally in enumerate(tallies):
+        verdict.interval(info, interval(index, tally))
+    verdict.finish(summary_of(info, tallies))
+    assert out.getvalue().splitlines()[:3] == [
+        "# threshold run rate >= 90: 100 req/s (whole run, extrapolated: this shard's 50 req/s x 2 shards) ok",
+        "# threshold run p50 < 50ms: 1ms ok",
+        "# threshold interval rate >= 90: worst 100 req/s (whole run, extrapolated: this shard's 50 req/s x 2 shards)"
+        " (interval 0) ok",
+    ]
 
 
 def test_broken_rules_say_so_and_exit_3() -> None:
