@@ -37,6 +37,21 @@ _SOAK_MORE_ERRORS = re.compile(r"^\.\.\. and \d+ more errors \((\d+) times?\)\s*
 _SLOW_COOKER_ERROR = re.compile(r'^[A-Z][a-z]+ "(.*)": (.+?)\s*$')  # Go's net/http, once per failure
 # Comment lines of ours: the thresholds' verdict (verdict.py), the notes on the client and the drain.
 _OWN_COMMENTS = ("# threshold", *NOTE_PREFIXES)
+# ab's report and the lines around it (runner/report/abreport.py, as ApacheBench 2.3 prints them):
+# expected in a bench log, whose JSON summary holds the same figures, so read past without a note.
+_AB_LABELS = ("Server Software", "Server Hostname", "Server Port", "Document Path", "Document Length",
+              "Concurrency Level", "Time taken for tests", "Complete requests", "Failed requests",
+              "Non-2xx responses", "Keep-Alive requests", "Total transferred", "Total body sent", "HTML transferred",
+              "Requests per second", "Time per request", "Transfer rate", "Connect", "Processing", "Waiting", "Total")
+_AB_LINE = re.compile(
+    r"^(?:(?:" + "|".join(map(re.escape, _AB_LABELS)) + r"):\s.*"
+    r"|This is ApacheBench, .*|Copyright 1996 Adam Twiss, .*|Licensed to The Apache Software Foundation, .*"
+    r"|Benchmarking \S+ \(be patient\)(?:\.*done)?|\.\.done|(?:Completed|Finished) \d+ requests"
+    r"|\s+\(Connect: \d+, Receive: \d+, Length: \d+, Exceptions: \d+\)|\s+[\d.]+ kb/s (?:sent|total)"
+    r"|Connection Times \(ms\)|\s+min\s+mean\[\+/-sd\]\s+median\s+max"
+    r"|Percentage of the requests served within a certain time \(ms\)|\s*\d+%\s+\d+(?: \(longest request\))?"
+    r"|(?:WARNING|ERROR): The median and mean for .*|\s+(?:deviation apart\.|These results are) .*)\s*$"
+)
 _OWN_NOTE = "soak: "  # the runner's own lines on stderr: the Linkerd proxy awaited, a TLS warning, ...
 
 
@@ -105,6 +120,7 @@ class LogScan:
     soak_errors: int = 0  # stderr lines in soak's form: `GET "url": text (3 times)`, `... and 2 more errors (5 times)`
     slow_cooker_errors: int = 0  # stderr lines in Go's form: `Get "url": text`
     trailing_errors: int = 0  # error lines after the last interval line
+    ab_lines: int = 0  # lines of ab's report (a bench log's), read past
     skipped: int = 0  # lines that are none of the above
     skip_notes: list[str] = field(default_factory=list)  # the first MAX_LINE_NOTES of them, in words
     notes: list[str] = field(default_factory=list)  # everything else worth saying
@@ -169,6 +185,8 @@ def _line(found: LogScan, number: int, line: str, cut: bool) -> None:
     elif (m := _INTERVAL.match(line)) is not None and not (cut and m.group(16) is None):
         # A last line cut off before the space after bhash may have lost digits of bhash.
         _interval(found, m)
+    elif _AB_LINE.match(line) and not cut:
+        found.ab_lines += 1
     elif not _error_line(found, stripped) and not stripped.startswith(_OWN_NOTE):
         _skip(found, number, line, "the last line is cut off" if cut else "not soak or slow_cooker output")
 

@@ -82,13 +82,14 @@ def load_run(text: str, source: str, assumed_unit: str = "ms") -> LoadedRun:
 
 def _note_lines(lines: LogScan, found: _Summary | None, notes: list[str]) -> None:
     """What the scan skipped or read in passing, in words."""
-    if found is not None and k.BENCH in found.members and lines.skipped:
-        notes.append(f"{lines.skipped} lines of ab's report skipped: the JSON summary holds its figures")
-    else:
-        notes += lines.skip_notes
-        if lines.skipped > MAX_LINE_NOTES:
-            more = lines.skipped - MAX_LINE_NOTES
-            notes.append(f"{more} more line{_s(more)} that are not soak or slow_cooker output skipped")
+    if lines.ab_lines and (found is None or k.BENCH not in found.members):
+        # A bench log's ab report is expected and its figures are in the summary: said only without one.
+        notes.append(f"{lines.ab_lines} line{_s(lines.ab_lines)} of ab's report skipped: only the JSON summary of "
+                     "`soak bench` is read, and there is none")
+    notes += lines.skip_notes
+    if lines.skipped > MAX_LINE_NOTES:
+        more = lines.skipped - MAX_LINE_NOTES
+        notes.append(f"{more} more line{_s(more)} that are not soak or slow_cooker output skipped")
     errors = lines.soak_errors + lines.slow_cooker_errors
     counted = errors - lines.trailing_errors
     if counted:

@@ -9,7 +9,7 @@ import pytest
 from runner.commands.compare import compare_text
 from runner.readback.results import read_run
 from tests.conftest import GOLDEN, run_soak
-from tests.support.runlogs import REPLICAS_1, REPLICAS_10
+from tests.support.runlogs import REPLICAS_1, REPLICAS_10, kubectl_logs
 
 
 def files(tmp_path: Path, **texts: str) -> list[str]:
@@ -65,3 +65,19 @@ def test_soak_compare_refuses_an_unknown_unit_in_one_line() -> None:
     assert run.returncode == 2
     assert len(run.stderr.splitlines()) == 1
     assert run.stderr.startswith("soak: argument --latencyUnit: invalid choice: 's' (choose from ")
+
+
+def test_a_bench_log_compares_without_a_note_unless_something_unexpected_is_in_it(tmp_path: Path) -> None:
+    """ab's report in a saved `soak bench` log is expected (its figures are in the summary): no
+    note for it; a line that is neither ab's nor soak's is still named on stderr."""
+    bench = kubectl_logs("demo", "--mode", "bench", "--totalRequests", "300")
+    assert "Requests per second:" in bench and "Completed 300 requests" in bench
+    lines = bench.splitlines(keepends=True)
+    odd = "".join(lines[:3] + ["something else entirely\n"] + lines[3:])
+    paths = files(tmp_path, bench_log=bench, odd_log=odd)
+    clean = run_soak("compare", paths[0], paths[0])
+    assert clean.returncode == 0 and clean.stderr == ""
+    noted = run_soak("compare", paths[0], paths[1])
+    assert noted.returncode == 0
+    assert noted.stderr == (f"{paths[1]}: line 4: not soak or slow_cooker output, skipped: "
+                            "'something else entirely'\n")

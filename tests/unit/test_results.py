@@ -15,6 +15,7 @@ from runner.core.errors import UsageError
 from runner.readback.logscan import scan
 from runner.readback.results import IntervalFigures, load_run, read_run
 from runner.stats.histogram import LatencyHistogram
+from tests.conftest import GOLDEN
 from tests.support.runlogs import MS, SLOW_COOKER_LOGS, US, assert_one_line_notes, golden, interval_rows, summary_text
 
 # --- slow_cooker's own logs ------------------------------------------------------------------
@@ -181,7 +182,20 @@ def test_a_bench_summary_with_ab_lines_loads_its_requests_per_second() -> None:
     run = load_run(text, "bench.log")
     assert run.figures.bench_rps == 1234.56 and run.figures.goal_percent is None
     assert run.figures.rate_target is None and run.figures.rate_achieved == 1234.5
-    assert "2 lines of ab's report skipped: the JSON summary holds its figures" in run.notes
+    assert run.notes == (), "ab's report is expected in a bench log: nothing to say about it"
+
+
+@pytest.mark.parametrize("name", ["ab-nginx.txt", "ab-nginx-stderr.txt", "ab-faults.txt"])
+def test_every_line_of_real_ab_output_is_known_as_abs(name: str) -> None:
+    found = scan((GOLDEN / name).read_text())
+    assert found.skipped == 0 and found.ab_lines == sum(1 for line in (GOLDEN / name).read_text().splitlines()
+                                                         if line.strip())
+
+
+def test_ab_lines_are_noted_where_no_bench_summary_explains_them() -> None:
+    run = load_run((GOLDEN / "ab-nginx.txt").read_text() + (GOLDEN / "100qps-ms.log").read_text(), "mixed.log")
+    assert "39 lines of ab's report skipped: only the JSON summary of `soak bench` is read, and there is none" \
+        in run.notes
 
 
 def test_bench_interval_stats_have_no_goal() -> None:
