@@ -130,11 +130,15 @@ def test_comparisons(text: str, holds: float, breaks: float) -> None:
     assert rule.holds(holds) and not rule.holds(breaks)
 
 
-def test_measured_values_are_shown_in_the_rules_unit() -> None:
-    assert parse_rule("p99 < 50ms").show(12_345_678) == "12.346ms"
-    assert parse_rule("p99 < 50us").show(12_345_678) == "12345.678us"
-    assert parse_rule("p99 < 1s").show(12_345_678) == "0.012s"
-    assert parse_rule("max < 1s").show(1234) == "0.00000123s"
+def test_measured_latencies_are_shown_in_the_unit_that_keeps_their_precision() -> None:
+    """Whatever unit the rule is in: `12.346ms`, not `0.012s` or `12345.678us`."""
+    for rule in ("p99 < 50ms", "p99 < 50us", "p99 < 1s"):
+        assert parse_rule(rule).show(12_345_678) == "12.346ms"
+    assert parse_rule("max < 1s").show(1234) == "1.234us"
+    assert parse_rule("max < 1s").show(999) == "999ns"
+    assert parse_rule("max < 1ms").show(1_500_000_000) == "1.5s"
+    assert parse_rule("max < 1ms").show(999_999_700) == "1s", "rounded up to the next unit, not `1000ms`"
+    assert parse_rule("max < 1ms").show(999_400_000) == "999.4ms"
     assert parse_rule("errors% <= 1").show(0.5) == "0.5%"
     assert parse_rule("errors% <= 1").show(0) == "0%"
     assert parse_rule("rate >= 1").show(99.95) == "99.95 req/s"
