@@ -47,11 +47,20 @@ def startup_line(qps: float, method: str, concurrency: int, urls: list[str], url
     return f"# sending {format_rate(qps)} {method} req/s with concurrency={concurrency} {target} ...\n"
 
 
-def header_line(timestamp: str, interval: str) -> str:
-    """The column header, padded to line up with interval lines of this timestamp and interval."""
+# slow_cooker's widths of min [p50 p95 p99 p999] max: enough for ms. A microsecond is a thousand
+# times finer, so its columns are three digits wider (a nanosecond's six): they line up wherever
+# ms columns would, and drift only where ms ones do, at a latency of 1 s (10 s for p999 and max).
+LATENCY_WIDTHS = (3, 3, 3, 3, 4, 4)
+EXTRA_DIGITS = {"ms": 0, "us": 3, "ns": 6}
+
+
+def header_line(timestamp: str, interval: str, unit: str = "ms") -> str:
+    """The column header, padded to line up with interval lines of this timestamp, interval and unit."""
     time_pad = " " * (len(timestamp) - 2)
     interval_pad = " " * (len(interval) - 2)
-    return f"# {time_pad} iter   good/b/f t   goal% {interval_pad} min [p50 p95 p99  p999]  max bhash change\n"
+    w = " " * EXTRA_DIGITS[unit]
+    return (f"# {time_pad} iter   good/b/f t   goal% {interval_pad} {w}min [{w}p50 {w}p95 {w}p99  {w}p999]  {w}max "
+            "bhash change\n")
 
 
 def interval_line(
@@ -66,11 +75,18 @@ def interval_line(
     latencies: tuple[int, int, int, int, int, int],
     bhash: int,
     change: str,
+    unit: str = "ms",
 ) -> str:
-    """One interval in slow_cooker's layout; `latencies` is (min, p50, p95, p99, p999, max)."""
-    # slow_cooker's own Go format string, kept verbatim so the layout can be checked against it.
-    return "%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s\n" % (  # noqa: UP031
-        timestamp, iteration, good, bad, failed, target, goal_pct, interval, *latencies, bhash, change,
+    """One interval in slow_cooker's layout; `latencies` is (min, p50, p95, p99, p999, max).
+
+    slow_cooker's Go format string, "%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s\\n",
+    with its latency widths for ms and wider ones for finer units (EXTRA_DIGITS).
+    """
+    widths = [w + EXTRA_DIGITS[unit] for w in LATENCY_WIDTHS]
+    low, p50, p95, p99, p999, high = (f"{value:{width}d}" for value, width in zip(latencies, widths, strict=True))
+    return "%s %4d %6d/%1d/%1d %d %3d%% %s %s [%s %s %s %s ] %s %6d %s\n" % (  # noqa: UP031
+        timestamp, iteration, good, bad, failed, target, goal_pct, interval, low, p50, p95, p99, p999, high, bhash,
+        change,
     )
 
 
@@ -180,7 +196,8 @@ class SlowCookerReporter(Reporter):
             line = startup_line(round(info.qps, 3), s.request.method, info.concurrency, info.urls, info.url_source)
             line = line.replace(" ...\n", f" ({info.shard.label()}) ...\n")
         self._write(self._out, line)
-        self._write(self._out, header_line(rfc3339(info.wall_start), format_duration(s.pace.interval_ns)))
+        self._write(self._out, header_line(rfc3339(info.wall_start), format_duration(s.pace.interval_ns),
+                                           s.report.latency_unit))
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
         s, tally = info.settings, interval.tally
@@ -199,6 +216,7 @@ class SlowCookerReporter(Reporter):
             latencies,
             tally.hash_mismatches,
             self._window.push(latencies[3]),
+            s.report.latency_unit,
         )
         self._write(self._out, line + interval_note(interval))
 
@@ -206,13 +224,35 @@ class SlowCookerReporter(Reporter):
         if summary.drain is not None:  # the drain's failures, as an interval's: nothing counted goes unsaid
             self._write(self._err, "".join(error_lines(summary.info.settings.request.method, summary.info.urls,
                                                       summary.drain)))
-        self._write(self._out, drain_note(summary) + run_note(summary))
+        self._write(self._out, count_line(summary) + drain_note(summary) + run_note(summary))
 
     @staticmethod
     def _write(stream: TextIO, text: str) -> None:
         if text:
             stream.write(text)
             stream.flush()
+
+
+COUNT_REACHED = "# totalRequests reached"
+
+
+def count_line(summary: RunSummary) -> str:
+    """After the last line of a run that sent its whole totalRequests, a comment saying so.
+
+    The last line of such a run is short (`50/0/0 54 92% 540ms`) and may fall under 100%:
+    its goal `t` counts the sends due in it, and sends skipped when the client fell behind
+    were due but do not use up the count (the run goes on to send it all). This line says the
+    count was sent in full, and what the shortfall in goal% is, so the end is not read as a
+    cut-off run or a lost share of requests. `#` keeps log readers from taking it for a line.
+    """
+    if summary.stop_reason != "totalRequests":
+        return ""
+    info = summary.info
+    count = info.shard.share(info.settings.pace.total_requests)
+    line = f"{COUNT_REACHED}: {summary.tally.requests} of {count} sent"
+    if summary.tally.skipped:
+        line += f"; goal% counts the {summary.tally.skipped} due sends skipped as the client fell behind"
+    return line + "\n"
 
 
 def to_ms(ns: int) -> int:

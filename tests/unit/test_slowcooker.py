@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import random
+import re
 
 import pytest
 
+from runner.config.settings import merge, settings_from
 from runner.load.result import Result
+from runner.readback.results import load_run
 from runner.report.slowcooker import (
     MAX_ERROR_LINES,
     ChangeWindow,
+    SlowCookerReporter,
     change_indicator,
     error_lines,
     format_rate,
@@ -21,7 +26,8 @@ from runner.report.slowcooker import (
     rounded_goal,
     startup_line,
 )
-from runner.stats.recorder import GROUP_URLS, Tally
+from runner.stats.recorder import GROUP_URLS, Interval, Tally
+from runner.stats.run import RunInfo, RunSummary
 from tests.conftest import GOLDEN, parse_interval
 
 LOGS = ["100qps-ms.log", "100qps-us.log", "url-list-3.log", "with-csv-us.log", "faults-timeout-1s.log"]
@@ -45,6 +51,44 @@ def test_change_column_follows_the_zero_filled_window(name: str) -> None:
     for line in interval_lines(name):
         values = parse_interval(line)
         assert window.push(values.latencies[3]) == values.change, line
+
+
+def latency_column_ends(line: str) -> list[int]:
+    """Where each of min, p50, p95, p99, p999 and max ends on an interval line or the header, counted
+    from the `[` (what comes before it shifts with `t`, which slow_cooker prints with no width)."""
+    bracket, close = line.index("["), line.index("]")
+    ends = [m.end() for m in re.finditer(r"\w+", line[bracket:close])]
+    min_end = len(line[:bracket].rstrip()) - bracket
+    max_end = close - bracket + 1 + re.search(r"\w+", line[close + 1:]).end()  # type: ignore[union-attr]
+    return [min_end, *ends, max_end]
+
+
+@pytest.mark.parametrize("name", ["100qps-us.log", "with-csv-us.log"])
+def test_microsecond_columns_line_up_under_the_header(name: str) -> None:
+    """slow_cooker's own us lines drift (`135 [496 857 1308 1645 ] 1645`); ours keep every latency
+    column where the header puts it, with the same figures."""
+    header = header_line("2026-11-30T01:10:51Z", "2s", "us")
+    lines = [interval_line(*parse_interval(line).args(), unit="us") for line in interval_lines(name)]
+    assert len({tuple(latency_column_ends(line)) for line in lines}) == 1, "".join(lines)
+    ends = latency_column_ends(lines[0])
+    assert latency_column_ends(header)[:4] + latency_column_ends(header)[5:] == ends[:4] + ends[5:]
+    assert latency_column_ends(header)[4] == ends[4] + 1, "p999 sits as in slow_cooker's header, a column right"
+    def words(line: str) -> list[str]:
+        return line.replace("[", "[ ").split()
+
+    assert [words(line) for line in lines] == [words(line) for line in interval_lines(name)], "the same figures"
+
+
+def test_columns_drift_only_where_ms_ones_would() -> None:
+    """Three digits more than ms hold any latency under 1 s (p999 and max: 10 s) in place."""
+    base = ("2026-11-30T01:10:51Z", 0, 195, 0, 0, 200, 97, "2s")
+    held = interval_line(*base, (999_999, 999_999, 999_999, 999_999, 9_999_999, 9_999_999), 0, "+", unit="us")
+    assert latency_column_ends(held) == latency_column_ends(interval_line(*base, (1, 2, 3, 4, 5, 6), 0, "+", unit="us"))
+    wider = interval_line(*base, (1, 2, 3, 1_000_000, 5, 6), 0, "+", unit="us")
+    assert latency_column_ends(wider)[3:] == [end + 1 for end in latency_column_ends(held)[3:]]
+    ms = interval_line(*base, (1, 2, 3, 4, 5, 6), 0, "+")
+    assert ms == interval_line(*base, (1, 2, 3, 4, 5, 6), 0, "+", unit="ms")
+    assert interval_line(*base, (1, 2, 3, 4, 5, 6), 0, "+", unit="ns").index("]") == ms.index("]") + 5 * 6
 
 
 def test_seed_lines_match_after_its_spaces_were_collapsed() -> None:
@@ -206,3 +250,55 @@ def test_error_lines_escape_what_a_log_read_back_may_hold() -> None:
     assert error_lines("GET", ["http://h/"], tally) == ['GET "http://h/": evil\\x1b[2J\\u202e (1 time)\n']
 
 
+
+
+# --- the last line of a totalRequests run ------------------------------------------------------
+
+START, WALL, MS = 7_000_000_000_000, 1_767_225_600.0, 1_000_000
+
+
+def count_run(total: int, sent_at_ms: list[int], skipped: int, sending_end_ms: int,
+              reason: str = "totalRequests") -> list[str]:
+    """A run of `total` requests at 100 req/s in 1 s intervals, `skipped` sends skipped in its last
+    interval and sending ending at sending_end_ms: its lines as the reporter prints them."""
+    info = RunInfo(settings_from(merge({"qps": 100, "interval": "1s", "totalRequests": total})), ["http://a/"],
+                   None, START, WALL)
+    out = io.StringIO()
+    reporter = SlowCookerReporter(out, io.StringIO())
+    run = Tally()
+    end = START + sending_end_ms * MS
+    last = sending_end_ms // 1000
+    for k in range(last + 1):
+        tally = Tally()
+        for at in (t for t in sent_at_ms if k * 1000 <= t < (k + 1) * 1000):
+            tally.add(Result(status=200, start_ns=START + at * MS), 54 * MS, 0)
+        for _ in range(skipped if k == last else 0):
+            tally.add(Result(skipped=True), 0, 0)
+        run.merge(tally)
+        start = START + k * 1000 * MS
+        reporter.interval(info, Interval(k, start, end if k == last else start + 1000 * MS, tally, end))
+    reporter.finish(RunSummary(info, last + 1, end, end, run, None, None, None, reason, 0.1, 1))
+    return out.getvalue().splitlines()
+
+
+def test_a_count_sent_in_full_says_so_after_its_last_line() -> None:
+    """`50/0/0 54 92%` alone reads as 4 requests lost; the line after it says all 50 went out and
+    what the 92% is: sends skipped as the client fell behind, due but not taken from the count."""
+    lines = count_run(50, [i * 10 + 40 for i in range(50)], 4, 540)
+    assert " 50/0/0 54  92% 540ms " in lines[0]
+    assert lines[1] == "# totalRequests reached: 50 of 50 sent; goal% counts the 4 due sends skipped as the client fell behind"
+    lines = count_run(150, [i * 10 for i in range(150)], 0, 1500)
+    assert " 50/0/0 50 100% 500ms " in lines[1] and lines[2] == "# totalRequests reached: 150 of 150 sent"
+    assert len(lines) == 3
+
+
+def test_a_count_line_is_read_back_as_part_of_the_log() -> None:
+    lines = count_run(50, [i * 10 + 40 for i in range(50)], 4, 540)
+    run = load_run("\n".join(lines) + "\n", "count.log")
+    assert not any("totalRequests reached" in note for note in run.notes), run.notes
+    assert [i.good for i in run.intervals] == [50]
+
+
+def test_a_run_stopped_before_its_count_has_no_count_line() -> None:
+    assert count_run(50, [i * 10 for i in range(20)], 0, 300, reason="signal SIGTERM") == [
+        "2026-01-01T00:00:00Z    0     20/0/0 30  66% 300ms  54 [ 54  54  54   54 ]   54      0 +"]
