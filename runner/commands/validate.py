@@ -20,11 +20,11 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     urls, source = urls_of(args)
-    build(settings, urls, source)  # what a run would refuse before sending, validate refuses too
+    parts = build(settings, urls, source)  # what a run would refuse before sending, validate refuses too
     if args.config:
         print(f"{args.config}: valid")
     if source:
         print(f"{source}: {len(urls)} URL{'s' if len(urls) != 1 else ''}")
-    for line in describe(settings, urls, os.environ):
+    for line in describe(settings, urls, os.environ, parts.shard):
         print(line)
     return EXIT_OK

@@ -13,17 +13,23 @@ from urllib.parse import urlsplit
 from runner.config.settings import Settings
 from runner.core import redact
 from runner.core.durations import format_duration
+from runner.load.shards import ALONE, INDEX_ENV, Shard
 from runner.report.slowcooker import format_rate
 
+_LISTED_URLS = 5  # a shard's own URLs named one by one; the rest counted
 
-def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) -> list[str]:
-    """Lines saying what a run with these settings would do."""
+
+def describe(settings: Settings, urls: list[str], environ: Mapping[str, str], shard: Shard = ALONE) -> list[str]:
+    """Lines saying what a run with these settings would do; `shard`: this process's part of it."""
     s = settings
     lines = [_bench_line(s) if s.pace.bench else _rate_line(s)]
+    if not shard.alone:
+        lines[0] = "the whole run " + lines[0]
     lines += [f"  to {redact.url(url)}" for url in urls]
     if len(urls) > 1:
         lines.append(f"  each URL gets every {_ordinal(len(urls))} request")
     lines.append(_stop_rule(s))
+    lines += _split(s, shard, urls, environ)
     lines.append(
         f"timeout {format_duration(s.client.timeout_ns)}, "
         f"{'a new connection per request' if s.client.no_reuse else 'keep-alive (one connection per client)'}, "
@@ -38,6 +44,60 @@ def describe(settings: Settings, urls: list[str], environ: Mapping[str, str]) ->
     lines.append(_outputs(s))
     lines += _judged(s) + _metrics(s)
     return lines
+
+
+def _split(s: Settings, shard: Shard, urls: list[str], environ: Mapping[str, str]) -> list[str]:
+    """What this process sends of a run split over shards (pods) and local workers, and when it starts.
+
+    `soak validate` in a pod (or with JOB_COMPLETION_INDEX set by hand) must say what that
+    pod will do, not only what the run does: its share, its URLs, and its wait for the
+    boundary the shards start on together.
+    """
+    if shard.alone:
+        return []
+    pod, lines = shard.pod(), []
+    if pod.count > 1:
+        found = f"--shard {pod.index}" if s.split.shard is not None else f"{INDEX_ENV}={environ.get(INDEX_ENV, '0')}"
+        lines.append(f"split over {pod.count} shards (pods) that together send the whole run; "
+                     "soak merge adds up their logs")
+        lines.append(f"this process: shard {pod.index} of {pod.count} ({found}), sends {_share(s, pod)}")
+        lines += _own_urls(pod, urls)
+    if shard.workers > 1:
+        whole = "this shard's part" if pod.count > 1 else "the run"
+        parts = [Shard(pod.index, pod.count, w, shard.workers) for w in range(shard.workers)]
+        clients = [str(part.share(s.pace.concurrency)) for part in parts]
+        lines.append(f"{whole} is split over {shard.workers} local worker processes of "
+                     f"{format_rate(round(s.pace.qps / parts[0].stride, 3))} req/s each, with "
+                     f"{', '.join(clients[:-1])} and {clients[-1]} clients")
+    if pod.count > 1:
+        interval = format_duration(s.pace.interval_ns)
+        lines.append(f"waits for the next interval boundary (a multiple of {interval} on the wall clock) to start, "
+                     f"as every shard does: up to {interval} after it is started")
+    return lines
+
+
+def _share(s: Settings, part: Shard) -> str:
+    """A part's rate, clients and requests, against the whole run's."""
+    clients = part.share(s.pace.concurrency)
+    text = (f"{format_rate(round(s.pace.qps / part.stride, 3))} of the {format_rate(s.pace.qps)} {s.request.method} "
+            f"req/s with {clients} of the {s.pace.concurrency} clients")
+    if s.pace.run_ns is not None and not s.pace.bench:
+        whole = round(s.pace.qps * s.pace.run_ns / 1e9)
+        text += f", {round(s.pace.qps * s.pace.run_ns / 1e9 / part.stride)} of the {whole} requests"
+    if s.pace.total_requests:
+        text += f"; stops after {part.share(s.pace.total_requests)} of the {s.pace.total_requests} requests"
+    return text
+
+
+def _own_urls(part: Shard, urls: list[str]) -> list[str]:
+    """The URLs a part sends to: send n goes to URL n mod len(urls), and a part sends every
+    stride-th send from its offset, so a stride sharing a factor with the URL count skips some."""
+    own = sorted({(part.offset + k * part.stride) % len(urls) for k in range(len(urls))})
+    if len(own) == len(urls):
+        return ["  to every URL"] if len(urls) > 1 else []
+    shown = [f"    {redact.url(urls[i])}" for i in own[:_LISTED_URLS]]
+    more = [f"    ... and {len(own) - _LISTED_URLS} more"] if len(own) > _LISTED_URLS else []
+    return [f"  to {len(own)} of the {len(urls)} URLs only:", *shown, *more]
 
 
 def _judged(s: Settings) -> list[str]:

@@ -47,6 +47,19 @@ def test_validate_describes_the_shipped_pallet_without_sending() -> None:
     ]
 
 
+def test_validate_in_a_pod_of_a_split_run_says_what_that_pod_does() -> None:
+    """The pallet's scale-out pods run with --shards=3 and Kubernetes' index: validate there says this
+    pod's share and wait, beside the whole run (it said only "100 GET req/s, 5 clients")."""
+    run = run_soak("validate", "--config", "configuration.json", "--urls", "urlsconfigmap.yaml", "--shards=3",
+                   env={"JOB_COMPLETION_INDEX": "2"})
+    assert run.returncode == 0, run.stderr
+    assert run.lines[2].startswith("the whole run would send 100 GET req/s (closed model: 5 clients")
+    assert ("this process: shard 2 of 3 (JOB_COMPLETION_INDEX=2), sends 33.333 of the 100 GET req/s with 1 of the 5 "
+            "clients, 120000 of the 360000 requests") in run.lines
+    assert "waits for the next interval boundary (a multiple of 1m0s on the wall clock) to start, as every shard " \
+           "does: up to 1m0s after it is started" in run.lines
+
+
 @pytest.mark.parametrize("flags", [["--shards", "2", "--shard", "2"], ["--workers", "4", "--concurrency", "2"],
                                    ["--mode", "bench", "--workers", "2"], ["--body", "@/nonexistent/body"],
                                    ["--reportLatenciesCSV", "/nonexistent/x.csv"]])

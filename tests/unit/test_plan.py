@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from runner.config.settings import merge, settings_from
+from runner.load.shards import Shard
 from runner.report.plan import describe
 
 URL = "http://nginx.nginx.svc.cluster.local"
@@ -164,3 +165,61 @@ def test_describe_prints_no_environment_value_anywhere() -> None:
     assert not any("s3cr3t" in line for line in lines)
     assert sum("set here>" in line for line in lines) == 3
     assert sum("NOT set here>" in line for line in lines) == 1
+
+
+# --- a split run: what this process does, and what the whole run does ---------------------------
+
+
+def split_plan(layer: dict[str, Any], shard: Shard, urls: list[str] | None = None,
+               environ: dict[str, str] | None = None) -> list[str]:
+    return describe(settings_from(merge(layer)), urls or [URL], environ or {}, shard)
+
+
+def test_a_shard_says_its_share_its_urls_and_its_wait_for_the_boundary() -> None:
+    urls = ["http://a/", "http://b/", "http://c/"]
+    lines = split_plan({"shards": 3}, Shard(2, 3), urls, {"JOB_COMPLETION_INDEX": "2"})
+    assert lines[0].startswith("the whole run would send 100 GET req/s (closed model: 5 clients")
+    assert lines[5:11] == [
+        "for 60 intervals of 1m0s (1h0m0s), 360000 requests in all",
+        "split over 3 shards (pods) that together send the whole run; soak merge adds up their logs",
+        "this process: shard 2 of 3 (JOB_COMPLETION_INDEX=2), sends 33.333 of the 100 GET req/s with 1 of the 5 "
+        "clients, 120000 of the 360000 requests",
+        "  to 1 of the 3 URLs only:",
+        "    http://c/",
+        "waits for the next interval boundary (a multiple of 1m0s on the wall clock) to start, as every shard does: "
+        "up to 1m0s after it is started",
+    ]
+
+
+@pytest.mark.parametrize(("shards", "urls", "said"), [
+    (3, 1, []), (3, 2, ["  to every URL"]), (2, 4, ["  to 2 of the 4 URLs only:", "    http://u1/", "    http://u3/"]),
+    (2, 14, ["  to 7 of the 14 URLs only:", *(f"    http://u{i}/" for i in (1, 3, 5, 7, 9)), "    ... and 2 more"]),
+])
+def test_a_shards_urls_are_those_its_sends_go_to(shards: int, urls: int, said: list[str]) -> None:
+    """Send n goes to URL n mod len(urls) and shard 1 of N has sends 1, 1 + N, ...: all URLs unless N and
+    the URL count share a factor."""
+    lines = split_plan({"shards": shards, "concurrency": 6}, Shard(1, shards), [f"http://u{i}/" for i in range(urls)])
+    start = next(i for i, line in enumerate(lines) if line.startswith("this process:")) + 1
+    end = next(i for i, line in enumerate(lines) if line.startswith("waits for"))
+    assert lines[start:end] == said
+
+
+def test_a_shard_named_by_flag_and_its_share_of_a_count() -> None:
+    lines = split_plan({"shards": 2, "shard": 1, "qps": 90, "concurrency": 7, "totalRequests": 1001,
+                        "iterations": 0}, Shard(1, 2))
+    assert ("this process: shard 1 of 2 (--shard 1), sends 45 of the 90 GET req/s with 3 of the 7 clients; stops "
+            "after 500 of the 1001 requests") in lines
+
+
+def test_workers_say_their_share_and_start_at_once_without_shards() -> None:
+    lines = split_plan({"workers": 3}, Shard(0, 1, 0, 3))
+    assert "the run is split over 3 local worker processes of 33.333 req/s each, with 2, 2 and 1 clients" in lines
+    assert not any(line.startswith(("waits for", "this process:", "split over")) for line in lines)
+    both = split_plan({"shards": 2, "workers": 2, "qps": 90, "concurrency": 7}, Shard(1, 2, 0, 2),
+                      environ={"JOB_COMPLETION_INDEX": "1"})
+    assert "this shard's part is split over 2 local worker processes of 22.5 req/s each, with 2 and 1 clients" in both
+    assert any(line.startswith("waits for the next interval boundary") for line in both)
+
+
+def test_an_unsplit_run_says_nothing_of_shards() -> None:
+    assert split_plan({}, Shard()) == plan()
