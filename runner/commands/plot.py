@@ -17,8 +17,9 @@ import argparse
 import math
 import os
 from collections.abc import Sequence
-from datetime import datetime, timedelta
-from itertools import pairwise
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import accumulate, pairwise
 from typing import TYPE_CHECKING, Any
 
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
@@ -31,7 +32,15 @@ if TYPE_CHECKING:
 
 DEFAULT_WIDTH, DEFAULT_HEIGHT, DPI = 1200, 700, 100
 MIN_PIXELS, MAX_PIXELS = 200, 10_000
-LATENCY_LINES = (("p50", "tab:blue"), ("p95", "tab:green"), ("p99", "tab:orange"), ("max", "tab:red"))
+# Drawn in this order, max first and widest, p50 last and narrowest, so that equal values show
+# as one line inside another (LINE_STYLES: line width and marker size, in the same order).
+LATENCY_LINES = (("max", "tab:red"), ("p99", "tab:orange"), ("p95", "tab:green"), ("p50", "tab:blue"))
+LINE_STYLES = ((6.0, 11.0), (3.6, 7.5), (2.2, 5.0), (0.9, 2.5))
+MARKERS = ("o", "D", "s", "^")
+CLOCK_FROM_S = 15 * 60  # a run this long is read by the clock; a shorter one by time since its start
+MINUTES_FROM_S = 5 * 60  # elapsed time in minutes from here, in seconds below
+CLOCK_STEPS_MIN = (1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440)
+MAX_TICKS = 8
 FLOOR = 0.5  # where a latency printed as 0 (under one unit) is drawn: a log axis has no 0
 INSTALL_HINT = "soak plot needs matplotlib: pip install 'soak-pallet[plot]' (in the repository: pip install '.[plot]')"
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -40,22 +49,15 @@ FORMATS = {".png": "png", ".svg": "svg"}
 def build_figure(run: LoadedRun, width: int = DEFAULT_WIDTH, height: int = DEFAULT_HEIGHT, dpi: int = DPI) -> Figure:
     """The run's picture, `width` x `height` pixels at `dpi`; the run must have intervals."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.dates import ConciseDateFormatter
     from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
 
     figure = Figure(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")
     FigureCanvasAgg(figure)
     top, bottom = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2, 1]})
-    x, bar_width = x_values(run.intervals)
-    _latency_panel(top, x, run)
-    _goal_panel(bottom, x, bar_width, run.intervals)
-    if isinstance(x[0], datetime):
-        bottom.xaxis.set_major_formatter(ConciseDateFormatter(bottom.xaxis.get_major_locator()))
-        bottom.set_xlabel("interval end (UTC)")
-    else:
-        bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
-        bottom.set_xlabel("interval (iter)")
+    axis = time_axis(run.intervals)
+    _latency_panel(top, axis.x, run)
+    _goal_panel(bottom, axis.x, axis.bar_width, run.intervals)
+    _label_time(bottom, axis)
     figure.suptitle(title(run))
     return figure
 
@@ -71,21 +73,67 @@ def image_format(path: str) -> str | None:
     return FORMATS.get(suffix) if suffix else "png"
 
 
-def x_values(intervals: Sequence[IntervalFigures]) -> tuple[list[Any], float]:
-    """Each interval's end time, and a bar width in the axis's units (days, for times).
+@dataclass(frozen=True)
+class TimeAxis:
+    """Where each interval's end goes on the x axis, and how the axis reads.
 
-    Iteration numbers instead when the timestamps do not tell the intervals apart (they are
-    to the second, so sub-second intervals share them) or do not read as times.
+    Always time, named the same way: clock time (HH:MM) for a long run, whose reader
+    matches it with other graphs and incidents; time since the start, in seconds or
+    minutes, for a short one, where the clock says little. Only intervals whose length is
+    unknown fall back to their numbers.
     """
+
+    x: list[Any]  # datetimes (clock), or numbers in `unit` since the start
+    bar_width: float  # in the axis's units (days, for datetimes)
+    unit: str  # "clock", "s", "min" or "interval"
+    label: str
+
+
+def time_axis(intervals: Sequence[IntervalFigures]) -> TimeAxis:
+    """Clock time when the timestamps tell the intervals apart and the run is long; else elapsed time."""
+    seconds = [i.seconds for i in intervals]
+    if None in seconds:
+        return TimeAxis([i.iter for i in intervals], 0.8, "interval", "interval number")
+    lengths = [s for s in seconds if s is not None]
+    typical = sorted(lengths)[len(lengths) // 2]
+    ends = list(accumulate(lengths))
+    times = _timestamps(intervals)
+    if times and ends[-1] >= CLOCK_FROM_S:
+        zone = times[0].tzname() or "UTC"
+        return TimeAxis(times, typical * 0.8 / 86_400, "clock", f"interval end, time of day ({zone})")
+    unit, scale = ("s", 1) if ends[-1] < MINUTES_FROM_S else ("min", 60)
+    words = "seconds" if unit == "s" else "minutes"
+    return TimeAxis([e / scale for e in ends], typical * 0.8 / scale, unit, f"interval end, {words} since the start")
+
+
+def _timestamps(intervals: Sequence[IntervalFigures]) -> list[datetime]:
+    """The intervals' end times, if they read as times and tell every interval apart (they are to
+    the second, so sub-second intervals share them); else none."""
     try:
         times = [datetime.fromisoformat(i.timestamp) for i in intervals]
     except ValueError:
-        times = []
-    if times and all(a < b for a, b in pairwise(times)):
-        seconds = [s for i in intervals if (s := i.seconds)]
-        width = (sorted(seconds)[len(seconds) // 2] if seconds else 1.0) * 0.8
-        return times, width / timedelta(days=1).total_seconds()
-    return [i.iter for i in intervals], 0.8
+        return []
+    return times if all(a < b for a, b in pairwise(times)) and times[0].tzinfo is not None else []
+
+
+def _label_time(axes: Axes, axis: TimeAxis) -> None:
+    """Ticks people read: HH:MM on round minutes or hours, or round seconds/minutes; no offset text."""
+    from matplotlib.dates import DateFormatter, HourLocator, MinuteLocator
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    axes.set_xlabel(axis.label)
+    if axis.unit == "clock":
+        span_min = (axis.x[-1] - axis.x[0]).total_seconds() / 60
+        step = next((m for m in CLOCK_STEPS_MIN if span_min / m <= MAX_TICKS), CLOCK_STEPS_MIN[-1])
+        zone = axis.x[0].tzinfo
+        locator = (MinuteLocator(byminute=range(0, 60, step), tz=zone) if step < 60
+                   else HourLocator(interval=step // 60, tz=zone))
+        axes.xaxis.set_major_locator(locator)
+        axes.xaxis.set_major_formatter(DateFormatter("%H:%M" if span_min < 24 * 60 else "%m-%d %H:%M", tz=zone))
+        return
+    integer = axis.unit == "interval"
+    axes.xaxis.set_major_locator(MaxNLocator(nbins=MAX_TICKS, steps=[1, 2, 2.5, 5, 10], integer=integer))
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{round(value, 6):g}"))
 
 
 def title(run: LoadedRun) -> str:
@@ -104,11 +152,20 @@ def title(run: LoadedRun) -> str:
 
 
 def _latency_panel(axes: Axes, x: list[Any], run: LoadedRun) -> None:
-    """p50, p95, p99 and max per interval; a gap where an interval had no response to measure."""
+    """p50, p95, p99 and max per interval; a gap where an interval had no response to measure.
+
+    Percentiles often coincide (p99 is max at 20 responses an interval; p50 is p95 when most
+    responses take the same whole millisecond), and a line drawn over another hides it. So
+    each is drawn inside the one above it, narrower and with a smaller marker (max widest,
+    at the bottom; p50 narrowest, on top), and a note above the panel says which coincide.
+    """
     unit = run.latency_unit
-    for key, color in LATENCY_LINES:
-        points = [_drawn(getattr(i, key)) if i.responses else math.nan for i in run.intervals]
-        axes.plot(x, points, label=key, color=color, marker=".", linewidth=1.2)
+    drawn = {key: [_drawn(getattr(i, key)) if i.responses else math.nan for i in run.intervals]
+             for key, _ in LATENCY_LINES}
+    for order, (key, color) in enumerate(LATENCY_LINES):
+        width, size = LINE_STYLES[order]
+        axes.plot(x, drawn[key], label=key, color=color, marker=MARKERS[order], markersize=size, linewidth=width,
+                  zorder=2 + order)
     measured = [getattr(i, key) for i in run.intervals if i.responses for key, _ in LATENCY_LINES] or [0]
     ticks = latency_ticks(min(measured), max(measured))
     zeros = min(measured) == 0  # then ticks[0] is FLOOR, which stands for "under one unit"
@@ -118,7 +175,23 @@ def _latency_panel(axes: Axes, x: list[Any], run: LoadedRun) -> None:
     axes.set_ylim(ticks[0] / 1.3, max(ticks[-1], *measured) * 1.3)
     axes.set_ylabel(f"latency ({unit}), log scale")
     axes.grid(True, alpha=0.3)
-    axes.legend(loc="lower left", bbox_to_anchor=(0, 1), ncols=len(LATENCY_LINES), fontsize="small", frameon=False)
+    handles = axes.get_lines()[::-1]  # p50 to max, as people list them
+    axes.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1), ncols=len(LATENCY_LINES),
+                fontsize="small", frameon=False)
+    axes.set_title(coincidence_note(drawn), loc="right", fontsize="small")
+
+
+def coincidence_note(drawn: dict[str, list[float]]) -> str:
+    """Which neighbouring lines share their values, in how many intervals: `p99 = max in all 20 intervals`."""
+    keys = [key for key, _ in reversed(LATENCY_LINES)]
+    measured = sum(1 for v in drawn[keys[0]] if not math.isnan(v))
+    parts = []
+    for low, high in pairwise(keys):
+        same = sum(1 for a, b in zip(drawn[low], drawn[high], strict=True) if a == b)
+        if same:
+            parts.append(f"{low} = {high} in {'all ' if same == measured else ''}{same}"
+                         f"{'' if same == measured else f' of {measured}'} interval{'s' if measured != 1 else ''}")
+    return "drawn one inside the other where equal: " + "; ".join(parts) if parts else ""
 
 
 def _drawn(latency: float) -> float:

@@ -14,12 +14,15 @@ import random
 import re
 import subprocess
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.commands.plot import build_figure
 from runner.readback.results import IntervalFigures, LoadedRun
 from runner.stats.histogram import LatencyHistogram
 from tests.conftest import GOLDEN, REPO, free_port, soak_command
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 SLOW_COOKER_LOGS = sorted(p.name for p in GOLDEN.glob("*.log"))
 
@@ -148,5 +151,9 @@ REPLICAS_10 = summary_text("ms", p50=1, p75=2, p90=2, p95=3, p99=6, p999=12, min
 
 
 def latency_lines(run: LoadedRun) -> dict[str, list[float]]:
-    figure = build_figure(run)
-    return {line.get_label(): list(line.get_ydata()) for line in figure.axes[0].get_lines()}
+    return latency_lines_of(build_figure(run))
+
+
+def latency_lines_of(figure: Figure) -> dict[str, list[float]]:
+    """The latency panel's lines as drawn, by name: p50, p95, p99, max."""
+    return {str(line.get_label()): list(line.get_ydata()) for line in figure.axes[0].get_lines()}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
+import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib.image
 import pytest
@@ -17,30 +19,104 @@ from runner.commands.plot import (
     latency_ticks,
     save_figure,
 )
-from runner.readback.results import load_run, read_run
+from runner.readback.results import LoadedRun, load_run, read_run
+from runner.report.slowcooker import ChangeWindow, interval_line
 from tests.conftest import GOLDEN
-from tests.support.runlogs import latency_lines
+from tests.support.runlogs import latency_lines, latency_lines_of
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def tick_labels(figure: Figure) -> list[str]:
+    """The x axis's tick labels as drawn (the shared axis labels the bottom panel)."""
+    figure.canvas.draw()
+    axes = figure.axes[1]
+    return [label.get_text() for label in axes.get_xticklabels() if label.get_text()]
+
+
+def assert_every_line_shows(figure: Figure) -> None:
+    """Where two latency lines share a value, the one drawn above is narrower, with a smaller marker,
+    so the one under it still shows around it; lines that never meet may be drawn any way."""
+    lines = sorted(figure.axes[0].get_lines(), key=lambda line: line.get_zorder())
+    for i, under in enumerate(lines):
+        for over in lines[i + 1:]:
+            if any(a == b for a, b in zip(under.get_ydata(), over.get_ydata(), strict=True)):
+                assert over.get_linewidth() < under.get_linewidth(), (under.get_label(), over.get_label())
+                assert over.get_markersize() < under.get_markersize(), (under.get_label(), over.get_label())
+
+
+def twenty_per_interval(intervals: int, seconds: int = 1) -> LoadedRun:
+    """A run of 20 requests an interval: its p99 is its slowest response, so p99 = max every time."""
+    window = ChangeWindow()
+    lines = ["# sending 20 GET req/s with concurrency=2 to http://127.0.0.1:8080/ ...\n"]
+    for i in range(intervals):
+        slowest = (3, 9, 4)[i % 3]
+        end = datetime(2026, 11, 30, 10, 0, tzinfo=UTC) + timedelta(seconds=(i + 1) * seconds)
+        lines.append(interval_line(end.isoformat().replace("+00:00", "Z"), i, 20 * seconds, 0, 0, 20 * seconds, 100,
+                                   f"{seconds}s" if seconds < 60 else f"{seconds // 60}m0s",
+                                   (0, 1, 2, slowest, slowest, slowest), 0, window.push(slowest)))
+    return load_run("".join(lines), "twenty.log")
+
+
+def test_p99_equal_to_max_is_drawn_inside_it_and_said() -> None:
+    figure = build_figure(twenty_per_interval(12))
+    lines = latency_lines_of(figure)
+    assert lines["p99"] == lines["max"] == [3, 9, 4] * 4
+    assert_every_line_shows(figure)
+    assert figure.axes[0].get_title(loc="right") == "drawn one inside the other where equal: p99 = max in all 12 intervals"
+    assert [text.get_text() for text in figure.axes[0].get_legend().get_texts()] == ["p50", "p95", "p99", "max"]
+
+
+def test_a_short_run_is_in_seconds_since_its_start_with_plain_ticks() -> None:
+    figure = build_figure(twenty_per_interval(12))
+    assert list(figure.axes[0].get_lines()[0].get_xdata()) == list(range(1, 13))
+    assert figure.axes[1].get_xlabel() == "interval end, seconds since the start"
+    labels = tick_labels(figure)
+    assert labels and all(re.fullmatch(r"\d+", label) for label in labels), labels
+    assert figure.axes[1].xaxis.get_offset_text().get_text() == ""
+
+
+def test_a_run_of_minutes_is_in_minutes() -> None:
+    figure = build_figure(twenty_per_interval(10, 60))
+    assert list(figure.axes[0].get_lines()[0].get_xdata()) == list(range(1, 11))
+    assert figure.axes[1].get_xlabel() == "interval end, minutes since the start"
+    assert all(re.fullmatch(r"\d+", label) for label in tick_labels(figure))
+
+
+def test_sub_second_intervals_count_in_seconds_though_their_timestamps_collide() -> None:
+    text = "".join(interval_line(f"2026-01-01T00:00:0{(i + 1) // 2}Z", i, 10, 0, 0, 10, 100, "500ms",
+                                 (1, 2, 3, 4, 4, 4), 0, "") for i in range(4))
+    figure = build_figure(load_run(text, "half.log"))
+    assert list(figure.axes[0].get_lines()[0].get_xdata()) == [0.5, 1.0, 1.5, 2.0]
+    labels = tick_labels(figure)
+    assert all(re.fullmatch(r"\d+(\.\d)?", label) for label in labels), labels
 
 
 def test_a_slow_cooker_log_plots_over_time() -> None:
     run = read_run(str(GOLDEN / "faults-timeout-1s.log"))
     figure = build_figure(run)
     top, _, errors = figure.axes
-    xs = list(top.get_lines()[0].get_xdata())
-    assert all(isinstance(x, datetime) for x in xs) and len(xs) == 4
-    assert xs[0].isoformat() == "2026-11-30T01:10:42+00:00"
+    assert list(top.get_lines()[0].get_xdata()) == [2, 4, 6, 8]  # 2 s intervals: seconds since the start
     assert [bar.get_height() for bar in errors.patches] == [10, 14, 10, 13]
     assert latency_lines(run)["max"] == [2, FLOOR, 1, 1]
     assert figure.get_suptitle().endswith("50 req/s target, 25.375 req/s achieved, 4 intervals, slow_cooker")
 
 
-def test_the_seed_log_plots_its_hour() -> None:
+def test_the_seed_log_plots_its_hour_by_the_clock_with_every_line_showing() -> None:
     run = read_run(str(GOLDEN / "seed-pallet.log"))
-    lines = latency_lines(run)
+    figure = build_figure(run)
+    lines = latency_lines_of(figure)
     assert all(len(values) == 60 for values in lines.values())
     assert max(lines["max"]) == 26
-
-
+    assert lines["p50"] == lines["p95"], "the seed's p50 lies under its p95 in every interval"
+    assert_every_line_shows(figure)
+    assert figure.axes[0].get_title(loc="right") == "drawn one inside the other where equal: p50 = p95 in all 60 intervals"
+    xs = list(figure.axes[0].get_lines()[0].get_xdata())
+    assert xs[0] == datetime(2024, 3, 21, 19, 1, 1, tzinfo=UTC) and len(xs) == 60
+    assert figure.axes[1].get_xlabel() == "interval end, time of day (UTC)"
+    labels = tick_labels(figure)
+    assert labels == ["19:00", "19:10", "19:20", "19:30", "19:40", "19:50", "20:00"], labels
 
 
 def test_an_interval_with_no_response_leaves_a_gap() -> None:
