@@ -14,10 +14,10 @@ anything this one does not do.
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from runner import __version__
@@ -26,10 +26,12 @@ from runner.load import failures
 from runner.load import result as kinds
 from runner.load.failures import causes, message, os_failure
 from runner.load.http1 import Connection, Deadlines
+from runner.load.rawsocket import AVAILABLE as RAW_SOCKETS
+from runner.load.rawsocket import Pump, RawTransport
 from runner.load.request import Request, origin
 from runner.load.result import Result
 from runner.load.tls import client_context
-from runner.load.transport import Address, TransportOptions, address_text, resolve
+from runner.load.transport import Address, TransportOptions, address_text, numeric, resolve
 
 USER_AGENT = f"soak/{__version__}"
 _now = time.monotonic_ns
@@ -80,6 +82,7 @@ class FastTransport:
         self._tls = client_context(options)
         self._tls.set_alpn_protocols(["http/1.1"])
         self._deadlines: Deadlines | None = None
+        self._pump: Pump | None = None
 
     def tls(self) -> ssl.SSLContext:
         return self._tls
@@ -87,7 +90,8 @@ class FastTransport:
     def session(self) -> FastSession:
         if self._deadlines is None:
             self._deadlines = Deadlines(asyncio.get_running_loop(), self._options.timeout_ns)
-        return FastSession(self._options, self.tls, self._deadlines)
+            self._pump = Pump(asyncio.get_running_loop()) if RAW_SOCKETS else None
+        return FastSession(self._options, self.tls, self._deadlines, self._pump)
 
 
 
@@ -97,8 +101,11 @@ class FastSession:
     only for requests to the origin (host, port, scheme) it was opened to: with URLs on
     several servers, a client keeps one connection to each."""
 
-    def __init__(self, options: TransportOptions, tls: Callable[[], ssl.SSLContext], deadlines: Deadlines) -> None:
+    def __init__(
+        self, options: TransportOptions, tls: Callable[[], ssl.SSLContext], deadlines: Deadlines, pump: Pump | None
+    ) -> None:
         self._deadlines = deadlines
+        self._pump = pump  # plain TCP on sockets of our own (rawsocket), where the platform has them
         self._keep_alive = not options.no_reuse
         self._compress = options.compress
         self._timeout_s = options.timeout_ns / 1e9
@@ -126,9 +133,8 @@ class FastSession:
         dial: _Dial | None = None
         try:
             if connection is None:
-                dial = _Dial(server[0])
-                async with asyncio.timeout_at(deadline):
-                    connection = await self._connect(dial, *server)
+                dial = _Dial(server[0], deadline)
+                connection = await self._dial(dial, server)
                 result.connected_ns = _now()
             await connection.send(data, result, hash_body, deadline, not self._server_reported)
             if result.connected_ns and result.status:  # a new connection that carried a response
@@ -164,14 +170,34 @@ class FastSession:
                 return connection
         return None
 
+    async def _dial(self, dial: _Dial, server: tuple[str, int, bool]) -> Connection:
+        """A new connection to `server`, or TimeoutError once the request's deadline passes.
+
+        The deadline is kept by the same periodic check as the requests' (Deadlines), not by
+        asyncio.timeout_at: without keep-alive every request connects, and a Timeout object,
+        its timer and its cancellation cost more than the rest of the dial's Python code.
+        """
+        task = asyncio.current_task(self._loop)  # given the loop, it does not look it up (a getpid() in 3.11)
+        assert task is not None
+        dial.task = task
+        self._deadlines.watch(dial)
+        try:
+            return await self._connect(dial, *server)
+        except asyncio.CancelledError:
+            if dial.timed_out and task.uncancel() == 0:
+                raise TimeoutError from None
+            raise
+        finally:
+            self._deadlines.release(dial)
+
     async def _connect(self, dial: _Dial, host: str, port: int, https: bool) -> Connection:
         """A new connection to host:port: look the name up, connect, shake hands, each phase noted in `dial`.
 
         Done step by step (rather than by one create_connection with the name and ssl) so that
         a timeout can say which step ran out of time.
         """
-        addresses = await resolve(host, port)
-        transport, connection = await self._connect_first(dial, addresses)
+        addresses = numeric(host, port) or await resolve(host, port)
+        transport, connection = await self._connect_first(dial, addresses, raw=not https and self._pump is not None)
         if https:
             dial.phase = failures.TLS_PHASE
             try:
@@ -184,27 +210,34 @@ class FastSession:
         dial.phase = None
         return connection
 
-    async def _connect_first(self, dial: _Dial, addresses: Sequence[Address]) -> tuple[asyncio.Transport, Connection]:
-        """A TCP connection to the first of `addresses` that accepts one; else the first one's error."""
+    async def _connect_first(
+        self, dial: _Dial, addresses: Sequence[Address], raw: bool
+    ) -> tuple[asyncio.Transport, Connection]:
+        """A TCP connection to the first of `addresses` that accepts one; else the first one's error.
+
+        No TCP_NODELAY here: both uvloop and asyncio set it on every TCP transport they make
+        (a setsockopt here was a second syscall per connection for nothing).
+        """
         first_error: OSError | None = None
         for family, address in addresses:
-            dial.phase, dial.target = failures.CONNECT_PHASE, address_text(address)
+            dial.phase, dial.address = failures.CONNECT_PHASE, address
             try:
+                if raw:
+                    assert self._pump is not None
+                    sock = await self._pump.connect(family, address, self._keep_alive)
+                    connection = self._new_connection()
+                    return RawTransport(self._pump, sock, connection), connection
                 transport, connection = await self._loop.create_connection(
-                    lambda: Connection(self._open, self._loop, self._compress, self._deadlines),
-                    address[0], address[1], family=family,
+                    self._new_connection, address[0], address[1], family=family,
                 )
             except OSError as exc:
                 first_error = first_error or exc
                 continue
-            sock = transport.get_extra_info("socket")
-            try:
-                # Requests are small and latency is what we measure: send each at once.
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except (AttributeError, OSError):
-                pass  # already lost (reset at accept): the request's send() will say so
             return transport, connection
         raise first_error or OSError(f"no address for {dial.target}")
+
+    def _new_connection(self) -> Connection:
+        return Connection(self._open, self._loop, self._compress, self._deadlines)
 
     async def aclose(self) -> None:
         for connection in list(self._open):
@@ -213,25 +246,31 @@ class FastSession:
 
 
 class _Dial:
-    """How far the making of a new connection got: the phase under way, and on what."""
+    """How far the making of a new connection got: the phase under way, and on what.
 
-    __slots__ = ("phase", "target")
+    Watched by Deadlines like a Connection: at the deadline, time_out() cancels the task
+    that dials, and the dial raises TimeoutError.
+    """
 
-    def __init__(self, host: str) -> None:
+    __slots__ = ("phase", "host", "address", "deadline", "task", "timed_out")
+
+    def __init__(self, host: str, deadline: float) -> None:
         self.phase: str | None = failures.DNS_PHASE  # None once the connection is made
-        self.target = host  # the name being looked up, then the address being connected to
+        self.host = host  # the name being looked up ...
+        self.address: tuple[Any, ...] | None = None  # ... then the address being connected to
+        self.deadline = deadline
+        self.task: asyncio.Task[Any] | None = None
+        self.timed_out = False
 
+    @property
+    def target(self) -> str:
+        """What the phase under way works on, as a reader writes it (formatted only when needed)."""
+        return self.host if self.address is None else address_text(self.address)
 
-
-
-
-
-
-
-
-
-
-
+    def time_out(self) -> None:
+        if not self.timed_out and self.task is not None:
+            self.timed_out = True
+            self.task.cancel()
 
 
 def classify_connect_error(exc: OSError) -> tuple[str, str]:

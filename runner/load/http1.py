@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from typing import Protocol
 
 import httptools
 
@@ -20,10 +21,21 @@ from runner.load import failures
 from runner.load import result as kinds
 from runner.load.bodyhash import BodyError, BodyHash, is_gzip
 from runner.load.failures import causes, os_failure
+from runner.load.rawsocket import RawTransport
 from runner.load.result import Result
 from runner.load.transport import MAX_HEAD_BYTES
 
 _now = time.monotonic_ns
+_wall = time.time_ns
+_CLOCK_PAIR_NS = 20_000  # the most two monotonic readings around a wall clock reading may differ by
+
+
+class Watched(Protocol):
+    """What Deadlines watches: a connection's current request, or a dial in progress."""
+
+    deadline: float  # loop time
+
+    def time_out(self) -> None: ...
 
 
 class Deadlines:
@@ -39,15 +51,15 @@ class Deadlines:
     def __init__(self, loop: asyncio.AbstractEventLoop, timeout_ns: int) -> None:
         self._loop = loop
         self._period = min(max(timeout_ns / 20e9, 0.001), 0.1)
-        self._busy: set[Connection] = set()
+        self._busy: set[Watched] = set()
         self._handle: asyncio.TimerHandle | None = None
 
-    def watch(self, connection: Connection) -> None:
+    def watch(self, connection: Watched) -> None:
         self._busy.add(connection)
         if self._handle is None:
             self._handle = self._loop.call_later(self._period, self._check)
 
-    def release(self, connection: Connection) -> None:
+    def release(self, connection: Watched) -> None:
         self._busy.discard(connection)
 
     def _check(self) -> None:
@@ -90,6 +102,7 @@ class Connection(asyncio.Protocol):
         self._deadlines = deadlines
         self.deadline = 0.0  # loop time by which the current request must be done
         self._transport: asyncio.Transport | None = None
+        self._raw: RawTransport | None = None  # the transport, when it is one that stamps what it reads
         self._parser = httptools.HttpResponseParser(self)
         self._result: Result | None = None
         self._waiter: asyncio.Future[None] | None = None
@@ -133,9 +146,35 @@ class Connection(asyncio.Protocol):
         if self._lost:
             self._report_loss(self._lost_exc)
         elif not self._transport.is_closing():  # closing: connection_lost is on its way and says why
+            if not result.connected_ns:  # on a reused connection the request starts here, at the write
+                result.start_ns = _now()
             self._transport.write(data)
             result.written_ns = _now()
         return waiter
+
+    def _arrived_ns(self, result: Result) -> int:
+        """When the bytes being parsed arrived, on the monotonic clock: the kernel's stamp where
+        there is one, else now (the loop's earliest reading).
+
+        The kernel stamps with CLOCK_REALTIME. The offset to the monotonic clock is measured
+        afresh each time, from a wall clock reading between two monotonic ones, so none is
+        kept and none can drift, and a step of the wall clock misleads only the responses
+        stamped before it and read after it. The two monotonic readings must be close: on a
+        busy machine the process can be preempted between two readings, and a 5 ms pause
+        there once dated an answer 5 ms before the server sent it. A stamp that reads before
+        the request started (a step, or one left from an earlier read) is not used.
+        """
+        now = _now()
+        raw = self._raw
+        if raw is not None and raw.stamp_ns:
+            wall = _wall()
+            after = _now()
+            if after - now < _CLOCK_PAIR_NS:
+                arrived = raw.stamp_ns - wall + (now + after) // 2
+                if result.start_ns <= arrived <= now:
+                    result.kernel_clock = True
+                    return arrived
+        return now
 
     def abort(self) -> None:
         """Give the connection up (timed out or cancelled): drop it, and forget its request."""
@@ -167,6 +206,7 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]  # TCP; secured() puts TLS over it
+        self._raw = transport if isinstance(transport, RawTransport) else None
         self._registry.add(self)
 
     def data_received(self, data: bytes) -> None:
@@ -207,6 +247,10 @@ class Connection(asyncio.Protocol):
         self._lost, self._lost_exc = True, exc
         if self._result is not None:
             self._report_loss(exc)
+        # The parser holds this protocol for its callbacks: a reference cycle that only the
+        # cyclic GC would free. Without keep-alive there is one per request, and collecting
+        # them was 5% of the client's CPU; a fresh parser without callbacks breaks it.
+        self._parser = _SPENT
 
     def _report_loss(self, exc: Exception | None) -> None:
         """The connection went away during the current request: fail it, or end a body that runs to the close."""
@@ -243,7 +287,7 @@ class Connection(asyncio.Protocol):
                 raise ParseFailure(kinds.PROTOCOL, failures.SWITCHED_PROTOCOLS)
             self._interim = True
             return
-        result.headers_ns = _now()
+        result.headers_ns = self._arrived_ns(result)
         result.status = status
         inflate = self._hash_body and self._compress  # a gzipped body is hashed inflated
         head = _final_head(b"".join(self._head)) if self._want_server or inflate else b""
@@ -312,9 +356,12 @@ class Connection(asyncio.Protocol):
         self._head = []
         self._deadlines.release(self)
         if result is not None:
-            result.end_ns = _now()
+            result.end_ns = self._arrived_ns(result) if result.headers_ns else _now()
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+
+_SPENT = httptools.HttpResponseParser(object())  # a lost connection's parser: no callbacks, no cycle
 
 
 _SERVER = re.compile(rb"\r\nserver:[ \t]*([^\r\n]*)", re.IGNORECASE)

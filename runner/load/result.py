@@ -53,6 +53,7 @@ class Result:
     protocol: str = ""  # on a send that opened a connection and got a response: what it speaks, "HTTP/2 TLSv1.3"
     error: str = ""  # one of ERROR_KINDS, "" when a response arrived
     error_text: str = ""  # the failure in words, for the per-interval error report
+    kernel_clock: bool = False  # headers_ns and end_ns are the kernel's receive times, not when the loop read them
     body_hash: int | None = None  # FNV-1a 64 of the body, when it was sampled for checking
     skipped: bool = False
 

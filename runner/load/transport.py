@@ -75,9 +75,9 @@ async def resolve(host: str, port: int) -> Sequence[Address]:
     address takes no lookup. A name the IDNA codec refuses (an empty label, one over 63
     characters) fails as a DNS failure with the codec's reason: it cannot be looked up.
     """
-    numeric = _numeric(host, port)
-    if numeric is not None:
-        return numeric
+    known = numeric(host, port)
+    if known is not None:
+        return known
     try:
         host.encode("idna")
     except UnicodeError as exc:
@@ -88,7 +88,7 @@ async def resolve(host: str, port: int) -> Sequence[Address]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _numeric(host: str, port: int) -> tuple[Address, ...] | None:
+def numeric(host: str, port: int) -> tuple[Address, ...] | None:
     """host:port's one address if host is an IP address, else None; kept, as it never changes.
 
     A run without keep-alive connects for every request, so this is not worked out again
