@@ -1,10 +1,12 @@
 """Benchmark soak's HTTP client against wrk, ab and hey, side by side, in one run.
 
-    python bench/run.py [--seconds 10] [--soak-seconds 60] [--long-requests 1200000]
+    python bench/run.py [--seconds 10] [--soak-seconds 60] [--long-requests 1200000] [--only SECTIONS] [--repo PATH]
 
 It installs what it needs (nginx, ab, wrk, hey from Debian, as root), starts nginx with one
 worker on a free loopback port, and measures, each tool on its own:
 
+0. new connections (no keep-alive) at c=100: soak bench against ab, -n 20,000 and the seed's
+   -n 100,000: requests per second, mean Connect time from each report, CPU per request;
 1. throughput at c=5 and c=50: requests per second, and requests per client CPU-second
    (the client's user + system time, from /usr/bin/time, so a tool's CPU is its own);
 2. a 100 req/s soak for --soak-seconds: client CPU, peak RSS, achieved rate and the p50/p99 it
@@ -130,6 +132,30 @@ def soak_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "runner", *args]
 
 
+def ab_connect_mean(out: str) -> float:
+    """The mean of the Connect row of an ab-style report ("Connect:  min mean [+/-sd] median max"), in ms."""
+    return float(re.search(r"^Connect:\s+\d+\s+(\d+)", out, re.MULTILINE).group(1))  # type: ignore[union-attr]
+
+
+# --- 0. new connections: no keep-alive --------------------------------------------------------
+
+
+def no_keep_alive(url: str, clients: int, requests: int) -> list[tuple[Measured, float]]:
+    """soak bench and ab, `requests` requests over `clients` connections, a new connection for each.
+
+    Returns each tool's figures and the mean Connect time (ms) its report gives.
+    """
+    limit = 600
+    rows = []
+    out, cpu, wall, rss = timed(soak_command("bench", "-c", str(clients), "-n", str(requests), url), limit)
+    done = summary_of(out)["requests"]
+    rows.append((Measured("soak bench (fast)", done / wall, cpu, wall, done, rss), ab_connect_mean(out)))
+    out, cpu, wall, rss = timed(["ab", "-q", "-c", str(clients), "-n", str(requests), url], limit)
+    done = int(re.search(r"Complete requests:\s+(\d+)", out).group(1))  # type: ignore[union-attr]
+    rows.append((Measured("ab", done / wall, cpu, wall, done, rss), ab_connect_mean(out)))
+    return rows
+
+
 def summary_of(output: str) -> dict:
     lines = output.splitlines()
     return json.loads("\n".join(lines[lines.index("{"):]))
@@ -253,15 +279,49 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10, help="length of each throughput and lag run")
     parser.add_argument("--soak-seconds", type=int, default=60, help="length of the 100 req/s runs")
     parser.add_argument("--long-requests", type=int, default=1_200_000, help="requests in the memory run")
+    parser.add_argument("--seed-requests", type=int, default=100_000, help="requests in the seed's ab experiment")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run, of {','.join(SECTIONS)}")
+    parser.add_argument("--repo", type=Path, default=REPO, help="the checkout whose runner is measured (a before)")
     args = parser.parse_args()
     install_tools()
-    os.chdir(REPO)
+    os.chdir(args.repo)
     print(f"Machine: {machine()}\n")
+    only = args.only.split(",")
     with nginx(workers=1) as url:
-        report_throughput(url, args.seconds)
-        report_steady(url, args.soak_seconds)
-        report_lag(url, args.seconds)
-        report_memory(url, args.long_requests)
+        if "connections" in only:
+            report_no_keep_alive(url, 100, 20_000, "No keep-alive, c=100, 20,000 requests")
+        if "seed" in only:
+            seed = args.seed_requests
+            report_no_keep_alive(url, 100, seed, f"The seed's experiment: -c 100 -n {seed:,}")
+        if "throughput" in only:
+            report_throughput(url, args.seconds)
+        if "steady" in only:
+            report_steady(url, args.soak_seconds)
+        if "lag" in only:
+            report_lag(url, args.seconds)
+        if "memory" in only:
+            report_memory(url, args.long_requests)
+
+
+SECTIONS = ("connections", "seed", "throughput", "steady", "lag", "memory")
+
+
+def report_no_keep_alive(url: str, clients: int, requests: int, title: str) -> None:
+    print(f"## {title}\n")
+    print("| client | req/s | mean Connect (ms) | client CPU per request (us) | client CPU (s) |")
+    print("|---|---|---|---|---|")
+    rows = no_keep_alive(url, clients, requests)
+    for m, connect in rows:
+        print(f"| {m.tool} | {m.rps:,.0f} | {connect:.0f} | {1e6 * m.cpu_s / m.requests:.0f} | {m.cpu_s:.2f} |")
+    (soak, soak_connect), (ab, ab_connect) = rows
+    print()
+    print("| target | figure | met |")
+    print("|---|---|---|")
+    print(f"| req/s >= 0.9x ab's | {ratio(soak.rps, ab.rps)} | {'yes' if soak.rps >= 0.9 * ab.rps else 'no'} |")
+    connect_ratio = f"{soak_connect / ab_connect:.2f}x" if ab_connect else f"{soak_connect:.0f} ms against 0"
+    met = soak_connect <= 2 * max(ab_connect, 0.5)  # ab prints whole ms: 0 means under half of one
+    print(f"| mean Connect <= 2x ab's | {connect_ratio} | {'yes' if met else 'no'} |")
+    print()
 
 
 def report_throughput(url: str, seconds: int) -> None:
@@ -297,6 +357,9 @@ def report_steady(url: str, seconds: int) -> None:
     at_goal, intervals = all_intervals_at_goal(url, min(seconds, 30))
     print(f"\nIntervals at 100% goal (5 s intervals): {at_goal} of {intervals}.")
     fast, hey = rows[0], rows[-1]
+    share = 100 * fast.cpu_s / fast.wall_s
+    print(f"soak (fast) at 100 req/s: {share:.2f}% of a core (target at most 2.5%; slow_cooker 1.6%): "
+          f"{'met' if share <= 2.5 else 'not met'}.")
     print(f"soak (fast) p50 minus hey's: {fast.p50_ms - hey.p50_ms:+.3f} ms (hey prints latencies to 0.1 ms).\n")
 
 
