@@ -12,6 +12,7 @@ LATENCY_UNIT = "latencyUnit"
 MIN, MEAN, MAX, STDEV = "min", "mean", "max", "stdev"
 REQUESTS, GOOD, BAD, FAILED, SKIPPED = "requests", "good", "bad", "failed", "skipped"
 LATE = "late"  # sends that left late by the client's own delay (not skipped)
+LATENCY_CLOCK = "latencyClock"  # whose clock timed the responses: the kernel's, the loop's, or both
 GOAL_PERCENT = "goalPercent"
 RATE, RATE_TARGET, RATE_ACHIEVED = "rate", "target", "achieved"
 STATUS_CODES, ERRORS = "statusCodes", "errors"

@@ -58,6 +58,14 @@ def _lag_ms(histogram: LatencyHistogram) -> dict[str, float]:
     return {"p50": round(found[50] / 1e6, 3), "p99": round(found[99] / 1e6, 3), "max": round(histogram.max / 1e6, 3)}
 
 
+def latency_clock(tally: Tally) -> str:
+    """Whose clock timed the run's responses: `kernel` (every one by its receive timestamp), `loop`
+    (none: TLS, httpx, another platform), or `mixed`."""
+    if tally.responses and tally.kernel_clocked == tally.responses:
+        return "kernel"
+    return "mixed" if tally.kernel_clocked else "loop"
+
+
 def client_dict(client: ClientFigures) -> dict[str, Any]:
     """How the client itself fared over the run: what clientSaturated was judged on (docs/output.md)."""
     data: dict[str, Any] = {
@@ -134,6 +142,7 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     data: dict[str, Any] = percentile_keys(tally.latency, unit)
     data |= {
         k.LATENCY_UNIT: unit,
+        k.LATENCY_CLOCK: latency_clock(tally),
         k.MIN: in_unit(tally.min_ns, unit),
         k.MEAN: _unit_float(tally.mean_ns, unit),
         k.MAX: in_unit(tally.max_ns, unit),

@@ -32,7 +32,7 @@ _COUNTS = (("good", "good"), ("bad", "bad"), ("failed", "failed"), ("skipped", "
            ("hash_checked", "hashChecked"), ("hash_mismatches", "hashMismatches"),
            ("bytes_in", "bytesIn"), ("bytes_out", "bytesOut"))
 # Counts an earlier version did not record: 0 when a record has none.
-_LATER_COUNTS = (("late", "late"), ("late_max_ns", "lateMaxNs"))
+_LATER_COUNTS = (("late", "late"), ("late_max_ns", "lateMaxNs"), ("kernel_clocked", "kernelClocked"))
 
 
 # --- histograms, error groups, tallies ------------------------------------------------------

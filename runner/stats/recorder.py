@@ -89,6 +89,7 @@ class Tally:
     skipped: int = 0
     late: int = 0  # sends that left LATE_NS or more after they could and should have: the client's delay
     late_max_ns: int = 0  # the latest of them
+    kernel_clocked: int = 0  # responses timed by the kernel's receive timestamps (Result.kernel_clock)
     hash_checked: int = 0
     hash_mismatches: int = 0
     bytes_in: int = 0
@@ -130,6 +131,8 @@ class Tally:
         else:
             self.bad += 1
         self.statuses[result.status] += 1
+        if result.kernel_clock:
+            self.kernel_clocked += 1
         if result.body_hash is not None:
             self.hash_checked += 1
             self.hash_mismatches += result.body_hash != hash_value
@@ -137,8 +140,8 @@ class Tally:
 
     def merge(self, other: Tally) -> None:
         """Add another span's counts and latencies to this one."""
-        for name in ("good", "bad", "failed", "skipped", "late", "hash_checked", "hash_mismatches", "bytes_in",
-                     "bytes_out"):
+        for name in ("good", "bad", "failed", "skipped", "late", "kernel_clocked", "hash_checked", "hash_mismatches",
+                     "bytes_in", "bytes_out"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.late_max_ns = max(self.late_max_ns, other.late_max_ns)
         self.statuses.update(other.statuses)

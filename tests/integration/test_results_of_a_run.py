@@ -132,7 +132,7 @@ def test_a_cut_inside_a_nested_key_says_which(ours: str) -> None:
     run = load_run(ours[:cut], "cut")
     assert run.summary is not None and "rate" not in run.summary and list(run.summary)[-1] == "clientSaturated"
     line = ours[:ours.index('"rate"')].count("\n") + 1
-    assert f'JSON summary cut off at line {line} inside "rate": kept the 19 whole keys before it' in run.notes
+    assert f'JSON summary cut off at line {line} inside "rate": kept the 20 whole keys before it' in run.notes
 
 
 def test_a_log_cut_before_its_summary_rebuilds_everything_from_the_lines(ours: str) -> None:

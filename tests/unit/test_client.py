@@ -12,7 +12,7 @@ from runner.config.settings import merge, settings_from
 from runner.load.result import Result
 from runner.load.schedule import Grid
 from runner.report.clientnotes import drain_note, interval_note, run_note, short
-from runner.report.summary import client_dict, drain_dict
+from runner.report.summary import client_dict, drain_dict, latency_clock
 from runner.stats.client import LATE_NS, SATURATED_CPU, SATURATED_LAG_NS, ClientFigures, ClientMeter, is_saturated
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import client_from_record, client_record, tally_from_record, tally_record
@@ -209,3 +209,14 @@ def test_the_client_section_has_lateness_only_in_paced_runs() -> None:
     assert paced["cpuPercent"] == 12.3 and paced["saturatedIntervals"] == 0
     assert set(paced["loopLagMs"]) == {"p50", "p99", "max"} and "latenessMs" in paced
     assert "latenessMs" not in client_dict(dataclasses.replace(ClientFigures(), lateness=None))
+
+
+def test_the_latency_clock_says_whose_clock_timed_the_responses() -> None:
+    assert latency_clock(Tally()) == "loop"  # no responses: nothing was timed by the kernel
+    assert latency_clock(Tally(good=3, bad=1, kernel_clocked=4)) == "kernel"
+    assert latency_clock(Tally(good=3, kernel_clocked=1)) == "mixed"
+    assert latency_clock(Tally(good=3, failed=2)) == "loop"
+    tally = Tally()
+    tally.add(Result(status=200, kernel_clock=True), MS, 0)
+    tally.add(Result(status=503), MS, 0)
+    assert tally.kernel_clocked == 1 and tally_from_record(tally_record(tally)).kernel_clocked == 1
