@@ -61,7 +61,7 @@ def test_validate_in_a_pod_of_a_split_run_says_what_that_pod_does() -> None:
 
 
 @pytest.mark.parametrize("flags", [["--shards", "2", "--shard", "2"], ["--workers", "4", "--concurrency", "2"],
-                                   ["--mode", "bench", "--workers", "2"], ["--body", "@/nonexistent/body"],
+                                   ["--mode", "bench", "--workers", "3", "--concurrency", "2"], ["--body", "@/nonexistent/body"],
                                    ["--reportLatenciesCSV", "/nonexistent/x.csv"]])
 def test_validate_refuses_what_a_run_refuses(flags: list[str]) -> None:
     """validate said "valid" for settings every run then refused (a pod exiting 2 each hour)."""
