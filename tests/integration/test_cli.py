@@ -44,6 +44,9 @@ def test_validate_describes_the_shipped_pallet_without_sending() -> None:
         "timeout 10s, keep-alive (one connection per client), compression off, latency in ms",
         "body: none",
         "output: interval lines on stdout, a JSON summary on stdout, failures on stderr",
+        "threshold (run): errors% <= 1",
+        "threshold (run): goal% >= 95",
+        "exit code 3 if any threshold is broken",
     ]
 
 

@@ -167,9 +167,16 @@ def test_merged_percentiles_are_those_of_the_union_of_histograms(pods: PodRun) -
     assert merged["p99"] == expected["p99"], f"not the average of the pods' p99s ({averaged})"
 
 
+def assert_goal_broken(stdout: str) -> None:
+    """The merged verdict: a shard's load not accounted for breaks configuration.json's goal% rule."""
+    (goal,) = [line for line in stdout.splitlines() if line.startswith("# threshold run goal% >= 95: ")]
+    assert goal.endswith(" BROKEN"), goal
+
+
 def test_a_missing_pod_is_reported_not_dropped_silently(pods: PodRun) -> None:
     done = merge(prefixed(0, pods.logs[0]), prefixed(2, pods.logs[2]))
-    assert done.returncode == 0
+    assert done.returncode == 3, "the missing third stays in the goal: the shipped goal% threshold breaks"
+    assert_goal_broken(done.stdout)
     assert done.stderr == "soak merge: shard 1 of 3: no output found, not merged\n"
     merged = assert_counts_add_up(done.stdout)
     assert merged["shards"]["missing"] == [1] and merged["shards"]["merged"] == [0, 2]
@@ -183,7 +190,8 @@ def test_a_truncated_pod_log_is_reported_as_incomplete(pods: PodRun, tmp_path: P
         files.append(tmp_path / f"pod-{index}.log")
         files[-1].write_text(log)
     done = merge(files=files)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # shard 2's share is unaccounted for: goal% breaks
+    assert_goal_broken(done.stdout)
     assert f"{files[2]}: shard 2's log has no complete summary (cut off?)" in done.stderr
     assert "shard 2 of 3: its output has no usable summary (cut off or damaged), not merged" in done.stderr
     merged = assert_counts_add_up(done.stdout)
@@ -252,7 +260,7 @@ def test_a_damaged_summary_is_one_line_naming_it_not_a_traceback(pods: PodRun, t
     for index, log in enumerate(pods.logs):
         files[index].write_text(new.join(log.rsplit(old, 1)) if index == 1 else log)  # the last: in the shard record
     done = merge(files=files)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # shard 1's share is unaccounted for: goal% breaks
     damage, dropped = done.stderr.splitlines()
     assert damage.startswith(f"soak merge: {files[1]}: shard 1's summary cannot be merged: ") and said in damage
     assert dropped == "soak merge: shard 1 of 3: its output has no usable summary (cut off or damaged), not merged"
@@ -453,8 +461,9 @@ def test_shard_of_reads_the_indexed_jobs_index() -> None:
 
 def test_the_merged_run_is_judged_by_the_runs_thresholds(pods: PodRun) -> None:
     """The pods' thresholds apply to the whole run: judged on the merged figures, exit 3 if broken."""
-    assert all('"thresholds": [],' in log for log in pods.logs)
-    judged = [log.replace('"thresholds": [],', '"thresholds": ["p50 < 1ns", "errors% <= 0"],') for log in pods.logs]
+    shipped = '"thresholds": [\n      "errors% <= 1",\n      "goal% >= 95"\n    ],'  # configuration.json's
+    assert all(shipped in log for log in pods.logs)
+    judged = [log.replace(shipped, '"thresholds": ["p50 < 1ns", "errors% <= 0"],') for log in pods.logs]
     done = merge(*(prefixed(i, log) for i, log in enumerate(judged)))
     assert done.returncode == 3, done.stderr
     verdict = [line for line in done.stdout.splitlines() if line.startswith("# threshold")]

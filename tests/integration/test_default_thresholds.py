@@ -1,0 +1,52 @@
+"""Out of the box a dead target fails the Job: the shipped configuration.json has thresholds.
+
+The rendered CronJob's exact command and files (tests/support/pallet.py), shortened to two intervals:
+against a loopback port where nothing listens every request is refused and the run exits 3
+(the Job is Failed); against a healthy nginx it keeps the same thresholds and exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.conftest import REPO, Nginx, assert_counts_add_up, free_port
+from tests.support.pallet import pod_command, render
+
+SHIPPED_RULES = json.loads((REPO / "configuration.json").read_text()).get("thresholds", [])
+
+
+def run_pod(url: str, root: Path) -> subprocess.CompletedProcess[str]:
+    command, env = pod_command(render("base"), root, url)
+    return subprocess.run([*command, "--interval", "2s", "--iterations", "2"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "TZ": "UTC", **env}, cwd=root)
+
+
+def verdict_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith("# threshold")]
+
+
+def test_the_shipped_configuration_states_thresholds() -> None:
+    assert SHIPPED_RULES, "configuration.json has no thresholds: a dead target would give a Complete Job"
+
+
+def test_a_refused_target_fails_the_run_with_the_shipped_configuration(tmp_path: Path) -> None:
+    done = run_pod(f"http://127.0.0.1:{free_port()}/", tmp_path / "pod")  # nothing listens there
+    assert done.returncode == 3, done.stdout + done.stderr
+    summary = assert_counts_add_up(done.stdout)
+    assert summary["good"] == summary["bad"] == 0 and set(summary["errors"]) == {"refused"}
+    assert summary["thresholds"]["passed"] is False
+    assert [rule["rule"] for rule in summary["thresholds"]["rules"]] == SHIPPED_RULES
+    assert all(rule["ok"] is False for rule in summary["thresholds"]["rules"]), "every shipped rule sees it"
+    assert verdict_lines(done.stdout)[-1] == f"# thresholds: {len(SHIPPED_RULES)} of {len(SHIPPED_RULES)} broken"
+
+
+def test_a_healthy_nginx_keeps_the_shipped_thresholds(nginx: Nginx, tmp_path: Path) -> None:
+    done = run_pod(nginx.url, tmp_path / "pod")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = assert_counts_add_up(done.stdout)
+    assert summary["thresholds"]["passed"] is True
+    assert [rule["rule"] for rule in summary["thresholds"]["rules"]] == SHIPPED_RULES
+    assert verdict_lines(done.stdout)[-1] == f"# thresholds: all {len(SHIPPED_RULES)} ok"
