@@ -1,23 +1,49 @@
 # The soak runner's image: `soak` as the entrypoint, run by the CronJob with its arguments.
 #   docker build -t registry.example.com/soak:0.1.0 . && docker push registry.example.com/soak:0.1.0
-# Every dependency ships as a binary wheel, so no compiler is needed in either stage.
+# For amd64 and arm64 at once (docs/deploy.md; the release workflow does this on a tag):
+#   docker buildx build --platform linux/amd64,linux/arm64 -t registry.example.com/soak:0.1.0 --push .
+# Needs BuildKit (the default builder since Docker 23, and buildx): the final stage mounts the
+# build stage's wheels rather than copying them into a layer.
+#
+# PYTHON_IMAGE is any Debian-based image with python3 (3.11, the version the wheels are built
+# for, in both stages) and its venv module: the official image below by default. pip runs from
+# a virtual environment in both stages, so the same steps work where the system Python has no
+# pip, or refuses to install into itself (Debian's python3, PEP 668).
 ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
 
-# Build the project's own wheel; only the wheel leaves this stage.
+# Build a wheel of every dependency, exactly as requirements.lock pins them, and of the project.
+# Most are downloaded as binary wheels; the rest are compiled here (hdrhistogram has no wheel for
+# Linux arm64), so this stage has a C compiler, which never reaches the final image.
 FROM ${PYTHON_IMAGE} AS build
+# Versions are not pinned: the compiler is whatever the base image's Debian release ships, and
+# it builds wheels only; what is installed in the image is pinned by requirements.lock.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+RUN python3 -m venv /opt/build
 WORKDIR /src
+COPY requirements.lock ./
+# A package built from source is built as PEP 517 says, in an isolated environment whose build
+# tools (setuptools, and pbr for hdrhistogram) are pinned by the lock too (PIP_CONSTRAINT).
+ENV PIP_CONSTRAINT=/src/requirements.lock
+RUN /opt/build/bin/pip wheel --no-cache-dir --disable-pip-version-check --use-pep517 --wheel-dir /wheels \
+        --requirement requirements.lock
 COPY pyproject.toml README.md ./
 COPY runner/ runner/
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+RUN /opt/build/bin/pip wheel --no-cache-dir --disable-pip-version-check --no-deps --wheel-dir /wheels .
 
+# The image: the base, and a virtual environment holding the wheels above and nothing else
+# (--no-index: pip may not look anywhere but the build stage's wheels). No compiler, no pip.
 FROM ${PYTHON_IMAGE}
-ENV PYTHONUNBUFFERED=1 \
-    PYTHONDONTWRITEBYTECODE=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
-COPY requirements.lock /tmp/requirements.lock
-COPY --from=build /wheels /tmp/wheels
-RUN pip install --no-cache-dir --only-binary=:all: --constraint /tmp/requirements.lock /tmp/wheels/*.whl \
-    && rm -rf /tmp/wheels /tmp/requirements.lock
+RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
+    python3 -m venv /opt/soak \
+    && /opt/soak/bin/pip install --no-cache-dir --disable-pip-version-check --no-index --find-links /wheels \
+        soak-pallet \
+    && /opt/soak/bin/pip uninstall --yes --disable-pip-version-check pip
+ENV PATH="/opt/soak/bin:${PATH}" \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1
 # Non-root, numeric so Kubernetes can verify runAsNonRoot; the manifests use the same UID.
 USER 10001:10001
 ENTRYPOINT ["soak"]

@@ -3,6 +3,7 @@
 hadolint is clean, the base image is pinned, the user is numeric and is the one the
 manifests run as, dependencies come pinned from the project's own metadata, and the
 entrypoint it names exists and runs after `pip install .` in a fresh virtual environment.
+tests/integration/test_container.py builds the image and runs it.
 """
 
 from __future__ import annotations
@@ -51,7 +52,11 @@ def test_the_lock_pins_every_dependency_as_pyproject_does() -> None:
         spec = requirement.split(";")[0].strip()
         name, version = spec.split("==")
         assert lock.get(name.lower()) == version, f"{spec} is not what requirements.lock pins"
-    assert "--constraint /tmp/requirements.lock" in DOCKERFILE
+    # The build stage makes a wheel of each package the lock pins (and of nothing else: the
+    # project's own with --no-deps); the image installs from those wheels alone.
+    build, final = DOCKERFILE.split("\nFROM ${PYTHON_IMAGE}")[1:]
+    assert "--requirement requirements.lock" in build and "PIP_CONSTRAINT=/src/requirements.lock" in build
+    assert "--no-index --find-links /wheels" in final
 
 
 def test_the_entrypoint_exists_after_pip_install_in_a_fresh_venv(tmp_path: Path) -> None:
