@@ -92,7 +92,9 @@ def docker(request: pytest.FixtureRequest) -> Iterator[Docker]:
     log = (state / "dockerd.log").open("wb")
     process = subprocess.Popen(
         [dockerd, "--bridge=none", "--iptables=false", "--ip6tables=false", "--data-root", str(state / "data"),
-         "--exec-root", str(state / "exec"), "--pidfile", str(state / "dockerd.pid"), "--host", f"unix://{socket}"],
+         "--exec-root", str(state / "exec"), "--pidfile", str(state / "dockerd.pid"), "--host", f"unix://{socket}",
+         # Apart from any engine the machine runs itself, should this one use the machine's containerd.
+         "--containerd-namespace", "soak-test", "--containerd-plugins-namespace", "soak-test-plugins"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     engine = Docker({**os.environ, "DOCKER_HOST": f"unix://{socket}", "DOCKER_BUILDKIT": "1"})
     try:

@@ -1,0 +1,112 @@
+"""The GitHub Actions workflows: actionlint finds nothing, and they do what docs/deploy.md says.
+
+ci.yml runs .ci/run on every push; release.yml, on a version tag, runs those tests and then
+builds the image for linux/amd64 and linux/arm64 with BuildKit under QEMU and pushes it to
+ghcr.io with an SBOM and a provenance attestation, with no more permissions than that needs.
+The kustomization points at the name and version it publishes.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+WORKFLOWS = REPO / ".github" / "workflows"
+VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+
+
+def workflow(name: str) -> dict[str, Any]:
+    data = yaml.safe_load((WORKFLOWS / name).read_text())
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as true
+    return data
+
+
+def steps_using(job: dict[str, Any], action: str) -> list[dict[str, Any]]:
+    return [step for step in job["steps"] if step.get("uses", "").split("@")[0] == action]
+
+
+def actionlint() -> str:
+    found = Path(sys.executable).parent / "actionlint"
+    if found.exists():
+        return str(found)
+    on_path = shutil.which("actionlint")
+    if on_path is None:
+        pytest.fail("actionlint is not installed: pip install '.[test]'")
+    return on_path
+
+
+def test_actionlint_finds_nothing() -> None:
+    assert sorted(p.name for p in WORKFLOWS.iterdir()) == ["ci.yml", "release.yml"]
+    done = subprocess.run([actionlint(), "-color=false"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert (done.returncode, done.stdout + done.stderr) == (0, "")
+
+
+def test_actionlint_finds_a_broken_workflow(tmp_path: Path) -> None:
+    """The check can fail: a misspelt input and a wrong step id are reported."""
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    text = (WORKFLOWS / "release.yml").read_text()
+    broken = text.replace("persist-credentials:", "persist-credential:").replace("steps.build.", "steps.bulid.")
+    assert broken != text
+    (tmp_path / ".github" / "workflows" / "release.yml").write_text(broken)
+    shutil.copy(WORKFLOWS / "ci.yml", tmp_path / ".github" / "workflows" / "ci.yml")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)  # actionlint's project root
+    done = subprocess.run([actionlint(), "-color=false"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 1
+    assert 'input "persist-credential" is not defined' in done.stdout and 'property "bulid"' in done.stdout
+
+
+def test_ci_runs_the_test_suite_on_every_push() -> None:
+    ci = workflow("ci.yml")
+    assert ci["on"]["push"] == {"branches": ["**"]} and "workflow_call" in ci["on"]
+    assert ci["permissions"] == {"contents": "read"}
+    (job,) = ci["jobs"].values()
+    assert [step["run"] for step in job["steps"] if "run" in step] == ['sudo env "PATH=$PATH" "CI=$CI" bash .ci/run']
+    assert job["timeout-minutes"] <= 90
+
+
+def test_a_version_tag_builds_both_platforms_with_attestations_and_least_privilege() -> None:
+    release = workflow("release.yml")
+    assert release["on"] == {"push": {"tags": ["v*"]}}
+    assert release["permissions"] == {}, "nothing by default; each job asks for its own"
+    assert release["jobs"]["test"] == {"uses": "./.github/workflows/ci.yml", "permissions": {"contents": "read"}}
+    image = release["jobs"]["image"]
+    assert image["needs"] == "test"
+    assert image["permissions"] == {"contents": "read", "packages": "write"}
+    for action in ("actions/checkout", "docker/setup-qemu-action", "docker/setup-buildx-action", "docker/login-action",
+                   "docker/metadata-action", "docker/build-push-action"):
+        assert len(steps_using(image, action)) == 1, action
+    (build,) = steps_using(image, "docker/build-push-action")
+    assert build["with"]["platforms"] == "linux/amd64,linux/arm64"
+    assert build["with"]["push"] is True
+    assert build["with"]["sbom"] is True and build["with"]["provenance"] == "mode=max"
+    (qemu,) = steps_using(image, "docker/setup-qemu-action")
+    assert qemu["with"]["platforms"] == "arm64"
+    (login,) = steps_using(image, "docker/login-action")
+    assert login["with"]["registry"] == "ghcr.io" and login["with"]["password"] == "${{ secrets.GITHUB_TOKEN }}"
+    for job in release["jobs"].values():
+        for step in steps_using(job, "actions/checkout") if "steps" in job else []:
+            assert step["with"]["persist-credentials"] is False
+
+
+def test_the_kustomization_uses_the_published_image_at_the_projects_version() -> None:
+    image = workflow("release.yml")["jobs"]["image"]
+    (meta,) = steps_using(image, "docker/metadata-action")
+    published = meta["with"]["images"]
+    assert published == "ghcr.io/${{ github.repository_owner }}/soak"
+    assert "type=semver,pattern={{version}}" in meta["with"]["tags"].split()
+    kustomization = yaml.safe_load((REPO / "kustomization.yaml").read_text())
+    (soak,) = [i for i in kustomization["images"] if i["name"] == "soak"]
+    owner = re.fullmatch(r"ghcr\.io/([a-z0-9-]+)/soak", soak["newName"])
+    assert owner, soak["newName"]
+    assert published.replace("${{ github.repository_owner }}", owner.group(1)) == soak["newName"]
+    assert soak["newTag"] == VERSION, "the tag v<version> publishes <version>"
