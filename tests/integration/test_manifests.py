@@ -33,7 +33,7 @@ def test_renders_the_pallet(variant: str) -> None:
     assert kinds == [
         ("ConfigMap", "soak", "soak"), ("ConfigMap", "soak", "soak"), ("CronJob", "soak", "soak"),
         ("Deployment", "nginx", "nginx"), ("Namespace", "", "nginx"), ("Namespace", "", "soak"),
-        ("Service", "nginx", "nginx"),
+        ("NetworkPolicy", "nginx", "nginx"), ("NetworkPolicy", "soak", "soak"), ("Service", "nginx", "nginx"),
     ]
 
 
