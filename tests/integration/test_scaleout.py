@@ -35,7 +35,11 @@ def test_the_component_makes_an_indexed_job_with_the_count_in_one_place() -> Non
     assert job["completionMode"] == "Indexed"
     assert job["completions"] == job["parallelism"] == SHARDS
     assert job["template"]["spec"]["containers"][0]["args"][0] == f"--shards={SHARDS}"
-    assert job["backoffLimit"] == 0
+    # A failing pod fails its own index, never retried, and the others run on: no Job-wide
+    # backoffLimit (it would end the Job at the first failure), every index may fail.
+    assert job["backoffLimitPerIndex"] == 0 and "backoffLimit" not in job
+    assert job["maxFailedIndexes"] == job["completions"]
+    assert job["template"]["spec"]["restartPolicy"] == "Never", "backoffLimitPerIndex requires it"
     base = find(render("base"), "CronJob", "soak")["spec"]["jobTemplate"]["spec"]
     assert "completionMode" not in base and not any(a.startswith("--shards") for a in
                                                    base["template"]["spec"]["containers"][0]["args"])
