@@ -40,7 +40,7 @@ def test_validate_describes_the_shipped_pallet_without_sending() -> None:
         "urlsconfigmap.yaml: 1 URL",
         "would send 100 GET req/s (closed model: 5 clients at 20 req/s each, one request in flight per client)",
         "  to http://nginx.nginx.svc.cluster.local",
-        "for 60 intervals of 1m0s (1h0m0s), 360000 requests in all",
+        "for 59 intervals of 1m0s (59m0s), 354000 requests in all",
         "timeout 10s, keep-alive (one connection per client), compression off, latency in ms",
         "body: none",
         "output: interval lines on stdout, a JSON summary on stdout, failures on stderr",
