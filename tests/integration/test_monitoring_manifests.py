@@ -1,0 +1,140 @@
+"""The monitoring component, rendered by `kubectl kustomize` with the pallet and validated offline.
+
+Turned on as docs/monitoring.md says: by uncommenting its line in the root kustomization.yaml
+(in a copy of the pallet's files). Its ConfigMap is checked against the Kubernetes schemas, as
+every resource of the pallet is; the Kubernetes schemas do not know the Prometheus operator's
+CRDs, so the PrometheusRule and the PodMonitor are checked against models generated from those
+CRDs' schemas (cloudcoil-models-prometheus-operator): types, required fields, patterns (every
+duration), enums, and no field the CRD does not have.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from cloudcoil.models.prometheus_operator.v1 import PodMonitor, PrometheusRule
+
+from tests.conftest import REPO
+
+COMPONENTS = {"monitoring": "manifests/components/monitoring", "metrics": "manifests/components/metrics",
+              "scale-out": "manifests/components/scale-out", "linkerd": "manifests/components/linkerd"}
+PALLET_FILES = ["kustomization.yaml", "configuration.json", "urlsconfigmap.yaml", "manifests"]
+KUBERNETES_VERSIONS = [f"1.{minor}.0" for minor in range(29, 38)]
+CRD_MODELS = {"PrometheusRule": PrometheusRule, "PodMonitor": PodMonitor}
+MONITORING = REPO / "manifests" / "components" / "monitoring"
+
+
+@functools.cache
+def render(*names: str) -> tuple[dict[str, Any], ...]:
+    """The pallet as `kubectl kustomize` renders it with these components' lines uncommented."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.fail("kubectl is not installed: it renders the manifests (kubectl kustomize)")
+    with tempfile.TemporaryDirectory(prefix="pallet-") as copy:
+        source = Path(copy)
+        for name in PALLET_FILES:
+            (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, source / name)
+        text = (source / "kustomization.yaml").read_text()
+        for name in names:
+            line = f"  # - {COMPONENTS[name]}\n"
+            assert line in text, f"the root kustomization.yaml has no commented line for {name}"
+            text = text.replace(line, f"  - {COMPONENTS[name]}\n")
+        (source / "kustomization.yaml").write_text(text)
+        done = subprocess.run([kubectl, "kustomize", str(source)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return tuple(doc for doc in yaml.safe_load_all(done.stdout) if doc)
+
+
+def only(resources: tuple[dict[str, Any], ...], kind: str) -> dict[str, Any]:
+    (found,) = [r for r in resources if r["kind"] == kind]
+    return found
+
+
+def added(*names: str) -> list[dict[str, Any]]:
+    """What the monitoring component adds to the pallet rendered with `names`."""
+    before = {(r["kind"], r["metadata"]["name"]) for r in render(*names)}
+    return [r for r in render(*names, "monitoring") if (r["kind"], r["metadata"]["name"]) not in before]
+
+
+def test_the_component_adds_a_rule_a_podmonitor_and_a_dashboard_and_changes_nothing_else() -> None:
+    for names in [(), ("metrics",), ("linkerd", "scale-out", "metrics")]:
+        new = added(*names)
+        assert sorted((r["kind"], r["metadata"]["namespace"], r["metadata"]["name"]) for r in new) == [
+            ("ConfigMap", "soak", "soak-dashboard"), ("PodMonitor", "soak", "soak"), ("PrometheusRule", "soak", "soak")]
+        assert [r for r in render(*names, "monitoring") if r not in new] == list(render(*names))
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_its_core_resources_validate_strictly(version: str) -> None:
+    for resource in added():
+        if resource["kind"] in CRD_MODELS:
+            continue
+        try:
+            kubernetes_validate.validate(resource, version, strict=True)
+        except kubernetes_validate.ValidationError as e:
+            pytest.fail(f"{resource['kind']} {resource['metadata']['name']} on {version}: {e.message}")
+
+
+def crd_validated(resource: dict[str, Any]) -> dict[str, Any]:
+    """The resource validated against its CRD's model; what the model keeps of it (no unknown fields)."""
+    model = CRD_MODELS[resource["kind"]]
+    assert resource["apiVersion"] == "monitoring.coreos.com/v1"
+    return model.model_validate(resource).model_dump(by_alias=True, exclude_unset=True, mode="json")
+
+
+def test_its_prometheus_operator_resources_validate_against_the_crd_schemas() -> None:
+    for resource in added():
+        if resource["kind"] in CRD_MODELS:
+            assert crd_validated(resource) == resource, f"{resource['kind']}: a field its CRD does not have"
+
+
+def test_the_crd_check_fails_on_what_the_api_server_would_refuse() -> None:
+    """The check above can fail: a wrong duration, a wrong scheme, an unknown field."""
+    rule = only(added(), "PrometheusRule")
+    bad_for = json.loads(json.dumps(rule))
+    bad_for["spec"]["groups"][0]["rules"][0]["for"] = "5 minutes"
+    with pytest.raises(ValueError, match="for"):
+        crd_validated(bad_for)
+    unknown = json.loads(json.dumps(rule))
+    unknown["spec"]["groups"][0]["rules"][0]["severity"] = "critical"  # belongs under labels
+    assert crd_validated(unknown) != unknown
+    monitor = json.loads(json.dumps(only(added(), "PodMonitor")))
+    monitor["spec"]["podMetricsEndpoints"][0]["scheme"] = "ftp"
+    with pytest.raises(ValueError, match="scheme"):
+        crd_validated(monitor)
+
+
+def test_the_podmonitor_scrapes_the_port_the_metrics_component_serves() -> None:
+    for names in [("metrics",), ("scale-out", "metrics")]:
+        resources = render(*names, "monitoring")
+        monitor = only(resources, "PodMonitor")
+        cronjob = only(resources, "CronJob")
+        template = cronjob["spec"]["jobTemplate"]["spec"]["template"]
+        assert monitor["metadata"]["namespace"] == cronjob["metadata"]["namespace"]
+        assert monitor["spec"]["selector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
+        (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+        (container,) = template["spec"]["containers"]
+        assert endpoint["port"] in [p["name"] for p in container.get("ports", [])]
+        assert endpoint["path"] == template["metadata"]["annotations"]["prometheus.io/path"]
+
+
+def test_the_dashboard_configmap_is_the_dashboard_for_grafanas_sidecar() -> None:
+    configmap = only(added(), "ConfigMap")
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    (text,) = configmap["data"].values()
+    assert json.loads(text) == json.loads((MONITORING / "dashboard.json").read_text())
+    assert len(text.encode()) < 256 * 1024  # kubectl apply keeps a copy in an annotation, at most 256 KiB
+
+
+def test_the_prometheusrule_holds_the_rule_file() -> None:
+    rule = only(added(), "PrometheusRule")
+    assert rule["spec"] == yaml.safe_load((MONITORING / "soak-alerts.rules.yaml").read_text())

@@ -1,0 +1,83 @@
+"""The monitoring component's alerts, checked by promtool: valid, and each one unit-tested.
+
+`promtool check rules` and `promtool test rules` are Debian's (package prometheus). The unit
+tests themselves are manifests/components/monitoring/soak-alerts.test.yaml, beside the rules,
+where a team that changes a level runs them too; here they run, and every alert must have a
+case where it fires and one where it does not.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+COMPONENT = REPO / "manifests" / "components" / "monitoring"
+RULES = COMPONENT / "soak-alerts.rules.yaml"
+UNIT_TESTS = COMPONENT / "soak-alerts.test.yaml"
+
+
+def promtool() -> str:
+    found = shutil.which("promtool")
+    if found is None:
+        pytest.fail("promtool is not installed: apt-get install -y prometheus (README's test command does)")
+    return found
+
+
+def alerts() -> list[dict]:
+    return [rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]]
+
+
+def test_promtool_checks_the_rule_file_and_the_prometheusrule(tmp_path: Path) -> None:
+    spec = yaml.safe_load((COMPONENT / "prometheusrule.yaml").read_text())["spec"]
+    (tmp_path / "from-prometheusrule.yaml").write_text(yaml.safe_dump(spec))
+    for path in (RULES, tmp_path / "from-prometheusrule.yaml"):
+        done = subprocess.run([promtool(), "check", "rules", str(path)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"SUCCESS: {len(alerts())} rules found" in done.stdout
+
+
+def test_promtool_unit_tests_pass() -> None:
+    done = subprocess.run([promtool(), "test", "rules", str(UNIT_TESTS)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS" in done.stdout + done.stderr
+
+
+def test_every_alert_is_unit_tested_firing_and_not_firing() -> None:
+    cases = [case for test in yaml.safe_load(UNIT_TESTS.read_text())["tests"] for case in test["alert_rule_test"]]
+    for alert in alerts():
+        name = alert["alert"]
+        mine = [case for case in cases if case["alertname"] == name]
+        assert any(case.get("exp_alerts") for case in mine), f"{name}: no unit test where it fires"
+        assert any(not case.get("exp_alerts") for case in mine), f"{name}: no unit test where it does not fire"
+        for case in mine:
+            for expected in case.get("exp_alerts") or []:
+                # promtool compares annotations whole: every firing case pins their text
+                assert set(expected.get("exp_annotations", {})) == {"summary", "description"}, name
+
+
+def test_every_alert_tells_on_call_what_and_where() -> None:
+    for alert in alerts():
+        name = alert["alert"]
+        assert alert["labels"]["severity"] in ("critical", "warning"), name
+        summary, description = alert["annotations"]["summary"], alert["annotations"]["description"]
+        assert "Check first" in description, name
+        if name != "SoakNoFigures":  # about a job that pushed nothing: no URL to name
+            # routes by URL: the expression keeps the url label, and the words name it
+            assert "url" in re.findall(r"by \(([^)]*)\)", alert["expr"])[-1], name
+            assert "$labels.url" in summary and "$labels.url" in description, name
+        assert "$labels.job" in summary, name
+
+
+def test_the_prometheusrule_is_generated_from_the_rule_file() -> None:
+    """One source: prometheusrule.yaml's spec is the rule file, and generate.py has been run."""
+    assert yaml.safe_load((COMPONENT / "prometheusrule.yaml").read_text())["spec"] == yaml.safe_load(RULES.read_text())
+    done = subprocess.run([sys.executable, str(COMPONENT / "generate.py"), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
