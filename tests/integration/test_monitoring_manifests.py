@@ -138,3 +138,32 @@ def test_the_dashboard_configmap_is_the_dashboard_for_grafanas_sidecar() -> None
 def test_the_prometheusrule_holds_the_rule_file() -> None:
     rule = only(added(), "PrometheusRule")
     assert rule["spec"] == yaml.safe_load((MONITORING / "soak-alerts.rules.yaml").read_text())
+
+
+def test_the_dashboard_is_well_formed_for_grafana() -> None:
+    """What Grafana needs and no test against Prometheus sees: ids, layout, data source, variables."""
+    board = json.loads((MONITORING / "dashboard.json").read_text())
+    assert board["uid"] and board["title"] and board["schemaVersion"] >= 36
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    assert set(variables) == {"datasource", "job", "url"}
+    assert variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
+    assert variables["url"]["multi"] and variables["url"]["includeAll"] and variables["url"]["allValue"] == ".*"
+    panels = board["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    cells = set()
+    for p in panels:
+        box = p["gridPos"]
+        assert 0 <= box["x"] and box["x"] + box["w"] <= 24, p["title"]
+        mine = {(x, y) for x in range(box["x"], box["x"] + box["w"]) for y in range(box["y"], box["y"] + box["h"])}
+        assert not mine & cells, f"{p['title']} overlaps another panel"
+        cells |= mine
+        if p["type"] == "row":
+            continue
+        assert p["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, p["title"]
+        assert p["description"] and p["targets"], p["title"]
+        refs = [t["refId"] for t in p["targets"]]
+        assert len(set(refs)) == len(refs), p["title"]
+        for target in p["targets"]:
+            assert target["datasource"] == p["datasource"]
+            assert 'job=~"$job"' in target["expr"], (p["title"], target["expr"])  # every query follows the job chosen
+    assert len({p["title"] for p in panels}) == len(panels)  # the integration test knows queries by title
