@@ -30,10 +30,6 @@ CONFIGURATION = DOCS / "configuration.md"
 OUTPUT = DOCS / "output.md"
 TABLE = re.compile(r"(<!-- settings-table:[^\n]*-->\n)(.*?)(<!-- end settings-table -->)", re.S)
 
-# Pages that are linked already and written elsewhere (issues 14 and 15). A link to one of these
-# may point nowhere for now; once the page exists, take it off this list (a test says so).
-EXPECTED_LATER = {DOCS / "deploy.md", DOCS / "monitoring.md"}
-
 
 # --- the settings table ----------------------------------------------------------------------
 
@@ -137,8 +133,6 @@ def anchors(page: Path) -> set[str]:
 def test_every_relative_link_resolves(page: Path) -> None:
     broken = []
     for written, target, anchor in links(page):
-        if target in EXPECTED_LATER and not target.exists():
-            continue
         if not target.exists():
             broken.append(f"{written}: no such file")
         elif anchor and target.suffix == ".md" and anchor not in anchors(target):
@@ -149,13 +143,6 @@ def test_every_relative_link_resolves(page: Path) -> None:
 def test_every_page_of_docs_is_on_the_map() -> None:
     index = {target for _, target, _ in links(DOCS / "index.md")}
     assert {page for page in DOCS.glob("*.md") if page.name != "index.md"} <= index
-
-
-def test_pages_expected_later_are_linked_and_still_missing() -> None:
-    for page in sorted(EXPECTED_LATER):
-        for linking in (README, DOCS / "index.md"):
-            assert page in {target for _, target, _ in links(linking)}, f"{linking.name} does not link {page.name}"
-        assert not page.exists(), f"{page.name} exists now: take it off EXPECTED_LATER in {Path(__file__).name}"
 
 
 def test_anchors_follow_githubs_rule() -> None:
