@@ -89,6 +89,18 @@ def test_quick_start_is_two_commands_a_soak_and_the_tests() -> None:
     assert tests.endswith("python -m pytest")
 
 
+def apt_packages(command: str) -> list[str]:
+    """The packages an `apt-get install -y ...` in a command names."""
+    found = re.search(r"apt-get install -y ((?:[\w.+-]+ ?)+)", command)
+    assert found, f"no apt-get install in {command!r}"
+    return found.group(1).split()
+
+
+def test_development_installs_what_the_quick_start_does() -> None:
+    development = (DOCS / "development.md").read_text().split("```sh\n", 1)[1].split("```", 1)[0]
+    assert apt_packages(development) == apt_packages(quickstart()[1])
+
+
 def test_ci_runs_the_quick_starts_test_command() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     assert "quickstart" in ci and "pytest" in ci
