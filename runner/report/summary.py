@@ -10,7 +10,6 @@ everything ab's report shows, so that report too can be rebuilt from a saved sum
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 from urllib.parse import urlsplit
@@ -21,6 +20,7 @@ from runner.load import result as kinds
 from runner.load.schedule import goal
 from runner.report import keys as k
 from runner.report.base import Reporter
+from runner.report.compactjson import compact_json
 from runner.report.slowcooker import INTERVAL_PERCENTILES, goal_percent, to_ms
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import LatencyHistogram
@@ -270,7 +270,9 @@ def _unit_float(ns: float, unit: str) -> float:
 
 
 class JsonSummaryReporter(Reporter):
-    """Prints the summary as two-space-indented JSON on `out`, as slow_cooker does.
+    """Prints the summary as JSON on `out`: one top-level key a line, as slow_cooker's indented
+    summary has, but one line per interval and per record (runner.report.compactjson), so a long
+    run's summary stays short enough to read at the end of `kubectl logs`.
 
     `before` is a text made from the same summary dict and printed first (a bench's ab
     report), so the dict is built once; `with_json=False` prints that text alone.
@@ -297,6 +299,6 @@ class JsonSummaryReporter(Reporter):
             data |= section(summary)
         text = self._before(data) if self._before is not None else ""
         if self._json:
-            text += json.dumps(data, indent=2) + "\n"
+            text += compact_json(data) + "\n"
         self._out.write(text)
         self._out.flush()
