@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from tests.conftest import REPO, Nginx, assert_counts_add_up, free_port
-from tests.support.pallet import pod_command, render
+from tests.support.pallet import broken_by_the_target, pod_command, render
 
 SHIPPED_RULES = json.loads((REPO / "configuration.json").read_text()).get("thresholds", [])
 
@@ -44,9 +44,13 @@ def test_a_refused_target_fails_the_run_with_the_shipped_configuration(tmp_path:
 
 
 def test_a_healthy_nginx_keeps_the_shipped_thresholds(nginx: Nginx, tmp_path: Path) -> None:
+    """Exit 0, unless the machine was too busy for the client itself to keep pace (then only goal%
+    breaks, by the sends the client skipped, and the run exits 3 saying so)."""
     done = run_pod(nginx.url, tmp_path / "pod")
-    assert done.returncode == 0, done.stdout + done.stderr
     summary = assert_counts_add_up(done.stdout)
-    assert summary["thresholds"]["passed"] is True
     assert [rule["rule"] for rule in summary["thresholds"]["rules"]] == SHIPPED_RULES
-    assert verdict_lines(done.stdout)[-1] == f"# thresholds: all {len(SHIPPED_RULES)} ok"
+    assert broken_by_the_target(summary) == [], done.stdout + done.stderr
+    passed = summary["thresholds"]["passed"]
+    assert done.returncode == (0 if passed else 3), done.stdout + done.stderr
+    if passed:
+        assert verdict_lines(done.stdout)[-1] == f"# thresholds: all {len(SHIPPED_RULES)} ok"
