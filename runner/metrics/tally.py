@@ -21,7 +21,7 @@ from prometheus_client.utils import floatToGoString
 from runner.config.settings import Settings
 from runner.core import redact
 from runner.load.result import Result, is_good
-from runner.stats.client import LATE_NS
+from runner.stats.client import is_late
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
@@ -152,7 +152,7 @@ class MetricsTally:
         if result.skipped:
             self.skipped += 1
             return
-        if result.start_ns and result.client_lag_ns >= LATE_NS:
+        if is_late(result):
             self.late += 1
         slot = self._slot_of[result.url_index]
         if result.error:

@@ -18,12 +18,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runner.core.units import NS_PER_MS, NS_PER_S
+from runner.load.result import CANCELLED, Result
 from runner.stats.histogram import LatencyHistogram
 
 SATURATED_CPU = 0.9  # of one core: a Python event loop uses at most one
 SATURATED_LAG_NS = 10 * NS_PER_MS  # loop lag p99: a timer 10 ms late means every callback waits as long
 LATE_NS = 2 * NS_PER_MS  # a send this much after it could and should have left counts as late
 PROBE_PERIOD_NS = 10 * NS_PER_MS  # how often the loop-lag probe asks to be woken
+
+
+def is_late(result: Result) -> bool:
+    """Whether a send left LATE_NS or more after it could and should have: the one rule for `late`.
+
+    Only sends that went out count (a skip has no start), and not those cancelled at a stop.
+    """
+    return bool(result.start_ns) and result.error != CANCELLED and result.client_lag_ns >= LATE_NS
 
 
 def is_saturated(cpu_share: float, loop_lag_p99_ns: int) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from runner.core.redact import printable
 from runner.load.result import CANCELLED, Result, is_good
 from runner.load.schedule import Grid
-from runner.stats.client import LATE_NS, ClientFigures, ClientMeter
+from runner.stats.client import ClientFigures, ClientMeter, is_late
 from runner.stats.histogram import LatencyHistogram
 
 # Failures are grouped by kind and by their text with every run of digits as one placeholder:
@@ -87,7 +87,7 @@ class Tally:
     bad: int = 0
     failed: int = 0
     skipped: int = 0
-    late: int = 0  # sends that left LATE_NS or more after they could and should have: the client's delay
+    late: int = 0  # sends that left late (stats.client.is_late): the client's own delay
     late_max_ns: int = 0  # the latest of them
     kernel_clocked: int = 0  # responses timed by the kernel's receive timestamps (Result.kernel_clock)
     hash_checked: int = 0
@@ -108,11 +108,11 @@ class Tally:
     def responses(self) -> int:
         return self.good + self.bad
 
-    def add_late(self, lag_ns: int) -> None:
-        """Count a send's client lag, if it was late."""
-        if lag_ns >= LATE_NS:
+    def add_late(self, result: Result) -> None:
+        """Count a send that left late (stats.client.is_late), and how late."""
+        if is_late(result):
             self.late += 1
-            self.late_max_ns = max(self.late_max_ns, lag_ns)
+            self.late_max_ns = max(self.late_max_ns, result.client_lag_ns)
 
     def add(self, result: Result, latency_ns: int, hash_value: int) -> None:
         """Count one result; `latency_ns` is used only if it got a response."""
@@ -378,9 +378,8 @@ class Recorder:
             self.connections[result.protocol] += 1
         if self.send_lag is not None and result.start_ns and result.error != CANCELLED:
             self.send_lag.record(result.start_ns - result.due_ns)
-            lag = result.client_lag_ns
-            self.client.late(lag)
-            tally.add_late(lag)
+            self.client.late(result.client_lag_ns)
+            tally.add_late(result)
         if result.skipped or result.error:
             tally.add(result, 0, self._hash_value)
             return

@@ -346,6 +346,16 @@ def _others(run: Soaked, got: Series) -> None:
     equal(got, {(): 0.0}, "URLs counted as other")
 
 
+@expects("Late sends", "A")
+def _late(run: Soaked, got: Series) -> None:
+    equal(got, {(): float(run.summary["late"])}, "late sends")
+
+
+@expects("Client saturated", "A")
+def _saturated(run: Soaked, got: Series) -> None:
+    equal(got, {(): float(run.last["clientSaturated"])}, "last interval client saturated")
+
+
 SINCE_END = ("Since the last run ended", "A")  # checked against the evaluation time, below
 
 
