@@ -15,7 +15,7 @@ import pytest
 
 from runner.stats.histogram import LatencyHistogram
 from tests.conftest import NGINX_PAGE, Nginx, Run, run_soak
-from tests.integration.test_bench import ab_fields, connections
+from tests.integration.test_bench import ab_fields, ab_progress, connections
 from tests.integration.test_worker_pipes import children
 from tests.support.faultserver import FaultServer, refused_port
 from tests.support.liverun import LiveRun, wait_until
@@ -49,7 +49,7 @@ def test_n_requests_over_two_workers_are_exactly_n(nginx: Nginx, keep_alive: boo
         assert opened <= 4 and ab["keepAliveRequests"] == 1000
     else:
         assert opened == 1000 and "Keep-Alive requests" not in run.stdout
-    assert run.stderr.splitlines() == [f"Completed {n} requests" for n in range(100, 1001, 100)] + [
+    assert ab_progress(run.stderr) == [f"Completed {n} requests" for n in range(100, 1001, 100)] + [
         "Finished 1000 requests"], "ab's progress, from the workers' counts added up"
 
 
@@ -64,7 +64,7 @@ def test_progress_is_told_as_the_workers_go(fault_server: FaultServer) -> None:
         arrived = fault_server.seen("/slow/100")
         live.wait(time.monotonic(), timeout=30)
     assert arrived < 200, "the first step was told only when every request had been sent"
-    assert live.stderr.splitlines() == ["Completed 100 requests", "Completed 200 requests", "Finished 200 requests"]
+    assert ab_progress(live.stderr) == ["Completed 100 requests", "Completed 200 requests", "Finished 200 requests"]
     # Each client made 50 requests of at least 100 ms in turn: the bench took at least 5 s, to
     # its last response (after the last send), whichever worker had it.
     assert ab_fields(Run(live.process.returncode, live.stdout, live.stderr))["timeTakenSeconds"] >= 5.0
