@@ -196,15 +196,17 @@ def test_failures_are_broken_down_as_ab_does(fault_server: FaultServer, path: st
     assert path in run.stderr, "the failures themselves are reported on stderr"
 
 
-def test_refused_connections_are_connect_failures() -> None:
+@pytest.mark.parametrize(("split", "n"), [((), 20), (("--workers", "2", "-c", "3"), 21)])
+def test_refused_connections_are_connect_failures(split: tuple[str, ...], n: int) -> None:
+    """Counted exactly, in one process and over workers (21 over 2 is 11 and 10)."""
     closed = refused_port()
     try:
-        run = run_soak("bench", "-n", "20", "-c", "2", f"http://127.0.0.1:{closed.getsockname()[1]}/")
+        run = run_soak("bench", "-n", str(n), "-c", "2", *split, f"http://127.0.0.1:{closed.getsockname()[1]}/")
     finally:
         closed.close()
     bench = ab_fields(run)
-    assert (bench["complete"], bench["failed"], bench["requests"]) == (0, 20, 20)
-    assert bench["failures"] == {"connect": 20, "receive": 0, "length": 0, "exceptions": 0}
+    assert (bench["complete"], bench["failed"], bench["requests"]) == (0, n, n)
+    assert bench["failures"] == {"connect": n, "receive": 0, "length": 0, "exceptions": 0}
     assert "connection refused (" in run.stderr
 
 

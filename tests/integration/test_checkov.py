@@ -11,9 +11,7 @@ which checkov does not check.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ import pytest
 import yaml
 
 from tests.support.pallet import VARIANTS, pod_specs, render
+from tests.support.programs import program
 
 # The findings the pallet accepts, each with its reason in the resource's annotations.
 ACCEPTED = {
@@ -30,13 +29,7 @@ ACCEPTED = {
 
 
 def checkov() -> str:
-    found = Path(sys.executable).parent / "checkov"
-    if found.exists():
-        return str(found)
-    on_path = shutil.which("checkov")
-    if on_path is None:
-        pytest.fail("checkov is not installed: pip install '.[test]'")
-    return on_path
+    return program("checkov", "pip install '.[test]'")
 
 
 def unguarded(resources: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:

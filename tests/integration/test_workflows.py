@@ -11,15 +11,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.support.programs import program
 
 WORKFLOWS = REPO / ".github" / "workflows"
 VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
@@ -36,13 +35,7 @@ def steps_using(job: dict[str, Any], action: str) -> list[dict[str, Any]]:
 
 
 def actionlint() -> str:
-    found = Path(sys.executable).parent / "actionlint"
-    if found.exists():
-        return str(found)
-    on_path = shutil.which("actionlint")
-    if on_path is None:
-        pytest.fail("actionlint is not installed: pip install '.[test]'")
-    return on_path
+    return program("actionlint", "pip install '.[test]'")
 
 
 def test_actionlint_finds_nothing() -> None:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.support.programs import program
 
 COMPONENTS = {"linkerd": "manifests/components/linkerd", "nginx-10-replicas": "manifests/components/nginx-10-replicas",
               "scale-out": "manifests/components/scale-out", "metrics": "manifests/components/metrics"}
@@ -27,10 +28,7 @@ PALLET_FILES = ["kustomization.yaml", "configuration.json", "urlsconfigmap.yaml"
 
 
 def kubectl() -> str:
-    found = shutil.which("kubectl")
-    if found is None:
-        pytest.fail("kubectl is not installed: it renders the manifests (kubectl kustomize)")
-    return found
+    return program("kubectl", "it renders the manifests (kubectl kustomize)")
 
 
 @functools.cache

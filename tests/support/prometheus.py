@@ -9,7 +9,6 @@ evaluates the given rule files every second. Queries go through its HTTP API.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 import urllib.error
@@ -19,20 +18,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pytest
 import yaml
 
 from tests.conftest import free_port
+from tests.support.programs import program
 
 BINARY = "/usr/bin/prometheus"
 T = TypeVar("T")
 
 
 def binary() -> str:
-    found = shutil.which("prometheus") or (BINARY if Path(BINARY).exists() else None)
-    if found is None:
-        pytest.fail("prometheus is not installed: apt-get install -y prometheus (README's test command does)")
-    return found
+    return program("prometheus", "apt-get install -y prometheus (README's test command does)", BINARY)
 
 
 class QueryError(Exception):

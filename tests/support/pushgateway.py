@@ -7,15 +7,13 @@ back from its own /metrics, as Prometheus would scrape it.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import urllib.request
-from pathlib import Path
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import free_port, wait_for_port
+from tests.support.programs import program
 
 BINARY = "/usr/bin/prometheus-pushgateway"
 
@@ -23,11 +21,8 @@ Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]  # name -> sorted 
 
 
 def binary() -> str:
-    found = shutil.which("prometheus-pushgateway") or (BINARY if Path(BINARY).exists() else None)
-    if found is None:
-        pytest.fail("prometheus-pushgateway is not installed: apt-get install -y prometheus-pushgateway "
-                    "(README's test command does)")
-    return found
+    return program("prometheus-pushgateway", "apt-get install -y prometheus-pushgateway (README's test command does)",
+                   BINARY)
 
 
 class Pushgateway:
