@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from runner.core import redact
 from runner.report.base import Reporter
 from runner.report.clientnotes import run_note
-from runner.report.slowcooker import error_lines
+from runner.report.slowcooker import drain_error_lines, error_lines
 from runner.stats.recorder import Interval
 from runner.stats.run import RunInfo, RunSummary
 
@@ -168,9 +168,7 @@ class AbReporter(Reporter):
 
     def finish(self, summary: RunSummary) -> None:
         stream = self._err if self.progress_every else self._out
-        if summary.drain is not None:  # failures after the last interval (-t), as an interval's
-            self._write(self._err, "".join(error_lines(summary.info.settings.request.method, summary.info.urls,
-                                                      summary.drain)))
+        self._write(self._err, drain_error_lines(summary))  # failures after the last interval (-t)
         self._write(stream, finished_line(summary.tally.requests, self.progress_every))
         self._write(self._err, run_note(summary))  # ab's report itself stays ab's
 

@@ -165,6 +165,12 @@ def error_lines(method: str, urls: list[str], tally: Tally) -> list[str]:
     return lines
 
 
+def drain_error_lines(summary: RunSummary) -> str:
+    """The failures that came after the last interval (the drain), as an interval's: nothing counted goes unsaid."""
+    drain, info = summary.drain, summary.info
+    return "" if drain is None else "".join(error_lines(info.settings.request.method, info.urls, drain))
+
+
 def error_line(method: str, urls: list[str], pattern: str, group: ErrorGroup) -> str:
     """One group's line; its text escaped here too, as it may come from a log read back (`soak merge`)."""
     url = f'"{urls[group.url]}"'
@@ -221,9 +227,7 @@ class SlowCookerReporter(Reporter):
         self._write(self._out, line + interval_note(interval))
 
     def finish(self, summary: RunSummary) -> None:
-        if summary.drain is not None:  # the drain's failures, as an interval's: nothing counted goes unsaid
-            self._write(self._err, "".join(error_lines(summary.info.settings.request.method, summary.info.urls,
-                                                      summary.drain)))
+        self._write(self._err, drain_error_lines(summary))
         self._write(self._out, count_line(summary) + drain_note(summary) + run_note(summary))
 
     @staticmethod

@@ -74,7 +74,6 @@ class Soak:
         self._install_signals()
         try:
             sending_end_ns, reason = await self._drive(engine)
-            probe.stop()
             # Still handled while the summary is reported: a SIGTERM during the final push to a
             # slow Pushgateway must not kill the process before the summary and the push are out.
             summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before)
@@ -197,15 +196,15 @@ class Soak:
             intervals=recorder.next_index,
             end_ns=max(end_ns, recorder.drain_end_ns),  # the whole run, the drain included
             sending_end_ns=sending_end_ns,
-            tally=self._recorder.run,
-            uncorrected=self._recorder.uncorrected,
-            send_lag=self._recorder.send_lag,
-            in_unit=self._recorder.in_unit,
+            tally=recorder.run,
+            uncorrected=recorder.uncorrected,
+            send_lag=recorder.send_lag,
+            in_unit=recorder.in_unit,
             stop_reason=reason,
             cpu_seconds=cpu_seconds,
             max_rss_bytes=_peak_rss_bytes(),
-            bench=self._recorder.bench,
-            connections=dict(self._recorder.connections),
+            bench=recorder.bench,
+            connections=dict(recorder.connections),
             client=recorder.client.run(_cpu_seconds(), time.monotonic_ns()),
             drain=recorder.drain,
             last_interval_end_ns=end_ns,

@@ -298,8 +298,9 @@ class _Gather:
                          self.info.url_source, self.intervals.get(w, []), self.runs[w]) for w in sorted(self.runs)]
         summary = merged_summary(self.info, self.merged, runs, None)
         shift = self.info.start_ns
-        # Figures a worker keeps for the whole run only (a bench's; the client's own measurement
-        # would join them here): each worker's latest, so a worker that died keeps what it sent.
+        # A bench's figures, which a worker keeps for the whole run only: each worker's latest, so
+        # a worker that died keeps what it sent (the client's own figures and the drain come with
+        # the run records, merged by merged_summary).
         bench = None
         if self.info.settings.pace.bench:
             bench = merged_bench([bench_from_record(self.benches[w], shift) for w in sorted(self.benches)])
