@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from runner.load import failures
 from runner.load import result as kinds
+from runner.load.alarm import Alarm
 from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.schedule import Schedule
@@ -69,6 +70,7 @@ class Engine:
         self._idle: set[asyncio.Task[None]] = set()  # clients waiting for a due time
         self._sends: set[asyncio.Task[int]] = set()  # open model: requests in flight
         self._random = random.Random()
+        self._alarm: Alarm | None = None  # wakes clients at their due times, where the platform allows
 
     @property
     def sent(self) -> int:
@@ -93,8 +95,14 @@ class Engine:
             client = self._bench_client
         else:
             client = self._open_client if self._load.open_model else self._closed_client
-        self._clients = [asyncio.ensure_future(client(c)) for c in range(self._schedule.clients)]
-        for outcome in await asyncio.gather(*self._clients, return_exceptions=True):
+        self._alarm = Alarm.open(asyncio.get_running_loop())
+        try:
+            self._clients = [asyncio.ensure_future(client(c)) for c in range(self._schedule.clients)]
+            outcomes = await asyncio.gather(*self._clients, return_exceptions=True)
+        finally:
+            if self._alarm is not None:
+                self._alarm.close()
+        for outcome in outcomes:
             if isinstance(outcome, Exception):
                 raise outcome
 
@@ -199,20 +207,29 @@ class Engine:
     async def _wait_until_due(self, n: int) -> bool:
         """Sleep until send n is due; False if the engine was stopped meanwhile.
 
-        Timers may fire early (uvloop keeps milliseconds) and late (asyncio rounds up to
-        the millisecond), so the clock is read again after every wake-up rather than
-        trusted. In precise mode the sleep ends a little before the due time and the rest
-        is spent yielding to the loop, which sends within microseconds of the due time at
-        the price of a busy core while it waits.
+        Where there is a kernel timer (alarm.py) the client sleeps on it, to within the
+        kernel's wake-up. Elsewhere on the loop's timers, which may fire early (uvloop keeps
+        milliseconds) and late (asyncio rounds up to the millisecond), so the clock is read
+        again after every wake-up rather than trusted. In precise mode the sleep ends a
+        little before the due time and the rest is spent yielding to the loop, which sends
+        within microseconds of the due time at the price of a busy core while it waits.
+        Precise mode sleeps on the loop's timers: measured at 1,000 req/s, its send lag
+        was p50 10 us that way and 56 us when it woke on the kernel timer (cause not found).
         """
         due = self._schedule.due_ns(n)
         spin = PRECISE_WINDOW_NS if self._load.precise else 0
+        alarm = None if spin else self._alarm
         task = asyncio.current_task()
         assert task is not None
         self._idle.add(task)
         try:
             while not self._stopping and (delay := due - time.monotonic_ns()) > 0:
-                await asyncio.sleep(0 if delay <= spin else (delay - spin) / 1e9)
+                if delay <= spin:
+                    await asyncio.sleep(0)
+                elif alarm is not None:
+                    await alarm.until(due)
+                else:
+                    await asyncio.sleep((delay - spin) / 1e9)
         except asyncio.CancelledError:
             if not self._stopping:
                 raise
