@@ -37,24 +37,28 @@ def _alarm() -> Alarm:
 
 @pytest.mark.parametrize("run", LOOPS.values(), ids=LOOPS.keys())
 def test_each_waiter_wakes_at_or_after_its_time_and_in_its_order(run: Callable[..., Any]) -> None:
-    woke: list[tuple[int, int]] = []  # (due, when it woke), in the order the waiters woke
+    woke: list[tuple[int, int, bool]] = []  # (due, when it woke, it began before its due), in waking order
 
     async def wait(alarm: Alarm, due: int) -> None:
+        began = time.monotonic_ns()
         await alarm.until(due)
-        woke.append((due, time.monotonic_ns()))
+        woke.append((due, time.monotonic_ns(), began < due))
 
     async def go() -> None:
         alarm = _alarm()
         start = time.monotonic_ns()
-        dues = [start + random.randrange(1, 60 * MS) for _ in range(40)] + [start + 30 * MS] * 3  # ties too
+        dues = [start + random.randrange(20 * MS, 80 * MS) for _ in range(40)] + [start + 50 * MS] * 3  # ties too
         random.shuffle(dues)
         await asyncio.wait_for(asyncio.gather(*(wait(alarm, due) for due in dues)), 10)
         alarm.close()
 
     run(go())
     assert len(woke) == 43
-    assert all(at >= due for due, at in woke), "a waiter woke before its time"
-    assert [due for due, _ in woke] == sorted(due for due, _ in woke), "waiters woke out of order"
+    assert all(at >= due for due, at, _ in woke), "a waiter woke before its time"
+    # On a busy machine a waiter may begin after its time has passed and return at once, ahead
+    # of others still waiting; the order holds among those that waited.
+    waited = [due for due, _, began_before in woke if began_before]
+    assert waited == sorted(waited), "waiters woke out of order"
 
 
 def test_a_time_already_past_returns_without_waiting() -> None:
