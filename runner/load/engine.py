@@ -95,7 +95,8 @@ class Engine:
             client = self._bench_client
         else:
             client = self._open_client if self._load.open_model else self._closed_client
-        self._alarm = Alarm.open(asyncio.get_running_loop())
+        # Precise pacing keeps the loop's timers (see _wait_until_due): no kernel timer to open.
+        self._alarm = None if self._load.precise else Alarm.open(asyncio.get_running_loop())
         try:
             self._clients = [asyncio.ensure_future(client(c)) for c in range(self._schedule.clients)]
             outcomes = await asyncio.gather(*self._clients, return_exceptions=True)
@@ -218,7 +219,7 @@ class Engine:
         """
         due = self._schedule.due_ns(n)
         spin = PRECISE_WINDOW_NS if self._load.precise else 0
-        alarm = None if spin else self._alarm
+        alarm = self._alarm
         task = asyncio.current_task()
         assert task is not None
         self._idle.add(task)
