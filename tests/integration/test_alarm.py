@@ -22,6 +22,7 @@ from runner.load.engine import Engine, Load
 from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.schedule import Schedule
+from tests.support.sessions import InstantTransport
 
 MS = 1_000_000
 LOOPS: dict[str, Callable[[Coroutine[Any, Any, Any]], Any]] = {"uvloop": uvloop.run, "asyncio": asyncio.run}
@@ -105,20 +106,6 @@ def test_close_cancels_the_waiting_and_closes_the_timer() -> None:
     uvloop.run(go())
 
 
-class _InstantSession:
-    async def send(self, request: Request, hash_body: bool) -> Result:
-        now = time.monotonic_ns()
-        return Result(start_ns=now, headers_ns=now, end_ns=now, status=200)
-
-    async def aclose(self) -> None:
-        pass
-
-
-class _InstantTransport:
-    def session(self) -> _InstantSession:
-        return _InstantSession()
-
-
 @pytest.mark.parametrize("kernel_timer", [True, False], ids=["timerfd", "loop timers"])
 @pytest.mark.parametrize("precise", [False, True], ids=["default", "precise"])
 def test_paced_sends_never_leave_before_they_are_due(
@@ -134,7 +121,7 @@ def test_paced_sends_never_leave_before_they_are_due(
         start = time.monotonic_ns()
         schedule = Schedule(start, 400.0, 4, start + 250 * MS)  # 100 sends due
         load = Load([Request("GET", "http://x/", (), b"")], precise=precise)
-        await asyncio.wait_for(Engine(schedule, load, _InstantTransport(), results.append).run(), 10)
+        await asyncio.wait_for(Engine(schedule, load, InstantTransport(), results.append).run(), 10)
 
     uvloop.run(go())
     assert sorted(r.seq for r in results) == list(range(100)), "each due send is sent or skipped, once"

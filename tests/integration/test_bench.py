@@ -24,6 +24,7 @@ from tests.conftest import NGINX_PAGE, Nginx, Run, run_soak
 from tests.support.abparse import parse_ab
 from tests.support.faultserver import VARYING_BODIES, FaultServer, refused_port
 from tests.support.liverun import LiveRun, wait_until
+from tests.support.sessions import InstantTransport
 
 # Every test here runs once with each transport (see conftest.transport).
 pytestmark = pytest.mark.usefixtures("transport")
@@ -262,23 +263,6 @@ def test_a_bench_measures_one_url(tmp_path: Path) -> None:
 
 
 
-class _InstantSession:
-    """A transport session answering at once, so the engine's loop is all that is measured."""
-
-    async def send(self, request: Request, hash_body: bool) -> Result:
-        await asyncio.sleep(0)
-        now = time.monotonic_ns()
-        return Result(start_ns=now, headers_ns=now, end_ns=now, status=200)
-
-    async def aclose(self) -> None:
-        pass
-
-
-class _InstantTransport:
-    def session(self) -> _InstantSession:
-        return _InstantSession()
-
-
 def run_engine(total: int, end_after_ns: int | None, clients: int = 3) -> tuple[list[Result], int]:
     results: list[Result] = []
 
@@ -286,7 +270,7 @@ def run_engine(total: int, end_after_ns: int | None, clients: int = 3) -> tuple[
         start = time.monotonic_ns()
         schedule = Schedule(start, 1.0, clients, start + end_after_ns if end_after_ns else None)
         load = Load([Request("GET", "http://x/", (), b"")], total_requests=total, bench=True)
-        engine = Engine(schedule, load, _InstantTransport(), results.append)
+        engine = Engine(schedule, load, InstantTransport(), results.append)
         await asyncio.wait_for(engine.run(), 10)
         return engine.sent
 
