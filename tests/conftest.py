@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.faultserver import FaultServer
+from tests.support.programs import program
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"  # real slow_cooker output, copied from shared/reference
@@ -135,10 +135,7 @@ def running_nginx(directory: Path, http: str, ports: list[int]) -> Iterator[None
 
 
 def _nginx_binary() -> str:
-    found = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
-    if found is None:
-        pytest.fail("nginx is not installed: apt-get install -y nginx (as .ci/run does)")
-    return found
+    return program("nginx", "apt-get install -y nginx (as .ci/run does)", "/usr/sbin/nginx")
 
 
 @pytest.fixture(scope="session")

@@ -10,12 +10,7 @@ duration), enums, and no field the CRD does not have.
 
 from __future__ import annotations
 
-import functools
 import json
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -24,34 +19,16 @@ import yaml
 from cloudcoil.models.prometheus_operator.v1 import PodMonitor, PrometheusRule
 
 from tests.conftest import REPO
+from tests.support import pallet
 
-COMPONENTS = {"monitoring": "manifests/components/monitoring", "metrics": "manifests/components/metrics",
-              "scale-out": "manifests/components/scale-out", "linkerd": "manifests/components/linkerd"}
-PALLET_FILES = ["kustomization.yaml", "configuration.json", "urlsconfigmap.yaml", "manifests"]
 KUBERNETES_VERSIONS = [f"1.{minor}.0" for minor in range(29, 38)]
 CRD_MODELS = {"PrometheusRule": PrometheusRule, "PodMonitor": PodMonitor}
 MONITORING = REPO / "manifests" / "components" / "monitoring"
 
 
-@functools.cache
 def render(*names: str) -> tuple[dict[str, Any], ...]:
     """The pallet as `kubectl kustomize` renders it with these components' lines uncommented."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.fail("kubectl is not installed: it renders the manifests (kubectl kustomize)")
-    with tempfile.TemporaryDirectory(prefix="pallet-") as copy:
-        source = Path(copy)
-        for name in PALLET_FILES:
-            (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, source / name)
-        text = (source / "kustomization.yaml").read_text()
-        for name in names:
-            line = f"  # - {COMPONENTS[name]}\n"
-            assert line in text, f"the root kustomization.yaml has no commented line for {name}"
-            text = text.replace(line, f"  - {COMPONENTS[name]}\n")
-        (source / "kustomization.yaml").write_text(text)
-        done = subprocess.run([kubectl, "kustomize", str(source)], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return tuple(doc for doc in yaml.safe_load_all(done.stdout) if doc)
+    return pallet.render("+".join(names) or "base")
 
 
 def only(resources: tuple[dict[str, Any], ...], kind: str) -> dict[str, Any]:

@@ -9,15 +9,14 @@ case where it fires and one where it does not.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.support.programs import program
 
 COMPONENT = REPO / "manifests" / "components" / "monitoring"
 RULES = COMPONENT / "soak-alerts.rules.yaml"
@@ -25,10 +24,7 @@ UNIT_TESTS = COMPONENT / "soak-alerts.test.yaml"
 
 
 def promtool() -> str:
-    found = shutil.which("promtool")
-    if found is None:
-        pytest.fail("promtool is not installed: apt-get install -y prometheus (README's test command does)")
-    return found
+    return program("promtool", "apt-get install -y prometheus (README's test command does)")
 
 
 def alerts() -> list[dict]:

@@ -21,7 +21,8 @@ from tests.conftest import REPO
 from tests.support.programs import program
 
 COMPONENTS = {"linkerd": "manifests/components/linkerd", "nginx-10-replicas": "manifests/components/nginx-10-replicas",
-              "scale-out": "manifests/components/scale-out", "metrics": "manifests/components/metrics"}
+              "scale-out": "manifests/components/scale-out", "metrics": "manifests/components/metrics",
+              "monitoring": "manifests/components/monitoring"}
 VARIANTS = ["base", "linkerd", "nginx-10-replicas", "linkerd+nginx-10-replicas", "scale-out", "linkerd+scale-out",
             "metrics", "linkerd+scale-out+metrics"]
 PALLET_FILES = ["kustomization.yaml", "configuration.json", "urlsconfigmap.yaml", "manifests"]
