@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import sys
 import weakref
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
+from itertools import accumulate
 
 from hdrh.histogram import HdrHistogram
 
@@ -140,8 +142,31 @@ class LatencyHistogram:
         wanted = list(wanted)
         if not self.count:
             return {p: 0 for p in wanted}
-        found = self._synced().get_percentile_to_value_dict(wanted)
+        found = self._values_at(wanted)
         return {p: min(found[p], self.max) for p in wanted}
+
+    def _values_at(self, wanted: list[float]) -> dict[float, int]:
+        """hdrh's get_percentile_to_value_dict(wanted), exactly, a few times faster.
+
+        hdrh walks the counts from the first slot with a Python call per slot: about a
+        millisecond for latencies of 100 us, each time an interval is printed. Here the
+        counts up to the max's slot are added up in C and each percentile's slot is found
+        by bisection. A histogram whose buckets hold more than its max says (one read back
+        from an edited record) is left to hdrh.
+        """
+        hdr = self._synced()
+        totals = list(accumulate(self._counts[: slot(self.max) + 1]))
+        if totals[-1] != self.count:
+            return hdr.get_percentile_to_value_dict(wanted)
+        found: dict[float, int] = {}
+        for percentile in sorted(set(wanted)):
+            if percentile > 100:
+                break
+            index = bisect_left(totals, hdr.get_target_count_at_percentile(percentile))
+            value = hdr.get_value_from_index(index)
+            found[percentile] = (hdr.get_highest_equivalent_value(value) if percentile
+                                 else hdr.get_lowest_equivalent_value(value))
+        return found
 
     def buckets(self) -> Iterator[tuple[int, int, int]]:
         """(lowest value, highest value, count) of every bucket from the first to the highest used.

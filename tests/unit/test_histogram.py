@@ -198,6 +198,30 @@ def test_recording_matches_hdrh_slot_for_slot() -> None:
     assert ours.count == reference.get_total_count() == len(values)
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_percentiles_are_hdrhs_exactly_whatever_the_histogram(seed: int) -> None:
+    """The percentiles are found by bisecting the summed counts, not by hdrh's walk: the same
+    values for any data, any list of percentiles (0 and 100 included, repeated), any unit."""
+    rng = random.Random(seed)
+    unit = rng.choice([1, 1_000, 1_000_000])
+    histogram = LatencyHistogram.for_unit(unit) if unit > 1 else LatencyHistogram()
+    scale = rng.choice([10, 10**4, 10**6, 10**9, HIGHEST_NS])
+    values = [rng.randint(0, scale) // unit for _ in range(rng.choice([1, 2, 7, 100, 5_000]))]
+    for value in values:
+        histogram.record(value, rng.choice([1, 1, 3]))
+    wanted = [rng.choice([0, 0.1, 1, 25, 50, 50, 75, 90, 95, 99, 99.9, 99.99, 100]) for _ in range(6)]
+    theirs = histogram._synced().get_percentile_to_value_dict(wanted)
+    assert histogram.percentiles(wanted) == {p: min(theirs[p], histogram.max) for p in wanted}
+
+
+def test_a_histogram_whose_buckets_pass_its_max_still_gets_hdrhs_percentiles() -> None:
+    """A record edited to a max below its buckets: the percentiles are hdrh's, capped at that max."""
+    record = filled([1_000, 2_000, 3_000_000])
+    edited = LatencyHistogram.restored(record.encode(), 1_000, 2_000, 3_002_000, 10**13)
+    theirs = edited._synced().get_percentile_to_value_dict([50, 99])
+    assert edited.percentiles([50, 99]) == {50: min(theirs[50], 2_000), 99: 2_000}
+
+
 def test_a_dropped_histogram_is_freed_at_once_not_by_the_cyclic_gc() -> None:
     """hdrh's encoder refers back to its histogram; a cycle kept every closed interval's
     270 KB until the cyclic GC ran, so a long run's memory grew (found by bench/run.py)."""
