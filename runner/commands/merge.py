@@ -33,11 +33,12 @@ def main(args: argparse.Namespace) -> int:
     reporters = reporters_for(merged.info.settings, verdict)
     for reporter in reporters:
         reporter.start(merged.info)
-    for interval in merged.intervals:
+    for interval in merged.intervals:  # merged one at a time, as the reporters take them
         for reporter in reporters:
             reporter.interval(merged.info, interval)
+    summary = merged.summary()
     for reporter in reporters:
-        reporter.finish(merged.summary)
+        reporter.finish(summary)
     return verdict.exit_code if verdict is not None else EXIT_OK
 
 

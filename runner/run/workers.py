@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 from runner.config.settings import Settings
 from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter
-from runner.stats.merge import merged_bench, merged_interval, merged_summary
+from runner.stats.merge import RunTotal, merged_bench, merged_interval, merged_summary
 from runner.stats.record import ShardRun, bench_from_record, bench_record, interval_record, run_record
 from runner.stats.recorder import Interval
 from runner.stats.run import RunInfo, RunSummary
@@ -206,7 +206,7 @@ class _Gather:
     benches: dict[int, dict[str, Any]] = field(default_factory=dict)  # each worker's latest bench record
     done: dict[int, int] = field(default_factory=dict)  # each worker's finished sends, as last told
     told: int = 0  # the finished sends the reporters that follow progress have been told of
-    merged: list[Interval] = field(default_factory=list)  # on offsets from the start, as merge.py keeps them
+    merged: RunTotal = field(default_factory=RunTotal)  # the intervals merged so far, added up (on offsets)
     stop_reason: str | None = None  # why a reporter stopped the run early (abortOnThreshold), if one did
 
     @property
@@ -278,7 +278,7 @@ class _Gather:
     def _emit(self, final: bool) -> None:
         """Merge and tell every interval that all still-running workers have closed (all, at the end)."""
         while True:
-            k = len(self.merged)
+            k = self.merged.intervals
             have = [w for w in range(self.workers) if len(self.intervals.get(w, [])) > k]
             running = [w for w in range(self.workers) if w not in self.runs and w not in self.failures]
             if not have or (not final and any(w not in have for w in running)):
@@ -287,7 +287,7 @@ class _Gather:
             failed = sum(1 for w in self.failures if w not in have)
             interval = merged_interval(self.info, k, k, [(0, self.intervals[w][k]) for w in have], self.workers,
                                        failed)
-            self.merged.append(interval)
+            self.merged.add(interval)
             for reporter in self.reporters:
                 reporter.interval(self.info, _on_clock(self.info, interval))
 

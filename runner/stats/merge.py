@@ -7,12 +7,20 @@ start on the shards' common grid, so a shard that started one interval late stil
 up, and last intervals cut short at slightly different moments still merge into one. The
 same merge serves `soak merge` (records read back from pods' logs) and local workers
 (records sent by the worker processes).
+
+A decoded tally holds HDR histograms of some 270 KB each, so the merge streams: it walks the
+shards' intervals in lockstep, decodes one record per shard at a time, hands each merged
+interval on and keeps only the run's running total (RunTotal). However long the run, it holds
+the decoded histograms of one interval per shard and the run's own, never one per interval
+(two 5,000-interval shards took 2.7 GB when every interval was kept; bench/merge_cost.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import heapq
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 from runner.config.settings import Settings, merge, settings_from
@@ -27,13 +35,56 @@ CLOCK_SLACK_NS = 1_000_000  # how far apart the shards' ends of one full interva
 
 
 @dataclass
-class Merged:
-    """The merged run, ready for the usual reporters, and what the merge had to say."""
+class RunTotal:
+    """The merged intervals so far, added up: all the run's summary needs of them, without keeping them."""
 
-    info: RunInfo
-    intervals: list[Interval]
-    summary: RunSummary
-    notes: list[str] = field(default_factory=list)
+    tally: Tally = field(default_factory=Tally)
+    intervals: int = 0
+    due_ns: int = 0  # the goal's span: each interval's due_span_ns, added
+    last_end_ns: int | None = None
+
+    def add(self, interval: Interval) -> None:
+        self.tally.merge(interval.tally)
+        self.intervals += 1
+        self.due_ns += interval.due_span_ns
+        self.last_end_ns = interval.end_ns
+
+
+class Merged:
+    """The merged run, ready for the usual reporters, and what the merge had to say.
+
+    `intervals` yields the run's intervals once, in order, each merged as it is asked for;
+    summary() is the run's summary, once they have all gone by (it reads any left first).
+    """
+
+    def __init__(self, info: RunInfo, shards: Sequence[ShardRun], count: int, report: dict[str, Any],
+                 notes: list[str]) -> None:
+        self.info = info
+        self.notes = notes
+        self.report = report  # the summary's `shards` section: count, merged, missing, incomplete
+        self._shards = shards
+        self._total = RunTotal()
+        self.intervals: Iterator[Interval] = self._added(merge_intervals(info, shards, count))
+        self._summary: RunSummary | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Whether every shard of the run was merged: none missing, none cut off or refused."""
+        return not self.report["missing"] and not self.report["incomplete"]
+
+    def _added(self, intervals: Iterator[Interval]) -> Iterator[Interval]:
+        """The intervals, each added to the run's total as it goes by."""
+        for interval in intervals:
+            self._total.add(interval)
+            yield interval
+
+    def summary(self) -> RunSummary:
+        """The run's summary, from its total: any interval not yet asked for is merged (and added) first."""
+        if self._summary is None:
+            for _ in self.intervals:
+                pass
+            self._summary = merged_summary(self.info, self._total, self._shards, self.report)
+        return self._summary
 
 
 def merge_shards(shards: Sequence[ShardRun], expected: int | None = None, incomplete: Iterable[int] = ()) -> Merged:
@@ -46,7 +97,6 @@ def merge_shards(shards: Sequence[ShardRun], expected: int | None = None, incomp
         raise ValueError("no shard finished: nothing to merge")
     count = expected or max(s.count for s in shards)
     info = merged_info(shards)
-    intervals = merge_intervals(info, shards, count)
     present = sorted(s.index for s in shards)
     gone = sorted(set(range(count)) - set(present) - set(incomplete))
     cut = sorted(set(incomplete))
@@ -54,9 +104,7 @@ def merge_shards(shards: Sequence[ShardRun], expected: int | None = None, incomp
     notes += [f"shard {i} of {count}: its output has no usable summary (cut off or damaged), not merged"
               for i in cut]
     notes += _apart(info, shards)
-    summary = merged_summary(info, intervals, shards, {"count": count, "merged": present, "missing": gone,
-                                                       "incomplete": cut})
-    return Merged(info, intervals, summary, notes)
+    return Merged(info, shards, count, {"count": count, "merged": present, "missing": gone, "incomplete": cut}, notes)
 
 
 def merged_info(shards: Sequence[ShardRun]) -> RunInfo:
@@ -67,21 +115,28 @@ def merged_info(shards: Sequence[ShardRun]) -> RunInfo:
     return RunInfo(settings, first.urls, first.url_source, 0, start_wall)
 
 
-def merge_intervals(info: RunInfo, shards: Sequence[ShardRun], count: int) -> list[Interval]:
+def merge_intervals(info: RunInfo, shards: Sequence[ShardRun], count: int) -> Iterator[Interval]:
     """The run's intervals: each shard's matched by its start on the common grid, and added.
 
-    Of the run's `count` shards, those with no output count as sending all through every
-    interval (their load was due, and nothing says it was sent); those merged count for
-    the time they were sending.
+    The shards are walked in lockstep, each in its own order of time (a shard's intervals
+    follow one another), so only the records of one grid slot are decoded at a time. Of the
+    run's `count` shards, those with no output count as sending all through every interval
+    (their load was due, and nothing says it was sent); those merged count for the time they
+    were sending.
     """
-    groups: dict[int, list[tuple[int, dict[str, Any]]]] = {}
-    for shard in shards:
-        offset = _offset_ns(info, shard)
-        for record in shard.intervals:
-            slot = round((offset + int(record["startNs"])) / info.settings.pace.interval_ns)
-            groups.setdefault(slot, []).append((offset, record))
     unknown = count - len(shards)
-    return [merged_interval(info, k, slot, groups[slot], count, unknown) for k, slot in enumerate(sorted(groups))]
+    slots = heapq.merge(*(_slotted(info, shard, order) for order, shard in enumerate(shards)))
+    for k, (slot, parts) in enumerate(groupby(slots, key=lambda part: part[0])):
+        yield merged_interval(info, k, slot, [(offset, record) for _, _, _, offset, record in parts], count, unknown)
+
+
+def _slotted(info: RunInfo, shard: ShardRun, order: int) -> Iterator[tuple[int, int, int, int, dict[str, Any]]]:
+    """(grid slot, the shard's place, the record's place, clock offset, record) for each interval
+    record of a shard, decoded as it is reached; sorting on the first three keeps, within a slot,
+    the shards' order and each shard's own."""
+    offset = _offset_ns(info, shard)
+    for position, record in enumerate(shard.intervals):
+        yield round((offset + int(record["startNs"])) / info.settings.pace.interval_ns), order, position, offset, record
 
 
 def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[int, dict[str, Any]]],
@@ -128,22 +183,21 @@ def _sending_ns(offset: int, record: dict[str, Any], start: int, end: int) -> in
     return max(0, stop - begin)
 
 
-def merged_summary(info: RunInfo, intervals: Sequence[Interval], shards: Sequence[ShardRun],
+def merged_summary(info: RunInfo, total: RunTotal, shards: Sequence[ShardRun],
                    report: dict[str, Any] | None) -> RunSummary:
-    """The run's summary: the intervals' sum, every shard's histograms merged, its CPU added up."""
+    """The run's summary: the intervals' total, every shard's histograms merged, its CPU added up."""
     tally = Tally()
-    for interval in intervals:
-        tally.merge(interval.tally)
+    tally.merge(total.tally)  # a copy: the drain is added to the run's, not to the intervals' total
     runs = [(s, s.run) for s in shards if s.run is not None]
     drain = _merged_drain(run.get("drain") for _, run in runs)
     if drain is not None:
         tally.merge(drain)
-    ends = [_offset_ns(info, s) + int(run["endNs"]) for s, run in runs] or [intervals[-1].end_ns if intervals else 0]
+    ends = [_offset_ns(info, s) + int(run["endNs"]) for s, run in runs] or [total.last_end_ns or 0]
     sending = [_offset_ns(info, s) + int(run["sendingEndNs"]) for s, run in runs] or ends
     reasons = sorted({str(run["stopReason"]) for _, run in runs})
     return RunSummary(
         info=info,
-        intervals=len(intervals),
+        intervals=total.intervals,
         end_ns=max(ends),
         sending_end_ns=max(sending),
         tally=tally,
@@ -155,10 +209,10 @@ def merged_summary(info: RunInfo, intervals: Sequence[Interval], shards: Sequenc
         max_rss_bytes=max((int(run["maxRssBytes"]) for _, run in runs), default=0),
         connections=_added(run.get("connections") for _, run in runs),
         shards=report,
-        due_ns=sum(interval.due_span_ns for interval in intervals),
+        due_ns=total.due_ns,
         client=_merged_client(run.get("client") for _, run in runs),
         drain=drain,
-        last_interval_end_ns=intervals[-1].end_ns if intervals else None,
+        last_interval_end_ns=total.last_end_ns,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -77,11 +78,12 @@ def test_intervals_match_on_the_grid_even_when_a_shard_started_an_interval_late(
     a = shard(0, 2, 1_000.0, [tally_of([1] * 10), tally_of([2] * 10), tally_of([3] * 10)])
     late = shard(1, 2, 1_010.0, [tally_of([20] * 5), tally_of([30] * 5)])  # its iter 0 is a's iter 1
     merged = merge_shards([a, late])
-    counts = [i.tally.responses for i in merged.intervals]
+    intervals = list(merged.intervals)
+    counts = [i.tally.responses for i in intervals]
     assert counts == [10, 15, 15]
-    assert [i.end_ns - i.start_ns for i in merged.intervals] == [10 * SECOND] * 3
-    assert merged.summary.tally.responses == 40
-    assert merged.summary.cpu_seconds == 3.0 and merged.summary.shards["merged"] == [0, 1]
+    assert [i.end_ns - i.start_ns for i in intervals] == [10 * SECOND] * 3
+    assert merged.summary().tally.responses == 40
+    assert merged.summary().cpu_seconds == 3.0 and merged.summary().shards["merged"] == [0, 1]
     assert merged.notes == ["the shards did not start together (shard 1: 1 interval late); the first and last "
                             "intervals hold only some shards' load"]
 
@@ -94,9 +96,10 @@ def test_a_shard_that_stopped_early_does_not_shorten_the_others_goal() -> None:
     b = shard(1, 2, 1_000.0, [tally_of([1] * 10), tally_of([1] * 4)])
     b.intervals[1]["sendingEndNs"] = b.intervals[1]["endNs"] = 14 * SECOND
     merged = merge_shards([a, b])
-    assert [i.sending_end_ns for i in merged.intervals] == [None, None]
-    assert [i.due_span_ns for i in merged.intervals] == [10 * SECOND, 7 * SECOND]
-    assert merged.summary.goal_ns == 17 * SECOND
+    intervals = list(merged.intervals)
+    assert [i.sending_end_ns for i in intervals] == [None, None]
+    assert [i.due_span_ns for i in intervals] == [10 * SECOND, 7 * SECOND]
+    assert merged.summary().goal_ns == 17 * SECOND
     assert merged.notes == []
 
 
@@ -107,7 +110,7 @@ def test_shards_started_an_interval_apart_keep_a_true_goal() -> None:
     late = shard(1, 2, 1_010.0, [tally_of([1] * 150), tally_of([1] * 150)])
     merged = merge_shards([a, late])
     assert [i.due_span_ns for i in merged.intervals] == [5 * SECOND, 10 * SECOND, 5 * SECOND]
-    assert merged.summary.goal_ns == 20 * SECOND  # 600 sends due at 30 req/s: all answered
+    assert merged.summary().goal_ns == 20 * SECOND  # 600 sends due at 30 req/s: all answered
 
 
 def test_a_missing_shard_still_owes_its_share() -> None:
@@ -119,14 +122,14 @@ def test_a_missing_shard_still_owes_its_share() -> None:
 def test_merged_percentiles_come_from_the_merged_buckets() -> None:
     fast, slow = tally_of([1] * 99), tally_of([100] * 1)
     merged = merge_shards([shard(0, 2, 0.0, [fast]), shard(1, 2, 0.0, [slow])])
-    p = merged.intervals[0].tally.latency.percentiles([50, 99.9])
+    p = next(merged.intervals).tally.latency.percentiles([50, 99.9])
     assert p[50] // 1_000_000 == 1 and p[99.9] // 1_000_000 == 100
-    assert merged.summary.tally.requests == 100
+    assert merged.summary().tally.requests == 100
 
 
 def test_missing_and_incomplete_shards_are_named() -> None:
     merged = merge_shards([shard(0, 4, 0.0, [tally_of([1])]), shard(2, 4, 0.0, [tally_of([1])])], incomplete=[3])
-    assert merged.summary.shards == {"count": 4, "merged": [0, 2], "missing": [1], "incomplete": [3]}
+    assert merged.summary().shards == {"count": 4, "merged": [0, 2], "missing": [1], "incomplete": [3]}
     assert merged.notes == ["shard 1 of 4: no output found, not merged",
                             "shard 3 of 4: its output has no usable summary (cut off or damaged), not merged"]
 
@@ -135,6 +138,47 @@ def test_merged_info_is_the_whole_run() -> None:
     merged = merge_shards([shard(0, 2, 5.0, [tally_of([1])]), shard(1, 2, 5.0, [tally_of([1])])])
     info: RunInfo = merged.info
     assert info.shard.alone and info.qps == 30 and info.concurrency == 3 and info.wall_start == 5.0
+
+
+class Watched(Sequence[dict]):
+    """A shard's interval records that count how many have been read, as a log's are decoded one by one."""
+
+    def __init__(self, records: Sequence[dict]) -> None:
+        self.records, self.read = records, 0
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, index):  # noqa: ANN001, ANN204 - only iteration is used
+        raise AssertionError("the merge walks the records in order; it never indexes them")
+
+    def __iter__(self) -> Iterator[dict]:
+        for record in self.records:
+            self.read += 1
+            yield record
+
+
+def test_the_shards_are_read_in_lockstep_one_record_ahead_at_most() -> None:
+    """Merged interval k is made while no shard has been read past its record for k + 1: the
+    merge never holds more than a couple of each shard's intervals, however long the run."""
+    a = shard(0, 2, 1_000.0, [tally_of([1] * 3, seed=k) for k in range(8)])
+    late = shard(1, 2, 1_010.0, [tally_of([2] * 3, seed=k) for k in range(6)])  # its record j is slot j + 1
+    a.intervals, late.intervals = Watched(a.intervals), Watched(late.intervals)
+    merged = merge_shards([a, late])
+    for k, interval in enumerate(merged.intervals):
+        assert interval.index == k
+        assert a.intervals.read <= k + 2 and late.intervals.read <= k + 1, (k, a.intervals.read, late.intervals.read)
+    assert (a.intervals.read, late.intervals.read) == (8, 6)
+    assert merged.summary().intervals == 8 and merged.summary().tally.responses == 42
+
+
+def test_the_summary_alone_merges_every_interval_first() -> None:
+    shards = [shard(0, 2, 0.0, [tally_of([1] * 5), tally_of([3] * 5)]), shard(1, 2, 0.0, [tally_of([2] * 5)])]
+    walked = merge_shards(shards)
+    intervals = list(walked.intervals)
+    alone = merge_shards(shards).summary()
+    assert alone.tally.responses == walked.summary().tally.responses == 15 and alone.intervals == len(intervals) == 2
+    assert alone.due_ns == walked.summary().due_ns and alone.last_interval_end_ns == intervals[-1].end_ns
 
 
 def test_kubectl_prefixes_split_the_pods_apart() -> None:
@@ -303,7 +347,7 @@ def test_a_damaged_summary_is_named_and_not_merged(path: tuple[str | int, ...], 
     assert len(found.notes) == 1 and found.notes[0].startswith("b.log: shard 1's summary cannot be merged: ")
     assert said in found.notes[0]
     merged = merge_shards(found.shards, found.expected, found.incomplete)
-    assert merged.summary.shards == {"count": 2, "merged": [0], "missing": [], "incomplete": [1]}
+    assert merged.summary().shards == {"count": 2, "merged": [0], "missing": [], "incomplete": [1]}
 
 
 def test_a_damaged_summary_without_a_startup_line_is_skipped_and_said() -> None:
