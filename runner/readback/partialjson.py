@@ -9,8 +9,11 @@ keeps every top-level member that is complete and says where it stopped.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
+
+from runner.readback.lazyjson import Path, lazy_object
 
 _CLOSER = {"{": "}", "[": "]"}
 
@@ -52,11 +55,15 @@ class _Cut:
     open_brackets: _Open | None  # the brackets still open there
 
 
-def read_object(text: str) -> PartialObject | None:
+def read_object(text: str, lazy: Collection[Path] = ()) -> PartialObject | None:
     """The object `text` holds, whole or as much of it as can be read; None if not even its start.
 
-    Never raises: anything that is not JSON reads as None or as the members before it.
+    Never raises: anything that is not JSON reads as None or as the members before it. In a
+    whole object, the arrays at the `lazy` key paths are LazyArrays (runner.readback.lazyjson),
+    decoded one element at a time when read; in one cut off or damaged, every member is decoded.
     """
+    if lazy and (members := lazy_object(text, lazy)) is not None:
+        return PartialObject(members, True, len(text), None)
     try:
         whole = json.loads(text)
     except ValueError:

@@ -30,6 +30,9 @@ from runner.report.summary import SUMMARY_PERCENTILES
 __all__ = ["IntervalFigures", "LoadedRun", "RunFigures", "Startup", "load_run", "read_run"]
 
 _SLOW_COOKER_KEYS = frozenset(SUMMARY_PERCENTILES)
+# A shard's intervals are its summary's bulk, several times the rest once decoded: left in the
+# text, `soak merge` reads them one at a time (runner.stats.merge) and the reports never do.
+_LAZY_ARRAYS = ((k.SHARD, "intervals"),)
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def _read_block(block: JsonBlock, notes: list[str]) -> tuple[dict[str, Any], boo
     text = "\n".join(block.lines)
     where = f"line {block.first_line}" if block.last_line == block.first_line else \
         f"lines {block.first_line}-{block.last_line}"
-    found = read_object(text)
+    found = read_object(text, _LAZY_ARRAYS)
     one_line = len(block.lines) == 1 and block.lines[0] != "{"
     if found is None or (one_line and not found.members):
         notes.append(f"{where}: JSON that cannot be read, skipped")

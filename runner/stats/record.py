@@ -15,7 +15,7 @@ import json
 import math
 import zlib
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,7 +232,12 @@ def _histogram_record(histogram: LatencyHistogram | None) -> dict[str, Any] | No
 
 @dataclass
 class ShardRun:
-    """One shard's results: its record, the config it ran with, and whether it finished."""
+    """One shard's results: its record, the config it ran with, and whether it finished.
+
+    `intervals` is any sequence of interval records: read back from a log, one that decodes
+    each record as it is read (runner.readback.lazyjson), so that a long shard's thousands of
+    records are never all decoded at once.
+    """
 
     index: int
     count: int
@@ -240,7 +245,7 @@ class ShardRun:
     config: dict[str, Any]
     urls: list[str]
     url_source: str | None
-    intervals: list[dict[str, Any]]
+    intervals: Sequence[dict[str, Any]]
     run: dict[str, Any] | None = None  # the run record; None until (or unless) the shard finished
     source: str = ""  # where it was read: a file, or a pod in `kubectl logs --prefix` output
 
@@ -258,7 +263,7 @@ class ShardRun:
         config = checked_config(summary.get("config"))
         check_run_record(record)
         return cls(record["index"], record["count"], float(record["startWall"]), config, list(record["urls"]),
-                   record.get("urlSource"), list(record["intervals"]), record, source)
+                   record.get("urlSource"), record["intervals"], record, source)
 
 
 def run_settings(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -308,7 +313,7 @@ def check_run_record(record: Mapping[str, Any]) -> None:
     if record.get("drain") is not None:
         _value(record, "drain", lambda v: isinstance(v, dict), "a tally record")
         _check_tally(record["drain"], "shard.drain", len(record["urls"]))
-    _value(record, "intervals", lambda v: isinstance(v, list), "a list")
+    _value(record, "intervals", _is_list, "a list")
     for k, interval in enumerate(record["intervals"]):
         _check_interval(interval, f"shard.intervals[{k}]", len(record["urls"]))
 
@@ -396,6 +401,11 @@ def _value(record: Mapping[str, Any], key: str, good: Callable[[Any], bool], all
         return
     if not good(record[key]):
         raise ValueError(f"{where}.{key}: {_shown(record[key])} is not allowed; must be {allowed}")
+
+
+def _is_list(value: Any) -> bool:
+    """A JSON array: a list, or one whose elements are decoded as they are read."""
+    return isinstance(value, Sequence) and not isinstance(value, str)
 
 
 def _is_number(value: Any) -> bool:
