@@ -217,13 +217,30 @@ def latency_ticks(lowest: float, highest: float) -> list[float]:
     return [FLOOR, *ticks] if lowest == 0 else ticks
 
 
+def _error_bars(axes: Axes, x: list[Any], width: float, heights: list[int]) -> None:
+    """One bar per interval, centred on its x, drawn as one collection of rectangles.
+
+    axes.bar() makes a patch per bar, and a long run's thousands of patches took most of a
+    plot's time and memory (10,000 intervals: 6 s of its 6.5); one collection draws the same
+    rectangles at once. The x axis already has its units (numbers or dates) from the lines.
+    """
+    from matplotlib.collections import PolyCollection
+
+    centres = axes.convert_xunits(x)
+    half = width / 2
+    bars = PolyCollection([((c - half, 0), (c - half, h), (c + half, h), (c + half, 0))
+                           for c, h in zip(centres, heights, strict=True)],
+                          facecolors="tab:red", edgecolors="none", alpha=0.4, label="errors (bad + failed)")
+    axes.add_collection(bars)
+    axes.autoscale_view()
+
+
 def _goal_panel(axes: Axes, x: list[Any], bar_width: float, intervals: Sequence[IntervalFigures]) -> None:
     """goal% as a line on the left axis; errors (bad + failed) as bars on the right one."""
     from matplotlib.ticker import MaxNLocator
 
     errors = axes.twinx()
-    errors.bar(x, [i.bad + i.failed for i in intervals], width=bar_width, color="tab:red", alpha=0.4,
-               label="errors (bad + failed)")
+    _error_bars(errors, x, bar_width, [i.bad + i.failed for i in intervals])
     errors.set_ylabel("errors per interval")
     errors.set_ylim(0, max(1, *(i.bad + i.failed for i in intervals)) * 1.1)
     errors.yaxis.set_major_locator(MaxNLocator(integer=True))

@@ -68,7 +68,9 @@ def figures(
 ) -> RunFigures:
     """The summary's figures, each missing one rebuilt from the intervals, with notes saying which."""
     told = _from_summary(summary, unit, slow_cooker, notes) if summary is not None else RunFigures()
-    rebuilt = _from_intervals(intervals, unit, startup) if intervals else RunFigures()
+    # Estimating latencies walks every interval's figures: only done for latencies the summary lacks.
+    estimate = not set(LATENCY_KEYS) <= told.latency_ns.keys()
+    rebuilt = _from_intervals(intervals, unit, startup, estimate) if intervals else RunFigures()
     merged, filled = _merge(told, rebuilt)
     n = len(intervals)
     lines = f"{n} interval{'s' if n != 1 else ''}"
@@ -157,8 +159,10 @@ def _histogram_latencies(summary: Mapping[str, Any], notes: list[str]) -> dict[s
     return {**{key: float(found[p]) for key, p in SUMMARY_PERCENTILES.items()}, "min": float(low), "max": float(high)}
 
 
-def _from_intervals(intervals: Sequence[IntervalFigures], unit: str, startup: Startup | None) -> RunFigures:
-    """What the intervals tell of the whole run: counts and rate exactly, percentiles as estimates."""
+def _from_intervals(intervals: Sequence[IntervalFigures], unit: str, startup: Startup | None,
+                    latencies: bool = True) -> RunFigures:
+    """What the intervals tell of the whole run: counts and rate exactly, percentiles as estimates
+    (with `latencies`; without, none)."""
     good = sum(i.good for i in intervals)
     bad = sum(i.bad for i in intervals)
     failed = sum(i.failed for i in intervals)
@@ -179,7 +183,7 @@ def _from_intervals(intervals: Sequence[IntervalFigures], unit: str, startup: St
         rate_achieved=round((good + bad + failed) / duration, 3) if duration else None,
         duration_seconds=round(duration, 3) if duration is not None else None,
         intervals=len(intervals),
-        **_interval_latencies(intervals, UNIT_NS[unit]),
+        **(_interval_latencies(intervals, UNIT_NS[unit]) if latencies else {}),
     )
 
 

@@ -17,13 +17,13 @@ from runner.commands.plot import (
 )
 from runner.readback.results import load_run, read_run
 from tests.conftest import GOLDEN, REPO, run_soak
-from tests.support.runlogs import latency_lines, split_log
+from tests.support.runlogs import error_bars, latency_lines, split_log
 
 
 def test_the_figure_has_a_point_per_interval_on_every_line(ours: str) -> None:
     run = load_run(ours, "soak-now.log")
     figure = build_figure(run)
-    top, bottom, errors = figure.axes
+    top, bottom, _ = figure.axes
     n = len(run.intervals)
     assert n == 4
     assert top.get_yscale() == "log"
@@ -36,8 +36,8 @@ def test_the_figure_has_a_point_per_interval_on_every_line(ours: str) -> None:
     assert bottom.get_xlabel() == "interval end, seconds since the start"
     (goal,) = bottom.get_lines()
     assert list(goal.get_ydata()) == [i.goal_percent for i in run.intervals]
-    assert [bar.get_height() for bar in errors.patches] == [i.bad + i.failed for i in run.intervals]
-    assert all(bar.get_height() > 0 for bar in errors.patches)
+    assert error_bars(figure) == [i.bad + i.failed for i in run.intervals]
+    assert all(height > 0 for height in error_bars(figure))
     assert top.get_shared_x_axes().joined(top, bottom)
     assert figure.get_suptitle() == "soak-now.log\n60 req/s target, 60 req/s achieved, 4 intervals"
 

@@ -157,3 +157,9 @@ def latency_lines(run: LoadedRun) -> dict[str, list[float]]:
 def latency_lines_of(figure: Figure) -> dict[str, list[float]]:
     """The latency panel's lines as drawn, by name: p50, p95, p99, max."""
     return {str(line.get_label()): list(line.get_ydata()) for line in figure.axes[0].get_lines()}
+
+
+def error_bars(figure: Figure) -> list[float]:
+    """The heights of the bottom panel's error bars as drawn, one per interval, in order."""
+    (bars,) = figure.axes[2].collections  # one collection of rectangles, not a patch per bar
+    return [float(path.vertices[:, 1].max()) for path in bars.get_paths()]

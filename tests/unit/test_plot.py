@@ -22,7 +22,7 @@ from runner.commands.plot import (
 from runner.readback.results import LoadedRun, load_run, read_run
 from runner.report.slowcooker import ChangeWindow, interval_line
 from tests.conftest import GOLDEN
-from tests.support.runlogs import latency_lines, latency_lines_of
+from tests.support.runlogs import error_bars, latency_lines, latency_lines_of
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -96,9 +96,9 @@ def test_sub_second_intervals_count_in_seconds_though_their_timestamps_collide()
 def test_a_slow_cooker_log_plots_over_time() -> None:
     run = read_run(str(GOLDEN / "faults-timeout-1s.log"))
     figure = build_figure(run)
-    top, _, errors = figure.axes
+    top = figure.axes[0]
     assert list(top.get_lines()[0].get_xdata()) == [2, 4, 6, 8]  # 2 s intervals: seconds since the start
-    assert [bar.get_height() for bar in errors.patches] == [10, 14, 10, 13]
+    assert error_bars(figure) == [10, 14, 10, 13]
     assert latency_lines(run)["max"] == [2, FLOOR, 1, 1]
     assert figure.get_suptitle().endswith("50 req/s target, 25.375 req/s achieved, 4 intervals, slow_cooker")
 
