@@ -8,6 +8,7 @@ JOB_COMPLETION_INDEX set as Kubernetes sets it, against real nginx; their logs g
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -22,6 +23,7 @@ from runner.load.shards import Shard, aligned_start, shard_of
 from runner.report.slowcooker import goal_percent, rounded_goal
 from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak, soak_command
 from tests.support.pallet import find, pod_command, render
+from tests.support.shardlogs import shard_logs
 
 SHARDS = 3
 INTERVAL_S = 2  # the pods' interval in these tests
@@ -316,6 +318,43 @@ def test_nothing_to_merge_is_one_line_and_exit_2() -> None:
     done = merge("# sending 100 GET req/s with concurrency=5 to http://127.0.0.1:9/ ...\nnot a summary\n")
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == "soak: merge: no shard's summary found in the input: nothing to merge"
+
+
+# --- long runs: merged in bounded memory ----------------------------------------------------
+
+
+LONG_INTERVALS = 5_000
+# The address space `soak merge` of two such shards gets. Every merged interval's decoded
+# histograms (some 270 KB each) were kept until the summary: 2.7 GB for these two shards, a
+# MemoryError under this limit. Streamed, the merge holds one interval per shard: it passes
+# in 200 MB.
+MERGE_ADDRESS_SPACE = 768 * 2**20
+
+
+@pytest.fixture(scope="module")
+def long_shards(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two real shards' logs of 5,000 one-millisecond intervals each (about 5 MB each): the interval
+    records of a long soak's pod (an hour of 1 s intervals is 3,600), printed by the same code."""
+    return shard_logs(nginx.url, tmp_path_factory.mktemp("long"), shards=2, intervals=LONG_INTERVALS)
+
+
+def _limited_address_space() -> None:
+    """In the merge's process, before it runs: allocations past the limit fail (MemoryError)."""
+    resource.setrlimit(resource.RLIMIT_AS, (MERGE_ADDRESS_SPACE, MERGE_ADDRESS_SPACE))
+
+
+def test_a_long_run_merges_in_the_memory_of_one_interval_per_shard(long_shards: list[Path]) -> None:
+    done = subprocess.run(soak_command("merge", *map(str, long_shards)), capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "TZ": "UTC"}, preexec_fn=_limited_address_space)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
+    merged = assert_counts_add_up(done.stdout)
+    shards = [assert_counts_add_up(log.read_text()) for log in long_shards]
+    assert merged["shards"] == {"count": 2, "merged": [0, 1], "missing": [], "incomplete": []}
+    for key in ("requests", "good", "bad", "failed", "skipped"):
+        assert merged[key] == sum(s[key] for s in shards), key
+    late = round(abs(shards[1]["shard"]["startWall"] - shards[0]["shard"]["startWall"]) * 1000)  # in 1 ms intervals
+    assert merged["intervals"] == LONG_INTERVALS + late == len(merged["intervalStats"])
 
 
 # --- local workers --------------------------------------------------------------------------
