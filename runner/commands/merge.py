@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from runner.commands.execute import PROG, reporters_for
-from runner.core.errors import EXIT_OK, UsageError
+from runner.core.errors import EXIT_OK, EXIT_SHARD_MISSING, UsageError
 from runner.readback.podlogs import read_pods
 from runner.report.verdict import Verdict
 from runner.stats.merge import merge_shards
@@ -39,6 +39,8 @@ def main(args: argparse.Namespace) -> int:
     summary = merged.summary()
     for reporter in reporters:
         reporter.finish(summary)
+    if not merged.complete:  # a shard's share is unaccounted for: no verdict on the whole run can pass it
+        return EXIT_SHARD_MISSING
     return verdict.exit_code if verdict is not None else EXIT_OK
 
 

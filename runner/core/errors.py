@@ -11,7 +11,10 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_THRESHOLDS = 3  # the run finished (or was stopped) and broke at least one of its thresholds
 EXIT_PROXY_NOT_READY = 4  # linkerdAwait: the Linkerd proxy was not ready in time; nothing was sent
-EXIT_WORKER_FAILED = 5  # a local worker process died or failed: the output covers the others
+# A part of the run is missing from its output, which covers the others: a local worker process
+# died or failed, or `soak merge` found a shard's output missing, cut off or refused.
+EXIT_WORKER_FAILED = 5
+EXIT_SHARD_MISSING = EXIT_WORKER_FAILED  # the same meaning, for a shard of a merged run
 EXIT_OUTPUT = 6  # stdout, stderr or the CSV could not be written (a full disk, an I/O error); see outputs.py
 
 

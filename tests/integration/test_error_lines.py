@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import Path
 
-from runner.core.errors import EXIT_OK
+from runner.core.errors import EXIT_OK, EXIT_SHARD_MISSING
 from runner.report.slowcooker import MAX_ERROR_LINES
 from runner.stats.recorder import GROUP_URLS
 from tests.conftest import assert_counts_add_up, run_soak
@@ -76,7 +76,7 @@ def test_many_urls_against_a_refused_port_print_a_few_lines(transport: str, tmp_
     log = tmp_path / "shard-0.log"
     log.write_text(run.stdout)
     merged = run_soak("merge", str(log))
-    assert merged.returncode == EXIT_OK, merged.stderr
+    assert merged.returncode == EXIT_SHARD_MISSING, merged.stderr  # shard 1 of the 2 never ran
     merged_lines = [line for line in merged.stderr.splitlines() if not line.startswith("soak merge: ")]
     assert counted(error_lines("\n".join(merged_lines))) == summary["failed"]
     assert len(merged_lines) <= summary["intervals"] * (MAX_ERROR_LINES + 1)
@@ -103,6 +103,6 @@ def test_a_control_character_in_a_summary_read_back_is_printed_escaped(tmp_path:
     log = tmp_path / "shard-0.log"
     log.write_text("\n".join(lines[:start]) + "\n" + json.dumps(summary, indent=2) + "\n")
     merged = run_soak("merge", str(log))
-    assert merged.returncode == EXIT_OK, merged.stderr
+    assert merged.returncode == EXIT_SHARD_MISSING, merged.stderr  # shard 1 of the 2 never ran
     assert "\x1b" not in merged.stderr and "\x07" not in merged.stderr
     assert 'refused \\x1b[2J\\x1b]0;owned\\x07 (' in merged.stderr

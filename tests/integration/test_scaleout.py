@@ -179,14 +179,33 @@ def assert_goal_broken(stdout: str) -> None:
     assert goal.endswith(" BROKEN"), goal
 
 
+SHIPPED_THRESHOLDS = '"thresholds": ["errors% <= 1", "goal% >= 95"],'  # configuration.json's, in each pod's config
+
+
 def test_a_missing_pod_is_reported_not_dropped_silently(pods: PodRun) -> None:
+    """Exit 5, part of the run missing, whatever the verdict on the rest (it was that verdict's 3)."""
     done = merge(prefixed(0, pods.logs[0]), prefixed(2, pods.logs[2]))
-    assert done.returncode == 3, "the missing third stays in the goal: the shipped goal% threshold breaks"
-    assert_goal_broken(done.stdout)
+    assert done.returncode == 5, done.stderr
+    assert_goal_broken(done.stdout)  # the missing third stays in the goal: the shipped goal% threshold breaks
     assert done.stderr == "soak merge: shard 1 of 3: no output found, not merged\n"
     merged = assert_counts_add_up(done.stdout)
     assert merged["shards"]["missing"] == [1] and merged["shards"]["merged"] == [0, 2]
     assert merged["requests"] == pods.shard_summaries[0]["requests"] + pods.shard_summaries[2]["requests"]
+
+
+def test_a_missing_pod_fails_the_merge_without_thresholds_too(pods: PodRun) -> None:
+    """A pod deleted mid-run (eviction, preemption) left no output: its merge exited 0 when no
+    threshold judged the run, so the run passed with a third of its load never sent."""
+    unjudged = [log.replace(SHIPPED_THRESHOLDS, '"thresholds": [],') for log in pods.logs]
+    assert all(SHIPPED_THRESHOLDS in log for log in pods.logs)
+    done = merge(prefixed(0, unjudged[0]), prefixed(1, unjudged[1]))
+    late = [n - min(pods.late[:2]) for n in pods.late[:2]]  # pods that came up late on a busy machine
+    assert (done.returncode, done.stderr) == (5, "soak merge: shard 2 of 3: no output found, not merged\n"
+                                              + apart_note(late))
+    assert not any(line.startswith("# threshold") for line in done.stdout.splitlines())
+    assert assert_counts_add_up(done.stdout)["shards"]["missing"] == [2]
+    whole = merge(*(prefixed(i, log) for i, log in enumerate(unjudged)))
+    assert whole.returncode == 0, whole.stderr
 
 
 def test_a_truncated_pod_log_is_reported_as_incomplete(pods: PodRun, tmp_path: Path) -> None:
@@ -196,7 +215,7 @@ def test_a_truncated_pod_log_is_reported_as_incomplete(pods: PodRun, tmp_path: P
         files.append(tmp_path / f"pod-{index}.log")
         files[-1].write_text(log)
     done = merge(files=files)
-    assert done.returncode == 3, done.stderr  # shard 2's share is unaccounted for: goal% breaks
+    assert done.returncode == 5, done.stderr  # shard 2's share is unaccounted for (goal% breaks too)
     assert_goal_broken(done.stdout)
     assert f"{files[2]}: shard 2's log has no complete summary (cut off?)" in done.stderr
     assert "shard 2 of 3: its output has no usable summary (cut off or damaged), not merged" in done.stderr
@@ -267,7 +286,7 @@ def test_a_damaged_summary_is_one_line_naming_it_not_a_traceback(pods: PodRun, t
     for index, log in enumerate(pods.logs):
         files[index].write_text(new.join(log.rsplit(old, 1)) if index == 1 else log)  # the last: in the shard record
     done = merge(files=files)
-    assert done.returncode == 3, done.stderr  # shard 1's share is unaccounted for: goal% breaks
+    assert done.returncode == 5, done.stderr  # shard 1's share is unaccounted for (goal% breaks too)
     damage, dropped = done.stderr.splitlines()
     assert damage.startswith(f"soak merge: {files[1]}: shard 1's summary cannot be merged: ") and said in damage
     assert dropped == "soak merge: shard 1 of 3: its output has no usable summary (cut off or damaged), not merged"
@@ -505,9 +524,8 @@ def test_shard_of_reads_the_indexed_jobs_index() -> None:
 
 def test_the_merged_run_is_judged_by_the_runs_thresholds(pods: PodRun) -> None:
     """The pods' thresholds apply to the whole run: judged on the merged figures, exit 3 if broken."""
-    shipped = '"thresholds": ["errors% <= 1", "goal% >= 95"],'  # configuration.json's, in each pod's config
-    assert all(shipped in log for log in pods.logs)
-    judged = [log.replace(shipped, '"thresholds": ["p50 < 1ns", "errors% <= 0"],') for log in pods.logs]
+    assert all(SHIPPED_THRESHOLDS in log for log in pods.logs)
+    judged = [log.replace(SHIPPED_THRESHOLDS, '"thresholds": ["p50 < 1ns", "errors% <= 0"],') for log in pods.logs]
     done = merge(*(prefixed(i, log) for i, log in enumerate(judged)))
     assert done.returncode == 3, done.stderr
     verdict = [line for line in done.stdout.splitlines() if line.startswith("# threshold")]
