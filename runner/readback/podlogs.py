@@ -27,6 +27,7 @@ from runner.core.errors import UsageError
 from runner.core.units import NS_PER_S, rfc3339
 from runner.readback.logscan import Startup, startup_line, without_timestamp
 from runner.readback.results import load_run
+from runner.readback.shardcheck import contradictions
 from runner.stats.merge import CLOCK_SLACK_NS
 from runner.stats.record import ShardRun, run_settings
 
@@ -36,6 +37,7 @@ _JOB_POD = re.compile(r"^pod/(.+)-\d+-[a-z0-9]{5}/")  # an Indexed Job's pod: JO
 _NOT_A_SHARD = "not a soak shard's output"
 _SHOWN_SETTINGS = 3  # differing settings named in the message, at most
 _SHOWN_CHARS = 40
+MAX_CONTRADICTIONS = 10  # a shard's contradictions said one a line; the rest are counted
 _UNSET = object()  # a setting one shard's config does not have
 _T = TypeVar("_T")
 
@@ -123,27 +125,46 @@ def read_pods(texts: Iterable[tuple[str, str]]) -> PodLogs:
 
 
 def _read_one(found: PodLogs, source: str, log: str) -> None:
-    """One run's log: a shard to merge, a shard cut short (or damaged), or something else, noted."""
+    """One run's log: a shard to merge, a shard cut short (or damaged), or something else, noted.
+
+    A shard whose figures contradict each other is damaged too: each contradiction is a note
+    (runner.readback.shardcheck), and the shard is left out, named by its record if no
+    startup line names it.
+    """
     loaded = load_run(log, source)
     said = _shard_said(loaded.startup)
-    if said:
-        found.expected = max(found.expected or 0, said[1])
     summary = loaded.summary
     problem = None
     if summary is not None and "shard" in summary:
         try:
-            found.shards.append(ShardRun.from_summary(summary, source))
-            return
+            shard = ShardRun.from_summary(summary, source)
         except ValueError as e:
             problem = str(e)
+        else:
+            wrong = contradictions(summary, shard)
+            if not wrong:
+                found.shards.append(shard)
+                return
+            found.notes += _contradiction_notes(source, shard.index, wrong)
+            problem = f"its figures contradict each other ({len(wrong)} contradiction{'s' * (len(wrong) > 1)})"
+            said = said or (shard.index, shard.count)
     elif summary is not None and said is None:
         problem = "the summary has no shard record (was the run split over shards?)"
     if said:
+        found.expected = max(found.expected or 0, said[1])
         found.cut.append(CutLog(said[0], said[1], source, log))
         found.notes.append(f"{source}: shard {said[0]}'s summary cannot be merged: {problem}" if problem else
                            f"{source}: shard {said[0]}'s log has no complete summary (cut off?)")
     elif problem or log.strip():
         found.notes.append(f"{source}: skipped: {problem or _NOT_A_SHARD}")
+
+
+def _contradiction_notes(source: str, index: int, wrong: Sequence[str]) -> list[str]:
+    """One note per contradiction, naming the shard and where: the first MAX_CONTRADICTIONS, then how many more."""
+    notes = [f"{source}: shard {index}, {what}" for what in wrong[:MAX_CONTRADICTIONS]]
+    if len(wrong) > MAX_CONTRADICTIONS:
+        notes.append(f"{source}: shard {index}: {len(wrong) - MAX_CONTRADICTIONS} more contradictions")
+    return notes
 
 
 def _shard_said(startup: Startup | None) -> tuple[int, int] | None:

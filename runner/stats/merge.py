@@ -119,7 +119,8 @@ def merge_intervals(info: RunInfo, shards: Sequence[ShardRun], count: int) -> It
     """The run's intervals: each shard's matched by its start on the common grid, and added.
 
     The shards are walked in lockstep, each in its own order of time (a shard's intervals
-    follow one another), so only the records of one grid slot are decoded at a time. Of the
+    follow one another; runner.readback.shardcheck refuses a log whose records do not), so
+    only the records of one grid slot are decoded at a time. Of the
     run's `count` shards, those with no output count as sending all through every interval
     (their load was due, and nothing says it was sent); those merged count for the time they
     were sending.

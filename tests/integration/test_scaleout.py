@@ -8,6 +8,7 @@ JOB_COMPLETION_INDEX set as Kubernetes sets it, against real nginx; their logs g
 from __future__ import annotations
 
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -294,6 +295,37 @@ def test_a_damaged_summary_is_one_line_naming_it_not_a_traceback(pods: PodRun, t
     alone = merge(files=[files[1]])
     assert alone.returncode == 2 and "Traceback" not in alone.stderr
     assert alone.stderr.splitlines()[-1] == "soak: merge: no shard's summary found in the input: nothing to merge"
+
+
+def test_a_pod_whose_figures_contradict_each_other_is_named_and_left_out(pods: PodRun, tmp_path: Path) -> None:
+    """One interval's good count raised by 1,000 in a pod's log, its histogram and status codes left
+    as they were: merged, the made-up responses went into the run's totals and verdict without a
+    word. Each contradiction is one line naming the pod, the shard and the interval, the shard is
+    left out as a damaged one is, and the exit code is 5."""
+    lines = pods.logs[1].splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith('{"iter": 1, "startNs": '))
+    found = re.search(r'"tally": \{"good": (\d+), "bad": (\d+),', lines[at])
+    assert found is not None, lines[at]
+    good, bad = int(found[1]), int(found[2])
+    lines[at] = lines[at].replace(found[0], f'"tally": {{"good": {good + 1000}, "bad": {bad},', 1)
+    files = [tmp_path / f"pod-{index}.log" for index in range(SHARDS)]
+    for index, log in enumerate([pods.logs[0], "".join(lines), pods.logs[2]]):
+        files[index].write_text(log)
+    done = merge(files=files)
+    assert done.returncode == 5, done.stderr
+    said = [line.removeprefix(f"soak merge: {files[1]}: shard 1") for line in done.stderr.splitlines()]
+    summary = pods.shard_summaries[1]
+    assert said[:5] == [
+        f", interval 1: good + bad is {good + bad + 1000}, its latency histogram holds {good + bad}",
+        f", interval 1: good is {good + 1000}, its status codes 200-499 count {good}",
+        f", the run: requests is {summary['requests']}, its intervals and drain add up to {summary['requests'] + 1000}",
+        f", the run: good is {summary['good']}, its intervals and drain add up to {summary['good'] + 1000}",
+        "'s summary cannot be merged: its figures contradict each other (4 contradictions)",
+    ]
+    assert said[5] == "soak merge: shard 1 of 3: its output has no usable summary (cut off or damaged), not merged"
+    merged = assert_counts_add_up(done.stdout)
+    assert merged["shards"]["incomplete"] == [1] and merged["shards"]["merged"] == [0, 2]
+    assert merged["good"] == pods.shard_summaries[0]["good"] + pods.shard_summaries[2]["good"]
 
 
 def test_stdin_that_is_not_utf8_is_read_anyway() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -202,7 +203,8 @@ def shard_log(s: ShardRun, cut: bool = False) -> str:
     """The shard's stdout as the runner prints it: startup line, then a JSON summary with its shard record."""
     record = {**(s.run or {}), "index": s.index, "count": s.count, "startWall": s.start_wall, "urls": s.urls,
               "urlSource": s.url_source, "intervals": s.intervals}
-    summary = json.dumps({"requests": 10, "config": s.config, "shard": record}, indent=2)
+    requests = sum(r["tally"]["good"] + r["tally"]["bad"] + r["tally"]["failed"] for r in s.intervals)
+    summary = json.dumps({"requests": requests, "config": s.config, "shard": record}, indent=2)
     startup = f"# sending 15 GET req/s with concurrency=1 to {s.urls[0]} (shard {s.index} of {s.count}) ...\n"
     return startup + (summary[: len(summary) // 2] if cut else summary) + "\n"
 
@@ -354,3 +356,117 @@ def test_a_damaged_summary_without_a_startup_line_is_skipped_and_said() -> None:
     found = read_pods([("b.log", damaged(("shard", "index"), "one").split("\n", 1)[1])])
     assert found.shards == [] and found.incomplete == []
     assert found.notes == ['b.log: skipped: shard.index: "one" is not allowed; must be a whole number, at least 0']
+
+
+# --- shards whose figures contradict each other -------------------------------------------------
+
+
+def whole_log(s: ShardRun, **changes: object) -> str:
+    """shard_log() with the run's figures a real summary has: its intervals added up, as the recorder adds them."""
+    run = Tally()
+    for record in s.intervals:
+        run.merge(tally_from_record(record["tally"]))
+    summary = {"requests": run.requests, "good": run.good, "bad": run.bad, "failed": run.failed,
+               "skipped": run.skipped, "late": run.late, "hashChecked": 0, "hashMismatches": 0,
+               "bytesIn": run.bytes_in, "bytesOut": run.bytes_out,
+               "statusCodes": {str(c): n for c, n in sorted(run.statuses.items())}, "errors": dict(run.errors),
+               "intervals": len(s.intervals), "histogram": {"unit": "ns", "hdr": run.latency.encode()}}
+    log = shard_log(s)
+    startup, text = log.split("\n", 1)
+    return startup + "\n" + json.dumps({**summary, **json.loads(text), **changes}, indent=2) + "\n"
+
+
+URLS = ["http://127.0.0.1:9/", "http://127.0.0.1:9/b"]  # tally_of's errors are on the second
+
+
+def three_intervals() -> ShardRun:
+    return replace(shard(1, 2, 1_000.0, [tally_of([1] * 5, errors=2, seed=k) for k in range(3)]), urls=URLS)
+
+
+def other_shard() -> ShardRun:
+    return replace(shard(0, 2, 1_000.0, [tally_of([1])]), urls=URLS)
+
+
+def edited(s: ShardRun, interval: int, **changes: object) -> ShardRun:
+    """The shard with keys of one interval's tally record changed, as someone editing the log would."""
+    records = [json.loads(json.dumps(r)) for r in s.intervals]
+    records[interval]["tally"].update(changes)
+    return replace(s, intervals=records)
+
+
+def contradictions_of(log: str) -> list[str]:
+    """What read_pods says of shard 1's log beside a good shard 0; shard 1 must be left out."""
+    found = read_pods([("a.log", whole_log(other_shard())), ("b.log", log)])
+    assert [s.index for s in found.shards] == [0] and found.incomplete == [1], found.notes
+    assert all(note.startswith("b.log: shard 1") for note in found.notes), found.notes
+    assert found.notes[-1].startswith("b.log: shard 1's summary cannot be merged: its figures contradict each other (")
+    return [note.removeprefix("b.log: shard 1, ") for note in found.notes[:-1]]
+
+
+def test_a_shard_whose_figures_agree_is_merged() -> None:
+    found = read_pods([("a.log", whole_log(other_shard())), ("b.log", whole_log(three_intervals()))])
+    assert [s.index for s in found.shards] == [0, 1] and found.notes == []
+
+
+def test_an_interval_tally_above_its_histogram_is_said_and_the_shard_left_out() -> None:
+    """The issue's case: good + 1000 in one interval's record of the log, nothing else changed."""
+    s = three_intervals()
+    log = whole_log(s)
+    startup, text = log.split("\n", 1)
+    summary = json.loads(text)
+    tally = summary["shard"]["intervals"][1]["tally"]
+    good, responses = tally["good"], tally["good"] + tally["bad"]
+    tally["good"] += 1000
+    said = contradictions_of(f"{startup}\n{json.dumps(summary, indent=2)}\n")
+    assert said == [f"interval 1: good + bad is {responses + 1000}, its latency histogram holds {responses}",
+                    f"interval 1: good is {good + 1000}, its status codes 200-499 count {good}",
+                    f"the run: requests is {summary['requests']}, its intervals and drain add up to "
+                    f"{summary['requests'] + 1000}",
+                    f"the run: good is {summary['good']}, its intervals and drain add up to {summary['good'] + 1000}"]
+
+
+@pytest.mark.parametrize(("changes", "said"), [
+    ({"good": 5, "bad": 0, "statuses": {"200": 4, "503": 1}}, "good is 5, its status codes 200-499 count 4"),
+    ({"good": 5, "bad": 0, "statuses": {"200": 4, "503": 1}}, "bad is 0, its other status codes count 1"),
+    ({"errors": {"timeout": 5}}, "failed is 2, its errors by kind add up to 5"),
+    ({"hashChecked": 9}, "hashChecked is 9, more than its 5 responses"),
+    ({"kernelClocked": 6}, "kernelClocked is 6, more than its 5 responses"),
+    ({"hashChecked": 1, "hashMismatches": 2}, "hashMismatches is 2, more than the 1 checked"),
+])
+def test_each_contradiction_in_an_interval_is_a_line_naming_it(changes: dict, said: str) -> None:
+    s = three_intervals()
+    lines = contradictions_of(whole_log(edited(s, 2, **changes)))
+    assert f"interval 2: {said}" in lines, lines
+
+
+def test_intervals_out_of_order_are_a_contradiction() -> None:
+    s = three_intervals()
+    records = [json.loads(json.dumps(r)) for r in s.intervals]
+    records[1]["startNs"], records[2]["startNs"] = records[2]["startNs"], records[1]["startNs"]
+    records[1]["endNs"], records[2]["endNs"] = records[2]["endNs"], records[1]["endNs"]
+    assert contradictions_of(whole_log(replace(s, intervals=records))) == [f"interval 2: starts at {10 * SECOND} ns, not after interval 1 "
+                                                     f"({20 * SECOND} ns)"]
+
+
+@pytest.mark.parametrize(("changes", "said"), [
+    ({"requests": 1}, ["requests is 1, good + bad + failed is 21", "requests is 1, its intervals and drain add up to 21"]),
+    ({"skipped": 3}, ["skipped is 3, its intervals and drain add up to 0"]),
+    ({"statusCodes": {"200": 99}}, ['statusCodes is {"200": 99}, its intervals and drain add up to ']),
+    ({"errors": {}}, ['errors is {}, its intervals and drain add up to {"timeout": 6}']),
+    ({"intervals": 4}, ["intervals is 4, its intervals and drain add up to 3"]),
+    ({"histogram": {"unit": "ns", "hdr": LatencyHistogram().encode()}},
+     ["its latency histogram holds 0, its intervals' responses are 15"]),
+])
+def test_run_figures_that_are_not_their_intervals_sum_are_said(changes: dict, said: list[str]) -> None:
+    lines = contradictions_of(whole_log(three_intervals(), **changes))
+    assert len(lines) == len(said) and all(line.startswith(f"the run: {want}") for line, want in zip(lines, said)), lines
+
+
+def test_many_contradictions_are_said_ten_and_counted() -> None:
+    s = replace(shard(1, 2, 1_000.0, [tally_of([1] * 2, seed=k) for k in range(30)]), urls=URLS)
+    records = [json.loads(json.dumps(r)) for r in s.intervals]
+    for record in records:
+        record["tally"]["kernelClocked"] = 3
+    lines = contradictions_of(whole_log(replace(s, intervals=records)))
+    assert lines[:10] == [f"interval {k}: kernelClocked is 3, more than its 2 responses" for k in range(10)]
+    assert lines[10:] == ["b.log: shard 1: 20 more contradictions"]
