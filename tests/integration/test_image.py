@@ -8,10 +8,12 @@ tests/integration/test_container.py builds the image and runs it.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -57,6 +59,28 @@ def test_the_lock_pins_every_dependency_as_pyproject_does() -> None:
     build, final = DOCKERFILE.split("\nFROM ${PYTHON_IMAGE}")[1:]
     assert "--requirement requirements.lock" in build and "PIP_CONSTRAINT=/src/requirements.lock" in build
     assert "--no-index --find-links /wheels" in final
+
+
+def test_the_wheel_builds_as_the_image_builds_it_with_the_spdx_license(tmp_path: Path) -> None:
+    """The build stage's `pip wheel --no-deps .`, build tools pinned by the lock (PIP_CONSTRAINT):
+    pyproject's build requirement must admit the locked setuptools, and the license must be the
+    SPDX string that setuptools 77 and later read (the TOML table was deprecated, to stop
+    building after 2027-02-18), so the wheel says `License-Expression: Apache-2.0`."""
+    (instruction,) = re.findall(r"^RUN (/opt/build/bin/pip wheel .*--no-deps.*) \.$", DOCKERFILE, re.M)
+    options = instruction.split()[2:]  # after `pip wheel`, as the Dockerfile gives them
+    assert "--wheel-dir" in options
+    options = options[:options.index("--wheel-dir")]
+    env = {**os.environ, "PIP_CONSTRAINT": str(REPO / "requirements.lock")}
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", *options, "--wheel-dir", str(tmp_path), "."],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "SetuptoolsDeprecationWarning" not in done.stdout + done.stderr, done.stdout[-3000:]
+    (wheel,) = tmp_path.glob("soak_pallet-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = archive.read(name).decode()
+    assert "License-Expression: Apache-2.0\n" in metadata, metadata[:600]
+    assert "\nLicense: " not in metadata
 
 
 def test_the_entrypoint_exists_after_pip_install_in_a_fresh_venv(tmp_path: Path) -> None:
