@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from runner.commands.execute import PROG, reporters_for
+from runner.config.files import read_log
 from runner.core.errors import EXIT_OK, EXIT_SHARD_MISSING, UsageError
 from runner.readback.podlogs import read_pods
 from runner.report.verdict import Verdict
@@ -45,10 +46,4 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _read_text(path: str) -> str:
-    try:
-        if path == "-":
-            return sys.stdin.buffer.read().decode("utf-8", errors="replace")
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror or e}") from None
+    return read_log(path).decode("utf-8", errors="replace")  # a device or a FIFO is refused, in one line

@@ -13,6 +13,7 @@ import ssl
 
 import certifi
 
+from runner.config.files import TLS_FILE_LIMIT, read_bounded
 from runner.core.errors import UsageError
 from runner.load.transport import TransportOptions
 
@@ -74,13 +75,11 @@ def _load_client_certificate(context: ssl.SSLContext, cert: str, key: str) -> No
 
 
 def _read(setting: str, path: str) -> str:
+    """The file's text, read as every input is (a regular file, within a bound); errors name `setting`."""
     try:
-        with open(path, "rb") as f:
-            return f.read().decode("latin-1")
-    except FileNotFoundError:
-        raise UsageError(f"{setting}: {path}: no such file") from None
-    except OSError as e:
-        raise UsageError(f"{setting}: {path}: cannot read: {e.strerror or e}") from None
+        return read_bounded(path, TLS_FILE_LIMIT, "a TLS file").decode("latin-1")
+    except UsageError as e:
+        raise UsageError(f"{setting}: {e}") from None
 
 
 def _no_password() -> bytes:

@@ -13,13 +13,12 @@ Everything here is pure except read_run(), which only reads the file.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
-from runner.core.errors import UsageError
+from runner.config.files import read_log
 from runner.core.units import UNIT_NS
 from runner.readback.figures import LATENCY_KEYS, RunFigures, figures, json_int, json_number
 from runner.readback.logscan import MAX_LINE_NOTES, IntervalFigures, JsonBlock, LogScan, Startup, scan
@@ -56,14 +55,7 @@ class LoadedRun:
 
 def read_run(path: str, assumed_unit: str = "ms") -> LoadedRun:
     """Load the run in a file (`-` for stdin); a file that cannot be read is a UsageError."""
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(path, "rb") as f:
-                data = f.read()
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror or e}") from None
+    data = read_log(path)  # a regular file, stdin or a shell's pipe; a device or a FIFO is refused
     return load_run(data.decode("utf-8", errors="replace"), path, assumed_unit)
 
 

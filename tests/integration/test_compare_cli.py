@@ -42,8 +42,8 @@ def test_soak_compare_in_another_unit_and_for_unitless_logs(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
-    (["/no/such.json", "{other}"], "soak: /no/such.json: No such file or directory"),
-    (["{dir}", "{other}"], "soak: {dir}: Is a directory"),
+    (["/no/such.json", "{other}"], "soak: /no/such.json: no such file"),
+    (["{dir}", "{other}"], "soak: {dir}: cannot read: Is a directory"),
     (["{empty}", "{other}"], "soak: {empty}: no soak or slow_cooker output in it (no interval lines, no JSON summary)"),
     (["{junk}", "{other}"], "soak: {junk}: no soak or slow_cooker output in it (no interval lines, no JSON summary)"),
     (["{other}"], "soak: compare needs two files or more: the first is the baseline"),

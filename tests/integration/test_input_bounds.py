@@ -15,23 +15,24 @@ from pathlib import Path
 
 import pytest
 
-from runner.config.files import BODY_LIMIT, CONFIG_LIMIT, URL_LIST_LIMIT
-from tests.conftest import REPO, Run, soak_command
+from runner.config.files import BODY_LIMIT, CONFIG_LIMIT, TLS_FILE_LIMIT, URL_LIST_LIMIT
+from tests.conftest import GOLDEN, REPO, Run, soak_command
+from tests.support.certs import Pki
 
 URL = "http://127.0.0.1:9/"  # never reached: every case is refused before anything is sent
 NOT_REGULAR = "not a regular file; inputs are read whole before the run starts, so they must be files that end"
 MEMORY_CAP = 1024 * 1024 * 1024  # the runner needs ~100 MB; reading /dev/zero whole fails at once instead of swapping
 
 
-def capped_soak(*args: str, timeout: float = 30) -> Run:
+def capped_soak(*args: str, timeout: float = 30, stdin: bytes | None = None, pass_fds: tuple[int, ...] = ()) -> Run:
     """The CLI with its address space capped, so a runner that reads without a bound fails fast, not the machine."""
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
-    done = subprocess.run(soak_command(*args), capture_output=True, text=True, timeout=timeout, cwd=REPO,
-                          env={**os.environ, "TZ": "UTC"}, preexec_fn=cap)
-    return Run(done.returncode, done.stdout, done.stderr)
+    done = subprocess.run(soak_command(*args), capture_output=True, timeout=timeout, cwd=REPO, input=stdin,
+                          env={**os.environ, "TZ": "UTC"}, preexec_fn=cap, pass_fds=pass_fds)
+    return Run(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
 def assert_refused_alike(args: list[str], expected: str) -> None:
@@ -118,6 +119,83 @@ def test_each_input_file_has_a_size_bound(tmp_path: Path, flag: str, limit: int,
     value = f"@{fitting}" if flag == "--body" else str(fitting)
     checked = capped_soak("validate", flag, value, *([] if flag == "--urls" else [URL]))
     assert checked.returncode == 0, checked.stderr
+
+
+TLS_SETTINGS = ["caBundle", "clientCert", "clientKey"]
+
+
+def tls_arguments(pki: Pki, setting: str, path: str) -> list[str]:
+    """`--SETTING path` for an HTTPS URL; a clientKey needs its clientCert beside it."""
+    cert = ["--clientCert", str(pki.client_cert)] if setting == "clientKey" else []
+    return [*cert, f"--{setting}", path, "https://127.0.0.1:9/"]
+
+
+@pytest.mark.parametrize("setting", TLS_SETTINGS)
+def test_a_tls_file_that_never_ends_is_refused(pki: Pki, tmp_path: Path, setting: str) -> None:
+    """--caBundle /dev/zero was a MemoryError traceback after reading 1.33 GB; a FIFO hung the start."""
+    assert_refused_alike(tls_arguments(pki, setting, "/dev/zero"),
+                         f"{setting}: /dev/zero: is a character device, {NOT_REGULAR}")
+    fifo = tmp_path / "tls.pem"
+    os.mkfifo(fifo)
+    assert_refused_alike(tls_arguments(pki, setting, str(fifo)), f"{setting}: {fifo}: is a FIFO (named pipe), {NOT_REGULAR}")
+
+
+@pytest.mark.parametrize("setting", TLS_SETTINGS)
+def test_a_tls_file_has_a_size_bound(pki: Pki, tmp_path: Path, setting: str) -> None:
+    """One byte over the bound is refused (a sparse file); the bound is far above a real bundle (certifi's: 0.3 MiB)."""
+    big = tmp_path / "big.pem"
+    with big.open("wb") as f:
+        f.truncate(TLS_FILE_LIMIT + 1)
+    assert_refused_alike(tls_arguments(pki, setting, str(big)),
+                         f"{setting}: {big}: larger than 4 MiB, the most a TLS file may hold")
+    real = {"caBundle": pki.ca, "clientCert": pki.client_combined, "clientKey": pki.client_key}[setting]
+    fitting = tmp_path / "fitting.pem"
+    fitting.write_bytes(real.read_bytes() + b"\n" * (TLS_FILE_LIMIT - real.stat().st_size))
+    checked = capped_soak("validate", *tls_arguments(pki, setting, str(fitting)))
+    assert checked.returncode == 0, checked.stderr
+
+
+LOG = str(GOLDEN / "100qps-ms.log")  # slow_cooker's own log: compare and plot read it, merge finds no shard in it
+NOT_A_LOG_FILE = "not a regular file; logs are read to their end, so they must be files that end (or - for stdin)"
+READERS = [["merge", LOG, "{bad}"], ["compare", "{bad}", LOG], ["plot", "{bad}", "-o", "{tmp}/x.png"]]
+
+
+@pytest.mark.parametrize("reader", READERS, ids=[r[0] for r in READERS])
+def test_a_log_that_never_ends_is_refused(tmp_path: Path, reader: list[str]) -> None:
+    """`soak merge s0.log /dev/zero` hung, `soak compare /dev/zero s0.log` was a MemoryError traceback, and a
+    FIFO with no writer held each of them for ever."""
+    fifo = tmp_path / "shard.log"
+    os.mkfifo(fifo)
+    for bad, kind in [("/dev/zero", "a character device"), (str(fifo), "a FIFO (named pipe)")]:
+        done = capped_soak(*(a.format(bad=bad, tmp=tmp_path) for a in reader))
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert done.stderr == f"soak: {bad}: is {kind}, {NOT_A_LOG_FILE}\n"
+        assert done.stdout == "" and not (tmp_path / "x.png").exists()
+
+
+def test_stdin_and_a_shells_pipe_are_still_logs_to_read(tmp_path: Path) -> None:
+    """`-`, /dev/stdin and `<(kubectl logs ...)` (a pipe with no name, /dev/fd/N) are read as the file is."""
+    log = Path(LOG).read_bytes()
+    expected = capped_soak("compare", LOG, LOG)
+    assert expected.returncode == 0, expected.stderr
+    for name in ("-", "/dev/stdin"):
+        done = capped_soak("compare", name, LOG, stdin=log)
+        assert done.returncode == 0, done.stderr
+        assert figures(done) == figures(expected)
+    read, write = os.pipe()
+    try:
+        os.write(write, log)  # fits in the pipe's buffer: the writer is done before the reader starts
+        os.close(write)
+        done = capped_soak("compare", f"/dev/fd/{read}", LOG, pass_fds=(read,))
+    finally:
+        os.close(read)
+    assert done.returncode == 0, done.stderr
+    assert figures(done) == figures(expected)
+
+
+def figures(compared: Run) -> list[list[str]]:
+    """`soak compare`'s table without its first line, which names the files (and so sets the columns' widths)."""
+    return [line.split() for line in compared.lines[1:]]
 
 
 def test_a_key_given_twice_names_both_places(tmp_path: Path) -> None:

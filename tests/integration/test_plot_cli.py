@@ -84,7 +84,7 @@ def test_soak_plot_without_matplotlib_says_how_to_install_it(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
-    (["/no/such.log", "-o", "{out}"], "soak: /no/such.log: No such file or directory"),
+    (["/no/such.log", "-o", "{out}"], "soak: /no/such.log: no such file"),
     (["{empty}", "-o", "{out}"], "soak: {empty}: no soak or slow_cooker output in it (no interval lines, no JSON summary)"),
     (["{summary}", "-o", "{out}"], "soak: {summary}: no interval figures to plot (no interval lines, no intervalStats)"),
     (["{log}", "-o", "{tmp}/x.jpg"],
