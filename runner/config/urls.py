@@ -185,7 +185,9 @@ def _as_configmap(text: str, path: str) -> tuple[str, int | None] | None:
         return None  # YAML would read it as one string: no need to (24 s for a 16 MiB list)
     try:
         documents = list(yaml.compose_all(text, Loader=_BoundedLoader))
-    except yaml.YAMLError:
+    except yaml.YAMLError as e:
+        if _YAML_KEY.search(text):  # meant as a manifest (`apiVersion: v1`): its lines are no URLs to check
+            raise UsageError(_invalid_yaml(path, e)) from None
         return None  # not YAML at all: a plain list
     except _TooDeep as e:
         raise UsageError(f"{path}:{e.line}: YAML nested more than {MAX_YAML_DEPTH} levels deep "
@@ -220,6 +222,21 @@ def _as_configmap(text: str, path: str) -> tuple[str, int | None] | None:
 # A line that can be in YAML other than a plain (multi-line) string: one that is not blank, not
 # a comment, and not a URL without spaces that does not end in ":" (`http://a/:` is a YAML key).
 _NOT_A_PLAIN_LINE = re.compile(r"^(?![ \t]*(?:#[^\n]*|https?://\S*[^\s:])?[ \t\r]*$)", re.M)
+
+# A line that starts a YAML mapping at the left margin, as a manifest's `apiVersion: v1` or `data:`
+# do; a URL's `http:` is followed by `//`, never by a space or the line's end.
+_YAML_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*[ \t]*:(?:[ \t]|$)", re.M)
+
+
+def _invalid_yaml(path: str, error: yaml.YAMLError) -> str:
+    """`urls.yaml:5: invalid YAML: ...`, at the line (and column) where PyYAML found the problem."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error)
+    where = f"{path}:{mark.line + 1}" if mark is not None else path
+    column = f" (column {mark.column + 1})" if mark is not None else ""
+    return (f"{where}: invalid YAML: {redact.printable(problem)}{column}; a URL list is a ConfigMap manifest "
+            "or plain lines, one URL each")
+
 
 # How deep a URL file's YAML may nest: a ConfigMap needs 3 (data, its key, the text). PyYAML
 # composes recursively, so `[[[...` 100,000 deep was a RecursionError traceback.

@@ -79,6 +79,17 @@ def test_a_configmap_with_a_complex_key(tmp_path: Path) -> None:
     assert_refused_alike(["--urls", str(manifest)], f"{manifest}:4: a ConfigMap's data keys are names, like urls.txt")
 
 
+def test_a_configmap_that_is_not_valid_yaml(tmp_path: Path) -> None:
+    """`data:` indented by one space: read as a plain list, it was `badcm.yaml:1: 'apiVersion: v1' contains a space`."""
+    manifest = tmp_path / "badcm.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: soak-urls\n data:\n  urls.txt: |\n"
+                        "    http://127.0.0.1:9/\n")
+    expected = (f"{manifest}:5: invalid YAML: expected <block end>, but found '<block mapping start>' (column 2); "
+                "a URL list is a ConfigMap manifest or plain lines, one URL each")
+    assert_refused_alike(["--urls", str(manifest)], expected)
+    assert_refused_alike([f"@{manifest}"], expected)
+
+
 @pytest.mark.parametrize("flag", ["--config", "--urls", "--body"])
 def test_a_fifo_is_refused_not_waited_on(tmp_path: Path, flag: str) -> None:
     """A FIFO with no writer: open() blocked for ever (the run never started, and ignored its deadline)."""

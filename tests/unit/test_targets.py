@@ -205,6 +205,30 @@ def test_text_that_is_not_yaml_is_a_plain_list(tmp_path: Path) -> None:
     assert load_url_file(path) == ["http://a/", "http://b/"]
 
 
+INVALID_MANIFESTS = [
+    # the data: key indented by one space, as a paste can leave it
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n data:\n  urls.txt: |\n    http://a/\n",
+     "5: invalid YAML: expected <block end>, but found '<block mapping start>' (column 2)"),
+    ("apiVersion: v1\nkind: ConfigMap\ndata:\n\turls.txt: http://a/\n",
+     "4: invalid YAML: found character '\\t' that cannot start any token (column 1)"),
+    ("kind: ConfigMap\ndata: {urls.txt: http://a/\n", "3: invalid YAML: expected ',' or '}', but got '<stream end>' (column 1)"),
+]
+
+
+@pytest.mark.parametrize(("text", "problem"), INVALID_MANIFESTS)
+def test_a_manifest_that_is_not_valid_yaml_is_said_so_with_its_line(tmp_path: Path, text: str, problem: str) -> None:
+    """It was read as a plain list: `badcm.yaml:1: 'apiVersion: v1' contains a space`."""
+    path = write(tmp_path, "cm.yaml", text)
+    assert usage_error(load_url_file, path) == (f"{path}:{problem}; a URL list is a ConfigMap manifest or plain "
+                                                "lines, one URL each")
+
+
+def test_a_plain_list_that_is_not_yaml_still_names_its_bad_url(tmp_path: Path) -> None:
+    """Invalid YAML with no `key:` line at the margin is no manifest: its lines are URLs, checked as such."""
+    path = write(tmp_path, "urls.txt", "http://a/\n\t http://b c/\n")
+    assert usage_error(load_url_file, path) == f"{path}:2: 'http://b c/' contains a space"
+
+
 # --- @file arguments and URL arguments ---------------------------------------------------------
 
 
