@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.core.errors import EXIT_OK, UsageError
+from runner.core.numbers import whole_number
 from runner.readback.results import IntervalFigures, LoadedRun
 
 if TYPE_CHECKING:
@@ -267,11 +268,19 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                         help="a run's saved log (kubectl logs as it is, slow_cooker's) or JSON summary; - for stdin")
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
                         help="the picture to write: SVG when it ends in .svg, else PNG")
-    parser.add_argument("--width", type=int, default=DEFAULT_WIDTH, metavar="PIXELS",
+    parser.add_argument("--width", type=_pixels, default=DEFAULT_WIDTH, metavar="PIXELS",
                         help=f"width in pixels. Default: {DEFAULT_WIDTH}.")
-    parser.add_argument("--height", type=int, default=DEFAULT_HEIGHT, metavar="PIXELS",
+    parser.add_argument("--height", type=_pixels, default=DEFAULT_HEIGHT, metavar="PIXELS",
                         help=f"height in pixels. Default: {DEFAULT_HEIGHT}.")
     add_assume_unit(parser)
+
+
+def _pixels(text: str) -> int:
+    """A whole number in ASCII digits, as int() alone is not (it reads `1_200` and `١٢٠٠`)."""
+    number = whole_number(text)
+    if number is None:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
+    return number
 
 
 def main(args: argparse.Namespace) -> int:

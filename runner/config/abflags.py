@@ -14,6 +14,7 @@ from typing import Any
 from runner.config.files import BODY_LIMIT, read_bounded
 from runner.config.schema import validate
 from runner.core.errors import UsageError
+from runner.core.numbers import decimal_number, whole_number
 
 # `soak bench` starts from ab's defaults: one request from one client, a new connection per
 # request (until -k), a 30 s timeout, no time limit. There are no interval lines to print, so
@@ -66,7 +67,7 @@ def _check_readable(path: str) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """ab's own flags, so `soak bench -n 1000 -c 10 -k URL` reads as ab does."""
     ab = parser.add_argument_group("ab's options")
-    ab.add_argument("-n", dest="ab_n", type=_positive(int, "-n", "a whole number"), metavar="requests",
+    ab.add_argument("-n", dest="ab_n", type=_positive(whole_number, "-n", "a whole number"), metavar="requests",
                     help="Number of requests to perform (totalRequests). Default: 1, or 50000 with -t.")
     ab.add_argument("-c", dest="ab_c", type=_integer, metavar="concurrency",
                     help="Number of multiple requests to make at a time (concurrency). Default: 1.")
@@ -86,10 +87,9 @@ def _positive(kind: Callable[[str], Any], flag: str, words: str) -> Callable[[st
     """An argparse type: a number of `kind` greater than 0, refused in the schema errors' words."""
 
     def convert(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise UsageError(f'{flag}: "{text}" is not allowed; must be {words} greater than 0') from None
+        value = kind(text)
+        if value is None:
+            raise UsageError(f'{flag}: "{text}" is not allowed; must be {words} greater than 0')
         if not value > 0:
             raise UsageError(f"{flag}: {text} is not allowed; must be {words} greater than 0")
         return value
@@ -101,17 +101,14 @@ def _seconds(flag: str) -> Callable[[str], str]:
     """ab's seconds (-t, -s) as a duration setting: `2` becomes `2s`."""
 
     def convert(text: str) -> str:
-        seconds = _positive(float, flag, "a number of seconds")(text)
+        seconds = float(_positive(decimal_number, flag, "a number of seconds")(text))
         return f"{seconds:.9f}".rstrip("0").rstrip(".") + "s"
 
     return convert
 
 
-
-
 def _integer(text: str) -> int | str:
-    """A whole number where the text is one; otherwise the text, for the schema to refuse in its words."""
-    try:
-        return int(text)
-    except ValueError:
-        return text
+    """A whole number where the text is one (in ASCII digits); otherwise the text, for the schema to refuse in its
+    words."""
+    number = whole_number(text)
+    return text if number is None else number

@@ -9,6 +9,7 @@ that an error names the flag.
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from runner.config.jsonfile import read_config_file
@@ -16,6 +17,7 @@ from runner.config.schema import ValidationError, schema, settings_names, valida
 from runner.config.settings import Settings, merge, settings_from
 from runner.config.urls import load_url_file, urls_from_arguments
 from runner.core.errors import UsageError
+from runner.core.numbers import decimal_number, whole_number
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +53,7 @@ def add_setting_arguments(parser: argparse.ArgumentParser, defaults: dict[str, A
                                metavar="'RULE[, RULE ...]'" if spec["items"].get("format") == "threshold"
                                else "'ITEM[, ITEM ...]'", help=help_text)
         else:
-            group.add_argument(f"--{name}", type=_typed(spec), default=argparse.SUPPRESS, metavar=_metavar(spec),
+            group.add_argument(f"--{name}", type=_typed(name, spec), default=argparse.SUPPRESS, metavar=_metavar(spec),
                                help=help_text)
 
 
@@ -118,21 +120,33 @@ def _env_headers(values: list[str]) -> dict[str, dict[str, str]]:
     return headers
 
 
-def _typed(spec: dict[str, Any]) -> Any:
-    """Convert a flag's text to the schema's type where it can; the schema judges the rest."""
+def _typed(name: str, spec: dict[str, Any]) -> Any:
+    """Convert a flag's text to the schema's type where it can; the schema judges the rest.
+
+    Numbers are ASCII digits only, as in JSON: `1_000` and `١٠` (which int() reads) are refused
+    with a line saying how to write them.
+    """
     kind = spec.get("type")
 
     def convert(text: str) -> Any:
-        try:
-            if kind == "integer":
-                return int(text)
-            if kind == "number":
-                return float(text) if any(c in text for c in ".eE") or text.lower() in ("inf", "nan") else int(text)
-        except ValueError:
-            pass
-        return text
+        if kind not in ("integer", "number"):
+            return text
+        number = whole_number(text) if kind == "integer" else decimal_number(text)
+        if number is None and _python_reads(text, kind):
+            raise UsageError(f'--{name}: "{text}" is not allowed; write a number in ASCII digits, without "_" or '
+                             f'spaces, like {"1000" if kind == "integer" else "1000 or 0.5"}')
+        return text if number is None else number
 
     return convert
+
+
+def _python_reads(text: str, kind: str) -> bool:
+    """Whether int() (for an integer) or float() would take `text` for a number: non-ASCII digits, `_`,
+    spaces around it."""
+    try:
+        return math.isfinite(int(text) if kind == "integer" else float(text))
+    except ValueError:
+        return False
 
 
 def _items(text: str) -> list[str]:

@@ -35,8 +35,10 @@ RATE_UNITS = ("", "/s", "req/s", "rps")
 OPERATORS = ("<", "<=", ">", ">=")
 SCOPES = ("run", "interval")
 
-_RULE = re.compile(r"^(?P<metric>[^<>=!\s]+)\s*(?P<op>[<>=!]=?)\s*(?P<value>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>\S*)$")
-_PERCENTILE = re.compile(r"^p\(?(\d+(?:\.\d+)?)\)?$")  # p99, p(99), p99.9, p(99.9)
+# Numbers in ASCII digits only (re.ASCII: `\d` would match every script's digits, `p99 < ١ms`).
+_RULE = re.compile(r"^(?P<metric>[^<>=!\s]+)\s*(?P<op>[<>=!]=?)\s*(?P<value>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>\S*)\Z",
+                   re.ASCII)
+_PERCENTILE = re.compile(r"^p\(?(\d+(?:\.\d+)?)\)?\Z", re.ASCII)  # p99, p(99), p99.9, p(99.9)
 _EXAMPLES = 'like "p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'
 _LIST = ("p50 p75 p90 p95 p99 p999 max mean (latencies), goal% errors% failed% bad% skipped% (percentages) "
          "or rate (req/s)")
@@ -97,11 +99,19 @@ def number(x: float) -> str:
 
 
 def parse_rule(text: str, scope: str = "run") -> Rule:
-    """The rule a string states; ThresholdError says what is wrong with one that states none."""
+    """The rule a string states; ThresholdError says what is wrong with one that states none,
+    or with one that states a rule no run could keep, or none could break."""
     tidy = " ".join(str(text).split())
     found = _RULE.match(tidy)
     if not found:
         raise ThresholdError(f"must be a metric, a comparison and a number, {_EXAMPLES}")
+    rule = _read(tidy, found, scope)
+    _check_can_break_and_hold(rule)
+    return rule
+
+
+def _read(tidy: str, found: re.Match[str], scope: str) -> Rule:
+    """The rule of a string that has a rule's shape: its metric, comparison and limit in base units."""
     metric = _metric(found["metric"])
     op = found["op"]
     if op not in OPERATORS:
@@ -117,9 +127,26 @@ def parse_rule(text: str, scope: str = "run") -> Rule:
     if unit not in ("", "%"):
         raise ThresholdError(f'{metric} is a percentage: write a number like "{metric} <= 0.1" or '
                              f'"{metric} <= 0.1%", without "{unit}"')
-    if value > 100:
-        raise ThresholdError(f"{metric} is a percentage: the number must be from 0 to 100")
+    if not found["metric"].endswith("%") and unit != "%":  # `errors <= 1`: one error, or 1%?
+        raise ThresholdError(f'{found["metric"]} without % could be a count or a percentage; rules measure '
+                             f'percentages of the sends: write "{metric} {op} {found["value"]}"')
     return Rule(tidy, metric, op, value, "%", scope)
+
+
+# What each kind of metric can measure, from low to high: a percentage of sends, a latency, a rate.
+_RANGES = {**{m: (0.0, 100.0, "a percentage, from 0 to 100") for m in PERCENTAGES},
+           **{m: (0.0, math.inf, "a latency, never below 0") for m in LATENCIES},
+           RATE: (0.0, math.inf, "in requests per second, never below 0")}
+
+
+def _check_can_break_and_hold(rule: Rule) -> None:
+    """Refuse a rule that no measured value could keep (`skipped% > 100`, `max < 0ns`), or none could
+    break (`goal% <= 100`): either says nothing about the run, and is most likely a typo."""
+    low, high, words = _RANGES[rule.metric]
+    if not rule.can_hold(low, high):
+        raise ThresholdError(f"{rule.metric} is {words}, so this rule can never hold")
+    if rule.holds(high if rule.op in ("<", "<=") else low):
+        raise ThresholdError(f"{rule.metric} is {words}, so this rule always holds and checks nothing")
 
 
 def _metric(word: str) -> str:

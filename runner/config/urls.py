@@ -84,8 +84,9 @@ def url_problem(url: str) -> str:
 
     Also the schema's check of the pushgateway URL, so both say the same about the same URL.
     """
-    if _SPACE.search(url):
-        return "contains a space"
+    space = _SPACE.search(url)
+    if space is not None:
+        return _space_problem(space.group())
     if not url.isascii():
         return _not_ascii(url)
     control = _CONTROL.search(url)
@@ -104,6 +105,18 @@ def url_problem(url: str) -> str:
     if port == 0:
         return "is not allowed: the port must be from 1 to 65535"
     return _host_name_problem(host)
+
+
+_SPACES = {" ": "a space", "\t": "a tab", "\r": "a line break (CR, \\r)", "\n": "a line break (LF, \\n)"}
+
+
+def _space_problem(char: str) -> str:
+    """What the white space found in a URL is: a CR/LF (a pasted line end) was called "a space"."""
+    if char in _SPACES:
+        return f"contains {_SPACES[char]}"
+    if char.isascii():  # \x0b, \x0c, \x1c-\x1f: white space to Python, control characters to everyone else
+        return f"contains a control character ({char!r})"
+    return f"contains a space that is not ASCII (U+{ord(char):04X})"
 
 
 # DNS's bounds on a name (RFC 1035): a label of at most 63 characters, a name of at most 253.

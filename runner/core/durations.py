@@ -11,7 +11,7 @@ import re
 
 from runner.core.units import NS_PER_HOUR, NS_PER_MIN, NS_PER_MS, NS_PER_S, NS_PER_US, TIME_UNITS
 
-_TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_TERM = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")  # ASCII digits, as Go reads them
 
 DURATION_HINT = "a duration like 500ms, 10s, 1m or 1m30s"
 

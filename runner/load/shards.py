@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from runner.core.errors import UsageError
+from runner.core.numbers import whole_number
 
 # Kubernetes sets this in each pod of an Indexed Job: the pod's index, 0 to completions - 1.
 INDEX_ENV = "JOB_COMPLETION_INDEX"
@@ -91,9 +92,10 @@ def completion_index(environ: Mapping[str, str]) -> int:
     value = environ.get(INDEX_ENV, "").strip()
     if not value:
         return 0
-    if not value.isdigit():
+    index = whole_number(value)
+    if index is None or value[0] in "+-":  # str.isdigit() let `²` through to int(), a ValueError traceback
         raise UsageError(f"{INDEX_ENV}: {value!r} is not allowed; must be a whole number")
-    return int(value)
+    return index
 
 
 def check_split(shard: Shard, concurrency: int, total_requests: int = 0, max_in_flight: int | None = None,

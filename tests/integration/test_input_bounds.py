@@ -258,6 +258,72 @@ def test_settings_out_of_range_name_the_field_value_and_range(tmp_path: Path, na
     assert_refused_alike([f"--{name}", str(value), URL], f"--{name}: {message}")
 
 
+ASCII_NUMBER = 'is not allowed; write a number in ASCII digits, without "_" or spaces, like 1000'
+NOT_A_DURATION = "is not allowed; must be a duration like 500ms, 10s, 1m or 1m30s, greater than 0"
+WRITTEN_FORMS = [
+    # int(), float() and \d read other scripts' digits and underscores; JSON, Go and ab do not
+    (["--interval", "\uff11s"], f'--interval: "\uff11s" {NOT_A_DURATION}'),
+    (["--timeout", "\u0661\u0660s"], f'--timeout: "\u0661\u0660s" {NOT_A_DURATION}'),
+    (["--qps", "\u0661\u0660"], f'--qps: "\u0661\u0660" {ASCII_NUMBER} or 0.5'),
+    (["--qps", "1_000"], f'--qps: "1_000" {ASCII_NUMBER} or 0.5'),
+    (["--concurrency", "\u0663"], f'--concurrency: "\u0663" {ASCII_NUMBER}'),
+    (["--iterations", " 5"], f'--iterations: " 5" {ASCII_NUMBER}'),
+    (["--thresholds", "p99 < \u0661ms"], '--thresholds: "p99 < \u0661ms" is not allowed; must be a metric, a comparison '
+                                           'and a number, like "p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'),
+    # rules that can never hold, or never break, were accepted but for goal% >= 101
+    (["--thresholds", "skipped% > 100"], '--thresholds: "skipped% > 100" is not allowed; skipped% is a percentage, '
+                                         "from 0 to 100, so this rule can never hold"),
+    (["--intervalThresholds", "max < 0ns"], '--intervalThresholds: "max < 0ns" is not allowed; max is a latency, never '
+                                            "below 0, so this rule can never hold"),
+    (["--thresholds", "goal% <= 100"], '--thresholds: "goal% <= 100" is not allowed; goal% is a percentage, from 0 to '
+                                       "100, so this rule always holds and checks nothing"),
+    # `errors <= 1` silently meant errors% <= 1
+    (["--thresholds", "errors <= 1"], '--thresholds: "errors <= 1" is not allowed; errors without % could be a count '
+                                      'or a percentage; rules measure percentages of the sends: write "errors% <= 1"'),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), WRITTEN_FORMS, ids=[" ".join(a) for a, _ in WRITTEN_FORMS])
+def test_numbers_durations_and_rules_as_written(args: list[str], message: str) -> None:
+    assert_refused_alike([*args, URL], message)
+
+
+def test_the_same_in_a_configuration_file(tmp_path: Path) -> None:
+    config = tmp_path / "configuration.json"
+    for data, message in [({"interval": "\uff11s"}, f'$.interval: "\uff11s" {NOT_A_DURATION}'),
+                          ({"thresholds": ["p99 < 1s", "errors <= 1"]},
+                           '$.thresholds[1]: "errors <= 1" is not allowed; errors without % could be a count or a '
+                           'percentage; rules measure percentages of the sends: write "errors% <= 1"')]:
+        config.write_text(json.dumps(data, ensure_ascii=False))
+        assert_refused_alike(["--config", str(config), URL], f"{config}: {message}")
+
+
+@pytest.mark.parametrize(("url", "problem"), [("http://127.0.0.1:9/\r\n", "contains a line break (CR, \\r)"),
+                                              ("http://127.0.0.1:9/\nx", "contains a line break (LF, \\n)"),
+                                              ("http://127.0.0.1:9/\tx", "contains a tab")])
+def test_a_line_break_in_a_url_is_called_so(url: str, problem: str) -> None:
+    """A CR/LF (a pasted line end, a CronJob's args written with a `|` block) was "contains a space"."""
+    assert_refused_alike([url], f"URL argument: {url!r} {problem}")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-n", "\u0661\u0660"], '-n: "\u0661\u0660" is not allowed; must be a whole number greater than 0'),
+    (["-t", "1_0"], '-t: "1_0" is not allowed; must be a number of seconds greater than 0'),
+    (["-c", "\uff12"], '-c: "\uff12" is not allowed; must be a whole number'),
+])
+def test_abs_flags_take_ascii_digits_too(args: list[str], message: str) -> None:
+    done = capped_soak("bench", *args, URL)
+    assert (done.returncode, done.stderr, done.stdout) == (2, f"soak: {message}\n", "")
+
+
+def test_a_completion_index_in_other_digits_is_one_line() -> None:
+    """`JOB_COMPLETION_INDEX=²` passed str.isdigit() and was a ValueError traceback from int()."""
+    done = subprocess.run(soak_command("validate", "--shards", "2", URL), capture_output=True, text=True, timeout=60,
+                          cwd=REPO, env={**os.environ, "JOB_COMPLETION_INDEX": "\u00b2"})
+    assert (done.returncode, done.stderr) == (2, "soak: JOB_COMPLETION_INDEX: '\u00b2' is not allowed; must be a "
+                                                 "whole number\n")
+
+
 @pytest.mark.parametrize(("name", "value"), [("interval", "1ms"), ("interval", "24h"), ("timeout", "24h"),
                                              ("duration", "8760h"), ("linkerdAwaitTimeout", "1ms"),
                                              ("method", "M" * 32), ("iterations", "10000000")])

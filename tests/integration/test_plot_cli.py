@@ -93,6 +93,8 @@ def test_soak_plot_without_matplotlib_says_how_to_install_it(tmp_path: Path) -> 
     (["{log}", "-o", "{out}", "--width", "10"], "soak: --width: 10 is not allowed; must be from 200 to 10000 pixels"),
     (["{log}", "-o", "{out}", "--height", "tall"],
      "soak: argument --height: invalid int value: 'tall' (see soak plot --help)"),
+    (["{log}", "-o", "{out}", "--width", "\u0661\u0662\u0660\u0660"],  # Arabic-Indic digits, which int() reads
+     "soak: argument --width: invalid int value: '\u0661\u0662\u0660\u0660' (see soak plot --help)"),
     (["{log}"], "soak: the following arguments are required: -o/--output (see soak plot --help)"),
 ])
 def test_soak_plot_says_what_is_wrong_in_one_line(tmp_path: Path, arguments: list[str], message: str) -> None:

@@ -67,7 +67,9 @@ def test_parse_duration_returns_exact_integers() -> None:
 @pytest.mark.parametrize(
     "text",
     ["1 min", "10", "-1s", "s", "", "1m x", "1x", "1.5", "ms", "1sec", "1 s", "1m-1s", ".s", "1..5s", "1e3s",
-     "00", "1S", "1M", "one second", "1_000ms", "+", " ", "1s,2s"],
+     "00", "1S", "1M", "one second", "1_000ms", "+", " ", "1s,2s",
+     # digits of other scripts, which Python's \d matches and Go's ParseDuration refuses
+     "\uff11s", "\u0661\u0660s", "1\u0661s", "\u00b2s", "1.\u0665s"],
 )
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(DurationError) as caught:

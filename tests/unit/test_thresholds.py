@@ -57,7 +57,11 @@ def tally_of(latencies_ns: list[int], *, bad: int = 0, failed: int = 0, skipped:
         ("errors <= 0.1%", "errors%", "<=", 0.1, "%"),
         ("failed% <= 0", "failed%", "<=", 0, "%"),
         ("bad% < 1", "bad%", "<", 1, "%"),
-        ("skipped% <= 100", "skipped%", "<=", 100, "%"),
+        ("skipped% <= 1", "skipped%", "<=", 1, "%"),
+        ("goal% >= 100", "goal%", ">=", 100, "%"),
+        ("errors% < 100", "errors%", "<", 100, "%"),
+        ("max <= 0ns", "max", "<=", 0, "ns"),
+        ("rate > 0", "rate", ">", 0, "req/s"),
         ("rate >= 95", "rate", ">=", 95, "req/s"),
         ("rate >= 95/s", "rate", ">=", 95, "req/s"),
         ("rate > 95 req/s", "rate", ">", 95, "req/s"),
@@ -92,7 +96,11 @@ def test_rules_read_as_written(text: str, metric: str, op: str, limit: float, un
         ("max < 50kb", '"kb" is not a unit of time'),
         ("p99 < 50%", '"%" is not a unit of time'),
         ("errors% <= 0.1ms", 'errors% is a percentage: write a number like "errors% <= 0.1"'),
-        ("goal% >= 101", "goal% is a percentage: the number must be from 0 to 100"),
+        ("goal% >= 101", "goal% is a percentage, from 0 to 100, so this rule can never hold"),
+        ("p99 < 1\u0661ms", '"\u0661ms" is not a unit of time'),  # an Arabic-Indic digit is not a digit here
+        ("p99 < \u0661ms", "must be a metric, a comparison and a number"),
+        ("p\uff19\uff19 < 1ms", 'unknown metric "p\uff19\uff19"'),  # fullwidth digits
+        ("p99 < 1_0ms", '"_0ms" is not a unit of time'),
         ("rate >= 95ms", "rate is in requests per second"),
     ],
 )
@@ -101,6 +109,43 @@ def test_bad_rules_say_what_is_wrong_in_one_line(text: str, says: str) -> None:
         parse_rule(text)
     assert says in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+NEVER_OR_ALWAYS = [
+    # can never hold: no measured value keeps them
+    ("skipped% > 100", "skipped% is a percentage, from 0 to 100, so this rule can never hold"),
+    ("goal% > 100", "goal% is a percentage, from 0 to 100, so this rule can never hold"),
+    ("errors% < 0", "errors% is a percentage, from 0 to 100, so this rule can never hold"),
+    ("max < 0ns", "max is a latency, never below 0, so this rule can never hold"),
+    ("p99 < 0ms", "p99 is a latency, never below 0, so this rule can never hold"),
+    ("rate < 0", "rate is in requests per second, never below 0, so this rule can never hold"),
+    # always hold: no measured value breaks them
+    ("goal% <= 100", "goal% is a percentage, from 0 to 100, so this rule always holds and checks nothing"),
+    ("errors% <= 150", "errors% is a percentage, from 0 to 100, so this rule always holds and checks nothing"),
+    ("skipped% < 101", "skipped% is a percentage, from 0 to 100, so this rule always holds and checks nothing"),
+    ("bad% >= 0", "bad% is a percentage, from 0 to 100, so this rule always holds and checks nothing"),
+    ("p999 >= 0s", "p999 is a latency, never below 0, so this rule always holds and checks nothing"),
+    ("rate >= 0/s", "rate is in requests per second, never below 0, so this rule always holds and checks nothing"),
+]
+
+
+@pytest.mark.parametrize(("text", "says"), NEVER_OR_ALWAYS)
+def test_a_rule_that_can_never_break_or_never_hold_is_refused(text: str, says: str) -> None:
+    """`skipped% > 100` and `max < 0ns` were accepted while `goal% >= 101` was refused: one rule for all."""
+    with pytest.raises(ThresholdError) as raised:
+        parse_rule(text)
+    assert str(raised.value) == says
+
+
+@pytest.mark.parametrize("metric", ["errors", "goal", "failed", "bad", "skipped", "Errors"])
+def test_a_percentage_without_its_percent_sign_is_refused(metric: str) -> None:
+    """`errors <= 1` silently meant `errors% <= 1`, though a reader may take it for one error; with a
+    `%` after the number it says what it means, and is read."""
+    with pytest.raises(ThresholdError) as raised:
+        parse_rule(f"{metric} <= 1")
+    assert str(raised.value) == (f'{metric} without % could be a count or a percentage; rules measure percentages '
+                                 f'of the sends: write "{metric.lower()}% <= 1"')
+    assert parse_rule(f"{metric} <= 1%").metric == f"{metric.lower()}%"
 
 
 def test_every_metric_can_be_read() -> None:
@@ -117,7 +162,7 @@ def test_rules_for_puts_run_rules_first_and_refuses_goal_in_a_bench() -> None:
     with pytest.raises(UsageError, match='thresholds: "goal% >= 99" is not allowed in bench mode'):
         rules_for(["goal% >= 99"], [], "bench")
     with pytest.raises(UsageError, match="intervalThresholds"):
-        rules_for([], ["goal >= 99"], "bench")
+        rules_for([], ["goal% >= 99"], "bench")
 
 
 @pytest.mark.parametrize(
