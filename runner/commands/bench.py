@@ -7,7 +7,6 @@ import argparse
 from runner.commands.execute import execute
 from runner.config import abflags
 from runner.config.flags import add_source_arguments, settings_of, urls_of
-from runner.core.errors import UsageError
 
 DESCRIPTION = ("Benchmark one URL like ab -n N -c C: each client sends its next request as soon as the last is "
                "answered, with no rate limit; print ab's report, then the JSON summary. With --workers N the "
@@ -24,9 +23,5 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """ab's flags over ab's defaults, the config file and the --<setting> flags."""
     settings = settings_of(args, abflags.BENCH_LAYER, above=(abflags.layer(args),))
-    pace = settings.pace
-    if pace.total_requests and pace.concurrency > pace.total_requests:
-        raise UsageError(f"-c: {pace.concurrency} is not allowed; must be at most the number of requests "
-                         f"(-n {pace.total_requests}), as in ab")
     urls, source = urls_of(args)
     return execute(settings, urls, source)

@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator, FormatChecker, ValidationError, val
 from jsonschema.exceptions import best_match
 
 from runner.config.rules import ThresholdError, parse_rule
-from runner.config.urls import url_problem
+from runner.config.urls import address_problem, url_problem
 from runner.core import redact
 from runner.core.durations import DURATION_HINT, MAX_NS, DurationError, DurationRangeError, parse_duration
 from runner.core.errors import UsageError, shortened
@@ -97,6 +97,20 @@ def _server_url_problem(url: str) -> str:
     if "@" in parts.netloc:
         return "is not allowed: user names and passwords in the URL are not supported"
     return ""
+
+
+class AddressError(ValueError):
+    """What is wrong with a host:port's host, as a phrase (see urls.address_problem)."""
+
+
+@_FORMATS.checks("host-port", raises=AddressError)
+def _is_host_port(value: object) -> bool:
+    """An address whose host is an IP address or a host name (the pattern checks the form and the port)."""
+    if isinstance(value, str) and value:
+        problem = address_problem(value)
+        if problem:
+            raise AddressError(problem)
+    return True
 
 
 @_FORMATS.checks("file-path", raises=UnicodeError)
@@ -229,6 +243,8 @@ def _explain(error: ValidationError) -> str:
         return allowed
     if validator == "format" and bound == "http-url" and error.cause is not None:
         return f"{_show(error)} {error.cause}"
+    if validator == "format" and bound == "host-port" and error.cause is not None:
+        return f"{_show(error)} is not allowed: {error.cause}"
     if validator in ("not", "anyOf", "pattern", "propertyNames", "format") and allowed:
         return f"{_show(error)} is not allowed; must be {allowed}"
     rule = _RULES.get(validator)

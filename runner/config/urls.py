@@ -8,6 +8,7 @@ then makes each URL's request).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from urllib.parse import quote, urlsplit
 
@@ -117,6 +118,30 @@ def _space_problem(char: str) -> str:
     if char.isascii():  # \x0b, \x0c, \x1c-\x1f: white space to Python, control characters to everyone else
         return f"contains a control character ({char!r})"
     return f"contains a space that is not ASCII (U+{ord(char):04X})"
+
+
+def address_problem(address: str) -> str:
+    """What is wrong with the host of a `host:port` the runner listens on or talks to (metricAddr,
+    linkerdAdmin), as a phrase; "" if nothing. The form and the port are the schema's pattern's.
+
+    A host that is no address and no name (`999.1.1.1`) passed validate, and the run then
+    refused it when it tried to listen (`Name or service not known`).
+    """
+    host = address.rpartition(":")[0]
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host.strip("[]"))
+        except ValueError:
+            return f"{host.strip('[]')} is not an IPv6 address"
+        return ""
+    if host and all(label.isdigit() for label in host.split(".")):  # digits and dots: meant as IPv4
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return f"{host} is not an IPv4 address (four numbers from 0 to 255, without leading zeros)"
+        return ""
+    problem = _host_name_problem(host) if host else ""
+    return f"{host} {problem}" if problem else ""
 
 
 # DNS's bounds on a name (RFC 1035): a label of at most 63 characters, a name of at most 253.

@@ -41,22 +41,41 @@ def open_csv(path: str) -> TextIO:
 
 
 def check_csv_path(path: str) -> None:
-    """Refuse, as open_csv would, a path the CSV cannot be written to, creating and emptying nothing.
+    """Refuse, as open_csv would, a path the CSV cannot be written to, leaving no trace: an existing
+    file is opened without being emptied, and a new one is made and removed at once.
 
     `soak validate` says "valid" only for what a run accepts; a run checks the same way first.
+    Only the kernel knows whether a file can be made: /proc/x.csv is in a directory that exists,
+    is not read-only and allows root to write, and still cannot hold a new file.
     """
     try:
         fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # no O_CREAT, no O_TRUNC
     except FileNotFoundError:
-        _check_directory_for(path)
+        _try_creating(path)
     except OSError as e:
         raise _unusable(path, e) from None
     else:
         os.close(fd)
 
 
+def _try_creating(path: str) -> None:
+    """The file does not exist: make it (only if it still does not) and remove it again, as the test."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except FileExistsError:  # a dangling symlink (open_csv would make its target), or made meanwhile
+        _check_directory_for(path)
+        return
+    except OSError as e:
+        raise _unusable(path, e) from None
+    os.close(fd)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass  # an empty file left where the run will write its CSV anyway
+
+
 def _check_directory_for(path: str) -> None:
-    """The file does not exist: whether its directory would let open_csv create it."""
+    """Whether the directory of a path that exists only as a dangling link would let open_csv create it."""
     directory = os.path.dirname(path) or "."
     try:
         mode = os.stat(directory).st_mode

@@ -2,10 +2,16 @@
 
 `build` makes what one process of a run needs and checks, on the way, everything a run
 refuses before it sends anything (so `soak validate` refuses exactly what a run does):
-the URLs for a bench, this process's part of a split run, each URL's request (headers
-from the environment, a body file), the HTTP client (TLS files that cannot be used) and
-the latency CSV's path. Once running, the run asks its Parts for the schedule, the load
-and the recorder, which depend on the moment the run starts.
+the URLs for a bench and its -c against its -n, this process's part of a split run, each
+URL's request (headers from the environment, a body file), the HTTP client (TLS files that
+cannot be used) and the latency CSV's path (a file made and removed, as only the kernel can
+tell). The settings' own forms, addresses included, are the schema's, read by both alike.
+Only what depends on the machine the run starts on is the run's alone: listening on
+metricAddr (a port taken, an address it does not have) and the Linkerd proxy's readiness.
+tests/integration/test_validate_agrees.py runs each case both ways.
+
+Once running, the run asks its Parts for the schedule, the load and the recorder, which
+depend on the moment the run starts.
 """
 
 from __future__ import annotations
@@ -98,6 +104,9 @@ def split_of(settings: Settings) -> Shard:
             if value and value < split.workers:
                 raise UsageError(f"{AB_FLAGS[name]}: {value} is not allowed with workers: {split.workers}; must be at "
                                  f"least the number of workers, so that every worker has its share")
+        if pace.total_requests and pace.concurrency > pace.total_requests:  # `soak bench` and `--mode bench` alike
+            raise UsageError(f"{AB_FLAGS['concurrency']}: {pace.concurrency} is not allowed; must be at most the "
+                             f"number of requests ({AB_FLAGS['totalRequests']} {pace.total_requests}), as in ab")
     check_split(shard, pace.concurrency, pace.total_requests, pace.max_in_flight if pace.open_model else None,
                 settings.report.no_latency_summary)
     return shard

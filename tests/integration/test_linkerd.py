@@ -152,10 +152,11 @@ def test_validate_describes_the_wait_and_the_shutdown() -> None:
 
 
 @pytest.mark.parametrize(("admin", "message"), [
-    ("4191", '--linkerdAdmin: "4191" is not allowed; must be host:port, like 127.0.0.1:4191'),
+    ("4191", '--linkerdAdmin: "4191" is not allowed; must be host:port, like 127.0.0.1:4191 (port 1 to 65535)'),
     ("http://127.0.0.1:4191", '--linkerdAdmin: "http://127.0.0.1:4191" is not allowed; '
-                              'must be host:port, like 127.0.0.1:4191'),
-    ("127.0.0.1:70000", 'linkerdAdmin: "127.0.0.1:70000" is not allowed; the port must be from 1 to 65535'),
+                              'must be host:port, like 127.0.0.1:4191 (port 1 to 65535)'),
+    ("127.0.0.1:70000", '--linkerdAdmin: "127.0.0.1:70000" is not allowed; must be host:port, like 127.0.0.1:4191 '
+                        '(port 1 to 65535)'),
 ])
 def test_a_bad_admin_address_is_one_line(admin: str, message: str, proxy: FakeProxy) -> None:
     run = run_soak("--linkerdAwait", "--linkerdAdmin", admin, *TEN, proxy.target)

@@ -407,9 +407,17 @@ def test_every_setting_at_once_is_valid(tmp_path: Path) -> None:
     ({"caBundle": 1}, "$.caBundle: 1 is not allowed; must be a string"),
     ({"http2": 1}, "$.http2: 1 is not allowed; must be true or false"),
     ({"linkerdAwaitTimeout": "0s"}, f'$.linkerdAwaitTimeout: "0s" is not allowed; must be {HINT}, greater than 0'),
-    ({"linkerdAdmin": "localhost"}, '$.linkerdAdmin: "localhost" is not allowed; must be host:port, like 127.0.0.1:4191'),
+    ({"linkerdAdmin": "localhost"},
+     '$.linkerdAdmin: "localhost" is not allowed; must be host:port, like 127.0.0.1:4191 (port 1 to 65535)'),
     ({"linkerdAdmin": "127.0.0.1:4191\n"},
-     '$.linkerdAdmin: "127.0.0.1:4191\\n" is not allowed; must be host:port, like 127.0.0.1:4191'),
+     '$.linkerdAdmin: "127.0.0.1:4191\\n" is not allowed; must be host:port, like 127.0.0.1:4191 (port 1 to 65535)'),
+    ({"linkerdAdmin": "127.0.0.1:0"},
+     '$.linkerdAdmin: "127.0.0.1:0" is not allowed; must be host:port, like 127.0.0.1:4191 (port 1 to 65535)'),
+    ({"linkerdAdmin": "999.1.1.1:4191"}, '$.linkerdAdmin: "999.1.1.1:4191" is not allowed: 999.1.1.1 is not an IPv4 '
+                                         "address (four numbers from 0 to 255, without leading zeros)"),
+    ({"metricAddr": "999.1.1.1:80"}, '$.metricAddr: "999.1.1.1:80" is not allowed: 999.1.1.1 is not an IPv4 address '
+                                     "(four numbers from 0 to 255, without leading zeros)"),
+    ({"metricAddr": "[::1::]:80"}, '$.metricAddr: "[::1::]:80" is not allowed: ::1:: is not an IPv6 address'),
 ])
 def test_tls_http2_and_linkerd_settings_are_checked(tmp_path: Path, data: dict[str, Any], message: str) -> None:
     path, found = config_error(tmp_path, data)

@@ -1,0 +1,91 @@
+"""`soak validate` and a run give the same verdict on the same arguments, and the same line.
+
+docs/troubleshooting.md promises it: validate is how a CronJob's settings are checked before
+they are deployed. It held for most settings, but validate said valid for a metricAddr host
+that is no address (`999.1.1.1`), a CSV path no file can be made at (`/proc/x.csv`), a
+linkerdAdmin port of 0 and a bench's -c above its -n, each of which the run then refused. Both
+now check through the schema and runner/run/build.py, so each case below is run both ways.
+What only the machine the run starts on can tell (a port already taken, an address it does
+not have, the proxy's readiness) is the run's alone, and said so in troubleshooting.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Run, free_port, run_soak
+from tests.support.faultserver import FaultServer
+
+RUN = ["--qps", "20", "--concurrency", "1", "--interval", "200ms", "--iterations", "1"]
+
+REFUSED = [
+    (["--metricAddr", "999.1.1.1:80"],
+     '--metricAddr: "999.1.1.1:80" is not allowed: 999.1.1.1 is not an IPv4 address (four numbers from 0 to 255, '
+     "without leading zeros)"),
+    (["--metricAddr", "[1::2::3]:9090"], '--metricAddr: "[1::2::3]:9090" is not allowed: 1::2::3 is not an IPv6 address'),
+    (["--metricAddr", "a..b:9090"], '--metricAddr: "a..b:9090" is not allowed: a..b has an empty label in its host name '
+                                    "(a dot first, or two in a row)"),
+    (["--reportLatenciesCSV", "/proc/x.csv"], "reportLatenciesCSV: /proc/x.csv: No such file or directory"),
+    (["--reportLatenciesCSV", "/nonexistent/x.csv"], "reportLatenciesCSV: /nonexistent/x.csv: No such file or directory"),
+    (["--reportLatenciesCSV", "{tmp}"], "reportLatenciesCSV: {tmp}: Is a directory"),
+    (["--linkerdAdmin", "127.0.0.1:0", "--linkerdAwait"],
+     '--linkerdAdmin: "127.0.0.1:0" is not allowed; must be host:port, like 127.0.0.1:4191 (port 1 to 65535)'),
+    (["--linkerdAdmin", "127.0.0.1:0"],
+     '--linkerdAdmin: "127.0.0.1:0" is not allowed; must be host:port, like 127.0.0.1:4191 (port 1 to 65535)'),
+    (["--linkerdAdmin", "300.0.0.1:4191", "--linkerdShutdown"],
+     '--linkerdAdmin: "300.0.0.1:4191" is not allowed: 300.0.0.1 is not an IPv4 address (four numbers from 0 to 255, '
+     "without leading zeros)"),
+    (["--mode", "bench", "--concurrency", "10", "--totalRequests", "5"],
+     "-c: 10 is not allowed; must be at most the number of requests (-n 5), as in ab"),
+    (["--workers", "2", "--concurrency", "1"],
+     "concurrency: 1 is not allowed; must be at least shards x workers (1 x 2), so that every process has its share"),
+    (["--shards", "2", "--shard", "2"], "shard: 2 is not allowed; must be from 0 to 1 (shards: 2)"),
+    (["--headerFromEnv", "X-Token=SOAK_TEST_NEVER_SET"],
+     "headers.X-Token: environment variable SOAK_TEST_NEVER_SET is not set or empty"),
+    (["--caBundle", "/dev/zero"], "caBundle: /dev/zero: is a character device, not a regular file; inputs are read "
+                                  "whole before the run starts, so they must be files that end"),
+    (["--clientKey", "{tmp}/key.pem"], "clientKey: needs clientCert, the certificate the key belongs to"),
+    (["--http2"], 'http2: true needs "transport": "httpx" (the fast transport speaks HTTP/1.1 only)'),
+    (["--thresholds", "errors <= 1"], '--thresholds: "errors <= 1" is not allowed; errors without % could be a count or '
+                                      'a percentage; rules measure percentages of the sends: write "errors% <= 1"'),
+]
+
+ACCEPTED = [
+    [],
+    ["--metricAddr", "127.0.0.1:{port}"],
+    ["--metricAddr", "localhost:{port}"],
+    ["--reportLatenciesCSV", "{tmp}/latencies.csv"],
+    ["--linkerdAdmin", "localhost:4191"],  # neither awaited nor shut down: not used, but still checked
+    ["--thresholds", "errors% <= 50"],
+]
+
+
+def both(args: list[str], url: str) -> tuple[Run, Run]:
+    """`soak validate ARGS URL` and a one-interval run with the same arguments."""
+    return run_soak("validate", *args, url), run_soak(*RUN, *args, url)
+
+
+@pytest.mark.parametrize(("args", "line"), REFUSED, ids=[" ".join(a) for a, _ in REFUSED])
+def test_what_the_run_refuses_validate_refuses_with_the_same_line(fault_server: FaultServer, tmp_path: Path,
+                                                                  args: list[str], line: str) -> None:
+    args = [a.format(tmp=tmp_path) for a in args]
+    checked, ran = both(args, fault_server.url("/ok"))
+    for done in (checked, ran):
+        assert (done.returncode, done.stdout) == (2, ""), (args, done.stderr[-2000:])
+        assert done.stderr == f"soak: {line.format(tmp=tmp_path)}\n", args
+    assert fault_server.seen() == 0  # nothing was sent
+    assert list(tmp_path.iterdir()) == []  # and no file was left behind (a CSV made to test the path)
+
+
+@pytest.mark.parametrize("args", ACCEPTED, ids=[" ".join(a) or "defaults" for a in ACCEPTED])
+def test_what_validate_accepts_the_run_runs(fault_server: FaultServer, tmp_path: Path, args: list[str]) -> None:
+    port = free_port()
+    args = [a.format(tmp=tmp_path, port=port) for a in args]
+    checked, ran = both(args, fault_server.url("/ok"))
+    assert checked.returncode == 0 and checked.stderr == "", checked.stderr
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.summary["requests"] + ran.summary["skipped"] > 0
+    if "--reportLatenciesCSV" in args:  # validate made no file; the run wrote it
+        assert [p.name for p in tmp_path.iterdir()] == ["latencies.csv"]
