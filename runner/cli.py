@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 from runner import __version__
 from runner.commands.outputs import OUTPUTS
+from runner.core import redact
 from runner.core.errors import EXIT_USAGE, UsageError
 
 PROG = "soak"
@@ -37,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `soak` and `python -m runner`; returns the exit code."""
     OUTPUTS.install()  # first: fds 0-2 open, and every write failure handled by one policy
     argv = list(sys.argv[1:] if argv is None else argv)
+    OUTPUTS.hide(redact.argv_secrets(argv))  # a usage error quotes the words it could not use
     name = argv.pop(0) if argv and argv[0] in COMMANDS else "run"
     _line_buffered(sys.stdout)
     try:

@@ -13,6 +13,11 @@ stdout and stderr goes through a Stream that catches the OSError, and this polic
 
 A stream that failed once is written no more; its descriptor is pointed at /dev/null, so what
 is still buffered goes nowhere at exit instead of raising again.
+
+Every line written, whoever writes it (the reporters, argparse's usage errors and help, Python's
+warnings and tracebacks), is shown as runner/core/redact.py says first: URLs with their secrets
+hidden, on both streams, and on stderr the secret values of the command line too (`hide`), since
+a usage error quotes the words it could not use.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
+from runner.core import redact
 from runner.core.errors import EXIT_OK, EXIT_OUTPUT
 from runner.report.base import Reporter
 
@@ -38,6 +44,7 @@ class Outputs:
         self._stop: Callable[[str], None] | None = None
         self.stdout: Stream | None = None
         self.stderr: Stream | None = None
+        self._secrets = redact.Secrets()
 
     def install(self) -> None:
         """Open fds 0-2 that are closed, and route sys.stdout and sys.stderr through Streams.
@@ -53,6 +60,16 @@ class Outputs:
         self.stdout = Stream("stdout", _usable(sys.stdout, 1), self)
         self.stderr = Stream("stderr", _usable(sys.stderr, 2), self)
         sys.stdout, sys.stderr = self.stdout, self.stderr
+
+    def hide(self, values: Iterable[str]) -> None:
+        """Values that stderr never shows (the command line's secrets: redact.argv_secrets)."""
+        self._secrets = redact.Secrets(values)
+
+    def shown(self, name: str, text: str) -> str:
+        """`text` as it may be written to `name`. Values are hidden by value on stderr only: stdout's
+        figures and timestamps could hold a short password's digits, and nothing there quotes argv."""
+        text = redact.in_text(text)
+        return self._secrets.hidden(text) if name == "stderr" else text
 
     def failure(self, name: str, error: OSError) -> None:
         """What a write to `name` ("stdout", "stderr", or an output file) failing with `error` means."""
@@ -90,6 +107,7 @@ class Stream:
         self.broken = False
 
     def write(self, text: str) -> int:
+        text = self._outputs.shown(self.name, text)  # whoever writes: secrets hidden (redact.py)
         if not self.broken:
             try:
                 self._stream.write(text)

@@ -119,6 +119,64 @@ def _param_secrets(text: str) -> list[str]:
     return found
 
 
+# A word of a free-text line that url() looks at: quotes and angle brackets around a URL are not
+# part of it (`"http://a:b@h/"`, `'...'` in repr, `<hidden>`).
+_WORD = re.compile(r"[^\s\"'`<>]+")
+
+
+def in_text(text: str) -> str:
+    """A line as it may be shown: every URL in it with its password and secret query values hidden.
+
+    For what quotes the user's words back (a usage error's `unrecognized arguments: ...`, a value
+    the schema refuses, a traceback): one pass over every line written, so nothing quotes a URL
+    unredacted wherever it came from. Words without `@`, or a `?`/`#` with an `=`, are left as
+    they are, so a line that holds no URL costs a scan for two characters.
+    """
+    if "@" not in text and "=" not in text:
+        return text
+    return _WORD.sub(_word_shown, text)
+
+
+def _word_shown(found: re.Match[str]) -> str:
+    word = found.group()
+    if "@" in word or ("=" in word and ("?" in word or "#" in word)):
+        return url(word)
+    return word
+
+
+# The credential after an auth scheme, anywhere in a text: `Bearer abc`, `token: Basic YWxh`.
+_SCHEME_CREDENTIAL = re.compile(r"(?i)\b(?:basic|bearer|digest|negotiate|token)\s+(\S+)")
+_BODY_FLAGS = ("--body", "--data")
+
+
+def argv_secrets(words: Iterable[str]) -> list[str]:
+    """The secret values in a command line: what a line quoting it (a usage error) must not show.
+
+    A command line that cannot be parsed cannot say which word is what, so each word is looked
+    at for what it may hold: a URL's password or secret query values, a `Name: value` header
+    whose name is a credential's, the credential after an auth scheme (`Bearer abc`, also in a
+    mistyped flag's value), and a body that mentions a credential (after --body or --data).
+    """
+    found: list[str] = []
+    body_next = False
+    for word in words:
+        flag, equals, value = word.partition("=") if word.startswith("--") else ("", "", word)
+        given = value if equals else word
+        if (body_next or flag in _BODY_FLAGS) and not given.startswith("@"):  # @FILE names a file: no secret
+            found += body_secrets(given)
+        body_next = word in _BODY_FLAGS
+        found += url_secrets(given) if "@" in given or "?" in given or "#" in given else []
+        found += _header_secrets(given)
+    return found
+
+
+def _header_secrets(text: str) -> list[str]:
+    """A credential in a `Name: value` header's text, or after an auth scheme anywhere in it."""
+    name, colon, value = text.partition(":")
+    found = [value.strip()] if colon and value.strip() and is_secret_name(name) else []
+    return found + [m.group(1) for m in _SCHEME_CREDENTIAL.finditer(text)]
+
+
 def header_value(name: str, value: str) -> str:
     """A literal header value as it may be shown."""
     return HIDDEN if is_secret_name(name) or _AUTH_SCHEME.match(value) else value

@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import json
 import signal
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from runner.core.errors import EXIT_OK, EXIT_SHARD_MISSING, EXIT_USAGE
-from tests.conftest import assert_counts_add_up, free_port, run_soak
+from tests.conftest import REPO, assert_counts_add_up, free_port, run_soak
 from tests.support.echoserver import SERVER_ESC, EchoServer
 from tests.support.liverun import LiveRun
 
@@ -163,3 +165,45 @@ def test_a_pushgateway_error_body_reaches_stderr_escaped() -> None:
     assert "\x1b" not in run.stderr and "\x07" not in run.stderr
     escaped = SERVER_ESC.replace("\x1b", "\\x1b").replace("\x07", "\\x07")
     assert f"soak: pushgateway {server.url('')}: HTTP 400 Bad Request: push refused: {escaped}; " in run.stderr
+
+
+LEAKED = "S3cretPW77"  # a password every usage error below would have quoted
+WITH_PASSWORD = f"http://alice:{LEAKED}@127.0.0.1:9/"
+USAGE_ERRORS = {  # a usage error of each command, each quoting a word that holds the password
+    "run": ["--transport", "httpx", "bench", "-n", "5", "-c", "1", WITH_PASSWORD],  # the command after a flag
+    "validate": ["validate", "--qps", WITH_PASSWORD],
+    "demo": ["demo", WITH_PASSWORD],
+    "bench": ["bench", "-c", WITH_PASSWORD, WITH_PASSWORD],
+    "merge": ["merge", WITH_PASSWORD],
+    "compare": ["compare", "--latencyUnit", WITH_PASSWORD, "a.log", "b.log"],
+    "plot": ["plot", "a.log", "-o", "a.png", "--width", WITH_PASSWORD],
+    # a header's credential, quoted back by value: a malformed -H, and a mistyped flag read as a URL
+    "header": ["-H", f"Authorization Bearer {LEAKED}", "http://127.0.0.1:9/"],
+    "typo": [f"--hedaer=X-Api-Key: {LEAKED}", "http://127.0.0.1:9/"],
+}
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS.values(), ids=USAGE_ERRORS.keys())
+def test_a_usage_error_never_prints_a_password(args: list[str], tmp_path: Path) -> None:
+    """`unrecognized arguments: ... http://alice:S3cretPW@...` went to stderr as given: a typo in a CronJob's
+    args put the password in `kubectl logs`. Every line the program writes is redacted where it is written."""
+    run = run_soak(*args, cwd=tmp_path)
+    assert run.returncode == EXIT_USAGE, run.stderr
+    assert run.stderr.startswith("soak: ") and run.stderr.count("\n") == 1, run.stderr
+    assert LEAKED not in run.stdout + run.stderr
+    assert "<hidden>" in run.stderr
+
+
+def test_warnings_and_tracebacks_are_redacted_where_they_are_written() -> None:
+    """Python's warnings and its last-resort traceback write to sys.stderr, which the program routes
+    through the same redaction as its own lines: a library that quotes a URL cannot print its password."""
+    code = ("import warnings\n"
+            "from runner.commands.outputs import OUTPUTS\n"
+            "OUTPUTS.install()\n"
+            f"warnings.warn('retrying {WITH_PASSWORD}')\n"
+            f"raise RuntimeError('cannot reach {WITH_PASSWORD}')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 1
+    assert LEAKED not in done.stderr
+    assert "UserWarning: retrying http://alice:<hidden>@127.0.0.1:9/" in done.stderr
+    assert "RuntimeError: cannot reach http://alice:<hidden>@127.0.0.1:9/" in done.stderr

@@ -230,3 +230,58 @@ def test_the_cache_stays_bounded() -> None:
     for k in range(10_000):
         assert secrets.shown(f"S3cret {k}") == f"{H} {k}"
     assert len(secrets._cache) <= 4096
+
+
+# --- free text: lines that quote the user's words (usage errors, tracebacks) -----------------------
+
+IN_TEXT = [
+    # argparse quotes the words it could not use, as they were given
+    ("unrecognized arguments: -n 5 -c 1 http://alice:S3cretPW@127.0.0.1:1/ (see soak --help)",
+     f"unrecognized arguments: -n 5 -c 1 http://alice:{H}@127.0.0.1:1/ (see soak --help)"),
+    # the schema quotes a refused value in JSON's quotes, argparse in repr's
+    ('--qps: "http://alice:S3cretPW@h/" is not allowed; must be a number',
+     f'--qps: "http://alice:{H}@h/" is not allowed; must be a number'),
+    ("invalid int value: 'https://tok3n@h/?access_token=abcd&page=2'",
+     f"invalid int value: 'https://{H}@h/?access_token={H}&page=2'"),
+    ("GET <http://u:p@h/>", f"GET <http://u:{H}@h/>"),
+    ("user:pw@host:9091 without a scheme", f"user:{H}@host:9091 without a scheme"),
+    # nothing to hide: as written, whatever it holds
+    ("# threshold run goal% >= 99: 100% ok", "# threshold run goal% >= 99: 100% ok"),
+    ("2026-11-30T18:49:36Z    0    100/0/0 100 100% 1s   0 [  0   2   4    4 ]    4      0 +",
+     "2026-11-30T18:49:36Z    0    100/0/0 100 100% 1s   0 [  0   2   4    4 ]    4      0 +"),
+    ("    @functools.cache", "    @functools.cache"),
+    ("soak: @urls.txt: no such file", "soak: @urls.txt: no such file"),
+    ("http://h/?page=2&size=10", "http://h/?page=2&size=10"),
+    (f"http://alice:{H}@h/", f"http://alice:{H}@h/"),  # shown twice, the same
+    ("", ""),
+]
+
+
+@pytest.mark.parametrize(("given", "shown"), IN_TEXT)
+def test_urls_in_a_line_are_shown_as_urls_are(given: str, shown: str) -> None:
+    assert redact.in_text(given) == shown
+    assert redact.in_text(shown) == shown
+
+
+ARGV = [
+    (["--transport", "httpx", "bench", "http://alice:S3cretPW@127.0.0.1:1/"], ["S3cretPW"]),
+    (["--pushgateway=http://u:pushPW42@pg:9091"], ["pushPW42"]),
+    (["https://tok3nvalue@h/?access_token=zzzz1234"], ["tok3nvalue", "zzzz1234"]),
+    (["-H", "Authorization: Bearer abcdef123"], ["Bearer abcdef123", "abcdef123"]),
+    (["-H", "Authorization Bearer abcdef123"], ["abcdef123"]),  # no colon: still a credential after its scheme
+    (["--header=X-Api-Key: k3yvalue"], ["k3yvalue"]),
+    (["--hedaer", "X-Auth-Token: t0kenvalue"], ["t0kenvalue"]),  # a mistyped flag's value too
+    (["--body", "client_secret=b0dyvalue&x=1"], ["client_secret=b0dyvalue&x=1", "b0dyvalue"]),
+    (["--data=password=hunter22"], ["password=hunter22", "hunter22"]),
+    # nothing secret: no value to hide
+    (["--qps", "100", "--thresholds", "p99 < 50ms", "-H", "X-Team: sre", "http://h/?page=2"], []),
+    (["--body", "@/etc/soak/secret-body.json", "--clientKey", "/etc/tls/key.pem"], []),
+]
+
+
+@pytest.mark.parametrize(("argv", "values"), ARGV)
+def test_the_secret_values_of_a_command_line(argv: list[str], values: list[str]) -> None:
+    found = redact.argv_secrets(argv)
+    assert set(values) <= set(found)
+    assert found or not values
+    assert values or not found
