@@ -129,8 +129,8 @@ def in_text(text: str) -> str:
 
     For what quotes the user's words back (a usage error's `unrecognized arguments: ...`, a value
     the schema refuses, a traceback): one pass over every line written, so nothing quotes a URL
-    unredacted wherever it came from. Words without `@`, or a `?`/`#` with an `=`, are left as
-    they are, so a line that holds no URL costs a scan for two characters.
+    unredacted wherever it came from. A secret needs an `@` or an `=`, so a line without either
+    costs a scan for two characters.
     """
     if "@" not in text and "=" not in text:
         return text
@@ -138,10 +138,18 @@ def in_text(text: str) -> str:
 
 
 def _word_shown(found: re.Match[str]) -> str:
+    """A word as it may be shown: from its URL's scheme on, as url() shows it (`(http://a:b@h/)`), or
+    whole when it is written `user:password@host` without one; any other word (`TEXT|@FILE`, an
+    e-mail address, `goal%>=99`) as it is."""
     word = found.group()
-    if "@" in word or ("=" in word and ("?" in word or "#" in word)):
-        return url(word)
-    return word
+    scheme = _SCHEME.search(word)
+    if scheme is not None:
+        return word[:scheme.start()] + url(word[scheme.start():])
+    return url(word) if _BARE_USERINFO.match(word) else word
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_BARE_USERINFO = re.compile(r"[^:@/]+:[^@/]*@")
 
 
 # The credential after an auth scheme, anywhere in a text: `Bearer abc`, `token: Basic YWxh`.

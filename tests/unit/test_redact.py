@@ -251,6 +251,10 @@ IN_TEXT = [
      "2026-11-30T18:49:36Z    0    100/0/0 100 100% 1s   0 [  0   2   4    4 ]    4      0 +"),
     ("    @functools.cache", "    @functools.cache"),
     ("soak: @urls.txt: no such file", "soak: @urls.txt: no such file"),
+    ("[--body TEXT|@FILE] [--host TEXT]", "[--body TEXT|@FILE] [--host TEXT]"),  # the help's usage line
+    ("mail alice@example.com", "mail alice@example.com"),
+    ("(http://a:pw@h/)", f"(http://a:{H}@h/)"),
+    ("--pushgateway=http://u:pw@pg:9091", f"--pushgateway=http://u:{H}@pg:9091"),
     ("http://h/?page=2&size=10", "http://h/?page=2&size=10"),
     (f"http://alice:{H}@h/", f"http://alice:{H}@h/"),  # shown twice, the same
     ("", ""),
