@@ -8,6 +8,7 @@ them. Each place that reads a number from text reads it here, so all of them tak
 
 from __future__ import annotations
 
+import math
 import re
 
 # A whole number: an optional sign and ASCII digits.
@@ -29,10 +30,12 @@ def whole_number(text: str) -> int | None:
 def decimal_number(text: str) -> int | float | None:
     """The number `text` writes in ASCII (an int when it has no fraction or exponent), or None.
 
-    `inf` and `nan` are no numbers here: no setting takes them, and NaN passes every bound.
+    `inf` and `nan` are no numbers here, nor `1e999` (infinity once read): no setting takes them,
+    and NaN passes every bound.
     """
     if _INTEGER.fullmatch(text):
         return whole_number(text)
     if not _DECIMAL.fullmatch(text):
         return None
-    return float(text)
+    number = float(text)
+    return number if math.isfinite(number) else None
