@@ -13,11 +13,6 @@ stdout and stderr goes through a Stream that catches the OSError, and this polic
 
 A stream that failed once is written no more; its descriptor is pointed at /dev/null, so what
 is still buffered goes nowhere at exit instead of raising again.
-
-Every line written, whoever writes it (the reporters, argparse's usage errors and help, Python's
-warnings and tracebacks), is shown as runner/core/redact.py says first: URLs with their secrets
-hidden, on both streams, and on stderr the secret values of the command line too (`hide`), since
-a usage error quotes the words it could not use.
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from runner.core import redact
@@ -61,13 +56,18 @@ class Outputs:
         self.stderr = Stream("stderr", _usable(sys.stderr, 2), self)
         sys.stdout, sys.stderr = self.stdout, self.stderr
 
-    def hide(self, values: Iterable[str]) -> None:
+    def hide(self, values: list[str]) -> None:
         """Values that stderr never shows (the command line's secrets: redact.argv_secrets)."""
         self._secrets = redact.Secrets(values)
 
     def shown(self, name: str, text: str) -> str:
-        """`text` as it may be written to `name`. Values are hidden by value on stderr only: stdout's
-        figures and timestamps could hold a short password's digits, and nothing there quotes argv."""
+        """`text` as it may be written to `name`: every line written, whoever writes it (the reporters,
+        argparse's usage errors and help, Python's warnings and tracebacks), goes through here.
+
+        URLs are shown with their secrets hidden on both streams (redact.in_text); the command line's
+        secret values (`hide`) are hidden by value on stderr only, where a usage error quotes the words
+        it could not use: stdout's figures and timestamps could hold a short password's digits.
+        """
         text = redact.in_text(text)
         return self._secrets.hidden(text) if name == "stderr" else text
 
