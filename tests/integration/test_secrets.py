@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from runner.core.errors import EXIT_OK, EXIT_SHARD_MISSING, EXIT_USAGE
-from tests.conftest import REPO, assert_counts_add_up, free_port, run_soak
+from tests.conftest import assert_counts_add_up, free_port, run_soak
 from tests.support.echoserver import SERVER_ESC, EchoServer
 from tests.support.liverun import LiveRun
 
@@ -212,7 +212,8 @@ def test_warnings_and_tracebacks_are_redacted_where_they_are_written() -> None:
             "OUTPUTS.install()\n"
             f"warnings.warn('retrying {WITH_PASSWORD}')\n"
             f"raise RuntimeError('cannot reach {WITH_PASSWORD}')\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    repo = Path(__file__).resolve().parents[2]  # where `runner` is, installed or not
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=repo)
     assert done.returncode == 1
     assert LEAKED not in done.stderr
     assert "UserWarning: retrying http://alice:<hidden>@127.0.0.1:9/" in done.stderr
