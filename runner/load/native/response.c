@@ -1,0 +1,992 @@
+/*
+ * The incremental HTTP/1.1 response parser (response.h says what it is for).
+ *
+ * The grammar is llhttp's, state for state where it matters (llhttp 9.4's src/llhttp/http.ts,
+ * strict mode, as httptools 0.9 runs it): the same bytes are accepted, the same are
+ * refused with the same reason, the same headers set the same flags, and framing and
+ * keep-alive follow llhttp's src/native/http.c. Each state below names the llhttp node it
+ * stands for where the two differ in name. A state either consumes its byte or moves on to
+ * a state that will, so the loop ends; nothing recurses; every count is checked.
+ *
+ * On top of llhttp, what runner/load/http1.py's Connection does with its callbacks is
+ * done here too, at the same moments: skipping 1xx heads, failing 101 and statuses below
+ * 100, ending a HEAD response at its head, the bounds after each piece, and the close.
+ */
+#include "response.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* --- character classes ----------------------------------------------------------------- */
+
+enum {
+    TOKEN = 1,  /* tchar (RFC 9110): header names, chunk extension names and values */
+    VALUE = 2,  /* llhttp's HEADER_CHARS: HT, SP, visible ASCII, obs-text */
+    CONN = 4,   /* CONNECTION_TOKEN_CHARS: HEADER_CHARS but the comma */
+    QDTEXT = 8, /* in a quoted chunk extension value */
+    PAIR = 16,  /* after a backslash there: HT, SP, visible, obs-text */
+    HEX = 32,   /* a chunk size's digits */
+    BLANK = 64  /* what Python's str.strip() takes off a latin-1 header value (SP HT NEL NBSP) */
+};
+
+#define V_ (VALUE | CONN | QDTEXT | PAIR) /* visible, not a token char: ( ) / : ; < = > ? @ [ ] { } */
+#define T_ (TOKEN | V_)                   /* a token char */
+#define X_ (HEX | T_)                     /* a hex digit */
+#define Q_ (VALUE | CONN | PAIR)          /* " and \, which a quoted value escapes */
+#define C_ (VALUE | QDTEXT | PAIR)        /* the comma, which separates connection tokens */
+#define B_ (BLANK | V_)                   /* SP, HT, NEL, NBSP */
+
+static const unsigned char CLASS[256] = {
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  B_, 0,  0,  0,  0,  0,  0,  /* HT */
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+    B_, T_, Q_, T_, T_, T_, T_, T_, V_, V_, T_, T_, C_, T_, T_, V_, /* SP ! " # ... , - . / */
+    X_, X_, X_, X_, X_, X_, X_, X_, X_, X_, V_, V_, V_, V_, V_, V_, /* 0-9 : ; < = > ? */
+    V_, X_, X_, X_, X_, X_, X_, T_, T_, T_, T_, T_, T_, T_, T_, T_, /* @ A-O */
+    T_, T_, T_, T_, T_, T_, T_, T_, T_, T_, T_, V_, Q_, V_, T_, T_, /* P-Z [ \ ] ^ _ */
+    T_, X_, X_, X_, X_, X_, X_, T_, T_, T_, T_, T_, T_, T_, T_, T_, /* ` a-o */
+    T_, T_, T_, T_, T_, T_, T_, T_, T_, T_, T_, V_, T_, V_, T_, 0,  /* p-z { | } ~ DEL */
+    V_, V_, V_, V_, V_, B_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_,  /* obs-text; 0x85 NEL */
+    V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_,
+    B_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_,  /* 0xa0 NBSP */
+    V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_,
+    V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_,
+    V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_,
+    V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_,
+    V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_, V_,
+};
+
+#define IS(c, class) ((CLASS[(unsigned char)(c)] & (class)) != 0)
+
+static unsigned char lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? (unsigned char)(c | 0x20) : c; }
+
+static unsigned hex_value(unsigned char c)
+{
+    return c <= '9' ? (unsigned)(c - '0') : (unsigned)((c | 0x20) - 'a' + 10);
+}
+
+/* --- llhttp's flags and header states ----------------------------------------------------- */
+
+enum { /* llhttp's F_*, those framing and keep-alive depend on */
+    F_KEEP_ALIVE = 1 << 0,
+    F_CLOSE = 1 << 1,
+    F_CHUNKED = 1 << 3,
+    F_CONTENT_LENGTH = 1 << 5,
+    F_TRAILING = 1 << 7, /* reading trailers, after the last chunk */
+    F_TRANSFER_ENCODING = 1 << 9
+};
+
+enum { /* llhttp's HEADER_STATE: what the header being read is, and what its value said */
+    H_GENERAL,
+    H_CONNECTION,
+    H_CONTENT_LENGTH,
+    H_TRANSFER_ENCODING,
+    H_UPGRADE,
+    H_KEEP_ALIVE, /* a Connection value whose last token was keep-alive */
+    H_CLOSE,      /* ... close */
+    H_CONN_UPGRADE,
+    H_CHUNKED /* a Transfer-Encoding value whose last coding is chunked */
+};
+
+/* The header names that matter: llhttp's special ones, then the two http1.py reads. */
+enum { N_CONNECTION, N_CONTENT_LENGTH, N_PROXY_CONNECTION, N_TRANSFER_ENCODING, N_UPGRADE, N_SERVER,
+       N_ENCODING, N_COUNT };
+static const struct {
+    const char *text;
+    unsigned char len, header, special;
+} NAMES[N_COUNT] = {
+    {"connection", 10, H_CONNECTION, 1},
+    {"content-length", 14, H_CONTENT_LENGTH, 1},
+    {"proxy-connection", 16, H_CONNECTION, 1},
+    {"transfer-encoding", 17, H_TRANSFER_ENCODING, 1},
+    {"upgrade", 7, H_UPGRADE, 1},
+    {"server", 6, H_GENERAL, 0},
+    {"content-encoding", 16, H_GENERAL, 0},
+};
+#define ALL_NAMES ((1u << N_COUNT) - 1)
+
+static const char *const PROTOCOLS[] = {"HTTP", "RTSP", "ICE"}; /* what llhttp takes before '/' */
+static const struct {
+    const char *text;
+    unsigned char header;
+} WORDS[] = {{"close", H_CLOSE}, {"upgrade", H_CONN_UPGRADE}, {"keep-alive", H_KEEP_ALIVE}};
+static const char CHUNKED[] = "chunked";
+
+/* What a kept header value is for; one per head at most of each. */
+enum { W_NONE, W_SERVER, W_ENCODING, W_TE };
+enum { SEEN_SERVER = 1, SEEN_ENCODING = 2 };
+
+/* How the current message's body ends. */
+enum { B_NONE, B_LENGTH, B_CHUNKED, B_EOF };
+
+enum state {
+    S_START,        /* before a status line: CR and LF are skipped */
+    S_PROTOCOL,     /* HTTP, RTSP or ICE */
+    S_SLASH,
+    S_MAJOR,
+    S_DOT,
+    S_MINOR,
+    S_SPACE,        /* res_after_version */
+    S_STATUS,       /* three digits */
+    S_STATUS_END,   /* res_status_code_otherwise */
+    S_REASON,
+    S_LINE_LF,      /* res_line_almost_done */
+    S_HEADERS_START,
+    S_FIELD_START,
+    S_FIELD,        /* a header name: header_field and header_field_general */
+    S_VALUE_WS,     /* header_value_discard_ws */
+    S_VALUE_WS_CR,  /* header_value_discard_ws_almost_done */
+    S_VALUE_WS_LF,  /* header_value_discard_lws: an empty value */
+    S_TE,           /* header_value_te_chunked */
+    S_TE_LAST,      /* header_value_te_chunked_last */
+    S_TE_TOKEN,
+    S_TE_OWS,
+    S_LENGTH,       /* header_value_content_length */
+    S_LENGTH_WS,
+    S_CONN,         /* header_value_connection */
+    S_CONN_WS,
+    S_CONN_TOKEN,
+    S_VALUE,
+    S_VALUE_END,    /* header_value_otherwise */
+    S_VALUE_LF,     /* header_value_almost_done */
+    S_VALUE_FOLD,   /* header_value_lws: no obsolete folding */
+    S_HEADERS_LF,   /* headers_almost_done */
+    S_BODY_LENGTH,
+    S_BODY_EOF,
+    S_CHUNK_SIZE_FIRST, /* chunk_size_digit */
+    S_CHUNK_SIZE,
+    S_CHUNK_SIZE_END,   /* chunk_size_otherwise */
+    S_CHUNK_EXT,
+    S_CHUNK_EXT_NAME,
+    S_CHUNK_EXT_VALUE,
+    S_CHUNK_EXT_QUOTED,
+    S_CHUNK_EXT_PAIR,
+    S_CHUNK_EXT_QUOTED_END,
+    S_CHUNK_SIZE_LF,    /* chunk_size_almost_done */
+    S_CHUNK_DATA,
+    S_CHUNK_DATA_CR,    /* chunk_data_almost_done */
+    S_CHUNK_DATA_LF,
+    S_CLOSED,       /* after a 1xx that closes the connection: only CR and LF may follow */
+    S_ENDED         /* done or failed: nothing more is read */
+};
+
+/* --- endings ---------------------------------------------------------------------------- */
+
+static void fail(soak_response *r, unsigned kind, unsigned error, const char *reason)
+{
+    r->outcome = SOAK_FAILED;
+    r->kind = (uint8_t)kind;
+    r->error = (uint8_t)error;
+    r->reason = reason;
+    r->state = S_ENDED;
+}
+
+/* llhttp refused the bytes: `reason` is its text. Returns the offset, for the feed loop. */
+static size_t invalid(soak_response *r, size_t at, const char *reason)
+{
+    fail(r, SOAK_KIND_PROTOCOL, SOAK_ERR_INVALID, reason);
+    return at;
+}
+
+/* llhttp_message_needs_eof: whether only the close can end the current message's body. */
+static int needs_eof(const soak_response *r, int skip_body)
+{
+    if (r->code / 100 == 1 || r->code == 204 || r->code == 304 || skip_body)
+        return 0;
+    if ((r->flags & F_TRANSFER_ENCODING) && !(r->flags & F_CHUNKED))
+        return 1;
+    return !(r->flags & (F_CHUNKED | F_CONTENT_LENGTH));
+}
+
+/* llhttp_should_keep_alive: HTTP/1.1 unless it said close, 1.0 only if it said keep-alive. */
+static int keeps_alive(const soak_response *r, int skip_body)
+{
+    if (r->major > 0 && r->minor > 0) {
+        if (r->flags & F_CLOSE)
+            return 0;
+    } else if (!(r->flags & F_KEEP_ALIVE)) {
+        return 0;
+    }
+    return !needs_eof(r, skip_body);
+}
+
+/* The final response is complete `at` bytes into the current piece. */
+static size_t done(soak_response *r, size_t at, int keep_alive)
+{
+    r->outcome = SOAK_DONE;
+    r->keep_alive = (uint8_t)keep_alive;
+    /* The head(s) and any chunk framing; after HEAD, http1.py counts all it read as head
+     * (a 1xx's body included). */
+    r->header_bytes = r->wire_bytes + at - (r->head_request ? 0 : r->body_bytes);
+    r->events |= SOAK_EVENT_DONE;
+    r->message_end = at;
+    r->state = S_ENDED;
+    return at;
+}
+
+/* A new message (the first, or the one after a 1xx) starts: llhttp clears its flags. */
+static void begin_message(soak_response *r)
+{
+    r->flags = 0;
+    r->header = H_GENERAL;
+    r->watch = W_NONE;
+    r->seen = 0;
+    r->code = 0;
+    r->body_mode = B_NONE;
+    r->remaining = 0;
+    r->te_says_chunked = 0;
+}
+
+/* A message ended (on_message_complete): a 1xx makes way for the next, a final one is done. */
+static size_t message_complete(soak_response *r, size_t at)
+{
+    if (r->final_head)
+        return done(r, at, keeps_alive(r, 0));
+    /* llhttp__after_message_complete: a 1xx that does not keep the connection leaves it closed. */
+    r->state = keeps_alive(r, 0) ? S_START : S_CLOSED;
+    return at;
+}
+
+/* The blank line after a head: on_headers_complete, then llhttp__after_headers_complete. */
+static size_t head_complete(soak_response *r, size_t at)
+{
+    unsigned code = r->code;
+    if (code < 100) {
+        fail(r, SOAK_KIND_PROTOCOL, SOAK_ERR_STATUS_RANGE, NULL);
+        return at;
+    }
+    if (code == 101) { /* not interim: what follows is no longer HTTP */
+        fail(r, SOAK_KIND_PROTOCOL, SOAK_ERR_SWITCHED, NULL);
+        return at;
+    }
+    if (r->final_head) {
+        r->head_done = 1;
+        r->status = (uint16_t)code;
+        r->events |= SOAK_EVENT_HEAD;
+        r->head_end = at;
+        if (r->flags & F_CONTENT_LENGTH)
+            r->content_length = r->remaining;
+        if (r->head_request) /* F_SKIPBODY: whatever the head says, no body follows */
+            return done(r, at, keeps_alive(r, 1));
+    }
+    if (code == 100 || code == 102 || code == 103 || code == 204 || code == 304)
+        r->body_mode = B_NONE;
+    else if (r->flags & F_CHUNKED)
+        r->body_mode = B_CHUNKED;
+    else if (r->flags & F_TRANSFER_ENCODING)
+        r->body_mode = B_EOF; /* a coding other than chunked last: the close ends it */
+    else if (!(r->flags & F_CONTENT_LENGTH))
+        r->body_mode = needs_eof(r, 0) ? B_EOF : B_NONE;
+    else
+        r->body_mode = r->remaining > 0 ? B_LENGTH : B_NONE;
+    switch (r->body_mode) {
+    case B_LENGTH: r->state = S_BODY_LENGTH; return at;
+    case B_CHUNKED: r->state = S_CHUNK_SIZE_FIRST; return at;
+    case B_EOF: r->state = S_BODY_EOF; return at;
+    default: return message_complete(r, at);
+    }
+}
+
+/* --- header names and values ------------------------------------------------------------ */
+
+/* The name read so far is exactly NAMES[n]'s: its bit is still set and it is as long. */
+static int name_is(const soak_response *r, int n)
+{
+    return (r->names >> n & 1u) && r->name_len == NAMES[n].len;
+}
+
+static int exact_name(const soak_response *r)
+{
+    for (int n = 0; n < N_COUNT; n++)
+        if (name_is(r, n))
+            return n;
+    return -1;
+}
+
+/* One more byte of a header name: drop the names it no longer spells. */
+static void narrow_names(soak_response *r, unsigned char c)
+{
+    unsigned names = r->names;
+    c = lower(c);
+    for (int n = 0; n < N_COUNT; n++)
+        if ((names >> n & 1u) && (r->name_len >= NAMES[n].len || (unsigned char)NAMES[n].text[r->name_len] != c))
+            names &= ~(1u << n);
+    r->names = (uint8_t)names;
+    r->name_len++;
+}
+
+/* The name ended at its colon (on_header_field_complete). Returns 0, or 1 if llhttp refuses it. */
+static int field_complete(soak_response *r, const char **reason)
+{
+    int n = exact_name(r);
+    r->header = n >= 0 ? NAMES[n].header : H_GENERAL;
+    r->watch = W_NONE;
+    if (r->header == H_TRANSFER_ENCODING && (r->flags & F_CONTENT_LENGTH)) {
+        *reason = "Transfer-Encoding can't be present with Content-Length";
+        return 1;
+    }
+    if (r->header == H_CONTENT_LENGTH && (r->flags & F_TRANSFER_ENCODING)) {
+        *reason = "Content-Length can't be present with Transfer-Encoding";
+        return 1;
+    }
+    if (!r->final_head || (r->flags & F_TRAILING))
+        return 0; /* http1.py reads these from the final head only, never from trailers */
+    if (n == N_SERVER && !(r->seen & SEEN_SERVER)) {
+        r->watch = W_SERVER, r->seen |= SEEN_SERVER;
+    } else if (n == N_ENCODING && !(r->seen & SEEN_ENCODING)) {
+        r->watch = W_ENCODING, r->seen |= SEEN_ENCODING;
+    } else if (n == N_TRANSFER_ENCODING) {
+        r->watch = W_TE, r->chunked_match = 0;
+    }
+    r->value_len = r->value_end = 0;
+    r->kept_len = 0;
+    r->value_started = 0;
+    return 0;
+}
+
+/* Keep what http1.py keeps of a Server or Content-Encoding value: its bytes with the blanks
+ * at either end taken off (str.strip()), the Server's up to SOAK_SERVER_MAX. */
+static void keep_value(soak_response *r, const unsigned char *s, size_t n)
+{
+    char *copy = r->watch == W_SERVER ? r->server : r->encoding;
+    size_t cap = r->watch == W_SERVER ? sizeof r->server : sizeof r->encoding;
+    for (size_t i = 0; i < n; i++) {
+        int blank = IS(s[i], BLANK);
+        if (!r->value_started && blank)
+            continue;
+        r->value_started = 1;
+        if (r->kept_len < cap)
+            copy[r->kept_len++] = (char)s[i];
+        r->value_len++;
+        if (!blank)
+            r->value_end = r->value_len;
+    }
+}
+
+/* The kept value ended: settle the Server header, or whether the body is gzip (bodyhash.is_gzip). */
+static void value_kept(soak_response *r)
+{
+    if (r->watch == W_SERVER) {
+        r->server_cut = r->value_end > sizeof r->server;
+        r->server_len = (uint16_t)(r->server_cut ? sizeof r->server : r->value_end);
+    } else if (r->watch == W_ENCODING) {
+        size_t n = (size_t)r->value_end;
+        char v[sizeof r->encoding];
+        for (size_t i = 0; i < n && i < sizeof v; i++)
+            v[i] = (char)lower((unsigned char)r->encoding[i]);
+        r->gzip = (n == 4 && memcmp(v, "gzip", 4) == 0) || (n == 6 && memcmp(v, "x-gzip", 6) == 0);
+    }
+    r->watch = W_NONE;
+}
+
+/* http1._CHUNKED: does a Transfer-Encoding line of the final head mention "chunked" anywhere?
+ * (Which decides, as in http1.py, whether the close cuts a body or ends it.) */
+static void scan_te(soak_response *r, unsigned char c)
+{
+    if (r->watch != W_TE)
+        return;
+    c = lower(c);
+    if (c == (unsigned char)CHUNKED[r->chunked_match]) {
+        if (++r->chunked_match == sizeof CHUNKED - 1)
+            r->te_says_chunked = 1, r->chunked_match = 0;
+    } else {
+        r->chunked_match = c == 'c'; /* "chunked" has no other prefix that is also a suffix */
+    }
+}
+
+/* llhttp's setHeaderFlags, at a Connection comma and at the end of a value. */
+static void set_header_flags(soak_response *r)
+{
+    switch (r->header) {
+    case H_KEEP_ALIVE: r->flags |= F_KEEP_ALIVE; r->header = H_CONNECTION; break;
+    case H_CLOSE: r->flags |= F_CLOSE; r->header = H_CONNECTION; break;
+    case H_CONN_UPGRADE: r->header = H_CONNECTION; break;
+    case H_CHUNKED: r->flags |= F_CHUNKED; break;
+    default: break;
+    }
+}
+
+/* The first byte of a value that is not blank (header_value_start). 0, or 1 if refused. */
+static int value_start(soak_response *r, const char **reason)
+{
+    switch (r->header) {
+    case H_UPGRADE:
+        r->header = H_GENERAL;
+        r->state = S_VALUE;
+        return 0;
+    case H_TRANSFER_ENCODING: /* a second one counts again from scratch */
+        r->flags = (uint16_t)((r->flags | F_TRANSFER_ENCODING) & ~F_CHUNKED);
+        r->index = 0;
+        r->state = S_TE;
+        return 0;
+    case H_CONTENT_LENGTH:
+        if (r->flags & F_CONTENT_LENGTH) {
+            *reason = "Duplicate Content-Length";
+            return 1;
+        }
+        r->remaining = 0;
+        r->state = S_LENGTH;
+        return 0;
+    case H_CONNECTION:
+        r->index = 0;
+        r->state = S_CONN;
+        return 0;
+    default:
+        r->state = S_VALUE;
+        return 0;
+    }
+}
+
+/* --- the parser ------------------------------------------------------------------------- */
+
+void soak_response_init(soak_response *r, int head_request, uint32_t max_head)
+{
+    memset(r, 0, sizeof *r);
+    r->head_request = head_request != 0;
+    r->max_head = max_head;
+    r->state = S_START;
+}
+
+/* Parse `data` until it ends or the response does; returns the offset reached. */
+static size_t parse(soak_response *r, const unsigned char *data, size_t len)
+{
+    size_t i = 0;
+    const char *reason = NULL;
+    while (i < len) {
+        unsigned char c = data[i];
+        switch ((enum state)r->state) {
+        case S_START:
+            if (c == '\r' || c == '\n') {
+                i++;
+                break;
+            }
+            begin_message(r);
+            r->index = 0;
+            r->state = S_PROTOCOL;
+            break;
+        case S_PROTOCOL:
+            if (r->index == 0)
+                r->word = c == 'H' ? 0 : c == 'R' ? 1 : c == 'I' ? 2 : 3;
+            if (r->word > 2 || c != (unsigned char)PROTOCOLS[r->word][r->index])
+                return invalid(r, i, "Expected HTTP/, RTSP/ or ICE/");
+            i++;
+            if (PROTOCOLS[r->word][++r->index] == '\0')
+                r->state = S_SLASH;
+            break;
+        case S_SLASH:
+            if (c != '/')
+                return invalid(r, i, "Expected HTTP/, RTSP/ or ICE/");
+            i++;
+            r->state = S_MAJOR;
+            break;
+        case S_MAJOR:
+            if (c < '0' || c > '9')
+                return invalid(r, i, "Invalid major version");
+            r->major = (uint8_t)(c - '0');
+            i++;
+            r->state = S_DOT;
+            break;
+        case S_DOT:
+            if (c != '.')
+                return invalid(r, i, "Expected dot");
+            i++;
+            r->state = S_MINOR;
+            break;
+        case S_MINOR:
+            if (c < '0' || c > '9')
+                return invalid(r, i, "Invalid minor version");
+            r->minor = (uint8_t)(c - '0');
+            if (!((r->major == 0 && r->minor == 9) || (r->major == 1 && r->minor <= 1) ||
+                  (r->major == 2 && r->minor == 0)))
+                return invalid(r, i, "Invalid HTTP version");
+            i++;
+            r->state = S_SPACE;
+            break;
+        case S_SPACE:
+            if (c != ' ')
+                return invalid(r, i, "Expected space after version");
+            i++;
+            r->code = 0;
+            r->index = 0;
+            r->state = S_STATUS;
+            break;
+        case S_STATUS:
+            if (c < '0' || c > '9')
+                return invalid(r, i, "Invalid status code");
+            r->code = (uint16_t)(r->code * 10 + (c - '0'));
+            i++;
+            if (++r->index == 3) {
+                r->final_head = !(r->code >= 100 && r->code <= 199);
+                r->state = S_STATUS_END;
+            }
+            break;
+        case S_STATUS_END:
+            if (c == ' ')
+                r->state = S_REASON;
+            else if (c == '\r')
+                r->state = S_LINE_LF;
+            else
+                return invalid(r, i, "Invalid response status");
+            i++;
+            break;
+        case S_REASON: /* any byte but CR and LF */
+            while (i < len && data[i] != '\r' && data[i] != '\n')
+                i++;
+            if (i == len)
+                break;
+            if (data[i] == '\n')
+                return invalid(r, i, "Missing expected CR after response line");
+            i++;
+            r->state = S_LINE_LF;
+            break;
+        case S_LINE_LF:
+            if (c != '\n')
+                return invalid(r, i, "Expected LF after CR");
+            i++;
+            r->state = S_HEADERS_START;
+            break;
+        case S_HEADERS_START:
+            if (c == ' ')
+                return invalid(r, i, "Unexpected space after start line");
+            r->state = S_FIELD_START;
+            break;
+        case S_FIELD_START:
+            if (c == '\r') {
+                i++;
+                r->state = S_HEADERS_LF;
+                break;
+            }
+            if (c == '\n')
+                return invalid(r, i, "Invalid header field char");
+            if (c == ':')
+                return invalid(r, i, "Invalid header token");
+            r->names = ALL_NAMES;
+            r->name_len = 0;
+            r->state = S_FIELD;
+            break;
+        case S_FIELD:
+            if (IS(c, TOKEN)) {
+                if (r->names) {
+                    narrow_names(r, c);
+                    i++;
+                } else { /* not a name that matters: skip the rest of it at once */
+                    while (i < len && IS(data[i], TOKEN))
+                        i++;
+                }
+                break;
+            }
+            if (c == ':') {
+                i++;
+                if (field_complete(r, &reason))
+                    return invalid(r, i - 1, reason);
+                r->state = S_VALUE_WS;
+                break;
+            }
+            if (c == ' ') { /* llhttp says it one way after a special name, another after any other */
+                for (int n = 0; n < N_COUNT; n++)
+                    if (NAMES[n].special && name_is(r, n))
+                        return invalid(r, i, "Invalid header field char");
+            }
+            return invalid(r, i, "Invalid header token");
+        case S_VALUE_WS:
+            if (c == ' ' || c == '\t') {
+                i++;
+            } else if (c == '\r') {
+                i++;
+                r->state = S_VALUE_WS_CR;
+            } else if (c == '\n') {
+                return invalid(r, i, "Invalid header value char");
+            } else if (value_start(r, &reason)) {
+                return invalid(r, i, reason);
+            }
+            break;
+        case S_VALUE_WS_CR:
+            if (c != '\n')
+                return invalid(r, i, "Expected LF after CR");
+            i++;
+            r->state = S_VALUE_WS_LF;
+            break;
+        case S_VALUE_WS_LF: /* the value was empty, unless this is a fold */
+            if (c == ' ' || c == '\t')
+                return invalid(r, i, "Invalid header value char");
+            if (r->header == H_CONTENT_LENGTH)
+                return invalid(r, i, "Empty Content-Length");
+            if (r->header == H_TRANSFER_ENCODING)
+                return invalid(r, i, "Empty Transfer-Encoding");
+            set_header_flags(r);
+            value_kept(r);
+            r->state = S_FIELD_START;
+            break;
+        case S_TE: /* "chunked", compared as llhttp's toLowerUnsafe does */
+            if ((c | 0x20) == (unsigned char)CHUNKED[r->index]) {
+                scan_te(r, c);
+                i++;
+                if (++r->index == sizeof CHUNKED - 1)
+                    r->state = S_TE_LAST;
+            } else {
+                r->state = S_TE_TOKEN;
+            }
+            break;
+        case S_TE_LAST:
+            if (c == ' ') {
+                scan_te(r, c);
+                i++;
+            } else if (c == '\r' || c == '\n') {
+                r->header = H_CHUNKED;
+                r->state = S_VALUE_END;
+            } else {
+                r->state = S_TE_TOKEN;
+            }
+            break;
+        case S_TE_TOKEN:
+            if (c == ',') {
+                r->state = S_TE_OWS;
+            } else if (!IS(c, CONN)) {
+                r->header = H_GENERAL;
+                r->state = S_VALUE;
+                break;
+            }
+            scan_te(r, c);
+            i++;
+            break;
+        case S_TE_OWS:
+            if (c == ' ' || c == '\t') {
+                scan_te(r, c);
+                i++;
+            } else {
+                r->index = 0;
+                r->state = S_TE;
+            }
+            break;
+        case S_LENGTH:
+            if (c >= '0' && c <= '9') {
+                unsigned d = c - '0';
+                if (r->remaining > (UINT64_MAX - d) / 10)
+                    return invalid(r, i, "Content-Length overflow");
+                r->remaining = r->remaining * 10 + d;
+                i++;
+            } else {
+                r->state = S_LENGTH_WS;
+            }
+            break;
+        case S_LENGTH_WS:
+            if (c == ' ' || c == '\t') {
+                i++;
+            } else if (c == '\r' || c == '\n') {
+                r->flags |= F_CONTENT_LENGTH;
+                r->state = S_VALUE_END;
+            } else {
+                return invalid(r, i, "Invalid character in Content-Length");
+            }
+            break;
+        case S_CONN: /* close, upgrade or keep-alive, in any case, after any blanks */
+            c = lower(c);
+            if (r->index == 0) {
+                if (c == ' ' || c == '\t') {
+                    i++;
+                    break;
+                }
+                r->word = c == 'c' ? 0 : c == 'u' ? 1 : c == 'k' ? 2 : 3;
+            }
+            if (r->word > 2 || c != (unsigned char)WORDS[r->word].text[r->index]) {
+                r->state = S_CONN_TOKEN;
+                break;
+            }
+            i++;
+            if (WORDS[r->word].text[++r->index] == '\0') {
+                r->header = WORDS[r->word].header;
+                r->state = S_CONN_WS;
+            }
+            break;
+        case S_CONN_WS:
+            if (c == ',') {
+                set_header_flags(r);
+                i++;
+                r->index = 0;
+                r->state = S_CONN;
+            } else if (c == ' ' || c == '\t') {
+                i++;
+            } else if (c == '\r' || c == '\n') {
+                r->state = S_VALUE_END;
+            } else {
+                r->header = H_GENERAL;
+                r->state = S_CONN_TOKEN;
+            }
+            break;
+        case S_CONN_TOKEN:
+            if (c == ',') {
+                i++;
+                r->index = 0;
+                r->state = S_CONN;
+            } else if (IS(c, CONN)) {
+                i++;
+            } else {
+                r->state = S_VALUE_END;
+            }
+            break;
+        case S_VALUE: {
+            size_t start = i;
+            while (i < len && IS(data[i], VALUE))
+                i++;
+            if (r->watch == W_SERVER || r->watch == W_ENCODING)
+                keep_value(r, data + start, i - start);
+            else if (r->watch == W_TE)
+                for (size_t k = start; k < i; k++)
+                    scan_te(r, data[k]);
+            if (i < len)
+                r->state = S_VALUE_END;
+            break;
+        }
+        case S_VALUE_END:
+            if (c == '\n')
+                return invalid(r, i, "Missing expected CR after header value");
+            if (c != '\r')
+                return invalid(r, i, "Invalid header value char");
+            value_kept(r);
+            i++;
+            r->state = S_VALUE_LF;
+            break;
+        case S_VALUE_LF:
+            if (c != '\n')
+                return invalid(r, i, "Missing expected LF after header value");
+            i++;
+            r->state = S_VALUE_FOLD;
+            break;
+        case S_VALUE_FOLD:
+            if (c == ' ' || c == '\t')
+                return invalid(r, i, "Unexpected whitespace after header value");
+            set_header_flags(r);
+            r->state = S_FIELD_START;
+            break;
+        case S_HEADERS_LF:
+            if (c != '\n')
+                return invalid(r, i, "Expected LF after headers");
+            i++;
+            if (r->flags & F_TRAILING) /* the trailers' blank line ends a chunked body */
+                message_complete(r, i);
+            else
+                head_complete(r, i);
+            if (r->state == S_ENDED)
+                return i;
+            break;
+        case S_BODY_LENGTH:
+        case S_CHUNK_DATA: {
+            size_t n = len - i < r->remaining ? len - i : (size_t)r->remaining;
+            r->remaining -= n;
+            r->body_bytes += n;
+            i += n;
+            if (r->remaining > 0)
+                break;
+            if (r->state == S_CHUNK_DATA) {
+                r->state = S_CHUNK_DATA_CR;
+                break;
+            }
+            message_complete(r, i);
+            if (r->state == S_ENDED)
+                return i;
+            break;
+        }
+        case S_BODY_EOF: /* everything until the close */
+            r->body_bytes += len - i;
+            i = len;
+            break;
+        case S_CHUNK_SIZE_FIRST:
+            if (!IS(c, HEX))
+                return invalid(r, i, "Invalid character in chunk size");
+            r->remaining = hex_value(c);
+            i++;
+            r->state = S_CHUNK_SIZE;
+            break;
+        case S_CHUNK_SIZE:
+            if (IS(c, HEX)) {
+                if (r->remaining > UINT64_MAX / 16)
+                    return invalid(r, i, "Chunk size overflow");
+                r->remaining = r->remaining * 16 + hex_value(c);
+                i++;
+            } else {
+                r->state = S_CHUNK_SIZE_END;
+            }
+            break;
+        case S_CHUNK_SIZE_END:
+            if (c == '\r')
+                r->state = S_CHUNK_SIZE_LF;
+            else if (c == '\n')
+                return invalid(r, i, "Missing expected CR after chunk size");
+            else if (c == ';')
+                r->state = S_CHUNK_EXT;
+            else
+                return invalid(r, i, "Invalid character in chunk size");
+            i++;
+            break;
+        case S_CHUNK_EXT:
+            if (c == ' ' || c == '\r')
+                return invalid(r, i, "Invalid character in chunk extensions");
+            r->state = S_CHUNK_EXT_NAME;
+            break;
+        case S_CHUNK_EXT_NAME:
+            if (c == '\n')
+                return invalid(r, i, "Missing expected CR after chunk extension name");
+            if (c == '=')
+                r->state = S_CHUNK_EXT_VALUE;
+            else if (c == ';')
+                r->state = S_CHUNK_EXT;
+            else if (c == '\r')
+                r->state = S_CHUNK_SIZE_LF;
+            else if (!IS(c, TOKEN))
+                return invalid(r, i, "Invalid character in chunk extensions name");
+            i++;
+            break;
+        case S_CHUNK_EXT_VALUE:
+            if (c == '\n')
+                return invalid(r, i, "Missing expected CR after chunk extension value");
+            if (c == '"')
+                r->state = S_CHUNK_EXT_QUOTED;
+            else if (c == ';')
+                r->state = S_CHUNK_EXT;
+            else if (c == '\r')
+                r->state = S_CHUNK_SIZE_LF;
+            else if (!IS(c, TOKEN))
+                return invalid(r, i, "Invalid character in chunk extensions value");
+            i++;
+            break;
+        case S_CHUNK_EXT_QUOTED:
+            if (c == '"')
+                r->state = S_CHUNK_EXT_QUOTED_END;
+            else if (c == '\\')
+                r->state = S_CHUNK_EXT_PAIR;
+            else if (!IS(c, QDTEXT))
+                return invalid(r, i, "Invalid character in chunk extensions quoted value");
+            i++;
+            break;
+        case S_CHUNK_EXT_PAIR:
+            if (!IS(c, PAIR))
+                return invalid(r, i, "Invalid quoted-pair in chunk extensions quoted value");
+            i++;
+            r->state = S_CHUNK_EXT_QUOTED;
+            break;
+        case S_CHUNK_EXT_QUOTED_END:
+            if (c == '\n')
+                return invalid(r, i, "Missing expected CR after chunk extension value");
+            if (c == ';')
+                r->state = S_CHUNK_EXT;
+            else if (c == '\r')
+                r->state = S_CHUNK_SIZE_LF;
+            else
+                return invalid(r, i, "Invalid character in chunk extensions quote value");
+            i++;
+            break;
+        case S_CHUNK_SIZE_LF:
+            if (c != '\n')
+                return invalid(r, i, "Expected LF after chunk size");
+            i++;
+            if (r->remaining > 0) {
+                r->state = S_CHUNK_DATA;
+            } else { /* the last chunk: trailers follow, read as headers are */
+                r->flags |= F_TRAILING;
+                r->state = S_FIELD_START;
+            }
+            break;
+        case S_CHUNK_DATA_CR:
+            if (c == '\n')
+                return invalid(r, i, "Missing expected CR after chunk data");
+            if (c != '\r')
+                return invalid(r, i, "Expected LF after chunk data");
+            i++;
+            r->state = S_CHUNK_DATA_LF;
+            break;
+        case S_CHUNK_DATA_LF:
+            if (c != '\n')
+                return invalid(r, i, "Expected LF after chunk data");
+            i++;
+            r->state = S_CHUNK_SIZE_FIRST;
+            break;
+        case S_CLOSED:
+            if (c != '\r' && c != '\n')
+                return invalid(r, i, "Data after `Connection: close`");
+            i++;
+            break;
+        case S_ENDED:
+            return i;
+        }
+    }
+    return i;
+}
+
+size_t soak_response_feed(soak_response *r, const unsigned char *data, size_t len)
+{
+    r->events = 0;
+    if (r->outcome != SOAK_PENDING)
+        return 0;
+    int head_before = r->head_done;
+    uint64_t body_before = r->body_bytes;
+    size_t used = parse(r, data, len);
+    r->wire_bytes += used;
+    if (r->outcome != SOAK_PENDING)
+        return used;
+    /* http1.Connection._check_bounds, after each read: the head(s), then runs of framing. */
+    if (!r->head_done) {
+        if (r->wire_bytes > r->max_head)
+            fail(r, SOAK_KIND_PROTOCOL, SOAK_ERR_HEAD_TOO_LARGE, NULL);
+    } else if (head_before) {
+        r->framing_run = r->body_bytes > body_before ? 0 : r->framing_run + len;
+        if (r->framing_run > r->max_head)
+            fail(r, SOAK_KIND_PROTOCOL, SOAK_ERR_FRAMING_TOO_LARGE, NULL);
+    }
+    return used;
+}
+
+void soak_response_eof(soak_response *r)
+{
+    r->events = 0;
+    if (r->outcome != SOAK_PENDING)
+        return;
+    if (!r->head_done)
+        fail(r, SOAK_KIND_CLOSED, SOAK_ERR_NO_RESPONSE, NULL);
+    else if (r->body_mode == B_EOF && !r->te_says_chunked)
+        done(r, 0, 0); /* the close ends the body, and the connection with it */
+    else
+        fail(r, SOAK_KIND_CLOSED, SOAK_ERR_BODY_CUT, NULL);
+}
+
+/* failures._kib: "100 KiB", or the bytes when not a whole number of KiB. */
+static const char *kib(uint32_t size, char *buf, size_t n)
+{
+    if (size % 1024 == 0)
+        snprintf(buf, n, "%lu KiB", (unsigned long)(size / 1024));
+    else
+        snprintf(buf, n, "%lu bytes", (unsigned long)size);
+    return buf;
+}
+
+int soak_response_error(const soak_response *r, char *buf, size_t size)
+{
+    char bound[32];
+    if (r->outcome != SOAK_FAILED)
+        return snprintf(buf, size, "%s", "");
+    switch (r->error) {
+    case SOAK_ERR_INVALID:
+        return snprintf(buf, size, "protocol: invalid response: %s", r->reason);
+    case SOAK_ERR_SWITCHED:
+        return snprintf(buf, size, "protocol: the server switched protocols (status 101)");
+    case SOAK_ERR_STATUS_RANGE:
+        return snprintf(buf, size, "protocol: invalid response: status %03u is not in 100-999", (unsigned)r->code);
+    case SOAK_ERR_HEAD_TOO_LARGE:
+        return snprintf(buf, size, "protocol: response head larger than %s", kib(r->max_head, bound, sizeof bound));
+    case SOAK_ERR_FRAMING_TOO_LARGE:
+        return snprintf(buf, size, "protocol: chunk-size line or trailers larger than %s",
+                        kib(r->max_head, bound, sizeof bound));
+    case SOAK_ERR_NO_RESPONSE:
+        return snprintf(buf, size, "closed: Server disconnected without sending a response.");
+    case SOAK_ERR_BODY_CUT:
+        if (r->flags & F_CONTENT_LENGTH)
+            return snprintf(buf, size,
+                            "closed: peer closed connection without sending complete message body "
+                            "(received %llu bytes, expected %llu)",
+                            (unsigned long long)r->body_bytes, (unsigned long long)r->content_length);
+        return snprintf(buf, size,
+                        "closed: peer closed connection without sending complete message body "
+                        "(received %llu bytes, of a body of unknown length)",
+                        (unsigned long long)r->body_bytes);
+    default:
+        return snprintf(buf, size, "other: unknown failure %u", (unsigned)r->error);
+    }
+}

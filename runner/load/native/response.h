@@ -1,0 +1,135 @@
+/*
+ * An incremental HTTP/1.1 response parser for the native engine: pure C11, no CPython.
+ *
+ * It reads one response (any interim 1xx heads before it included) from the bytes of a
+ * connection, fed in whatever pieces the socket gives, and says what the fast transport
+ * (runner/load/http1.py, llhttp through httptools) would have made of the same bytes: the
+ * final status, the head's size as Result.header_bytes counts it, the body's bytes,
+ * whether the connection may carry another request, the Server header, whether the body
+ * is gzip, and how it failed, with the same error kind and text.
+ *
+ * What it accepts and refuses is llhttp's (9.4, strict, as httptools runs it): the same
+ * status lines, header syntax, Content-Length and Transfer-Encoding rules, chunk sizes
+ * and extensions, trailers, no obsolete line folding, no bare LF. On top of that, what
+ * http1.Connection adds: 1xx heads are skipped (101 fails: what follows is not HTTP),
+ * a status below 100 fails at once, a HEAD response has no body, heads and runs of
+ * framing are held to a bound checked after each piece (as the transport checks after
+ * each read), and what the server's close means depends on the framing.
+ *
+ * The state is O(1): nothing is buffered (the head is scanned as it comes, never kept),
+ * the only copy is a bounded one of the Server value, and no count can overflow
+ * unchecked. One soak_response per response; soak_response_init it for the next.
+ */
+#ifndef SOAK_RESPONSE_H
+#define SOAK_RESPONSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most bytes of the Server header's value kept; a longer value is cut (server_cut). */
+#define SOAK_SERVER_MAX 256
+
+/* Where a response is. */
+enum soak_outcome {
+    SOAK_PENDING = 0, /* more bytes (or the close) are needed */
+    SOAK_DONE,        /* a whole final response: status, header_bytes, body_bytes, keep_alive */
+    SOAK_FAILED       /* no response: kind and soak_response_error() say why */
+};
+
+/* Why it failed: result.py's error kinds that bytes alone can cause. */
+enum soak_kind {
+    SOAK_KIND_NONE = 0,
+    SOAK_KIND_PROTOCOL, /* "protocol": the response was not valid HTTP */
+    SOAK_KIND_CLOSED    /* "closed": the server closed before the response was complete */
+};
+
+/* Which failure, for soak_response_error(); the text is runner/load's for the same. */
+enum soak_error {
+    SOAK_ERR_NONE = 0,
+    SOAK_ERR_INVALID,          /* llhttp refused it: "protocol: invalid response: <reason>" */
+    SOAK_ERR_SWITCHED,         /* status 101 */
+    SOAK_ERR_STATUS_RANGE,     /* a status below 100 */
+    SOAK_ERR_HEAD_TOO_LARGE,   /* the head(s) grew past max_head */
+    SOAK_ERR_FRAMING_TOO_LARGE,/* chunk-size lines or trailers grew past max_head */
+    SOAK_ERR_NO_RESPONSE,      /* closed before a final head */
+    SOAK_ERR_BODY_CUT          /* closed before the end of a body whose end is marked */
+};
+
+/* Bits of soak_response.events: what happened during the last soak_response_feed(). */
+#define SOAK_EVENT_HEAD 1u /* the final head ended, at head_end */
+#define SOAK_EVENT_DONE 2u /* the response ended, at message_end */
+
+typedef struct soak_response {
+    /* --- read by the caller --------------------------------------------------------- */
+    uint8_t outcome;        /* enum soak_outcome */
+    uint8_t kind;           /* enum soak_kind, when SOAK_FAILED */
+    uint8_t error;          /* enum soak_error, when SOAK_FAILED */
+    uint8_t keep_alive;     /* when SOAK_DONE: the connection may carry another request */
+    uint8_t head_done;      /* the final head has been read (status is set) */
+    uint8_t gzip;           /* the final head says Content-Encoding: gzip (or x-gzip) */
+    uint8_t server_cut;     /* the Server value was longer than SOAK_SERVER_MAX */
+    uint8_t events;         /* SOAK_EVENT_* of the last feed */
+    uint16_t status;        /* the final status, once head_done */
+    uint16_t server_len;    /* bytes in server */
+    const char *reason;     /* llhttp's reason, for SOAK_ERR_INVALID */
+    uint64_t wire_bytes;    /* bytes of this response consumed: heads, framing and body */
+    uint64_t body_bytes;    /* body bytes (those of any 1xx with a body included, as http1.py counts) */
+    uint64_t header_bytes;  /* when SOAK_DONE: wire_bytes - body_bytes (Result.header_bytes) */
+    uint64_t content_length;/* declared by the final head, when it had one */
+    size_t head_end;        /* SOAK_EVENT_HEAD: offset in the last piece just past the head */
+    size_t message_end;     /* SOAK_EVENT_DONE: offset in the last piece just past the response */
+    char server[SOAK_SERVER_MAX]; /* the first Server value of the final head, trimmed (not NUL-ended) */
+
+    /* --- the parser's own ------------------------------------------------------------ */
+    uint8_t state;          /* where in the grammar */
+    uint8_t head_request;   /* the request was HEAD: no body, whatever the head says */
+    uint8_t major, minor;   /* HTTP version of the current message */
+    uint8_t header;         /* llhttp's header_state: which special header, which token */
+    uint8_t watch;          /* the value being read is one we keep something of */
+    uint8_t index;          /* position in a literal being matched ... */
+    uint8_t word;           /* ... and which literal (protocol name, Connection token) */
+    uint8_t names;          /* header names (a bit each) the field so far may still be */
+    uint8_t seen;           /* Server / Content-Encoding already met in this head */
+    uint8_t chunked_match;  /* progress of "chunked" in a Transfer-Encoding value (http1._CHUNKED) */
+    uint8_t te_says_chunked;/* a Transfer-Encoding line of the final head mentions chunked */
+    uint8_t body_mode;      /* how the current body ends */
+    uint8_t final_head;     /* the current head is the final one (not 1xx) */
+    uint8_t value_started;  /* a kept value has had a non-blank byte */
+    uint16_t flags;         /* llhttp's F_* of the current message */
+    uint16_t code;          /* status of the current message */
+    uint16_t name_len;      /* bytes of the header name so far, capped */
+    uint16_t kept_len;      /* bytes of a kept value's copy (up to its cap) */
+    uint32_t max_head;      /* the bound on heads and on runs of framing (MAX_HEAD_BYTES) */
+    uint64_t remaining;     /* Content-Length or chunk bytes still to come; a number being read */
+    uint64_t value_len;     /* bytes of a kept value after its leading blanks */
+    uint64_t value_end;     /* ... up to its last non-blank byte */
+    uint64_t framing_run;   /* bytes read after the head since the last piece with body */
+    char encoding[8];       /* the start of the Content-Encoding value */
+} soak_response;
+
+/* Ready `r` for the response to a request; `head_request`: it was HEAD. `max_head` is
+ * the bound on the head and on runs of framing, runner.load.transport.MAX_HEAD_BYTES. */
+void soak_response_init(soak_response *r, int head_request, uint32_t max_head);
+
+/* Parse the next `len` bytes of the connection. Returns how many were part of this
+ * response: all of them, unless it ended (SOAK_DONE: the rest belongs to no request) or
+ * failed inside them. After an ending nothing more is taken. */
+size_t soak_response_feed(soak_response *r, const unsigned char *data, size_t len);
+
+/* The server closed the connection cleanly: ends a body that runs to the close, and
+ * fails anything else not yet complete. A reset is the caller's ("reset"), not this. */
+void soak_response_eof(soak_response *r);
+
+/* The failure's text, as runner/load names it, in buf (NUL-ended, cut to size); returns
+ * the length the whole text has, as snprintf does. "" when it did not fail. */
+int soak_response_error(const soak_response *r, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOAK_RESPONSE_H */
