@@ -1,0 +1,167 @@
+"""The native response parser (runner/load/native/response.c) against the fast transport's.
+
+The same reads go to both: to the C parser through its test binding, and to
+runner.load.http1.Connection exactly as its raw socket transport hands them over
+(tests/support/replay.py). Every case must come out the same: status, head and body
+bytes, keep-alive, Server, gzip, and failure kind and text, or both still waiting (and
+for the same phase, which a timeout names). The cases are generated valid and hostile
+responses and systematic mutations of them (tests/support/responses.py), seeded random
+mutations, the bounds, and what the fault server and a real nginx really send.
+
+In the integration tier because it builds the extension (a compiler in a subprocess)
+and, for the fault server and nginx, reads real sockets; nothing here waits on a clock
+but the captures' quiet time, and a slow capture only changes which bytes both parsers get.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from types import ModuleType
+
+import pytest
+
+from runner.load.transport import MAX_HEAD_BYTES
+from tests.conftest import Nginx
+from tests.support import responses
+from tests.support.capture import Capture, capture
+from tests.support.faultserver import CHUNKED_SIZE, FaultServer, reset_at_accept_server
+from tests.support.replay import PythonTransport, compare, native, native_parser
+
+SHOWN = 10  # differing cases printed at most
+
+
+@pytest.fixture(scope="module")
+def parser(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    return native_parser(tmp_path_factory.mktemp("native"))
+
+
+@pytest.fixture
+def python() -> Iterator[PythonTransport]:
+    with PythonTransport() as transport:
+        yield transport
+
+
+def differences(parser: ModuleType, python: PythonTransport,
+                cases: Iterator[tuple[responses.Case, list[bytes]]], reset: bool = False) -> tuple[int, list[str]]:
+    """(cases run, a line for each that differs)."""
+    count, found = 0, []
+    for case, chunks in cases:
+        count += 1
+        ours = native(parser, case.method, chunks, case.eof)
+        got = compare(case.method, chunks, case.eof, reset, python.outcome(case.method, chunks, case.eof, reset), ours)
+        if got:
+            found.append(f"{case.name} {case.method} eof={case.eof} reads={[len(c) for c in chunks][:6]}: {got}")
+    return count, found
+
+
+def assert_same(count: int, found: list[str]) -> None:
+    assert not found, f"{len(found)} of {count} cases differ:\n" + "\n".join(found[:SHOWN])
+
+
+def test_generated_responses_agree(parser: ModuleType, python: PythonTransport) -> None:
+    count, found = differences(parser, python, responses.cases())
+    assert count > 100_000  # every case, each chunking, every prefix, every mutation
+    assert_same(count, found)
+
+
+def test_random_mutations_agree(parser: ModuleType, python: PythonTransport) -> None:
+    count, found = differences(parser, python, responses.random_cases(random.Random(22), 200_000))
+    assert_same(count, found)
+
+
+def test_bounds_agree(parser: ModuleType, python: PythonTransport) -> None:
+    outcomes = {}
+    for case, chunks in responses.bound_cases(MAX_HEAD_BYTES):
+        ours = native(parser, case.method, chunks, case.eof)
+        assert not compare(case.method, chunks, case.eof, False, python.outcome(case.method, chunks, case.eof), ours), case
+        outcomes[case.name] = ours["text"] or ours["outcome"]
+    # Both fail what runs past the bound, whichever way it is cut, and keep what fits.
+    assert outcomes["endless-headers/65536"] == outcomes["head-over-bound/1000"] == outcomes["head-at-bound+1"] \
+        == "protocol: response head larger than 100 KiB"
+    assert outcomes["endless-chunk-line"] == outcomes["endless-trailers"] \
+        == "protocol: chunk-size line or trailers larger than 100 KiB"
+    assert outcomes["head-at-bound+0"] == outcomes["chunks-with-data"] == "pending"
+    assert outcomes["big-body"] == outcomes["big-chunks"] == outcomes["big-until-close"] == "done"
+
+
+# Every path of the fault server (tests/support/faultserver.py), as (method, path).
+FAULT_REQUESTS = [
+    ("GET", "/ok"), ("HEAD", "/ok"), ("GET", "/status/200"), ("GET", "/status/204"), ("GET", "/status/301"),
+    ("GET", "/status/304"), ("GET", "/status/404"), ("GET", "/status/418"), ("GET", "/status/500"),
+    ("GET", "/status/503"), ("GET", "/status/600"), ("GET", "/status/999"), ("GET", "/status/100"),
+    ("GET", "/status/101"), ("GET", "/status/99"), ("GET", "/status/0"), ("GET", "/slow/10"), ("GET", "/stall"),
+    ("GET", "/close"), ("GET", "/reset-mid-body"), ("GET", "/close-mid-body"), ("GET", "/slow-body/300"),
+    ("GET", "/garbage"), ("GET", "/big/2000000"), ("HEAD", "/big/2000000"), ("GET", "/chunked"),
+    ("HEAD", "/chunked"), ("GET", "/varying"), ("GET", "/varying/404"), ("GET", "/interim/100"),
+    ("HEAD", "/interim/100"), ("GET", "/interim/102-close"), ("GET", "/interim/102-stall"), ("GET", "/switch"),
+    ("GET", "/endless-headers"), ("GET", "/endless-chunk-line"), ("GET", "/bad-chunking"), ("GET", "/trickle/5/20"),
+    ("GET", "/gzip"), ("GET", "/gzip-lie"), ("GET", "/until-close"), ("HEAD", "/until-close"), ("GET", "/nosuch"),
+]
+
+
+def replays(method: str, name: str, got: Capture) -> Iterator[tuple[responses.Case, list[bytes]]]:
+    """A capture as it was read, then (where small enough) in one read and a byte per read,
+    and a capture that ended in the close also as if the server had kept the connection."""
+    eof = got.ending == "eof"
+    data = b"".join(got.chunks)
+    variants = [got.chunks, [data]] + ([[bytes([b]) for b in data]] if len(data) <= 8192 else [])
+    for chunks in variants:
+        yield responses.Case(name, method, data, eof), chunks
+        if eof:
+            yield responses.Case(name + " (kept open)", method, data, False), chunks
+
+
+@pytest.mark.parametrize(("method", "path"), FAULT_REQUESTS, ids=[f"{m} {p}" for m, p in FAULT_REQUESTS])
+def test_fault_server_responses_agree(parser: ModuleType, python: PythonTransport, fault_server: FaultServer,
+                                      method: str, path: str) -> None:
+    got = capture(fault_server.port, path, method, limit=3 << 20)
+    assert_same(*differences(parser, python, replays(method, path, got), reset=got.ending == "reset"))
+
+
+def test_fault_server_outcomes(parser: ModuleType, fault_server: FaultServer) -> None:
+    """What the differential test compares is real: the captures hold responses, faults and all."""
+    def outcome(path: str, method: str = "GET") -> str:
+        got = capture(fault_server.port, path, method, limit=3 << 20)
+        ours = native(parser, method, got.chunks, got.ending == "eof")
+        return ours["text"] or f"{ours['outcome']} {ours['status']} {ours['body_bytes']}"
+
+    assert outcome("/ok") == "done 200 3"
+    assert outcome("/ok", "HEAD") == "done 200 0"
+    assert outcome("/big/2000000") == "done 200 2000000"
+    assert outcome("/chunked") == f"done 200 {CHUNKED_SIZE}"
+    assert outcome("/garbage") == "protocol: invalid response: Expected HTTP/, RTSP/ or ICE/"
+    assert outcome("/switch") == "protocol: the server switched protocols (status 101)"
+    assert outcome("/bad-chunking") == "protocol: invalid response: Invalid character in chunk size"
+    assert outcome("/endless-headers") == "protocol: response head larger than 100 KiB"
+    assert outcome("/close-mid-body") == ("closed: peer closed connection without sending complete message body "
+                                         "(received 10000 bytes, expected 100000)")
+    assert outcome("/interim/102-close") == "closed: Server disconnected without sending a response."
+    assert outcome("/stall") == "pending 0 0"
+
+
+def test_servers_that_never_answer_agree(parser: ModuleType, python: PythonTransport) -> None:
+    silent = FaultServer(on_accept="silent").start()
+    try:
+        got = capture(silent.port, "/ok", quiet=0.5)
+    finally:
+        silent.stop()
+    assert got == Capture([], "quiet")
+    assert_same(*differences(parser, python, replays("GET", "silent", got)))
+    with reset_at_accept_server() as port:
+        got = capture(port, "/ok")
+    assert got.ending == "reset"
+    assert_same(*differences(parser, python, replays("GET", "reset at accept", got), reset=True))
+
+
+@pytest.mark.parametrize(("method", "path", "headers"), [
+    ("GET", "/", ""), ("HEAD", "/", ""), ("GET", "/", "Accept-Encoding: gzip\r\n"), ("GET", "/teapot", ""),
+    ("GET", "/fail", ""), ("GET", "/echo", ""), ("GET", "/nosuch", ""),
+])
+def test_nginx_responses_agree(parser: ModuleType, python: PythonTransport, nginx: Nginx, method: str, path: str,
+                               headers: str) -> None:
+    port = int(nginx.url.rsplit(":", 1)[1].strip("/"))
+    got = capture(port, path, method, close=False, quiet=0.5, headers=headers)  # nginx keeps it open
+    ours = native(parser, method, got.chunks, got.ending == "eof")
+    assert ours["outcome"] == "done" and ours["server"].startswith("nginx"), ours
+    assert_same(*differences(parser, python, replays(method, path, got)))

@@ -1,0 +1,48 @@
+"""The bytes a server really sends for one request, read as the fast transport reads them.
+
+The differential test of the native parser replays them into both parsers: capturing once
+and replaying the same reads to each means the two are compared on identical input, however
+the machine's load cut the stream.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+from dataclasses import dataclass
+
+READ_SIZE = 65536  # as runner/load/rawsocket.py reads
+
+
+@dataclass(frozen=True)
+class Capture:
+    chunks: list[bytes]  # one per recv(), in order
+    ending: str  # "eof" (the server closed), "reset", or "quiet" (nothing more came, or enough did)
+
+
+def capture(port: int, path: str, method: str = "GET", close: bool = True, limit: int = 512 * 1024,
+            quiet: float = 1.0, headers: str = "") -> Capture:
+    """Send one request for `path` to 127.0.0.1:`port` (`headers`: more lines, each ending in
+    CRLF) and read until the server closes or resets, `quiet` seconds pass with nothing read,
+    or `limit` bytes have come."""
+    request = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}"
+               + ("Connection: close\r\n" if close else "") + "\r\n")
+    chunks: list[bytes] = []
+    total = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        try:
+            sock.sendall(request.encode("latin-1"))
+        except ConnectionResetError:
+            return Capture(chunks, "reset")
+        while total < limit:
+            if not select.select([sock], [], [], quiet)[0]:
+                return Capture(chunks, "quiet")
+            try:
+                data = sock.recv(READ_SIZE)
+            except ConnectionResetError:
+                return Capture(chunks, "reset")
+            if not data:
+                return Capture(chunks, "eof")
+            chunks.append(data)
+            total += len(data)
+    return Capture(chunks, "quiet")

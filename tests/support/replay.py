@@ -1,0 +1,198 @@
+"""The same response bytes through both parsers: the fast transport's and the native one.
+
+`python_transport` drives runner.load.http1.Connection, the protocol the fast transport
+runs on every connection, exactly as its raw socket transport does (connection_made, one
+data_received per read, connection_lost at the close or reset), on an event loop that is
+never run: nothing in it waits, so the answer is the same at any load. Only the socket is
+missing, and `Wire` stands in for it: it records what the protocol did to it.
+
+`native_parser` builds the C parser's test binding (runner/load/native) from the sources
+into a temporary directory, so a test always runs the code in the tree, however the
+package was installed.
+
+`compare` says how the two answers differ, if they do, allowing only for what the
+Python transport does by its own choice rather than by the bytes (each allowance says why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from runner.load import http1
+from runner.load.bodyhash import is_gzip
+from runner.load.result import Result
+from runner.load.transport import MAX_HEAD_BYTES
+
+REPO = Path(__file__).resolve().parents[2]
+STATUS_RANGE = "protocol: invalid response: status "  # the native parser's text for a status below 100
+
+
+class Wire(asyncio.Transport):
+    """The socket under a Connection: takes what it writes, notes a close or an abort."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = b""
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += bytes(data)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+
+@dataclass
+class Outcome:
+    """What the fast transport made of the bytes: its Result, and how far it got."""
+
+    result: Result
+    done: bool  # the send's Future completed (else it would wait for its timeout)
+    fed: int  # chunks handed to data_received before the connection stopped reading
+    head_chunks: list[bytes] = field(default_factory=list)  # those read while the head was incomplete
+    low_status_is_1xx: bool = False  # this http1.py reads a status below 100 as a 1xx (before issue 20)
+
+
+class PythonTransport:
+    """Fast-transport Connections on one event loop, which is never run (use it as a context)."""
+
+    def __enter__(self) -> PythonTransport:
+        self._loop = asyncio.new_event_loop()
+        self._deadlines = http1.Deadlines(self._loop, 3600 * 10**9)
+        self._low_status_is_1xx = False
+        self._low_status_is_1xx = not self.outcome("GET", [b"HTTP/1.1 000 Zero\r\n\r\n"]).done
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.close()
+
+    def outcome(self, method: str, chunks: list[bytes], eof: bool = False, reset: bool = False) -> Outcome:
+        """Feed `chunks` to a new Connection as its socket would, then the close (or a reset)."""
+        connection = http1.Connection(set(), self._loop, False, self._deadlines)
+        wire = Wire()
+        connection.connection_made(wire)
+        result = Result(start_ns=time.monotonic_ns())
+        request = f"{method} / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+        future = connection.send(request, result, False, self._loop.time() + 3600, True)
+        head_chunks: list[bytes] = []
+        fed = 0
+        for chunk in chunks:
+            if future.done() or wire.closed:  # a real socket is no longer read once it is closed
+                break
+            if not result.headers_ns:
+                head_chunks.append(chunk)
+            connection.data_received(chunk)
+            fed += 1
+        if not future.done() and not wire.closed and (eof or reset):
+            connection.connection_lost(ConnectionResetError(104, "Connection reset by peer") if reset else None)
+        connection.abort()  # its watch on the deadline ends with it
+        return Outcome(result, future.done(), fed, head_chunks, self._low_status_is_1xx)
+
+
+def native_parser(build_dir: Path) -> ModuleType:
+    """runner.load.native._response, built from the tree's sources into `build_dir`."""
+    done = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(build_dir / "lib"),
+                           "--build-temp", str(build_dir / "temp")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    built = sorted((build_dir / "lib" / "runner" / "load" / "native").glob("_response*.so"))
+    if done.returncode != 0 or not built:
+        pytest.fail("the native parser did not build (it needs a C compiler and the Python headers: "
+                    f"apt-get install -y gcc python3-dev):\n{done.stdout}{done.stderr}")
+    spec = importlib.util.spec_from_file_location("runner.load.native._response", built[0])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def native(parser: ModuleType, method: str, chunks: list[bytes], eof: bool = False) -> dict[str, Any]:
+    return parser.parse(method, chunks, MAX_HEAD_BYTES, eof)  # type: ignore[no-any-return]
+
+
+def compare(method: str, chunks: list[bytes], eof: bool, reset: bool, py: Outcome, c: dict[str, Any]) -> list[str]:
+    """How the native parser's answer differs from the fast transport's; [] when they agree."""
+    result = py.result
+    got: list[str] = []
+
+    def differ(what: str, python: object, ours: object) -> None:
+        if python != ours:
+            got.append(f"{what}: python {python!r}, native {ours!r}")
+
+    if c["text"].startswith(STATUS_RANGE) and py.low_status_is_1xx:
+        # Until issue 20's change to http1.py: it takes a status below 100 for a 1xx and
+        # reads on for a final response; the native parser fails it at once, as that change will.
+        return got
+    misread = c["head_done"] and _python_final_head(py.head_chunks, chunks, c) is None
+    if misread and eof and c["outcome"] in ("done", "failed") and c["kind"] in ("", "closed"):
+        # http1._final_head told the heads apart wrongly, and decided from the wrong one
+        # whether the close cut the body; see _python_final_head.
+        return got
+    if reset and c["outcome"] == "pending":
+        # A reset is the caller's to name ("reset"), whatever the parser had read.
+        differ("kind", result.error, "reset")
+        return got
+    if not py.done:
+        differ("outcome", "pending", c["outcome"])
+        differ("phase (a timeout's text)", bool(result.headers_ns), c["head_done"])
+        return got
+    if result.error:
+        differ("outcome", "failed", c["outcome"])
+        differ("kind", result.error, c["kind"])
+        differ("text", result.error_text, c["text"])
+        return got
+    differ("outcome", "done", c["outcome"])
+    if c["outcome"] != "done":
+        return got + [f"native text: {c['text']}"]
+    differ("status", result.status, c["status"])
+    differ("body bytes", result.bytes_in, c["body_bytes"])
+    # The transport counts whole reads: the rest of the read that ended the response (a HEAD
+    # response at its head) counts as head too, though it belongs to no response.
+    index, offset = c["end_at"]
+    rest = len(chunks[index]) - offset if index < len(chunks) else 0
+    differ("header bytes", result.header_bytes, c["header_bytes"] + rest)
+    if method == "HEAD":
+        # The transport closes after a HEAD response (llhttp, not told it was HEAD, would wait
+        # for the body its head announces), so it never reports one kept alive.
+        differ("kept alive (HEAD)", result.kept_alive, False)
+    else:
+        differ("kept alive", result.kept_alive, c["keep_alive"])
+    head = _python_final_head(py.head_chunks, chunks, c)
+    if head is not None:
+        # The native parser keeps the first SERVER_MAX bytes of a longer value.
+        differ("server", result.server[: len(c["server"])] if c["server_cut"] else result.server, c["server"])
+        differ("server cut", len(result.server) > len(c["server"]), c["server_cut"])
+        differ("gzip", is_gzip(http1._header(http1._CONTENT_ENCODING, head)), c["gzip"])
+    return got
+
+
+def _python_final_head(head_chunks: list[bytes], chunks: list[bytes], c: dict[str, Any]) -> bytes | None:
+    """The head http1.py reads Server and Content-Encoding from, when it is the final head.
+
+    http1 tells interim heads from the final one by a regex on the bytes (http1._INTERIM);
+    a 1xx head it does not recognise (no reason phrase, RTSP/, CRLFs before it) makes it read
+    them from the wrong head. Those cases are compared on everything but these two.
+    """
+    index, offset = c["head_at"]
+    end = sum(len(chunk) for chunk in chunks[:index]) + offset
+    data = b"".join(head_chunks)[:end]
+    head = http1._final_head(data)
+    return head if head.startswith((b"HTTP/", b"RTSP/", b"ICE/")) and data.endswith(head + b"\r\n") else None
