@@ -1,0 +1,78 @@
+"""The native parser builds cleanly, and `pip install .` works with or without a compiler.
+
+The C is held to C11 with -Wall -Wextra -Werror under both compilers the project uses (gcc
+builds the extension, clang the fuzzer). The extension is optional (setup.py): where a
+compiler and the Python headers exist pip builds it, and where they do not it still
+installs the pure-Python package, so the fast transport keeps working there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.support.programs import program
+
+NATIVE = REPO / "runner" / "load" / "native"
+STRICT = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-c", "-o", os.devnull]
+HINTS = {"gcc": "apt-get install -y gcc", "clang": "apt-get install -y clang libclang-rt-14-dev"}
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_the_c_sources_compile_without_a_warning(compiler: str) -> None:
+    cc = program(compiler, HINTS[compiler])
+    python_headers = sysconfig.get_paths()["include"]
+    for source, extra in ((NATIVE / "response.c", ["-pedantic", "-Wconversion", "-Wshadow"]),
+                          (NATIVE / "_response.c", ["-fPIC", "-I", python_headers])):
+        done = subprocess.run([cc, *STRICT, *extra, str(source)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and not done.stderr, f"{compiler} {source.name}:\n{done.stderr}"
+
+
+def _tree(into: Path) -> Path:
+    """The project's sources, without anything built from them (a build/ left by an earlier
+    install would be reused by setuptools, whatever the compiler)."""
+    ignore = shutil.ignore_patterns(".git", ".venv", ".ci-venv", "build", "*.egg-info", "*.so", "__pycache__",
+                                    ".mypy_cache", ".pytest_cache")
+    return Path(shutil.copytree(REPO, into / "src", ignore=ignore))
+
+
+def _install(tree: Path, target: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-cache-dir", "--target",
+                           str(target), "-v", "."], cwd=tree, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **env})
+
+
+def _python_in(target: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """Run `code` with only the installed copy importable (not the tree's runner/)."""
+    return subprocess.run([sys.executable, "-c", code], cwd=target, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(target)})
+
+
+def test_pip_install_builds_the_extension_where_a_compiler_exists(tmp_path: Path) -> None:
+    program("gcc", HINTS["gcc"])
+    target = tmp_path / "installed"
+    done = _install(_tree(tmp_path), target)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert sorted((target / "runner" / "load" / "native").glob("_response*.so")), done.stdout[-3000:]
+    assert not sorted((target / "runner" / "load" / "native").glob("*.[ch]"))  # sources stay in the sdist
+    used = _python_in(target, "from runner.load.native import _response as p; import runner.load.native as n; "
+                              "print(n.__file__, p.parse('GET', [b'HTTP/1.1 204 No\\r\\n\\r\\n'], 102400)['status'])")
+    assert used.returncode == 0 and used.stdout.startswith(str(target)) and used.stdout.split()[-1] == "204", used
+
+
+def test_pip_install_without_a_compiler_installs_the_python_package(tmp_path: Path) -> None:
+    target = tmp_path / "installed"
+    done = _install(_tree(tmp_path), target, CC="/bin/false")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert 'building extension "runner.load.native._response" failed' in done.stdout + done.stderr
+    assert not sorted((target / "runner" / "load" / "native").glob("_response*.so"))
+    used = _python_in(target, "import runner.cli, runner.load.fast_transport\n"
+                              "try:\n    import runner.load.native._response\nexcept ImportError:\n    print('python')")
+    assert used.returncode == 0 and used.stdout.strip() == "python", used
