@@ -14,6 +14,7 @@
  */
 #include "response.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,7 +92,7 @@ enum { /* llhttp's HEADER_STATE: what the header being read is, and what its val
 enum { N_CONNECTION, N_CONTENT_LENGTH, N_PROXY_CONNECTION, N_TRANSFER_ENCODING, N_UPGRADE, N_SERVER,
        N_ENCODING, N_COUNT };
 static const struct {
-    const char *text;
+    char text[24]; /* in lower case, padded: name_of() compares it eight bytes at a time */
     unsigned char len, header, special;
 } NAMES[N_COUNT] = {
     {"connection", 10, H_CONNECTION, 1},
@@ -102,13 +103,12 @@ static const struct {
     {"server", 6, H_GENERAL, 0},
     {"content-encoding", 16, H_GENERAL, 0},
 };
-#define ALL_NAMES ((1u << N_COUNT) - 1)
 
 static const char *const PROTOCOLS[] = {"HTTP", "RTSP", "ICE"}; /* what llhttp takes before '/' */
 static const struct {
     const char *text;
-    unsigned char header;
-} WORDS[] = {{"close", H_CLOSE}, {"upgrade", H_CONN_UPGRADE}, {"keep-alive", H_KEEP_ALIVE}};
+    unsigned char len, header;
+} WORDS[] = {{"close", 5, H_CLOSE}, {"upgrade", 7, H_CONN_UPGRADE}, {"keep-alive", 10, H_KEEP_ALIVE}};
 static const char CHUNKED[] = "chunked";
 
 /* What a kept header value is for; one per head at most of each. */
@@ -288,38 +288,63 @@ static size_t head_complete(soak_response *r, size_t at)
 
 /* --- header names and values ------------------------------------------------------------ */
 
-/* The name read so far is exactly NAMES[n]'s: its bit is still set and it is as long. */
-static int name_is(const soak_response *r, int n)
+static uint64_t load8(const void *p)
 {
-    return (r->names >> n & 1u) && r->name_len == NAMES[n].len;
+    uint64_t word;
+    memcpy(&word, p, sizeof word);
+    return word;
 }
 
-static int exact_name(const soak_response *r)
+static uint32_t load4(const void *p)
 {
-    for (int n = 0; n < N_COUNT; n++)
-        if (name_is(r, n))
-            return n;
-    return -1;
+    uint32_t word;
+    memcpy(&word, p, sizeof word);
+    return word;
 }
 
-/* One more byte of a header name: drop the names it no longer spells. */
-static void narrow_names(soak_response *r, unsigned char c)
+/* Whether `len` (at least 4) token bytes spell `lower` in any case: among token bytes, c | 0x20
+ * is the lower case of a letter and leaves digits and '-' as they are. Compared a word at a
+ * time, the last word ending with the name. */
+static int spells(const unsigned char *name, const char *lower, size_t len)
 {
-    unsigned names = r->names;
-    c = lower(c);
-    for (int n = 0; n < N_COUNT; n++)
-        if ((names >> n & 1u) && (r->name_len >= NAMES[n].len || (unsigned char)NAMES[n].text[r->name_len] != c))
-            names &= ~(1u << n);
-    r->names = (uint8_t)names;
-    r->name_len++;
+    if (len < 8)
+        return (load4(name) | 0x20202020u) == load4(lower) &&
+               (load4(name + len - 4) | 0x20202020u) == load4(lower + len - 4);
+    for (size_t k = 0; k + 8 < len; k += 8)
+        if ((load8(name + k) | 0x2020202020202020u) != load8(lower + k))
+            return 0;
+    return (load8(name + len - 8) | 0x2020202020202020u) == load8(lower + len - 8);
 }
 
-/* The name ended at its colon (on_header_field_complete). Returns 0, or 1 if llhttp refuses it. */
-static int field_complete(soak_response *r, const char **reason)
+/* Which of NAMES a whole header name of `len` token bytes is, in any case; -1 for any other. */
+static int name_of(const unsigned char *name, size_t len)
 {
-    int n = exact_name(r);
-    r->header = n >= 0 ? NAMES[n].header : H_GENERAL;
-    r->watch = W_NONE;
+    int n;
+    switch (len) { /* the names' lengths tell them apart, but for two of 16 */
+    case 6: n = N_SERVER; break;
+    case 7: n = N_UPGRADE; break;
+    case 10: n = N_CONNECTION; break;
+    case 14: n = N_CONTENT_LENGTH; break;
+    case 16: n = (name[0] | 0x20) == 'p' ? N_PROXY_CONNECTION : N_ENCODING; break;
+    case 17: n = N_TRANSFER_ENCODING; break;
+    default: return -1;
+    }
+    return len == NAMES[n].len && spells(name, NAMES[n].text, len) ? n : -1;
+}
+
+/* Part of a header name that a read cut: keep its start (a longer name is none of NAMES). */
+static void hold_name(soak_response *r, const unsigned char *part, size_t len)
+{
+    size_t held = r->name_len;
+    for (size_t i = 0; i < len && held + i < SOAK_NAME_MAX; i++)
+        r->name[held + i] = (char)part[i];
+    r->name_len = (uint16_t)(len > SOAK_NAME_MAX + 1 - held ? SOAK_NAME_MAX + 1 : held + len);
+}
+
+/* A name of NAMES ended at its colon (on_header_field_complete). 0, or 1 if llhttp refuses it. */
+static int field_complete(soak_response *r, int n, const char **reason)
+{
+    r->header = NAMES[n].header;
     if (r->header == H_TRANSFER_ENCODING && (r->flags & F_CONTENT_LENGTH)) {
         *reason = "Transfer-Encoding can't be present with Content-Length";
         return 1;
@@ -349,17 +374,22 @@ static void keep_value(soak_response *r, const unsigned char *s, size_t n)
 {
     char *copy = r->watch == W_SERVER ? r->server : r->encoding;
     size_t cap = r->watch == W_SERVER ? sizeof r->server : sizeof r->encoding;
-    for (size_t i = 0; i < n; i++) {
-        int blank = IS(s[i], BLANK);
-        if (!r->value_started && blank)
-            continue;
+    size_t i = 0, last = n;
+    if (!r->value_started) { /* the blanks before the value */
+        while (i < n && IS(s[i], BLANK))
+            i++;
+        if (i == n)
+            return;
         r->value_started = 1;
-        if (r->kept_len < cap)
-            copy[r->kept_len++] = (char)s[i];
-        r->value_len++;
-        if (!blank)
-            r->value_end = r->value_len;
     }
+    size_t take = n - i < cap - r->kept_len ? n - i : cap - r->kept_len;
+    memcpy(copy + r->kept_len, s + i, take);
+    r->kept_len = (uint16_t)(r->kept_len + take);
+    while (last > i && IS(s[last - 1], BLANK)) /* and those after it, so far */
+        last--;
+    if (last > i)
+        r->value_end = r->value_len + (last - i);
+    r->value_len += n - i;
 }
 
 /* The kept value ended: settle the Server header, or whether the body is gzip (bodyhash.is_gzip). */
@@ -436,11 +466,64 @@ static int value_start(soak_response *r, const char **reason)
     }
 }
 
+/* Where the run of header value bytes from `i` ends (at `len` or at a byte that is not one),
+ * keeping or scanning it if it is watched. Eight bytes at a time while none of them is a
+ * control byte or DEL: header values are most of a head. */
+static size_t scan_value(soak_response *r, const unsigned char *data, size_t i, size_t len)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    size_t start = i;
+    while (len - i >= 8) {
+        uint64_t word = load8(data + i), del = word ^ (0x7f * ones);
+        /* The high bit of each byte below 0x20 or equal to 0x7f, and maybe of bytes after it. */
+        uint64_t stop = ((word - 0x20 * ones) & ~word & highs) | ((del - ones) & ~del & highs);
+        if (stop == 0) {
+            i += 8;
+            continue;
+        }
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        i += (size_t)__builtin_ctzll(stop) / 8; /* the first such byte, exactly: the lowest bit set */
+        if (data[i] != '\t')
+            break;
+        i++;
+#else
+        break;
+#endif
+    }
+    while (i < len && IS(data[i], VALUE))
+        i++;
+    if (r->watch == W_SERVER || r->watch == W_ENCODING)
+        keep_value(r, data + start, i - start);
+    else if (r->watch == W_TE)
+        for (size_t k = start; k < i; k++)
+            scan_te(r, data[k]);
+    return i;
+}
+
+/* A status line as nearly all are, "HTTP/d.d ddd", read at once; 0 if it is not one (the
+ * byte-by-byte states then read it, and name what is wrong). */
+static int fast_status_line(soak_response *r, const unsigned char *p)
+{
+    if (memcmp(p, "HTTP/", 5) != 0 || p[6] != '.' || p[8] != ' ')
+        return 0;
+    for (int k = 5; k < 12; k++)
+        if ((k == 5 || k == 7 || k >= 9) && (p[k] < '0' || p[k] > '9'))
+            return 0;
+    unsigned major = p[5] - '0', minor = p[7] - '0';
+    if (!((major == 0 && minor == 9) || (major == 1 && minor <= 1) || (major == 2 && minor == 0)))
+        return 0;
+    r->major = (uint8_t)major;
+    r->minor = (uint8_t)minor;
+    r->code = (uint16_t)((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
+    r->final_head = !(r->code >= 100 && r->code <= 199);
+    return 1;
+}
+
 /* --- the parser ------------------------------------------------------------------------- */
 
 void soak_response_init(soak_response *r, int head_request, uint32_t max_head)
 {
-    memset(r, 0, sizeof *r);
+    memset(r, 0, offsetof(soak_response, server)); /* the Server value is server_len bytes of it */
     r->head_request = head_request != 0;
     r->max_head = max_head;
     r->state = S_START;
@@ -460,8 +543,13 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
                 break;
             }
             begin_message(r);
-            r->index = 0;
-            r->state = S_PROTOCOL;
+            if (len - i >= 12 && fast_status_line(r, data + i)) {
+                i += 12;
+                r->state = S_STATUS_END;
+            } else {
+                r->index = 0;
+                r->state = S_PROTOCOL;
+            }
             break;
         case S_PROTOCOL:
             if (r->index == 0)
@@ -520,14 +608,16 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
             }
             break;
         case S_STATUS_END:
-            if (c == ' ')
-                r->state = S_REASON;
-            else if (c == '\r')
+            if (c == '\r') {
+                i++;
                 r->state = S_LINE_LF;
-            else
+                break;
+            }
+            if (c != ' ')
                 return invalid(r, i, "Invalid response status");
             i++;
-            break;
+            r->state = S_REASON;
+            /* fall through */
         case S_REASON: /* any byte but CR and LF */
             while (i < len && data[i] != '\r' && data[i] != '\n')
                 i++;
@@ -535,9 +625,11 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
                 break;
             if (data[i] == '\n')
                 return invalid(r, i, "Missing expected CR after response line");
-            i++;
             r->state = S_LINE_LF;
-            break;
+            if (++i == len)
+                break;
+            c = data[i];
+            /* fall through */
         case S_LINE_LF:
             if (c != '\n')
                 return invalid(r, i, "Expected LF after CR");
@@ -548,56 +640,6 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
             if (c == ' ')
                 return invalid(r, i, "Unexpected space after start line");
             r->state = S_FIELD_START;
-            break;
-        case S_FIELD_START:
-            if (c == '\r') {
-                i++;
-                r->state = S_HEADERS_LF;
-                break;
-            }
-            if (c == '\n')
-                return invalid(r, i, "Invalid header field char");
-            if (c == ':')
-                return invalid(r, i, "Invalid header token");
-            r->names = ALL_NAMES;
-            r->name_len = 0;
-            r->state = S_FIELD;
-            break;
-        case S_FIELD:
-            if (IS(c, TOKEN)) {
-                if (r->names) {
-                    narrow_names(r, c);
-                    i++;
-                } else { /* not a name that matters: skip the rest of it at once */
-                    while (i < len && IS(data[i], TOKEN))
-                        i++;
-                }
-                break;
-            }
-            if (c == ':') {
-                i++;
-                if (field_complete(r, &reason))
-                    return invalid(r, i - 1, reason);
-                r->state = S_VALUE_WS;
-                break;
-            }
-            if (c == ' ') { /* llhttp says it one way after a special name, another after any other */
-                for (int n = 0; n < N_COUNT; n++)
-                    if (NAMES[n].special && name_is(r, n))
-                        return invalid(r, i, "Invalid header field char");
-            }
-            return invalid(r, i, "Invalid header token");
-        case S_VALUE_WS:
-            if (c == ' ' || c == '\t') {
-                i++;
-            } else if (c == '\r') {
-                i++;
-                r->state = S_VALUE_WS_CR;
-            } else if (c == '\n') {
-                return invalid(r, i, "Invalid header value char");
-            } else if (value_start(r, &reason)) {
-                return invalid(r, i, reason);
-            }
             break;
         case S_VALUE_WS_CR:
             if (c != '\n')
@@ -658,15 +700,14 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
             }
             break;
         case S_LENGTH:
-            if (c >= '0' && c <= '9') {
-                unsigned d = c - '0';
+            for (; i < len && data[i] >= '0' && data[i] <= '9'; i++) {
+                unsigned d = (unsigned)(data[i] - '0');
                 if (r->remaining > (UINT64_MAX - d) / 10)
                     return invalid(r, i, "Content-Length overflow");
                 r->remaining = r->remaining * 10 + d;
-                i++;
-            } else {
-                r->state = S_LENGTH_WS;
             }
+            if (i < len)
+                r->state = S_LENGTH_WS;
             break;
         case S_LENGTH_WS:
             if (c == ' ' || c == '\t') {
@@ -679,22 +720,39 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
             }
             break;
         case S_CONN: /* close, upgrade or keep-alive, in any case, after any blanks */
-            c = lower(c);
-            if (r->index == 0) {
-                if (c == ' ' || c == '\t') {
-                    i++;
+            for (;;) {
+                c = lower(data[i]);
+                if (r->index == 0) {
+                    if (c == ' ' || c == '\t') {
+                        if (++i == len)
+                            break;
+                        continue;
+                    }
+                    r->word = c == 'c' ? 0 : c == 'u' ? 1 : c == 'k' ? 2 : 3;
+                    if (r->word <= 2 && len - i >= WORDS[r->word].len) { /* the whole word at once */
+                        size_t k = 1;
+                        while (k < WORDS[r->word].len && lower(data[i + k]) == (unsigned char)WORDS[r->word].text[k])
+                            k++;
+                        if (k == WORDS[r->word].len) {
+                            i += k;
+                            r->header = WORDS[r->word].header;
+                            r->state = S_CONN_WS;
+                            break;
+                        }
+                    }
+                }
+                if (r->word > 2 || c != (unsigned char)WORDS[r->word].text[r->index]) {
+                    r->state = S_CONN_TOKEN;
                     break;
                 }
-                r->word = c == 'c' ? 0 : c == 'u' ? 1 : c == 'k' ? 2 : 3;
-            }
-            if (r->word > 2 || c != (unsigned char)WORDS[r->word].text[r->index]) {
-                r->state = S_CONN_TOKEN;
-                break;
-            }
-            i++;
-            if (WORDS[r->word].text[++r->index] == '\0') {
-                r->header = WORDS[r->word].header;
-                r->state = S_CONN_WS;
+                i++;
+                if (WORDS[r->word].text[++r->index] == '\0') {
+                    r->header = WORDS[r->word].header;
+                    r->state = S_CONN_WS;
+                    break;
+                }
+                if (i == len)
+                    break;
             }
             break;
         case S_CONN_WS:
@@ -723,39 +781,98 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
                 r->state = S_VALUE_END;
             }
             break;
-        case S_VALUE: {
-            size_t start = i;
-            while (i < len && IS(data[i], VALUE))
-                i++;
-            if (r->watch == W_SERVER || r->watch == W_ENCODING)
-                keep_value(r, data + start, i - start);
-            else if (r->watch == W_TE)
-                for (size_t k = start; k < i; k++)
-                    scan_te(r, data[k]);
-            if (i < len)
-                r->state = S_VALUE_END;
-            break;
-        }
+        /* The states of a header line, in order: each goes on to the next without a turn of the loop. */
+        case S_VALUE:
+            i = scan_value(r, data, i, len);
+            if (i == len)
+                break;
+            r->state = S_VALUE_END;
+            c = data[i];
+            /* fall through */
         case S_VALUE_END:
             if (c == '\n')
                 return invalid(r, i, "Missing expected CR after header value");
             if (c != '\r')
                 return invalid(r, i, "Invalid header value char");
-            value_kept(r);
-            i++;
+            if (r->watch != W_NONE)
+                value_kept(r);
             r->state = S_VALUE_LF;
-            break;
+            if (++i == len)
+                break;
+            c = data[i];
+            /* fall through */
         case S_VALUE_LF:
             if (c != '\n')
                 return invalid(r, i, "Missing expected LF after header value");
-            i++;
             r->state = S_VALUE_FOLD;
-            break;
+            if (++i == len)
+                break;
+            c = data[i];
+            /* fall through */
         case S_VALUE_FOLD:
             if (c == ' ' || c == '\t')
                 return invalid(r, i, "Unexpected whitespace after header value");
-            set_header_flags(r);
+            if (r->header >= H_KEEP_ALIVE)
+                set_header_flags(r);
             r->state = S_FIELD_START;
+            /* fall through */
+        case S_FIELD_START:
+            if (c == '\r') {
+                i++;
+                r->state = S_HEADERS_LF;
+                break;
+            }
+            if (c == '\n')
+                return invalid(r, i, "Invalid header field char");
+            if (c == ':')
+                return invalid(r, i, "Invalid header token");
+            r->name_len = 0;
+            r->state = S_FIELD;
+            /* fall through */
+        case S_FIELD: { /* header_field and header_field_general */
+            size_t start = i;
+            int n;
+            while (len - i >= 4 && (CLASS[data[i]] & CLASS[data[i + 1]] & CLASS[data[i + 2]] & CLASS[data[i + 3]] & TOKEN))
+                i += 4;
+            while (i < len && IS(data[i], TOKEN))
+                i++;
+            if (i == len) { /* the name goes on in the next read */
+                hold_name(r, data + start, i - start);
+                break;
+            }
+            if (r->name_len == 0) {
+                n = i - start <= SOAK_NAME_MAX ? name_of(data + start, i - start) : -1;
+            } else {
+                hold_name(r, data + start, i - start);
+                n = r->name_len <= SOAK_NAME_MAX ? name_of((const unsigned char *)r->name, r->name_len) : -1;
+            }
+            c = data[i];
+            if (c != ':') /* llhttp says it one way after a special name, another after any other */
+                return invalid(r, i, c == ' ' && n >= 0 && NAMES[n].special ? "Invalid header field char"
+                                                                             : "Invalid header token");
+            if (n < 0)
+                r->header = H_GENERAL; /* and nothing of it is watched */
+            else if (field_complete(r, n, &reason))
+                return invalid(r, i, reason);
+            r->state = S_VALUE_WS;
+            if (++i == len)
+                break;
+        }
+            /* fall through */
+        case S_VALUE_WS:
+            while (i < len && (data[i] == ' ' || data[i] == '\t'))
+                i++;
+            if (i == len)
+                break;
+            c = data[i];
+            if (c == '\r') {
+                i++;
+                r->state = S_VALUE_WS_CR;
+            } else if (c == '\n') {
+                return invalid(r, i, "Invalid header value char");
+            } else if (value_start(r, &reason)) {
+                return invalid(r, i, reason);
+            }
             break;
         case S_HEADERS_LF:
             if (c != '\n')

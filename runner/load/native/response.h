@@ -17,8 +17,9 @@
  * each read), and what the server's close means depends on the framing.
  *
  * The state is O(1): nothing is buffered (the head is scanned as it comes, never kept),
- * the only copy is a bounded one of the Server value, and no count can overflow
- * unchecked. One soak_response per response; soak_response_init it for the next.
+ * the only copies are bounded ones (the Server value, the start of Content-Encoding and
+ * of a header name that a read cuts), and no count can overflow unchecked. One
+ * soak_response per response; soak_response_init it for the next.
  */
 #ifndef SOAK_RESPONSE_H
 #define SOAK_RESPONSE_H
@@ -32,6 +33,9 @@ extern "C" {
 
 /* The most bytes of the Server header's value kept; a longer value is cut (server_cut). */
 #define SOAK_SERVER_MAX 256
+
+/* The longest header name the parser tells apart (Transfer-Encoding). */
+#define SOAK_NAME_MAX 17
 
 /* Where a response is. */
 enum soak_outcome {
@@ -78,11 +82,11 @@ typedef struct soak_response {
     const char *reason;     /* llhttp's reason, for SOAK_ERR_INVALID */
     uint64_t wire_bytes;    /* bytes of this response consumed: heads, framing and body */
     uint64_t body_bytes;    /* body bytes (those of any 1xx with a body included, as http1.py counts) */
-    uint64_t header_bytes;  /* when SOAK_DONE: wire_bytes - body_bytes (Result.header_bytes) */
+    uint64_t header_bytes;  /* when SOAK_DONE: wire_bytes - body_bytes (Result.header_bytes); all of
+                               wire_bytes after HEAD, as http1.py counts it */
     uint64_t content_length;/* declared by the final head, when it had one */
     size_t head_end;        /* SOAK_EVENT_HEAD: offset in the last piece just past the head */
     size_t message_end;     /* SOAK_EVENT_DONE: offset in the last piece just past the response */
-    char server[SOAK_SERVER_MAX]; /* the first Server value of the final head, trimmed (not NUL-ended) */
 
     /* --- the parser's own ------------------------------------------------------------ */
     uint8_t state;          /* where in the grammar */
@@ -92,7 +96,6 @@ typedef struct soak_response {
     uint8_t watch;          /* the value being read is one we keep something of */
     uint8_t index;          /* position in a literal being matched ... */
     uint8_t word;           /* ... and which literal (protocol name, Connection token) */
-    uint8_t names;          /* header names (a bit each) the field so far may still be */
     uint8_t seen;           /* Server / Content-Encoding already met in this head */
     uint8_t chunked_match;  /* progress of "chunked" in a Transfer-Encoding value (http1._CHUNKED) */
     uint8_t te_says_chunked;/* a Transfer-Encoding line of the final head mentions chunked */
@@ -101,7 +104,7 @@ typedef struct soak_response {
     uint8_t value_started;  /* a kept value has had a non-blank byte */
     uint16_t flags;         /* llhttp's F_* of the current message */
     uint16_t code;          /* status of the current message */
-    uint16_t name_len;      /* bytes of the header name so far, capped */
+    uint16_t name_len;      /* bytes of a header name cut by a read (at most SOAK_NAME_MAX + 1) */
     uint16_t kept_len;      /* bytes of a kept value's copy (up to its cap) */
     uint32_t max_head;      /* the bound on heads and on runs of framing (MAX_HEAD_BYTES) */
     uint64_t remaining;     /* Content-Length or chunk bytes still to come; a number being read */
@@ -109,6 +112,10 @@ typedef struct soak_response {
     uint64_t value_end;     /* ... up to its last non-blank byte */
     uint64_t framing_run;   /* bytes read after the head since the last piece with body */
     char encoding[8];       /* the start of the Content-Encoding value */
+    char name[SOAK_NAME_MAX]; /* the start of a header name cut by a read */
+
+    /* --- read by the caller, last: init does not clear it ------------------------------ */
+    char server[SOAK_SERVER_MAX]; /* the first Server value of the final head, trimmed: server_len bytes */
 } soak_response;
 
 /* Ready `r` for the response to a request; `head_request`: it was HEAD. `max_head` is
