@@ -49,7 +49,7 @@ def main() -> None:
     try:
         for path in FAULT_PATHS:
             for method in ("GET", "HEAD") if path in ("/ok", "/chunked", "/interim/100") else ("GET",):
-                got = capture(server.port, path, method, limit=MOST, quiet=0.5)
+                got = capture(server.port, path, method, limit=MOST)  # each of these paths closes
                 name = "fault" + path.replace("/", "-") + ("-head" if method == "HEAD" else "")
                 control = (HEAD if method == "HEAD" else 0) | (CLOSE if got.ending == "eof" else 0)
                 seed(name, control | (SMALL_BOUND if path.startswith("/endless") else 0), 5, b"".join(got.chunks))

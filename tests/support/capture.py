@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import select
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 
 READ_SIZE = 65536  # as runner/load/rawsocket.py reads
@@ -21,10 +22,13 @@ class Capture:
 
 
 def capture(port: int, path: str, method: str = "GET", close: bool = True, limit: int = 512 * 1024,
-            quiet: float = 1.0, headers: str = "") -> Capture:
+            quiet: float = 30.0, headers: str = "", until: Callable[[list[bytes]], bool] | None = None) -> Capture:
     """Send one request for `path` to 127.0.0.1:`port` (`headers`: more lines, each ending in
     CRLF) and read until the server closes or resets, `quiet` seconds pass with nothing read,
-    or `limit` bytes have come."""
+    `limit` bytes have come, or `until` says the reads so far are enough.
+
+    A server that answers and closes ends the capture itself, however slow the machine: the
+    quiet time is for one that never does (a stall), so keep it short only for those."""
     request = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}"
                + ("Connection: close\r\n" if close else "") + "\r\n")
     chunks: list[bytes] = []
@@ -45,4 +49,6 @@ def capture(port: int, path: str, method: str = "GET", close: bool = True, limit
                 return Capture(chunks, "eof")
             chunks.append(data)
             total += len(data)
+            if until is not None and until(chunks):
+                return Capture(chunks, "quiet")
     return Capture(chunks, "quiet")
