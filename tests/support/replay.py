@@ -188,11 +188,13 @@ def _python_final_head(head_chunks: list[bytes], chunks: list[bytes], c: dict[st
     """The head http1.py reads Server and Content-Encoding from, when it is the final head.
 
     http1 tells interim heads from the final one by a regex on the bytes (http1._INTERIM);
-    a 1xx head it does not recognise (no reason phrase, RTSP/, CRLFs before it) makes it read
-    them from the wrong head. Those cases are compared on everything but these two.
+    a 1xx head it does not recognise (no reason phrase, RTSP/, CRLFs before it, a body)
+    makes it read them from the wrong head. Those cases are compared on everything else.
     """
     index, offset = c["head_at"]
     end = sum(len(chunk) for chunk in chunks[:index]) + offset
     data = b"".join(head_chunks)[:end]
     head = http1._final_head(data)
-    return head if head.startswith((b"HTTP/", b"RTSP/", b"ICE/")) and data.endswith(head + b"\r\n") else None
+    starts = head.lstrip(b"\r\n").startswith((b"HTTP/", b"RTSP/", b"ICE/"))  # llhttp skips CRLFs before a head
+    return head if starts and data.endswith(head + b"\r\n") else None
+
