@@ -38,15 +38,15 @@ STATUS_RANGE = "protocol: invalid response: status "  # the native parser's text
 
 
 class Wire(asyncio.Transport):
-    """The socket under a Connection: takes what it writes, notes a close or an abort."""
+    """The socket under a Connection: counts what it writes, notes a close or an abort."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.written = b""
+        self.written = 0
         self.closed = False
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.written += bytes(data)
+        self.written += len(data)
 
     def close(self) -> None:
         self.closed = True
@@ -84,6 +84,16 @@ class PythonTransport:
 
     def __exit__(self, *exc: object) -> None:
         self._loop.close()
+
+    def keep_alive_responses(self, data: bytes, count: int) -> None:
+        """Send `count` requests on one Connection, each answered by `data` in one read (bench/parser_cost.py)."""
+        connection = http1.Connection(set(), self._loop, False, self._deadlines)
+        connection.connection_made(Wire())
+        for _ in range(count):
+            result = Result(start_ns=time.monotonic_ns())
+            future = connection.send(b"GET / HTTP/1.1\r\n\r\n", result, False, self._loop.time() + 3600, False)
+            connection.data_received(data)
+            assert future.done() and result.status and connection.reusable, result
 
     def outcome(self, method: str, chunks: list[bytes], eof: bool = False, reset: bool = False) -> Outcome:
         """Feed `chunks` to a new Connection as its socket would, then the close (or a reset)."""
@@ -197,4 +207,3 @@ def _python_final_head(head_chunks: list[bytes], chunks: list[bytes], c: dict[st
     head = http1._final_head(data)
     starts = head.lstrip(b"\r\n").startswith((b"HTTP/", b"RTSP/", b"ICE/"))  # llhttp skips CRLFs before a head
     return head if starts and data.endswith(head + b"\r\n") else None
-
