@@ -5,8 +5,9 @@
 Seeds are the differential test's own responses (tests/support/responses.py: every framing,
 every refusal) and what each path of the fault server (tests/support/faultserver.py) really
 sends, each in fuzz_response.c's input format: a control byte (HEAD, close, small bound), a
-byte that picks the cuts into reads, then the bytes. Files the fuzzer found (crash-*, and
-regression-* kept by hand) are left alone; the seeds written here are named seed-*.
+byte that picks the cuts into reads, then the bytes. The seeds written here are named seed-*;
+the other files are left alone: found-* (what long fuzz runs reached, merged with libFuzzer's
+-merge=1 so that each adds coverage) and regression-* (inputs that once crashed it).
 """
 
 from __future__ import annotations
