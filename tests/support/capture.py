@@ -33,7 +33,11 @@ def capture(port: int, path: str, method: str = "GET", close: bool = True, limit
                + ("Connection: close\r\n" if close else "") + "\r\n")
     chunks: list[bytes] = []
     total = 0
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    except ConnectionResetError:  # a server that resets at once can do it before connect() returns
+        return Capture(chunks, "reset")
+    with sock:
         try:
             sock.sendall(request.encode("latin-1"))
         except ConnectionResetError:
