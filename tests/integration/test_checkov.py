@@ -23,7 +23,7 @@ from tests.support.programs import program
 
 # The findings the pallet accepts, each with its reason in the resource's annotations.
 ACCEPTED = {
-    "Deployment.nginx.nginx": {"CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_40", "CKV_K8S_43"},
+    "Deployment.soak-target.nginx": {"CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_40", "CKV_K8S_43"},
     "CronJob.soak.soak": {"CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_43"},
 }
 
@@ -91,7 +91,7 @@ def test_checkov_finds_nothing_unaccepted(scan: dict[str, dict[str, list[dict[st
 def test_checkov_flags_the_pallet_without_its_policies_and_reasons(scan: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
     results = scan["unguarded"]
     failed = {(c["check_id"], c["resource"]) for c in results["failed_checks"]}
-    assert ("CKV2_K8S_6", "Pod.nginx.nginx.app.kubernetes.io/name-nginx") in failed, "no NetworkPolicy"
+    assert ("CKV2_K8S_6", "Pod.soak-target.nginx.app.kubernetes.io/name-nginx") in failed, "no NetworkPolicy"
     for resource, checks in ACCEPTED.items():
         assert {(check, resource) for check in checks} <= failed
     assert results["skipped_checks"] == []

@@ -39,7 +39,7 @@ def test_validate_describes_the_shipped_pallet_without_sending() -> None:
         "configuration.json: valid",
         "urlsconfigmap.yaml: 1 URL",
         "would send 100 GET req/s (closed model: 5 clients at 20 req/s each, one request in flight per client)",
-        "  to http://nginx.nginx.svc.cluster.local",
+        "  to http://nginx.soak-target.svc.cluster.local",
         "for 59 intervals of 1m0s (59m0s), 354000 requests in all",
         "timeout 10s, keep-alive (one connection per client), compression off, latency in ms",
         "body: none",

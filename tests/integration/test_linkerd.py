@@ -145,7 +145,7 @@ def test_sigterm_while_waiting_for_the_proxy_still_shuts_it_down(proxy: FakeProx
 
 def test_validate_describes_the_wait_and_the_shutdown() -> None:
     run = run_soak("validate", "--linkerdAwait", "--linkerdShutdown", "--linkerdAwaitTimeout", "30s",
-                   "http://nginx.nginx.svc.cluster.local")
+                   "http://nginx.soak-target.svc.cluster.local")
     assert run.returncode == 0, run.stderr
     assert "waits up to 30s for the Linkerd proxy (GET http://127.0.0.1:4191/ready) before the first send" in run.lines
     assert "asks the Linkerd proxy to shut down at the end (POST http://127.0.0.1:4191/shutdown)" in run.lines

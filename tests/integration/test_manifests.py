@@ -8,7 +8,9 @@ against the Kubernetes schemas in strict mode, and checked for what schemas cann
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+from typing import Any
 
 import kubernetes_validate
 import pytest
@@ -22,19 +24,45 @@ from tests.support.pallet import VARIANTS, find, mounted_files, pod_specs, rende
 
 # Native sidecars (the linkerd component) need 1.29; the schemas we validate against end at 1.37.
 KUBERNETES_VERSIONS = [f"1.{minor}.0" for minor in range(29, 38)]
+# The namespaces the pallet owns: `kubectl delete -k .` deletes them and all they hold.
+PALLET_NAMESPACES = ["soak", "soak-target"]
+# Every variant README and docs/ tell of, the monitoring component's too.
+EVERY_VARIANT = [*VARIANTS, "monitoring", "linkerd+scale-out+metrics+monitoring"]
 YAMLLINT = ("{extends: default, rules: {line-length: {max: 120}, document-start: disable, "
             "comments: {min-spaces-from-content: 1}, comments-indentation: disable}}")
 
 
+def stable_name(resource: dict[str, Any]) -> str:
+    """The resource's name, a generated ConfigMap's content hash written as docs/ write it: `<hash>`."""
+    name: str = resource["metadata"]["name"]
+    return re.sub(r"-[a-z0-9]{10}$", "-<hash>", name) if resource["kind"] == "ConfigMap" else name
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_renders_the_pallet(variant: str) -> None:
-    kinds = sorted((r["kind"], r["metadata"].get("namespace", ""), r["metadata"]["name"].split("-")[0])
-                   for r in render(variant))
+    kinds = sorted((r["kind"], r["metadata"].get("namespace", ""), stable_name(r)) for r in render(variant))
     assert kinds == [
-        ("ConfigMap", "soak", "soak"), ("ConfigMap", "soak", "soak"), ("CronJob", "soak", "soak"),
-        ("Deployment", "nginx", "nginx"), ("Namespace", "", "nginx"), ("Namespace", "", "soak"),
-        ("NetworkPolicy", "nginx", "nginx"), ("NetworkPolicy", "soak", "soak"), ("Service", "nginx", "nginx"),
+        ("ConfigMap", "soak", "soak-config-<hash>"), ("ConfigMap", "soak", "soak-urls"), ("CronJob", "soak", "soak"),
+        ("Deployment", "soak-target", "nginx"), ("Namespace", "", "soak"), ("Namespace", "", "soak-target"),
+        ("NetworkPolicy", "soak", "soak"), ("NetworkPolicy", "soak-target", "nginx"), ("Service", "soak-target", "nginx"),
     ]
+
+
+@pytest.mark.parametrize("variant", EVERY_VARIANT)
+def test_delete_k_deletes_the_pallets_own_namespaces_and_nothing_of_the_users(variant: str) -> None:
+    """`kubectl delete -k .` deletes every object rendered, and a Namespace takes all it holds with it: the
+    target's was `nginx`, a name many clusters use for their own nginx. The only Namespaces rendered are the
+    pallet's own; every other object is in one of them (none cluster-wide, none left to land in whichever
+    namespace kubectl's context names); docs/kubernetes.md says what goes, naming each."""
+    resources = render(variant)
+    assert sorted(r["metadata"]["name"] for r in resources if r["kind"] == "Namespace") == PALLET_NAMESPACES
+    elsewhere = [(r["kind"], r["metadata"]["name"], r["metadata"].get("namespace")) for r in resources
+                 if r["kind"] != "Namespace" and r["metadata"].get("namespace") not in PALLET_NAMESPACES]
+    assert elsewhere == []
+    docs = (REPO / "docs" / "kubernetes.md").read_text()
+    section = docs.split("\n## Removing the pallet\n", 1)[1].split("\n## ", 1)[0]
+    for resource in resources:
+        assert resource["kind"] in section and f"`{stable_name(resource)}`" in section, (resource["kind"], stable_name(resource))
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
@@ -130,7 +158,7 @@ def test_nginx_is_probed_and_the_service_reaches_it_where_the_default_url_points
 
 
 def test_namespaces_enforce_the_restricted_profile() -> None:
-    for name in ("nginx", "soak"):
+    for name in PALLET_NAMESPACES:
         labels = find(render("base"), "Namespace", name)["metadata"]["labels"]
         assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
 
@@ -160,7 +188,7 @@ def test_the_image_is_set_in_one_place_and_matches_the_dockerfile_user() -> None
 
 
 def test_linkerd_component_injects_native_sidecars_in_both_namespaces() -> None:
-    for name in ("nginx", "soak"):
+    for name in PALLET_NAMESPACES:
         metadata = find(render("linkerd"), "Namespace", name)["metadata"]
         assert metadata["annotations"]["linkerd.io/inject"] == "enabled"
         assert metadata["annotations"]["config.beta.linkerd.io/proxy-enable-native-sidecar"] == "true"

@@ -4,7 +4,8 @@ No CNI plugin runs here, so the rendered policies are evaluated by the rules of 
 NetworkPolicy API (a connection passes when the sender's egress and the receiver's ingress
 both allow it; a pod no policy of a direction selects is open in that direction; peers by
 namespace and pod labels, ports by number or container-port name) against the connections
-the pallet makes and some it must not: the soak reaches nginx and DNS and nothing else,
+the pallet makes and some it must not: the soak reaches its nginx and DNS and nothing else (not a
+cluster's own nginx in a namespace `nginx`),
 nginx accepts only the soak, the soak accepts only a metrics scrape when that component is
 on, and the Linkerd component opens exactly what the mesh needs.
 """
@@ -102,16 +103,21 @@ def pallet_pods(resources: tuple[dict[str, Any], ...]) -> tuple[Endpoint, Endpoi
 
     deployment = find(resources, "Deployment", "nginx")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    nginx = pod_in("nginx", deployment["spec"]["template"]["metadata"]["labels"], namespace_labels("nginx"),
+    target = deployment["metadata"]["namespace"]
+    nginx = pod_in(target, deployment["spec"]["template"]["metadata"]["labels"], namespace_labels(target),
                    {p["name"]: p["containerPort"] for p in container["ports"]})
-    template = find(resources, "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]
-    soak = pod_in("soak", template["metadata"]["labels"], namespace_labels("soak"),
+    cronjob = find(resources, "CronJob", "soak")
+    template = cronjob["spec"]["jobTemplate"]["spec"]["template"]
+    soak = pod_in(cronjob["metadata"]["namespace"], template["metadata"]["labels"],
+                  namespace_labels(cronjob["metadata"]["namespace"]),
                   {p["name"]: p["containerPort"] for p in soak_container(resources).get("ports", [])})
     return soak, nginx
 
 
 KUBE_DNS = pod_in("kube-system", {"k8s-app": "kube-dns"})
 ELSEWHERE = pod_in("default", {"app": "something"})
+# A cluster's own nginx, in the namespace such clusters give it: no pallet object may be there, or reach it.
+USERS_NGINX = pod_in("nginx", {"app.kubernetes.io/name": "nginx"}, named_ports={"http": 8080})
 PROMETHEUS = pod_in("monitoring", {"app.kubernetes.io/name": "prometheus"})
 CONTROL_PLANE = pod_in("linkerd", {"linkerd.io/control-plane-component": "destination"},
                        {"linkerd.io/is-control-plane": "true"})
@@ -129,6 +135,7 @@ def test_the_soak_reaches_nginx_and_dns_and_nothing_else(variant: str) -> None:
     assert not allowed(resources, soak, nginx, 9113), "nginx's other ports stay closed"
     assert not allowed(resources, soak, ELSEWHERE, 80) and not allowed(resources, soak, outside(), 443)
     assert not allowed(resources, soak, KUBE_DNS, 443)
+    assert not allowed(resources, soak, USERS_NGINX, http), "the pallet's nginx only, not one the cluster has"
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

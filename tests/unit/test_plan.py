@@ -10,7 +10,7 @@ from runner.config.settings import merge, settings_from
 from runner.load.shards import Shard
 from runner.report.plan import describe
 
-URL = "http://nginx.nginx.svc.cluster.local"
+URL = "http://nginx.soak-target.svc.cluster.local"
 
 
 def plan(layer: dict[str, Any] | None = None, urls: list[str] | None = None,

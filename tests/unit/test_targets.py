@@ -100,7 +100,7 @@ def test_parse_url_lines_without_line_numbers() -> None:
 
 
 def test_the_shipped_configmap_loads() -> None:
-    assert load_url_file(str(REPO / "urlsconfigmap.yaml")) == ["http://nginx.nginx.svc.cluster.local"]
+    assert load_url_file(str(REPO / "urlsconfigmap.yaml")) == ["http://nginx.soak-target.svc.cluster.local"]
 
 
 CONFIGMAP = """\
