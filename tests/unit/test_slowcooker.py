@@ -195,6 +195,17 @@ def test_change_indicator_agrees_with_slow_cookers_formula_away_from_exact_power
         assert change_indicator(history, p99) == expected, (history, p99)
 
 
+def test_the_window_starts_as_zeros_so_a_steady_p99_shows_plus_at_first() -> None:
+    """What README and docs/output.md say of `change`: with nothing changing, interval 0 (and 1, here)
+    shows `+` while the zeros fill the window; a mean under 1 unit is 0, against which a 1 is `+`."""
+    window = ChangeWindow()
+    assert [window.push(4) for _ in range(8)] == ["+", "+", "", "", "", "", "", ""]
+    window = ChangeWindow()
+    assert [window.push(p99) for p99 in [9, 20, 12, 10, 11, 10]] == ["+", "+", "", "", "", ""]
+    window = ChangeWindow()
+    assert [window.push(p99) for p99 in [0, 0, 1, 0, 0, 0, 1, 1, 0]] == ["", "", "+", "", "", "", "+", "+", ""]
+
+
 def failed(tally: Tally, url_index: int, text: str, times: int = 1, kind: str = "refused") -> None:
     for _ in range(times):
         tally.add(Result(url_index=url_index, error=kind, error_text=text), 0, 0)
