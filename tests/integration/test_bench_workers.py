@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from runner.report.clientnotes import RUN_NOTE
 from runner.stats.histogram import LatencyHistogram
 from tests.conftest import NGINX_PAGE, Nginx, Run, run_soak
 from tests.integration.test_bench import ab_fields, ab_progress, connections
@@ -80,18 +81,21 @@ def test_n_splits_so_the_parts_add_up(nginx: Nginx) -> None:
 
 def test_time_limit_stops_every_worker(nginx: Nginx) -> None:
     before = nginx.requests_logged()
+    launched = time.monotonic()
     with LiveRun("bench", "--workers", "2", "-t", "2", "-n", "100000000", "-c", "4", "-k", nginx.url) as live:
         seen: set[int] = set()
         deadline = time.monotonic() + 15
         while live.process.poll() is None and time.monotonic() < deadline:
             seen.update(workers_of(live.process.pid))
             time.sleep(0.05)
-        live.wait(time.monotonic())
+        lived = live.wait(launched)
     run = Run(live.process.returncode, live.stdout, live.stderr)
     ab = ab_fields(run)
     assert len(seen) == 2, "the bench ran in two worker processes"
     assert run.summary["stopReason"] == "duration"
-    assert 2.0 <= ab["timeTakenSeconds"] < 4, "from the common start to the last response"
+    # From the common start to the last response: the limit at least, and within the parent's own
+    # life (not the workers' times added up), however long a busy machine made that life.
+    assert 2.0 <= ab["timeTakenSeconds"] <= lived, "from the common start to the last response"
     logged = nginx.requests_logged() - before
     assert logged == ab["complete"] == run.summary["requests"] > 0
     time.sleep(0.5)
@@ -113,7 +117,10 @@ def test_a_signal_stops_every_worker_and_the_report_has_what_was_measured(nginx:
     assert ab["complete"] == run.summary["requests"] == phase_count(run, "total") > 0
     wait_until(lambda: nginx.requests_logged() - before >= ab["complete"])
     assert nginx.requests_logged() - before == ab["complete"]
-    assert run.stderr.endswith(f"Finished {ab['complete']} requests\n")
+    # ab's last line, then at most our note that the client was saturated (a busy machine's).
+    assert ab_progress(run.stderr)[-1] == f"Finished {ab['complete']} requests"
+    assert run.stderr.split(f"Finished {ab['complete']} requests\n", 1)[1] in ("", *[
+        line + "\n" for line in run.stderr.splitlines() if line.startswith(RUN_NOTE)])
 
 
 def test_a_worker_that_dies_is_named_and_what_it_measured_is_kept(nginx: Nginx) -> None:

@@ -2,8 +2,10 @@
 lateness and loop lag; what comes back after the last interval is the drain, reported apart.
 
 Each test asserts what holds however busy the machine: the starved runner is stopped four
-fifths of the time (as a CPU limit throttles a pod), which more load only makes worse, and the
-light run gets the highest priority there is, so other load on the node does not reach it.
+fifths of the time (as a CPU limit throttles a pod), which more load only makes worse; the light
+run gets the highest priority there is, which keeps most other load off it but not all (a node
+can still wake it 10 ms late), so what it asserts is that its own CPU never flags it, and that it
+is flagged only when the loop lag it reports shows the node held it back.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 
 import pytest
 
+from runner.report.clientnotes import RUN_NOTE
 from tests.conftest import REPO, Nginx, assert_counts_add_up, run_soak, soak_command
 from tests.support.faultserver import FaultServer
 
@@ -61,14 +64,22 @@ def test_a_starved_client_is_flagged(nginx: Nginx) -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="raising a process' priority needs root")
 def test_a_light_soak_at_high_priority_is_not_flagged(nginx: Nginx) -> None:
+    """20 req/s take a few percent of a core, which no load raises (load only lowers the share of
+    wall time the process gets): its CPU never flags it. What can is a wake-up 10 ms late, which
+    even nice -20 does not rule out on a busy node: then the flag must come with the loop lag that
+    shows it, and with no lag of 10 ms anywhere in the run nothing is flagged at all."""
     run = subprocess.run(["nice", "-n", "-20", *soak_command("--qps", "20", *RUN, nginx.url)],
                          capture_output=True, text=True, timeout=120, cwd=REPO, env={**os.environ, "TZ": "UTC"})
     assert run.returncode == 0, run.stderr
     summary = assert_counts_add_up(run.stdout)
-    assert summary["clientSaturated"] is False, summary["client"]
-    assert summary["client"]["saturatedIntervals"] == 0
-    assert not any(s["clientSaturated"] for s in summary["intervalStats"])
-    assert "client saturated" not in run.stdout
+    client = summary["client"]
+    assert client["cpuPercent"] < 50, client
+    flagged = [s["iter"] for s in summary["intervalStats"] if s["clientSaturated"]]
+    assert client["saturatedIntervals"] == len(flagged) and summary["clientSaturated"] is bool(flagged), client
+    assert any(line.startswith(RUN_NOTE) for line in run.stdout.splitlines()) is bool(flagged)
+    if client["loopLagMs"]["max"] < 10:  # no wake-up came 10 ms late: the node kept the client's pace
+        assert flagged == [], client
+        assert "client saturated" not in run.stdout
 
 
 def test_a_stalled_client_counts_its_late_sends_and_its_loop_lag(nginx: Nginx) -> None:
