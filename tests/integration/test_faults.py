@@ -175,9 +175,12 @@ def test_open_model_never_has_more_in_flight_than_max_in_flight(fault_server: Fa
     run = soak(url, "--loadModel", "open", "--maxInFlight", "2", "--timeout", "5s", qps=2000, concurrency=1,
                interval="1s", iterations=1)
     summary = check(run, server=fault_server)
-    assert 4 <= summary["requests"] <= 8, summary["requests"]  # two at 0, 0.3, 0.6 and 0.9 s at most
+    assert 2 <= summary["requests"] <= 8, summary["requests"]  # two at 0, 0.3, 0.6 and 0.9 s at most
     all_made_or_skipped(summary, sends_due(2000, 1.0))
-    assert 300 <= summary["uncorrected"]["p50"] and summary["uncorrected"]["p99"] < 450, summary["uncorrected"]
+    assert 300 <= summary["uncorrected"]["p50"] and 300 <= summary["min"], summary["uncorrected"]
+    if not summary["clientSaturated"]:  # a client held back by its machine sends less, and reads late
+        assert summary["requests"] >= 4 and summary["uncorrected"]["p99"] < 450, (summary["uncorrected"],
+                                                                                summary["client"])
 
 
 def test_timeout_reading_the_body(fault_server: FaultServer) -> None:
