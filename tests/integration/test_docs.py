@@ -23,6 +23,9 @@ from runner.config.schema import schema, settings_names  # noqa: E402
 from runner.core import errors  # noqa: E402
 from runner.core.redact import SECRET_WORDS  # noqa: E402
 from runner.load.result import ERROR_KINDS  # noqa: E402
+from runner.report.clientnotes import INTERVAL_NOTE, NOTE_PREFIXES  # noqa: E402
+from runner.report.slowcooker import ChangeWindow  # noqa: E402
+from tests.conftest import parse_interval  # noqa: E402
 
 README = REPO / "README.md"
 DOCS = REPO / "docs"
@@ -104,6 +107,27 @@ def test_development_installs_what_the_quick_start_does() -> None:
 def test_ci_runs_the_quick_starts_test_command() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     assert "quickstart" in ci and "pytest" in ci
+
+
+def test_readmes_sample_is_what_soak_demo_prints_on_a_busy_machine() -> None:
+    """README's `soak demo` sample is real output, notes included: its interval lines parse, each
+    `# iter` note is one the runner writes and follows its own interval's line, and the change
+    column is what slow_cooker's window, starting as zeros, gives those p99s (so a new user sees
+    the notes and the first intervals' `+` before meeting them in a run of their own)."""
+    block = README.read_text().split("```\n$ soak demo\n", 1)[1].split("\n{\n", 1)[0]
+    start, header, *lines = block.splitlines()
+    assert start.startswith("# sending ") and header.split()[1:3] == ["iter", "good/b/f"]
+    intervals, notes, window = [], [], ChangeWindow()
+    for line in lines:
+        if line.startswith("#"):
+            assert line.startswith(NOTE_PREFIXES), line
+            if line.startswith(INTERVAL_NOTE):
+                assert int(line[len(INTERVAL_NOTE):].split(":", 1)[0]) == intervals[-1].iteration, line
+            notes.append(line)
+        else:
+            intervals.append(parse_interval(line))
+            assert intervals[-1].change == window.push(intervals[-1].latencies[3]), line
+    assert [i.iteration for i in intervals] == list(range(5)) and notes
 
 
 def test_readme_stays_a_front_door() -> None:
