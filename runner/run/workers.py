@@ -304,13 +304,20 @@ class _Gather:
         bench = None
         if self.info.settings.pace.bench:
             bench = merged_bench([bench_from_record(self.benches[w], shift) for w in sorted(self.benches)])
-        summary = replace(summary, end_ns=summary.end_ns + shift, sending_end_ns=summary.sending_end_ns + shift,
-                          failed_workers=dict(sorted(self.failures.items())) or None,
+        summary = replace(_summary_on_clock(summary, shift), failed_workers=dict(sorted(self.failures.items())) or None,
                           stop_reason=self.stop_reason or summary.stop_reason, bench=bench)
         self._progress(summary.tally.requests)  # the steps passed since the workers last told
         for reporter in self.reporters:
             reporter.finish(summary)
         return summary
+
+
+def _summary_on_clock(summary: RunSummary, shift: int) -> RunSummary:
+    """A summary merged on offsets from the start, put back on this process's clock: every
+    moment it holds, so that the spans between them (the drain's) stay what they were."""
+    last = summary.last_interval_end_ns
+    return replace(summary, end_ns=summary.end_ns + shift, sending_end_ns=summary.sending_end_ns + shift,
+                   last_interval_end_ns=None if last is None else last + shift)
 
 
 def _on_clock(info: RunInfo, interval: Interval) -> Interval:
