@@ -279,6 +279,10 @@ class Connection(asyncio.Protocol):
         if result is None:
             raise ParseFailure(kinds.PROTOCOL, "protocol: a response nobody asked for")
         status = self._parser.get_status_code()
+        if status < 100:
+            # llhttp takes any three digits, `000` and `099` too; no such status exists, and
+            # taken for an interim head it would wait for a final one until the timeout.
+            raise ParseFailure(kinds.PROTOCOL, f"protocol: invalid response: status code {status:03d} is below 100")
         if status < 200:
             # An interim response (100 Continue, 102 Processing, 103 Early Hints): the final
             # one follows on the same connection, and it is the one measured. 101 is not

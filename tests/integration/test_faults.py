@@ -219,6 +219,26 @@ def test_not_http(fault_server: FaultServer) -> None:
     check_failures(soak(url), url, "protocol", r"protocol: .*(illegal status line|invalid response).*", server=fault_server)
 
 
+@pytest.mark.parametrize("code", ["000", "099", "99", "0999", "1000", "abc"])
+def test_a_status_line_without_a_status_code_is_protocol_at_once(fault_server: FaultServer, code: str) -> None:
+    """A status code outside 100-999 (or not three digits) is not HTTP: each transport fails it
+    as `protocol` when it arrives. The fast transport once took `000` and `099` for an interim
+    1xx head and waited for a final one until the timeout."""
+    url = fault_server.url(f"/raw-status/{code}")
+    run = soak(url, "--timeout", "20s", qps=4, concurrency=1, interval="1s", iterations=1)
+    summary = check_failures(run, url, "protocol", r"protocol: .*", server=fault_server)
+    assert summary["requests"] + summary["skipped"] == sends_due(4, 1.0)
+    assert summary["skipped"] == 0 and "drain" not in summary, "no response waited for the timeout"
+
+
+def test_a_status_over_599_is_a_bad_response(fault_server: FaultServer) -> None:
+    """600 is three digits, so a status code, outside any class: a response, and bad (both transports)."""
+    run = soak(fault_server.url("/raw-status/600"), qps=20, concurrency=2)
+    summary = check(run, server=fault_server)
+    assert summary["bad"] == summary["requests"] == sends_due(20, 1.0)
+    assert summary["statusCodes"] == {"600": summary["requests"]}
+
+
 @pytest.mark.parametrize(
     ("status", "verdict"),
     [(301, "good"), (302, "good"), (404, "good"), (500, "bad"), (503, "bad")],

@@ -38,6 +38,8 @@ Paths:
     /endless-chunk-line  a chunked head, then a chunk-size line of zeros that never ends (as above)
     /bad-chunking     a chunked head, then a chunk size that is not hexadecimal
     /trickle/N/MS     a body of N bytes, one byte every MS milliseconds
+    /raw-status/TEXT  a status line with TEXT as its status code, verbatim (`000`, `099`, `1000`),
+                      then a small body
     /gzip             GZIP_PLAIN gzipped, with `Content-Encoding: gzip`
     /gzip-lie         `Content-Encoding: gzip` on a body that is not gzip
     anything else     404
@@ -273,6 +275,11 @@ class FaultServer:
                 if self._stopping.wait(pause / 1000):
                     return False
                 conn.sendall(b"t")
+            return True
+        if path.startswith("/raw-status/"):
+            code = path[len("/raw-status/"):]
+            conn.sendall(f"HTTP/1.1 {code} Whatever\r\nContent-Length: {len(OK_BODY)}\r\n\r\n".encode("latin-1")
+                         + OK_BODY)
             return True
         if path == "/gzip":
             return _respond(conn, 200, gzip.compress(GZIP_PLAIN, mtime=0), [("Content-Encoding", "gzip")])
