@@ -109,6 +109,7 @@ class FastSession:
         self._keep_alive = not options.no_reuse
         self._compress = options.compress
         self._timeout_s = options.timeout_ns / 1e9
+        self._timeout_ns = options.timeout_ns
         self._timeout_text = format_duration(options.timeout_ns)
         self._tls = tls
         self._idle: dict[tuple[str, int, bool], list[Connection]] = {}  # by origin
@@ -136,7 +137,8 @@ class FastSession:
                 dial = _Dial(server[0], deadline)
                 connection = await self._dial(dial, server)
                 result.connected_ns = _now()
-            await connection.send(data, result, hash_body, deadline, not self._server_reported)
+            await connection.send(data, result, hash_body, deadline, result.start_ns + self._timeout_ns,
+                                  not self._server_reported)
             if result.connected_ns and result.status:  # a new connection that carried a response
                 result.protocol = connection.protocol
         except TimeoutError:

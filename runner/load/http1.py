@@ -45,7 +45,9 @@ class Deadlines:
     microsecond each time; at tens of thousands of requests a second that is several
     percent of the client. Checking every 1/20 of the timeout (at most 100 ms, at least
     1 ms) instead ends a stuck request at most 5% late, and costs nothing per request but
-    two set operations.
+    two set operations. A response that completes between its deadline and the next check
+    is no answer in time either: the connection compares its arrival with the deadline
+    itself (Connection._finish), so the check's slack only delays giving up, never the verdict.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, timeout_ns: int) -> None:
@@ -100,7 +102,8 @@ class Connection(asyncio.Protocol):
         self._loop = loop
         self._compress = compress
         self._deadlines = deadlines
-        self.deadline = 0.0  # loop time by which the current request must be done
+        self.deadline = 0.0  # loop time by which the current request must be done (for Deadlines' check)
+        self._deadline_ns = 0  # the same on the monotonic clock, exact: what a response's arrival is held to
         self._transport: asyncio.Transport | None = None
         self._raw: RawTransport | None = None  # the transport, when it is one that stamps what it reads
         self._parser = httptools.HttpResponseParser(self)
@@ -122,9 +125,10 @@ class Connection(asyncio.Protocol):
     # --- used by the session ---------------------------------------------------------
 
     def send(
-        self, data: bytes, result: Result, hash_body: bool, deadline: float, want_server: bool
+        self, data: bytes, result: Result, hash_body: bool, deadline: float, deadline_ns: int, want_server: bool
     ) -> asyncio.Future[None]:
-        """Write one request; the returned Future completes when its response has.
+        """Write one request; the returned Future completes when its response has, or raises
+        TimeoutError if the response completed after `deadline_ns` (loop time `deadline`).
 
         The connection may have been lost between its making and this first request (a
         server that resets right after accept): the request then fails with how it was
@@ -141,7 +145,7 @@ class Connection(asyncio.Protocol):
         self._head_request = data.startswith(b"HEAD ")
         self._want_server = want_server
         self._waiter = waiter = self._loop.create_future()
-        self.deadline = deadline
+        self.deadline, self._deadline_ns = deadline, deadline_ns
         self._deadlines.watch(self)
         if self._lost:
             self._report_loss(self._lost_exc)
@@ -355,14 +359,27 @@ class Connection(asyncio.Protocol):
             self._transport.abort()
 
     def _finish(self) -> None:
+        """The current request is over: its Result is complete, and its waiter told.
+
+        An ending that came after the deadline is a timeout, whatever it was: the periodic
+        check (Deadlines) may not have looked yet. A head that came after the deadline too is
+        forgotten, so the timeout says no response headers came in time, as httpx's does.
+        """
         result, waiter = self._result, self._waiter
         self._result = self._waiter = None
         self._head = []
         self._deadlines.release(self)
+        late = False
         if result is not None:
             result.end_ns = self._arrived_ns(result) if result.headers_ns else _now()
+            late = result.end_ns > self._deadline_ns
+            if result.headers_ns > self._deadline_ns:
+                result.headers_ns = result.status = 0
         if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+            if late:
+                waiter.set_exception(TimeoutError())
+            else:
+                waiter.set_result(None)
 
 
 _SPENT = httptools.HttpResponseParser(object())  # a lost connection's parser: no callbacks, no cycle

@@ -21,6 +21,7 @@ import re
 import pytest
 
 from tests.conftest import Nginx, Run, assert_counts_add_up, parse_interval, run_soak
+from tests.support.delayserver import DelayServer
 from tests.support.faultserver import CHUNKED_SIZE, OK_BODY, RESET_SENT, FaultServer, refused_port
 
 # Every test here runs once with each transport (see conftest.transport).
@@ -181,6 +182,22 @@ def test_open_model_never_has_more_in_flight_than_max_in_flight(fault_server: Fa
     if not summary["clientSaturated"]:  # a client held back by its machine sends less, and reads late
         assert summary["requests"] >= 4 and summary["uncorrected"]["p99"] < 450, (summary["uncorrected"],
                                                                                 summary["client"])
+
+
+def test_a_response_just_after_the_timeout_is_a_timeout() -> None:
+    """A server that answers 3 ms after the 2 s timeout: every request timed out, in both
+    transports. The fast transport checks its requests' deadlines every 1/20 of the timeout
+    (100 ms here) and once counted a head that arrived between a deadline and the next check
+    as a good response. The server answers 2.003 s after it received the request, which is
+    after the client sent it, so the answer is late however slow the machine."""
+    with DelayServer(2003) as server:
+        url = server.url
+        run = soak(url, "--timeout", "2s", qps=4, concurrency=4, interval="1s", iterations=1)
+    # The late answer's body (100 bytes) counts in bytesIn where the client read it (fast), as any
+    # body bytes that arrived before a failure do.
+    summary = check_failures(run, url, "timeout", "timeout: no response headers within 2s", body_bytes=(0, 100))
+    assert summary["requests"] + summary["skipped"] == sends_due(4, 1.0)
+    assert len(server.served_ns) == summary["requests"], "the server answered every request, late"
 
 
 def test_timeout_reading_the_body(fault_server: FaultServer) -> None:
