@@ -50,6 +50,7 @@ sys.path.insert(0, str(REPO))
 from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 
 from runner.load.result import Result  # noqa: E402
+from runner.load.schedule import Schedule, Skips  # noqa: E402
 from runner.metrics.collector import Figures, SoakCollector  # noqa: E402
 from runner.metrics.tally import MetricsTally, url_slots  # noqa: E402
 
@@ -67,7 +68,7 @@ def tally_cost() -> dict[str, float]:
         "good response": Result(url_index=1, start_ns=1_000, headers_ns=351_000, end_ns=400_000, status=200),
         "bad response": Result(url_index=1, start_ns=1_000, headers_ns=351_000, end_ns=400_000, status=503),
         "failure": Result(url_index=0, error="refused", error_text="connection refused"),
-        "skip": Result(skipped=True),
+        "skip": Skips(Schedule(0, 1.0, 1), 0, 0, 1),  # any number of them: one record
     }
     costs = {}
     for name, result in kinds.items():

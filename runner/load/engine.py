@@ -2,8 +2,9 @@
 
 It never prints and never interprets a result. Every send it makes produces exactly one
 Result (a response, a failure, or, when cancelled at a hard stop, a `cancelled` failure),
-and every send it cannot make on time produces one skipped Result, so whoever counts
-results can account for the whole schedule.
+and every run of sends it cannot make on time produces one Skips record (schedule.Skips:
+one record however many sends it covers), so whoever counts results can account for the
+whole schedule, at a cost per send made, not per send due.
 
 Closed model (default): each client has one request in flight; when a response comes
 back after the client's next send was due, the newest send that fell due while it was in
@@ -11,7 +12,9 @@ flight goes out at once and older ones are skipped (the server set that pace). A
 fell due after the response came back is never skipped: if the client was slow to send
 it, it goes out late, and the lateness is the client's (Result.client_lag_ns).
 Open model: each send goes out at its due time whatever is in flight, up to
-`max_in_flight` across all clients; beyond that, sends are skipped.
+`max_in_flight` across all clients; beyond that, sends are skipped. A client behind
+schedule sends late, yielding to the loop between sends so the run's intervals still close
+on time; once sending has ended, what it did not send is skipped, never sent after the end.
 Bench (ab's loop): each client has one request in flight and sends the next one as soon
 as it is answered, with no pacing at all; nothing is ever due, so nothing is skipped.
 """
@@ -29,10 +32,10 @@ from runner.load import result as kinds
 from runner.load.alarm import Alarm
 from runner.load.request import Request
 from runner.load.result import Result
-from runner.load.schedule import Schedule
+from runner.load.schedule import Schedule, Skips
 from runner.load.transport import Session, Transport
 
-Sink = Callable[[Result], None]
+Sink = Callable[[Result | Skips], None]
 
 # Precise pacing: how long before a due time the sleep ends and yielding begins. Longer than
 # the worst early or late timer wake-up (about a millisecond), so the sleep never overshoots.
@@ -62,6 +65,8 @@ class Engine:
         self._sink = sink
         self._sent = 0
         self._in_flight = 0
+        self._room: asyncio.Event | None = None  # open model: set when a request in flight ends (made in run())
+        self._waiting: dict[int, int] = {}  # open model: clients waiting for room, and the k each sends next
         self._stopping = False
         self._stopped_ns: int | None = None  # when sending stopped early: a stop, or the count spent
         self._last_claimed = -1  # the highest send number claimed, for where a spent count's time ends
@@ -97,6 +102,7 @@ class Engine:
             client = self._open_client if self._load.open_model else self._closed_client
         # Precise pacing keeps the loop's timers (see _wait_until_due): no kernel timer to open.
         self._alarm = None if self._load.precise else Alarm.open(asyncio.get_running_loop())
+        self._room = asyncio.Event()
         try:
             self._clients = [asyncio.ensure_future(client(c)) for c in range(self._schedule.clients)]
             outcomes = await asyncio.gather(*self._clients, return_exceptions=True)
@@ -141,8 +147,7 @@ class Engine:
                 if self._stopping:
                     break
                 k, skipped = self._schedule.catch_up(client, k, free, time.monotonic_ns())
-                for missed in range(k - skipped, k):
-                    self._skip(self._schedule.send_number(client, missed))
+                self._skip(client, k - skipped, k)
         finally:
             if self._stopping:  # stopped or count spent: account for what fell due before that
                 self._skip_missed(client, k)
@@ -155,34 +160,47 @@ class Engine:
         returns; when the run stops first, this is where those sends are accounted for.
         """
         assert self._stopped_ns is not None
-        for j in range(k, self._schedule.last_due_by(client, self._stopped_ns) + 1):
-            n = self._schedule.send_number(client, j)
-            if not self._schedule.in_run(n):
-                break
-            self._skip(n)
+        self._skip(client, k, self._schedule.last_in_run(client, k, self._stopped_ns) + 1)
 
     async def _open_client(self, client: int) -> None:
         session = self._transport.session()
         mine: set[asyncio.Task[int]] = set()
+        schedule = self._schedule
+        k = 0
         try:
-            k = 0
-            while self._ready(n := self._schedule.send_number(client, k)) and await self._wait_until_due(n):
-                k += 1
-                if self._in_flight >= self._load.max_in_flight:
-                    self._skip(n)
+            while self._ready(n := schedule.send_number(client, k)) and await self._wait_until_due(n):
+                full = self._in_flight >= self._load.max_in_flight
+                if full:
+                    self._waiting[client] = k
+                    try:
+                        room = await self._wait_for_room()
+                    finally:
+                        k = self._waiting.pop(client)  # skip_due_before may have counted some meanwhile
+                    if not room:
+                        break
+                now = time.monotonic_ns()
+                if full or not schedule.before_end(now):
+                    # Every send that fell due while there was no room, or that is still unsent once
+                    # sending is over, is skipped: all of them in one record.
+                    k = self._skip(client, k, schedule.last_in_run(client, k, now) + 1)
                     continue
                 if not self._claim(n):
                     break
-                # Counted in flight now, not when the task first runs: a client behind schedule
-                # starts several sends without yielding, and each must see the ones before it.
+                k += 1
+                # Counted in flight now, not when the task first runs: the next send may start
+                # before this one's task has, and must see it.
                 self._in_flight += 1
                 task = asyncio.ensure_future(self._send(session, n, counted=True))
                 for group in (mine, self._sends):
                     group.add(task)
                     task.add_done_callback(group.discard)
+                if schedule.due_ns(schedule.send_number(client, k)) <= now:
+                    await asyncio.sleep(0)  # behind schedule: let the loop run (the sends, the run's intervals)
             if mine:
                 await asyncio.wait(mine)
         finally:
+            if self._stopping:  # account for what fell due before the stop and was not sent
+                self._skip_missed(client, k)
             await _close(session)
 
     async def _bench_client(self, client: int) -> None:
@@ -238,6 +256,39 @@ class Engine:
             self._idle.discard(task)
         return not self._stopping
 
+    def skip_due_before(self, t_ns: int) -> None:
+        """Count the sends that clients waiting for room let fall due before `t_ns` as skipped, now.
+
+        The run's driver calls this as it closes an interval at `t_ns`, so the interval holds
+        its own skips even when no request has ended since they fell due (a server that
+        stalls every request): they are skipped whatever happens later, so there is no need
+        to wait to know it.
+        """
+        for client, k in self._waiting.items():
+            self._waiting[client] = self._skip(client, k, self._schedule.last_in_run(client, k, t_ns - 1) + 1)
+
+    async def _wait_for_room(self) -> bool:
+        """Open model, max_in_flight reached: wait until a request in flight ends; False if stopped.
+
+        Woken once per request that ends, not once per send that falls due meanwhile: at a
+        million sends a second, waking for each only to skip it cost more than a core.
+        """
+        room = self._room
+        assert room is not None
+        task = asyncio.current_task()
+        assert task is not None
+        self._idle.add(task)
+        try:
+            while not self._stopping and self._in_flight >= self._load.max_in_flight:
+                room.clear()
+                await room.wait()
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+        finally:
+            self._idle.discard(task)
+        return not self._stopping
+
     def _claim(self, n: int | None = None) -> bool:
         """Take one send (paced: send n) from the totalRequests budget; False when it is spent."""
         limit = self._load.total_requests
@@ -283,14 +334,18 @@ class Engine:
             result = _crashed(exc, due)
         finally:
             self._in_flight -= 1
+            if self._room is not None:
+                self._room.set()
         result.seq, result.url_index, result.due_ns = n, url_index, due if paced else result.start_ns or due
         result.free_ns = free_ns
         self._sink(result)
         return result.end_ns
 
-    def _skip(self, n: int) -> None:
-        due = self._schedule.due_ns(n)
-        self._sink(self._stamp(Result(skipped=True, end_ns=due), n, n % len(self._load.requests), due))
+    def _skip(self, client: int, first: int, end: int) -> int:
+        """Count the client's sends from its `first`-th up to its `end`-th as skipped, in one record; returns `end`."""
+        if end > first:
+            self._sink(Skips(self._schedule, client, first, end))
+        return end
 
     @staticmethod
     def _stamp(result: Result, n: int, url_index: int, due: int) -> Result:

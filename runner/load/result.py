@@ -28,18 +28,18 @@ ERROR_KINDS = (DNS, REFUSED, CONNECT, TIMEOUT, RESET, CLOSED, PROTOCOL, TLS, CAN
 
 @dataclass(slots=True)
 class Result:
-    """One send: a response (status > 0), a failure (error set), or a skip.
+    """One send made: a response (status > 0) or a failure (error set).
 
     Classification follows slow_cooker: status 200-499 is good, any other status is bad,
-    no response at all is failed. A skipped send was due but not sent (closed model: the
-    client was still busy; open model: too many in flight); it has no timings.
+    no response at all is failed. Sends that were due but not made are no Results: the
+    engine reports them in runs (schedule.Skips).
     """
 
     seq: int = -1  # the send's number in the whole run (0, 1, 2, ...)
     url_index: int = 0  # which target URL
     due_ns: int = 0  # when the schedule wanted it sent
     free_ns: int = 0  # closed model: when the client's previous request ended (0 for its first)
-    start_ns: int = 0  # when it was actually sent (0 if skipped)
+    start_ns: int = 0  # when it was actually sent
     connected_ns: int = 0  # when a new connection became ready (0 if one was reused)
     written_ns: int = 0  # when the whole request (head and body) had been written (0 if it never was)
     headers_ns: int = 0  # when the response headers had arrived (0 if none did)
@@ -55,7 +55,6 @@ class Result:
     error_text: str = ""  # the failure in words, for the per-interval error report
     kernel_clock: bool = False  # headers_ns and end_ns are the kernel's receive times, not when the loop read them
     body_hash: int | None = None  # FNV-1a 64 of the body, when it was sampled for checking
-    skipped: bool = False
 
     @property
     def good(self) -> bool:
@@ -63,7 +62,7 @@ class Result:
 
     @property
     def bad(self) -> bool:
-        return not self.error and not self.skipped and not is_good(self.status)
+        return not self.error and not is_good(self.status)
 
     @property
     def failed(self) -> bool:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING, TextIO
@@ -54,7 +54,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from runner.config.settings import Settings
-from runner.load.result import Result
+from runner.load.engine import Sink
 from runner.load.schedule import goal
 from runner.metrics.push import Pusher
 from runner.metrics.server import MetricServer
@@ -341,7 +341,7 @@ class Metrics:
     """
 
     def __init__(self, settings: Settings, urls: Sequence[str], verdict: Verdict | None, err: TextIO) -> None:
-        self.tap: Callable[[Result], None] | None = None
+        self.tap: Sink | None = None
         self.workers: WorkerTallies | None = None
         counts: Counts
         slots = url_slots(urls)

@@ -21,6 +21,7 @@ from prometheus_client.utils import floatToGoString
 from runner.config.settings import Settings
 from runner.core import redact
 from runner.load.result import Result, is_good
+from runner.load.schedule import Skips
 from runner.stats.client import is_late
 
 
@@ -148,9 +149,9 @@ class MetricsTally:
         self.good_ns = [0] * count  # per slot: the sum of good responses' latencies
         self.bad_ns = [0] * count
 
-    def record(self, result: Result) -> None:
-        if result.skipped:
-            self.skipped += 1
+    def record(self, result: Result | Skips) -> None:
+        if isinstance(result, Skips):
+            self.skipped += result.count
             return
         if is_late(result):
             self.late += 1

@@ -8,10 +8,10 @@ starts the loop (uvloop when installed) and the Soak on it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from runner.load.result import Result
+from runner.load.engine import Sink
 from runner.report.base import Reporter
 from runner.run.build import Parts
 from runner.run.soak import Soak
@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 
 def run(parts: Parts, reporters: Sequence[Reporter], start_wall: float | None = None,
-        tap: Callable[[Result], None] | None = None) -> RunSummary:
+        tap: Sink | None = None) -> RunSummary:
     """Run the soak (or bench, or this shard of it) to its end, telling `reporters`; `tap` sees every result."""
 
     async def soak() -> RunSummary:

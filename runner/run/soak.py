@@ -12,13 +12,13 @@ import asyncio
 import resource
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from runner.config.settings import Settings
-from runner.load.engine import Engine
+from runner.load.engine import Engine, Sink
 from runner.load.result import Result
-from runner.load.schedule import Grid
+from runner.load.schedule import Grid, Skips
 from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter
 from runner.run.build import Parts
@@ -36,7 +36,7 @@ class Soak:
     """Runs one soak and tells the reporters about it."""
 
     def __init__(self, parts: Parts, reporters: Sequence[Reporter], start_wall: float | None = None,
-                 tap: Callable[[Result], None] | None = None) -> None:
+                 tap: Sink | None = None) -> None:
         settings, shard = parts.settings, parts.shard
         self._settings = settings
         self._reporters = reporters
@@ -51,7 +51,7 @@ class Soak:
         self._progress = [r for r in reporters if r.progress_every > 0]
         self._done = 0  # sends finished, for the reporters that follow progress
         self._next_progress = min((r.progress_every for r in self._progress), default=0)
-        sink: Callable[[Result], None] = self._record_and_tell if self._progress else self._recorder.record
+        sink: Sink = self._record_and_tell if self._progress else self._recorder.record
         if tap is not None:  # metrics: every result, after the recorder has counted it
             sink = _both(sink, tap)
         self._engine = Engine(parts.schedule(start_ns, self._end_ns), parts.load(), parts.transport, sink)
@@ -148,13 +148,13 @@ class Soak:
             self._engine.cancel_in_flight()
             await asyncio.wait([engine], timeout=CANCEL_WAIT_S)
 
-    def _record_and_tell(self, result: Result) -> None:
+    def _record_and_tell(self, result: Result | Skips) -> None:
         """The engine's sink when a reporter follows progress: record, then tell at its steps.
 
         One comparison per result; the reporters are looked at only when a step is reached.
         """
         self._recorder.record(result)
-        if not result.skipped:
+        if not isinstance(result, Skips):
             self._done += 1
             if self._done == self._next_progress:
                 self._tell_progress()
@@ -171,7 +171,9 @@ class Soak:
         return bool(limit) and self._engine.sent >= limit
 
     def _close(self, end_ns: int | None = None, **how: Any) -> Interval:
-        """Close the recorder's next interval, with the CPU time used so far for the client's figures."""
+        """Close the recorder's next interval, with the CPU time used so far for the client's figures,
+        and every skip the engine already knows of that fell due before its end."""
+        self._engine.skip_due_before(self._grid.end_of(self._recorder.next_index) if end_ns is None else end_ns)
         return self._recorder.close(end_ns, cpu_s=_cpu_seconds(), now_ns=time.monotonic_ns(), **how)
 
     def _emit(self, interval: Interval) -> None:
@@ -260,10 +262,10 @@ class Soak:
         self._signal.set()
 
 
-def _both(first: Callable[[Result], None], second: Callable[[Result], None]) -> Callable[[Result], None]:
+def _both(first: Sink, second: Sink) -> Sink:
     """A sink that hands each result to `first`, then to `second`."""
 
-    def sink(result: Result) -> None:
+    def sink(result: Result | Skips) -> None:
         first(result)
         second(result)
 

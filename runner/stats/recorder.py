@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from runner.core.redact import printable
 from runner.load.result import CANCELLED, Result, is_good
-from runner.load.schedule import Grid
+from runner.load.schedule import Grid, Skips
 from runner.stats.client import ClientFigures, ClientMeter, is_late
 from runner.stats.histogram import LatencyHistogram
 
@@ -115,10 +115,7 @@ class Tally:
             self.late_max_ns = max(self.late_max_ns, result.client_lag_ns)
 
     def add(self, result: Result, latency_ns: int, hash_value: int) -> None:
-        """Count one result; `latency_ns` is used only if it got a response."""
-        if result.skipped:
-            self.skipped += 1
-            return
+        """Count one send made; `latency_ns` is used only if it got a response."""
         self.bytes_out += result.bytes_out
         self.bytes_in += result.bytes_in
         if result.error:
@@ -359,7 +356,11 @@ class Recorder:
         self._drain_from = t_ns if self._drain_from is None else min(self._drain_from, t_ns)
         self._current_end = min(self._current_end, self._drain_from)
 
-    def record(self, result: Result) -> None:
+    def record(self, result: Result | Skips) -> None:
+        """Count one send made, or a run of skipped ones (the engine's sink)."""
+        if isinstance(result, Skips):
+            self._skip(result)
+            return
         if result.error_text:
             result.error_text = self._shown(result.error_text)
         if result.server:
@@ -367,12 +368,12 @@ class Recorder:
         end = result.end_ns
         if end < self._current_end:
             tally = self._current
-        elif self._drain_from is not None and end >= self._drain_from and not result.skipped:
+        elif self._drain_from is not None and end >= self._drain_from:
             tally = self._drained(end)
         else:
             k = max(self._next, self._grid.index(end))
             tally = self._open.get(k) or self._open.setdefault(k, Tally())
-        if self.bench is not None and not result.skipped:
+        if self.bench is not None:
             self.bench.add(result)
         if result.protocol:
             self.connections[result.protocol] += 1
@@ -380,7 +381,7 @@ class Recorder:
             self.send_lag.record(result.start_ns - result.due_ns)
             self.client.late(result.client_lag_ns)
             tally.add_late(result)
-        if result.skipped or result.error:
+        if result.error:
             tally.add(result, 0, self._hash_value)
             return
         latency = result.latency_in(self._corrected)
@@ -389,6 +390,14 @@ class Recorder:
             self.uncorrected.record(result.latency_ns)
         if self.in_unit is not None:
             self.in_unit.record(latency // self._unit_ns)
+
+    def _skip(self, skips: Skips) -> None:
+        """Skipped sends count in the interval they were due in (never the drain: they were due
+        before the end), or in the open one if theirs has closed: arithmetic per interval, not per send."""
+        for index, count in skips.by_interval(self._grid):
+            k = max(self._next, index)
+            tally = self._open.get(k) or self._open.setdefault(k, Tally())
+            tally.skipped += count
 
     def _drained(self, end_ns: int) -> Tally:
         if self.drain is None:

@@ -16,7 +16,8 @@ import pytest
 from runner.load.engine import Engine, Load
 from runner.load.request import Request
 from runner.load.result import Result
-from runner.load.schedule import Schedule
+from runner.load.schedule import Schedule, Skips
+from tests.support.sessions import send_numbers, sent
 
 MS = 1_000_000
 
@@ -46,7 +47,7 @@ class _BuggyTransport:
 
 @pytest.mark.parametrize("open_model", [False, True], ids=["closed", "open"])
 def test_a_transport_that_raises_costs_no_client_and_no_count(open_model: bool) -> None:
-    results: list[Result] = []
+    results: list[Result | Skips] = []
 
     async def go() -> None:
         start = time.monotonic_ns()
@@ -55,10 +56,10 @@ def test_a_transport_that_raises_costs_no_client_and_no_count(open_model: bool) 
         await asyncio.wait_for(Engine(schedule, load, _BuggyTransport(), results.append).run(), 10)
 
     asyncio.run(go())
-    assert sorted(r.seq for r in results) == list(range(60)), "each due send is sent or skipped, once"
-    sent = [r for r in results if not r.skipped]
-    crashed = [r for r in sent if r.error]
-    assert crashed and len(crashed) < len(sent), "the clients went on after the exceptions"
+    assert send_numbers(results) == list(range(60)), "each due send is sent or skipped, once"
+    made = sent(results)
+    crashed = [r for r in made if r.error]
+    assert crashed and len(crashed) < len(made), "the clients went on after the exceptions"
     for r in crashed:
         assert r.error == "other"
         assert r.error_text.startswith("other: RuntimeError: unable to perform operation"), r.error_text

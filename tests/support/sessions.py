@@ -7,6 +7,7 @@ import time
 
 from runner.load.request import Request
 from runner.load.result import Result
+from runner.load.schedule import Skips
 
 
 class InstantSession:
@@ -19,6 +20,22 @@ class InstantSession:
 
     async def aclose(self) -> None:
         pass
+
+
+def send_numbers(records: list[Result | Skips]) -> list[int]:
+    """Every send an engine's sink heard of, sent or skipped, by its number in the run, sorted."""
+    numbers = []
+    for record in records:
+        if isinstance(record, Skips):
+            numbers += [record.schedule.send_number(record.client, k) for k in range(record.first, record.end)]
+        else:
+            numbers.append(record.seq)
+    return sorted(numbers)
+
+
+def sent(records: list[Result | Skips]) -> list[Result]:
+    """The Results of the sends that were made."""
+    return [record for record in records if isinstance(record, Result)]
 
 
 class InstantTransport:

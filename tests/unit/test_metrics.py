@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from runner.config.settings import merge, settings_from
 from runner.core.errors import UsageError
 from runner.load.result import Result
+from runner.load.schedule import Schedule, Skips
 from runner.metrics.collector import Figures, MetricsReporter, SoakCollector, status_class
 from runner.metrics.tally import (
     DURATION,
@@ -118,7 +119,7 @@ def test_counters_follow_slow_cookers_meanings() -> None:
     tally.record(Result(url_index=1, error="refused", error_text="connection refused"))
     tally.record(Result(url_index=1, error="refused", error_text="connection refused"))
     tally.record(Result(url_index=0, error="timeout", error_text="timed out"))
-    tally.record(Result(url_index=0, skipped=True))
+    tally.record(Skips(Schedule(START, 1.0, 1), 0, 0, 1))
     s = scrape(tally)
     assert s["requests"][()] == 11  # every result, failures included, skips not (they were never sent)
     assert s["successes"][()] == 5  # 200-499 only
@@ -171,7 +172,7 @@ def test_late_sends_are_counted_as_the_client_lag_says() -> None:
     late = Result(due_ns=START, start_ns=START + 2 * MS, headers_ns=START + 3 * MS, end_ns=START + 3 * MS, status=200)
     waited = Result(due_ns=START, free_ns=START + 30 * MS, start_ns=START + 31 * MS, end_ns=START + 40 * MS,
                     error="refused")  # late for the server's doing: it waited for the request before
-    for result in (on_time, late, waited, Result(skipped=True, due_ns=START, end_ns=START)):
+    for result in (on_time, late, waited, Skips(Schedule(START, 1.0, 1), 0, 0, 1)):
         tally.record(result)
     assert tally.late == 1 and scrape(tally)["soak_late_sends_total"][()] == 1
 
@@ -245,14 +246,14 @@ def test_status_class_and_url_label() -> None:
     assert url_label("https://h/") == "https://h/"
 
 
-def mixed_results(rng: random.Random, n: int) -> list[Result]:
+def mixed_results(rng: random.Random, n: int) -> list[Result | Skips]:
     """Good, bad and failed sends to both URLs, and skips, with latencies from 50 us to 2 s."""
-    results = []
+    results: list[Result | Skips] = []
     for _ in range(n):
         kind = rng.random()
         url = rng.randrange(2)
         if kind < 0.05:
-            results.append(Result(url_index=url, skipped=True, due_ns=START, end_ns=START))
+            results.append(Skips(Schedule(START, 1.0, 1), 0, 0, 1))
         elif kind < 0.1:
             results.append(Result(url_index=url, due_ns=START, start_ns=START, end_ns=START + MS,
                                   error=rng.choice(["refused", "timeout"])))
@@ -412,7 +413,8 @@ def test_workers_counts_summed_beyond_the_cap(seed: int) -> None:
     slots = url_slots(numbered(300))
     whole, parts = MetricsTally(slots), [MetricsTally(slots) for _ in range(2)]
     for i, result in enumerate(mixed_results(rng, 3000)):
-        result.url_index = rng.randrange(300)
+        if isinstance(result, Result):
+            result.url_index = rng.randrange(300)
         whole.record(result)
         parts[i % 2].record(result)
     workers = WorkerTallies(slots)

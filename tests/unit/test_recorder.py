@@ -13,7 +13,7 @@ import pytest
 from runner.core.redact import Secrets
 from runner.load import result as kinds
 from runner.load.result import Result
-from runner.load.schedule import Grid
+from runner.load.schedule import Grid, Schedule, Skips
 from runner.stats.record import tally_from_record, tally_record
 from runner.stats.recorder import ERROR_GROUPS, GROUP_URLS, OTHER_TEXTS, ErrorGroup, Interval, Recorder, Tally
 
@@ -38,8 +38,9 @@ def failure(kind: str = kinds.REFUSED, text: str = "connection refused", *, end:
     return Result(url_index=url_index, start_ns=end - MS, end_ns=end, error=kind, error_text=text, bytes_out=10)
 
 
-def skip(*, due: int = START + SECOND) -> Result:
-    return Result(due_ns=due, end_ns=due, skipped=True)
+def skip(*, due: int = START + SECOND) -> Skips:
+    """One skipped send, due at `due`."""
+    return Skips(Schedule(due, 1.0, 1), 0, 0, 1)
 
 
 # --- classification ----------------------------------------------------------------------------
@@ -80,19 +81,19 @@ def test_an_error_is_failed_and_has_no_latency(kind: str) -> None:
 
 
 def test_skipped_is_counted_apart_and_is_not_a_request() -> None:
-    tally = Tally()
-    tally.add(skip(), 0, 0)
+    recorder = Recorder(GRID)
+    recorder.record(skip())
+    tally = recorder.close(final=True).tally
     assert (tally.good, tally.bad, tally.failed, tally.skipped) == (0, 0, 0, 1)
     assert tally.requests == 0 and tally.latency.count == 0
-    result = skip()
-    assert not (result.good or result.bad or result.failed)
 
 
 def test_bytes_are_counted_for_responses_and_failures_not_skips() -> None:
-    tally = Tally()
-    tally.add(response(bytes_in=612, bytes_out=5), MS, 0)
-    tally.add(failure(), 0, 0)  # 10 bytes out
-    tally.add(skip(), 0, 0)
+    recorder = Recorder(GRID)
+    recorder.record(response(bytes_in=612, bytes_out=5, end=START + 1))
+    recorder.record(failure(end=START + 2))  # 10 bytes out
+    recorder.record(skip(due=START + 3))
+    tally = recorder.close(final=True).tally
     assert (tally.bytes_in, tally.bytes_out) == (612, 15)
 
 

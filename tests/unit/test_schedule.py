@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from fractions import Fraction
 
 import pytest
 
 from runner.core.units import NS_PER_S
-from runner.load.schedule import Grid, Schedule, goal
+from runner.load.schedule import Grid, Schedule, Skips, goal
 
 START = 1_000_000_000_000  # an arbitrary monotonic reading
 
@@ -335,3 +336,70 @@ def test_goal(qps: float, span_ns: int, expected: float) -> None:
 def test_goal_is_not_truncated_to_whole_seconds() -> None:
     """slow_cooker truncated the interval to whole seconds; ours is exact."""
     assert goal(100, 2_900_000_000) == pytest.approx(290)
+
+
+# --- skipped sends in bulk -------------------------------------------------------------------
+
+
+def _brute_by_interval(skips: Skips, grid: Grid) -> list[tuple[int, int]]:
+    counts: Counter[int] = Counter()
+    for k in range(skips.first, skips.end):
+        counts[grid.index(skips.schedule.due_ns(skips.schedule.send_number(skips.client, k)))] += 1
+    return sorted(counts.items())
+
+
+def test_skips_by_interval_match_brute_force() -> None:
+    """Every run of skipped sends splits by due time exactly as counting them one by one does:
+    rates whole and fractional, clients and shards, runs that start before the grid, that cross
+    a boundary on a due time or one ns either side, and that span many intervals."""
+    checked = 0
+    for qps in (1, 3, 7, 100, 0.3, 2.5, 33.3, 1e6):
+        for clients, stride, offset in ((1, 1, 0), (3, 1, 0), (2, 3, 1), (5, 2, 0)):
+            schedule = Schedule(START, qps, clients, stride=stride, offset=offset)
+            slot = NS_PER_S / qps
+            for interval_ns in (round(slot * clients * stride), round(slot * 7.5) + 1, NS_PER_S, 1):
+                interval_ns = max(interval_ns, 1)
+                for grid_start in (START, START + 1, START - interval_ns // 3, schedule.due_ns(3 * stride)):
+                    grid = Grid(grid_start, interval_ns)
+                    for client in range(clients):
+                        for first, end in ((0, 1), (0, 40), (3, 4), (5, 29), (17, 17), (1, 60)):
+                            skips = Skips(schedule, client, first, end)
+                            assert skips.by_interval(grid) == _brute_by_interval(skips, grid), (
+                                qps, clients, stride, offset, interval_ns, grid_start, client, first, end)
+                            checked += 1
+    assert checked > 5_000
+
+
+def test_a_million_skips_split_in_as_many_steps_as_intervals() -> None:
+    """At a million sends a second, two seconds of skips are two intervals' arithmetic, not 2e6 steps."""
+    schedule = Schedule(START, 1e6, 1)
+    grid = Grid(START, NS_PER_S)
+    skips = Skips(schedule, 0, 1, 2_000_000)
+    assert skips.count == 1_999_999
+    assert skips.by_interval(grid) == [(0, 999_999), (1, 1_000_000)]
+
+
+def test_end_k_is_the_first_send_not_in_the_run() -> None:
+    for qps in (1, 3, 0.7, 33.3, 1e6):
+        for clients in (1, 4):
+            end = START + 2 * NS_PER_S + 12_345
+            schedule = Schedule(START, qps, clients, end, stride=2, offset=1)
+            for client in range(clients):
+                k = schedule.end_k(client)
+                assert k is not None
+                assert not schedule.in_run(schedule.send_number(client, k)), (qps, clients, client)
+                assert k == 0 or schedule.in_run(schedule.send_number(client, k - 1)), (qps, clients, client)
+    assert Schedule(START, 10, 2).end_k(1) is None
+
+
+def test_last_in_run_matches_a_walk_back() -> None:
+    """The highest send due by t that is in the run, from k on: arithmetic, as the one-by-one walk says."""
+    for qps in (3, 100, 0.7, 1e5):
+        schedule = Schedule(START, qps, 3, START + NS_PER_S + 7)
+        for client in range(3):
+            for k in (0, 2, 50):
+                for t in (START - 1, START, START + NS_PER_S // 2, START + NS_PER_S + 7, START + 5 * NS_PER_S):
+                    last = schedule.last_due_by(client, t)
+                    while last >= k and not schedule.in_run(schedule.send_number(client, last)):
+                        last -= 1
+                    assert schedule.last_in_run(client, k, t) == max(last, k - 1), (qps, client, k, t)
