@@ -111,6 +111,10 @@ class Connection(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._hash_body = False
         self._hasher: BodyHash | None = None
+        self._hashing = False  # inflating and hashing in steps, reading paused meanwhile (_hash_step)
+        self._completed = False  # the response ended while it was still being hashed
+        self._keep = False  # whether the server keeps the connection, read when the response ended
+        self._read_paused = False  # reading is paused while a body is hashed
         self._wire = 0  # bytes of this response received so far: head, framing and body
         self._head: list[bytes] = []  # the chunks that held the response head (references only)
         self._interim = False  # the parser is inside a 1xx interim response, which is skipped
@@ -139,6 +143,7 @@ class Connection(asyncio.Protocol):
         self._result = result
         self._hash_body = hash_body
         self._hasher = None
+        self._hashing = self._completed = False
         self._wire = self._no_body_run = 0
         self._head = []
         self._interim = False
@@ -314,16 +319,58 @@ class Connection(asyncio.Protocol):
         result = self._result
         assert result is not None
         result.bytes_in += len(body)
-        if self._hasher is not None:
-            try:
-                self._hasher.update(body)
-            except BodyError as exc:
-                raise ParseFailure(kinds.PROTOCOL, str(exc)) from None
+        hasher = self._hasher
+        if hasher is not None:
+            hasher.update(body)
+            if hasher.pending and not self._hashing:
+                # A gzipped body is inflated and hashed a step at a time, the loop running in
+                # between (a timeout included); reading waits, so what is kept stays one read.
+                self._hashing = True
+                self._pause_reading(True)
+                self._loop.call_soon(self._hash_step, result)
+
+    def _hash_step(self, result: Result) -> None:
+        """One bounded step of inflating and hashing the current body; the next one, or the end."""
+        hasher = self._hasher
+        if self._result is not result or hasher is None:
+            return  # the request ended meanwhile: it timed out, failed or was abandoned
+        try:
+            hasher.step()
+        except BodyError as exc:
+            self._fail(kinds.PROTOCOL, str(exc))
+            return
+        if hasher.pending:
+            self._loop.call_soon(self._hash_step, result)
+            return
+        self._hashing = False
+        if self._completed:
+            self._complete()
+        else:
+            self._pause_reading(False)
+
+    def _pause_reading(self, pause: bool) -> None:
+        """Pause reading from the transport, or resume it if it was paused here."""
+        transport = self._transport
+        if transport is None or pause == self._read_paused or transport.is_closing():
+            return
+        self._read_paused = pause
+        if pause:
+            transport.pause_reading()
+        else:
+            transport.resume_reading()
 
     def on_message_complete(self) -> None:
         if self._interim:
             self._interim = False  # the 1xx ended; its final response is still to come
             return
+        self._keep = self._parser.should_keep_alive()
+        if self._hashing:
+            self._completed = True  # ended by _hash_step, once the body is hashed
+            return
+        self._complete()
+
+    def _complete(self) -> None:
+        """The response is whole, its body hashed if sampled: finish it, and keep the connection or not."""
         result = self._result
         assert result is not None
         if self._hasher is not None:
@@ -334,11 +381,13 @@ class Connection(asyncio.Protocol):
                 return
         # The head, any interim heads before it, and any chunk framing.
         result.header_bytes = self._wire - result.bytes_in
-        result.kept_alive = keep = self._parser.should_keep_alive()
+        result.kept_alive = keep = self._keep
         self._finish()
         self.reusable = keep
         if not keep:
             self.close()
+        else:
+            self._pause_reading(False)  # the next response is read as it comes
 
     # --- endings -----------------------------------------------------------------------
 

@@ -270,6 +270,9 @@ class HttpxSession:
             async for chunk in response.aiter_raw():
                 if hasher is not None:
                     hasher.update(chunk)
+                    while hasher.pending:  # a gzipped body: inflated and hashed a bounded step at a time,
+                        hasher.step()
+                        await asyncio.sleep(0)  # the loop (and the timeout) running in between
         finally:
             result.bytes_in = response.num_bytes_downloaded  # what arrived, even if cut short
         if hasher is not None:

@@ -62,6 +62,11 @@ class Pump:
         self._sockets[fd] = owner
         self._epoll.modify(fd, events)
 
+    def remove(self, fd: int) -> None:
+        """Stop watching a socket that stays open (one that reads nothing for now)."""
+        self._sockets.pop(fd, None)
+        self._epoll.unregister(fd)
+
     def forget(self, fd: int) -> None:
         """Before the socket closes (which takes it out of the epoll set)."""
         self._sockets.pop(fd, None)
@@ -122,6 +127,8 @@ class RawTransport(asyncio.Transport):
         self._protocol = protocol
         self._unsent = b""
         self._closing = False
+        self._paused = False
+        self._watched = True
         self.stamp_ns = 0
         pump.add(self._fd, self, _IN)
         protocol.connection_made(self)
@@ -141,12 +148,39 @@ class RawTransport(asyncio.Transport):
             return
         if sent < len(data):
             self._unsent = bytes(data[sent:])
-            self._pump.modify(self._fd, self, _IN | _OUT)
+            self._watch()
+
+    def pause_reading(self) -> None:
+        """Read nothing until resume_reading(): the protocol has work to finish first (a body to hash).
+
+        The socket leaves the Pump's epoll set meanwhile (unless a write is left): epoll reports
+        a hang-up whatever it is asked for, so a peer that closed would wake the Pump at every
+        turn of the loop until reading resumes. The hang-up is read once reading resumes.
+        """
+        if not self._closing and not self._paused:
+            self._paused = True
+            self._watch()
+
+    def resume_reading(self) -> None:
+        if not self._closing and self._paused:
+            self._paused = False
+            self._watch()
+
+    def _watch(self) -> None:
+        """Tell the Pump what to wake this transport for: reads unless paused, writes while some are left."""
+        events = (0 if self._paused else _IN) | (_OUT if self._unsent else 0)
+        if events and not self._watched:
+            self._pump.add(self._fd, self, events)
+        elif events:
+            self._pump.modify(self._fd, self, events)
+        elif self._watched:
+            self._pump.remove(self._fd)
+        self._watched = bool(events)
 
     def ready(self, events: int) -> None:
         if events & _OUT and self._unsent:
             self._flush()
-        if events & ~_OUT and not self._closing:  # readable, or hung up, or an error: recvmsg says which
+        if events & ~_OUT and not self._closing and not self._paused:  # readable, hung up, or an error
             self._read()
 
     def _flush(self) -> None:
@@ -159,7 +193,7 @@ class RawTransport(asyncio.Transport):
             return
         self._unsent = self._unsent[sent:]
         if not self._unsent:
-            self._pump.modify(self._fd, self, _IN)
+            self._watch()
 
     def _read(self) -> None:
         try:

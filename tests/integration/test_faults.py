@@ -200,6 +200,33 @@ def test_a_response_just_after_the_timeout_is_a_timeout() -> None:
     assert len(server.served_ns) == summary["requests"], "the server answered every request, late"
 
 
+HASH_EVERY_BODY = ("--compress", "--hashValue", "1", "--hashSampleRate", "1")
+
+
+def test_a_gzip_bomb_fails_at_the_inflate_bound_without_blocking_the_loop(fault_server: FaultServer) -> None:
+    """255 KiB on the wire that inflate to 256 MiB, every body hashed: each fails as `protocol` once
+    16 MiB are inflated, a bounded step at a time. Inflating and hashing a whole read at once
+    once blocked the loop for 9 s a response, and the 10 s timeout ended up 15 s."""
+    url = fault_server.url("/gzip-bomb/256")
+    run = soak(url, *HASH_EVERY_BODY, "--timeout", "10s", qps=4, concurrency=2, interval="2s", iterations=1)
+    summary = check_failures(run, url, "protocol", "protocol: gzip body inflates to more than 16 MiB",
+                             server=fault_server, body_bytes=(0, 1 << 20))
+    assert summary["requests"] + summary["skipped"] == sends_due(4, 2.0)
+    assert (summary.get("drain") or {"durationSeconds": 0})["durationSeconds"] <= 10 + 1
+    assert summary["client"]["loopLagMs"]["max"] < 5000, summary["client"]
+
+
+def test_the_timeout_holds_while_a_body_is_hashed(fault_server: FaultServer) -> None:
+    """The same bomb with a 300 ms timeout: 16 MiB take over a second to hash in Python, so every
+    request times out while its body is being hashed, at the timeout, not when hashing ends."""
+    url = fault_server.url("/gzip-bomb/256")
+    run = soak(url, *HASH_EVERY_BODY, "--timeout", "300ms", qps=4, concurrency=2, interval="1s", iterations=2)
+    summary = check_failures(run, url, "timeout", "timeout: no complete body within 300ms", server=fault_server,
+                             body_bytes=(0, 1 << 20))
+    assert summary["requests"] + summary["skipped"] == sends_due(4, 2.0)
+    assert (summary.get("drain") or {"durationSeconds": 0})["durationSeconds"] <= 0.3 + 1
+
+
 def test_timeout_reading_the_body(fault_server: FaultServer) -> None:
     """Headers arrive in time but the body does not: the whole-request timeout still applies."""
     url = fault_server.url("/slow-body/5000")

@@ -42,6 +42,8 @@ Paths:
                       then a small body
     /gzip             GZIP_PLAIN gzipped, with `Content-Encoding: gzip`
     /gzip-lie         `Content-Encoding: gzip` on a body that is not gzip
+    /gzip-bomb/N      a gzip body that inflates to N MiB of zeros (N = 256: 255 KiB on the wire),
+                      then the close
     anything else     404
 
 `FaultServer(on_accept="silent")` misbehaves before any request instead: it reads whatever
@@ -58,6 +60,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -283,6 +286,10 @@ class FaultServer:
             return True
         if path == "/gzip":
             return _respond(conn, 200, gzip.compress(GZIP_PLAIN, mtime=0), [("Content-Encoding", "gzip")])
+        if path.startswith("/gzip-bomb/"):
+            body = gzip_bomb(int(path.rsplit("/", 1)[1]))
+            _respond(conn, 200, body, [("Content-Encoding", "gzip"), ("Connection", "close")])
+            return False
         if path == "/gzip-lie":
             return _respond(conn, 200, GZIP_LIE, [("Content-Encoding", "gzip")])
         return _respond(conn, 404, b"no such fault\n")
@@ -304,6 +311,22 @@ class FaultServer:
         while sent < ENDLESS_CAP and not self._stopping.is_set():
             conn.sendall(line)
             sent += len(line)
+
+
+_BOMBS: dict[int, bytes] = {}
+
+
+def gzip_bomb(mib: int) -> bytes:
+    """N MiB of zeros, gzipped (made once per size, a MiB at a time: 0.7 s for 256 MiB)."""
+    with _BOMB_LOCK:
+        if mib not in _BOMBS:
+            deflate = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            zeros = bytes(1 << 20)
+            _BOMBS[mib] = b"".join([*(deflate.compress(zeros) for _ in range(mib)), deflate.flush()])
+        return _BOMBS[mib]
+
+
+_BOMB_LOCK = threading.Lock()
 
 
 def _read_request(conn: socket.socket, buffer: bytes) -> tuple[str, bool, bytes] | None:
