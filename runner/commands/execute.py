@@ -14,7 +14,7 @@ from runner.config.settings import Settings
 from runner.core.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_WORKER_FAILED
 from runner.load.tls import INSECURE_WARNING
 from runner.report.abreport import AbReporter
-from runner.report.abreport import report as ab_report
+from runner.report.abreport import report_with_notes as ab_report
 from runner.report.base import Reporter
 from runner.report.csvreport import CsvReporter, open_csv
 from runner.report.slowcooker import SlowCookerReporter

@@ -16,12 +16,15 @@ from urllib.parse import urlsplit
 
 from runner.core import redact
 from runner.report.base import Reporter
-from runner.report.clientnotes import run_note
+from runner.report.clientnotes import BUSY_NOTE, run_note
 from runner.report.slowcooker import drain_error_lines, error_lines
 from runner.stats.recorder import Interval
 from runner.stats.run import RunInfo, RunSummary
 
 PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99)  # then 100, "(longest request)"
+# The note after the report when ab's "Time per request" (mean) is no request's time: when the
+# share of the clients' time spent in requests (Total's mean over it) is below BUSY_SHARE.
+BUSY_SHARE = 0.5
 ROWS = (("connect", "Connect:    "), ("processing", "Processing: "), ("waiting", "Waiting:    "),
         ("total", "Total:      "))
 # ab's names for the phases in its sanity warnings.
@@ -94,6 +97,35 @@ def report(summary: dict[str, Any]) -> str:
     if b["complete"] > 1:
         lines += _served_within(b["servedWithin"])
     return "\n".join(lines) + "\n"
+
+
+def report_with_notes(summary: dict[str, Any]) -> str:
+    """ab's report, then our note on it when one is due (busy_note): ab's lines stay ab's."""
+    return report(summary) + busy_note(summary["bench"])
+
+
+def busy_note(b: dict[str, Any]) -> str:
+    """A line saying the clients were mostly not in a request, when ab's figures hide it; "" if not.
+
+    ab's "Time per request" (mean) is concurrency x time taken / complete requests: what each
+    request would take if every client were always waiting for a response. When the client
+    cannot keep its connections busy (without keep-alive, a connection per request costs the
+    client more than the server), the requests themselves took far less (Total's mean), and
+    the figure measures the client's pace; ab would print it all the same.
+    """
+    taken, done, clients = b["timeTakenSeconds"], b["complete"], b["concurrency"]
+    if not taken or not done:
+        return ""
+    per_request = clients * taken * 1000 / done  # as ab prints it
+    took = b["phases"]["total"]["mean"]
+    share = took / per_request
+    if share >= BUSY_SHARE:
+        return ""
+    rest = ("the rest went on failed requests (which are not timed) and on the client's own work between requests"
+            if b["failed"] else f"the client could not keep {clients} connections busy, so its pace, not the "
+                                "server's, set the rates above")
+    return (f"{BUSY_NOTE}{share:.0%} of the time: Time per request {per_request:.3f} [ms] (mean) counts {clients} "
+            f"clients as always waiting for a response, but a request took {took:.3f} ms (Total, mean); {rest}\n")
 
 
 def _rates(b: dict[str, Any]) -> list[str]:

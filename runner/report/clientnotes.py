@@ -15,7 +15,8 @@ from runner.stats.run import RunSummary
 
 # How each line starts, so a reader of logs (runner.readback) knows them for ours.
 INTERVAL_NOTE, DRAIN_NOTE, RUN_NOTE = "# iter ", "# after the last interval: ", "# client saturated in "
-NOTE_PREFIXES = (INTERVAL_NOTE, DRAIN_NOTE, RUN_NOTE)
+BUSY_NOTE = "# clients busy "  # after ab's report: its Time per request says more about the client (abreport.busy_note)
+NOTE_PREFIXES = (INTERVAL_NOTE, DRAIN_NOTE, RUN_NOTE, BUSY_NOTE)
 
 
 def short(ns: float) -> str:

@@ -14,7 +14,18 @@ from typing import Any
 
 import pytest
 
-from runner.report.abreport import banner, finished_line, heartbeat, progress_line, report, round_ms, sanity_lines
+from runner.report.abreport import (
+    BUSY_SHARE,
+    banner,
+    busy_note,
+    finished_line,
+    heartbeat,
+    progress_line,
+    report,
+    report_with_notes,
+    round_ms,
+    sanity_lines,
+)
 from tests.conftest import GOLDEN
 from tests.support.abparse import parse_ab
 
@@ -210,3 +221,47 @@ def test_sanity_lines_follow_the_table_in_row_order() -> None:
     connect = text.index("ERROR: The median and mean for the initial connection time")
     total = text.index("WARNING: The median and mean for the total time")
     assert table_end < connect < total < text.index("Percentage of the requests")
+
+
+# --- the note after the report: clients that were mostly not in a request ----------------------
+
+
+def with_total_mean(mean: float, **changes: Any) -> dict[str, Any]:
+    summary = with_bench(**changes)
+    summary["bench"]["phases"]["total"]["mean"] = mean
+    return summary
+
+
+def test_no_note_when_the_clients_were_busy() -> None:
+    """BASE: Time per request 8.000 ms, Total's mean 7.9: the clients were in requests 99% of the time."""
+    assert busy_note(BASE["bench"]) == ""
+    assert report_with_notes(BASE) == report(BASE)
+
+
+def test_the_note_when_the_two_figures_disagree() -> None:
+    """The issue's bench: 100 clients, Time per request 99.798 ms, Total's mean 8 ms."""
+    summary = with_total_mean(8.0, concurrency=100, timeTakenSeconds=0.99798, complete=1000)
+    note = ("# clients busy 8% of the time: Time per request 99.798 [ms] (mean) counts 100 clients as always "
+            "waiting for a response, but a request took 8.000 ms (Total, mean); the client could not keep 100 "
+            "connections busy, so its pace, not the server's, set the rates above\n")
+    assert busy_note(summary["bench"]) == note
+    assert report_with_notes(summary) == report(summary) + note, "ab's lines first, unchanged"
+    assert "Time per request:       99.798 [ms] (mean)" in report(summary)
+
+
+def test_with_failures_the_note_says_they_are_not_timed() -> None:
+    summary = with_total_mean(1.0, failed=5)
+    assert busy_note(summary["bench"]).endswith(
+        "; the rest went on failed requests (which are not timed) and on the client's own work between requests\n")
+
+
+@pytest.mark.parametrize("share", [0.0, 0.1, 0.49, 0.4999, 0.5, 0.5001, 0.9, 1.0, 1.2])
+def test_the_note_is_due_exactly_below_half(share: float) -> None:
+    per_request = 4 * 2.0 * 1000 / 1000  # BASE: 8 ms
+    summary = with_total_mean(share * per_request)
+    assert bool(busy_note(summary["bench"])) == (share < BUSY_SHARE) and BUSY_SHARE == 0.5
+
+
+def test_no_note_without_times() -> None:
+    assert busy_note(with_bench(complete=0)["bench"]) == ""
+    assert busy_note(with_bench(timeTakenSeconds=0)["bench"]) == ""
