@@ -102,7 +102,7 @@ class Engine:
             client = self._open_client if self._load.open_model else self._closed_client
         # Precise pacing keeps the loop's timers (see _wait_until_due): no kernel timer to open.
         self._alarm = None if self._load.precise else Alarm.open(asyncio.get_running_loop())
-        self._room = asyncio.Event()
+        self._room = asyncio.Event() if self._load.open_model and not self._load.bench else None
         try:
             self._clients = [asyncio.ensure_future(client(c)) for c in range(self._schedule.clients)]
             outcomes = await asyncio.gather(*self._clients, return_exceptions=True)
