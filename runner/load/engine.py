@@ -262,8 +262,10 @@ class Engine:
         The run's driver calls this as it closes an interval at `t_ns`, so the interval holds
         its own skips even when no request has ended since they fell due (a server that
         stalls every request): they are skipped whatever happens later, so there is no need
-        to wait to know it.
+        to wait to know it. Never past a stop: what fell due after it was never in the run.
         """
+        if self._stopped_ns is not None:
+            t_ns = min(t_ns, self._stopped_ns + 1)
         for client, k in self._waiting.items():
             self._waiting[client] = self._skip(client, k, self._schedule.last_in_run(client, k, t_ns - 1) + 1)
 

@@ -64,3 +64,44 @@ def test_a_transport_that_raises_costs_no_client_and_no_count(open_model: bool) 
         assert r.error == "other"
         assert r.error_text.startswith("other: RuntimeError: unable to perform operation"), r.error_text
         assert 0 < r.start_ns <= r.end_ns
+
+
+class _StallSession:
+    """Never answers: every send waits until it is cancelled (a server that stalls every request)."""
+
+    async def send(self, request: Request, hash_body: bool) -> Result:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _StallTransport:
+    def session(self) -> _StallSession:
+        return _StallSession()
+
+
+def test_open_clients_without_room_account_for_every_due_send_in_bulk() -> None:
+    """max_in_flight 2 taken by requests that never return: the 4 clients wait for room, and when
+    the run is abandoned after the schedule's end, each due send was sent (2) or skipped (the
+    rest), exactly once, in a few records rather than one per send."""
+    records: list[Result | Skips] = []
+
+    async def go() -> None:
+        start = time.monotonic_ns()
+        schedule = Schedule(start, 20_000.0, 4, start + 100 * MS)  # 2,000 sends due
+        load = Load([Request("GET", "http://x/", (), b"")], open_model=True, max_in_flight=2)
+        engine = Engine(schedule, load, _StallTransport(), records.append)
+        running = asyncio.ensure_future(engine.run())
+        while time.monotonic_ns() < start + 150 * MS:
+            await asyncio.sleep(0.01)
+            engine.skip_due_before(time.monotonic_ns())  # as the run's driver does at each interval's end
+        engine.cancel_in_flight()
+        await asyncio.wait_for(running, 10)
+
+    asyncio.run(go())
+    assert send_numbers(records) == list(range(2000)), "each due send is sent or skipped, once"
+    made = sent(records)
+    assert len(made) == 2 and all(r.error == "cancelled" for r in made)
+    assert len(records) - len(made) < 200, "skips come in runs, not one record per send"
