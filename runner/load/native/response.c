@@ -1085,7 +1085,7 @@ int soak_response_error(const soak_response *r, char *buf, size_t size)
     case SOAK_ERR_SWITCHED:
         return snprintf(buf, size, "protocol: the server switched protocols (status 101)");
     case SOAK_ERR_STATUS_RANGE:
-        return snprintf(buf, size, "protocol: invalid response: status %03u is not in 100-999", (unsigned)r->code);
+        return snprintf(buf, size, "protocol: invalid response: status code %03u is below 100", (unsigned)r->code);
     case SOAK_ERR_HEAD_TOO_LARGE:
         return snprintf(buf, size, "protocol: response head larger than %s", kib(r->max_head, bound, sizeof bound));
     case SOAK_ERR_FRAMING_TOO_LARGE:
