@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from runner.commands.outputs import OUTPUTS
+from runner.commands.termination import ended
 from runner.config.settings import Settings
 from runner.core.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_WORKER_FAILED
 from runner.load.tls import INSECURE_WARNING
@@ -46,15 +47,15 @@ def execute(settings: Settings, urls: list[str], source: str | None) -> int:
         reporters.append(metrics.reporter)
     with proxy_lifecycle(settings, say) as proxy_ready:  # linkerdAwait, linkerdShutdown
         if not proxy_ready:
-            return EXIT_PROXY_NOT_READY
+            return ended(settings, EXIT_PROXY_NOT_READY, verdict)
         if settings.split.workers > 1:
             summary = workers.run(settings, urls, source, reporters, parts.shard.pod(),
                                   metrics.workers if metrics else None)
             if summary.failed_workers:
-                return EXIT_WORKER_FAILED
+                return ended(settings, EXIT_WORKER_FAILED, verdict)
         else:
             launch.run(parts, reporters, tap=metrics.tap if metrics else None)
-    return verdict.exit_code if verdict is not None else EXIT_OK
+    return ended(settings, verdict.exit_code if verdict is not None else EXIT_OK, verdict)  # and says why
 
 
 def reporters_for(settings: Settings, verdict: Verdict | None = None) -> list[Reporter]:

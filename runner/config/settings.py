@@ -97,6 +97,7 @@ class ReportSpec:
     hash_sample_rate: float  # the share of responses whose body is hashed
     no_latency_summary: bool  # no JSON summary
     report_latencies_csv: str  # a CSV of the latency histogram; "" for none
+    termination_message_path: str  # the verdict in a few lines, for Kubernetes; "" for none
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,7 @@ def settings_from(merged: dict[str, Any]) -> Settings:
             hash_sample_rate=float(merged["hashSampleRate"]),
             no_latency_summary=merged["noLatencySummary"],
             report_latencies_csv=merged["reportLatenciesCSV"],
+            termination_message_path=merged["terminationMessagePath"],
         ),
         thresholds=ThresholdSpec(rules_for(merged["thresholds"], merged["intervalThresholds"], merged["mode"]),
                                  merged["abortOnThreshold"]),

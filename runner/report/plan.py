@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from runner.config.schema import defaults
 from runner.config.settings import Settings
 from runner.core import redact
 from runner.core.durations import format_duration
@@ -217,4 +218,6 @@ def _outputs(s: Settings) -> str:
     parts.append("failures on stderr" if not s.pace.bench else "progress and failures on stderr")
     if s.report.report_latencies_csv:
         parts.append(f"latency CSV to {s.report.report_latencies_csv}")
+    if s.report.termination_message_path and s.report.termination_message_path != defaults()["terminationMessagePath"]:
+        parts.append(f"the verdict to {s.report.termination_message_path}")  # the default: a pod's, when in one
     return "output: " + ", ".join(parts)

@@ -127,6 +127,9 @@ def test_a_small_hash_sample_rate_is_not_shown_as_zero() -> None:
 def test_outputs() -> None:
     assert plan({"noLatencySummary": True, "reportLatenciesCSV": "/tmp/l.csv"})[-1] == (
         "output: interval lines on stdout, failures on stderr, latency CSV to /tmp/l.csv")
+    assert plan({"terminationMessagePath": "/tmp/verdict.txt"})[-1].endswith(", the verdict to /tmp/verdict.txt")
+    for quiet in ("", "/dev/termination-log"):  # none, or a pod's own (written only in a pod)
+        assert "verdict" not in plan({"terminationMessagePath": quiet})[-1]
 
 
 # --- headers -------------------------------------------------------------------------------------

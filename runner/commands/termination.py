@@ -1,0 +1,96 @@
+"""The run's verdict where Kubernetes shows why a container ended: its termination message.
+
+When a container ends, the kubelet reads the file at its terminationMessagePath
+(/dev/termination-log unless the pod says otherwise) and shows it as the container's
+`state.terminated.message`: in `kubectl describe pod`, `kubectl get pod -o yaml`, and so in
+whatever watches pods. A failed Job says only BackoffLimitExceeded; with this message its pod
+says which rule broke, without anyone reading the log.
+
+The message is made from the final outcome alone (the exit code and the lines the run's end
+said of it), in termination_message(), so whatever codes a run can end with, the message says
+the code and those lines. It is a few short lines, bounded well under the kubelet's 4096 bytes
+(and its 12 KiB for all of a pod's containers, a Linkerd proxy's among them), written through
+the same redaction as every line on stdout (runner.commands.outputs).
+
+Outside a pod, nothing is written unless asked: the default path is Kubernetes' own, written
+only when it exists (the kubelet makes it for each container); any other path (the
+terminationMessagePath setting) is created, so the message can be read anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from runner.commands.outputs import OUTPUTS
+from runner.config.settings import Settings
+from runner.core.errors import EXIT_OK
+from runner.report.verdict import Verdict
+
+KUBERNETES_PATH = "/dev/termination-log"  # the kubelet's default terminationMessagePath
+MESSAGE_BYTES = 1024  # well under the kubelet's 4096 bytes a container
+
+
+def termination_message(code: int, lines: Sequence[str], limit: int = MESSAGE_BYTES) -> str:
+    """The message for a run that ended with exit code `code`, of which its end said `lines`.
+
+    `passed: 2 of 2 thresholds kept`, or `exit code 3: 1 of 2 thresholds broken` then one line
+    per broken rule. Whole lines are kept while they fit in `limit` bytes (UTF-8), then one
+    line says how many more the log has; a first line too long alone is cut.
+    """
+    head = "passed" if code == EXIT_OK else f"exit code {code}"
+    first, *rest = [line for line in lines if line] or ["no thresholds set" if code == EXIT_OK else ""]
+    kept = [f"{head}: {first}" if first else head]
+    size = len(kept[0].encode())
+    for i, line in enumerate(rest):
+        # This line, its newline and the last one; and room for saying the rest should the next not fit.
+        after = len(_more(len(rest) - i - 1).encode()) + 1 if i < len(rest) - 1 else 0
+        if size + len(line.encode()) + 2 + after > limit:
+            kept.append(_more(len(rest) - i))
+            break
+        kept.append(line)
+        size += len(line.encode()) + 1
+    return _cut("\n".join(kept), limit) + "\n"
+
+
+def _more(lines: int) -> str:
+    return f"... and {lines} more line{'s' if lines > 1 else ''} in the log"
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` in at most `limit` - 1 bytes of UTF-8 (room for the last newline), cut at a character."""
+    data = text.encode()
+    return text if len(data) < limit else data[: limit - 1].decode(errors="ignore")
+
+
+def verdict_lines(verdict: Verdict | None) -> list[str]:
+    """What the verdict says of the finished run: how many thresholds held, then each that did not,
+    as its line in the log says it (`threshold run errors% <= 1: 100% BROKEN`). Nothing without
+    thresholds, or when no run was judged."""
+    if verdict is None or verdict.outcomes is None:
+        return []
+    outcomes = verdict.outcomes
+    failing = [o for o in outcomes if not o.ok]
+    rules = f"{len(outcomes)} threshold{'s' if len(outcomes) > 1 else ''}"
+    total = f"{len(failing)} of {rules} broken" if failing else f"{len(outcomes)} of {rules} kept"
+    return [total, *(o.line().removeprefix("# ").rstrip("\n") for o in failing)]
+
+
+def write_termination_message(path: str, code: int, lines: Sequence[str]) -> None:
+    """The message, written to `path` (see the module's docstring for when); a file that cannot be
+    written is an output that failed, as a CSV's is (one line on stderr, exit code 6)."""
+    if not path or (path == KUBERNETES_PATH and not os.path.exists(path)):
+        return
+    text = termination_message(code, [OUTPUTS.shown("stdout", line) for line in lines])
+    try:
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+    except OSError as error:
+        OUTPUTS.failure(f"terminationMessagePath: {path}", error)
+
+
+def ended(settings: Settings, code: int, verdict: Verdict | None) -> int:
+    """The run's exit code, `code` as the outputs leave it, once the termination message says it."""
+    code = OUTPUTS.exit_code(code)
+    write_termination_message(settings.report.termination_message_path, code, verdict_lines(verdict))
+    return code
