@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import tomllib
 from typing import Any
 
 import kubernetes_validate
 import pytest
 import yaml
 
+import runner
 from runner.config.jsonfile import read_config_file
 from runner.config.settings import merge, settings_from
 from runner.config.urls import load_url_file
@@ -41,11 +43,17 @@ def stable_name(resource: dict[str, Any]) -> str:
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_renders_the_pallet(variant: str) -> None:
     kinds = sorted((r["kind"], r["metadata"].get("namespace", ""), stable_name(r)) for r in render(variant))
-    assert kinds == [
+    components = variant.split("+")
+    # The linkerd and metrics components open what they need with NetworkPolicies of their own.
+    extra = [("NetworkPolicy", "soak", "soak-linkerd"), ("NetworkPolicy", "soak-target", "nginx-linkerd")] \
+        if "linkerd" in components else []
+    extra += [("NetworkPolicy", "soak", "soak-metrics")] if "metrics" in components else []
+    assert kinds == sorted([
         ("ConfigMap", "soak", "soak-config-<hash>"), ("ConfigMap", "soak", "soak-urls"), ("CronJob", "soak", "soak"),
         ("Deployment", "soak-target", "nginx"), ("Namespace", "", "soak"), ("Namespace", "", "soak-target"),
         ("NetworkPolicy", "soak", "soak"), ("NetworkPolicy", "soak-target", "nginx"), ("Service", "soak-target", "nginx"),
-    ]
+        ("ServiceAccount", "soak", "soak"), *extra,
+    ])
 
 
 @pytest.mark.parametrize("variant", EVERY_VARIANT)
@@ -157,10 +165,97 @@ def test_nginx_is_probed_and_the_service_reaches_it_where_the_default_url_points
     assert load_url_file(str(REPO / "urlsconfigmap.yaml")) == [f"http://{host}"]
 
 
-def test_namespaces_enforce_the_restricted_profile() -> None:
+@pytest.mark.parametrize("variant", EVERY_VARIANT)
+def test_namespaces_enforce_the_restricted_profile_of_a_pinned_version(variant: str) -> None:
+    """Enforced as the oldest Kubernetes the pallet supports defines "restricted" (an upgrade cannot start
+    refusing its pods); audited and warned by the cluster's own version, which tells of a coming change.
+    The linkerd component enforces "privileged" (linkerd-init needs NET_ADMIN) and keeps the rest."""
+    meshed = "linkerd" in variant.split("+")
     for name in PALLET_NAMESPACES:
-        labels = find(render("base"), "Namespace", name)["metadata"]["labels"]
-        assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+        labels = find(render(variant), "Namespace", name)["metadata"]["labels"]
+        assert labels["pod-security.kubernetes.io/enforce"] == ("privileged" if meshed else "restricted")
+        assert labels["pod-security.kubernetes.io/enforce-version"] == f"v{KUBERNETES_VERSIONS[0].rsplit('.', 1)[0]}"
+        for mode in ("audit", "warn"):
+            assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+            assert labels[f"pod-security.kubernetes.io/{mode}-version"] == "latest"
+
+
+def image_tag(image: str) -> str:
+    """The tag of `registry/name:tag` (or `...:tag@sha256:...`)."""
+    return image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[1]
+
+
+@pytest.mark.parametrize("variant", EVERY_VARIANT)
+def test_the_pallet_as_kubernetes_people_expect_it(variant: str) -> None:
+    """Issue 25's points, each on the rendered pallet: kubectl's default container, the termination
+    message, the labels and version, the pinned target, the soak's own ServiceAccount, Linux nodes."""
+    resources = render(variant)
+    cronjob = find(resources, "CronJob", "soak")
+    template = cronjob["spec"]["jobTemplate"]["spec"]["template"]
+    container = soak_container(resources)
+    # `kubectl logs job/...` behind Linkerd picks the runner, not the proxy
+    assert template["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == container["name"]
+    # the verdict where kubectl shows it: the runner writes where the container says, by default
+    runner_path = settings_from(merge({})).report.termination_message_path
+    assert container["terminationMessagePath"] == runner_path == "/dev/termination-log"
+    assert container["terminationMessagePolicy"] == "FallbackToLogsOnError"
+    assert not any(a.startswith("--terminationMessagePath") for a in container["args"])
+    # the soak's own identity, with no token and no API access
+    pod = template["spec"]
+    account = find(resources, "ServiceAccount", pod["serviceAccountName"])
+    assert account["metadata"] == {**account["metadata"], "name": "soak", "namespace": "soak"}
+    assert account["automountServiceAccountToken"] is False and pod["automountServiceAccountToken"] is False
+    assert not [r for r in resources if r["kind"] in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")]
+    # Linux nodes only: the images are built for linux/amd64 and linux/arm64
+    for name, spec in pod_specs(resources):
+        assert spec["nodeSelector"] == {"kubernetes.io/os": "linux"}, name
+    # no priority class: the soak gets what ordinary pods get (docs/deploy.md, "Priority and preemption")
+    assert "priorityClassName" not in pod and not [r for r in resources if r["kind"] == "PriorityClass"]
+    # the recommended labels, on every object and pod template: the soak's version is the package's,
+    # the target's is the version its image is pinned to (a full nginx version, and Alpine's)
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert version == runner.__version__ == image_tag(container["image"])
+    (nginx,) = find(resources, "Deployment", "nginx")["spec"]["template"]["spec"]["containers"]
+    pinned = re.fullmatch(r"(\d+\.\d+\.\d+)-alpine\d+\.\d+", image_tag(nginx["image"]))
+    assert pinned, f"{nginx['image']}: not a full nginx and Alpine version"
+    expected = {"soak": ("load-generator", version), "soak-target": ("target", pinned[1])}
+    for resource in resources:
+        namespace = resource["metadata"].get("namespace") or resource["metadata"]["name"]
+        component, want = expected[namespace]
+        where = (resource["kind"], resource["metadata"]["name"])
+        assert resource["metadata"]["labels"]["app.kubernetes.io/part-of"] == "soak-pallet", where
+        for meta in [resource["metadata"]] + [t["metadata"] for t in pod_templates(resource)]:
+            assert meta["labels"]["app.kubernetes.io/component"] == component, where
+            assert meta["labels"]["app.kubernetes.io/version"] == want, where
+
+
+def pod_templates(resource: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod templates a workload holds (a CronJob's Job template's too)."""
+    if resource["kind"] == "Deployment":
+        return [resource["spec"]["template"]]
+    if resource["kind"] == "CronJob":
+        return [resource["spec"]["jobTemplate"], resource["spec"]["jobTemplate"]["spec"]["template"]]
+    return []
+
+
+@pytest.mark.parametrize("variant", EVERY_VARIANT)
+def test_what_is_applied_is_what_the_api_server_keeps(variant: str) -> None:
+    """The API server drops an empty list or map (Go's omitempty): `ingress: []` came back without it,
+    so every `kubectl apply -k .` found the live object changed and said "configured". Nothing
+    rendered is empty, so a second apply says "unchanged"."""
+    def empties(value: Any, path: str) -> list[str]:
+        if isinstance(value, dict):
+            return ([path] if not value else []) + [e for k, v in value.items() for e in empties(v, f"{path}.{k}")]
+        if isinstance(value, list):
+            return ([path] if not value else []) + [e for i, v in enumerate(value) for e in empties(v, f"{path}[{i}]")]
+        return []
+
+    for resource in render(variant):
+        assert empties(resource, f"{resource['kind']}/{resource['metadata']['name']}") == []
+    # and the NetworkPolicies' directions stand as policyTypes: one with no rule denies it all
+    soak = find(render(variant), "NetworkPolicy", "soak")["spec"]
+    assert soak["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in soak
+    assert "egress" not in find(render(variant), "NetworkPolicy", "nginx")["spec"]
 
 
 def test_config_mounts_are_where_the_runner_reads() -> None:
@@ -216,6 +311,7 @@ def test_metrics_component_serves_and_annotates_port_9090() -> None:
         template = find(resources, "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]
         assert template["metadata"]["annotations"] == {
             "prometheus.io/scrape": "true", "prometheus.io/port": str(port["containerPort"]), "prometheus.io/path": "/metrics",
+            "kubectl.kubernetes.io/default-container": "soak",
         }
     base = soak_container(render("base"))
     assert "ports" not in base and not any(a.startswith("--metricAddr") for a in base["args"])

@@ -119,6 +119,9 @@ ELSEWHERE = pod_in("default", {"app": "something"})
 # A cluster's own nginx, in the namespace such clusters give it: no pallet object may be there, or reach it.
 USERS_NGINX = pod_in("nginx", {"app.kubernetes.io/name": "nginx"}, named_ports={"http": 8080})
 PROMETHEUS = pod_in("monitoring", {"app.kubernetes.io/name": "prometheus"})
+# The same Prometheus in a namespace of another name, and one that is labelled as a team might label it.
+PROMETHEUS_ELSEWHERE = pod_in("observability", {"app.kubernetes.io/name": "prometheus"},
+                              {"app.kubernetes.io/part-of": "kube-prometheus-stack"})
 CONTROL_PLANE = pod_in("linkerd", {"linkerd.io/control-plane-component": "destination"},
                        {"linkerd.io/is-control-plane": "true"})
 VIZ = pod_in("linkerd-viz", {"component": "prometheus"}, {"linkerd.io/extension": "viz"})
@@ -153,13 +156,14 @@ def test_nginx_accepts_only_the_soak_and_sends_nothing_but_the_mesh_needs(varian
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_the_soak_accepts_only_a_metrics_scrape_when_the_component_is_on(variant: str) -> None:
+    """And only from the monitoring stack's namespace: the metrics port does not answer every pod."""
     resources = render(variant)
     soak, nginx = pallet_pods(resources)
     args = soak_container(resources)["args"]
     metric_addrs = [a.split("=", 1)[1] for a in args if a.startswith("--metricAddr=")]
-    for sender in (PROMETHEUS, ELSEWHERE, outside()):  # (nginx may send nothing at all)
+    for sender in (PROMETHEUS, PROMETHEUS_ELSEWHERE, ELSEWHERE, outside()):  # (nginx may send nothing at all)
         for port in (80, 8080, 9090, 9091):
-            expected = bool(metric_addrs) and port == 9090
+            expected = bool(metric_addrs) and port == 9090 and sender == PROMETHEUS
             assert allowed(resources, sender, soak, port) is expected, (sender, port)
     if metric_addrs:
         (addr,) = metric_addrs
@@ -199,3 +203,21 @@ def test_the_evaluator_opens_a_pod_no_policy_selects() -> None:
     soak, nginx = pallet_pods(resources)
     assert allowed(resources, ELSEWHERE, nginx, 8080) and allowed(resources, soak, outside(), 443)
     assert allowed(resources, PROMETHEUS, soak, 80)
+
+
+# The one place that says where the scraping Prometheus runs, as its comment tells a user to edit it.
+SCRAPER_NAMESPACE = ("manifests/components/metrics/networkpolicy.yaml", "kubernetes.io/metadata.name: monitoring",
+                     "app.kubernetes.io/part-of: kube-prometheus-stack")
+
+
+def test_the_scraping_namespace_is_set_in_one_place() -> None:
+    """One edit of the metrics component's policy moves the scrape to another namespace, in every variant
+    with metrics, and leaves every other connection as it was."""
+    for variant in [v for v in VARIANTS if "metrics" in v.split("+")]:
+        before, after = render(variant), render(variant, (SCRAPER_NAMESPACE,))
+        soak, _ = pallet_pods(after)
+        assert allowed(after, PROMETHEUS_ELSEWHERE, soak, 9090) and not allowed(after, PROMETHEUS, soak, 9090)
+        assert not allowed(after, PROMETHEUS_ELSEWHERE, soak, 8080)
+        changed = [(r["kind"], r["metadata"]["name"]) for r in after if r not in before]
+        assert changed == [("NetworkPolicy", "soak-metrics")], changed
+

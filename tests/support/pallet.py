@@ -32,14 +32,22 @@ def kubectl() -> str:
     return program("kubectl", "it renders the manifests (kubectl kustomize)")
 
 
+Edit = tuple[str, str, str]  # (a pallet file's path, a text in it, what the user writes instead)
+
+
 @functools.cache
-def render(variant: str) -> tuple[dict[str, Any], ...]:
-    """The resources `kubectl kustomize` makes of the pallet with the variant's components on."""
+def render(variant: str, edits: tuple[Edit, ...] = ()) -> tuple[dict[str, Any], ...]:
+    """The resources `kubectl kustomize` makes of the pallet with the variant's components on, and
+    with `edits` made first, as a user would edit the files."""
     wanted = [] if variant == "base" else variant.split("+")
     with tempfile.TemporaryDirectory(prefix="pallet-") as copy:
         source = Path(copy)
         for name in PALLET_FILES:
             (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, source / name)
+        for path, old, new in edits:
+            edited = (source / path).read_text()
+            assert edited.count(old) == 1, f"{path}: {old!r} is not there once"
+            (source / path).write_text(edited.replace(old, new))
         text = (source / "kustomization.yaml").read_text()
         for name in wanted:  # turn the component on as README says: uncomment its line
             line = f"  # - {COMPONENTS[name]}\n"
