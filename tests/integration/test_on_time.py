@@ -78,3 +78,47 @@ def test_the_pod_sends_its_first_request_at_once(nginx: Nginx, tmp_path: Path) -
     summary = assert_counts_add_up(done.stdout)
     start = datetime.datetime.fromisoformat(summary["start"].replace("Z", "+00:00")).timestamp()
     assert 0 <= start - launched < 15, f"the run started {start - launched:.1f}s after the pod's command"
+
+
+def controller_start(slot: float, previous_end: float, policy: str, deadline: float | None) -> float | None:
+    """When the CronJob controller (pkg/controller/cronjob, v2) starts the run scheduled at `slot`,
+    the previous run's Job finishing at `previous_end`; None: that slot has no run.
+
+    At the slot, with Forbid and a Job still active, it starts nothing (event JobAlreadyActive)
+    and looks again when a Job of its changes (the previous one finishing). It starts a slot only
+    if the slot is among the unmet times no older than now - startingDeadlineSeconds
+    (mostRecentScheduleTime), so at previous_end the slot is started if within the deadline, and
+    past it is never considered again: no run, and no MissSchedule event either.
+    """
+    if previous_end <= slot or policy != "Forbid":
+        return slot
+    if deadline is None or previous_end - slot <= deadline:
+        return previous_end
+    return None
+
+
+def test_what_the_docs_say_of_a_held_hour_is_what_the_controller_does_with_the_fields() -> None:
+    """docs/deploy.md's claim about a run whose hour comes while the previous one runs, derived from
+    the rendered CronJob's fields by the controller's rule: started late, by at most the deadline,
+    or that hour has no run (and no event of its own)."""
+    for variant in VARIANTS:
+        spec = find(render(variant), "CronJob", "soak")["spec"]
+        policy, deadline = spec["concurrencyPolicy"], spec["startingDeadlineSeconds"]
+        hour = 3600.0
+        assert controller_start(hour, hour - 30, policy, deadline) == hour  # the previous ended in time
+        assert controller_start(hour, hour + 25, policy, deadline) == hour + 25  # as seen: 25 s late
+        assert controller_start(hour, hour + 50, policy, deadline) == hour + 50  # and 50 s late
+        assert controller_start(hour, hour + deadline, policy, deadline) == hour + deadline
+        assert controller_start(hour, hour + deadline + 1, policy, deadline) is None  # the hour is dropped
+        # never two at once, and never later than the deadline
+        for overrun in range(0, 3 * deadline):
+            start = controller_start(hour, hour + overrun, policy, deadline)
+            assert start is None or hour + overrun <= start <= hour + deadline or overrun == 0
+    docs = (REPO / "docs" / "deploy.md").read_text()
+    section = " ".join(docs.split("\n## Hourly runs that start on time\n", 1)[1].split("\n## ", 1)[0].split())
+    assert f"`startingDeadlineSeconds` ({deadline} s) ago, it **starts that hour's run then, late**" in section
+    assert "`JobAlreadyActive`" in section and "no run, and no event of its own" in section
+    assert f"So a run starts on time, or up to {deadline} s late, or not at all" in section
+    for wrong in ("skipped**, not started late", "events show a skip"):  # what the docs said before
+        assert wrong not in section
+
