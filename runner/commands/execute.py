@@ -13,6 +13,7 @@ from runner.commands.outputs import OUTPUTS
 from runner.commands.termination import ended
 from runner.config.settings import Settings
 from runner.core.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_WORKER_FAILED
+from runner.load.shards import Shard
 from runner.load.tls import INSECURE_WARNING
 from runner.report.abreport import AbReporter
 from runner.report.abreport import report_with_notes as ab_report
@@ -42,7 +43,7 @@ def execute(settings: Settings, urls: list[str], source: str | None) -> int:
         say(INSECURE_WARNING)
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
     reporters = [OUTPUTS.watch(), *reporters_for(settings, verdict)]  # first: stdout's reader may leave at once
-    metrics = _metrics(settings, urls, verdict)  # metricAddr is listening before any load is sent
+    metrics = _metrics(settings, urls, verdict, parts.shard.pod())  # listening before any load is sent
     if metrics is not None:
         reporters.append(metrics.reporter)
     with proxy_lifecycle(settings, say) as proxy_ready:  # linkerdAwait, linkerdShutdown
@@ -80,13 +81,13 @@ def reporters_for(settings: Settings, verdict: Verdict | None = None) -> list[Re
     return reporters
 
 
-def _metrics(settings: Settings, urls: list[str], verdict: Verdict | None) -> Metrics | None:
+def _metrics(settings: Settings, urls: list[str], verdict: Verdict | None, pod: Shard) -> Metrics | None:
     """The run's Prometheus metrics, when the settings ask for them (prometheus_client loads only then)."""
     if not settings.metrics.wanted:
         return None
     from runner.metrics.collector import Metrics
 
-    return Metrics(settings, urls, verdict, sys.stderr)
+    return Metrics(settings, urls, verdict, sys.stderr, pod)
 
 
 def say(line: str) -> None:

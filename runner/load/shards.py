@@ -60,6 +60,14 @@ class Shard:
         """The shard this worker belongs to, all its workers together."""
         return Shard(self.index, self.count)
 
+    def urls(self, count: int) -> range:
+        """The URLs (indices, of `count`) this process sends to. Send n goes to URL n mod count
+        (schedule.py), and this process sends offset, offset + stride, ...: those reach URL u
+        exactly when u = offset mod gcd(stride, count), so a stride sharing a factor with the
+        URL count skips the other URLs (3 shards of 3 URLs: one URL each)."""
+        step = math.gcd(self.stride, count) or 1
+        return range(self.offset % step, count, step)
+
     def label(self) -> str:
         label = f"shard {self.index} of {self.count}" if self.count > 1 else ""
         if self.workers > 1:

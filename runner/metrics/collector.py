@@ -56,6 +56,7 @@ from prometheus_client.registry import Collector
 from runner.config.settings import Settings
 from runner.load.engine import Sink
 from runner.load.schedule import goal
+from runner.load.shards import ALONE, Shard
 from runner.metrics.push import Pusher
 from runner.metrics.server import MetricServer
 from runner.metrics.tally import (
@@ -72,6 +73,7 @@ from runner.metrics.tally import (
     MetricsTally,
     UrlSlots,
     WorkerTallies,
+    reached_by,
     tally_for,
     url_slots,
 )
@@ -265,6 +267,8 @@ def request_families(counts: MetricsTally, slots: UrlSlots) -> Iterator[Metric]:
                               "the client's own delay, not the server's.", value=counts.late)
     duration = HistogramMetricFamily(DURATION.name, DURATION.help, labels=["url"])
     for slot, label in enumerate(labels):
+        if slots.shown is not None and slot not in slots.shown:
+            continue  # a URL this process never sends to: no series, not one of zeros
         places = [good + bad for good, bad in zip(counts.good[slot], counts.bad[slot], strict=True)]
         seconds = (counts.good_ns[slot] + counts.bad_ns[slot]) / 1e9
         duration.add_metric([label], histogram_buckets(DURATION, places), seconds)
@@ -340,11 +344,14 @@ class Metrics:
     Split over local workers, each worker counts its own and `workers` sums them; `tap` is None.
     """
 
-    def __init__(self, settings: Settings, urls: Sequence[str], verdict: Verdict | None, err: TextIO) -> None:
+    def __init__(self, settings: Settings, urls: Sequence[str], verdict: Verdict | None, err: TextIO,
+                 pod: Shard = ALONE) -> None:
         self.tap: Sink | None = None
         self.workers: WorkerTallies | None = None
         counts: Counts
         slots = url_slots(urls)
+        if not pod.alone:  # a shard of a run split over pods: series for its own URLs only
+            slots = reached_by(slots, pod.urls(len(urls)))
         if settings.split.workers > 1:
             counts = self.workers = WorkerTallies(slots)
         else:

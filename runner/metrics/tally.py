@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -109,6 +109,7 @@ class UrlSlots:
     labels: tuple[str, ...]  # slot -> url label; OTHER_URLS last, when some URLs are beyond the cap
     slot_of: tuple[int, ...]  # URL index -> slot
     others: int  # distinct url labels counted under OTHER_URLS
+    shown: frozenset[int] | None = None  # the slots with series; None: all (see reached_by)
 
 
 def url_slots(urls: Sequence[str], cap: int = URL_SERIES_CAP) -> UrlSlots:
@@ -127,6 +128,17 @@ def url_slots(urls: Sequence[str], cap: int = URL_SERIES_CAP) -> UrlSlots:
                 slot = cap
         slot_of.append(slot)
     return UrlSlots((*slots, OTHER_URLS) if others else tuple(slots), tuple(slot_of), len(others))
+
+
+def reached_by(slots: UrlSlots, urls: Iterable[int]) -> UrlSlots:
+    """The slots, with series only for those of the URLs (indices) this process sends to.
+
+    A shard of a run split over pods sends to some URLs only (Shard.urls); a zero-valued series
+    for every other URL of the list told Prometheus that this shard soaked them, and its alerts
+    (per URL, per pod) blamed URLs that some other shard found healthy. Slots stay where they
+    are, so every shard labels a URL alike, and "other" means the same everywhere.
+    """
+    return replace(slots, shown=frozenset(slots.slot_of[url] for url in urls))
 
 
 class MetricsTally:

@@ -93,7 +93,7 @@ def _share(s: Settings, part: Shard) -> str:
 def _own_urls(part: Shard, urls: list[str]) -> list[str]:
     """The URLs a part sends to: send n goes to URL n mod len(urls), and a part sends every
     stride-th send from its offset, so a stride sharing a factor with the URL count skips some."""
-    own = sorted({(part.offset + k * part.stride) % len(urls) for k in range(len(urls))})
+    own = part.urls(len(urls))
     if len(own) == len(urls):
         return ["  to every URL"] if len(urls) > 1 else []
     shown = [f"    {redact.url(urls[i])}" for i in own[:_LISTED_URLS]]

@@ -422,3 +422,40 @@ def test_workers_counts_summed_beyond_the_cap(seed: int) -> None:
         workers.update(w, part.snapshot())
     assert scrape(workers, slots=slots) == scrape(whole, slots=slots)
     assert total(scrape(workers, slots=slots), "soak_requests_total", url=OTHER_URLS) > 0
+
+
+def test_a_shard_reaches_the_urls_its_send_numbers_land_on() -> None:
+    """Shard.urls against brute force: the URLs (n mod U) of the sends offset, offset + stride, ..."""
+    from runner.load.shards import Shard
+
+    for count in range(1, 13):
+        for shards in range(1, 7):
+            for workers in range(1, 4):
+                for index in range(shards):
+                    for worker in range(workers):
+                        part = Shard(index, shards, worker, workers)
+                        sends = range(part.offset, part.offset + part.stride * 2 * count, part.stride)
+                        assert list(part.urls(count)) == sorted({n % count for n in sends}), (part, count)
+    assert [list(Shard(s, 3).urls(3)) for s in range(3)] == [[0], [1], [2]]
+    assert list(Shard(1, 2).urls(4)) == [1, 3] and list(Shard(0, 3).urls(4)) == [0, 1, 2, 3]
+
+
+def test_a_shard_exports_only_the_urls_it_sends_to() -> None:
+    """Three shards of three URLs send one URL each: each shard's metrics have series for it alone,
+    a URL that got only failures included, and the slots (and labels) every shard shares."""
+    from runner.load.shards import Shard
+    from runner.metrics.tally import reached_by
+
+    urls = ["http://a.example/", "http://b.example/", "http://c.example/"]
+    for index in range(3):
+        slots = reached_by(url_slots(urls), Shard(index, 3).urls(len(urls)))
+        assert slots.labels == url_slots(urls).labels
+        tally = MetricsTally(slots)
+        tally.record(Result(url_index=index, due_ns=START, start_ns=START, end_ns=START + MS, error="refused"))
+        samples = scrape(tally, slots=slots)
+        exported = {dict(labels)["url"] for name, series in samples.items() for labels in series
+                    if "url" in dict(labels)}
+        assert exported == {urls[index]}, index
+        assert samples["soak_request_duration_seconds_count"] == {(("url", urls[index]),): 0.0}
+    whole = MetricsTally(url_slots(urls))  # not split: every URL has its series, zeros too
+    assert len(scrape(whole, slots=url_slots(urls))["soak_request_duration_seconds_count"]) == 3
