@@ -219,6 +219,18 @@ class Pod:
     args: list[str]  # after it: the container's args (the image's ENTRYPOINT runs them)
     host_path: Callable[[str], Path]  # where a file the pod sees (by its path in the pod) is kept here
 
+    termination_log: Path  # the file the kubelet would mount at the container's terminationMessagePath
+    termination_policy: str  # the container's terminationMessagePolicy
+
+    def termination_message(self, done: subprocess.CompletedProcess[str]) -> str:
+        """What Kubernetes shows as the container's `state.terminated.message`, as the kubelet makes it:
+        the file (up to 4096 bytes); with FallbackToLogsOnError, when it is empty and the container
+        failed, the log's last 80 lines (at most 2048 bytes) instead."""
+        message = self.termination_log.read_bytes()[:4096].decode(errors="replace")
+        if not message and done.returncode != 0 and self.termination_policy == "FallbackToLogsOnError":
+            tail = "".join((done.stdout + done.stderr).splitlines(keepends=True)[-80:])
+            message = tail.encode()[-2048:].decode(errors="replace")
+        return message
 
 def as_the_pod(resources: tuple[dict[str, Any], ...], root: Path, url: str) -> Pod:
     """The CronJob's pod as docker flags; the URL list points at `url`. Anything unknown fails."""
@@ -269,10 +281,17 @@ def as_the_pod(resources: tuple[dict[str, Any], ...], root: Path, url: str) -> P
         return mounts[directory] / path.removeprefix(directory + "/")
 
     args = list(container["args"])
+    # The termination message: the kubelet makes an empty file for each container, root's and mode
+    # 0666 whatever the umask (kuberuntime_container.go, makeMounts), and mounts it at the path.
+    termination_log = root / "termination-log"
+    termination_log.touch()
+    termination_log.chmod(0o666)
+    flags += ["--volume", f"{termination_log}:{container.get('terminationMessagePath', '/dev/termination-log')}"]
+
     urls = host_path(args[args.index("--urls") + 1])
     assert urls.exists(), "--urls names a file that no mounted ConfigMap provides"
     urls.write_text(f"{url}\n")  # the one override: the target
-    return Pod(flags, args, host_path)
+    return Pod(flags, args, host_path, termination_log, container.get("terminationMessagePolicy", "File"))
 
 
 def run_pod(docker: Docker, image: str, pod: Pod, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -331,6 +350,16 @@ def test_the_pod_runs_against_nginx_and_keeps_the_shipped_thresholds(docker: Doc
     assert summary["requests"] == nginx.requests_logged() - before, "what nginx logged, from the container"
     assert [r["rule"] for r in summary["thresholds"]["rules"]] == config["thresholds"]
 
+    # the verdict where kubectl shows it: passed, or (the machine too busy to keep the pace) which rule broke
+    rules = summary["thresholds"]["rules"]
+    broken = [f"threshold run {r['rule']}: " for r in rules if not r["ok"]]
+    message = pod.termination_message(done)
+    if done.returncode == 0:
+        assert message == f"passed: {len(rules)} of {len(rules)} thresholds kept\n"
+    else:
+        lines = message.splitlines()
+        assert lines[0] == f"exit code 3: {len(broken)} of {len(rules)} thresholds broken"
+        assert [line.split(": ")[0] + ": " for line in lines[1:]] == broken
 
 def test_a_broken_threshold_exits_3(docker: Docker, image: str, nginx: Nginx, tmp_path: Path) -> None:
     """A rule no response can keep, added to the mounted configuration.json: the Job would be Failed."""
@@ -345,6 +374,13 @@ def test_a_broken_threshold_exits_3(docker: Docker, image: str, nginx: Nginx, tm
     assert broken_by_the_target(summary) == ["max < 1ns"]
     assert "# threshold run max < 1ns: " in done.stdout
 
+    # `kubectl describe pod` says which rule broke: each broken rule's line of the log, after the code
+    broken = [line.removeprefix("# ") for line in done.stdout.splitlines()
+              if line.startswith("# threshold ") and line.endswith(" BROKEN")]
+    assert any(line.startswith("threshold run max < 1ns: ") for line in broken)
+    rules = len(summary["thresholds"]["rules"])
+    assert pod.termination_message(done) == "\n".join(
+        [f"exit code 3: {len(broken)} of {rules} thresholds broken", *broken]) + "\n"
 
 def test_the_pod_fails_when_its_target_is_down(docker: Docker, image: str, tmp_path: Path) -> None:
     """The shipped configuration against a loopback port where nothing listens: exit 3."""
