@@ -7,8 +7,9 @@ import os
 
 from runner.config.flags import add_source_arguments, settings_of, urls_of
 from runner.core.errors import EXIT_OK
-from runner.report.plan import describe
+from runner.report.plan import describe, memory_line
 from runner.run.build import build
+from runner.run.memory import memory_limit
 
 DESCRIPTION = "Check the configuration and URL list and print what the run would do, without sending anything."
 
@@ -27,4 +28,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"{source}: {len(urls)} URL{'s' if len(urls) != 1 else ''}")
     for line in describe(settings, urls, os.environ, parts.shard):
         print(line)
+    memory = memory_line(settings.split.workers, memory_limit())  # against the limit validate runs under
+    if memory is not None:
+        print(memory)
     return EXIT_OK

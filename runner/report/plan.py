@@ -221,3 +221,40 @@ def _outputs(s: Settings) -> str:
     if s.report.termination_message_path and s.report.termination_message_path != defaults()["terminationMessagePath"]:
         parts.append(f"the verdict to {s.report.termination_message_path}")  # the default: a pod's, when in one
     return "output: " + ", ".join(parts)
+
+
+# What a run's processes take as their cgroup counts it: each one's resident anonymous memory, and
+# the interpreter's and libraries' files once for all (docs/scale-out.md, "Processes: local workers":
+# measured in the image, metrics on, 26 MiB in one process, then 26 MiB more a worker). Rounded up:
+# validate holds `workers` against it, and a run never refuses on an estimate.
+PROCESS_MIB = 28  # one process: the interpreter, the runner, its clients and metrics (measured 24-27 MiB)
+SHARED_MIB = 16  # the interpreter's and libraries' files, counted once (14.5 MiB a process maps)
+TRACKER_MIB = 7  # with workers: multiprocessing's resource tracker (measured 6.3 MiB)
+
+
+def memory_needed_mib(workers: int) -> int:
+    """About how much memory a run of `workers` local workers takes: the parent and each worker."""
+    return SHARED_MIB + PROCESS_MIB + (TRACKER_MIB + workers * PROCESS_MIB if workers > 1 else 0)
+
+
+def workers_that_fit(limit_bytes: int) -> int:
+    """The most local workers whose run fits in `limit_bytes` (1: one process, 0: not even that)."""
+    limit_mib = limit_bytes / 2**20
+    if limit_mib < memory_needed_mib(1):
+        return 0
+    return max(1, int((limit_mib - SHARED_MIB - PROCESS_MIB - TRACKER_MIB) // PROCESS_MIB))
+
+
+def memory_line(workers: int, limit_bytes: int | None) -> str | None:
+    """What validate says of the run's memory against the limit it runs under; None when it has none."""
+    if limit_bytes is None:
+        return None
+    need, limit = memory_needed_mib(workers), f"{limit_bytes / 2**20:.0f} MiB"
+    what = f"{workers} workers and their parent need" if workers > 1 else "the run needs"
+    if need <= limit_bytes / 2**20:
+        return f"memory: {what} about {need} MiB, within the {limit} this runs under (its cgroup's limit)"
+    fit = workers_that_fit(limit_bytes)
+    advice = f"at most {fit} workers fit, or raise the limit" if fit > 1 else \
+        "run it in one process (workers: 1), or raise the limit" if fit else "raise the limit"
+    return (f"memory: {what} about {need} MiB, MORE than the {limit} this runs under (its cgroup's limit): "
+            f"the kernel would kill the run (OOMKilled); {advice}")

@@ -35,6 +35,7 @@ from typing import Any
 
 import pytest
 
+from runner.report.plan import workers_that_fit
 from tests.conftest import REPO, Nginx, assert_counts_add_up, free_port
 from tests.support.pallet import (
     broken_by_the_target,
@@ -218,7 +219,6 @@ class Pod:
     flags: list[str]  # before the image
     args: list[str]  # after it: the container's args (the image's ENTRYPOINT runs them)
     host_path: Callable[[str], Path]  # where a file the pod sees (by its path in the pod) is kept here
-
     termination_log: Path  # the file the kubelet would mount at the container's terminationMessagePath
     termination_policy: str  # the container's terminationMessagePolicy
 
@@ -231,6 +231,7 @@ class Pod:
             tail = "".join((done.stdout + done.stderr).splitlines(keepends=True)[-80:])
             message = tail.encode()[-2048:].decode(errors="replace")
         return message
+
 
 def as_the_pod(resources: tuple[dict[str, Any], ...], root: Path, url: str) -> Pod:
     """The CronJob's pod as docker flags; the URL list points at `url`. Anything unknown fails."""
@@ -280,7 +281,6 @@ def as_the_pod(resources: tuple[dict[str, Any], ...], root: Path, url: str) -> P
         (directory,) = [m for m in mounts if path.startswith(m + "/")]
         return mounts[directory] / path.removeprefix(directory + "/")
 
-    args = list(container["args"])
     # The termination message: the kubelet makes an empty file for each container, root's and mode
     # 0666 whatever the umask (kuberuntime_container.go, makeMounts), and mounts it at the path.
     termination_log = root / "termination-log"
@@ -288,6 +288,7 @@ def as_the_pod(resources: tuple[dict[str, Any], ...], root: Path, url: str) -> P
     termination_log.chmod(0o666)
     flags += ["--volume", f"{termination_log}:{container.get('terminationMessagePath', '/dev/termination-log')}"]
 
+    args = list(container["args"])
     urls = host_path(args[args.index("--urls") + 1])
     assert urls.exists(), "--urls names a file that no mounted ConfigMap provides"
     urls.write_text(f"{url}\n")  # the one override: the target
@@ -349,7 +350,6 @@ def test_the_pod_runs_against_nginx_and_keeps_the_shipped_thresholds(docker: Doc
     assert summary["intervals"] == 2 and summary["good"] == summary["requests"] > 0
     assert summary["requests"] == nginx.requests_logged() - before, "what nginx logged, from the container"
     assert [r["rule"] for r in summary["thresholds"]["rules"]] == config["thresholds"]
-
     # the verdict where kubectl shows it: passed, or (the machine too busy to keep the pace) which rule broke
     rules = summary["thresholds"]["rules"]
     broken = [f"threshold run {r['rule']}: " for r in rules if not r["ok"]]
@@ -360,6 +360,7 @@ def test_the_pod_runs_against_nginx_and_keeps_the_shipped_thresholds(docker: Doc
         lines = message.splitlines()
         assert lines[0] == f"exit code 3: {len(broken)} of {len(rules)} thresholds broken"
         assert [line.split(": ")[0] + ": " for line in lines[1:]] == broken
+
 
 def test_a_broken_threshold_exits_3(docker: Docker, image: str, nginx: Nginx, tmp_path: Path) -> None:
     """A rule no response can keep, added to the mounted configuration.json: the Job would be Failed."""
@@ -373,7 +374,6 @@ def test_a_broken_threshold_exits_3(docker: Docker, image: str, nginx: Nginx, tm
     summary = assert_counts_add_up(done.stdout)
     assert broken_by_the_target(summary) == ["max < 1ns"]
     assert "# threshold run max < 1ns: " in done.stdout
-
     # `kubectl describe pod` says which rule broke: each broken rule's line of the log, after the code
     broken = [line.removeprefix("# ") for line in done.stdout.splitlines()
               if line.startswith("# threshold ") and line.endswith(" BROKEN")]
@@ -381,6 +381,7 @@ def test_a_broken_threshold_exits_3(docker: Docker, image: str, nginx: Nginx, tm
     rules = len(summary["thresholds"]["rules"])
     assert pod.termination_message(done) == "\n".join(
         [f"exit code 3: {len(broken)} of {rules} thresholds broken", *broken]) + "\n"
+
 
 def test_the_pod_fails_when_its_target_is_down(docker: Docker, image: str, tmp_path: Path) -> None:
     """The shipped configuration against a loopback port where nothing listens: exit 3."""
@@ -390,3 +391,21 @@ def test_the_pod_fails_when_its_target_is_down(docker: Docker, image: str, tmp_p
     summary = assert_counts_add_up(done.stdout)
     assert summary["good"] == 0 and set(summary["errors"]) == {"refused"}
     assert summary["thresholds"]["passed"] is False
+
+
+def test_validate_in_the_pod_holds_workers_against_its_memory_limit(docker: Docker, image: str, nginx: Nginx,
+                                                                     tmp_path: Path) -> None:
+    """In the image, under the pod's memory limit (a real cgroup: docker's --memory), validate says how
+    many local workers fit, and says so of one more; that many run to their end there, not OOMKilled."""
+    resources = render("base")
+    limit = quantity_bytes(soak_container(resources)["resources"]["limits"]["memory"])
+    fit = workers_that_fit(limit)
+    pod = as_the_pod(resources, tmp_path, nginx.url)
+    said = docker("run", *pod.flags, image, "validate", *pod.args, "--workers", str(fit + 1),
+                  "--concurrency", str(fit + 1), timeout=120)
+    (line,) = [line for line in said.stdout.splitlines() if line.startswith("memory:")]
+    assert f"MORE than the {limit // 2**20} MiB this runs under" in line and f"at most {fit} workers fit" in line
+    done = run_pod(docker, image, pod, "--workers", str(fit), "--concurrency", str(fit))
+    assert done.returncode in (0, 3), (done.returncode, done.stderr[-3000:])  # 137 or 5: a process was killed
+    summary = assert_counts_add_up(done.stdout)
+    assert "failedWorkers" not in summary or not summary["failedWorkers"]
