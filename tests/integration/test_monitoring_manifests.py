@@ -144,3 +144,18 @@ def test_the_dashboard_is_well_formed_for_grafana() -> None:
             assert target["datasource"] == p["datasource"]
             assert 'job=~"$job"' in target["expr"], (p["title"], target["expr"])  # every query follows the job chosen
     assert len({p["title"] for p in panels}) == len(panels)  # the integration test knows queries by title
+
+
+def test_where_the_docs_and_the_metrics_component_point_for_a_podmonitor_there_is_one() -> None:
+    """docs/metrics.md said the PodMonitor was not in the component, which ships one; the metrics
+    component's comment sent readers to README.md, which has none. Each now names the file, and the
+    file is the PodMonitor the monitoring component renders."""
+    path = "manifests/components/monitoring/podmonitor.yaml"
+    comment = (REPO / "manifests" / "components" / "metrics" / "kustomization.yaml").read_text()
+    docs = (REPO / "docs" / "metrics.md").read_text()
+    assert path in comment and path in " ".join(docs.split())
+    assert "README has a PodMonitor" not in comment and "It is not in the component" not in docs
+    shipped = yaml.safe_load((REPO / path).read_text())
+    assert shipped["kind"] == "PodMonitor"
+    rendered = only(render("metrics", "monitoring"), "PodMonitor")
+    assert rendered["spec"] == shipped["spec"] and rendered["metadata"]["name"] == shipped["metadata"]["name"]
