@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +35,7 @@ from hdrh.histogram import HdrHistogram
 from runner.metrics.tally import DURATION
 from tests.conftest import REPO, Nginx, assert_counts_add_up, run_soak
 from tests.support.faultserver import FaultServer, refused_port
-from tests.support.prometheus import Prometheus, QueryError
+from tests.support.prometheus import Prometheus, QueryError, backfill
 from tests.support.pushgateway import Pushgateway
 
 pytestmark = pytest.mark.nginx
@@ -99,6 +100,18 @@ def soak(pushgateway: Pushgateway, job: str, qps: str, *args: str) -> dict:
     return assert_counts_add_up(run.stdout)
 
 
+# Job soak's finished run of a week ago, as the rules recorded it: the dashboard's "a week before".
+WEEK_P99, WEEK_GOAL = 0.0123, 97.5
+WEEK_S = 7 * 86400
+
+
+def a_week_ago(url: str, now: float) -> list[tuple[str, dict[str, str], list[tuple[float, float]]]]:
+    """The recorded figures of job soak's run a week before `now`: up from 10 to 5 minutes before that."""
+    times = [now - WEEK_S - 600 + 30 * k for k in range(11)]
+    return [("soak_run:p99_seconds:finished", {"job": "soak", "url": url}, [(t, WEEK_P99) for t in times]),
+            ("soak_run:goal_percent:finished", {"job": "soak", "url": url}, [(t, WEEK_GOAL) for t in times])]
+
+
 @pytest.fixture(scope="module")
 def monitored(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Monitored]:
     pushgateway = Pushgateway()
@@ -106,7 +119,9 @@ def monitored(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     blocker = refused_port()
     prometheus = None
     try:
-        prometheus = Prometheus(tmp_path_factory.mktemp("prometheus"), [f"127.0.0.1:{pushgateway.port}"], [RULES])
+        storage = tmp_path_factory.mktemp("prometheus")
+        backfill(storage, a_week_ago(nginx.url, time.time()))
+        prometheus = Prometheus(storage, [f"127.0.0.1:{pushgateway.port}"], [RULES])
         refused = f"http://127.0.0.1:{blocker.getsockname()[1]}/"
         slow = fault.url("/slow/600")
         # The four soaks at once, each in its job: 3 s in all rather than 12, and nothing here
@@ -124,10 +139,13 @@ def monitored(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             Soaked("soak-slow", summaries[2], slow),
             Soaked("soak-teapot", summaries[3], f"{nginx.url}teapot"),
         ]
-        for run in runs:  # Prometheus has scraped each run's final push
+        for run in runs:  # Prometheus has scraped each run's final push, and the rules recorded the finished run
             prometheus.wait_for(lambda run=run: prometheus.query(
                 f'soak_intervals_total{{job="{run.job}"}} == {run.summary["intervals"]} '
                 f'and on (job) soak_run_finished == 1', prometheus.now()), 30, f"{run.job}'s final figures scraped")
+            for record in ("soak_run:p99_seconds:finished", "soak_run:goal_percent:finished"):
+                prometheus.wait_for(lambda run=run, record=record: prometheus.query(
+                    f'{record}{{job="{run.job}"}}', prometheus.now()), 30, f"{run.job}'s {record}")
         yield Monitored(prometheus, runs, prometheus.now())
     finally:
         if prometheus is not None:
@@ -363,6 +381,27 @@ def _saturated(run: Soaked, got: Series) -> None:
     equal(got, {(): float(run.last["clientSaturated"])}, "last interval client saturated")
 
 
+@expects("p99 by URL: this week and a week before", "A")
+def _finished_p99(run: Soaked, got: Series) -> None:
+    assert set(got) == {labels(url=run.responder)}, got  # a URL without a response has no p99 recorded
+    assert_quantile(got[labels(url=run.responder)], run, 0.99, f"{run.job} recorded p99")
+
+
+@expects("p99 by URL: this week and a week before", "B")
+def _finished_p99_a_week_before(run: Soaked, got: Series) -> None:
+    equal(got, {labels(url=run.responder): WEEK_P99} if run.job == "soak" else {}, "p99 a week before")
+
+
+@expects("goal%: this week and a week before", "A")
+def _finished_goal(run: Soaked, got: Series) -> None:
+    equal(got, {(): run.summary["goalPercent"]}, "recorded goal%", 1)
+
+
+@expects("goal%: this week and a week before", "B")
+def _finished_goal_a_week_before(run: Soaked, got: Series) -> None:
+    equal(got, {(): WEEK_GOAL} if run.job == "soak" else {}, "goal% a week before")
+
+
 SINCE_END = ("Since the last run ended", "A")  # checked against the evaluation time, below
 
 
@@ -383,7 +422,11 @@ def targets() -> list[tuple[str, str, str]]:
 
 
 def alert_rules() -> list[dict]:
-    return [rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]]
+    return [rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"] if "alert" in rule]
+
+
+def recording_rules() -> list[dict]:
+    return [rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"] if "record" in rule]
 
 
 def variable_query(variable: dict) -> tuple[str, str]:
@@ -437,7 +480,7 @@ def test_every_dashboard_query_has_its_expected_values() -> None:
 
 def test_every_query_reads_only_series_that_prometheus_has(monitored: Monitored) -> None:
     """A panel or an alert reading a series the runner does not export fails here, whatever else it does."""
-    expressions = [expr for _, _, expr in targets()] + [rule["expr"] for rule in alert_rules()]
+    expressions = [expr for _, _, expr in targets()] + [rule["expr"] for rule in alert_rules() + recording_rules()]
     expressions += [variable_query(v)[0] for v in dashboard()["templating"]["list"] if v["type"] == "query"]
     names = set().union(*(series_names(expr) for expr in expressions))
     assert {"soak_thresholds_passed", "soak_request_duration_seconds_bucket", "push_time_seconds"} <= names
@@ -542,6 +585,10 @@ def test_every_alert_expression_against_the_runs(monitored: Monitored) -> None:
     equal(errors, want, "errors%")
     equal(values("SoakErrorsHigh"), kept(errors, lambda v: v > 1), "SoakErrorsHigh")
     assert set(values("SoakErrorsHigh")) == {labels(job="soak-broken", url=u) for u in runs[1].urls}
+
+    # regressions compare a run with the one an hour before it: none here (test_monitoring_regressions.py has them)
+    for name in ("SoakP99Regressed", "SoakGoalRegressed"):
+        assert values(name) == {} and values(name, relax=True) == {}, name
 
     assert checked == set(rules), f"alerts not checked: {set(rules) - checked}"
 

@@ -20,15 +20,25 @@ from tests.support.programs import program
 
 COMPONENT = REPO / "manifests" / "components" / "monitoring"
 RULES = COMPONENT / "soak-alerts.rules.yaml"
-UNIT_TESTS = COMPONENT / "soak-alerts.test.yaml"
+# The alerts' unit tests, and the regression alerts' apart (8 days of series, at a coarser step).
+UNIT_TESTS = [COMPONENT / "soak-alerts.test.yaml", COMPONENT / "soak-regressions.test.yaml"]
 
 
 def promtool() -> str:
     return program("promtool", "apt-get install -y prometheus (README's test command does)")
 
 
-def alerts() -> list[dict]:
+def rules() -> list[dict]:
     return [rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]]
+
+
+def alerts() -> list[dict]:
+    return [rule for rule in rules() if "alert" in rule]
+
+
+def records() -> list[dict]:
+    """The recording rules: each finished run's figures, which the regression alerts compare."""
+    return [rule for rule in rules() if "record" in rule]
 
 
 def test_promtool_checks_the_rule_file_and_the_prometheusrule(tmp_path: Path) -> None:
@@ -37,17 +47,22 @@ def test_promtool_checks_the_rule_file_and_the_prometheusrule(tmp_path: Path) ->
     for path in (RULES, tmp_path / "from-prometheusrule.yaml"):
         done = subprocess.run([promtool(), "check", "rules", str(path)], capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert f"SUCCESS: {len(alerts())} rules found" in done.stdout
+        assert f"SUCCESS: {len(rules())} rules found" in done.stdout
 
 
 def test_promtool_unit_tests_pass() -> None:
-    done = subprocess.run([promtool(), "test", "rules", str(UNIT_TESTS)], capture_output=True, text=True)
+    done = subprocess.run([promtool(), "test", "rules", *map(str, UNIT_TESTS)], capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS" in done.stdout + done.stderr
+    assert (done.stdout + done.stderr).count("SUCCESS") == len(UNIT_TESTS)
+
+
+def unit_tests() -> list[dict]:
+    return [test for path in UNIT_TESTS for test in yaml.safe_load(path.read_text())["tests"]]
 
 
 def test_every_alert_is_unit_tested_firing_and_not_firing() -> None:
-    cases = [case for test in yaml.safe_load(UNIT_TESTS.read_text())["tests"] for case in test["alert_rule_test"]]
+    cases = [case for test in unit_tests() for case in test.get("alert_rule_test", [])]
     for alert in alerts():
         name = alert["alert"]
         mine = [case for case in cases if case["alertname"] == name]
@@ -77,3 +92,15 @@ def test_the_prometheusrule_is_generated_from_the_rule_file() -> None:
     assert yaml.safe_load((COMPONENT / "prometheusrule.yaml").read_text())["spec"] == yaml.safe_load(RULES.read_text())
     done = subprocess.run([sys.executable, str(COMPONENT / "generate.py"), "--check"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_every_recording_rule_is_unit_tested_recording_and_not() -> None:
+    """A finished run's figures are recorded, and a running one's are not: each recorded series has a
+    case with samples and one without."""
+    cases = [case for test in unit_tests() for case in test.get("promql_expr_test", [])]
+    assert records()
+    for record in records():
+        mine = [case for case in cases if case["expr"] == record["record"]]
+        assert any(case["exp_samples"] for case in mine), f"{record['record']}: no case that records"
+        assert any(not case["exp_samples"] for case in mine), f"{record['record']}: no case that does not"
+

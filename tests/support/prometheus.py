@@ -14,7 +14,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -125,3 +125,24 @@ class Prometheus:
                 log = self.log.read_text()[-2000:] if self.log.exists() else ""
                 raise AssertionError(f"{what}: not within {timeout}s\n{log}")
             time.sleep(0.2)
+
+
+Past = tuple[str, dict[str, str], Iterable[tuple[float, float]]]  # a series: name, labels, (time, value)s
+
+
+def backfill(directory: Path, series: Iterable[Past]) -> None:
+    """Series of the past, written into the storage of the Prometheus about to start in `directory`
+    (promtool tsdb create-blocks-from openmetrics): as if scraped, or recorded by rules, back then.
+    Prometheus loads the blocks when it starts; they must end before its first own sample."""
+    families: dict[str, list[str]] = {}
+    for name, labels, samples in series:
+        matchers = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
+        families.setdefault(name, []).extend(f"{name}{{{matchers}}} {value!r} {at:.3f}" for at, value in sorted(samples))
+    text = "".join(f"# TYPE {name} gauge\n" + "\n".join(lines) + "\n" for name, lines in families.items()) + "# EOF\n"
+    (directory / "backfill.om").write_text(text)
+    promtool = program("promtool", "apt-get install -y prometheus (README's test command does)")
+    done = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet",
+                           str(directory / "backfill.om"), str(directory / "data")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+

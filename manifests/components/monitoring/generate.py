@@ -215,6 +215,25 @@ DASHBOARD = [
               width=24),
     ),
     row(
+        "This week against last: each finished run, and the same hour a week before",
+        panel("p99 by URL: this week and a week before",
+              "Each finished run's p99 by URL (soak_run:p99_seconds:finished, recorded by the rules' group "
+              "soak-pallet-runs), held until the next run finishes; beside it the same, a week before (offset "
+              "1w). The alert SoakP99Regressed fires when two runs in a row are 1.5 times slower than the "
+              "same hours a week before, or than the day of runs before them.",
+              Target(f"max by (url) (last_over_time(soak_run:p99_seconds:finished{{{JU}}}[70m]))", "{{url}}"),
+              Target(f"max by (url) (last_over_time(soak_run:p99_seconds:finished{{{JU}}}[70m] offset 1w))",
+                     "{{url}}, a week before"),
+              unit="s"),
+        panel("goal%: this week and a week before",
+              "Each finished run's goal% (soak_run:goal_percent:finished), held until the next run finishes; "
+              "beside it the same, a week before. The alert SoakGoalRegressed fires when two runs in a row are "
+              "more than 2 points below the same hours a week before, or the day of runs before them.",
+              Target(f"min(last_over_time(soak_run:goal_percent:finished{{{J}}}[70m]))", "this week"),
+              Target(f"min(last_over_time(soak_run:goal_percent:finished{{{J}}}[70m] offset 1w))", "a week before"),
+              unit="percent", extra={"max": 100}),
+    ),
+    row(
         "The client's own pace: were the figures the service's?",
         panel("Late sends", "soak_late_sends_total: sends that left 2 ms or more after they could and should "
               "have, by the runner's own delay (a busy node, a starved pod), as the summary's late. Not the "
