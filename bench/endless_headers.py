@@ -2,7 +2,7 @@
 
     python bench/endless_headers.py [--repo PATH] [--seconds 10] [--clients 4]
 
-A loopback fault server (tests/faultserver.py, path /endless-headers) answers every request
+A loopback fault server (tests/support/faultserver.py, path /endless-headers) answers every request
 with a status line and then header lines without end. A client that buffers the head
 without a bound grows until the timeout ends the request; one that holds heads to a limit
 fails the request at the limit and stays small. Each transport runs once, one interval of

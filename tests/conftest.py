@@ -76,7 +76,7 @@ class Nginx:
         return len(self.log_lines())
 
 
-# Both test nginxes (this one and tests/tlsservers.py's) start from the same frame: one
+# Both test nginxes (this one and tests/support/tlsservers.py's) start from the same frame: one
 # worker, in the foreground, every file of theirs in a temporary directory.
 NGINX_FRAME = """
 daemon off;
@@ -324,7 +324,7 @@ def assert_due_sends_accounted(summary: dict) -> None:
 
 @pytest.fixture(scope="session")
 def pki(tmp_path_factory: pytest.TempPathFactory):  # -> tests.support.certs.Pki
-    """A CA, a server certificate for 127.0.0.1 and localhost, a client certificate (tests/certs.py)."""
+    """A CA, a server certificate for 127.0.0.1 and localhost, a client certificate (tests/support/certs.py)."""
     from tests.support.certs import make_pki
 
     return make_pki(tmp_path_factory.mktemp("pki"))

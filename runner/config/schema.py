@@ -295,7 +295,7 @@ _SHOWN_CHARS = 60  # a bad value quoted in a message
 
 def _show(error: ValidationError) -> str:
     """The bad value as JSON, shortened, and hidden when it is a header's value (maybe a secret);
-    a URL's secrets too (runner/redact.py)."""
+    a URL's secrets too (runner/core/redact.py)."""
     path = error.absolute_path
     if error.validator != "propertyNames" and len(path) == 2 and path[0] == "headers":
         return "the value"

@@ -230,7 +230,7 @@ def _http2(merged: dict[str, Any]) -> bool:
 
 
 def _printable(merged: dict[str, Any]) -> dict[str, Any]:
-    """The configuration as it may be printed (runner/redact.py): credential header values and
+    """The configuration as it may be printed (runner/core/redact.py): credential header values and
     URL secrets hidden, a long or secret-looking body shown as its size."""
     shown = {name: merged[name] for name in settings_names() if name in merged}
     if isinstance(merged["body"], str):

@@ -3,7 +3,7 @@
 A soak's output lives on in `kubectl logs`, in saved summaries, on a Pushgateway and in
 Prometheus: anything printed there is as good as published. Every place that prints or
 exports a URL, a header, a body or a text that came from a server goes through here, so
-there is one rule for what is hidden, and it is tested in one place (tests/test_redact.py).
+there is one rule for what is hidden, and it is tested in one place (tests/unit/test_redact.py).
 
 Hidden, as `<hidden>`:
 - a URL's password (`http://alice:<hidden>@host/`), or its user name when it has no password

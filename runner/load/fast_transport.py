@@ -7,7 +7,7 @@ per target, a connection is a Protocol whose callbacks fill in the Result as the
 arrive, and the only per-request objects are the Result and one Future.
 
 It speaks HTTP/1.1 only (keep-alive, Content-Length and chunked bodies, TLS through
-asyncio's ssl, runner/tls.py's context); the httpx transport remains for HTTP/2 and
+asyncio's ssl, runner/load/tls.py's context); the httpx transport remains for HTTP/2 and
 anything this one does not do.
 """
 

@@ -4,7 +4,7 @@ Both transports verify servers by default, against certifi's Mozilla bundle (htt
 default), so a run reads the same whichever client made it. A file named in the settings
 that cannot be used is the user's to fix: one line naming the setting and the path, before
 anything is sent. A certificate that fails at run time is a send failure of kind `tls`,
-counted like any other (runner/failures.py).
+counted like any other (runner/load/failures.py).
 """
 
 from __future__ import annotations

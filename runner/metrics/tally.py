@@ -247,7 +247,7 @@ class Counts(Protocol):
 
 def url_label(url: str) -> str:
     """A URL as a label value: without a user name or password, which must never reach a metric,
-    and with secret query values hidden (runner/redact.py), for labels are pushed and kept."""
+    and with secret query values hidden (runner/core/redact.py), for labels are pushed and kept."""
     url = redact.url(url)
     parts = urlsplit(url)
     if "@" not in parts.netloc:

@@ -1,7 +1,7 @@
 """Every fault a server can commit, for both transports and both load models: counted, named, survived.
 
 Each case aims a short, bounded run (2 intervals of 500 ms, 5-200 req/s, on loopback only) at
-one misbehaving server of tests/faultserver.py and checks what must hold at any load:
+one misbehaving server of tests/support/faultserver.py and checks what must hold at any load:
 
 - the run ends by itself with exit code 0 and no traceback; stderr holds error lines only;
 - every interval line parses, agrees with the summary's intervalStats, and its failures

@@ -1,7 +1,7 @@
 """The runner against targets that misbehave: every fault is survived, counted and named.
 
 Each test aims a short, bounded run (a few dozen requests, on 127.0.0.1 only) at one fault
-of tests/faultserver.py, then checks the same things:
+of tests/support/faultserver.py, then checks the same things:
 
 - the run completes and exits 0 (slow_cooker exits 0 even when every request failed);
 - the counts add up: the interval lines' good+bad+failed sum to the summary's `requests`,

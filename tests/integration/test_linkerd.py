@@ -1,7 +1,7 @@
 """The runner beside a Linkerd proxy: wait for its readiness before sending, ask it to shut down after.
 
 Against a fake proxy admin server on loopback with the real endpoints' paths and answers
-(tests/fakeproxy.py). The soak's own requests go to the same server, so one ordered log of
+(tests/support/fakeproxy.py). The soak's own requests go to the same server, so one ordered log of
 real requests shows when the proxy was probed, when load began, and when shutdown came.
 """
 
@@ -173,7 +173,7 @@ def test_a_log_with_the_proxy_lines_reads_back_without_complaint(proxy: FakeProx
 
 
 def test_the_linkerd_components_pod_awaits_the_proxy(proxy: FakeProxy, tmp_path: Path) -> None:
-    """The rendered CronJob with the linkerd component, run as the pod runs it (tests/pallet.py),
+    """The rendered CronJob with the linkerd component, run as the pod runs it (tests/support/pallet.py),
     with the admin address pointed at the fake proxy: it waits, then sends."""
     args = soak_container(render("linkerd"))["args"]
     assert "--linkerdAwait" in args

@@ -1,5 +1,5 @@
 """Secrets and servers' control characters, end to end: the real CLI against a loopback server that
-records what arrived and echoes it back (tests/echoserver.py), and every output searched for every secret.
+records what arrived and echoes it back (tests/support/echoserver.py), and every output searched for every secret.
 
 A run's output is published by nature: `kubectl logs`, saved summaries, a Pushgateway, Prometheus.
 What the runner sends must arrive (credentials in the URL too, with both transports alike), and

@@ -1,4 +1,4 @@
-"""HTTPS against real local TLS servers with the session's own certificates (tests/certs.py).
+"""HTTPS against real local TLS servers with the session's own certificates (tests/support/certs.py).
 
 Verification is on by default; a CA bundle makes it pass, its absence makes every send a
 counted `tls` failure while the run goes on; `insecure` skips it and says so; a client

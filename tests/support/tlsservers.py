@@ -1,6 +1,6 @@
 """Real TLS servers on loopback for the TLS and HTTP/2 tests.
 
-nginx, as users run it, with the test session's own certificates (tests/certs.py) on four
+nginx, as users run it, with the test session's own certificates (tests/support/certs.py) on four
 ports: HTTPS with HTTP/2 offered (ALPN), HTTPS that demands a client certificate (mTLS),
 HTTP/2 over cleartext (prior knowledge only, as nginx does it), and HTTPS that speaks
 HTTP/1.1 only. Its access log records, per request, the port, the protocol the request

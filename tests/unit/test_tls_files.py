@@ -1,7 +1,7 @@
-"""runner/tls.py: the TLS context from the settings, and one clear line for each unusable file.
+"""runner/load/tls.py: the TLS context from the settings, and one clear line for each unusable file.
 
-The certificates are the test session's own (tests/certs.py); the same context serves both
-transports, so these run once. tests/test_tls.py runs them against real servers.
+The certificates are the test session's own (tests/support/certs.py); the same context serves both
+transports, so these run once. tests/integration/test_tls.py runs them against real servers.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_insecure_with_a_bundle_still_checks_the_bundle_file(tmp_path: Path) -> 
         client_context(options(ca_bundle=str(tmp_path / "gone.pem"), insecure=True))
 
 
-# --- how TLS failures are named (runner/failures.py) ------------------------------------------------
+# --- how TLS failures are named (runner/load/failures.py) ------------------------------------------------
 
 
 def test_a_tls_failure_is_named_in_a_few_words() -> None:
