@@ -28,10 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from runner.load import failures
-from runner.load import result as kinds
 from runner.load.alarm import Alarm
 from runner.load.request import Request
-from runner.load.result import Result
+from runner.load.result import ErrorKind, Result
 from runner.load.schedule import Schedule, Skips
 from runner.load.transport import Session, Transport
 
@@ -328,7 +327,7 @@ class Engine:
             result = await session.send(requests[url_index], rate > 0 and self._random.random() < rate)
         except asyncio.CancelledError:
             now = time.monotonic_ns()
-            result = Result(start_ns=min(due, now), end_ns=now, error=kinds.CANCELLED,
+            result = Result(start_ns=min(due, now), end_ns=now, error=ErrorKind.CANCELLED,
                             error_text="cancelled: still in flight when the run stopped")
             self._sink(self._stamp(result, n, url_index, due))
             raise
@@ -365,7 +364,7 @@ def _crashed(exc: Exception, due: int) -> Result:
     """
     now = time.monotonic_ns()
     name, text = type(exc).__name__, failures.message([exc])
-    return Result(start_ns=min(due, now), end_ns=now, error=kinds.OTHER,
+    return Result(start_ns=min(due, now), end_ns=now, error=ErrorKind.OTHER,
                   error_text=f"other: {name}" if text == name else f"other: {name}: {text}")
 
 

@@ -13,7 +13,7 @@ import socket
 import ssl
 from collections.abc import Iterator
 
-from runner.load import result as kinds
+from runner.load.result import ErrorKind
 
 MESSAGE_CHARS = 160
 _SSL_SOURCE_LINE = re.compile(r" \(_ssl\.c:\d+\)")  # "(_ssl.c:2580)": differs by Python version, says nothing
@@ -88,16 +88,16 @@ def message(chain: list[BaseException]) -> str:
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
 
 
-def os_failure(chain: list[BaseException]) -> tuple[str, str] | None:
+def os_failure(chain: list[BaseException]) -> tuple[ErrorKind, str] | None:
     """The kind and text of a failure the OS or TLS reported anywhere in the chain, if one did."""
     if _has(chain, socket.gaierror):
-        return kinds.DNS, f"dns: {message(chain)}"
+        return ErrorKind.DNS, f"dns: {message(chain)}"
     if _has(chain, ConnectionRefusedError):
-        return kinds.REFUSED, "connection refused"
+        return ErrorKind.REFUSED, "connection refused"
     if any(_is_tls_failure(e) for e in chain):
-        return kinds.TLS, f"tls: {tls_message(chain)}"
+        return ErrorKind.TLS, f"tls: {tls_message(chain)}"
     if _has(chain, ConnectionResetError):
-        return kinds.RESET, "connection reset by peer"
+        return ErrorKind.RESET, "connection reset by peer"
     return None
 
 

@@ -23,13 +23,12 @@ from urllib.parse import urlsplit
 from runner import __version__
 from runner.core.durations import format_duration
 from runner.load import failures
-from runner.load import result as kinds
 from runner.load.failures import causes, message, os_failure
 from runner.load.http1 import Connection, Deadlines
 from runner.load.rawsocket import AVAILABLE as RAW_SOCKETS
 from runner.load.rawsocket import Pump, RawTransport
 from runner.load.request import Request, origin
-from runner.load.result import Result
+from runner.load.result import ErrorKind, Result
 from runner.load.tls import client_context
 from runner.load.transport import Address, TransportOptions, address_text, numeric, resolve
 
@@ -142,7 +141,7 @@ class FastSession:
             if result.connected_ns and result.status:  # a new connection that carried a response
                 result.protocol = connection.protocol
         except TimeoutError:
-            result.error, result.error_text = kinds.TIMEOUT, self._timeout_message(result, dial)
+            result.error, result.error_text = ErrorKind.TIMEOUT, self._timeout_message(result, dial)
             if connection is not None:
                 connection.abort()
         except asyncio.CancelledError:
@@ -275,7 +274,7 @@ class _Dial:
             self.task.cancel()
 
 
-def classify_connect_error(exc: OSError) -> tuple[str, str]:
+def classify_connect_error(exc: OSError) -> tuple[ErrorKind, str]:
     """The error kind and text for a failure to connect."""
     chain = causes(exc)
-    return os_failure(chain) or (kinds.CONNECT, f"connect: {message(chain)}")
+    return os_failure(chain) or (ErrorKind.CONNECT, f"connect: {message(chain)}")

@@ -18,11 +18,10 @@ from typing import Protocol
 import httptools
 
 from runner.load import failures
-from runner.load import result as kinds
 from runner.load.bodyhash import BodyError, BodyHash, is_gzip
 from runner.load.failures import causes, os_failure
 from runner.load.rawsocket import RawTransport
-from runner.load.result import Result
+from runner.load.result import ErrorKind, Result
 from runner.load.transport import MAX_HEAD_BYTES
 
 _now = time.monotonic_ns
@@ -74,7 +73,7 @@ class Deadlines:
 class ParseFailure(Exception):
     """Raised in a parser callback to stop parsing: the response fails with this kind and text."""
 
-    def __init__(self, kind: str, text: str) -> None:
+    def __init__(self, kind: ErrorKind, text: str) -> None:
         super().__init__(text)
         self.kind, self.text = kind, text
 
@@ -231,24 +230,24 @@ class Connection(asyncio.Protocol):
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            self._fail(kinds.PROTOCOL, failures.SWITCHED_PROTOCOLS)
+            self._fail(ErrorKind.PROTOCOL, failures.SWITCHED_PROTOCOLS)
         except httptools.HttpParserError as exc:
             failure = exc.__context__
             if isinstance(failure, ParseFailure):
                 self._fail(failure.kind, failure.text)
             else:
-                self._fail(kinds.PROTOCOL, f"protocol: invalid response: {exc}")
+                self._fail(ErrorKind.PROTOCOL, f"protocol: invalid response: {exc}")
         if self._result is result:  # the response is not complete yet: hold what it may keep to the bound
             self._check_bounds(result, in_head, len(data), result.bytes_in > body_before)
 
     def _check_bounds(self, result: Result, in_head: bool, size: int, had_body: bool) -> None:
         if not result.headers_ns:
             if self._wire > MAX_HEAD_BYTES:
-                self._fail(kinds.PROTOCOL, failures.head_too_large(MAX_HEAD_BYTES))
+                self._fail(ErrorKind.PROTOCOL, failures.head_too_large(MAX_HEAD_BYTES))
         elif not in_head:
             self._no_body_run = 0 if had_body else self._no_body_run + size
             if self._no_body_run > MAX_HEAD_BYTES:
-                self._fail(kinds.PROTOCOL, failures.framing_too_large(MAX_HEAD_BYTES))
+                self._fail(ErrorKind.PROTOCOL, failures.framing_too_large(MAX_HEAD_BYTES))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._registry.discard(self)
@@ -271,14 +270,14 @@ class Connection(asyncio.Protocol):
         if failure is not None:
             self._fail(*failure)
         elif not result.headers_ns:
-            self._fail(kinds.CLOSED, "closed: Server disconnected without sending a response.")
+            self._fail(ErrorKind.CLOSED, "closed: Server disconnected without sending a response.")
         else:
             length, framed = _framing(b"".join(self._head))
             if exc is None and not framed:
                 self.on_message_complete()  # the body ran until the server closed: it is complete
                 return
             expected = f"expected {length}" if length is not None else "of a body of unknown length"
-            self._fail(kinds.CLOSED, "closed: peer closed connection without sending complete message body "
+            self._fail(ErrorKind.CLOSED, "closed: peer closed connection without sending complete message body "
                                      f"(received {result.bytes_in} bytes, {expected})")
 
     # --- httptools callbacks -----------------------------------------------------------
@@ -286,18 +285,18 @@ class Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         result = self._result
         if result is None:
-            raise ParseFailure(kinds.PROTOCOL, "protocol: a response nobody asked for")
+            raise ParseFailure(ErrorKind.PROTOCOL, "protocol: a response nobody asked for")
         status = self._parser.get_status_code()
         if status < 100:
             # llhttp takes any three digits, `000` and `099` too; no such status exists, and
             # taken for an interim head it would wait for a final one until the timeout.
-            raise ParseFailure(kinds.PROTOCOL, f"protocol: invalid response: status code {status:03d} is below 100")
+            raise ParseFailure(ErrorKind.PROTOCOL, f"protocol: invalid response: status code {status:03d} is below 100")
         if status < 200:
             # An interim response (100 Continue, 102 Processing, 103 Early Hints): the final
             # one follows on the same connection, and it is the one measured. 101 is not
             # interim: what follows is no longer HTTP.
             if status == 101:
-                raise ParseFailure(kinds.PROTOCOL, failures.SWITCHED_PROTOCOLS)
+                raise ParseFailure(ErrorKind.PROTOCOL, failures.SWITCHED_PROTOCOLS)
             self._interim = True
             return
         result.headers_ns = self._arrived_ns(result)
@@ -337,7 +336,7 @@ class Connection(asyncio.Protocol):
         try:
             hasher.step()
         except BodyError as exc:
-            self._fail(kinds.PROTOCOL, str(exc))
+            self._fail(ErrorKind.PROTOCOL, str(exc))
             return
         if hasher.pending:
             self._loop.call_soon(self._hash_step, result)
@@ -377,7 +376,7 @@ class Connection(asyncio.Protocol):
             try:
                 result.body_hash = self._hasher.value()
             except BodyError as exc:
-                self._fail(kinds.PROTOCOL, str(exc))
+                self._fail(ErrorKind.PROTOCOL, str(exc))
                 return
         # The head, any interim heads before it, and any chunk framing.
         result.header_bytes = self._wire - result.bytes_in
@@ -397,7 +396,7 @@ class Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_exception(TimeoutError())
 
-    def _fail(self, kind: str, text: str) -> None:
+    def _fail(self, kind: ErrorKind, text: str) -> None:
         """Fail the current request, if any, and drop the connection: it is no longer in step."""
         result = self._result
         if result is not None:

@@ -26,11 +26,10 @@ import httpx
 from runner import __version__
 from runner.core.durations import format_duration
 from runner.load import failures
-from runner.load import result as kinds
 from runner.load.bodyhash import BodyError, BodyHash, is_gzip
 from runner.load.failures import causes, message, os_failure
 from runner.load.request import Request
-from runner.load.result import Result
+from runner.load.result import ErrorKind, Result
 from runner.load.tls import client_context
 from runner.load.transport import MAX_HEAD_BYTES, TransportOptions, address_text, resolve
 
@@ -241,16 +240,16 @@ class HttpxSession:
                     await self._read_body(response, result, hash_body)
         except TimeoutError:
             phase = failures.BODY_PHASE if result.headers_ns else trace.phase
-            result.error, result.error_text = kinds.TIMEOUT, failures.timeout_text(phase, self._timeout_text,
+            result.error, result.error_text = ErrorKind.TIMEOUT, failures.timeout_text(phase, self._timeout_text,
                                                                                     trace.target)
         except (httpx.HTTPError, OSError, ssl.SSLError) as exc:
             result.error, result.error_text = classify(exc, bool(result.headers_ns))
         except BodyError as exc:
-            result.error, result.error_text = kinds.PROTOCOL, str(exc)
+            result.error, result.error_text = ErrorKind.PROTOCOL, str(exc)
         finally:
             _current_trace.reset(token)
         if result.error and self._http2 and trace.alpn not in (None, "h2"):
-            result.error = kinds.PROTOCOL
+            result.error = ErrorKind.PROTOCOL
             result.error_text = f"protocol: the server did not agree to HTTP/2 (ALPN: {trace.alpn or 'none'})"
         result.connected_ns = trace.connected_ns
         result.written_ns = trace.written_ns
@@ -318,7 +317,7 @@ _RECEIVE_BUFFER_TOO_LONG = "Receive buffer too long"
 _SWITCHED = "Received server _SWITCH_UPGRADE event"
 
 
-def classify(exc: BaseException, headers_seen: bool = False) -> tuple[str, str]:
+def classify(exc: BaseException, headers_seen: bool = False) -> tuple[ErrorKind, str]:
     """The error kind and a short text for a failed send, from the exception and its causes.
 
     `headers_seen`: the response head had arrived, so h11's buffer limit was hit by a
@@ -331,19 +330,19 @@ def classify(exc: BaseException, headers_seen: bool = False) -> tuple[str, str]:
     text = message(chain)
     if isinstance(exc, httpx.RemoteProtocolError) and text == _RECEIVE_BUFFER_TOO_LONG:
         too_large = failures.framing_too_large if headers_seen else failures.head_too_large
-        return kinds.PROTOCOL, too_large(MAX_HEAD_BYTES)
+        return ErrorKind.PROTOCOL, too_large(MAX_HEAD_BYTES)
     if isinstance(exc, httpx.RemoteProtocolError) and text.startswith(_SWITCHED):
-        return kinds.PROTOCOL, failures.SWITCHED_PROTOCOLS
+        return ErrorKind.PROTOCOL, failures.SWITCHED_PROTOCOLS
     if isinstance(exc, httpx.TimeoutException):
-        return kinds.TIMEOUT, f"timeout: {text}"
+        return ErrorKind.TIMEOUT, f"timeout: {text}"
     if isinstance(exc, httpx.ConnectError):
-        return kinds.CONNECT, f"connect: {text}"
+        return ErrorKind.CONNECT, f"connect: {text}"
     if isinstance(exc, httpx.RemoteProtocolError):
         if "disconnected" in text or "closed" in text:
-            return kinds.CLOSED, f"closed: {text}"
-        return kinds.PROTOCOL, f"protocol: {text}"
+            return ErrorKind.CLOSED, f"closed: {text}"
+        return ErrorKind.PROTOCOL, f"protocol: {text}"
     if isinstance(exc, (httpx.DecodingError, httpx.LocalProtocolError)):
-        return kinds.PROTOCOL, f"protocol: {text}"
+        return ErrorKind.PROTOCOL, f"protocol: {text}"
     if isinstance(exc, (httpx.ReadError, httpx.WriteError)):
-        return kinds.CLOSED, f"closed: {text}"
-    return kinds.OTHER, f"{type(exc).__name__}: {text}"
+        return ErrorKind.CLOSED, f"closed: {text}"
+    return ErrorKind.OTHER, f"{type(exc).__name__}: {text}"

@@ -9,21 +9,25 @@ about a request is kept once it has been counted.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
-# Why a send got no HTTP response. The kinds are few and stable so results can be counted
-# by kind; the error text says the rest.
-DNS = "dns"  # the host name did not resolve
-REFUSED = "refused"  # nothing listening: connection refused
-CONNECT = "connect"  # any other failure to connect (unreachable, ...)
-TIMEOUT = "timeout"  # no complete response within the timeout
-RESET = "reset"  # the connection was reset
-CLOSED = "closed"  # the peer closed the connection before the response was complete
-PROTOCOL = "protocol"  # the response was not valid HTTP
-TLS = "tls"  # the TLS handshake or certificate check failed
-CANCELLED = "cancelled"  # still in flight when the run had to stop
-OTHER = "other"  # anything else; the error text names it
 
-ERROR_KINDS = (DNS, REFUSED, CONNECT, TIMEOUT, RESET, CLOSED, PROTOCOL, TLS, CANCELLED, OTHER)
+class ErrorKind(StrEnum):
+    """Why a send got no HTTP response. The kinds are few and stable so results can be counted
+    by kind; the error text says the rest. Each member is its wire string ("timeout"), which
+    the summary, the shard record, the metrics' kind label and the docs use as they always did.
+    """
+
+    DNS = "dns"  # the host name did not resolve
+    REFUSED = "refused"  # nothing listening: connection refused
+    CONNECT = "connect"  # any other failure to connect (unreachable, ...)
+    TIMEOUT = "timeout"  # no complete response within the timeout
+    RESET = "reset"  # the connection was reset
+    CLOSED = "closed"  # the peer closed the connection before the response was complete
+    PROTOCOL = "protocol"  # the response was not valid HTTP
+    TLS = "tls"  # the TLS handshake or certificate check failed
+    CANCELLED = "cancelled"  # still in flight when the run had to stop
+    OTHER = "other"  # anything else; the error text names it
 
 
 @dataclass(slots=True)
@@ -51,7 +55,7 @@ class Result:
     server: str = ""  # the Server header; transports fill it in only until a session has reported one
     kept_alive: bool = False  # the server left the connection open for another request
     protocol: str = ""  # on a send that opened a connection and got a response: what it speaks, "HTTP/2 TLSv1.3"
-    error: str = ""  # one of ERROR_KINDS, "" when a response arrived
+    error: ErrorKind | None = None  # why there was no response; None when one arrived
     error_text: str = ""  # the failure in words, for the per-interval error report
     kernel_clock: bool = False  # headers_ns and end_ns are the kernel's receive times, not when the loop read them
     body_hash: int | None = None  # FNV-1a 64 of the body, when it was sampled for checking

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from runner.core.durations import format_duration
 from runner.core.units import UNIT_NS, in_unit, rfc3339
-from runner.load import result as kinds
+from runner.load.result import ErrorKind
 from runner.load.schedule import goal
 from runner.report import keys as k
 from runner.report.base import Reporter
@@ -33,9 +33,9 @@ SUMMARY_PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p
 # ab's failure breakdown, from our error kinds: a connection never made, a response cut short
 # or never finished, and anything else. ab's fourth kind, Length, is judged on responses.
 AB_FAILURES = {
-    "connect": (kinds.DNS, kinds.REFUSED, kinds.CONNECT, kinds.TLS),
-    "receive": (kinds.RESET, kinds.CLOSED, kinds.TIMEOUT),
-    "exceptions": (kinds.PROTOCOL, kinds.CANCELLED, kinds.OTHER),
+    "connect": (ErrorKind.DNS, ErrorKind.REFUSED, ErrorKind.CONNECT, ErrorKind.TLS),
+    "receive": (ErrorKind.RESET, ErrorKind.CLOSED, ErrorKind.TIMEOUT),
+    "exceptions": (ErrorKind.PROTOCOL, ErrorKind.CANCELLED, ErrorKind.OTHER),
 }
 SERVED_WITHIN = (50, 66, 75, 80, 90, 95, 98, 99, 100)  # ab's percentages of the total time
 

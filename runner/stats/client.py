@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runner.core.units import NS_PER_MS, NS_PER_S
-from runner.load.result import CANCELLED, Result
+from runner.load.result import ErrorKind, Result
 from runner.stats.histogram import LatencyHistogram
 
 SATURATED_CPU = 0.9  # of one core: a Python event loop uses at most one
@@ -32,7 +32,7 @@ def is_late(result: Result) -> bool:
 
     Only sends that went out count (a skip has no start), and not those cancelled at a stop.
     """
-    return bool(result.start_ns) and result.error != CANCELLED and result.client_lag_ns >= LATE_NS
+    return bool(result.start_ns) and result.error != ErrorKind.CANCELLED and result.client_lag_ns >= LATE_NS
 
 
 def is_saturated(cpu_share: float, loop_lag_p99_ns: int) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runner.core.redact import printable
-from runner.load.result import CANCELLED, Result, is_good
+from runner.load.result import ErrorKind, Result, is_good
 from runner.load.schedule import Grid, Skips
 from runner.stats.client import ClientFigures, ClientMeter, is_late
 from runner.stats.histogram import LatencyHistogram
@@ -377,7 +377,7 @@ class Recorder:
             self.bench.add(result)
         if result.protocol:
             self.connections[result.protocol] += 1
-        if self.send_lag is not None and result.start_ns and result.error != CANCELLED:
+        if self.send_lag is not None and result.start_ns and result.error != ErrorKind.CANCELLED:
             self.send_lag.record(result.start_ns - result.due_ns)
             self.client.late(result.client_lag_ns)
             tally.add_late(result)

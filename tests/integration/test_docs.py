@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 from runner.config.schema import schema, settings_names  # noqa: E402
 from runner.core import errors  # noqa: E402
 from runner.core.redact import SECRET_WORDS  # noqa: E402
-from runner.load.result import ERROR_KINDS  # noqa: E402
+from runner.load.result import ErrorKind  # noqa: E402
 from runner.report.clientnotes import INTERVAL_NOTE, NOTE_PREFIXES  # noqa: E402
 from runner.report.slowcooker import ChangeWindow  # noqa: E402
 from tests.conftest import parse_interval  # noqa: E402
@@ -204,7 +204,7 @@ def marked_table(text: str, marker: str) -> list[str]:
 
 def test_every_error_kind_is_documented_in_order() -> None:
     kinds = [re.findall(r"`(\w+)`", cell)[0] for cell in marked_table(OUTPUT.read_text(), "error-kinds")]
-    assert kinds == list(ERROR_KINDS)
+    assert kinds == list(ErrorKind)
 
 
 def test_every_exit_code_is_documented() -> None:

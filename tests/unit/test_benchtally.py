@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 
 from runner.load.httpx_transport import head_size
-from runner.load.result import ERROR_KINDS, Result
+from runner.load.result import ErrorKind, Result
 from runner.report.summary import AB_FAILURES
 from runner.stats.recorder import BenchTally
 
@@ -46,7 +46,7 @@ def test_failures_are_not_timed_but_their_bytes_and_end_count() -> None:
 
 def test_every_error_kind_is_one_of_abs_failures() -> None:
     grouped = [kind for group in AB_FAILURES.values() for kind in group]
-    assert sorted(grouped) == sorted(ERROR_KINDS)
+    assert sorted(grouped) == sorted(ErrorKind)
 
 
 def test_head_size_counts_status_line_headers_and_blank_line() -> None:

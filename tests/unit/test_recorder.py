@@ -11,8 +11,7 @@ import statistics
 import pytest
 
 from runner.core.redact import Secrets
-from runner.load import result as kinds
-from runner.load.result import Result
+from runner.load.result import ErrorKind, Result
 from runner.load.schedule import Grid, Schedule, Skips
 from runner.stats.record import tally_from_record, tally_record
 from runner.stats.recorder import ERROR_GROUPS, GROUP_URLS, OTHER_TEXTS, ErrorGroup, Interval, Recorder, Tally
@@ -33,7 +32,7 @@ def response(status: int = 200, *, end: int = START + SECOND, latency: int = 2 *
                   body_hash=body_hash)
 
 
-def failure(kind: str = kinds.REFUSED, text: str = "connection refused", *, end: int = START + SECOND,
+def failure(kind: str = ErrorKind.REFUSED, text: str = "connection refused", *, end: int = START + SECOND,
             url_index: int = 0) -> Result:
     return Result(url_index=url_index, start_ns=end - MS, end_ns=end, error=kind, error_text=text, bytes_out=10)
 
@@ -64,7 +63,7 @@ def test_status_classification(status: int, good: bool) -> None:
     assert (result.good, result.bad, result.failed) == (good, not good, False)
 
 
-@pytest.mark.parametrize("kind", kinds.ERROR_KINDS)
+@pytest.mark.parametrize("kind", tuple(ErrorKind))
 def test_an_error_is_failed_and_has_no_latency(kind: str) -> None:
     tally = Tally()
     result = failure(kind, f"{kind}: something")
@@ -100,21 +99,21 @@ def test_bytes_are_counted_for_responses_and_failures_not_skips() -> None:
 def test_failures_are_grouped_by_kind_and_text_across_urls() -> None:
     tally = Tally()
     for url_index, text in [(0, "a"), (0, "a"), (1, "a"), (0, "b")]:
-        tally.add(failure(kinds.TIMEOUT, text, url_index=url_index), 0, 0)
-    tally.add(failure(kinds.CLOSED, "a"), 0, 0)
-    assert tally.error_groups == {(kinds.TIMEOUT, "a"): ErrorGroup(3, "a", 0, {0, 1}),
-                                  (kinds.TIMEOUT, "b"): ErrorGroup(1, "b", 0, {0}),
-                                  (kinds.CLOSED, "a"): ErrorGroup(1, "a", 0, {0})}
-    assert tally.errors == {kinds.TIMEOUT: 4, kinds.CLOSED: 1}
+        tally.add(failure(ErrorKind.TIMEOUT, text, url_index=url_index), 0, 0)
+    tally.add(failure(ErrorKind.CLOSED, "a"), 0, 0)
+    assert tally.error_groups == {(ErrorKind.TIMEOUT, "a"): ErrorGroup(3, "a", 0, {0, 1}),
+                                  (ErrorKind.TIMEOUT, "b"): ErrorGroup(1, "b", 0, {0}),
+                                  (ErrorKind.CLOSED, "a"): ErrorGroup(1, "a", 0, {0})}
+    assert tally.errors == {ErrorKind.TIMEOUT: 4, ErrorKind.CLOSED: 1}
 
 
 def test_texts_that_differ_in_their_numbers_are_one_group_with_a_real_example() -> None:
     tally = Tally()
     for expected in range(1000, 1975):
-        tally.add(failure(kinds.CLOSED, f"closed: cut short (received 3 bytes, expected {expected})"), 0, 0)
-    tally.add(failure(kinds.CLOSED, "closed: cut short (received 3 bytes, expected 1000)"), 0, 0)
-    assert list(tally.error_groups) == [(kinds.CLOSED, "closed: cut short (received # bytes, expected #)")]
-    group = tally.error_groups[(kinds.CLOSED, "closed: cut short (received # bytes, expected #)")]
+        tally.add(failure(ErrorKind.CLOSED, f"closed: cut short (received 3 bytes, expected {expected})"), 0, 0)
+    tally.add(failure(ErrorKind.CLOSED, "closed: cut short (received 3 bytes, expected 1000)"), 0, 0)
+    assert list(tally.error_groups) == [(ErrorKind.CLOSED, "closed: cut short (received # bytes, expected #)")]
+    group = tally.error_groups[(ErrorKind.CLOSED, "closed: cut short (received # bytes, expected #)")]
     assert (group.count, group.text, group.varied) == (976, "closed: cut short (received 3 bytes, expected 1000)", True)
 
 
@@ -131,12 +130,12 @@ def test_the_number_of_groups_is_bounded_and_nothing_is_lost() -> None:
     """A server that says something new every time: groups up to the bound, then its kind's overflow group."""
     tally = Tally()
     for k in range(ERROR_GROUPS + 50):
-        tally.add(failure(kinds.PROTOCOL, f"protocol: {'x' * (k + 1)}"), 0, 0)
-    tally.add(failure(kinds.REFUSED, "refused, new kind"), 0, 0)
+        tally.add(failure(ErrorKind.PROTOCOL, f"protocol: {'x' * (k + 1)}"), 0, 0)
+    tally.add(failure(ErrorKind.REFUSED, "refused, new kind"), 0, 0)
     assert len(tally.error_groups) == ERROR_GROUPS + 2
-    assert tally.error_groups[(kinds.PROTOCOL, OTHER_TEXTS)].count == 50
-    assert tally.error_groups[(kinds.PROTOCOL, OTHER_TEXTS)].varied
-    assert tally.error_groups[(kinds.REFUSED, OTHER_TEXTS)].count == 1
+    assert tally.error_groups[(ErrorKind.PROTOCOL, OTHER_TEXTS)].count == 50
+    assert tally.error_groups[(ErrorKind.PROTOCOL, OTHER_TEXTS)].varied
+    assert tally.error_groups[(ErrorKind.REFUSED, OTHER_TEXTS)].count == 1
     assert sum(g.count for g in tally.error_groups.values()) == tally.failed == ERROR_GROUPS + 51
     merged = Tally()
     for _ in range(3):
@@ -151,7 +150,7 @@ def test_merged_groups_do_not_depend_on_the_order_of_merging() -> None:
     for part in range(4):
         tally = Tally()
         for url_index in range(part * 9, part * 9 + 12):
-            tally.add(failure(kinds.CLOSED, f"closed after {url_index} bytes", url_index=url_index), 0, 0)
+            tally.add(failure(ErrorKind.CLOSED, f"closed after {url_index} bytes", url_index=url_index), 0, 0)
         parts.append(tally)
     orders = [parts, parts[::-1], [parts[2], parts[0], parts[3], parts[1]]]
     merged = []
@@ -170,14 +169,14 @@ def test_merging_copies_groups_so_a_reported_interval_never_changes() -> None:
     run = Tally()
     run.merge(interval)
     run.merge(interval)
-    assert interval.error_groups[(kinds.REFUSED, "connection refused")].count == 1
+    assert interval.error_groups[(ErrorKind.REFUSED, "connection refused")].count == 1
 
 
 def test_error_groups_survive_their_record() -> None:
     tally = Tally()
     for url_index in range(30):
-        tally.add(failure(kinds.CLOSED, f"closed after {url_index} bytes", url_index=url_index), 0, 0)
-    tally.add(failure(kinds.TLS, "tls: bad certificate", url_index=3), 0, 0)
+        tally.add(failure(ErrorKind.CLOSED, f"closed after {url_index} bytes", url_index=url_index), 0, 0)
+    tally.add(failure(ErrorKind.TLS, "tls: bad certificate", url_index=3), 0, 0)
     back = tally_from_record(json.loads(json.dumps(tally_record(tally))))
     assert back.error_groups == tally.error_groups
 
@@ -195,17 +194,17 @@ def test_an_earlier_versions_error_texts_are_read_into_groups() -> None:
 
 def test_the_recorder_hides_secrets_and_escapes_texts_before_they_are_counted() -> None:
     recorder = Recorder(GRID, shown=Secrets(["S3cretT0ken"]).shown, bench=True)
-    recorder.record(failure(kinds.PROTOCOL, "protocol: bad line 'Bearer S3cretT0ken\x1b[2J'"))
+    recorder.record(failure(ErrorKind.PROTOCOL, "protocol: bad line 'Bearer S3cretT0ken\x1b[2J'"))
     recorder.record(dataclasses.replace(response(), server="srv S3cretT0ken\x07"))
     assert recorder.bench is not None and recorder.bench.server == "srv <hidden>\\x07"  # ab's "Server Software"
     tally = recorder.close()
-    assert list(tally.tally.error_groups) == [(kinds.PROTOCOL, "protocol: bad line 'Bearer <hidden>\\x#b[#J'")]
+    assert list(tally.tally.error_groups) == [(ErrorKind.PROTOCOL, "protocol: bad line 'Bearer <hidden>\\x#b[#J'")]
     assert next(iter(tally.tally.error_groups.values())).text == "protocol: bad line 'Bearer <hidden>\\x1b[2J'"
 
 
 def test_the_recorder_escapes_texts_without_secrets_too() -> None:
     recorder = Recorder(GRID)
-    recorder.record(failure(kinds.PROTOCOL, "a\x1bb"))
+    recorder.record(failure(ErrorKind.PROTOCOL, "a\x1bb"))
     assert [g.text for g in recorder.close().tally.error_groups.values()] == ["a\\x1bb"]
 
 
@@ -339,7 +338,7 @@ def test_the_final_close_absorbs_results_recorded_after_its_end() -> None:
     recorder = Recorder(GRID)
     recorder.record(response(end=START + 1 * SECOND))
     recorder.record(response(end=START + 11 * SECOND))  # in flight when sending stopped at 10.5 s
-    recorder.record(failure(kinds.CANCELLED, "cancelled", end=START + 35 * SECOND))
+    recorder.record(failure(ErrorKind.CANCELLED, "cancelled", end=START + 35 * SECOND))
     last = recorder.close(START + 10 * SECOND + 500 * MS, final=True)
     assert (last.tally.good, last.tally.failed) == (2, 1)
     assert recorder.run.requests == 3
@@ -366,7 +365,7 @@ def test_the_run_tally_is_the_merge_of_the_intervals() -> None:
         end = START + rng.randrange(0, 50 * SECOND)
         roll = rng.random()
         if roll < 0.05:
-            recorder.record(failure(rng.choice(kinds.ERROR_KINDS), "e", end=end))
+            recorder.record(failure(rng.choice(tuple(ErrorKind)), "e", end=end))
         elif roll < 0.1:
             recorder.record(skip(due=end))
         else:

@@ -1,0 +1,169 @@
+"""Figures computed once: what an interval or a whole run measured, as exact numbers.
+
+Every output of a run (slow_cooker's lines, the JSON summary, ab's report, the CSV, the
+verdict, the Prometheus gauges) shows the same few figures: counts, the sends due (the goal
+`t`), goal%, errors%, the rate asked for and achieved, and latency percentiles. They are
+worked out here, once per interval and once per run, from the tallies the recorder closed;
+reporters only format them (truncate to a unit, round, print), the way vegeta's
+Metrics.Close() computes its figures once for every reporter. `soak compare` and `soak plot`
+read finished runs back into the same records (runner.readback), so a figure means the same
+thing whether it was just measured or read from last week's log.
+
+Latencies are exact nanoseconds; the percentiles a report shows are data (PERCENTILES and
+the sets below), so a new one is a line here, not a change in every format. Pure: nothing
+here reads a clock or touches the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from runner.stats.histogram import LatencyHistogram
+
+
+@dataclass(frozen=True)
+class Percentile:
+    """One latency percentile: its name in every output, its rank, and its Prometheus quantile."""
+
+    key: str  # "p99": the summary's key, the threshold's metric, the line's column
+    rank: float  # 99.0
+    quantile: str  # "0.99": the quantile label of the gauges
+
+    @property
+    def fraction(self) -> float:
+        return self.rank / 100
+
+
+PERCENTILES: Mapping[str, Percentile] = MappingProxyType({p.key: p for p in (
+    Percentile("p50", 50, "0.5"),
+    Percentile("p75", 75, "0.75"),
+    Percentile("p90", 90, "0.9"),
+    Percentile("p95", 95, "0.95"),
+    Percentile("p99", 99, "0.99"),
+    Percentile("p999", 99.9, "0.999"),
+)})
+# Which percentiles each output shows, in its order. The interval line's columns are
+# slow_cooker's, and so are the summary's first keys; the gauges show the line's.
+LINE_PERCENTILES = ("p50", "p95", "p99", "p999")
+SUMMARY_PERCENTILES = ("p50", "p75", "p90", "p95", "p99", "p999")
+GAUGE_PERCENTILES = LINE_PERCENTILES
+# The line's change column compares this percentile with the previous intervals' (slow_cooker's).
+CHANGE_PERCENTILE = "p99"
+
+
+@dataclass(frozen=True)
+class Latency:
+    """A span's response latencies in exact nanoseconds; all 0 when nothing came back.
+
+    min, max, mean and the deviation are exact; a percentile is the highest value of its
+    HDR bucket (0.1%), capped at the exact max, as Go's hdrhistogram reports it.
+    """
+
+    count: int = 0
+    min_ns: int = 0
+    max_ns: int = 0
+    mean_ns: float = 0.0
+    stdev_ns: float = 0.0
+    percentiles: Mapping[str, int] = field(default_factory=dict)  # by Percentile.key
+
+    @classmethod
+    def of(cls, histogram: LatencyHistogram, keys: Iterable[str] = PERCENTILES) -> Latency:
+        """The figures of a histogram, with the percentiles named by `keys`."""
+        wanted = [PERCENTILES[key] for key in keys]
+        found = histogram.percentiles(p.rank for p in wanted)
+        return cls(histogram.count, histogram.min, histogram.max, histogram.mean, histogram.stdev(),
+                   {p.key: found[p.rank] for p in wanted})
+
+    def ns(self, name: str) -> float:
+        """A latency by name: a percentile key, or min, max or mean."""
+        if name in self.percentiles:
+            return float(self.percentiles[name])
+        return float({"min": self.min_ns, "max": self.max_ns, "mean": self.mean_ns}[name])
+
+
+def goal_percent(responses: int, due: float | None) -> float | None:
+    """goal%: responses (good and bad) against the sends due, at most 100; the one definition.
+
+    None when the load has no schedule (a bench sends as fast as it can: nothing is due);
+    100 when nothing was due. Failed sends are not responses, as in slow_cooker.
+    """
+    if due is None:
+        return None
+    if due <= 0:
+        return 100.0
+    return min(responses / due * 100, 100.0)
+
+
+def errors_percent(bad: int, failed: int, requests: int) -> float | None:
+    """errors%: bad and failed requests against all requests made; None when none were made."""
+    return (bad + failed) / requests * 100 if requests else None
+
+
+def share_percent(part: int, whole: int) -> float | None:
+    """A part of the requests (or of the due sends) as a percentage; None when there were none."""
+    return part / whole * 100 if whole else None
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One span of a run, an interval or the whole: its counts and the figures made from them.
+
+    `due` is the number of sends the load model made due in the span (the goal `t`, from the
+    schedule, to 1/1000 of a send); None when the model has no schedule (bench). `due_seconds`
+    is how long sends were due in it: the span, or less when sending stopped inside it.
+    """
+
+    good: int
+    bad: int
+    failed: int
+    skipped: int
+    late: int
+    due: float | None
+    due_seconds: float
+    latency: Latency
+    bhash: int = 0
+    errors: Mapping[str, int] = field(default_factory=dict)  # failed sends by kind
+
+    @property
+    def requests(self) -> int:
+        """Sends made: each is good, bad or failed."""
+        return self.good + self.bad + self.failed
+
+    @property
+    def responses(self) -> int:
+        return self.good + self.bad
+
+    @property
+    def goal_percent(self) -> float | None:
+        return goal_percent(self.responses, self.due)
+
+    @property
+    def errors_percent(self) -> float | None:
+        return errors_percent(self.bad, self.failed, self.requests)
+
+    @property
+    def failed_percent(self) -> float | None:
+        return share_percent(self.failed, self.requests)
+
+    @property
+    def bad_percent(self) -> float | None:
+        return share_percent(self.bad, self.requests)
+
+    @property
+    def skipped_percent(self) -> float | None:
+        """Skipped sends against every send that was due and went out or was skipped."""
+        return share_percent(self.skipped, self.requests + self.skipped)
+
+    @property
+    def rate_target(self) -> float | None:
+        """The rate asked for over the span, req/s: the sends due over the time they were due in."""
+        if self.due is None or self.due_seconds <= 0:
+            return None
+        return self.due / self.due_seconds
+
+    @property
+    def rate_achieved(self) -> float:
+        """Requests made per second of the time sends were due."""
+        return self.requests / self.due_seconds if self.due_seconds > 0 else 0.0
