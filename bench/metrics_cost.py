@@ -49,9 +49,10 @@ sys.path.insert(0, str(REPO))
 
 from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 
+from runner.load.model import Closed  # noqa: E402
 from runner.load.result import Result  # noqa: E402
 from runner.load.schedule import Schedule, Skips  # noqa: E402
-from runner.metrics.collector import Figures, SoakCollector  # noqa: E402
+from runner.metrics.collector import Gauges, SoakCollector  # noqa: E402
 from runner.metrics.tally import MetricsTally, url_slots  # noqa: E402
 
 
@@ -63,7 +64,7 @@ def free_port() -> int:
 
 def tally_cost() -> dict[str, float]:
     """Nanoseconds per record() call, best of five, for each kind of result."""
-    tally = MetricsTally(url_slots(["http://a.example/", "http://b.example/"]))
+    tally = MetricsTally(url_slots(["http://a.example/", "http://b.example/"]), Closed())
     kinds = {
         "good response": Result(url_index=1, start_ns=1_000, headers_ns=351_000, end_ns=400_000, status=200),
         "bad response": Result(url_index=1, start_ns=1_000, headers_ns=351_000, end_ns=400_000, status=503),
@@ -210,11 +211,11 @@ def push_work(count: int, pushes: int = 20) -> tuple[int, float]:
     """(samples, CPU ms) of what a push or a scrape does in its thread, collect() and the text format,
     for `count` URLs each answered once (best of `pushes`): the time it may hold the GIL."""
     slots = url_slots([f"http://127.0.0.1:8080/?n={n}" for n in range(count)])
-    tally = MetricsTally(slots)
+    tally = MetricsTally(slots, Closed())
     for n in range(count):
         tally.record(Result(url_index=n, start_ns=0, headers_ns=300_000 + n, end_ns=400_000, status=200 + n % 400))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SoakCollector(tally, Figures(), slots))
+    registry.register(SoakCollector(tally, Gauges(), slots))
     times = []
     for _ in range(pushes):
         started = time.thread_time()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.report.slowcooker import Line
 from tests.support.faultserver import FaultServer
 from tests.support.programs import program
 
@@ -246,10 +247,10 @@ class IntervalFields:
     def requests(self) -> int:
         return self.good + self.bad + self.failed
 
-    def args(self) -> tuple:
-        """The columns in runner.report.slowcooker.interval_line's argument order, to print the line again."""
-        return (self.timestamp, self.iteration, self.good, self.bad, self.failed, self.target, self.goal_percent,
-                self.interval, self.latencies, self.bhash, self.change)
+    def line(self) -> Line:
+        """The columns as runner.report.slowcooker.interval_line takes them, to print the line again."""
+        return Line(self.timestamp, self.iteration, self.good, self.bad, self.failed, self.target, self.goal_percent,
+                    self.interval, self.latencies, self.bhash, self.change)
 
 
 _INTERVAL_LINE = re.compile(

@@ -13,6 +13,7 @@ from runner.commands.outputs import OUTPUTS
 from runner.commands.termination import ended
 from runner.config.settings import Settings
 from runner.core.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_WORKER_FAILED
+from runner.load.model import Bench, LoadModel
 from runner.load.shards import Shard
 from runner.load.tls import INSECURE_WARNING
 from runner.report.abreport import AbReporter
@@ -42,8 +43,8 @@ def execute(settings: Settings, urls: list[str], source: str | None) -> int:
     if settings.client.insecure:
         say(INSECURE_WARNING)
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
-    reporters = [OUTPUTS.watch(), *reporters_for(settings, verdict)]  # first: stdout's reader may leave at once
-    metrics = _metrics(settings, urls, verdict, parts.shard.pod())  # listening before any load is sent
+    reporters = [OUTPUTS.watch(), *reporters_for(settings, parts.model, verdict)]  # first: stdout's reader may leave
+    metrics = _metrics(settings, parts.model, urls, verdict, parts.shard.pod())  # listening before any load is sent
     if metrics is not None:
         reporters.append(metrics.reporter)
     with proxy_lifecycle(settings, say) as proxy_ready:  # linkerdAwait, linkerdShutdown
@@ -59,12 +60,12 @@ def execute(settings: Settings, urls: list[str], source: str | None) -> int:
     return ended(settings, verdict.exit_code if verdict is not None else EXIT_OK, verdict)  # and says why
 
 
-def reporters_for(settings: Settings, verdict: Verdict | None = None) -> list[Reporter]:
+def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None = None) -> list[Reporter]:
     """A soak prints slow_cooker's lines, a bench ab's; then the thresholds' verdict; both end with the JSON summary."""
     reporters: list[Reporter]
     judged: list[Reporter] = [verdict] if verdict is not None else []
     sections = [verdict.section] if verdict is not None else []
-    if settings.pace.bench:
+    if isinstance(model, Bench):
         reporters = [
             AbReporter(sys.stdout, sys.stderr, settings.pace.total_requests),
             *judged,
@@ -81,13 +82,14 @@ def reporters_for(settings: Settings, verdict: Verdict | None = None) -> list[Re
     return reporters
 
 
-def _metrics(settings: Settings, urls: list[str], verdict: Verdict | None, pod: Shard) -> Metrics | None:
+def _metrics(settings: Settings, model: LoadModel, urls: list[str], verdict: Verdict | None,
+             pod: Shard) -> Metrics | None:
     """The run's Prometheus metrics, when the settings ask for them (prometheus_client loads only then)."""
     if not settings.metrics.wanted:
         return None
     from runner.metrics.collector import Metrics
 
-    return Metrics(settings, urls, verdict, sys.stderr, pod)
+    return Metrics(settings, model, urls, verdict, sys.stderr, pod)
 
 
 def say(line: str) -> None:

@@ -31,7 +31,7 @@ def main(args: argparse.Namespace) -> int:
     for note in merged.notes:
         print(f"{PROG} merge: {note}", file=sys.stderr)
     verdict = Verdict.for_settings(merged.info.settings, sys.stdout)  # the run's thresholds, on the whole run
-    reporters = reporters_for(merged.info.settings, verdict)
+    reporters = reporters_for(merged.info.settings, merged.info.model, verdict)
     for reporter in reporters:
         reporter.start(merged.info)
     for interval in merged.intervals:  # merged one at a time, as the reporters take them

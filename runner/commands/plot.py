@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.core.errors import EXIT_OK, UsageError
 from runner.core.numbers import whole_number
-from runner.readback.results import IntervalFigures, LoadedRun
+from runner.readback.results import IntervalRow, LoadedRun
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -90,7 +90,7 @@ class TimeAxis:
     label: str
 
 
-def time_axis(intervals: Sequence[IntervalFigures]) -> TimeAxis:
+def time_axis(intervals: Sequence[IntervalRow]) -> TimeAxis:
     """Clock time when the timestamps tell the intervals apart and the run is long; else elapsed time."""
     seconds = [i.seconds for i in intervals]
     if None in seconds:
@@ -107,7 +107,7 @@ def time_axis(intervals: Sequence[IntervalFigures]) -> TimeAxis:
     return TimeAxis([e / scale for e in ends], typical * 0.8 / scale, unit, f"interval end, {words} since the start")
 
 
-def _timestamps(intervals: Sequence[IntervalFigures]) -> list[datetime]:
+def _timestamps(intervals: Sequence[IntervalRow]) -> list[datetime]:
     """The intervals' end times, if they read as times and tell every interval apart (they are to
     the second, so sub-second intervals share them); else none."""
     try:
@@ -236,7 +236,7 @@ def _error_bars(axes: Axes, x: list[Any], width: float, heights: list[int]) -> N
     axes.autoscale_view()
 
 
-def _goal_panel(axes: Axes, x: list[Any], bar_width: float, intervals: Sequence[IntervalFigures]) -> None:
+def _goal_panel(axes: Axes, x: list[Any], bar_width: float, intervals: Sequence[IntervalRow]) -> None:
     """goal% as a line on the left axis; errors (bad + failed) as bars on the right one."""
     from matplotlib.ticker import MaxNLocator
 

@@ -19,11 +19,10 @@ from dataclasses import dataclass
 
 from runner.core import units
 from runner.core.errors import UsageError
+from runner.core.percentiles import PERCENTILES
 
 # Latencies: percentile (None for max and mean) of the responses' latencies.
-LATENCIES: dict[str, float | None] = {
-    "p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9, "max": None, "mean": None,
-}
+LATENCIES: dict[str, float | None] = {**{key: p.rank for key, p in PERCENTILES.items()}, "max": None, "mean": None}
 # Percentages of a span's sends, 0 to 100.
 PERCENTAGES = ("goal%", "errors%", "failed%", "bad%", "skipped%")
 RATE = "rate"

@@ -43,17 +43,6 @@ class Pacing:
     precise: bool  # precisePacing: yield until each due time instead of sleeping to it (costs a core)
 
     @property
-    def bench(self) -> bool:
-        """ab's loop: no schedule, no rate, so no goal, no skipped sends and no load model."""
-        return self.mode == "bench"
-
-    @property
-    def open_model(self) -> bool:
-        """Whether sends go out on schedule whatever is in flight: the open model, in a paced
-        soak (a bench has no schedule, so loadModel and maxInFlight do not apply to it)."""
-        return self.load_model == "open" and not self.bench
-
-    @property
     def run_ns(self) -> int | None:
         """How long sending lasts by the clock, or None when only a count or a signal ends it."""
         if self.duration_ns is not None:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from runner.load import failures
-from runner.load.alarm import Alarm
+from runner.load.clock import Clock, MonotonicClock
+from runner.load.model import Bench, LoadModel, Open
 from runner.load.request import Request
 from runner.load.result import ErrorKind, Result
 from runner.load.schedule import Schedule, Skips
@@ -36,29 +36,27 @@ from runner.load.transport import Session, Transport
 
 Sink = Callable[[Result | Skips], None]
 
-# Precise pacing: how long before a due time the sleep ends and yielding begins. Longer than
-# the worst early or late timer wake-up (about a millisecond), so the sleep never overshoots.
-PRECISE_WINDOW_NS = 2_000_000
-
-
 @dataclass(frozen=True)
 class Load:
     """What the engine must do, beyond the schedule itself."""
 
     requests: list[Request]  # one per URL; send n goes to requests[n % len(requests)]
-    open_model: bool = False
-    max_in_flight: int = 1000  # open model only
+    model: LoadModel  # which loop the clients run (runner.load.model)
     total_requests: int = 0  # stop after this many sends; 0: no limit
     hash_sample_rate: float = 0.0
-    bench: bool = False  # ab's closed loop without pacing; open_model and max_in_flight do not apply
-    precise: bool = False  # sleep to just before each due time, then yield until it (costs CPU)
 
 
 class Engine:
-    """Runs the clients of one load on one schedule."""
+    """Runs the clients of one load on one schedule.
 
-    def __init__(self, schedule: Schedule, load: Load, transport: Transport, sink: Sink) -> None:
+    Every moment it acts on comes from its clock (runner.load.clock): the real one by default,
+    a scripted one in tests.
+    """
+
+    def __init__(self, schedule: Schedule, load: Load, transport: Transport, sink: Sink,
+                 clock: Clock | None = None) -> None:
         self._schedule = schedule
+        self._clock = clock if clock is not None else MonotonicClock(load.model.precise)
         self._load = load
         self._transport = transport
         self._sink = sink
@@ -74,7 +72,8 @@ class Engine:
         self._idle: set[asyncio.Task[None]] = set()  # clients waiting for a due time
         self._sends: set[asyncio.Task[int]] = set()  # open model: requests in flight
         self._random = random.Random()
-        self._alarm: Alarm | None = None  # wakes clients at their due times, where the platform allows
+        model = load.model
+        self._max_in_flight = model.max_in_flight if isinstance(model, Open) else 1  # the open model's bound
 
     @property
     def sent(self) -> int:
@@ -95,19 +94,20 @@ class Engine:
 
     async def run(self) -> None:
         """Run every client until the schedule ends, the count is reached, or a stop."""
-        if self._load.bench:
-            client = self._bench_client
-        else:
-            client = self._open_client if self._load.open_model else self._closed_client
-        # Precise pacing keeps the loop's timers (see _wait_until_due): no kernel timer to open.
-        self._alarm = None if self._load.precise else Alarm.open(asyncio.get_running_loop())
-        self._room = asyncio.Event() if self._load.open_model and not self._load.bench else None
+        model = self._load.model
+        match model:
+            case Bench():
+                client = self._bench_client
+            case Open():
+                client = self._open_client
+                self._room = asyncio.Event()
+            case _:
+                client = self._closed_client
         try:
             self._clients = [asyncio.ensure_future(client(c)) for c in range(self._schedule.clients)]
             outcomes = await asyncio.gather(*self._clients, return_exceptions=True)
         finally:
-            if self._alarm is not None:
-                self._alarm.close()
+            self._clock.close()
         for outcome in outcomes:
             if isinstance(outcome, Exception):
                 raise outcome
@@ -120,7 +120,7 @@ class Engine:
         Called for a signal, and by the engine itself once totalRequests have been sent.
         """
         if self._stopped_ns is None:
-            self._stopped_ns = time.monotonic_ns() if at_ns is None else at_ns
+            self._stopped_ns = self._now() if at_ns is None else at_ns
         self._stopping = True
         for task in list(self._idle):
             task.cancel()
@@ -145,7 +145,7 @@ class Engine:
                     k += 1
                 if self._stopping:
                     break
-                k, skipped = self._schedule.catch_up(client, k, free, time.monotonic_ns())
+                k, skipped = self._schedule.catch_up(client, k, free, self._now())
                 self._skip(client, k - skipped, k)
         finally:
             if self._stopping:  # stopped or count spent: account for what fell due before that
@@ -168,7 +168,7 @@ class Engine:
         k = 0
         try:
             while self._ready(n := schedule.send_number(client, k)) and await self._wait_until_due(n):
-                full = self._in_flight >= self._load.max_in_flight
+                full = self._in_flight >= self._max_in_flight
                 if full:
                     self._waiting[client] = k
                     try:
@@ -177,7 +177,7 @@ class Engine:
                         k = self._waiting.pop(client)  # skip_due_before may have counted some meanwhile
                     if not room:
                         break
-                now = time.monotonic_ns()
+                now = self._now()
                 if full or not schedule.before_end(now):
                     # Every send that fell due while there was no room, or that is still unsent once
                     # sending is over, is skipped: all of them in one record.
@@ -213,7 +213,7 @@ class Engine:
         before_end = self._schedule.before_end
         try:
             if await self._wait_until_due(0):
-                while not self._stopping and before_end(time.monotonic_ns()) and self._claim():
+                while not self._stopping and before_end(self._now()) and self._claim():
                     await self._send(session, self._sent - 1, paced=False)
         finally:
             await _close(session)
@@ -223,31 +223,19 @@ class Engine:
         return not self._stopping and self._schedule.in_run(n)
 
     async def _wait_until_due(self, n: int) -> bool:
-        """Sleep until send n is due; False if the engine was stopped meanwhile.
+        """Sleep until send n is due, by the clock; False if the engine was stopped meanwhile.
 
-        Where there is a kernel timer (alarm.py) the client sleeps on it, to within the
-        kernel's wake-up. Elsewhere on the loop's timers, which may fire early (uvloop keeps
-        milliseconds) and late (asyncio rounds up to the millisecond), so the clock is read
-        again after every wake-up rather than trusted. In precise mode the sleep ends a
-        little before the due time and the rest is spent yielding to the loop, which sends
-        within microseconds of the due time at the price of a busy core while it waits.
-        Precise mode sleeps on the loop's timers: measured at 1,000 req/s, its send lag
-        was p50 10 us that way and 56 us when it woke on the kernel timer (cause not found).
+        The clock may wake a client early (the loop's timers keep milliseconds), so it is read
+        again after every wake-up rather than trusted.
         """
         due = self._schedule.due_ns(n)
-        spin = PRECISE_WINDOW_NS if self._load.precise else 0
-        alarm = self._alarm
+        clock = self._clock
         task = asyncio.current_task()
         assert task is not None
         self._idle.add(task)
         try:
-            while not self._stopping and (delay := due - time.monotonic_ns()) > 0:
-                if delay <= spin:
-                    await asyncio.sleep(0)
-                elif alarm is not None:
-                    await alarm.until(due)
-                else:
-                    await asyncio.sleep((delay - spin) / 1e9)
+            while not self._stopping and clock.now_ns() < due:
+                await clock.sleep_until(due)
         except asyncio.CancelledError:
             if not self._stopping:
                 raise
@@ -280,7 +268,7 @@ class Engine:
         assert task is not None
         self._idle.add(task)
         try:
-            while not self._stopping and self._in_flight >= self._load.max_in_flight:
+            while not self._stopping and self._in_flight >= self._max_in_flight:
                 room.clear()
                 await room.wait()
         except asyncio.CancelledError:
@@ -319,20 +307,20 @@ class Engine:
         """
         requests = self._load.requests
         url_index = n % len(requests)
-        due = self._schedule.due_ns(n) if paced else time.monotonic_ns()
+        due = self._schedule.due_ns(n) if paced else self._now()
         rate = self._load.hash_sample_rate
         if not counted:
             self._in_flight += 1
         try:
             result = await session.send(requests[url_index], rate > 0 and self._random.random() < rate)
         except asyncio.CancelledError:
-            now = time.monotonic_ns()
+            now = self._now()
             result = Result(start_ns=min(due, now), end_ns=now, error=ErrorKind.CANCELLED,
                             error_text="cancelled: still in flight when the run stopped")
             self._sink(self._stamp(result, n, url_index, due))
             raise
         except Exception as exc:  # noqa: BLE001 - a transport's bug must not cost a client its sends
-            result = _crashed(exc, due)
+            result = _crashed(exc, due, self._now())
         finally:
             self._in_flight -= 1
             if self._room is not None:
@@ -348,13 +336,16 @@ class Engine:
             self._sink(Skips(self._schedule, client, first, end))
         return end
 
+    def _now(self) -> int:
+        return self._clock.now_ns()
+
     @staticmethod
     def _stamp(result: Result, n: int, url_index: int, due: int) -> Result:
         result.seq, result.url_index, result.due_ns = n, url_index, due
         return result
 
 
-def _crashed(exc: Exception, due: int) -> Result:
+def _crashed(exc: Exception, due: int, now: int) -> Result:
     """A send whose transport raised: a failed Result of kind `other` naming the exception.
 
     Transports turn everything a server can do into a Result; an exception here is a bug
@@ -362,7 +353,6 @@ def _crashed(exc: Exception, due: int) -> Result:
     to make, uncounted; a counted failure with the exception's type keeps the run going,
     keeps the books balanced, and still shows the bug on stderr, once per interval.
     """
-    now = time.monotonic_ns()
     name, text = type(exc).__name__, failures.message([exc])
     return Result(start_ns=min(due, now), end_ns=now, error=ErrorKind.OTHER,
                   error_text=f"other: {name}" if text == name else f"other: {name}: {text}")

@@ -92,9 +92,6 @@ class Result:
         """
         return self.start_ns - max(self.due_ns, self.free_ns)
 
-    def latency_in(self, open_model: bool) -> int:
-        """The latency a run reports: corrected in the open model, slow_cooker's in the closed one."""
-        return self.corrected_latency_ns if open_model else self.latency_ns
 
 
 def is_good(status: int) -> bool:

@@ -37,6 +37,26 @@ class Schedule:
         """The run-wide number of client `client`'s k-th send."""
         return self.offset + self.stride * (client + k * self.clients)
 
+    def sends_due(self, start_ns: int, end_ns: int) -> float:
+        """How many of this process's sends are due in [start_ns, end_ns): the goal `t` of a span.
+
+        The rate over the span, not a count of due times (half a second at 5 req/s is 2.5
+        sends, whichever sends' due times fall in it), so the goals of adjacent spans add up
+        to the goal of both. Unrounded: figures round it once, where it is shown (see goal).
+        The one place a goal is made from the run's rate; a rate that changes during a run
+        changes only this.
+        """
+        return self.qps / self.stride * max(0, end_ns - start_ns) / NS_PER_S
+
+    def planned_sends(self) -> int | None:
+        """How many sends this process will have made by the end of sending, if nothing stops it
+        early: its own among the run's sends due before the end, counted exactly. None when only a
+        count or a signal ends the run."""
+        if self.end_ns is None:
+            return None
+        run = self.last_send_by(self.end_ns - 1) + 1  # sends 0 .. run - 1 are due before the end
+        return max(0, (run - self.offset + self.stride - 1) // self.stride)
+
     def slot_end_ns(self, n: int) -> int:
         """When send n's slot ends: when the run's next send after it is due (any shard's), so
         the shards of a count-limited run end together, at the run's end, not a stride apart."""
@@ -161,13 +181,3 @@ class Grid:
     def index(self, t_ns: int) -> int:
         """The interval a moment falls in; moments before the start count in interval 0."""
         return max(0, (t_ns - self.start_ns) // self.interval_ns)
-
-
-def goal(qps: float, span_ns: int) -> float:
-    """How many sends are due in `span_ns` at `qps`: the interval line's `t`, to 1/1000 of a send.
-
-    Spans come from due times rounded to the nanosecond (and from clocks of shards that agree
-    to microseconds), so 10 sends at 7 req/s span 10.000000003 sends' worth: unrounded, all
-    10 answered would read as 99%.
-    """
-    return round(qps * span_ns / NS_PER_S, 3)

@@ -55,7 +55,7 @@ from prometheus_client.registry import Collector
 
 from runner.config.settings import Settings
 from runner.load.engine import Sink
-from runner.load.schedule import goal
+from runner.load.model import LoadModel
 from runner.load.shards import ALONE, Shard
 from runner.metrics.push import Pusher
 from runner.metrics.server import MetricServer
@@ -74,12 +74,13 @@ from runner.metrics.tally import (
     UrlSlots,
     WorkerTallies,
     reached_by,
-    tally_for,
     url_slots,
 )
 from runner.report.base import Reporter
+from runner.stats.client import ClientFigures
+from runner.stats.figures import GAUGE_PERCENTILES, PERCENTILES, Figures
 from runner.stats.recorder import Interval
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 if TYPE_CHECKING:
     from runner.report.verdict import Verdict
@@ -107,54 +108,26 @@ GIL_SWITCH_S = 0.001
 
 
 
-@dataclass
-class IntervalFigures:
-    """The last closed interval, for the soak_interval_* gauges."""
+@dataclass(frozen=True)
+class LastInterval:
+    """The last closed interval, for the soak_interval_* gauges: its figures, as every report has them."""
 
     end_time: float  # Unix time
-    requests_per_second: float
-    goal_ratio: float | None  # None for a bench
-    errors_ratio: float | None  # None without requests
-    latency_s: dict[str, float]  # quantile ("0.5", ...) -> seconds
-    max_latency_s: float
-    client_saturated: bool  # the client, not the server, set the pace (docs/output.md)
-    client_cpu_ratio: float  # the process' CPU over the interval, in cores
-    loop_lag_p99_s: float  # how late the event loop ran a 10 ms timer, p99
+    figures: Figures  # runner.stats.figures: computed once for every report
+    client: ClientFigures  # how the client itself fared in it
 
 
 @dataclass
-class Figures:
+class Gauges:
     """What the reporter hooks learn about the run, for the gauges: its shape, its last interval, its verdict."""
 
     target_rate: float | None = None
     concurrency: int = 0
     start_time: float = 0.0
     intervals: int = 0
-    last: IntervalFigures | None = None
+    last: LastInterval | None = None
     finished: bool = False
     thresholds: list[tuple[str, str, bool]] | None = None  # (rule, scope, ok), once the run has finished
-
-
-_QUANTILES = {"0.5": 50.0, "0.95": 95.0, "0.99": 99.0, "0.999": 99.9}
-
-
-def interval_figures(info: RunInfo, interval: Interval) -> IntervalFigures:
-    tally = interval.tally
-    seconds = interval.due_span_ns / 1e9
-    target = goal(info.qps, interval.due_span_ns)
-    goal_ratio = min(tally.responses / target, 1.0) if target > 0 else 1.0
-    found = tally.latency.percentiles(_QUANTILES.values())
-    return IntervalFigures(
-        end_time=info.wall(interval.end_ns),
-        requests_per_second=tally.requests / seconds if seconds > 0 else 0.0,
-        goal_ratio=goal_ratio if not info.settings.pace.bench else None,
-        errors_ratio=(tally.bad + tally.failed) / tally.requests if tally.requests else None,
-        latency_s={q: found[p] / 1e9 for q, p in _QUANTILES.items()},
-        max_latency_s=tally.max_ns / 1e9,
-        client_saturated=interval.client.saturated,
-        client_cpu_ratio=interval.client.cpu_share,
-        loop_lag_p99_s=interval.client.loop_lag.percentiles([99])[99] / 1e9,
-    )
 
 
 class MetricsReporter(Reporter):
@@ -163,31 +136,31 @@ class MetricsReporter(Reporter):
     The endpoint lasts as long as the run: it closes after the final push.
     """
 
-    def __init__(self, figures: Figures, verdict: Verdict | None = None, pusher: Pusher | None = None,
+    def __init__(self, gauges: Gauges, verdict: Verdict | None = None, pusher: Pusher | None = None,
                  server: MetricServer | None = None) -> None:
-        self._figures = figures
+        self._gauges = gauges
         self._verdict = verdict
         self._pusher = pusher
         self._server = server
 
     def start(self, info: RunInfo) -> None:
-        f = self._figures
-        f.target_rate = info.qps if not info.settings.pace.bench else None
+        f = self._gauges
+        f.target_rate = info.qps if info.model.paced else None
         f.concurrency = info.concurrency
         f.start_time = info.wall_start
         if self._pusher is not None:
             self._pusher.start(info)
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
-        self._figures.last = interval_figures(info, interval)
-        self._figures.intervals += 1
+        self._gauges.last = LastInterval(info.wall(interval.end_ns), interval.figures, interval.client)
+        self._gauges.intervals += 1
         if self._pusher is not None:
             self._pusher.push_soon()
 
     def finish(self, summary: RunSummary) -> None:
         if self._verdict is not None:
-            self._figures.thresholds = [(o.rule.text, o.rule.scope, o.ok) for o in self._verdict.judge(summary)]
-        self._figures.finished = True
+            self._gauges.thresholds = [(o.rule.text, o.rule.scope, o.ok) for o in self._verdict.judge(summary)]
+        self._gauges.finished = True
         if self._pusher is not None:
             self._pusher.push_final()
             self._pusher.close()
@@ -200,14 +173,14 @@ class SoakCollector(Collector):
     """A prometheus_client collector: the run's metric families, made from a copy of the counts."""
 
     tally: Counts
-    figures: Figures
+    gauges: Gauges
     slots: UrlSlots
 
     def collect(self) -> Iterator[Metric]:
         counts = self.tally.snapshot()
         yield from slow_cooker_families(counts)
         yield from request_families(counts, self.slots)
-        yield from figure_families(self.figures)
+        yield from gauge_families(self.gauges)
 
 
 
@@ -284,7 +257,7 @@ def histogram_buckets(spec: HistogramSpec, places: Sequence[int]) -> list[tuple[
     return [*buckets, ("+Inf", float(cumulative[-1]))]
 
 
-def figure_families(f: Figures) -> Iterator[Metric]:
+def gauge_families(f: Gauges) -> Iterator[Metric]:
     """The gauges: the run's shape, its last interval, and at the end its verdict."""
     if f.target_rate is not None:
         yield GaugeMetricFamily("soak_target_requests_per_second", "The rate this process is asked to send at.",
@@ -307,31 +280,33 @@ def figure_families(f: Figures) -> Iterator[Metric]:
         yield each
 
 
-def _interval_families(last: IntervalFigures) -> Iterator[Metric]:
+def _interval_families(last: LastInterval) -> Iterator[Metric]:
+    """The last interval's figures as gauges: ratios 0 to 1 where the lines show percents, seconds where ns."""
+    f, client = last.figures, last.client
     yield GaugeMetricFamily("soak_interval_end_time_seconds", "When the last closed interval ended, as a Unix time.",
                             value=last.end_time)
     yield GaugeMetricFamily("soak_interval_requests_per_second", "Requests per second sent in the last interval.",
-                            value=last.requests_per_second)
-    if last.goal_ratio is not None:
+                            value=f.rate_achieved)
+    if f.goal_percent is not None:
         yield GaugeMetricFamily("soak_interval_goal_ratio", "The last interval's responses against its goal, 0 to 1 "
-                                "(goal% / 100).", value=last.goal_ratio)
-    if last.errors_ratio is not None:
+                                "(goal% / 100).", value=f.goal_percent / 100)
+    if f.errors_percent is not None:
         yield GaugeMetricFamily("soak_interval_errors_ratio", "The last interval's bad and failed requests against "
-                                "all its requests, 0 to 1.", value=last.errors_ratio)
+                                "all its requests, 0 to 1.", value=f.errors_percent / 100)
     latency = GaugeMetricFamily("soak_interval_latency_seconds", "Latency percentiles of the last interval's "
                                 "responses.", labels=["quantile"])
-    for quantile, seconds in last.latency_s.items():
-        latency.add_metric([quantile], seconds)
+    for key in GAUGE_PERCENTILES:
+        latency.add_metric([PERCENTILES[key].quantile], f.latency.percentiles[key] / 1e9)
     yield latency
     yield GaugeMetricFamily("soak_interval_max_latency_seconds", "The slowest response of the last interval.",
-                            value=last.max_latency_s)
+                            value=f.latency.max_ns / 1e9)
     yield GaugeMetricFamily("soak_interval_client_saturated", "1 if the client, not the server, set the pace in the "
                             "last interval (CPU >= 90% of a core, or loop lag p99 >= 10 ms), else 0.",
-                            value=float(last.client_saturated))
+                            value=float(client.saturated))
     yield GaugeMetricFamily("soak_interval_client_cpu_ratio", "The runner's CPU in the last interval, in cores.",
-                            value=last.client_cpu_ratio)
+                            value=client.cpu_share)
     yield GaugeMetricFamily("soak_interval_loop_lag_seconds", "How late the runner's event loop ran a 10 ms timer "
-                            "in the last interval, p99.", value=last.loop_lag_p99_s)
+                            "in the last interval, p99.", value=client.loop_lag.percentiles([99])[99] / 1e9)
 
 
 
@@ -344,8 +319,8 @@ class Metrics:
     Split over local workers, each worker counts its own and `workers` sums them; `tap` is None.
     """
 
-    def __init__(self, settings: Settings, urls: Sequence[str], verdict: Verdict | None, err: TextIO,
-                 pod: Shard = ALONE) -> None:
+    def __init__(self, settings: Settings, model: LoadModel, urls: Sequence[str], verdict: Verdict | None,
+                 err: TextIO, pod: Shard = ALONE) -> None:
         self.tap: Sink | None = None
         self.workers: WorkerTallies | None = None
         counts: Counts
@@ -355,16 +330,16 @@ class Metrics:
         if settings.split.workers > 1:
             counts = self.workers = WorkerTallies(slots)
         else:
-            tally = counts = tally_for(settings, slots)
+            tally = counts = MetricsTally(slots, model)
             self.tap = tally.record
             sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_S))  # this process sends too
-        figures = Figures()
+        gauges = Gauges()
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(SoakCollector(counts, figures, slots))
+        registry.register(SoakCollector(counts, gauges, slots))
         self.server = MetricServer(settings.metrics.addr, registry) if settings.metrics.addr else None
         spec = settings.metrics
         self.pusher = Pusher(spec.pushgateway, spec.job, registry, err) if spec.pushgateway else None
-        self.reporter = MetricsReporter(figures, verdict, self.pusher, self.server)
+        self.reporter = MetricsReporter(gauges, verdict, self.pusher, self.server)
 
     def close(self) -> None:
         """Stop serving and pushing, if the run ended without finishing (the reporter does it otherwise)."""

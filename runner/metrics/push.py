@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry, push_to_gateway
 from runner.core import redact
 from runner.core.errors import UsageError
 from runner.load.shards import Shard, completion_index
-from runner.stats.run import RunInfo
+from runner.stats.runinfo import RunInfo
 
 PUSH_TIMEOUT_S = 5.0  # one push, connecting included
 FINAL_WAIT_S = 2 * PUSH_TIMEOUT_S + 1  # at the end: a push still under way, then the final one

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from prometheus_client.utils import floatToGoString
 
-from runner.config.settings import Settings
 from runner.core import redact
+from runner.load.model import LoadModel
 from runner.load.result import Result, is_good
 from runner.load.schedule import Skips
 from runner.stats.client import is_late
@@ -147,8 +147,10 @@ class MetricsTally:
     It is the engine's sink's second stop, after the recorder, when metrics are on.
     """
 
-    def __init__(self, slots: UrlSlots, *, corrected: bool = False) -> None:
-        self._corrected = corrected  # open model: latency from the due time, as the recorder measures it
+    def __init__(self, slots: UrlSlots, model: LoadModel | None = None) -> None:
+        # The latency a response counts with, as the recorder measures it; None for a sum of
+        # other tallies (summed(), WorkerTallies), which records nothing itself.
+        self._model = model
         self._slot_of = slots.slot_of
         count = len(slots.labels)
         self.skipped = 0
@@ -173,7 +175,8 @@ class MetricsTally:
             return
         status = result.status
         self.statuses[slot][status if status < STATUSES else 0] += 1
-        latency = result.latency_in(self._corrected)
+        assert self._model is not None, "a sum of tallies records nothing"
+        latency = self._model.latency_ns(result)
         place = bisect_left(EDGES_NS, latency)
         if is_good(status):
             self.good[slot][place] += 1
@@ -188,7 +191,7 @@ class MetricsTally:
         The copy only holds counts: it records nothing, and a worker sends it home pickled
         with every interval, so it leaves out the map of every URL to its slot."""
         copy = MetricsTally.__new__(MetricsTally)
-        copy._corrected = self._corrected
+        copy._model = self._model
         copy._slot_of = ()
         copy.skipped = self.skipped
         copy.late = self.late
@@ -253,8 +256,3 @@ def url_label(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-
-
-def tally_for(settings: Settings, slots: UrlSlots) -> MetricsTally:
-    """The counts of one process's results, measured as its recorder measures them."""
-    return MetricsTally(slots, corrected=settings.pace.open_model)

@@ -15,19 +15,19 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from runner.core.units import UNIT_NS
-from runner.readback.logscan import IntervalFigures, Startup
+from runner.readback.logscan import IntervalRow, Startup
 from runner.report import keys as k
-from runner.report.slowcooker import goal_percent
-from runner.report.summary import SUMMARY_PERCENTILES
+from runner.report.slowcooker import shown_percent
 from runner.stats.estimate import estimate, interval_points
+from runner.stats.figures import LINE_PERCENTILES, PERCENTILES, SUMMARY_PERCENTILES, goal_percent
 
 LATENCY_KEYS = (*SUMMARY_PERCENTILES, k.MIN, k.MEAN, k.MAX)
 
 
-_INTERVAL_QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99, "p999": 0.999}
+_INTERVAL_QUANTILES = {key: PERCENTILES[key].fraction for key in LINE_PERCENTILES}  # an interval row's columns
 
 
-_ESTIMATED_QUANTILES = {key: p / 100 for key, p in SUMMARY_PERCENTILES.items()}
+_ESTIMATED_QUANTILES = {key: PERCENTILES[key].fraction for key in SUMMARY_PERCENTILES}
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class RunFigures:
 
 def figures(
     summary: Mapping[str, Any] | None,
-    intervals: Sequence[IntervalFigures],
+    intervals: Sequence[IntervalRow],
     unit: str,
     slow_cooker: bool,
     startup: Startup | None,
@@ -151,15 +151,16 @@ def _histogram_latencies(summary: Mapping[str, Any], notes: list[str]) -> dict[s
         hdr = HdrHistogram.decode(encoded)
         if not hdr.get_total_count():
             return {}
-        found = hdr.get_percentile_to_value_dict(list(SUMMARY_PERCENTILES.values()))
+        found = hdr.get_percentile_to_value_dict([PERCENTILES[key].rank for key in SUMMARY_PERCENTILES])
         low, high = hdr.get_min_value(), hdr.get_max_value()
     except Exception:  # noqa: BLE001 - any damage to untrusted base64/zlib/struct data reads as "unreadable"
         notes.append("the JSON summary's histogram cannot be read; its percentile keys are used instead")
         return {}
-    return {**{key: float(found[p]) for key, p in SUMMARY_PERCENTILES.items()}, "min": float(low), "max": float(high)}
+    return {**{key: float(found[PERCENTILES[key].rank]) for key in SUMMARY_PERCENTILES}, "min": float(low),
+            "max": float(high)}
 
 
-def _from_intervals(intervals: Sequence[IntervalFigures], unit: str, startup: Startup | None,
+def _from_intervals(intervals: Sequence[IntervalRow], unit: str, startup: Startup | None,
                     latencies: bool = True) -> RunFigures:
     """What the intervals tell of the whole run: counts and rate exactly, percentiles as estimates
     (with `latencies`; without, none)."""
@@ -178,7 +179,7 @@ def _from_intervals(intervals: Sequence[IntervalFigures], unit: str, startup: St
         bad=bad,
         failed=failed,
         skipped=sum(s for s in skipped if s is not None) if None not in skipped else None,
-        goal_percent=goal_percent(good + bad, goal) if goal is not None else None,
+        goal_percent=shown_percent(goal_percent(good + bad, goal)) if goal is not None else None,
         rate_target=rate_target,
         rate_achieved=round((good + bad + failed) / duration, 3) if duration else None,
         duration_seconds=round(duration, 3) if duration is not None else None,
@@ -187,7 +188,7 @@ def _from_intervals(intervals: Sequence[IntervalFigures], unit: str, startup: St
     )
 
 
-def _interval_latencies(intervals: Sequence[IntervalFigures], scale: int) -> dict[str, Any]:
+def _interval_latencies(intervals: Sequence[IntervalRow], scale: int) -> dict[str, Any]:
     """min and max exactly (to the unit); percentiles and mean estimated from each interval's row."""
     answered = [i for i in intervals if i.responses]
     if not answered:

@@ -57,8 +57,10 @@ _OWN_NOTE = "soak: "  # the runner's own lines on stderr: the Linkerd proxy awai
 
 
 @dataclass(frozen=True)
-class IntervalFigures:
-    """One interval, as its line shows it; latencies in the run's unit, None where not known."""
+class IntervalRow:
+    """One interval read back from a log: its line's columns (or its intervalStats entry); latencies in
+    the run's unit, None where not known. A row, not the figures of runner.stats.figures: a log
+    tells only what it printed."""
 
     timestamp: str  # end of the interval, as printed
     iter: int
@@ -116,7 +118,7 @@ class LogScan:
     """What the lines of one log are; scan() fills it in one pass."""
 
     startup: Startup | None = None
-    intervals: list[IntervalFigures] = field(default_factory=list)
+    intervals: list[IntervalRow] = field(default_factory=list)
     blocks: list[JsonBlock] = field(default_factory=list)
     soak_errors: int = 0  # stderr lines in soak's form: `GET "url": text (3 times)`, `... and 2 more errors (5 times)`
     slow_cooker_errors: int = 0  # stderr lines in Go's form: `Get "url": text`
@@ -259,7 +261,7 @@ def _interval(found: LogScan, m: re.Match[str]) -> None:
     found._pending.clear()
     found.trailing_errors = 0
     found.intervals.append(
-        IntervalFigures(g[0], it, good, bad, failed, t, goal_pct, g[7], low, p50, p95, p99, p999, high, bhash,
+        IntervalRow(g[0], it, good, bad, failed, t, goal_pct, g[7], low, p50, p95, p99, p999, high, bhash,
                         errors=errors)
     )
 

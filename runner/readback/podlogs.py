@@ -180,7 +180,7 @@ def _drop_copies(found: PodLogs) -> None:
     """The same shard's log given twice (the same file twice, say) is one shard: later copies are dropped."""
     kept: list[ShardRun] = []
     for shard in found.shards:
-        if any(k.index == shard.index and (k.run, k.config) == (shard.run, shard.config) for k in kept):
+        if any(k.index == shard.index and (k.totals, k.config) == (shard.totals, shard.config) for k in kept):
             found.notes.append(f"{shard.source}: shard {shard.index} appears twice, the same log; this copy is skipped")
         else:
             kept.append(shard)

@@ -21,12 +21,12 @@ from typing import Any
 from runner.config.files import read_log
 from runner.core.units import UNIT_NS
 from runner.readback.figures import LATENCY_KEYS, RunFigures, figures, json_int, json_number
-from runner.readback.logscan import MAX_LINE_NOTES, IntervalFigures, JsonBlock, LogScan, Startup, scan
+from runner.readback.logscan import MAX_LINE_NOTES, IntervalRow, JsonBlock, LogScan, Startup, scan
 from runner.readback.partialjson import read_object
 from runner.report import keys as k
-from runner.report.summary import SUMMARY_PERCENTILES
+from runner.stats.figures import SUMMARY_PERCENTILES
 
-__all__ = ["IntervalFigures", "LoadedRun", "RunFigures", "Startup", "load_run", "read_run"]
+__all__ = ["IntervalRow", "LoadedRun", "RunFigures", "Startup", "load_run", "read_run"]
 
 _SLOW_COOKER_KEYS = frozenset(SUMMARY_PERCENTILES)
 # A shard's intervals are its summary's bulk, several times the rest once decoded: left in the
@@ -39,7 +39,7 @@ class LoadedRun:
     """A finished run as read from one file, with what was skipped or assumed in `notes`."""
 
     source: str  # the file's name as given
-    intervals: tuple[IntervalFigures, ...]
+    intervals: tuple[IntervalRow, ...]
     summary: Mapping[str, Any] | None  # the JSON summary as found (only its whole members if cut off)
     figures: RunFigures  # from the summary where it tells, else rebuilt from the intervals
     latency_unit: str  # of the intervals' latencies and the summary's
@@ -111,7 +111,7 @@ class _Summary:
 
     members: dict[str, Any]
     whole: bool
-    intervals: list[IntervalFigures] | None
+    intervals: list[IntervalRow] | None
 
 
 def _summary(blocks: Sequence[JsonBlock], notes: list[str]) -> _Summary | None:
@@ -156,8 +156,8 @@ def _looks_like_summary(members: Mapping[str, Any]) -> bool:
     return any(key in members for key in known)
 
 
-def _interval_stats(summary: Mapping[str, Any], notes: list[str]) -> list[IntervalFigures] | None:
-    """The summary's intervalStats as IntervalFigures; None when it has none or they do not read."""
+def _interval_stats(summary: Mapping[str, Any], notes: list[str]) -> list[IntervalRow] | None:
+    """The summary's intervalStats as IntervalRow; None when it has none or they do not read."""
     stats = summary.get(k.INTERVAL_STATS)
     if not isinstance(stats, list) or not stats:
         return None
@@ -171,7 +171,7 @@ def _interval_stats(summary: Mapping[str, Any], notes: list[str]) -> list[Interv
     return intervals
 
 
-def _interval_from_stats(entry: Any) -> IntervalFigures | None:
+def _interval_from_stats(entry: Any) -> IntervalRow | None:
     if not isinstance(entry, dict):
         return None
     ints = (k.ITER, k.GOOD, k.BAD, k.FAILED, k.BHASH)
@@ -185,7 +185,7 @@ def _interval_from_stats(entry: Any) -> IntervalFigures | None:
     if not isinstance(entry.get(k.END), str) or not isinstance(entry.get(k.INTERVAL), str):
         return None
     errors = entry.get(k.ERRORS)
-    return IntervalFigures(
+    return IntervalRow(
         entry[k.END], entry[k.ITER], entry[k.GOOD], entry[k.BAD], entry[k.FAILED], t, goal,
         entry[k.INTERVAL], entry[k.MIN], entry["p50"], entry["p95"], entry["p99"], entry["p999"], entry[k.MAX],
         entry[k.BHASH],
@@ -220,8 +220,8 @@ def _is_slow_cooker(lines: LogScan, summary: _Summary | None, notes: list[str]) 
 
 
 def _choose_intervals(
-    lines: list[IntervalFigures], stats: list[IntervalFigures] | None, slow_cooker: bool, notes: list[str]
-) -> list[IntervalFigures]:
+    lines: list[IntervalRow], stats: list[IntervalRow] | None, slow_cooker: bool, notes: list[str]
+) -> list[IntervalRow]:
     """The summary's intervalStats when it has them (checked against the lines), else the lines."""
     if slow_cooker:
         lines = [replace(i, p999=None) for i in lines]
@@ -233,7 +233,7 @@ def _choose_intervals(
     return stats
 
 
-def _note_gaps(intervals: Sequence[IntervalFigures], notes: list[str]) -> None:
+def _note_gaps(intervals: Sequence[IntervalRow], notes: list[str]) -> None:
     """Intervals missing from the lines: the log was cut at the top (`--tail`) or lost lines."""
     if not intervals:
         return
@@ -256,7 +256,7 @@ def _as_printed(name: str, value: Any) -> Any:
 _LATENCIES = ("min", "p50", "p95", "p99", "p999", "max")
 
 
-def _note_disagreements(lines: list[IntervalFigures], stats: list[IntervalFigures], notes: list[str]) -> None:
+def _note_disagreements(lines: list[IntervalRow], stats: list[IntervalRow], notes: list[str]) -> None:
     """Check the interval lines against intervalStats, which win: say where they differ."""
     by_iter = {i.iter: i for i in stats}
     differences = []

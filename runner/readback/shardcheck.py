@@ -56,7 +56,7 @@ def contradictions(summary: Mapping[str, Any], shard: ShardRun) -> list[str]:
             found.append(f"interval {index}: starts at {start} ns, not after interval {index - 1} ({previous} ns)")
         previous = start
         total.add(tally)
-    drain = (shard.run or {}).get("drain")
+    drain = (shard.totals or {}).get("drain")
     if drain is not None:
         total.add(tally_from_record(drain))
     return found + [f"the run: {problem}" for problem in _run_contradictions(summary, total, len(shard.intervals))]

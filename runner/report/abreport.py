@@ -19,7 +19,7 @@ from runner.report.base import Reporter
 from runner.report.clientnotes import BUSY_NOTE, run_note
 from runner.report.slowcooker import drain_error_lines, error_lines
 from runner.stats.recorder import Interval
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99)  # then 100, "(longest request)"
 # The note after the report when ab's "Time per request" (mean) is no request's time: when the

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from runner.stats.recorder import Interval
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 
 class Reporter:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from runner.core.durations import format_duration
 from runner.stats.client import SATURATED_CPU, SATURATED_LAG_NS, ClientFigures
 from runner.stats.recorder import Interval, Tally
-from runner.stats.run import RunSummary
+from runner.stats.runinfo import RunSummary
 
 # How each line starts, so a reader of logs (runner.readback) knows them for ours.
 INTERVAL_NOTE, DRAIN_NOTE, RUN_NOTE = "# iter ", "# after the last interval: ", "# client saturated in "

@@ -17,7 +17,7 @@ from typing import TextIO
 from runner.core.errors import UsageError
 from runner.report.base import Reporter
 from runner.stats.histogram import LatencyHistogram
-from runner.stats.run import RunSummary
+from runner.stats.runinfo import RunSummary
 
 
 def csv_rows(histogram: LatencyHistogram) -> Iterator[str]:

@@ -14,6 +14,7 @@ from runner.config.schema import defaults
 from runner.config.settings import Settings
 from runner.core import redact
 from runner.core.durations import format_duration
+from runner.load.model import model_of, schedule_of
 from runner.load.shards import ALONE, INDEX_ENV, Shard
 from runner.report.slowcooker import format_rate
 
@@ -23,7 +24,7 @@ _LISTED_URLS = 5  # a shard's own URLs named one by one; the rest counted
 def describe(settings: Settings, urls: list[str], environ: Mapping[str, str], shard: Shard = ALONE) -> list[str]:
     """Lines saying what a run with these settings would do; `shard`: this process's part of it."""
     s = settings
-    lines = [_bench_line(s) if s.pace.bench else _rate_line(s)]
+    lines = [_rate_line(s) if model_of(s.pace).paced else _bench_line(s)]
     if not shard.alone:
         lines[0] = "the whole run " + lines[0]
     lines += [f"  to {redact.url(url)}" for url in urls]
@@ -77,14 +78,23 @@ def _split(s: Settings, shard: Shard, urls: list[str], environ: Mapping[str, str
     return lines
 
 
+def planned_sends(s: Settings, part: Shard) -> int | None:
+    """The sends a part of the run makes by its planned end, as its schedule makes them due;
+    None without a schedule (a bench) or a planned end."""
+    pace = s.pace
+    if not model_of(pace).paced or pace.run_ns is None:
+        return None
+    return schedule_of(pace, part, 0).planned_sends()
+
+
 def _share(s: Settings, part: Shard) -> str:
     """A part's rate, clients and requests, against the whole run's."""
     clients = part.share(s.pace.concurrency)
     text = (f"{format_rate(round(s.pace.qps / part.stride, 3))} of the {format_rate(s.pace.qps)} {s.request.method} "
             f"req/s with {clients} of the {s.pace.concurrency} clients")
-    if s.pace.run_ns is not None and not s.pace.bench:
-        whole = round(s.pace.qps * s.pace.run_ns / 1e9)
-        text += f", {round(s.pace.qps * s.pace.run_ns / 1e9 / part.stride)} of the {whole} requests"
+    whole, own = planned_sends(s, ALONE), planned_sends(s, part)
+    if whole is not None and own is not None:
+        text += f", {own} of the {whole} requests"
     if s.pace.total_requests:
         text += f"; stops after {part.share(s.pace.total_requests)} of the {s.pace.total_requests} requests"
     return text
@@ -152,8 +162,8 @@ def _stop_rule(s: Settings) -> str:
         rule = f"for {s.pace.iterations} intervals of {interval} ({whole})"
     else:
         rule = f"until stopped, one line every {interval}"
-    if s.pace.run_ns is not None and not s.pace.bench:
-        rule += f", {round(s.pace.qps * s.pace.run_ns / 1e9)} requests in all"
+    if (planned := planned_sends(s, ALONE)) is not None:
+        rule += f", {planned} requests in all"
     if s.pace.total_requests:
         rule += f"; stops after {s.pace.total_requests} requests"
     return rule
@@ -212,10 +222,11 @@ def _body(s: Settings) -> str:
 
 
 def _outputs(s: Settings) -> str:
-    parts = ["interval lines on stdout" if not s.pace.bench else "ab's report on stdout"]
+    paced = model_of(s.pace).paced
+    parts = ["interval lines on stdout" if paced else "ab's report on stdout"]
     if not s.report.no_latency_summary:
         parts.append("a JSON summary on stdout")
-    parts.append("failures on stderr" if not s.pace.bench else "progress and failures on stderr")
+    parts.append("failures on stderr" if paced else "progress and failures on stderr")
     if s.report.report_latencies_csv:
         parts.append(f"latency CSV to {s.report.report_latencies_csv}")
     if s.report.termination_message_path and s.report.termination_message_path != defaults()["terminationMessagePath"]:

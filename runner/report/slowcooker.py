@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TextIO
 
 from runner.core.durations import format_duration
 from runner.core.redact import printable
 from runner.core.units import in_unit, rfc3339
-from runner.load.schedule import goal
 from runner.report.base import Reporter
 from runner.report.clientnotes import drain_note, interval_note, run_note
+from runner.stats.figures import CHANGE_PERCENTILE, LINE_PERCENTILES
 from runner.stats.recorder import OTHER_TEXTS, ErrorGroup, Interval, Tally
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
-INTERVAL_PERCENTILES = (50, 95, 99, 99.9)
 _CHANGE_WINDOW = 5
 MAX_ERROR_LINES = 10  # failure lines per interval on stderr; the rest are summed up in one more
 
@@ -63,30 +63,53 @@ def header_line(timestamp: str, interval: str, unit: str = "ms") -> str:
             "bhash change\n")
 
 
-def interval_line(
-    timestamp: str,
-    iteration: int,
-    good: int,
-    bad: int,
-    failed: int,
-    target: int,
-    goal_pct: int,
-    interval: str,
-    latencies: tuple[int, int, int, int, int, int],
-    bhash: int,
-    change: str,
-    unit: str = "ms",
-) -> str:
-    """One interval in slow_cooker's layout; `latencies` is (min, p50, p95, p99, p999, max).
+@dataclass(frozen=True)
+class Line:
+    """The columns of one interval line, as printed: what line() lays out, and a log reader reads back."""
+
+    timestamp: str  # the interval's end, RFC 3339 to the second
+    iteration: int
+    good: int
+    bad: int
+    failed: int
+    target: int  # the goal `t`, rounded to a whole send
+    goal_percent: int  # truncated
+    interval: str  # its length as Go prints a duration: `1s`, `534ms`
+    latencies: tuple[int, int, int, int, int, int]  # min, then LINE_PERCENTILES, then max, truncated to the unit
+    bhash: int
+    change: str  # `+`, `-`, or "" (see change_indicator)
+
+
+def interval_line(line: Line, unit: str = "ms") -> str:
+    """One interval in slow_cooker's layout.
 
     slow_cooker's Go format string, "%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s\\n",
     with its latency widths for ms and wider ones for finer units (EXTRA_DIGITS).
     """
     widths = [w + EXTRA_DIGITS[unit] for w in LATENCY_WIDTHS]
-    low, p50, p95, p99, p999, high = (f"{value:{width}d}" for value, width in zip(latencies, widths, strict=True))
+    low, p50, p95, p99, p999, high = (f"{value:{width}d}" for value, width in zip(line.latencies, widths, strict=True))
     return "%s %4d %6d/%1d/%1d %d %3d%% %s %s [%s %s %s %s ] %s %6d %s\n" % (  # noqa: UP031
-        timestamp, iteration, good, bad, failed, target, goal_pct, interval, low, p50, p95, p99, p999, high, bhash,
-        change,
+        line.timestamp, line.iteration, line.good, line.bad, line.failed, line.target, line.goal_percent,
+        line.interval, low, p50, p95, p99, p999, high, line.bhash, line.change,
+    )
+
+
+def line_of(info: RunInfo, interval: Interval, window: ChangeWindow) -> Line:
+    """An interval's figures as its line's columns (and the change marker, which remembers its p99)."""
+    f, unit = interval.figures, info.settings.report.latency_unit
+    latencies = (f.latency.min_ns, *(f.latency.percentiles[key] for key in LINE_PERCENTILES), f.latency.max_ns)
+    return Line(
+        timestamp=rfc3339(info.wall(interval.end_ns)),
+        iteration=interval.index,
+        good=f.good,
+        bad=f.bad,
+        failed=f.failed,
+        target=rounded_goal(f.due or 0.0),
+        goal_percent=shown_percent(f.goal_percent),
+        interval=format_duration(to_ms(interval.span_ns)),
+        latencies=tuple(in_unit(ns, unit) for ns in latencies),  # type: ignore[arg-type]
+        bhash=f.bhash,
+        change=window.push(in_unit(f.latency.percentiles[CHANGE_PERCENTILE], unit)),
     )
 
 
@@ -96,11 +119,9 @@ def rounded_goal(target: float) -> int:
     return math.floor(target + 0.5)
 
 
-def goal_percent(responses: int, target: float) -> int:
-    """Responses (good + bad) as a whole percentage of the goal, at most 100; 100 for no goal."""
-    if target <= 0:
-        return 100
-    return int(min(responses / target * 100, 100))
+def shown_percent(percent: float | None) -> int:
+    """goal% as the line prints it: truncated to a whole percent (a span with no schedule reads 100%)."""
+    return 100 if percent is None else int(percent)
 
 
 def change_indicator(history: list[int], p99: int) -> str:
@@ -138,13 +159,6 @@ class ChangeWindow:
         marker = change_indicator(list(self._p99s), p99)
         self._p99s.append(p99)
         return marker
-
-
-def interval_latencies(tally: Tally, unit: str) -> tuple[int, int, int, int, int, int]:
-    """(min, p50, p95, p99, p999, max) of an interval in the unit, zeros when nothing came back."""
-    found = tally.latency.percentiles(INTERVAL_PERCENTILES)
-    quantiles = [in_unit(found[p], unit) for p in INTERVAL_PERCENTILES]
-    return in_unit(tally.min_ns, unit), *quantiles, in_unit(tally.max_ns, unit)  # type: ignore[return-value]
 
 
 def error_lines(method: str, urls: list[str], tally: Tally) -> list[str]:
@@ -206,24 +220,9 @@ class SlowCookerReporter(Reporter):
                                            s.report.latency_unit))
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
-        s, tally = info.settings, interval.tally
-        self._write(self._err, "".join(error_lines(s.request.method, info.urls, tally)))
-        target = goal(info.qps, interval.due_span_ns)
-        latencies = interval_latencies(tally, s.report.latency_unit)
-        line = interval_line(
-            rfc3339(info.wall(interval.end_ns)),
-            interval.index,
-            tally.good,
-            tally.bad,
-            tally.failed,
-            rounded_goal(target),
-            goal_percent(tally.responses, target),
-            format_duration(to_ms(interval.span_ns)),
-            latencies,
-            tally.hash_mismatches,
-            self._window.push(latencies[3]),
-            s.report.latency_unit,
-        )
+        s = info.settings
+        self._write(self._err, "".join(error_lines(s.request.method, info.urls, interval.tally)))
+        line = interval_line(line_of(info, interval, self._window), s.report.latency_unit)
         self._write(self._out, line + interval_note(interval))
 
     def finish(self, summary: RunSummary) -> None:

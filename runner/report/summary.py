@@ -17,18 +17,16 @@ from urllib.parse import urlsplit
 from runner.core.durations import format_duration
 from runner.core.units import UNIT_NS, in_unit, rfc3339
 from runner.load.result import ErrorKind
-from runner.load.schedule import goal
 from runner.report import keys as k
 from runner.report.base import Reporter
 from runner.report.compactjson import compact_json
-from runner.report.slowcooker import INTERVAL_PERCENTILES, goal_percent, to_ms
+from runner.report.slowcooker import shown_percent, to_ms
 from runner.stats.client import ClientFigures
+from runner.stats.figures import LINE_PERCENTILES, SUMMARY_PERCENTILES, Latency
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import interval_record, run_record
 from runner.stats.recorder import BenchTally, Interval, Tally
-from runner.stats.run import RunInfo, RunSummary
-
-SUMMARY_PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
+from runner.stats.runinfo import RunInfo, RunSummary
 
 # ab's failure breakdown, from our error kinds: a connection never made, a response cut short
 # or never finished, and anything else. ab's fourth kind, Length, is judged on responses.
@@ -40,10 +38,9 @@ AB_FAILURES = {
 SERVED_WITHIN = (50, 66, 75, 80, 90, 95, 98, 99, 100)  # ab's percentages of the total time
 
 
-def percentile_keys(histogram: LatencyHistogram, unit: str) -> dict[str, int]:
-    """p50 ... p999 of a histogram, in the unit."""
-    found = histogram.percentiles(SUMMARY_PERCENTILES.values())
-    return {key: in_unit(found[p], unit) for key, p in SUMMARY_PERCENTILES.items()}
+def percentile_keys(latency: Latency, unit: str) -> dict[str, int]:
+    """slow_cooker's summary keys, p50 ... p999, truncated to the unit as it truncates them."""
+    return {key: in_unit(latency.percentiles[key], unit) for key in SUMMARY_PERCENTILES}
 
 
 def send_lag_dict(lag: LatencyHistogram) -> dict[str, float]:
@@ -87,15 +84,15 @@ def drain_dict(summary: RunSummary) -> dict[str, Any]:
             k.DURATION_SECONDS: round((summary.end_ns - last) / 1e9, 3)}
 
 
-def interval_latencies_precise(tally: Tally, unit: str) -> tuple[float, ...]:
-    """(min, p50, p95, p99, p999, max) in the unit to three decimals, where the line truncates.
+def line_latencies_precise(latency: Latency, unit: str) -> dict[str, float]:
+    """min, the line's percentiles and max in the unit to three decimals, where the line truncates.
 
     A fast service answers in well under a millisecond: in ms, every interval line says 0,
     and a plot of them would be a flat line. The summary keeps what was measured.
     """
-    found = tally.latency.percentiles(INTERVAL_PERCENTILES)
-    values = [tally.min_ns, *(found[p] for p in INTERVAL_PERCENTILES), tally.max_ns]
-    return tuple(round(v / UNIT_NS[unit], 3) for v in values)
+    values = {k.MIN: latency.min_ns, **{key: latency.percentiles[key] for key in LINE_PERCENTILES},
+              k.MAX: latency.max_ns}
+    return {key: round(ns / UNIT_NS[unit], 3) for key, ns in values.items()}
 
 
 def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
@@ -103,24 +100,21 @@ def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
 
     A bench has no rate to reach, so its intervals have no goal: `t` and goalPercent are null.
     """
-    tally, unit = interval.tally, info.settings.report.latency_unit
-    target = goal(info.qps, interval.due_span_ns)
-    paced = not info.settings.pace.bench
-    low, p50, p95, p99, p999, high = interval_latencies_precise(tally, unit)
+    f = interval.figures
     return {
         k.ITER: interval.index,
         k.END: rfc3339(info.wall(interval.end_ns)),
         k.INTERVAL: format_duration(to_ms(interval.span_ns)),
-        k.GOOD: tally.good,
-        k.BAD: tally.bad,
-        k.FAILED: tally.failed,
-        k.SKIPPED: tally.skipped,
-        k.LATE: tally.late,
-        k.GOAL_T: round(target, 3) if paced else None,
-        k.GOAL_PERCENT: goal_percent(tally.responses, target) if paced else None,
-        k.MIN: low, "p50": p50, "p95": p95, "p99": p99, "p999": p999, k.MAX: high,
-        k.BHASH: tally.hash_mismatches,
-        k.ERRORS: dict(sorted(tally.errors.items())),
+        k.GOOD: f.good,
+        k.BAD: f.bad,
+        k.FAILED: f.failed,
+        k.SKIPPED: f.skipped,
+        k.LATE: f.late,
+        k.GOAL_T: f.due,
+        k.GOAL_PERCENT: None if f.goal_percent is None else shown_percent(f.goal_percent),
+        **line_latencies_precise(f.latency, info.settings.report.latency_unit),
+        k.BHASH: f.bhash,
+        k.ERRORS: dict(f.errors),
         k.CLIENT_SATURATED: interval.client.saturated,
     }
 
@@ -133,31 +127,29 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     merge.interval_record()), everything `soak merge` needs to add the shards up exactly.
     A merged run says which shards it is made of, and which were missing or cut off.
     """
-    info, tally = summary.info, summary.tally
+    info, tally, f = summary.info, summary.tally, summary.figures
     unit = info.settings.report.latency_unit
     elapsed_s = summary.elapsed_ns / 1e9
-    sending_s = summary.sending_ns / 1e9
-    target = goal(info.qps, summary.goal_ns)
-    paced = summary.bench is None  # a bench has no target rate, hence no goal
-    data: dict[str, Any] = percentile_keys(tally.latency, unit)
+    paced = info.model.paced  # a bench has no schedule, hence no goal and no target rate
+    data: dict[str, Any] = percentile_keys(f.latency, unit)
     data |= {
         k.LATENCY_UNIT: unit,
         k.LATENCY_CLOCK: latency_clock(tally),
-        k.MIN: in_unit(tally.min_ns, unit),
-        k.MEAN: _unit_float(tally.mean_ns, unit),
-        k.MAX: in_unit(tally.max_ns, unit),
-        k.STDEV: _unit_float(tally.stdev_ns, unit),
-        k.REQUESTS: tally.requests,
-        k.GOOD: tally.good,
-        k.BAD: tally.bad,
-        k.FAILED: tally.failed,
-        k.SKIPPED: tally.skipped,
-        k.LATE: tally.late,
-        k.GOAL_PERCENT: goal_percent(tally.responses, target) if paced else None,
+        k.MIN: in_unit(f.latency.min_ns, unit),
+        k.MEAN: _unit_float(f.latency.mean_ns, unit),
+        k.MAX: in_unit(f.latency.max_ns, unit),
+        k.STDEV: _unit_float(f.latency.stdev_ns, unit),
+        k.REQUESTS: f.requests,
+        k.GOOD: f.good,
+        k.BAD: f.bad,
+        k.FAILED: f.failed,
+        k.SKIPPED: f.skipped,
+        k.LATE: f.late,
+        k.GOAL_PERCENT: None if f.goal_percent is None else shown_percent(f.goal_percent),
         k.CLIENT_SATURATED: summary.client is not None and summary.client.saturated,
         k.RATE: {
             k.RATE_TARGET: _number(round(info.qps, 6)) if paced else None,
-            k.RATE_ACHIEVED: round(tally.requests / sending_s, 3) if sending_s > 0 else 0.0,
+            k.RATE_ACHIEVED: round(f.rate_achieved, 3),
         },
         k.STATUS_CODES: {str(code): n for code, n in sorted(tally.statuses.items())},
         k.ERRORS: dict(sorted(tally.errors.items())),
@@ -168,14 +160,14 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
         k.START: rfc3339(info.wall_start, fraction=True),
         k.END: rfc3339(info.wall(summary.end_ns), fraction=True),
         k.DURATION_SECONDS: round(elapsed_s, 3),
-        k.SENDING_SECONDS: round(sending_s, 3),
+        k.SENDING_SECONDS: round(summary.sending_ns / 1e9, 3),
         k.INTERVALS: summary.intervals,
         k.STOP_REASON: summary.stop_reason,
     }
     if summary.connections is not None:
         data[k.CONNECTIONS] = dict(sorted(summary.connections.items()))
     if summary.uncorrected is not None:
-        data[k.UNCORRECTED] = percentile_keys(summary.uncorrected, unit)
+        data[k.UNCORRECTED] = percentile_keys(Latency.of(summary.uncorrected, SUMMARY_PERCENTILES), unit)
     if summary.send_lag is not None:
         data[k.SEND_LAG_US] = send_lag_dict(summary.send_lag)
     if summary.client is not None:

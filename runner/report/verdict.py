@@ -14,7 +14,6 @@ interval line, the thresholds and the summary are printed exactly once, as after
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 from collections.abc import Callable, Sequence
@@ -24,10 +23,11 @@ from typing import Any, TextIO
 from runner.config.rules import RATE, Rule
 from runner.config.settings import Settings
 from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
-from runner.load.schedule import goal
+from runner.load.model import schedule_of
 from runner.report.base import Reporter
+from runner.stats.figures import goal
 from runner.stats.recorder import Interval, Tally
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 from runner.stats.thresholds import Plan, Span, bounds, measure
 
 _LISTED_INTERVALS = 10  # broken intervals named on a line; the summary lists them all
@@ -217,26 +217,23 @@ def _stop_by_signal(reason: str) -> None:
 
 def interval_span(info: RunInfo, interval: Interval) -> Span:
     """An interval as the rules see it: goal% and rate only when it was a whole interval long."""
-    paced = not info.settings.pace.bench
-    due = interval.due_span_ns
-    return Span(interval.tally, due / 1e9, goal(info.qps, due) if paced else None,
-                whole=due >= info.settings.pace.interval_ns, shares=info.shard.count)
+    return Span(interval.figures, whole=interval.due_span_ns >= info.settings.pace.interval_ns,
+                shares=info.shard.count)
 
 
 def run_span(summary: RunSummary) -> Span:
-    info = summary.info
-    paced = summary.bench is None
-    return Span(summary.tally, summary.sending_ns / 1e9, goal(info.qps, summary.goal_ns) if paced else None,
-                shares=info.shard.count)
+    return Span(summary.figures, shares=summary.info.shard.count)
 
 
 def plan_of(info: RunInfo) -> Plan:
     """What this process's whole run will be, if nothing stops it early."""
     s = info.settings
     total = info.shard.share(s.pace.total_requests) if s.pace.total_requests else None
-    if s.pace.bench or s.pace.run_ns is None:
+    schedule = schedule_of(s.pace, info.shard, 0)
+    by_time = schedule.planned_sends() if info.model.paced else None
+    if by_time is None:
         return Plan(total, None, None, counted=total is not None)
-    by_time = math.ceil(info.qps * s.pace.run_ns / 1e9)
     if total is not None and total < by_time:
         return Plan(total, None, None, counted=True)  # it ends with its last send made, skipped ones aside
-    return Plan(by_time, goal(info.qps, s.pace.run_ns), s.pace.run_ns / 1e9, shares=info.shard.count)
+    assert schedule.end_ns is not None
+    return Plan(by_time, goal(schedule.sends_due(0, schedule.end_ns)), schedule.end_ns / 1e9, shares=info.shard.count)

@@ -27,6 +27,7 @@ from runner.core.redact import Secrets
 from runner.core.units import UNIT_NS
 from runner.load.clients import TRANSPORTS
 from runner.load.engine import Load
+from runner.load.model import Bench, LoadModel, Open, model_for, model_of, schedule_of
 from runner.load.request import Request, build_requests, origin
 from runner.load.schedule import Grid, Schedule
 from runner.load.shards import Shard, check_split, shard_of
@@ -45,35 +46,31 @@ class Parts:
     shard: Shard  # which part of the run this process sends
     requests: list[Request]  # one per URL, resolved once
     transport: Transport
+    model: LoadModel  # this process's load model, with its share of the run's maxInFlight
 
-    def schedule(self, start_ns: int, end_ns: int | None) -> Schedule:
-        """When each of this process's sends is due, from the run's start."""
-        pace, shard = self.settings.pace, self.shard
-        return Schedule(start_ns, pace.qps, shard.share(pace.concurrency), end_ns, stride=shard.stride,
-                        offset=shard.offset)
+    def schedule(self, start_ns: int) -> Schedule:
+        """When each of this process's sends is due, from the run's start to its planned end."""
+        return schedule_of(self.settings.pace, self.shard, start_ns)
 
     def load(self) -> Load:
         """What the engine does beyond the schedule: this process's share of the run's limits."""
-        pace, shard = self.settings.pace, self.shard
         return Load(
             requests=self.requests,
-            open_model=pace.open_model,
-            max_in_flight=max(1, shard.share(pace.max_in_flight)),
-            total_requests=shard.share(pace.total_requests),
+            model=self.model,
+            total_requests=self.shard.share(self.settings.pace.total_requests),
             hash_sample_rate=self.settings.report.hash_sample_rate,
-            bench=pace.bench,
-            precise=pace.precise,
         )
 
-    def recorder(self, grid: Grid) -> Recorder:
-        """Counts and histograms on the run's interval grid; secret values kept out of failure texts."""
+    def recorder(self, grid: Grid, schedule: Schedule) -> Recorder:
+        """Counts and histograms on the run's interval grid, each interval's goal from the schedule;
+        secret values kept out of failure texts."""
         s = self.settings
         return Recorder(
             grid,
-            corrected=s.pace.open_model,
+            self.model,
+            due=schedule.sends_due if self.model.paced else None,
             hash_value=s.report.hash_value,
             unit_ns=UNIT_NS[s.report.latency_unit] if s.report.report_latencies_csv else None,
-            bench=s.pace.bench,
             shown=Secrets(value for request in self.requests for value in request.hidden).shown,
         )
 
@@ -84,7 +81,7 @@ def build(settings: Settings, urls: list[str], source: str | None, shard: Shard 
     `shard`: this process's part, when the caller knows it (a local worker); else it comes
     from the settings and the Indexed Job's index.
     """
-    if settings.pace.bench and len(urls) != 1:
+    if isinstance(model_of(settings.pace), Bench) and len(urls) != 1:
         raise UsageError(f"bench mode takes exactly one URL, as ab does; got {len(urls)}")
     shard = shard if shard is not None else split_of(settings)
     origins = len({origin(url) for url in urls})
@@ -93,16 +90,18 @@ def build(settings: Settings, urls: list[str], source: str | None, shard: Shard 
     transport = transport_for(settings, shard, origins)  # and TLS files too
     if settings.report.report_latencies_csv:
         check_csv_path(settings.report.report_latencies_csv)  # opened (and emptied) only once the run starts
-    return Parts(settings, urls, source, shard, requests, transport)
+    return Parts(settings, urls, source, shard, requests, transport, model_for(settings.pace, shard))
 
 
 def split_of(settings: Settings) -> Shard:
     """This process's part of the run, checked: every part needs a client and its share of the limits."""
     pace, split = settings.pace, settings.split
+    model = model_of(pace)
     shard = shard_of(split.shards, split.shard, split.workers)
-    if pace.bench and shard.count > 1:
+    bench = isinstance(model, Bench)
+    if bench and shard.count > 1:
         raise UsageError("mode: bench runs in one pod; shards split soaks only (local workers split a bench too)")
-    if pace.bench:  # ab's words for ab's flags
+    if bench:  # ab's words for ab's flags
         for name, value in (("concurrency", pace.concurrency), ("totalRequests", pace.total_requests)):
             if value and value < split.workers:
                 raise UsageError(f"{AB_FLAGS[name]}: {value} is not allowed with workers: {split.workers}; must be at "
@@ -110,7 +109,7 @@ def split_of(settings: Settings) -> Shard:
         if pace.total_requests and pace.concurrency > pace.total_requests:  # `soak bench` and `--mode bench` alike
             raise UsageError(f"{AB_FLAGS['concurrency']}: {pace.concurrency} is not allowed; must be at most the "
                              f"number of requests ({AB_FLAGS['totalRequests']} {pace.total_requests}), as in ab")
-    check_split(shard, pace.concurrency, pace.total_requests, pace.max_in_flight if pace.open_model else None,
+    check_split(shard, pace.concurrency, pace.total_requests, pace.max_in_flight if isinstance(model, Open) else None,
                 settings.report.no_latency_summary)
     return shard
 
@@ -129,7 +128,7 @@ def connections_needed(settings: Settings, shard: Shard, origins: int) -> tuple[
     each with one left open)."""
     pace = settings.pace
     name, value = "concurrency", pace.concurrency
-    if pace.open_model and not pace.bench and pace.max_in_flight > pace.concurrency:
+    if isinstance(model_of(pace), Open) and pace.max_in_flight > pace.concurrency:
         name, value = "maxInFlight", pace.max_in_flight
     return name, value, shard.share(value) * origins
 
@@ -166,12 +165,12 @@ def check_open_files(settings: Settings, shard: Shard, origins: int) -> None:
 def transport_for(settings: Settings, shard: Shard, origins: int = 1) -> Transport:
     """The HTTP client the settings name, with the options every session shares; `origins`:
     the servers (scheme, host, port) the URLs name, each of which a client keeps a connection to."""
-    client, pace = settings.client, settings.pace
+    client, model = settings.client, model_for(settings.pace, shard)
     options = TransportOptions(
         timeout_ns=client.timeout_ns,
         no_reuse=client.no_reuse,
         compress=client.compress,
-        max_connections=max(1, shard.share(pace.max_in_flight)) if pace.open_model else 1,
+        max_connections=model.max_in_flight if isinstance(model, Open) else 1,
         ca_bundle=client.ca_bundle,
         insecure=client.insecure,
         client_cert=client.client_cert,

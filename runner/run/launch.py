@@ -15,7 +15,7 @@ from runner.load.engine import Sink
 from runner.report.base import Reporter
 from runner.run.build import Parts
 from runner.run.soak import Soak
-from runner.stats.run import RunSummary
+from runner.stats.runinfo import RunSummary
 
 T = TypeVar("T")
 

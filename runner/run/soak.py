@@ -24,7 +24,7 @@ from runner.report.base import Reporter
 from runner.run.build import Parts
 from runner.run.probe import LoopProbe
 from runner.stats.recorder import Interval
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
@@ -45,7 +45,8 @@ class Soak:
         run_ns = settings.pace.run_ns
         self._end_ns = start_ns + run_ns if run_ns is not None else None
         self._grid = Grid(start_ns, settings.pace.interval_ns)
-        self._recorder = parts.recorder(self._grid)
+        self._schedule = parts.schedule(start_ns)
+        self._recorder = parts.recorder(self._grid, self._schedule)
         if self._end_ns is not None:  # what comes back after the schedule's end is the drain
             self._recorder.drain_from(self._end_ns)
         self._progress = [r for r in reporters if r.progress_every > 0]
@@ -54,7 +55,7 @@ class Soak:
         sink: Sink = self._record_and_tell if self._progress else self._recorder.record
         if tap is not None:  # metrics: every result, after the recorder has counted it
             sink = _both(sink, tap)
-        self._engine = Engine(parts.schedule(start_ns, self._end_ns), parts.load(), parts.transport, sink)
+        self._engine = Engine(self._schedule, parts.load(), parts.transport, sink)
         self.info = RunInfo(settings, parts.urls, parts.url_source, start_ns, wall_start, shard)
         self._signal = asyncio.Event()
         self._second_signal = asyncio.Event()
@@ -198,7 +199,7 @@ class Soak:
             intervals=recorder.next_index,
             end_ns=max(end_ns, recorder.drain_end_ns),  # the whole run, the drain included
             sending_end_ns=sending_end_ns,
-            tally=recorder.run,
+            tally=recorder.total,
             uncorrected=recorder.uncorrected,
             send_lag=recorder.send_lag,
             in_unit=recorder.in_unit,
@@ -210,6 +211,7 @@ class Soak:
             client=recorder.client.run(_cpu_seconds(), time.monotonic_ns()),
             drain=recorder.drain,
             last_interval_end_ns=end_ns,
+            due=self._schedule.sends_due(self.info.start_ns, sending_end_ns) if self.info.model.paced else None,
         )
         for reporter in self._reporters:
             reporter.finish(summary)

@@ -36,7 +36,7 @@ from runner.report.base import Reporter
 from runner.stats.merge import RunTotal, merged_bench, merged_interval, merged_summary
 from runner.stats.record import ShardRun, bench_from_record, bench_record, interval_record, run_record
 from runner.stats.recorder import Interval
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 if TYPE_CHECKING:
     from runner.metrics.tally import MetricsTally, UrlSlots, WorkerTallies
@@ -112,12 +112,12 @@ def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard,
     os.setpgrp()
     outbox = _Outbox(home)
     try:
+        parts = build(settings, urls, source, shard)  # this process's own requests and HTTP client
         tally = None
         if slots is not None:  # the parent's, so every worker counts each URL where the parent labels it
-            from runner.metrics.tally import tally_for
+            from runner.metrics.tally import MetricsTally
 
-            tally = tally_for(settings, slots)
-        parts = build(settings, urls, source, shard)  # this process's own requests and HTTP client
+            tally = MetricsTally(slots, parts.model)
         launch.run(parts, [_Courier(outbox, tally, progress_every)], start_wall,
                    tap=tally.record if tally is not None else None)
     except Exception as e:  # reported by the parent, which prints it; the traceback helps no one
@@ -302,7 +302,7 @@ class _Gather:
         # a worker that died keeps what it sent (the client's own figures and the drain come with
         # the run records, merged by merged_summary).
         bench = None
-        if self.info.settings.pace.bench:
+        if self.info.model.ab_phases:
             bench = merged_bench([bench_from_record(self.benches[w], shift) for w in sorted(self.benches)])
         summary = replace(_summary_on_clock(summary, shift), failed_workers=dict(sorted(self.failures.items())) or None,
                           stop_reason=self.stop_reason or summary.stop_reason, bench=bench)

@@ -18,32 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
+from typing import Protocol
 
+from runner.core.percentiles import PERCENTILES
 from runner.stats.histogram import LatencyHistogram
 
-
-@dataclass(frozen=True)
-class Percentile:
-    """One latency percentile: its name in every output, its rank, and its Prometheus quantile."""
-
-    key: str  # "p99": the summary's key, the threshold's metric, the line's column
-    rank: float  # 99.0
-    quantile: str  # "0.99": the quantile label of the gauges
-
-    @property
-    def fraction(self) -> float:
-        return self.rank / 100
-
-
-PERCENTILES: Mapping[str, Percentile] = MappingProxyType({p.key: p for p in (
-    Percentile("p50", 50, "0.5"),
-    Percentile("p75", 75, "0.75"),
-    Percentile("p90", 90, "0.9"),
-    Percentile("p95", 95, "0.95"),
-    Percentile("p99", 99, "0.99"),
-    Percentile("p999", 99.9, "0.999"),
-)})
 # Which percentiles each output shows, in its order. The interval line's columns are
 # slow_cooker's, and so are the summary's first keys; the gauges show the line's.
 LINE_PERCENTILES = ("p50", "p95", "p99", "p999")
@@ -83,11 +62,22 @@ class Latency:
         return float({"min": self.min_ns, "max": self.max_ns, "mean": self.mean_ns}[name])
 
 
+def goal(sends_due: float) -> float:
+    """The sends due in a span as its goal `t` is counted and shown: to 1/1000 of a send.
+
+    Spans come from due times rounded to the nanosecond (and from clocks of shards that agree
+    to microseconds), so 10 sends at 7 req/s span 10.000000003 sends' worth: unrounded, all
+    10 answered would read as 99%.
+    """
+    return round(sends_due, 3)
+
+
 def goal_percent(responses: int, due: float | None) -> float | None:
-    """goal%: responses (good and bad) against the sends due, at most 100; the one definition.
+    """goal%: responses (good and bad) against the goal, at most 100; the one definition.
 
     None when the load has no schedule (a bench sends as fast as it can: nothing is due);
-    100 when nothing was due. Failed sends are not responses, as in slow_cooker.
+    100 when nothing was due. Failed sends are not responses, as in slow_cooker. The line
+    and the summary show it truncated to a whole percent; the verdict and the gauges use it whole.
     """
     if due is None:
         return None
@@ -98,21 +88,42 @@ def goal_percent(responses: int, due: float | None) -> float | None:
 
 def errors_percent(bad: int, failed: int, requests: int) -> float | None:
     """errors%: bad and failed requests against all requests made; None when none were made."""
-    return (bad + failed) / requests * 100 if requests else None
+    return share_percent(bad + failed, requests)
 
 
 def share_percent(part: int, whole: int) -> float | None:
     """A part of the requests (or of the due sends) as a percentage; None when there were none."""
-    return part / whole * 100 if whole else None
+    return part * 100 / whole if whole else None
+
+
+class Counted(Protocol):
+    """What figures are made of: a span's tally (runner.stats.recorder.Tally), read only."""
+
+    @property
+    def good(self) -> int: ...
+    @property
+    def bad(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+    @property
+    def skipped(self) -> int: ...
+    @property
+    def late(self) -> int: ...
+    @property
+    def hash_mismatches(self) -> int: ...
+    @property
+    def errors(self) -> Mapping[str, int]: ...
+    @property
+    def latency(self) -> LatencyHistogram: ...
 
 
 @dataclass(frozen=True)
 class Figures:
     """One span of a run, an interval or the whole: its counts and the figures made from them.
 
-    `due` is the number of sends the load model made due in the span (the goal `t`, from the
-    schedule, to 1/1000 of a send); None when the model has no schedule (bench). `due_seconds`
-    is how long sends were due in it: the span, or less when sending stopped inside it.
+    `due` is the span's goal `t`: the sends the schedule made due in it, to 1/1000 of a send
+    (goal()); None when the load model has no schedule (bench). `due_seconds` is how long
+    sends were due in it: the span, or less when sending stopped inside it.
     """
 
     good: int
@@ -125,6 +136,13 @@ class Figures:
     latency: Latency
     bhash: int = 0
     errors: Mapping[str, int] = field(default_factory=dict)  # failed sends by kind
+
+    @classmethod
+    def of(cls, tally: Counted, due: float | None, due_ns: int, keys: Iterable[str] = PERCENTILES) -> Figures:
+        """A tally's figures, `due` sends (unrounded, from the schedule) due over `due_ns`."""
+        return cls(tally.good, tally.bad, tally.failed, tally.skipped, tally.late,
+                   None if due is None else goal(due), due_ns / 1e9, Latency.of(tally.latency, keys),
+                   tally.hash_mismatches, dict(sorted(tally.errors.items())))
 
     @property
     def requests(self) -> int:

@@ -25,11 +25,12 @@ from typing import Any
 
 from runner.config.settings import Settings, merge, settings_from
 from runner.core.units import NS_PER_S
+from runner.load.schedule import Schedule
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import ShardRun, client_from_record, histogram_from_record, run_settings, tally_from_record
 from runner.stats.recorder import BenchTally, Interval, Tally
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 CLOCK_SLACK_NS = 1_000_000  # how far apart the shards' ends of one full interval may be
 
@@ -40,13 +41,14 @@ class RunTotal:
 
     tally: Tally = field(default_factory=Tally)
     intervals: int = 0
-    due_ns: int = 0  # the goal's span: each interval's due_span_ns, added
+    due: float | None = None  # the sends due: each interval's, added (None without a schedule)
     last_end_ns: int | None = None
 
     def add(self, interval: Interval) -> None:
         self.tally.merge(interval.tally)
         self.intervals += 1
-        self.due_ns += interval.due_span_ns
+        if interval.due is not None:
+            self.due = interval.due + (self.due or 0.0)
         self.last_end_ns = interval.end_ns
 
 
@@ -166,13 +168,25 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     # A shard that sent to the interval's end (None) keeps the whole interval's goal: the
     # run's sending stopped only where every shard's had.
     sending = [None if r.get("sendingEndNs") is None else offset + int(r["sendingEndNs"]) for offset, r in parts]
-    due = sum(_sending_ns(offset, r, start, start + length) for offset, r in parts) + unknown * length
+    spans = [_sending_span(offset, r, start, start + length) for offset, r in parts]
+    spans += [(start, start + length)] * unknown
+    due_ns = round(sum(stop - begin for begin, stop in spans) / shares)
     return Interval(index, start, end, tally, None if None in sending else max(s for s in sending if s is not None),
-                    round(due / shares), client)
+                    due_ns, client, due=_sends_due(info, shares, spans))
 
 
-def _sending_ns(offset: int, record: dict[str, Any], start: int, end: int) -> int:
-    """How long, within [start, end), the shard of this interval record was sending."""
+def _sends_due(info: RunInfo, shares: int, spans: Sequence[tuple[int, int]]) -> float | None:
+    """The sends due in an interval of the merged run: each part's for the spans it was sending
+    (a part is one of `shares` equal shares of the run), as its schedule makes them due; None
+    without a schedule (a bench)."""
+    if not info.model.paced:
+        return None
+    share = Schedule(0, info.qps, 1, stride=shares)  # on the merged clock, from its start: this process's rate
+    return sum(share.sends_due(begin, stop) for begin, stop in spans)
+
+
+def _sending_span(offset: int, record: dict[str, Any], start: int, end: int) -> tuple[int, int]:
+    """When, within [start, end), the shard of this interval record was sending (begin = stop: not at all)."""
     begin = max(start, offset + int(record["startNs"]))
     stop = min(end, offset + int(record["endNs"]))
     if record.get("sendingEndNs") is not None:
@@ -181,7 +195,7 @@ def _sending_ns(offset: int, record: dict[str, Any], start: int, end: int) -> in
         stop = end
     if abs(begin - start) < CLOCK_SLACK_NS:
         begin = start
-    return max(0, stop - begin)
+    return begin, max(begin, stop)
 
 
 def merged_summary(info: RunInfo, total: RunTotal, shards: Sequence[ShardRun],
@@ -189,7 +203,7 @@ def merged_summary(info: RunInfo, total: RunTotal, shards: Sequence[ShardRun],
     """The run's summary: the intervals' total, every shard's histograms merged, its CPU added up."""
     tally = Tally()
     tally.merge(total.tally)  # a copy: the drain is added to the run's, not to the intervals' total
-    runs = [(s, s.run) for s in shards if s.run is not None]
+    runs = [(s, s.totals) for s in shards if s.totals is not None]
     drain = _merged_drain(run.get("drain") for _, run in runs)
     if drain is not None:
         tally.merge(drain)
@@ -210,7 +224,7 @@ def merged_summary(info: RunInfo, total: RunTotal, shards: Sequence[ShardRun],
         max_rss_bytes=max((int(run["maxRssBytes"]) for _, run in runs), default=0),
         connections=_added(run.get("connections") for _, run in runs),
         shards=report,
-        due_ns=total.due_ns,
+        due=total.due,
         client=_merged_client(run.get("client") for _, run in runs),
         drain=drain,
         last_interval_end_ns=total.last_end_ns,

@@ -25,7 +25,7 @@ from runner.core.errors import UsageError
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import HIGHEST_NS, LatencyHistogram
 from runner.stats.recorder import GROUP_URLS, BenchTally, ErrorGroup, Interval, Tally, error_pattern
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 # A tally's counts: attribute, and key in the record.
 _COUNTS = (("good", "good"), ("bad", "bad"), ("failed", "failed"), ("skipped", "skipped"),
@@ -246,7 +246,7 @@ class ShardRun:
     urls: list[str]
     url_source: str | None
     intervals: Sequence[dict[str, Any]]
-    run: dict[str, Any] | None = None  # the run record; None until (or unless) the shard finished
+    totals: dict[str, Any] | None = None  # the run-wide record; None until (or unless) the shard finished
     source: str = ""  # where it was read: a file, or a pod in `kubectl logs --prefix` output
 
     @classmethod
@@ -286,7 +286,7 @@ def checked_config(config: Any) -> dict[str, Any]:
         settings = settings_from(merge(run_settings(known)))
     except UsageError as e:
         raise ValueError(str(e)) from None
-    if settings.pace.bench:
+    if settings.pace.mode == "bench":
         raise ValueError(f"config.mode: {_shown(settings.pace.mode)} is not allowed; shards split soaks only")
     return dict(config)
 

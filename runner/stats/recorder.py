@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runner.core.redact import printable
+from runner.load.model import LoadModel
 from runner.load.result import ErrorKind, Result, is_good
 from runner.load.schedule import Grid, Skips
 from runner.stats.client import ClientFigures, ClientMeter, is_late
+from runner.stats.figures import Figures
 from runner.stats.histogram import LatencyHistogram
 
 # Failures are grouped by kind and by their text with every run of digits as one placeholder:
@@ -114,14 +116,15 @@ class Tally:
             self.late += 1
             self.late_max_ns = max(self.late_max_ns, result.client_lag_ns)
 
-    def add(self, result: Result, latency_ns: int, hash_value: int) -> None:
-        """Count one send made; `latency_ns` is used only if it got a response."""
+    def add(self, result: Result, latency_ns: int, hash_value: int, error_text: str | None = None) -> None:
+        """Count one send made; `latency_ns` is used only if it got a response, `error_text`
+        (the failure's text as it may be shown; by default the result's own) only if it failed."""
         self.bytes_out += result.bytes_out
         self.bytes_in += result.bytes_in
         if result.error:
             self.failed += 1
             self.errors[result.error] += 1
-            self._group(result.error, result.url_index, result.error_text)
+            self._group(result.error, result.url_index, result.error_text if error_text is None else error_text)
             return
         if is_good(result.status):
             self.good += 1
@@ -226,13 +229,14 @@ class BenchTally:
     server_ns: int = 0
     other_lengths: Counter[int] = field(default_factory=Counter)
 
-    def add(self, result: Result) -> None:
-        """Count one send that was made (a response or a failure; never a skip)."""
+    def add(self, result: Result, server: str | None = None) -> None:
+        """Count one send that was made (a response or a failure; never a skip); `server`: its
+        Server header as it may be shown (by default the result's own)."""
         if result.end_ns > self.last_end_ns:
             self.last_end_ns = result.end_ns
         self.header_bytes += result.header_bytes
         if self.server is None and result.status:  # as ab: from the first response head, even one cut short
-            self.server = result.server
+            self.server = result.server if server is None else server
             self.server_ns = result.end_ns
         if result.error:
             return
@@ -285,6 +289,14 @@ class Interval:
     # Bench mode: the run's ab figures so far, the live tally (read it at once): a local worker
     # sends them home with each interval, so a worker that dies later loses nothing measured.
     bench: BenchTally | None = None
+    # The sends the schedule made due in it (Schedule.sends_due, unrounded); None without a
+    # schedule (a bench). From the load model, never worked out again downstream.
+    due: float | None = None
+    # Its figures, computed once here for every report (runner.stats.figures).
+    figures: Figures = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "figures", Figures.of(self.tally, self.due, self.due_span_ns))
 
     @property
     def span_ns(self) -> int:
@@ -300,35 +312,40 @@ class Interval:
 
 
 class Recorder:
-    """Receives every Result (it is the engine's sink) and closes intervals on request."""
+    """Receives every Result (it is the engine's sink) and closes intervals on request.
+
+    It reads each Result and lets it go; it never changes one (a later stop of the sink, the
+    metrics tally, sees what the transport made).
+    """
 
     def __init__(
-        self, grid: Grid, *, corrected: bool = False, hash_value: int = 0, unit_ns: int | None = None,
-        bench: bool = False, shown: Callable[[str], str] = printable,
+        self, grid: Grid, model: LoadModel, *, due: Callable[[int, int], float] | None = None, hash_value: int = 0,
+        unit_ns: int | None = None, shown: Callable[[str], str] = printable,
     ) -> None:
         self._grid = grid
+        self._model = model
+        self._due = due  # the sends due between two moments (Schedule.sends_due); None for a bench
         # How a server's or a library's text becomes printable (redact.Secrets.shown): applied to
         # every failure text and Server header before it is counted, so that no secret value and
         # no control character is ever printed, exported or merged from here on.
         self._shown = shown
-        self._corrected = corrected
         self._hash_value = hash_value
         self._open: dict[int, Tally] = {}
         self._next = 0  # the first interval not yet closed
-        self.run = Tally()
+        self.total = Tally()  # every closed interval's, added up (and the drain, once the last has closed)
         # Open model: latency from the actual send too, beside the corrected one.
-        self.uncorrected = LatencyHistogram() if corrected else None
+        self.uncorrected = LatencyHistogram() if model.corrected else None
         # For the latency CSV: the run's latencies truncated to the unit, as slow_cooker records them.
         self._unit_ns = unit_ns or 1
         self.in_unit = LatencyHistogram.for_unit(unit_ns) if unit_ns else None
         # Bench mode: ab's per-phase timings and counts for the run.
-        self.bench = BenchTally() if bench else None
+        self.bench = BenchTally() if model.ab_phases else None
         # Paced runs: how late each send went out against its due time (the schedule's accuracy).
-        self.send_lag = None if bench else LatencyHistogram()
+        self.send_lag = LatencyHistogram() if model.paced else None
         # Connections opened, by what they speak ("HTTP/2 TLSv1.3"): what the run really measured.
         self.connections: Counter[str] = Counter()
         # The client's own figures: loop lag, CPU, lateness (fed by the run).
-        self.client = ClientMeter(paced=not bench)
+        self.client = ClientMeter(paced=model.paced)
         # The drain: results that came back after the last interval ended, counted apart from it.
         self._drain_from: int | None = None
         self.drain: Tally | None = None
@@ -361,10 +378,6 @@ class Recorder:
         if isinstance(result, Skips):
             self._skip(result)
             return
-        if result.error_text:
-            result.error_text = self._shown(result.error_text)
-        if result.server:
-            result.server = self._shown(result.server)
         end = result.end_ns
         if end < self._current_end:
             tally = self._current
@@ -374,7 +387,7 @@ class Recorder:
             k = max(self._next, self._grid.index(end))
             tally = self._open.get(k) or self._open.setdefault(k, Tally())
         if self.bench is not None:
-            self.bench.add(result)
+            self.bench.add(result, self._shown(result.server))
         if result.protocol:
             self.connections[result.protocol] += 1
         if self.send_lag is not None and result.start_ns and result.error != ErrorKind.CANCELLED:
@@ -382,9 +395,9 @@ class Recorder:
             self.client.late(result.client_lag_ns)
             tally.add_late(result)
         if result.error:
-            tally.add(result, 0, self._hash_value)
+            tally.add(result, 0, self._hash_value, self._shown(result.error_text))
             return
-        latency = result.latency_in(self._corrected)
+        latency = self._model.latency_ns(result)
         tally.add(result, latency, self._hash_value)
         if self.uncorrected is not None:
             self.uncorrected.record(result.latency_ns)
@@ -421,11 +434,13 @@ class Recorder:
             for later in sorted(self._open):
                 tally.merge(self._open.pop(later))
             if self.drain is not None:
-                self.run.merge(self.drain)
-        self.run.merge(tally)
+                self.total.merge(self.drain)
+        self.total.merge(tally)
         self._next += 1
         self._open_interval()
         start = self._grid.end_of(k - 1)
         end = self._grid.end_of(k) if end_ns is None else end_ns
         client = self.client.close(cpu_s, end if now_ns is None else now_ns)
-        return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench)
+        due_end = end if sending_end_ns is None else min(end, sending_end_ns)
+        due = None if self._due is None else self._due(start, max(start, due_end))
+        return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)

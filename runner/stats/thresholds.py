@@ -1,6 +1,6 @@
 """Thresholds measured: a rule's metric on a span of a run, and what the rest of a run can still make of it.
 
-Pure arithmetic over tallies (the rules themselves are read by runner.config.rules). Saying
+Pure arithmetic over figures and tallies (the rules themselves are read by runner.config.rules). Saying
 whether a rule can still hold when only part of the run is known is what lets a run stop
 early instead of spending another hour on a verdict that is already certain.
 """
@@ -11,16 +11,15 @@ import math
 from dataclasses import dataclass
 
 from runner.config.rules import LATENCIES, RATE
+from runner.stats.figures import Figures
 from runner.stats.recorder import Tally
 
 
 @dataclass(frozen=True)
 class Span:
-    """What a rule is measured on: one interval, or the whole run."""
+    """What a rule is measured on: one interval, or the whole run, by its figures."""
 
-    tally: Tally
-    seconds: float  # how long sends were due in it
-    target: float | None  # sends due in it (the goal's `t`); None for a bench, which has no goal
+    figures: Figures
     whole: bool = True  # False for a partial interval, too short to judge goal% and rate on
     shares: int = 1  # one shard of a run split in this many: its rate, times this, is the run's
 
@@ -28,23 +27,20 @@ class Span:
 def measure(metric: str, span: Span) -> float | None:
     """The metric's value over the span, in its base unit (ns, %, req/s); None with nothing to measure.
 
-    Latencies are those of the responses, good and bad, as in the interval lines and the
-    summary. errors% is (bad + failed) / requests; skipped% counts skipped sends against all
-    the sends that were due (made or skipped); goal% is (good + bad) / t, at most 100.
+    Each is the span's figure of that name (runner.stats.figures: the same number the line,
+    the summary and the gauges show, before they round it). goal% and rate are judged only on
+    a whole span; a shard's rate stands for the whole run's.
     """
-    t = span.tally
+    f = span.figures
     if metric in LATENCIES:
-        return _latency(metric, t) if t.responses else None
+        return f.latency.ns(metric) if f.responses else None
     if metric == "goal%":
-        if span.target is None or span.target <= 0 or not span.whole:
-            return None
-        return min(t.responses / span.target * 100, 100.0)
-    if metric == "skipped%":
-        due = t.requests + t.skipped
-        return t.skipped / due * 100 if due else None
-    if metric == RATE:  # the whole run's rate: a shard sends its share of it
-        return t.requests * span.shares / span.seconds if span.seconds > 0 and span.whole else None
-    return _share(metric, t) * 100 / t.requests if t.requests else None
+        return f.goal_percent if span.whole and f.due is not None and f.due > 0 else None
+    if metric == RATE:
+        return f.rate_achieved * span.shares if f.due_seconds > 0 and span.whole else None
+    percent = {"errors%": f.errors_percent, "failed%": f.failed_percent, "bad%": f.bad_percent,
+               "skipped%": f.skipped_percent}
+    return percent[metric]
 
 
 def _latency(metric: str, tally: Tally) -> float:

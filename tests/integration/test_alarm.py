@@ -19,6 +19,7 @@ import uvloop
 from runner.load import alarm as alarm_module
 from runner.load.alarm import Alarm
 from runner.load.engine import Engine, Load
+from runner.load.model import Closed
 from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.schedule import Schedule, Skips
@@ -120,7 +121,7 @@ def test_paced_sends_never_leave_before_they_are_due(
     async def go() -> None:
         start = time.monotonic_ns()
         schedule = Schedule(start, 400.0, 4, start + 250 * MS)  # 100 sends due
-        load = Load([Request("GET", "http://x/", (), b"")], precise=precise)
+        load = Load([Request("GET", "http://x/", (), b"")], Closed(precise))
         await asyncio.wait_for(Engine(schedule, load, InstantTransport(), results.append).run(), 10)
 
     uvloop.run(go())

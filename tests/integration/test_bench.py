@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from runner.load.engine import Engine, Load
+from runner.load.model import Bench
 from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.schedule import Schedule
@@ -311,7 +312,7 @@ def run_engine(total: int, end_after_ns: int | None, clients: int = 3) -> tuple[
     async def go() -> int:
         start = time.monotonic_ns()
         schedule = Schedule(start, 1.0, clients, start + end_after_ns if end_after_ns else None)
-        load = Load([Request("GET", "http://x/", (), b"")], total_requests=total, bench=True)
+        load = Load([Request("GET", "http://x/", (), b"")], Bench(), total_requests=total)
         engine = Engine(schedule, load, InstantTransport(), results.append)
         await asyncio.wait_for(engine.run(), 10)
         return engine.sent

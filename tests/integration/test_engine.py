@@ -14,6 +14,7 @@ import time
 import pytest
 
 from runner.load.engine import Engine, Load
+from runner.load.model import Closed, Open
 from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.schedule import Schedule, Skips
@@ -52,7 +53,7 @@ def test_a_transport_that_raises_costs_no_client_and_no_count(open_model: bool) 
     async def go() -> None:
         start = time.monotonic_ns()
         schedule = Schedule(start, 200.0, 4, start + 300 * MS)  # 60 sends due, 15 per client
-        load = Load([Request("GET", "http://x/", (), b"")], open_model=open_model)
+        load = Load([Request("GET", "http://x/", (), b"")], Open(1000) if open_model else Closed())
         await asyncio.wait_for(Engine(schedule, load, _BuggyTransport(), results.append).run(), 10)
 
     asyncio.run(go())
@@ -91,7 +92,7 @@ def test_open_clients_without_room_account_for_every_due_send_in_bulk() -> None:
     async def go() -> None:
         start = time.monotonic_ns()
         schedule = Schedule(start, 20_000.0, 4, start + 100 * MS)  # 2,000 sends due
-        load = Load([Request("GET", "http://x/", (), b"")], open_model=True, max_in_flight=2)
+        load = Load([Request("GET", "http://x/", (), b"")], Open(2))
         engine = Engine(schedule, load, _StallTransport(), records.append)
         running = asyncio.ensure_future(engine.run())
         while time.monotonic_ns() < start + 150 * MS:

@@ -23,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runner.config.settings import merge, settings_from
 from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS, EXIT_USAGE
+from runner.load.model import Closed
 from runner.metrics.collector import Metrics
 from runner.metrics.tally import WorkerTallies
 from tests.conftest import REPO, Nginx, assert_counts_add_up, free_port, parse_interval, run_soak
@@ -337,7 +338,7 @@ def test_the_bench_of_long_url_lists_reads_its_figures_from_real_runs(pushgatewa
 
 def test_metrics_with_local_workers_take_their_counts_from_the_workers() -> None:
     settings = settings_from(merge({"metricAddr": "127.0.0.1:0", "workers": 2}))
-    metrics = Metrics(settings, ["http://a.example/"], None, io.StringIO())
+    metrics = Metrics(settings, Closed(), ["http://a.example/"], None, io.StringIO())
     try:
         assert metrics.tap is None and isinstance(metrics.workers, WorkerTallies)
     finally:

@@ -21,7 +21,8 @@ from hdrh.histogram import HdrHistogram
 
 from runner.load.schedule import Schedule
 from runner.load.shards import Shard, aligned_start, shard_of
-from runner.report.slowcooker import goal_percent, rounded_goal
+from runner.report.slowcooker import rounded_goal, shown_percent
+from runner.stats.figures import goal_percent
 from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak, soak_command
 from tests.support.pallet import find, pod_command, render
 from tests.support.shardlogs import shard_logs
@@ -137,7 +138,7 @@ def test_merged_totals_are_the_sum_and_match_what_nginx_saw(pods: PodRun) -> Non
         assert merged[key] == sum(s[key] for s in pods.shard_summaries), key
     assert merged["requests"] == pods.logged and merged["requests"] + merged["skipped"] == 600
     due = sum(i["t"] for i in merged["intervalStats"])
-    assert merged["goalPercent"] == goal_percent(merged["good"] + merged["bad"], due)
+    assert merged["goalPercent"] == shown_percent(goal_percent(merged["good"] + merged["bad"], due))
     assert merged["shards"] == {"count": SHARDS, "merged": [0, 1, 2], "missing": [], "incomplete": []}
     assert done.stdout.splitlines()[0].startswith("# sending 100 GET req/s with concurrency=5 to http://127.0.0.1:")
     assert "shard" not in merged, "the merged run is the whole run, not a shard"
@@ -359,7 +360,7 @@ def test_pods_started_an_interval_apart_merge_to_a_true_goal(nginx: Nginx) -> No
     assert done.stderr == apart_note(late)
     merged = assert_counts_add_up(done.stdout)  # the goals add up to the due sends: 240
     assert merged["requests"] + merged["skipped"] == 240
-    assert merged["goalPercent"] == goal_percent(merged["good"] + merged["bad"], 240)
+    assert merged["goalPercent"] == shown_percent(goal_percent(merged["good"] + merged["bad"], 240))
     lines = [parse_interval(line) for line in done.stdout.splitlines() if line[:1].isdigit()]
     sending = [sum(1 for i in range(3) if 0 <= k - late[i] < 2) for k in range(len(lines))]
     assert [line.target for line in lines] == [40 * n for n in sending]  # [40, 120, 80] when 1 interval late

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from runner.commands.plot import build_figure
-from runner.readback.results import IntervalFigures, LoadedRun
+from runner.readback.results import IntervalRow, LoadedRun
 from runner.stats.histogram import LatencyHistogram
 from tests.conftest import GOLDEN, REPO, free_port, soak_command
 
@@ -86,10 +86,10 @@ def golden(name: str) -> str:
     return (GOLDEN / name).read_text()
 
 
-def columns(intervals: tuple[IntervalFigures, ...] | list[IntervalFigures]) -> list[tuple]:
+def columns(intervals: tuple[IntervalRow, ...] | list[IntervalRow]) -> list[tuple]:
     """What an interval line shows, without what only intervalStats know (skipped, errors by kind,
     latencies finer than whole units): t as a float, latencies truncated as the line prints them."""
-    def printed(i: IntervalFigures) -> IntervalFigures:
+    def printed(i: IntervalRow) -> IntervalRow:
         whole = {k: int(v) for k in ("min", "p50", "p95", "p99", "p999", "max") if (v := getattr(i, k)) is not None}
         return dataclasses.replace(i, skipped=None, errors=None, t=None if i.t is None else float(i.t), **whole)
     return [dataclasses.astuple(printed(i)) for i in intervals]

@@ -21,7 +21,7 @@ from runner.run.build import split_of
 from runner.stats.merge import merged_bench
 from runner.stats.record import bench_from_record, bench_record
 from runner.stats.recorder import BenchTally, Tally
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 START = 7_000_000_000_000  # the parent's clock at the run's start
 WALL = 1_767_225_600.0

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from runner.config.settings import merge, settings_from
+from runner.load.model import Closed
 from runner.load.result import Result
 from runner.load.schedule import Grid
 from runner.report.clientnotes import drain_note, interval_note, run_note, short
@@ -17,7 +18,7 @@ from runner.stats.client import LATE_NS, SATURATED_CPU, SATURATED_LAG_NS, Client
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import client_from_record, client_record, tally_from_record, tally_record
 from runner.stats.recorder import Interval, Recorder, Tally
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 START = 5_000_000_000_000
 SECOND = 1_000_000_000
@@ -106,7 +107,7 @@ def test_client_lag_is_from_when_a_send_could_and_should_have_left() -> None:
 
 
 def test_late_sends_are_counted_where_their_results_land() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     recorder.record(sent(due=START, start=START + LATE_NS - 1))
     recorder.record(sent(due=START + 10 * MS, start=START + 10 * MS + LATE_NS))
     recorder.record(sent(due=START + 20 * MS, start=START + 60 * MS))
@@ -114,12 +115,12 @@ def test_late_sends_are_counted_where_their_results_land() -> None:
     first, second = recorder.close(), recorder.close()
     assert (first.tally.late, first.tally.late_max_ns) == (2, 40 * MS)
     assert (second.tally.late, second.tally.late_max_ns) == (0, 0)
-    assert (recorder.run.late, recorder.run.late_max_ns) == (2, 40 * MS)
+    assert (recorder.total.late, recorder.total.late_max_ns) == (2, 40 * MS)
     assert recorder.client.lateness is not None and recorder.client.lateness.count == 4
 
 
 def test_the_drain_is_counted_in_the_run_but_not_in_the_last_interval() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     end = START + SECOND + 500 * MS  # the schedule ends halfway through interval 1
     recorder.drain_from(end)
     recorder.record(sent(due=START, start=START))
@@ -131,11 +132,11 @@ def test_the_drain_is_counted_in_the_run_but_not_in_the_last_interval() -> None:
     assert (first.tally.requests, last.tally.requests) == (1, 1)
     assert recorder.drain is not None and recorder.drain.requests == 2
     assert recorder.drain_end_ns == end - 5 * MS + 3 * SECOND
-    assert recorder.run.requests == 4 and recorder.run.good == 4
+    assert recorder.total.requests == 4 and recorder.total.good == 4
 
 
 def test_without_a_drain_point_late_results_still_join_the_last_interval() -> None:
-    recorder = Recorder(GRID)  # totalRequests runs: the last interval ends when the last answer is in
+    recorder = Recorder(GRID, Closed())  # totalRequests runs: the last interval ends when the last answer is in
     recorder.record(sent(due=START, start=START, latency=3 * SECOND))
     last = recorder.close(START + 4 * SECOND, final=True)
     assert last.tally.requests == 1 and recorder.drain is None

@@ -9,11 +9,13 @@ from pathlib import Path
 from hdrh.histogram import HdrHistogram
 
 from runner.config.settings import merge, settings_from
+from runner.load.model import Closed
 from runner.report.csvreport import CsvReporter, csv_rows
 from runner.report.summary import percentile_keys
+from runner.stats.figures import Latency
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import Tally
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 GOLDEN_CSV = GOLDEN / "latencies-us.csv"
@@ -66,7 +68,7 @@ def test_csv_reproduces_slow_cookers_byte_for_byte() -> None:
 
 def test_summary_percentiles_match_slow_cookers() -> None:
     histogram = golden_histogram()
-    ours = percentile_keys(histogram, "us")
+    ours = percentile_keys(Latency.of(histogram), "us")
     theirs = golden_summary()
     for key in ("p50", "p75", "p90", "p95", "p99"):
         assert ours[key] == theirs[key], key
@@ -77,7 +79,7 @@ def test_p999_is_capped_at_the_true_max_where_slow_cookers_is_its_bucket_top() -
     """slow_cooker's p999 is the highest value of the max's bucket (2241 us, more than any latency
     it saw); ours is capped at the true max (2240 us), in the same bucket."""
     histogram = golden_histogram()
-    ours = percentile_keys(histogram, "us")["p999"]
+    ours = percentile_keys(Latency.of(histogram), "us")["p999"]
     theirs = golden_summary()["p999"]
     assert ours == histogram.max // 1000 == 2240
     assert theirs == 2241
@@ -144,7 +146,7 @@ def test_the_recorders_unit_histogram_truncates_exactly() -> None:
     from runner.load.schedule import Grid
     from runner.stats.recorder import Recorder
 
-    recorder = Recorder(Grid(0, 10**9), unit_ns=1_000_000)
+    recorder = Recorder(Grid(0, 10**9), Closed(), unit_ns=1_000_000)
     for latency in (2_999_999, 3_000_000, 999_999, 9_000_000):
         recorder.record(Result(start_ns=1, headers_ns=1 + latency, end_ns=2 + latency, status=200))
     assert recorder.in_unit is not None

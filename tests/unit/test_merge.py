@@ -19,7 +19,7 @@ from runner.stats.histogram import LatencyHistogram
 from runner.stats.merge import merge_shards
 from runner.stats.record import ShardRun, histogram_from_record, histogram_record, tally_from_record, tally_record
 from runner.stats.recorder import Tally
-from runner.stats.run import RunInfo
+from runner.stats.runinfo import RunInfo
 
 SECOND = 1_000_000_000
 
@@ -100,7 +100,8 @@ def test_a_shard_that_stopped_early_does_not_shorten_the_others_goal() -> None:
     intervals = list(merged.intervals)
     assert [i.sending_end_ns for i in intervals] == [None, None]
     assert [i.due_span_ns for i in intervals] == [10 * SECOND, 7 * SECOND]
-    assert merged.summary().goal_ns == 17 * SECOND
+    assert [i.due for i in intervals] == pytest.approx([300, 210])  # at 30 req/s: 10 s, then 10 s + 4 s at half
+    assert merged.summary().due == pytest.approx(510)
     assert merged.notes == []
 
 
@@ -110,8 +111,11 @@ def test_shards_started_an_interval_apart_keep_a_true_goal() -> None:
     a = shard(0, 2, 1_000.0, [tally_of([1] * 150), tally_of([1] * 150)])
     late = shard(1, 2, 1_010.0, [tally_of([1] * 150), tally_of([1] * 150)])
     merged = merge_shards([a, late])
-    assert [i.due_span_ns for i in merged.intervals] == [5 * SECOND, 10 * SECOND, 5 * SECOND]
-    assert merged.summary().goal_ns == 20 * SECOND  # 600 sends due at 30 req/s: all answered
+    intervals = list(merged.intervals)
+    assert [i.due_span_ns for i in intervals] == [5 * SECOND, 10 * SECOND, 5 * SECOND]
+    assert [i.due for i in intervals] == pytest.approx([150, 300, 150])
+    assert merged.summary().due == pytest.approx(600)  # 600 sends due at 30 req/s: all answered
+    assert merged.summary().figures.goal_percent == 100
 
 
 def test_a_missing_shard_still_owes_its_share() -> None:
@@ -179,7 +183,7 @@ def test_the_summary_alone_merges_every_interval_first() -> None:
     intervals = list(walked.intervals)
     alone = merge_shards(shards).summary()
     assert alone.tally.responses == walked.summary().tally.responses == 15 and alone.intervals == len(intervals) == 2
-    assert alone.due_ns == walked.summary().due_ns and alone.last_interval_end_ns == intervals[-1].end_ns
+    assert alone.due == walked.summary().due and alone.last_interval_end_ns == intervals[-1].end_ns
 
 
 def test_kubectl_prefixes_split_the_pods_apart() -> None:
@@ -201,7 +205,7 @@ def test_logs_without_a_shard_are_skipped_and_said() -> None:
 
 def shard_log(s: ShardRun, cut: bool = False) -> str:
     """The shard's stdout as the runner prints it: startup line, then a JSON summary with its shard record."""
-    record = {**(s.run or {}), "index": s.index, "count": s.count, "startWall": s.start_wall, "urls": s.urls,
+    record = {**(s.totals or {}), "index": s.index, "count": s.count, "startWall": s.start_wall, "urls": s.urls,
               "urlSource": s.url_source, "intervals": s.intervals}
     requests = sum(r["tally"]["good"] + r["tally"]["bad"] + r["tally"]["failed"] for r in s.intervals)
     summary = json.dumps({"requests": requests, "config": s.config, "shard": record}, indent=2)

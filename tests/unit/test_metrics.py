@@ -14,9 +14,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runner.config.settings import merge, settings_from
 from runner.core.errors import UsageError
+from runner.load.model import Closed, Open
 from runner.load.result import Result
 from runner.load.schedule import Schedule, Skips
-from runner.metrics.collector import Figures, MetricsReporter, SoakCollector, status_class
+from runner.metrics.collector import Gauges, MetricsReporter, SoakCollector, status_class
 from runner.metrics.tally import (
     DURATION,
     EDGES_NS,
@@ -35,7 +36,7 @@ from runner.report.verdict import Verdict
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import Interval, Tally
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 START = 9_000_000_000_000
 MS = 1_000_000
@@ -48,13 +49,13 @@ def response(latency_ns: int, status: int = 200, url: int = 0, due_ns: int | Non
                   headers_ns=START + latency_ns, end_ns=START + latency_ns + 1000, status=status)
 
 
-def scrape(tally: MetricsTally | WorkerTallies, figures: Figures | None = None,
+def scrape(tally: MetricsTally | WorkerTallies, gauges: Gauges | None = None,
            slots: UrlSlots | None = None) -> dict[str, dict]:
     """name -> {labels tuple: value} of every sample, as Prometheus would read the text format;
     the tally's slots are ONE's or TWO's unless told."""
     registry = CollectorRegistry(auto_describe=False)
     slots = slots or url_slots(URLS[:len(tally.snapshot().good)])
-    registry.register(SoakCollector(tally, figures or Figures(), slots))
+    registry.register(SoakCollector(tally, gauges or Gauges(), slots))
     samples: dict[str, dict] = {}
     for family in text_string_to_metric_families(generate_latest(registry).decode()):
         for sample in family.samples:
@@ -69,7 +70,7 @@ def test_go_exponential_buckets_and_labels() -> None:
     assert ms[-1] == pytest.approx(191511.2396, rel=1e-9)  # "0.5 ms to 3 minutes"
     assert us[0] == 1 and us[-1] == pytest.approx(2.4e6, rel=0.02) and ns[-1] == pytest.approx(4.25e8, rel=0.01)
     assert exponential_buckets(2, 2, 3) == [2, 4, 8]
-    samples = scrape(MetricsTally(ONE))
+    samples = scrape(MetricsTally(ONE, Closed()))
     les = [dict(labels)["le"] for labels in samples["latency_ms_bucket"]]
     assert les[:3] == ["0.5", "0.65", "0.8450000000000001"] and les[-1] == "+Inf"
     assert les[-2] == "191511.23960735707"
@@ -86,7 +87,7 @@ def test_buckets_are_what_prometheus_client_would_count(seed: int) -> None:
     latencies = [int(rng.lognormvariate(13, 2)) for _ in range(3000)]  # ~0.4 ms, from ns to minutes
     latencies += [0, 1, 999_999, 1_000_000, 1_000_001, 100_000, 250_000, 60_000_000_000, 61_000_000_000]
     latencies += [edge + d for edge in EDGES_NS[::7] for d in (-1, 0, 1)]
-    tally = MetricsTally(ONE)
+    tally = MetricsTally(ONE, Closed())
     reference = CollectorRegistry()
     histograms = {spec.name: Histogram(spec.name, spec.help, buckets=spec.bounds, registry=reference)
                   for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION)}
@@ -113,7 +114,7 @@ def test_buckets_are_what_prometheus_client_would_count(seed: int) -> None:
 
 
 def test_counters_follow_slow_cookers_meanings() -> None:
-    tally = MetricsTally(TWO)
+    tally = MetricsTally(TWO, Closed())
     for status, url in [(200, 0), (200, 0), (204, 1), (301, 1), (404, 0), (503, 0), (503, 1), (101, 0)]:
         tally.record(response(2 * MS, status, url))
     tally.record(Result(url_index=1, error="refused", error_text="connection refused"))
@@ -140,7 +141,7 @@ def test_counters_follow_slow_cookers_meanings() -> None:
 
 def test_every_status_is_counted_in_its_class() -> None:
     """Each status of 0-1099 once: a hundred per class, the ones outside 100-999 as "other"."""
-    tally = MetricsTally(ONE)
+    tally = MetricsTally(ONE, Closed())
     for status in range(1100):
         tally.record(response(MS, status))
     classes = {dict(k)["status_class"]: v for k, v in scrape(tally)["soak_requests_total"].items()}
@@ -150,7 +151,7 @@ def test_every_status_is_counted_in_its_class() -> None:
 def test_open_model_latency_counts_from_the_due_time() -> None:
     late = Result(url_index=0, due_ns=START - 5 * MS, start_ns=START, headers_ns=START + MS, end_ns=START + MS,
                   status=200)
-    closed, corrected = MetricsTally(ONE), MetricsTally(ONE, corrected=True)
+    closed, corrected = MetricsTally(ONE, Closed()), MetricsTally(ONE, Open(1000))
     closed.record(late)
     corrected.record(late)
     assert scrape(closed)["latency_ms_sum"][()] == pytest.approx(1)
@@ -158,7 +159,7 @@ def test_open_model_latency_counts_from_the_due_time() -> None:
 
 
 def test_snapshot_is_a_copy() -> None:
-    tally = MetricsTally(ONE)
+    tally = MetricsTally(ONE, Closed())
     tally.record(response(MS))
     copy = tally.snapshot()
     tally.record(response(MS))
@@ -167,7 +168,7 @@ def test_snapshot_is_a_copy() -> None:
 
 
 def test_late_sends_are_counted_as_the_client_lag_says() -> None:
-    tally = MetricsTally(ONE)
+    tally = MetricsTally(ONE, Closed())
     on_time = Result(due_ns=START, start_ns=START + MS, headers_ns=START + 2 * MS, end_ns=START + 2 * MS, status=200)
     late = Result(due_ns=START, start_ns=START + 2 * MS, headers_ns=START + 3 * MS, end_ns=START + 3 * MS, status=200)
     waited = Result(due_ns=START, free_ns=START + 30 * MS, start_ns=START + 31 * MS, end_ns=START + 40 * MS,
@@ -178,8 +179,8 @@ def test_late_sends_are_counted_as_the_client_lag_says() -> None:
 
 
 def test_figures_and_the_verdict_as_gauges() -> None:
-    figures = Figures()
-    s = scrape(MetricsTally(ONE), figures)
+    figures = Gauges()
+    s = scrape(MetricsTally(ONE, Closed()), figures)
     assert s["soak_run_finished"][()] == 0 and "soak_thresholds_passed" not in s
     assert "soak_target_requests_per_second" not in s and "soak_interval_latency_seconds" not in s
     info = RunInfo(settings_from(merge({"qps": 50, "concurrency": 2, "interval": "1s"})), URLS, None, START,
@@ -193,8 +194,8 @@ def test_figures_and_the_verdict_as_gauges() -> None:
         tally.add(Result(status=200), 3 * MS, 0)
     for _ in range(5):
         tally.add(Result(error="refused", error_text="x"), 0, 0)
-    reporter.interval(info, Interval(0, START, START + 1_000_000_000, tally))
-    s = scrape(MetricsTally(ONE), figures)
+    reporter.interval(info, Interval(0, START, START + 1_000_000_000, tally, due=50.0))
+    s = scrape(MetricsTally(ONE, Closed()), figures)
     assert s["soak_target_requests_per_second"][()] == 50 and s["soak_concurrency"][()] == 2
     assert s["soak_start_time_seconds"][()] == 1_767_225_600.0
     assert s["soak_intervals_total"][()] == 1
@@ -207,15 +208,15 @@ def test_figures_and_the_verdict_as_gauges() -> None:
     lagging = ClientFigures.measured(0.5, 1_000_000_000, LatencyHistogram())
     lagging.loop_lag.record(20 * MS)
     lagging.saturated = True
-    reporter.interval(info, Interval(1, START + 1_000_000_000, START + 2_000_000_000, tally, client=lagging))
-    s = scrape(MetricsTally(ONE), figures)
+    reporter.interval(info, Interval(1, START + 1_000_000_000, START + 2_000_000_000, tally, client=lagging, due=50.0))
+    s = scrape(MetricsTally(ONE, Closed()), figures)
     assert s["soak_interval_client_saturated"][()] == 1 and s["soak_interval_client_cpu_ratio"][()] == 0.5
     assert s["soak_interval_loop_lag_seconds"][()] == pytest.approx(0.02, rel=1e-3)
     assert verdict is not None
     summary = RunSummary(info, 1, START + 10**9, START + 10**9, tally, None, None, None, "iterations", 0.1, 1)
     verdict.finish(summary)
     reporter.finish(summary)
-    s = scrape(MetricsTally(ONE), figures)
+    s = scrape(MetricsTally(ONE, Closed()), figures)
     assert s["soak_run_finished"][()] == 1
     assert s["soak_thresholds_passed"][()] == 0
     assert s["soak_threshold_passed"] == {(("rule", "p99 < 1s"), ("scope", "run")): 1,
@@ -224,12 +225,12 @@ def test_figures_and_the_verdict_as_gauges() -> None:
 
 def test_both_exposition_formats_parse() -> None:
     """Prometheus asks for OpenMetrics when it can: that format must hold these families too."""
-    tally = MetricsTally(TWO)
+    tally = MetricsTally(TWO, Closed())
     tally.record(response(MS))
     tally.record(response(MS, 503, 1))
     tally.record(Result(url_index=1, error="refused"))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SoakCollector(tally, Figures(target_rate=10, last=None), TWO))
+    registry.register(SoakCollector(tally, Gauges(target_rate=10, last=None), TWO))
     families = {f.name: f for f in parse_openmetrics(generate_openmetrics(registry).decode())}
     assert families["requests"].type == "unknown" and families["requests"].samples[0].value == 3
     assert families["soak_requests"].type == "counter"
@@ -267,7 +268,7 @@ def test_workers_counts_summed_are_the_counts_of_one_process(seed: int) -> None:
     """A run split over workers, each counting its own results: the parent's sum of their latest
     counts exposes exactly what one process counting every result would."""
     results = mixed_results(random.Random(seed), 2000)
-    whole, parts = MetricsTally(TWO), [MetricsTally(TWO) for _ in range(3)]
+    whole, parts = MetricsTally(TWO, Closed()), [MetricsTally(TWO, Closed()) for _ in range(3)]
     for i, result in enumerate(results):
         whole.record(result)
         parts[i % 3].record(result)
@@ -275,19 +276,19 @@ def test_workers_counts_summed_are_the_counts_of_one_process(seed: int) -> None:
     for w, part in enumerate(parts):
         workers.update(w, part.snapshot())
     assert scrape(workers) == scrape(whole)
-    assert scrape(WorkerTallies(TWO)) == scrape(MetricsTally(TWO))  # before any worker has said anything
+    assert scrape(WorkerTallies(TWO)) == scrape(MetricsTally(TWO, Closed()))  # before any worker has said anything
 
 
 def test_a_workers_newer_counts_replace_its_older_ones() -> None:
     """Workers send their counts so far, not what is new: the sum takes each worker's latest once."""
-    workers, tally = WorkerTallies(ONE), MetricsTally(ONE)
+    workers, tally = WorkerTallies(ONE), MetricsTally(ONE, Closed())
     tally.record(response(MS))
     workers.update(0, tally.snapshot())
     tally.record(response(MS))
     workers.update(0, tally.snapshot())
     workers.update(1, tally.snapshot())
     assert scrape(workers)["requests"][()] == 4
-    assert summed([], ONE).statuses == MetricsTally(ONE).statuses
+    assert summed([], ONE).statuses == MetricsTally(ONE, Closed()).statuses
 
 
 
@@ -310,12 +311,12 @@ def test_a_url_listed_twice_is_one_series() -> None:
     Pushgateway refuses every push (HTTP 400, 'inconsistent'). Credentials are not in labels,
     so URLs that differ only in them are one series too."""
     urls = ["http://a.example/", "http://u:p@b.example/", "http://a.example/", "http://v:q@b.example/"]
-    tally = MetricsTally(url_slots(urls))
+    tally = MetricsTally(url_slots(urls), Closed())
     for url in range(4):
         tally.record(response(MS, url=url))
         tally.record(Result(url_index=url, due_ns=START, start_ns=START, end_ns=START + MS, error="refused"))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SoakCollector(tally, Figures(), url_slots(urls)))
+    registry.register(SoakCollector(tally, Gauges(), url_slots(urls)))
     text = generate_latest(registry).decode()
     samples = [line for line in text.splitlines() if line and not line.startswith("#")]
     assert len(samples) == len(set(samples)) and len({s.rsplit(" ", 1)[0] for s in samples}) == len(samples)
@@ -360,7 +361,7 @@ def test_urls_beyond_the_cap_share_one_label() -> None:
 def every_kind(count: int) -> tuple[MetricsTally, UrlSlots]:
     """A tally of `count` URLs, each answered well (200) and badly (503) once and refused once."""
     slots = url_slots(numbered(count))
-    tally = MetricsTally(slots)
+    tally = MetricsTally(slots, Closed())
     for url in range(count):
         tally.record(response(MS, 200, url))
         tally.record(response(MS, 503, url))
@@ -370,7 +371,7 @@ def every_kind(count: int) -> tuple[MetricsTally, UrlSlots]:
 
 def sample_lines(tally: MetricsTally, slots: UrlSlots) -> list[str]:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SoakCollector(tally, Figures(), slots))
+    registry.register(SoakCollector(tally, Gauges(), slots))
     return [line for line in generate_latest(registry).decode().splitlines() if line and not line.startswith("#")]
 
 
@@ -402,7 +403,7 @@ def test_the_series_count_does_not_grow_with_the_url_list(count: int) -> None:
 def test_what_a_worker_sends_home_does_not_grow_with_the_url_list() -> None:
     """A worker pickles a copy of its counts home with every interval: the same size for 40,000
     URLs as for 21 (it once held a 1,000-entry list per URL, 40 million counts an interval)."""
-    small, large = (MetricsTally(url_slots(numbered(n))) for n in (URL_SERIES_CAP + 1, 40_000))
+    small, large = (MetricsTally(url_slots(numbered(n)), Closed()) for n in (URL_SERIES_CAP + 1, 40_000))
     assert len(pickle.dumps(large.snapshot())) == len(pickle.dumps(small.snapshot()))
 
 
@@ -411,7 +412,7 @@ def test_workers_counts_summed_beyond_the_cap(seed: int) -> None:
     """Workers each map URLs to slots from the same list: their sum is one process's counts, "other" included."""
     rng = random.Random(seed)
     slots = url_slots(numbered(300))
-    whole, parts = MetricsTally(slots), [MetricsTally(slots) for _ in range(2)]
+    whole, parts = MetricsTally(slots, Closed()), [MetricsTally(slots, Closed()) for _ in range(2)]
     for i, result in enumerate(mixed_results(rng, 3000)):
         if isinstance(result, Result):
             result.url_index = rng.randrange(300)

@@ -21,7 +21,7 @@ from runner.commands.plot import (
     time_axis,
 )
 from runner.readback.results import LoadedRun, load_run, read_run
-from runner.report.slowcooker import ChangeWindow, interval_line
+from runner.report.slowcooker import ChangeWindow, Line, interval_line
 from tests.conftest import GOLDEN
 from tests.support.runlogs import error_bars, latency_lines, latency_lines_of
 
@@ -54,9 +54,9 @@ def twenty_per_interval(intervals: int, seconds: int = 1) -> LoadedRun:
     for i in range(intervals):
         slowest = (3, 9, 4)[i % 3]
         end = datetime(2026, 11, 30, 10, 0, tzinfo=UTC) + timedelta(seconds=(i + 1) * seconds)
-        lines.append(interval_line(end.isoformat().replace("+00:00", "Z"), i, 20 * seconds, 0, 0, 20 * seconds, 100,
-                                   f"{seconds}s" if seconds < 60 else f"{seconds // 60}m0s",
-                                   (0, 1, 2, slowest, slowest, slowest), 0, window.push(slowest)))
+        lines.append(interval_line(Line(end.isoformat().replace("+00:00", "Z"), i, 20 * seconds, 0, 0, 20 * seconds, 100,
+                                        f"{seconds}s" if seconds < 60 else f"{seconds // 60}m0s",
+                                        (0, 1, 2, slowest, slowest, slowest), 0, window.push(slowest))))
     return load_run("".join(lines), "twenty.log")
 
 
@@ -86,8 +86,8 @@ def test_a_run_of_minutes_is_in_minutes() -> None:
 
 
 def test_sub_second_intervals_count_in_seconds_though_their_timestamps_collide() -> None:
-    text = "".join(interval_line(f"2026-01-01T00:00:0{(i + 1) // 2}Z", i, 10, 0, 0, 10, 100, "500ms",
-                                 (1, 2, 3, 4, 4, 4), 0, "") for i in range(4))
+    text = "".join(interval_line(Line(f"2026-01-01T00:00:0{(i + 1) // 2}Z", i, 10, 0, 0, 10, 100, "500ms",
+                                      (1, 2, 3, 4, 4, 4), 0, "")) for i in range(4))
     figure = build_figure(load_run(text, "half.log"))
     assert list(figure.axes[0].get_lines()[0].get_xdata()) == [0.5, 1.0, 1.5, 2.0]
     labels = tick_labels(figure)

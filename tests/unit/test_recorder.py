@@ -11,6 +11,7 @@ import statistics
 import pytest
 
 from runner.core.redact import Secrets
+from runner.load.model import Bench, Closed, Open
 from runner.load.result import ErrorKind, Result
 from runner.load.schedule import Grid, Schedule, Skips
 from runner.stats.record import tally_from_record, tally_record
@@ -80,7 +81,7 @@ def test_an_error_is_failed_and_has_no_latency(kind: str) -> None:
 
 
 def test_skipped_is_counted_apart_and_is_not_a_request() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     recorder.record(skip())
     tally = recorder.close(final=True).tally
     assert (tally.good, tally.bad, tally.failed, tally.skipped) == (0, 0, 0, 1)
@@ -88,7 +89,7 @@ def test_skipped_is_counted_apart_and_is_not_a_request() -> None:
 
 
 def test_bytes_are_counted_for_responses_and_failures_not_skips() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     recorder.record(response(bytes_in=612, bytes_out=5, end=START + 1))
     recorder.record(failure(end=START + 2))  # 10 bytes out
     recorder.record(skip(due=START + 3))
@@ -193,7 +194,7 @@ def test_an_earlier_versions_error_texts_are_read_into_groups() -> None:
 
 
 def test_the_recorder_hides_secrets_and_escapes_texts_before_they_are_counted() -> None:
-    recorder = Recorder(GRID, shown=Secrets(["S3cretT0ken"]).shown, bench=True)
+    recorder = Recorder(GRID, Bench(), shown=Secrets(["S3cretT0ken"]).shown)
     recorder.record(failure(ErrorKind.PROTOCOL, "protocol: bad line 'Bearer S3cretT0ken\x1b[2J'"))
     recorder.record(dataclasses.replace(response(), server="srv S3cretT0ken\x07"))
     assert recorder.bench is not None and recorder.bench.server == "srv <hidden>\\x07"  # ab's "Server Software"
@@ -203,7 +204,7 @@ def test_the_recorder_hides_secrets_and_escapes_texts_before_they_are_counted() 
 
 
 def test_the_recorder_escapes_texts_without_secrets_too() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     recorder.record(failure(ErrorKind.PROTOCOL, "a\x1bb"))
     assert [g.text for g in recorder.close().tally.error_groups.values()] == ["a\\x1bb"]
 
@@ -262,7 +263,7 @@ def test_hash_mismatches_count_only_sampled_bodies() -> None:
 
 
 def test_recorder_uses_its_hash_value() -> None:
-    recorder = Recorder(GRID, hash_value=42)
+    recorder = Recorder(GRID, Closed(), hash_value=42)
     recorder.record(response(body_hash=42))
     recorder.record(response(body_hash=43))
     interval = recorder.close()
@@ -273,7 +274,7 @@ def test_recorder_uses_its_hash_value() -> None:
 
 
 def test_results_count_in_the_interval_of_their_end() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     recorder.record(response(200, end=START + 1 * SECOND))
     recorder.record(response(200, end=START + 10 * SECOND - 1))
     recorder.record(response(500, end=START + 10 * SECOND))  # on the boundary: interval 1
@@ -290,7 +291,7 @@ def test_results_count_in_the_interval_of_their_end() -> None:
 def test_an_interval_closed_late_keeps_its_own_results_only() -> None:
     """The report for interval 0 runs 300 ms late: results that ended in interval 1 meanwhile
     stay in interval 1, and results of interval 0 that arrive before the close still count in 0."""
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     recorder.record(response(end=START + 9 * SECOND))
     recorder.record(response(end=START + 10 * SECOND + 100 * MS))  # already interval 1
     recorder.record(response(end=START + 10 * SECOND - 1))  # recorded late, but ended in interval 0
@@ -303,14 +304,14 @@ def test_an_interval_closed_late_keeps_its_own_results_only() -> None:
 
 
 def test_a_result_for_an_already_closed_interval_goes_to_the_next_open_one() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     recorder.close()
     recorder.record(response(end=START + 5 * SECOND))  # interval 0 is closed already
     assert recorder.close().tally.good == 1
 
 
 def test_skips_count_in_the_interval_of_their_due_time() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     recorder.record(skip(due=START + 3 * SECOND))
     recorder.record(skip(due=START + 13 * SECOND))
     assert recorder.close().tally.skipped == 1
@@ -318,14 +319,14 @@ def test_skips_count_in_the_interval_of_their_due_time() -> None:
 
 
 def test_an_empty_interval() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     interval = recorder.close()
     assert isinstance(interval, Interval)
     assert (interval.index, interval.tally.requests, interval.tally.latency.count) == (0, 0, 0)
 
 
 def test_a_partial_last_interval_ends_at_the_stop_time() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     recorder.close()
     recorder.record(response(end=START + 12 * SECOND))
     last = recorder.close(START + 13 * SECOND, final=True)
@@ -335,23 +336,23 @@ def test_a_partial_last_interval_ends_at_the_stop_time() -> None:
 
 
 def test_the_final_close_absorbs_results_recorded_after_its_end() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     recorder.record(response(end=START + 1 * SECOND))
     recorder.record(response(end=START + 11 * SECOND))  # in flight when sending stopped at 10.5 s
     recorder.record(failure(ErrorKind.CANCELLED, "cancelled", end=START + 35 * SECOND))
     last = recorder.close(START + 10 * SECOND + 500 * MS, final=True)
     assert (last.tally.good, last.tally.failed) == (2, 1)
-    assert recorder.run.requests == 3
+    assert recorder.total.requests == 3
     assert recorder.next_index == 1
 
 
 def test_a_non_final_close_does_not_absorb_later_intervals() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     recorder.record(response(end=START + 11 * SECOND))
     assert recorder.close().tally.requests == 0
-    assert recorder.run.requests == 0
+    assert recorder.total.requests == 0
     assert recorder.close().tally.requests == 1
-    assert recorder.run.requests == 1
+    assert recorder.total.requests == 1
 
 
 # --- the run is the sum of its intervals -------------------------------------------------------
@@ -359,7 +360,7 @@ def test_a_non_final_close_does_not_absorb_later_intervals() -> None:
 
 def test_the_run_tally_is_the_merge_of_the_intervals() -> None:
     rng = random.Random(11)
-    recorder = Recorder(GRID, hash_value=7)
+    recorder = Recorder(GRID, Closed(), hash_value=7)
     all_latencies = []
     for _ in range(3000):
         end = START + rng.randrange(0, 50 * SECOND)
@@ -374,7 +375,7 @@ def test_the_run_tally_is_the_merge_of_the_intervals() -> None:
             recorder.record(response(rng.choice([200, 204, 302, 404, 500, 503]), end=end, latency=latency,
                                      body_hash=rng.choice([None, 7, 8])))
     intervals = [recorder.close() for _ in range(4)] + [recorder.close(START + 50 * SECOND, final=True)]
-    run = recorder.run
+    run = recorder.total
     summed = Tally()
     for interval in intervals:
         summed.merge(interval.tally)
@@ -415,7 +416,7 @@ def test_merge_min_ignores_spans_without_responses() -> None:
 
 
 def test_closed_model_latency_is_from_the_actual_send() -> None:
-    recorder = Recorder(GRID)
+    recorder = Recorder(GRID, Closed())
     assert recorder.uncorrected is None
     due = START + SECOND
     recorder.record(response(due=due, start=due + 40 * MS, latency=5 * MS, end=due + 50 * MS))
@@ -424,7 +425,7 @@ def test_closed_model_latency_is_from_the_actual_send() -> None:
 
 
 def test_open_model_latency_is_from_the_due_time() -> None:
-    recorder = Recorder(GRID, corrected=True)
+    recorder = Recorder(GRID, Open(1000))
     due = START + SECOND
     late = response(due=due, start=due + 40 * MS, latency=5 * MS, end=due + 50 * MS)
     assert late.latency_ns == 5 * MS

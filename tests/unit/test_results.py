@@ -13,7 +13,7 @@ import pytest
 
 from runner.core.errors import UsageError
 from runner.readback.logscan import scan
-from runner.readback.results import IntervalFigures, load_run, read_run
+from runner.readback.results import IntervalRow, load_run, read_run
 from runner.stats.histogram import LatencyHistogram
 from tests.conftest import GOLDEN
 from tests.support.runlogs import MS, SLOW_COOKER_LOGS, US, assert_one_line_notes, golden, interval_rows, summary_text
@@ -83,7 +83,7 @@ def test_a_unit_can_be_assumed_for_logs_that_do_not_say() -> None:
 def test_the_pasted_seed_log_reads_despite_its_collapsed_spaces() -> None:
     run = load_run(golden("seed-pallet.log"), "seed")
     assert len(run.intervals) == 60
-    assert run.intervals[0] == IntervalFigures("2024-03-21T19:01:01Z", 0, 5995, 0, 0, 6000, 99, "1m0s", 0, 1, 1, 2,
+    assert run.intervals[0] == IntervalRow("2024-03-21T19:01:01Z", 0, 5995, 0, 0, 6000, 99, "1m0s", 0, 1, 1, 2,
                                                None, 14, 0, errors=None)
     assert run.figures.latency_ns["max"] == 26 * MS
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import random
 from collections import Counter
 from fractions import Fraction
 
 import pytest
 
 from runner.core.units import NS_PER_S
-from runner.load.schedule import Grid, Schedule, Skips, goal
+from runner.load.schedule import Grid, Schedule, Skips
+from runner.stats.figures import goal
 
 START = 1_000_000_000_000  # an arbitrary monotonic reading
 
@@ -330,12 +332,31 @@ def test_grid_index_and_end_of_agree() -> None:
     ],
 )
 def test_goal(qps: float, span_ns: int, expected: float) -> None:
-    assert goal(qps, span_ns) == pytest.approx(expected, abs=1e-9)
+    assert goal(Schedule(0, qps, 1).sends_due(0, span_ns)) == pytest.approx(expected, abs=1e-9)
 
 
 def test_goal_is_not_truncated_to_whole_seconds() -> None:
     """slow_cooker truncated the interval to whole seconds; ours is exact."""
-    assert goal(100, 2_900_000_000) == pytest.approx(290)
+    assert goal(Schedule(0, 100, 1).sends_due(0, 2_900_000_000)) == pytest.approx(290)
+
+
+@pytest.mark.parametrize("stride", [1, 2, 3, 7])
+def test_the_sends_due_in_adjacent_spans_add_up_to_both(stride: int) -> None:
+    """A shard is due its share of the rate; splitting a span anywhere keeps the total."""
+    schedule = Schedule(10**9, 7.0, 3, stride=stride, offset=stride - 1)
+    for cut in (10**9, 1_234_567_891, 2 * 10**9, 3 * 10**9):
+        assert (schedule.sends_due(10**9, cut) + schedule.sends_due(cut, 3 * 10**9)
+                == pytest.approx(schedule.sends_due(10**9, 3 * 10**9)))
+    assert schedule.sends_due(10**9, 3 * 10**9) == pytest.approx(14 / stride)
+    assert schedule.sends_due(3 * 10**9, 10**9) == 0  # a span that ends before it starts holds nothing
+
+
+@pytest.mark.parametrize(("qps", "run_s", "stride", "expected"), [
+    (100, 60, 1, 6000), (100, 60, 3, 2000), (7, 1, 2, 4), (0.5, 3, 1, 2),
+])
+def test_planned_sends(qps: float, run_s: int, stride: int, expected: int) -> None:
+    assert Schedule(0, qps, 1, run_s * NS_PER_S, stride=stride).planned_sends() == expected
+    assert Schedule(0, qps, 1, None, stride=stride).planned_sends() is None
 
 
 # --- skipped sends in bulk -------------------------------------------------------------------
@@ -403,3 +424,15 @@ def test_last_in_run_matches_a_walk_back() -> None:
                     while last >= k and not schedule.in_run(schedule.send_number(client, last)):
                         last -= 1
                     assert schedule.last_in_run(client, k, t) == max(last, k - 1), (qps, client, k, t)
+
+
+def test_planned_sends_are_the_shards_sends_due_before_the_end() -> None:
+    """Against counting them one by one, over rates, ends and shards where floats round."""
+    rng = random.Random(20261201)
+    for _ in range(400):
+        qps, run_ns = rng.choice([1, 3, 7, 100, 100 / 3, 0.5, 1234.5]), rng.randrange(1, 5 * NS_PER_S)
+        stride = rng.randint(1, 5)
+        offset = rng.randrange(stride)
+        schedule = Schedule(10**9, qps, 1, 10**9 + run_ns, stride=stride, offset=offset)
+        brute = sum(1 for n in range(offset, int(qps * run_ns / NS_PER_S) + 3, stride) if schedule.in_run(n))
+        assert schedule.planned_sends() == brute, (qps, run_ns, stride, offset)

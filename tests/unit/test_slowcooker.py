@@ -16,18 +16,20 @@ from runner.readback.results import load_run
 from runner.report.slowcooker import (
     MAX_ERROR_LINES,
     ChangeWindow,
+    Line,
     SlowCookerReporter,
     change_indicator,
     error_lines,
     format_rate,
-    goal_percent,
     header_line,
     interval_line,
     rounded_goal,
+    shown_percent,
     startup_line,
 )
+from runner.stats.figures import goal_percent
 from runner.stats.recorder import GROUP_URLS, Interval, Tally
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 from tests.conftest import GOLDEN, parse_interval
 
 LOGS = ["100qps-ms.log", "100qps-us.log", "url-list-3.log", "with-csv-us.log", "faults-timeout-1s.log"]
@@ -42,7 +44,7 @@ def test_interval_lines_reproduce_real_slow_cooker_output(name: str) -> None:
     lines = interval_lines(name)
     assert lines
     for line in lines:
-        assert interval_line(*parse_interval(line).args()) == line + "\n"
+        assert interval_line(parse_interval(line).line()) == line + "\n"
 
 
 @pytest.mark.parametrize("name", LOGS)
@@ -68,7 +70,7 @@ def test_microsecond_columns_line_up_under_the_header(name: str) -> None:
     """slow_cooker's own us lines drift (`135 [496 857 1308 1645 ] 1645`); ours keep every latency
     column where the header puts it, with the same figures."""
     header = header_line("2026-11-30T01:10:51Z", "2s", "us")
-    lines = [interval_line(*parse_interval(line).args(), unit="us") for line in interval_lines(name)]
+    lines = [interval_line(parse_interval(line).line(), unit="us") for line in interval_lines(name)]
     assert len({tuple(latency_column_ends(line)) for line in lines}) == 1, "".join(lines)
     ends = latency_column_ends(lines[0])
     assert latency_column_ends(header)[:4] + latency_column_ends(header)[5:] == ends[:4] + ends[5:]
@@ -81,14 +83,16 @@ def test_microsecond_columns_line_up_under_the_header(name: str) -> None:
 
 def test_columns_drift_only_where_ms_ones_would() -> None:
     """Three digits more than ms hold any latency under 1 s (p999 and max: 10 s) in place."""
-    base = ("2026-11-30T01:10:51Z", 0, 195, 0, 0, 200, 97, "2s")
-    held = interval_line(*base, (999_999, 999_999, 999_999, 999_999, 9_999_999, 9_999_999), 0, "+", unit="us")
-    assert latency_column_ends(held) == latency_column_ends(interval_line(*base, (1, 2, 3, 4, 5, 6), 0, "+", unit="us"))
-    wider = interval_line(*base, (1, 2, 3, 1_000_000, 5, 6), 0, "+", unit="us")
+    def line(*latencies: int) -> Line:
+        return Line("2026-11-30T01:10:51Z", 0, 195, 0, 0, 200, 97, "2s", latencies, 0, "+")  # type: ignore[arg-type]
+
+    held = interval_line(line(999_999, 999_999, 999_999, 999_999, 9_999_999, 9_999_999), unit="us")
+    assert latency_column_ends(held) == latency_column_ends(interval_line(line(1, 2, 3, 4, 5, 6), unit="us"))
+    wider = interval_line(line(1, 2, 3, 1_000_000, 5, 6), unit="us")
     assert latency_column_ends(wider)[3:] == [end + 1 for end in latency_column_ends(held)[3:]]
-    ms = interval_line(*base, (1, 2, 3, 4, 5, 6), 0, "+")
-    assert ms == interval_line(*base, (1, 2, 3, 4, 5, 6), 0, "+", unit="ms")
-    assert interval_line(*base, (1, 2, 3, 4, 5, 6), 0, "+", unit="ns").index("]") == ms.index("]") + 5 * 6
+    ms = interval_line(line(1, 2, 3, 4, 5, 6))
+    assert ms == interval_line(line(1, 2, 3, 4, 5, 6), unit="ms")
+    assert interval_line(line(1, 2, 3, 4, 5, 6), unit="ns").index("]") == ms.index("]") + 5 * 6
 
 
 def test_seed_lines_match_after_its_spaces_were_collapsed() -> None:
@@ -101,7 +105,7 @@ def test_seed_lines_match_after_its_spaces_were_collapsed() -> None:
         # The paste also lost the space that ends a line with no change marker.
         parsed = parse_interval(line if line.endswith(("+", "-")) else line + " ")
         values = dataclasses.replace(parsed, change=window.push(parsed.latencies[3]))
-        assert " ".join(interval_line(*values.args()).split()) == line.strip()
+        assert " ".join(interval_line(values.line()).split()) == line.strip()
 
 
 @pytest.mark.parametrize("name", ["100qps-ms.log", "url-list-3.log", "faults-timeout-1s.log"])
@@ -152,7 +156,7 @@ def test_the_goal_prints_rounded_halves_up_as_go_does(target: float, printed: in
     [(195, 200, 97), (200, 200, 100), (204, 200, 100), (0, 200, 0), (0, 0, 100), (5, 0, 100), (199, 200, 99), (1, 3, 33)],
 )
 def test_goal_percent_truncates_and_caps(responses: int, target: float, percent: int) -> None:
-    assert goal_percent(responses, target) == percent
+    assert shown_percent(goal_percent(responses, target)) == percent
 
 
 @pytest.mark.parametrize(
@@ -287,8 +291,10 @@ def count_run(total: int, sent_at_ms: list[int], skipped: int, sending_end_ms: i
             tally.skipped += 1
         run.merge(tally)
         start = START + k * 1000 * MS
-        reporter.interval(info, Interval(k, start, end if k == last else start + 1000 * MS, tally, end))
-    reporter.finish(RunSummary(info, last + 1, end, end, run, None, None, None, reason, 0.1, 1))
+        stop = end if k == last else start + 1000 * MS
+        reporter.interval(info, Interval(k, start, stop, tally, end, due=100 * (min(stop, end) - start) / 1e9))
+    reporter.finish(RunSummary(info, last + 1, end, end, run, None, None, None, reason, 0.1, 1,
+                               due=100 * (end - START) / 1e9))
     return out.getvalue().splitlines()
 
 

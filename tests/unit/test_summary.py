@@ -11,12 +11,14 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from runner.config.settings import merge, settings_from
+from runner.core.percentiles import PERCENTILES
 from runner.core.units import in_unit
 from runner.load.result import Result
-from runner.report.summary import SUMMARY_PERCENTILES, JsonSummaryReporter, bench_dict, percentile_keys, summary_dict
+from runner.report.summary import JsonSummaryReporter, bench_dict, percentile_keys, summary_dict
+from runner.stats.figures import SUMMARY_PERCENTILES, Latency
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import BenchTally, Interval, Tally
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 
 START = 7_000_000_000_000
 WALL = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -45,7 +47,9 @@ def make_summary(tally: Tally, layer: dict[str, Any] | None = None, *, elapsed_n
                  stop_reason: str = "iterations") -> RunSummary:
     settings = settings_from(merge(layer or {}))
     info = RunInfo(settings, ["http://a/"], None, START, WALL)
-    return RunSummary(info, intervals, START + elapsed_ns, START + elapsed_ns, tally, uncorrected, None, None, stop_reason, 1.23456, 45_000_000)
+    due = info.qps * elapsed_ns / 1e9 if info.model.paced else None  # what the schedule makes due at a constant rate
+    return RunSummary(info, intervals, START + elapsed_ns, START + elapsed_ns, tally, uncorrected, None, None, stop_reason,
+                      1.23456, 45_000_000, due=due)
 
 
 def latencies_1_to_1000_us() -> list[int]:
@@ -79,8 +83,9 @@ def test_percentiles_in_milliseconds_truncate() -> None:
 def test_percentiles_in_nanoseconds_are_the_histogram_values() -> None:
     tally = tally_of(latencies_1_to_1000_us())
     data = summary_dict(make_summary(tally, {"latencyUnit": "ns"}))
-    found = tally.latency.percentiles(SUMMARY_PERCENTILES.values())
-    assert [data[k] for k in SIX] == [found[p] for p in SUMMARY_PERCENTILES.values()]
+    ranks = [PERCENTILES[key].rank for key in SUMMARY_PERCENTILES]
+    found = tally.latency.percentiles(ranks)
+    assert [data[k] for k in SIX] == [found[p] for p in ranks]
     assert data["p999"] <= data["max"] == 1_000_400
 
 
@@ -97,7 +102,7 @@ def test_percentile_keys_helper() -> None:
     histogram = LatencyHistogram()
     for v in range(1, 101):
         histogram.record(v * MS)
-    assert percentile_keys(histogram, "ms") == {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 100}
+    assert percentile_keys(Latency.of(histogram), "ms") == {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 100}
 
 
 # --- the rest of the summary -------------------------------------------------------------------

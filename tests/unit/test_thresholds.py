@@ -9,11 +9,17 @@ import pytest
 from runner.config.rules import LATENCIES, METRICS, Rule, ThresholdError, number, parse_rule, rules_for
 from runner.core.errors import UsageError
 from runner.load.result import Result
+from runner.stats.figures import Figures
 from runner.stats.recorder import Tally
 from runner.stats.thresholds import Plan, Span, bounds, measure
 
 MS = 1_000_000
 US = 1_000
+
+
+def span_of(tally: Tally, seconds: float, target: float | None, whole: bool = True, shares: int = 1) -> Span:
+    """A span as the rules see it: `target` sends due over `seconds`."""
+    return Span(Figures.of(tally, target, round(seconds * 1e9)), whole, shares)
 
 
 def tally_of(latencies_ns: list[int], *, bad: int = 0, failed: int = 0, skipped: int = 0) -> Tally:
@@ -196,35 +202,35 @@ def test_measured_latencies_are_shown_in_the_unit_that_keeps_their_precision() -
 
 def test_latencies_are_those_of_good_and_bad_responses() -> None:
     tally = tally_of([k * US for k in range(1, 1001)], bad=10)  # 1 us .. 1 ms, and ten 503s at 1 ms
-    span = Span(tally, 1.0, 1010)
+    span = span_of(tally, 1.0, 1010)
     p50 = measure("p50", span)
     assert p50 is not None and 500 * US <= p50 <= 510 * US
     assert measure("max", span) == MS
     assert measure("mean", span) == pytest.approx(tally.mean_ns)
     for metric in LATENCIES:
-        assert measure(metric, Span(tally_of([], failed=3), 1.0, 3)) is None  # no response: nothing to measure
+        assert measure(metric, span_of(tally_of([], failed=3), 1.0, 3)) is None  # no response: nothing to measure
 
 
 def test_percentages() -> None:
     tally = tally_of([MS] * 90, bad=6, failed=4, skipped=10)  # 100 requests, 110 sends due
-    span = Span(tally, 1.0, 110)
+    span = span_of(tally, 1.0, 110)
     assert measure("errors%", span) == 10
     assert measure("bad%", span) == 6
     assert measure("failed%", span) == 4
     assert measure("skipped%", span) == pytest.approx(100 / 11)
     assert measure("goal%", span) == pytest.approx(96 / 110 * 100)  # good + bad against t
     assert measure("rate", span) == 100
-    assert measure("goal%", Span(tally, 1.0, 50)) == 100  # capped, as goal% is in the lines
+    assert measure("goal%", span_of(tally, 1.0, 50)) == 100  # capped, as goal% is in the lines
 
 
 def test_nothing_to_measure_is_none() -> None:
-    empty = Span(Tally(), 0.0, 0)
+    empty = span_of(Tally(), 0.0, 0)
     assert all(measure(metric, empty) is None for metric in METRICS)
     tally = tally_of([MS] * 10)
-    assert measure("goal%", Span(tally, 1.0, None)) is None  # a bench has no goal
-    assert measure("goal%", Span(tally, 0.1, 10, whole=False)) is None  # a partial interval
-    assert measure("rate", Span(tally, 0.1, 10, whole=False)) is None
-    assert measure("errors%", Span(tally, 0.1, 10, whole=False)) == 0  # counts are fair on any span
+    assert measure("goal%", span_of(tally, 1.0, None)) is None  # a bench has no goal
+    assert measure("goal%", span_of(tally, 0.1, 10, whole=False)) is None  # a partial interval
+    assert measure("rate", span_of(tally, 0.1, 10, whole=False)) is None
+    assert measure("errors%", span_of(tally, 0.1, 10, whole=False)) == 0  # counts are fair on any span
 
 
 # --- telling early ---------------------------------------------------------------------------------
@@ -280,8 +286,8 @@ def test_a_shard_judges_the_rate_of_the_whole_run() -> None:
     """A shard of 2 sends half the run's rate; `rate >= 95` is about the run, so its 50 req/s
     count as 100 (every pod of a healthy 100 req/s run failed its Job with 50 req/s BROKEN)."""
     half = tally_of([MS] * 500)
-    assert parse_rule("rate >= 95").holds(measure("rate", Span(half, 10.0, 500.0, shares=2)))
-    assert not parse_rule("rate >= 95").holds(measure("rate", Span(half, 10.0, 500.0)))
+    assert parse_rule("rate >= 95").holds(measure("rate", span_of(half, 10.0, 500.0, shares=2)))
+    assert not parse_rule("rate >= 95").holds(measure("rate", span_of(half, 10.0, 500.0)))
     assert can_hold("rate >= 95", half, Plan(sends=1000, target=1000, seconds=20, shares=2))
 
 
@@ -300,7 +306,7 @@ def test_latency_bounds_assume_every_remaining_response_is_instant() -> None:
 def test_bounds_are_exact_when_nothing_is_left() -> None:
     so_far = tally_of([k * US for k in range(1, 101)], bad=5, failed=5, skipped=2)
     plan = Plan(sends=so_far.requests + so_far.skipped, target=112, seconds=1.0)
-    span = Span(so_far, 1.0, 112)
+    span = span_of(so_far, 1.0, 112)
     for metric in METRICS:
         low, high = bounds(metric, so_far, plan)
         measured = measure(metric, span)
@@ -333,7 +339,7 @@ def test_a_run_that_can_still_pass_is_never_called_lost(seed: int) -> None:
             so_far.add(Result(status=200), int(rng.expovariate(1 / MS)), 0)
         if len(history) < so_far.requests // 10:  # every tenth send, as an interval would close
             history.append({rule: rule.can_hold(*bounds(rule.metric, so_far, plan)) for rule in rules})
-    final = Span(so_far, 4.0, sends)
+    final = span_of(so_far, 4.0, sends)
     for rule in rules:
         measured = measure(rule.metric, final)
         assert measured is not None

@@ -16,7 +16,7 @@ from runner.load.shards import Shard
 from runner.report.summary import JsonSummaryReporter
 from runner.report.verdict import Verdict, plan_of
 from runner.stats.recorder import Interval, Tally
-from runner.stats.run import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary
 from runner.stats.thresholds import Plan
 
 START = 7_000_000_000_000
@@ -42,8 +42,9 @@ def tally_of(good: int, latency_ns: int = MS, *, bad: int = 0, failed: int = 0) 
 
 
 def interval(index: int, tally: Tally, span_ns: int = SECOND) -> Interval:
+    """Interval `index` of a run at 100 req/s, `span_ns` long: its goal is 100 a second."""
     start = START + index * SECOND
-    return Interval(index, start, start + span_ns, tally)
+    return Interval(index, start, start + span_ns, tally, due=100 * span_ns / SECOND)
 
 
 def summary_of(info: RunInfo, tallies: list[Tally], reason: str = "iterations") -> RunSummary:
@@ -51,7 +52,7 @@ def summary_of(info: RunInfo, tallies: list[Tally], reason: str = "iterations") 
     for tally in tallies:
         run.merge(tally)
     end = START + len(tallies) * SECOND
-    return RunSummary(info, len(tallies), end, end, run, None, None, None, reason, 0.1, 1)
+    return RunSummary(info, len(tallies), end, end, run, None, None, None, reason, 0.1, 1, due=100.0 * len(tallies))
 
 
 class Stops:

@@ -6,13 +6,15 @@ hold counts and histograms, never a Result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from runner.config.settings import Settings
 from runner.core import redact
+from runner.load.model import LoadModel, model_for
 from runner.load.shards import ALONE, Shard
 from runner.stats.client import ClientFigures
+from runner.stats.figures import Figures
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import BenchTally, Tally
 
@@ -32,6 +34,11 @@ class RunInfo:
         """The URLs with their passwords and secret query values hidden, once for every report:
         the startup line, failure lines, the summary and a shard's record all print these."""
         object.__setattr__(self, "urls", [redact.url(url) for url in self.urls])
+
+    @property
+    def model(self) -> LoadModel:
+        """This process's load model, as its settings make it (the same value build() made)."""
+        return model_for(self.settings.pace, self.shard)
 
     def wall(self, t_ns: int) -> float:
         """The Unix time of a monotonic moment of this run."""
@@ -66,11 +73,18 @@ class RunSummary:
     bench: BenchTally | None = None  # bench mode: ab's per-phase timings and counts
     connections: dict[str, int] | None = None  # connections opened, by protocol: {"HTTP/1.1 TLSv1.3": 5}
     shards: dict[str, Any] | None = None  # a merged run: how many shards, which were merged, missing, cut
-    due_ns: int | None = None  # a merged run: its goal's span at the full rate (see Interval.due_ns)
     failed_workers: dict[int, str] | None = None  # local workers that died or raised: what happened to each
     client: ClientFigures | None = None  # how the client itself fared: loop lag, CPU, lateness, saturation
     drain: Tally | None = None  # what came back after the last interval ended (in `tally` too)
     last_interval_end_ns: int | None = None  # when the last interval ended (end_ns adds the drain)
+    # The sends the schedule made due over the run (Schedule.sends_due, unrounded; a merged
+    # run's, its intervals' added up); None without a schedule (a bench).
+    due: float | None = None
+    # Its figures, computed once here for every report (runner.stats.figures).
+    figures: Figures = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "figures", Figures.of(self.tally, self.due, self.sending_ns))
 
     @property
     def elapsed_ns(self) -> int:
@@ -80,8 +94,3 @@ class RunSummary:
     def sending_ns(self) -> int:
         """How long requests were being sent: what the achieved rate is over."""
         return self.sending_end_ns - self.info.start_ns
-
-    @property
-    def goal_ns(self) -> int:
-        """What the run's goal is over: its sending time, or a merged run's own due span."""
-        return self.sending_ns if self.due_ns is None else self.due_ns

@@ -1,0 +1,83 @@
+"""The engine's clock: the one place it reads the time and sleeps, given to it as a value.
+
+The engine decides what to send, skip or wait for from the moments the clock gives it
+(the decisions themselves are runner.load.schedule's pure arithmetic); it never reads
+time.monotonic_ns() on its own. So a test can hand it a scripted clock whose time moves
+only when every client is waiting, and check the closed, open and bench loops against the
+schedule's brute-force oracles, on an event loop but without real time or a socket (the
+h11 lesson: give the code `now`).
+
+The real clock sleeps on the kernel timer where there is one (runner.load.alarm) and on
+the loop's timers elsewhere; in precise mode it sleeps to just before the due time and
+yields to the loop for the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Protocol
+
+from runner.load.alarm import Alarm
+
+# Precise pacing: how long before a due time the sleep ends and yielding begins. Longer than
+# the worst early or late timer wake-up (about a millisecond), so the sleep never overshoots.
+PRECISE_WINDOW_NS = 2_000_000
+
+
+class Clock(Protocol):
+    """What the engine asks of time: the monotonic now, and a sleep until a moment."""
+
+    def now_ns(self) -> int:
+        """The time now, on the monotonic clock of every timestamp in a Result."""
+        ...
+
+    async def sleep_until(self, due_ns: int) -> None:
+        """Return at or after `due_ns` (perhaps early: the caller reads now_ns() again)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the clock holds (the kernel timer); waiters still waiting are cancelled."""
+        ...
+
+
+class MonotonicClock:
+    """time.monotonic_ns(), and sleeps on the kernel timer, or on the loop's timers where there is none.
+
+    Where there is a kernel timer (alarm.py) a client sleeps on it, to within the kernel's
+    wake-up. Elsewhere on the loop's timers, which may fire early (uvloop keeps milliseconds)
+    and late (asyncio rounds up to the millisecond), so the engine reads the clock again after
+    every wake-up rather than trusting it. In precise mode the sleep ends a little before the
+    due time and the rest is spent yielding to the loop, which sends within microseconds of the
+    due time at the price of a busy core while it waits. Precise mode sleeps on the loop's
+    timers: measured at 1,000 req/s, its send lag was p50 10 us that way and 56 us when it woke
+    on the kernel timer (cause not found).
+    """
+
+    def __init__(self, precise: bool = False) -> None:
+        self._spin_ns = PRECISE_WINDOW_NS if precise else 0
+        # The kernel timer, opened on the running loop at the first sleep; precise pacing keeps
+        # the loop's timers (above), so it opens none.
+        self._alarm: Alarm | None = None
+        self._opened = precise
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns()
+
+    async def sleep_until(self, due_ns: int) -> None:
+        delay = due_ns - time.monotonic_ns()
+        if delay <= 0:
+            return
+        if not self._opened:
+            self._alarm, self._opened = Alarm.open(asyncio.get_running_loop()), True
+        if delay <= self._spin_ns:
+            await asyncio.sleep(0)
+        elif self._alarm is not None:
+            await self._alarm.until(due_ns)
+        else:
+            await asyncio.sleep((delay - self._spin_ns) / 1e9)
+
+    def close(self) -> None:
+        if self._alarm is not None:
+            self._alarm.close()
+            self._alarm = None
