@@ -1,0 +1,111 @@
+"""A scripted clock and a transport that answers on it: the engine's loops run without real time.
+
+The clock's time moves only when every task on the event loop is waiting (on it, or on
+nothing else): it then jumps to the earliest moment a waiter asked for and wakes everyone
+due by then, like trio's autojump clock. A run of an hour takes milliseconds, and what the
+engine does at each moment is exactly reproducible, so its closed, open and bench loops are
+checked against brute-force oracles of what the schedule says, on asyncio's own loop (the
+unit tier refuses uvloop and every network socket).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from runner.load.request import Request
+from runner.load.result import Result
+
+T = TypeVar("T")
+
+
+class ScriptedClock:
+    """Virtual monotonic nanoseconds, moved only by run() when the loop has nothing else to do."""
+
+    def __init__(self, start_ns: int = 0) -> None:
+        self.t = start_ns
+        self._sleepers: list[tuple[int, int, asyncio.Future[None]]] = []  # a heap by due time
+        self._order = itertools.count()
+        self.wakeups = 0  # how often time moved: the engine's wake-ups, as the real clock would make them
+
+    def now_ns(self) -> int:
+        return self.t
+
+    async def sleep_until(self, due_ns: int) -> None:
+        if due_ns <= self.t:
+            await asyncio.sleep(0)
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (due_ns, next(self._order), waiter))
+        await waiter
+
+    def close(self) -> None:
+        """The engine's end: nothing is left to wake (a real clock cancels its waiters too)."""
+
+    def run(self, main: Coroutine[Any, Any, T], limit_ns: int = 3600 * 10**9) -> T:
+        """Run `main` on a fresh asyncio loop, moving time whenever everything waits; its result.
+
+        Fails if nothing can move time while `main` is unfinished (a hang), or past `limit_ns`.
+        """
+        return asyncio.run(self._drive(main, self.t + limit_ns))
+
+    async def _drive(self, main: Coroutine[Any, Any, T], limit_ns: int) -> T:
+        task = asyncio.ensure_future(main)
+        while True:
+            await _settle()
+            if task.done():
+                return task.result()
+            while self._sleepers and self._sleepers[0][2].done():  # cancelled meanwhile
+                heapq.heappop(self._sleepers)
+            assert self._sleepers, "every task waits on something other than the clock: a hang"
+            self.t = max(self.t, self._sleepers[0][0])
+            assert self.t <= limit_ns, "the run went on past its limit"
+            self.wakeups += 1
+            while self._sleepers and self._sleepers[0][0] <= self.t:
+                waiter = heapq.heappop(self._sleepers)[2]
+                if not waiter.done():
+                    waiter.set_result(None)
+
+
+async def _settle() -> None:
+    """Yield until no callback but this one is ready: every other task waits."""
+    loop = asyncio.get_running_loop()
+    for _ in range(100_000):
+        await asyncio.sleep(0)
+        if not loop._ready:  # type: ignore[attr-defined]  # asyncio's queue of ready callbacks
+            return
+    raise AssertionError("the loop never went quiet: a task spins")
+
+
+class ScriptedSession:
+    """Answers each send with a 200 after `latency(send_count)` of the clock's time."""
+
+    def __init__(self, clock: ScriptedClock, latency: Callable[[int], int], log: list[tuple[int, int]]) -> None:
+        self._clock = clock
+        self._latency = latency
+        self._log = log  # (start, end) of every send made: what the server saw
+
+    async def send(self, request: Request, hash_body: bool) -> Result:
+        start = self._clock.now_ns()
+        await self._clock.sleep_until(start + self._latency(len(self._log)))
+        end = self._clock.now_ns()
+        self._log.append((start, end))
+        return Result(start_ns=start, headers_ns=end, end_ns=end, status=200)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class ScriptedTransport:
+    """Sessions on one scripted clock; `log` holds every send the "server" answered."""
+
+    def __init__(self, clock: ScriptedClock, latency: Callable[[int], int]) -> None:
+        self._clock = clock
+        self._latency = latency
+        self.log: list[tuple[int, int]] = []
+
+    def session(self) -> ScriptedSession:
+        return ScriptedSession(self._clock, self._latency, self.log)

@@ -1,0 +1,201 @@
+"""The engine's closed, open and bench loops on a scripted clock, against what the schedule says.
+
+No real time and no socket: the clock (tests/support/clock.py) moves only when every client
+waits, and the transport answers on it after a latency the test chooses. So each test knows
+exactly when every send was due and when the server answered, and checks the engine against
+an oracle written out by brute force, send by send: which sends go out and when, which are
+skipped, that each due send is accounted for exactly once, and that nothing goes out after a
+stop or past a count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import pytest
+
+from runner.load.engine import Engine, Load
+from runner.load.model import Bench, Closed, LoadModel, Open
+from runner.load.request import Request
+from runner.load.result import Result
+from runner.load.schedule import Schedule, Skips
+from tests.support.clock import ScriptedClock, ScriptedTransport
+from tests.support.sessions import send_numbers, sent
+
+MS = 1_000_000
+START = 10**12
+REQUEST = Request(method="GET", url="http://unit.invalid/", headers=(), body=b"", hidden=())
+
+
+@dataclass
+class Ran:
+    engine: Engine
+    records: list[Result | Skips]  # every record the engine's sink heard
+    transport: ScriptedTransport  # its log: what the server answered
+    schedule: Schedule
+    clock: ScriptedClock
+
+
+def run_engine(model: LoadModel, qps: float, clients: int, seconds: float, latency_ns: int | list[int], *,
+               total: int = 0, stop_at_ns: int | None = None) -> Ran:
+    """Run an engine for `seconds` of scripted time."""
+    clock = ScriptedClock(START - 50 * MS)
+    latencies = latency_ns if isinstance(latency_ns, list) else None
+    transport = ScriptedTransport(clock, lambda i: latencies[i % len(latencies)] if latencies else latency_ns)
+    schedule = Schedule(START, qps, clients, START + round(seconds * 1e9))
+    records: list[Result | Skips] = []
+    engine = Engine(schedule, Load([REQUEST], model, total_requests=total), transport, records.append, clock)
+
+    async def main() -> None:
+        if stop_at_ns is None:
+            await engine.run()
+            return
+        running = asyncio.ensure_future(engine.run())
+        await clock.sleep_until(stop_at_ns)
+        engine.stop(stop_at_ns)
+        await running
+
+    clock.run(main())
+    return Ran(engine, records, transport, schedule, clock)
+
+
+def due_sends(schedule: Schedule) -> list[int]:
+    """Every send of the run due before its end, by brute force."""
+    n, due = 0, []
+    while schedule.in_run(n):
+        due.append(n)
+        n += 1
+    return due
+
+
+def closed_oracle(schedule: Schedule, latency_ns: int) -> tuple[set[int], set[int]]:
+    """The closed model, send by send: (sent, skipped) of every client, with the server answering in `latency_ns`.
+
+    A client sends its k-th send at its due time if it is free then; else, when it becomes free,
+    it sends the newest send that fell due while it was busy and skips the older ones.
+    """
+    sent_ns, skipped = set(), set()
+    for client in range(schedule.clients):
+        free = 0
+        k = 0
+        while schedule.in_run(n := schedule.send_number(client, k)):
+            due = schedule.due_ns(n)
+            if due >= free:
+                sent_ns.add(n)
+                free = due + latency_ns
+                k += 1
+                continue
+            # busy when it fell due: find the newest send due by the time the client is free
+            newest = k
+            while (schedule.in_run(schedule.send_number(client, newest + 1))
+                   and schedule.due_ns(schedule.send_number(client, newest + 1)) <= free):
+                newest += 1
+            skipped.update(schedule.send_number(client, j) for j in range(k, newest))
+            n = schedule.send_number(client, newest)
+            if schedule.due_ns(n) <= free and free < schedule.end_ns:  # type: ignore[operator]
+                sent_ns.add(n)
+                free = free + latency_ns
+            elif schedule.due_ns(n) <= free:
+                skipped.add(n)  # it fell due while busy and the run was over when the client was free
+            else:
+                sent_ns.add(n)
+                free = schedule.due_ns(n) + latency_ns
+            k = newest + 1
+    return sent_ns, skipped
+
+
+def skipped_numbers(records: list[Result | Skips]) -> list[int]:
+    return send_numbers([r for r in records if isinstance(r, Skips)])
+
+
+@pytest.mark.parametrize(("qps", "clients", "latency_ms"), [(100, 5, 1), (100, 5, 50), (10, 1, 1), (50, 2, 19.9)])
+def test_closed_clients_that_keep_pace_send_every_send_on_time(qps: float, clients: int, latency_ms: float) -> None:
+    ran = run_engine(Closed(), qps, clients, 2.0, round(latency_ms * MS))
+    assert send_numbers(ran.records) == due_sends(ran.schedule)  # every due send, once
+    assert not skipped_numbers(ran.records)
+    for result in sent(ran.records):
+        assert result.start_ns == result.due_ns == ran.schedule.due_ns(result.seq)  # on time to the nanosecond
+        assert result.client_lag_ns == 0
+    assert ran.engine.sent == len(ran.transport.log) == len(due_sends(ran.schedule))
+
+
+@pytest.mark.parametrize(("qps", "clients", "latency_ms"), [(100, 5, 130), (100, 1, 35), (30, 3, 101), (100, 2, 20)])
+def test_a_slow_server_makes_closed_clients_skip_what_fell_due_while_busy(qps: float, clients: int,
+                                                                          latency_ms: int) -> None:
+    ran = run_engine(Closed(), qps, clients, 2.0, latency_ms * MS)
+    expected_sent, expected_skipped = closed_oracle(ran.schedule, latency_ms * MS)
+    assert {r.seq for r in sent(ran.records)} == expected_sent
+    assert set(skipped_numbers(ran.records)) == expected_skipped
+    assert send_numbers(ran.records) == due_sends(ran.schedule)  # sent + skipped = due, each once
+    for result in sent(ran.records):
+        assert result.client_lag_ns == 0  # late only by the server's doing, never the client's
+        assert result.start_ns >= result.due_ns
+
+
+@pytest.mark.parametrize("max_in_flight", [1, 3, 1000])
+def test_open_clients_send_on_time_whatever_is_in_flight_up_to_the_bound(max_in_flight: int) -> None:
+    ran = run_engine(Open(max_in_flight), 100, 2, 1.0, 45 * MS)
+    due = due_sends(ran.schedule)
+    assert send_numbers(ran.records) == due
+    made = sent(ran.records)
+    for result in made:
+        assert result.start_ns == result.due_ns  # on time: the open model never waits for a response
+    # The oracle: a send is made if fewer than max_in_flight are in flight at its due time.
+    in_flight: list[int] = []
+    expected = set()
+    for n in due:
+        at = ran.schedule.due_ns(n)
+        in_flight = [end for end in in_flight if end > at]
+        if len(in_flight) < max_in_flight:
+            expected.add(n)
+            in_flight.append(at + 45 * MS)
+    assert {r.seq for r in made} == expected
+    assert max(sum(1 for s, e in ran.transport.log if s <= t < e) for t, _ in ran.transport.log) <= max_in_flight
+
+
+def test_open_latency_counts_from_the_due_time() -> None:
+    ran = run_engine(Open(1000), 100, 1, 0.5, [5 * MS, 35 * MS])
+    for result in sent(ran.records):
+        assert Open(1000).latency_ns(result) == result.headers_ns - result.due_ns
+
+
+@pytest.mark.parametrize(("clients", "total"), [(1, 10), (4, 10), (4, 4), (5, 101)])
+def test_a_bench_sends_exactly_its_count_as_fast_as_answers_come(clients: int, total: int) -> None:
+    ran = run_engine(Bench(), 1.0, clients, 3600.0, 3 * MS, total=total)
+    made = sent(ran.records)
+    assert sorted(r.seq for r in made) == list(range(total)) and not skipped_numbers(ran.records)
+    assert ran.engine.sent == len(ran.transport.log) == total
+    # Each client sends again the moment its answer comes: no pacing, so no gaps.
+    rounds = -(-total // clients)
+    assert max(end for _, end in ran.transport.log) == START + rounds * 3 * MS
+
+
+def test_a_bench_ends_by_its_time() -> None:
+    ran = run_engine(Bench(), 1.0, 3, 0.1, 7 * MS)
+    assert all(start < ran.schedule.end_ns for start, _ in ran.transport.log)  # type: ignore[operator]
+    assert len(sent(ran.records)) == 3 * 15  # 15 rounds start before 100 ms (0, 7, ..., 98 ms)
+
+
+@pytest.mark.parametrize("model", [Closed(), Open(1000)])
+def test_nothing_goes_out_after_a_stop_and_what_fell_due_before_it_is_counted(model: LoadModel) -> None:
+    stop = START + 733 * MS
+    ran = run_engine(model, 100, 5, 2.0, 120 * MS, stop_at_ns=stop)
+    assert all(start < stop for start, _ in ran.transport.log)
+    due_before = [n for n in due_sends(ran.schedule) if ran.schedule.due_ns(n) < stop]
+    assert send_numbers(ran.records) == due_before  # sent + skipped = due by the stop, each once
+    assert ran.engine.stopped_sending_ns == stop
+
+
+def test_a_count_is_sent_exactly_and_its_time_ends_with_its_last_slot() -> None:
+    ran = run_engine(Closed(), 100, 5, 10.0, 1 * MS, total=123)
+    assert len(ran.transport.log) == ran.engine.sent == 123 and not skipped_numbers(ran.records)
+    assert ran.engine.stopped_sending_ns == ran.schedule.due_ns(123)  # the end of the 123rd send's slot
+
+
+def test_the_clock_wakes_the_engine_once_per_due_time_of_a_paced_run() -> None:
+    """One wake-up per distinct moment something is due or answered: no client spins."""
+    clock_runs: list[int] = []
+    ran = run_engine(Closed(), 100, 5, 1.0, 2 * MS)
+    clock_runs.append(len(ran.transport.log))
+    assert clock_runs == [100]
