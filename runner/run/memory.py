@@ -2,7 +2,7 @@
 
 In a pod, the container's `resources.limits.memory` is its cgroup's memory.max (cgroup v2) or
 memory.limit_in_bytes (v1); past it the kernel kills a process of the container (OOMKilled).
-`soak validate` holds the run's local workers against it (runner.report.plan.memory_lines).
+`soak validate` holds the run's local workers against it (runner.report.plan.memory_line).
 
 The limit that applies is the smallest of the process's cgroup and its ancestors, as far as
 they can be seen: in a container with its own cgroup namespace (v2) the container's cgroup is
