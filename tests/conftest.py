@@ -100,9 +100,11 @@ http {{
 
 _NGINX_HTTP = """
     # One line per request: connection serial and what arrived, so tests can check the
-    # server's view (connections reused or not, headers, bodies) against the runner's.
+    # server's view (connections reused or not, which request said Connection: close,
+    # headers, bodies) against the runner's.
     log_format soak '$connection $connection_requests $request_method $uri $status '
-                    '"$host" "$http_authorization" "$http_accept_encoding" $request_length $body_bytes_sent';
+                    '"$host" "$http_authorization" "$http_accept_encoding" "$http_connection" '
+                    '$request_length $body_bytes_sent';
     access_log {dir}/access.log soak;
     gzip on;
     gzip_min_length 100;
@@ -119,8 +121,11 @@ _NGINX_HTTP = """
 
 
 @contextmanager
-def running_nginx(directory: Path, http: str, ports: list[int]) -> Iterator[None]:
-    """nginx with `http` inside its http block, until the block ends; ready on every one of `ports`."""
+def running_nginx(directory: Path, http: str, ports: list[int]) -> Iterator[subprocess.Popen[bytes]]:
+    """nginx with `http` inside its http block, until the block ends; ready on every one of `ports`.
+
+    Yields its master process, for a test that stops it early (a server that dies mid-run).
+    """
     (directory / "tmp").mkdir(exist_ok=True)
     user = "user root;" if os.geteuid() == 0 else ""
     conf = directory / "nginx.conf"
@@ -129,7 +134,7 @@ def running_nginx(directory: Path, http: str, ports: list[int]) -> Iterator[None
     try:
         for port in ports:
             wait_for_port(port)
-        yield
+        yield process
     finally:
         process.terminate()
         process.wait(timeout=10)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
 import socket
 import subprocess
 import time
@@ -37,6 +36,7 @@ from runner.load.fnv import fnv1a64
 from runner.load.request import Request
 from runner.load.transport import MAX_HEAD_BYTES, TransportOptions
 from tests.conftest import REPO, Run, assert_counts_add_up, parse_interval, run_soak, soak_command
+from tests.support.dnsserver import can_unshare, with_resolver
 from tests.support.faultserver import (
     GZIP_PLAIN,
     OK_BODY,
@@ -218,14 +218,7 @@ def error_lines(run: Run) -> list[re.Match[str]]:
 SILENT_RESOLVER = "127.83.83.53"  # where the namespace's resolv.conf points: a UDP socket that never answers
 
 
-def _can_unshare() -> bool:
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        return False
-    done = subprocess.run(["unshare", "--mount", "true"], capture_output=True)
-    return done.returncode == 0
-
-
-@pytest.mark.skipif(not _can_unshare(), reason="needs root and unshare --mount, to give the run a silent resolver")
+@pytest.mark.skipif(not can_unshare(), reason="needs root and unshare --mount, to give the run a silent resolver")
 @pytest.mark.parametrize("model", ["closed", "open"])
 def test_dns_lookup_never_answered(model: str, tmp_path: Path) -> None:
     """A DNS server that never answers: the timeout names the lookup, not the response headers.
@@ -242,8 +235,7 @@ def test_dns_lookup_never_answered(model: str, tmp_path: Path) -> None:
         command = soak_command("--qps", "20", "--concurrency", "2", *INTERVALS, "--loadModel", model,
                                *SHORT_TIMEOUT, "http://soak-never-answered.test/")
         started = time.monotonic()
-        done = subprocess.run(["unshare", "--mount", "sh", "-c", 'mount --bind "$0" /etc/resolv.conf && exec "$@"',
-                               str(resolv), *command], capture_output=True, text=True, timeout=60, cwd=REPO,
+        done = subprocess.run(with_resolver(resolv, command), capture_output=True, text=True, timeout=60, cwd=REPO,
                               env={**os.environ, "TZ": "UTC"})
         took = time.monotonic() - started
         silent.setblocking(False)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 
 from tests.conftest import REPO, soak_command
 
@@ -20,9 +21,10 @@ LONG_RUN = ("--interval", "1s", "--iterations", "600")  # ten minutes: only a si
 class LiveRun:
     """The CLI running in the background, its output collected as it comes."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, wrap: Callable[[list[str]], list[str]] = list) -> None:
+        """`wrap`: the command line as it is run, from the CLI's (in a namespace of the test's, say)."""
         self.process = subprocess.Popen(
-            soak_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            wrap(soak_command(*args)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "TZ": "UTC"}, cwd=REPO,
         )
         self._out: list[str] = []
