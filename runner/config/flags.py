@@ -157,7 +157,7 @@ def _items(text: str) -> list[str]:
 def _metavar(spec: dict[str, Any]) -> str:
     if "enum" in spec:
         return "{" + ",".join(spec["enum"]) + "}"
-    if spec.get("format") == "positive-duration":
+    if spec.get("format") in ("positive-duration", "duration"):
         return "DURATION"
     return {"integer": "N", "number": "X"}.get(spec.get("type", ""), "TEXT")
 

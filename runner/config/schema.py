@@ -45,6 +45,20 @@ def _is_positive_duration(value: object) -> bool:
         return True
 
 
+@_FORMATS.checks("duration", raises=DurationError)
+def _is_duration(value: object) -> bool:
+    """A Go duration, 0 included: for a limit whose 0s means none (maxConnectionAge).
+
+    As with positive-duration, one too long for Go is x-durationRange's to report.
+    """
+    if isinstance(value, str):
+        try:
+            parse_duration(value)
+        except DurationRangeError:
+            pass
+    return True
+
+
 def _duration_range(validator: Any, bounds: list[str], instance: Any, _schema: Any) -> Iterator[ValidationError]:
     """`x-durationRange: [low, high]`: a duration setting's bounds, as Go durations, both included.
 
@@ -245,7 +259,7 @@ def _explain(error: ValidationError) -> str:
         return f"{_show(error)} {error.cause}"
     if validator == "format" and bound == "host-port" and error.cause is not None:
         return f"{_show(error)} is not allowed: {error.cause}"
-    if validator in ("not", "anyOf", "pattern", "propertyNames", "format") and allowed:
+    if validator in ("not", "anyOf", "pattern", "propertyNames", "format", "x-durationRange") and allowed:
         return f"{_show(error)} is not allowed; must be {allowed}"
     rule = _RULES.get(validator)
     if rule is not None:

@@ -69,6 +69,8 @@ class ClientSpec:
     transport: TransportName
     timeout_ns: int
     no_reuse: bool
+    max_requests_per_connection: int  # 0: no limit (runner.load.transport.Lifetime)
+    max_connection_age_ns: int  # 0: no limit
     compress: bool
     ca_bundle: str  # PEM file of the CAs to verify servers against; "" for certifi's
     insecure: bool  # verify nothing (a warning is printed)
@@ -181,6 +183,8 @@ def settings_from(merged: dict[str, Any]) -> Settings:
             transport=merged["transport"],
             timeout_ns=parse_duration(merged["timeout"]),
             no_reuse=merged["noReuse"],
+            max_requests_per_connection=int(merged["maxRequestsPerConnection"]),
+            max_connection_age_ns=parse_duration(merged["maxConnectionAge"]),
             compress=merged["compress"],
             ca_bundle=merged["caBundle"],
             insecure=merged["insecure"],

@@ -98,7 +98,9 @@ class FastTransport:
 class FastSession:
     """One client's connections: idle keep-alive connections are reused, newest first, each
     only for requests to the origin (host, port, scheme) it was opened to: with URLs on
-    several servers, a client keeps one connection to each."""
+    several servers, a client keeps one connection to each. A connection's last request
+    (options.lifetime, transport.Lifetime) goes out with `Connection: close`, and the
+    connection is closed after its response."""
 
     def __init__(
         self, options: TransportOptions, tls: Callable[[], ssl.SSLContext], deadlines: Deadlines, pump: Pump | None
@@ -106,6 +108,7 @@ class FastSession:
         self._deadlines = deadlines
         self._pump = pump  # plain TCP on sockets of our own (rawsocket), where the platform has them
         self._keep_alive = not options.no_reuse
+        self._lifetime = options.lifetime if options.lifetime.limited and self._keep_alive else None
         self._compress = options.compress
         self._timeout_s = options.timeout_ns / 1e9
         self._timeout_ns = options.timeout_ns
@@ -115,27 +118,35 @@ class FastSession:
         self._open: set[Connection] = set()
         self._loop = asyncio.get_running_loop()
         # By id(request): no hashing per send. Each holds the request's bytes and its server,
-        # (host, port, https), the key of its idle connections, made once, not per send.
-        self._wire: dict[int, tuple[Request, bytes, tuple[str, int, bool], int]] = {}
+        # (host, port, https), the key of its idle connections, its body's size, and its bytes
+        # as a connection's last request (with Connection: close), made once, not per send.
+        self._wire: dict[int, tuple[Request, bytes, tuple[str, int, bool], int, bytes]] = {}
         self._server_reported = False  # the Server header is read from the session's first response only
 
     async def send(self, request: Request, hash_body: bool) -> Result:
         wire = self._wire.get(id(request))
         if wire is None or wire[0] is not request:
             data, host, port, https = wire_request(request, self._keep_alive, self._compress)
-            wire = self._wire[id(request)] = (request, data, (host, port, https), len(request.body))
-        _, data, server, body_size = wire
+            last_data = data if not self._keep_alive else wire_request(request, False, self._compress)[0]
+            wire = self._wire[id(request)] = (request, data, (host, port, https), len(request.body), last_data)
+        _, data, server, body_size, last_data = wire
         result = Result()
         result.bytes_out = body_size
         result.start_ns = _now()
         deadline = self._loop.time() + self._timeout_s
         connection = self._reusable(server)
         dial: _Dial | None = None
+        last = False
         try:
             if connection is None:
                 dial = _Dial(server[0], deadline)
                 connection = await self._dial(dial, server)
-                result.connected_ns = _now()
+                connection.opened_ns = result.connected_ns = _now()
+            if self._lifetime is not None:
+                last = self._lifetime.last(connection.served, connection.opened_ns, _now())
+                if last:
+                    data = last_data
+            connection.served += 1
             await connection.send(data, result, hash_body, deadline, result.start_ns + self._timeout_ns,
                                   not self._server_reported)
             if result.connected_ns and result.status:  # a new connection that carried a response
@@ -153,7 +164,9 @@ class FastSession:
         if result.status:
             self._server_reported = True
         result.end_ns = result.end_ns or _now()
-        if connection is not None and connection.reusable and self._keep_alive:
+        if last and connection is not None:
+            connection.close()  # whatever the server said: it was told this was the last
+        elif connection is not None and connection.reusable and self._keep_alive:
             self._idle.setdefault(server, []).append(connection)
         return result
 

@@ -124,6 +124,10 @@ class Connection(asyncio.Protocol):
         self._lost_exc: Exception | None = None  # ... and why
         self.reusable = False
         self.protocol = "HTTP/1.1"  # and the TLS version, once connected over TLS
+        # The session's, for the connection's lifetime (transport.Lifetime): requests written
+        # on it, and when it was ready for its first (monotonic ns).
+        self.served = 0
+        self.opened_ns = 0
 
     # --- used by the session ---------------------------------------------------------
 

@@ -31,7 +31,7 @@ from runner.load.failures import causes, message, os_failure
 from runner.load.request import Request
 from runner.load.result import ErrorKind, Result
 from runner.load.tls import client_context
-from runner.load.transport import MAX_HEAD_BYTES, TransportOptions, address_text, resolve
+from runner.load.transport import MAX_HEAD_BYTES, Lifetime, TransportOptions, address_text, resolve
 
 USER_AGENT = f"soak/{__version__}"
 
@@ -170,6 +170,71 @@ class _Stream(httpcore.AsyncNetworkStream):
             return None
 
 
+class _Lived(httpcore.AsyncConnectionInterface):
+    """One of the pool's connections, held to a Lifetime (runner.load.transport) as the fast
+    transport holds its own: httpcore has no limit on a connection's requests or age.
+
+    The pool asks each connection whether it is available and whether it has expired; this
+    wrapper counts the requests handed to its connection and sends the last with
+    `Connection: close`, after which h11 closes the connection once the response is read,
+    and the pool drops it. HTTP/2 has no such header (RFC 9113 forbids connection-specific
+    ones): there the last request retires the connection instead, which then takes no new
+    streams and is closed by the pool once its streams are done.
+    """
+
+    def __init__(self, inner: httpcore.AsyncConnectionInterface, lifetime: Lifetime, http2: bool) -> None:
+        self._inner = inner
+        self._lifetime = lifetime
+        self._http2 = http2
+        self._served = 0  # requests handed to the connection
+        self._opened_ns = 0  # when it was ready for its first (connected, and the TLS handshake done)
+        self._retired = False  # its last request has been sent
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        if self._retired:
+            raise httpcore.ConnectionNotAvailable()  # the pool tries another connection, or a new one
+        now = time.monotonic_ns()
+        self._retired = last = self._lifetime.last(self._served, self._opened_ns or now, now)
+        if last and not self._http2:
+            # In place of httpx's own `Connection: keep-alive`: a server reads the first one.
+            headers = [(name, value) for name, value in request.headers if name.lower() != b"connection"]
+            headers.append((b"Connection", b"close"))
+            request = httpcore.Request(request.method, request.url, headers=headers, content=request.stream,
+                                       extensions=request.extensions)
+        self._served += 1
+        try:
+            return await self._inner.handle_async_request(request)
+        except httpcore.ConnectionNotAvailable:  # nothing was sent: it does not count
+            self._served -= 1
+            self._retired = False
+            raise
+        finally:
+            if not self._opened_ns:
+                trace = _current_trace.get()
+                self._opened_ns = (trace.connected_ns if trace is not None else 0) or time.monotonic_ns()
+
+    def is_available(self) -> bool:
+        return not self._retired and self._inner.is_available()
+
+    def has_expired(self) -> bool:
+        return self._inner.has_expired() or (self._retired and self._inner.is_idle())
+
+    def can_handle_request(self, origin: httpcore.Origin) -> bool:
+        return self._inner.can_handle_request(origin)
+
+    def is_idle(self) -> bool:
+        return self._inner.is_idle()
+
+    def is_closed(self) -> bool:
+        return self._inner.is_closed()
+
+    def info(self) -> str:
+        return self._inner.info()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 class HttpxSession:
     """One client's httpx.AsyncClient.
 
@@ -194,7 +259,13 @@ class HttpxSession:
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=keepalive),
         )
         # httpx 0.28 (pinned) takes no network backend; its pool (httpcore 1.0) does, here.
-        transport._pool._network_backend = _Backend()
+        pool = transport._pool
+        pool._network_backend = _Backend()
+        lifetime = options.lifetime
+        if lifetime.limited and not options.no_reuse:  # with noReuse every request is a connection's last already
+            make = pool.create_connection
+            pool.create_connection = (  # type: ignore[method-assign]  # the pool's own factory, wrapped
+                lambda origin: _Lived(make(origin), lifetime, options.http2))
         self._client = httpx.AsyncClient(
             transport=transport,
             timeout=None,  # the whole-request deadline below is the only limit

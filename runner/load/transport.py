@@ -6,7 +6,7 @@ timings the Result asks for themselves, because only they see the socket. The ht
 transport is the first implementation; a faster one can sit behind the same two methods.
 
 Below that, what both transports share so they behave alike: the bound on a response head,
-and how a host name is looked up before connecting.
+how long a connection is kept (Lifetime), and how a host name is looked up before connecting.
 """
 
 from __future__ import annotations
@@ -33,6 +33,38 @@ MAX_HEAD_BYTES = 100 * 1024
 
 
 @dataclass(frozen=True)
+class Lifetime:
+    """How long a connection is kept: at most `max_requests` requests, and no request sent on
+    it once it is `max_age_ns` old (0: no limit, for either).
+
+    Behind a Kubernetes Service, kube-proxy picks a pod once per connection, so a client that
+    keeps its connection for the whole run reaches one pod; a connection that ends now and
+    then is a new pick each time. One rule for every engine, decided at the send: a request
+    is a connection's last when it is the max_requests-th on it, or when the connection is
+    max_age_ns old by the time it is sent. The last request says `Connection: close`, as
+    every request does with noReuse (which is max_requests 1): the server knows, closes
+    after its response, and nothing more is ever written to that connection; the client
+    closes it after the response too, without waiting for the server to. The next send
+    dials anew. An idle connection is never closed for its age: it is retired by the next
+    request that finds it too old, which rides it one last time.
+    """
+
+    max_requests: int = 0
+    max_age_ns: int = 0
+
+    @property
+    def limited(self) -> bool:
+        return bool(self.max_requests or self.max_age_ns)
+
+    def last(self, served: int, opened_ns: int, now_ns: int) -> bool:
+        """Whether a request sent at `now_ns` on a connection that has carried `served` requests
+        since it was opened (ready to carry one) at `opened_ns` is the connection's last."""
+        if self.max_requests and served + 1 >= self.max_requests:
+            return True
+        return bool(self.max_age_ns) and now_ns - opened_ns >= self.max_age_ns
+
+
+@dataclass(frozen=True)
 class TransportOptions:
     """How requests are sent, whatever the client library."""
 
@@ -46,6 +78,7 @@ class TransportOptions:
     client_key: str = ""  # its private key, when not in client_cert's file
     http2: bool = False  # HTTP/2 on every connection (httpx only)
     origins: int = 1  # distinct (scheme, host, port) among the URLs: a session keeps connections to each
+    lifetime: Lifetime = Lifetime()  # when a kept-alive connection is closed for a new one
 
 
 class Session(Protocol):

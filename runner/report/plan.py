@@ -34,10 +34,10 @@ def describe(settings: Settings, urls: list[str], environ: Mapping[str, str], sh
     lines += _split(s, shard, urls, environ)
     lines.append(
         f"timeout {format_duration(s.client.timeout_ns)}, "
-        f"{'a new connection per request' if s.client.no_reuse else 'keep-alive (one connection per client)'}, "
+        f"{_reuse(s)}, "
         f"compression {'on' if s.client.compress else 'off'}, latency in {s.report.latency_unit}"
     )
-    lines += _protocol(s) + _linkerd(s)
+    lines += _lifetime(s) + _protocol(s) + _linkerd(s)
     lines += _headers(s, environ) + _userinfo(urls)
     lines.append(_body(s))
     if s.report.hash_sample_rate:
@@ -167,6 +167,30 @@ def _stop_rule(s: Settings) -> str:
     if s.pace.total_requests:
         rule += f"; stops after {s.pace.total_requests} requests"
     return rule
+
+
+def _reuse(s: Settings) -> str:
+    if s.client.no_reuse:
+        return "a new connection per request"
+    limited = s.client.max_requests_per_connection or s.client.max_connection_age_ns
+    return f"keep-alive (one connection per client{' at a time' if limited else ''})"
+
+
+def _lifetime(s: Settings) -> list[str]:
+    """When connections end and new ones begin (runner.load.transport.Lifetime), if they do."""
+    count, age = s.client.max_requests_per_connection, s.client.max_connection_age_ns
+    if not count and not age:
+        return []
+    if s.client.no_reuse:
+        given = " and ".join(name for name, value in (("maxRequestsPerConnection", count), ("maxConnectionAge", age))
+                             if value)
+        return [f"{given}: no effect, as noReuse opens a new connection for every request"]
+    ends = ([f"its {_ordinal(count)} request"] if count > 1 else ["its first request"] if count else []) + (
+        [f"its first request sent at {format_duration(age)} old"] if age else [])
+    which = ", whichever comes first" if count and age else ""
+    return [f"a connection ends after {' or '.join(ends)}{which}: that request says Connection: close and the next "
+            "send dials anew (behind a load balancer or a Service: a new pick of backend; a host name is looked "
+            "up again, its addresses dialled in turn)"]
 
 
 def _protocol(s: Settings) -> list[str]:

@@ -31,7 +31,7 @@ from runner.load.model import Bench, LoadModel, Open, model_for, model_of, sched
 from runner.load.request import Request, build_requests, origin
 from runner.load.schedule import Grid, Schedule
 from runner.load.shards import Shard, check_split, shard_of
-from runner.load.transport import Transport, TransportOptions
+from runner.load.transport import Lifetime, Transport, TransportOptions
 from runner.report.csvreport import check_csv_path
 from runner.stats.recorder import Recorder
 
@@ -177,6 +177,7 @@ def transport_for(settings: Settings, shard: Shard, origins: int = 1) -> Transpo
         client_key=client.client_key,
         http2=client.http2,
         origins=origins,
+        lifetime=Lifetime(client.max_requests_per_connection, client.max_connection_age_ns),
     )
     factory: Callable[[TransportOptions], Transport] = TRANSPORTS[client.transport]
     return factory(options)

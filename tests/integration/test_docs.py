@@ -46,6 +46,9 @@ def type_text(spec: dict[str, Any]) -> str:
     if spec.get("format") == "positive-duration":
         low, high = spec["x-durationRange"]
         return f"duration, {low} to {high}"
+    if spec.get("format") == "duration":  # 0s for none
+        low, high = spec["x-durationRange"]
+        return f"duration, 0s or {low} to {high}"
     bounds = [
         f"{sign} {spec[key]}"
         for key, sign in (("exclusiveMinimum", ">"), ("minimum", ">="), ("exclusiveMaximum", "<"), ("maximum", "<="))

@@ -8,6 +8,8 @@ connection the runner opened speaks. The fast transport speaks HTTP/1.1 only, so
 
 from __future__ import annotations
 
+from collections import Counter
+
 from tests.conftest import assert_counts_add_up, run_soak
 from tests.support.certs import Pki
 from tests.support.tlsservers import Logged, TlsNginx
@@ -62,6 +64,37 @@ def test_no_reuse_opens_a_connection_per_request(tls_nginx: TlsNginx, pki: Pki) 
     assert run.summary["connections"] == {"HTTP/2 TLSv1.3": 10}
     seen = new_entries(tls_nginx, before, tls_nginx.https_port)
     assert len({e.connection for e in seen}) == 10 and {e.protocol for e in seen} == {"HTTP/2.0"}
+
+
+def test_a_request_limit_retires_http2_connections(tls_nginx: TlsNginx, pki: Pki) -> None:
+    """HTTP/2 has no Connection: close: a connection's last request retires it (no new streams),
+    and it is closed once its streams are done; the next request opens another."""
+    before = len(tls_nginx.logged())
+    run = run_soak(*HTTPX, "--qps", "50", "--concurrency", "2", "--interval", "1s", "--iterations", "0",
+                   "--totalRequests", "12", "--maxRequestsPerConnection", "3", "--caBundle", str(pki.ca),
+                   tls_nginx.url(tls_nginx.https_port))
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    assert summary["statusCodes"] == {"200": 12}
+    seen = new_entries(tls_nginx, before, tls_nginx.https_port)
+    per_connection = Counter(e.connection for e in seen)
+    assert len(seen) == 12 and {e.protocol for e in seen} == {"HTTP/2.0"}
+    assert max(per_connection.values()) == 3 and len(per_connection) >= 4
+    assert summary["connections"] == {"HTTP/2 TLSv1.3": len(per_connection)}
+
+
+def test_a_request_limit_holds_for_multiplexed_requests(tls_nginx: TlsNginx, pki: Pki) -> None:
+    """In the open model requests overlap on a client's one HTTP/2 connection: those already sent
+    finish on it, and none past the limit is given to it."""
+    before = len(tls_nginx.logged())
+    run = run_soak(*HTTPX, "--loadModel", "open", "--qps", "200", "--concurrency", "2", "--interval", "1s",
+                   "--iterations", "0", "--totalRequests", "100", "--maxRequestsPerConnection", "10",
+                   "--caBundle", str(pki.ca), tls_nginx.url(tls_nginx.https_port))
+    assert run.returncode == 0, run.stderr
+    assert run.summary["statusCodes"] == {"200": 100}
+    per_connection = Counter(e.connection for e in new_entries(tls_nginx, before, tls_nginx.https_port))
+    assert sum(per_connection.values()) == 100
+    assert max(per_connection.values()) <= 10 and len(per_connection) >= 10
 
 
 def test_bench_phases_come_from_http2_events(tls_nginx: TlsNginx, pki: Pki) -> None:

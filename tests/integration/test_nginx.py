@@ -117,6 +117,73 @@ def test_keep_alive_uses_one_connection_per_client_and_no_reuse_one_per_request(
         assert len({line.split()[0] for line in lines}) == expected_connections, flag
 
 
+def connections_logged(lines: list[str]) -> list[list[bool]]:
+    """The requests of each connection nginx logged, in order: whether each said Connection: close."""
+    by_connection: dict[str, list[tuple[int, bool]]] = {}
+    for line in lines:
+        fields = line.split()
+        by_connection.setdefault(fields[0], []).append((int(fields[1]), fields[8] == '"close"'))
+    for requests in by_connection.values():
+        assert [n for n, _ in requests] == list(range(1, len(requests) + 1)), "nginx logged a connection's requests in order"
+    return [[closing for _, closing in requests] for requests in by_connection.values()]
+
+
+def assert_each_connection_ended_by_its_last_request(connections: list[list[bool]], clients: int) -> None:
+    """The lifetime's one rule, as the server saw it: only a connection's last request says
+    Connection: close, and every connection's last says it, but those the run's end left open
+    (one per client at most)."""
+    assert not any(any(requests[:-1]) for requests in connections), "Connection: close before a connection's last"
+    assert sum(1 for requests in connections if not requests[-1]) <= clients
+
+
+def test_max_requests_per_connection_ends_each_connection_at_its_nth_request(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    # A count ends the run: 60 requests however slow the machine; 3 clients, so at least 60 / 7 connections.
+    run = run_soak("--qps", "60", "--concurrency", "3", "--interval", "1s", "--iterations", "0",
+                   "--totalRequests", "60", "--maxRequestsPerConnection", "7", nginx.url)
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    lines = new_log_lines(nginx, before)
+    assert len(lines) == 60 == summary["requests"] == summary["good"]
+    connections = connections_logged(lines)
+    assert max(len(requests) for requests in connections) == 7 and len(connections) >= 9
+    assert_each_connection_ended_by_its_last_request(connections, clients=3)
+    assert all(requests[-1] for requests in connections if len(requests) == 7)  # the 7th said close
+    assert sum(summary["connections"].values()) == len(connections)  # the runner's count of them agrees
+
+
+def test_max_requests_per_connection_holds_for_the_open_models_overlapping_connections(nginx: Nginx) -> None:
+    """In the open model a client opens a connection for each request that overlaps another;
+    each is held to the limit on its own."""
+    before = nginx.requests_logged()
+    run = run_soak("--loadModel", "open", "--qps", "200", "--concurrency", "2", "--interval", "1s",
+                   "--iterations", "0", "--totalRequests", "100", "--maxRequestsPerConnection", "4", nginx.url)
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    lines = new_log_lines(nginx, before)
+    assert len(lines) == 100 == summary["good"]
+    connections = connections_logged(lines)
+    assert max(len(requests) for requests in connections) <= 4 and len(connections) >= 25
+    assert not any(any(requests[:-1]) for requests in connections), "Connection: close before a connection's last"
+    assert all(requests[-1] for requests in connections if len(requests) == 4)
+
+
+def test_max_connection_age_ends_each_connection_once_it_is_that_old(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    run = run_soak("--qps", "60", "--concurrency", "3", "--interval", "1s", "--iterations", "0",
+                   "--totalRequests", "60", "--maxConnectionAge", "200ms", nginx.url)
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    lines = new_log_lines(nginx, before)
+    assert len(lines) == 60 == summary["requests"] == summary["good"]
+    connections = connections_logged(lines)
+    assert_each_connection_ended_by_its_last_request(connections, clients=3)
+    # At any load some client made at least 20 of the sends, whose due times span 950 ms at 20 req/s
+    # each; a client late for some sends its newest due one and skips the rest, so its sends never
+    # bunch more than the schedule allows: 20 of them cannot fit into one connection's 200 ms.
+    assert len(connections) > 3
+
+
 def test_headers_host_and_body_arrive_and_secrets_are_never_printed(nginx: Nginx, tmp_path: Path) -> None:
     body = tmp_path / "body.json"
     body.write_bytes(b'{"hello": "soak"}')

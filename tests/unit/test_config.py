@@ -84,6 +84,16 @@ BAD = [
     ({"duration": "0"}, f'$.duration: "0" is not allowed; must be {HINT}, greater than 0'),
     ({"duration": "2 hours"}, f'$.duration: "2 hours" is not allowed; must be {HINT}, greater than 0'),
     ({"duration": 7200}, "$.duration: 7200 is not allowed; must be a string"),
+    # a connection's lifetime: 0 is no limit; each bound said with the value
+    ({"maxRequestsPerConnection": -1}, "$.maxRequestsPerConnection: -1 is not allowed; must be at least 0"),
+    ({"maxRequestsPerConnection": 1000000001},
+     "$.maxRequestsPerConnection: 1000000001 is not allowed; must be at most 1000000000"),
+    ({"maxRequestsPerConnection": 2.5}, "$.maxRequestsPerConnection: 2.5 is not allowed; must be a whole number"),
+    ({"maxRequestsPerConnection": "50"}, '$.maxRequestsPerConnection: "50" is not allowed; must be a whole number'),
+    ({"maxConnectionAge": 60}, "$.maxConnectionAge: 60 is not allowed; must be a string"),
+    *[({"maxConnectionAge": age}, f'$.maxConnectionAge: "{age}" is not allowed; must be a duration like 30s, 1m or '
+                                  "1h, from 1ms to 8760h, or 0s for no limit")
+      for age in ("1 min", "-1s", "", "500us", "8761h", "99999999999999999999h")],
     # iterations and duration together
     ({"iterations": 60, "duration": "1h"}, "$: give iterations or duration, not both"),
     # unknown keys, with the likely intended one
@@ -396,7 +406,7 @@ def test_every_setting_at_once_is_valid(tmp_path: Path) -> None:
         "linkerdAwait": True, "linkerdAwaitTimeout": "30s", "linkerdAdmin": "[::1]:4191", "linkerdShutdown": True,
         "thresholds": ["p99 < 50ms", "errors% <= 0.1"], "intervalThresholds": ["p999 < 1s"], "abortOnThreshold": True,
         "metricAddr": ":9090", "pushgateway": "http://pushgateway.monitoring:9091/", "pushgatewayJob": "soak-eu",
-        "shards": 3, "shard": 2, "workers": 2,
+        "shards": 3, "shard": 2, "workers": 2, "maxRequestsPerConnection": 50, "maxConnectionAge": "1m",
     }
     assert set(data) == set(settings_names()) - {"iterations"}
     assert read_config_file(write_config(tmp_path, data)) == data
@@ -546,6 +556,19 @@ def test_settings_from_defaults() -> None:
     assert s.pace.load_model == "closed"
     assert s.pace.max_in_flight == 1000
     assert s.pace.mode == "soak"
+    assert (s.client.max_requests_per_connection, s.client.max_connection_age_ns) == (0, 0)  # kept for the run
+
+
+@pytest.mark.parametrize(("layer", "expected"), [
+    ({"maxRequestsPerConnection": 50, "maxConnectionAge": "1m30s"}, (50, 90_000_000_000)),
+    ({"maxRequestsPerConnection": 1000000000, "maxConnectionAge": "8760h"}, (1000000000, 8760 * 3600 * 10**9)),
+    ({"maxRequestsPerConnection": 1, "maxConnectionAge": "1ms"}, (1, 1_000_000)),
+    ({"maxConnectionAge": "0"}, (0, 0)),  # Go's bare 0, as for every duration
+])
+def test_a_connections_lifetime_is_carried_in_whole_numbers(layer: dict[str, Any], expected: tuple[int, int]) -> None:
+    client = settings_from(merge(layer)).client
+    found = (client.max_requests_per_connection, client.max_connection_age_ns)
+    assert found == expected and all(type(value) is int for value in found)
 
 
 def test_settings_from_parses_durations_to_nanoseconds() -> None:

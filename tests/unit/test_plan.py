@@ -104,6 +104,28 @@ def test_connection_compression_timeout_and_unit() -> None:
     assert line == "timeout 1.5s, a new connection per request, compression on, latency in us"
 
 
+@pytest.mark.parametrize(("layer", "expected"), [
+    ({"maxRequestsPerConnection": 50}, "a connection ends after its 50th request"),
+    ({"maxRequestsPerConnection": 1}, "a connection ends after its first request"),
+    ({"maxConnectionAge": "1m"}, "a connection ends after its first request sent at 1m0s old"),
+    ({"maxRequestsPerConnection": 2, "maxConnectionAge": "30s"},
+     "a connection ends after its 2nd request or its first request sent at 30s old, whichever comes first"),
+])
+def test_a_connections_lifetime_in_words(layer: dict[str, Any], expected: str) -> None:
+    lines = plan(layer)
+    assert lines[3] == "timeout 10s, keep-alive (one connection per client at a time), compression off, latency in ms"
+    assert lines[4] == (f"{expected}: that request says Connection: close and the next send dials anew (behind a load "
+                        "balancer or a Service: a new pick of backend; a host name is looked up again, its addresses "
+                        "dialled in turn)")
+
+
+def test_a_lifetime_beside_no_reuse_is_said_to_do_nothing() -> None:
+    lines = plan({"noReuse": True, "maxRequestsPerConnection": 5, "maxConnectionAge": "1s"})
+    assert lines[3] == "timeout 10s, a new connection per request, compression off, latency in ms"
+    assert lines[4] == ("maxRequestsPerConnection and maxConnectionAge: no effect, as noReuse opens a new connection "
+                        "for every request")
+
+
 def test_body_forms() -> None:
     assert "body: 8 bytes" in plan({"body": '{"a": 1}'})
     assert "body: 2 bytes" in plan({"body": "é"})  # bytes, not characters
