@@ -30,7 +30,7 @@ from runner.load.rawsocket import Pump, RawTransport
 from runner.load.request import Request, origin
 from runner.load.result import ErrorKind, Result
 from runner.load.tls import client_context
-from runner.load.transport import Address, TransportOptions, address_text, numeric, resolve
+from runner.load.transport import Address, Resolver, TransportOptions, address_text, numeric
 
 USER_AGENT = f"soak/{__version__}"
 _now = time.monotonic_ns
@@ -82,6 +82,7 @@ class FastTransport:
         self._tls.set_alpn_protocols(["http/1.1"])
         self._deadlines: Deadlines | None = None
         self._pump: Pump | None = None
+        self._resolver = Resolver()  # one for all sessions: a name's addresses are dialled in turn across them
 
     def tls(self) -> ssl.SSLContext:
         return self._tls
@@ -90,7 +91,7 @@ class FastTransport:
         if self._deadlines is None:
             self._deadlines = Deadlines(asyncio.get_running_loop(), self._options.timeout_ns)
             self._pump = Pump(asyncio.get_running_loop()) if RAW_SOCKETS else None
-        return FastSession(self._options, self.tls, self._deadlines, self._pump)
+        return FastSession(self._options, self.tls, self._deadlines, self._pump, self._resolver)
 
 
 
@@ -103,10 +104,12 @@ class FastSession:
     connection is closed after its response."""
 
     def __init__(
-        self, options: TransportOptions, tls: Callable[[], ssl.SSLContext], deadlines: Deadlines, pump: Pump | None
+        self, options: TransportOptions, tls: Callable[[], ssl.SSLContext], deadlines: Deadlines, pump: Pump | None,
+        resolver: Resolver,
     ) -> None:
         self._deadlines = deadlines
         self._pump = pump  # plain TCP on sockets of our own (rawsocket), where the platform has them
+        self._resolver = resolver
         self._keep_alive = not options.no_reuse
         self._lifetime = options.lifetime if options.lifetime.limited and self._keep_alive else None
         self._compress = options.compress
@@ -210,7 +213,7 @@ class FastSession:
         Done step by step (rather than by one create_connection with the name and ssl) so that
         a timeout can say which step ran out of time.
         """
-        addresses = numeric(host, port) or await resolve(host, port)
+        addresses = numeric(host, port) or await self._resolver.resolve(host, port)
         transport, connection = await self._connect_first(dial, addresses, raw=not https and self._pump is not None)
         if https:
             dial.phase = failures.TLS_PHASE

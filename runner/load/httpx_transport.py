@@ -31,7 +31,7 @@ from runner.load.failures import causes, message, os_failure
 from runner.load.request import Request
 from runner.load.result import ErrorKind, Result
 from runner.load.tls import client_context
-from runner.load.transport import MAX_HEAD_BYTES, Lifetime, TransportOptions, address_text, resolve
+from runner.load.transport import MAX_HEAD_BYTES, Lifetime, Resolver, TransportOptions, address_text
 
 USER_AGENT = f"soak/{__version__}"
 
@@ -60,9 +60,10 @@ class HttpxTransport:
         # which per client would delay the first sends of a run. Made now, so a TLS setting
         # naming a bad file stops the run before any load.
         self._tls = client_context(options)
+        self._resolver = Resolver()  # one for all sessions: a name's addresses are dialled in turn across them
 
     def session(self) -> HttpxSession:
-        return HttpxSession(self._options, self._tls)
+        return HttpxSession(self._options, self._tls, self._resolver)
 
 
 class _Trace:
@@ -102,7 +103,7 @@ _current_trace: ContextVar[_Trace | None] = ContextVar("soak_httpx_trace", defau
 class _Backend(httpcore.AsyncNetworkBackend):
     """httpcore's anyio backend, with two changes.
 
-    The name is looked up first (runner.load.transport.resolve, as the fast transport does) and
+    The name is looked up first (by the transport's Resolver, as the fast transport does) and
     the addresses then connected to in turn, so a timeout can say whether the lookup or the
     connect took the time. And its streams answer get_extra_info with None once uvloop has
     dropped the socket under them: anyio then asks the socket None for its peer name, and
@@ -110,8 +111,9 @@ class _Backend(httpcore.AsyncNetworkBackend):
     now the read or write that follows fails as the connection did (reset, closed).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, resolver: Resolver) -> None:
         self._inner = httpcore.AnyIOBackend()
+        self._resolver = resolver
 
     async def connect_tcp(
         self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
@@ -120,7 +122,7 @@ class _Backend(httpcore.AsyncNetworkBackend):
         trace = _current_trace.get() or _Trace()
         trace.phase, trace.target = failures.DNS_PHASE, host
         try:
-            addresses = await resolve(host, port)
+            addresses = await self._resolver.resolve(host, port)
         except OSError as exc:
             raise httpcore.ConnectError(str(exc)) from exc
         first_error: httpcore.ConnectError | None = None
@@ -244,7 +246,7 @@ class HttpxSession:
     with prior knowledge, so a run that asks for HTTP/2 never measures HTTP/1.1 instead.
     """
 
-    def __init__(self, options: TransportOptions, tls: ssl.SSLContext) -> None:
+    def __init__(self, options: TransportOptions, tls: ssl.SSLContext, resolver: Resolver) -> None:
         self._compress = options.compress
         self._http2 = options.http2
         self._timeout_s = options.timeout_ns / 1e9
@@ -260,7 +262,7 @@ class HttpxSession:
         )
         # httpx 0.28 (pinned) takes no network backend; its pool (httpcore 1.0) does, here.
         pool = transport._pool
-        pool._network_backend = _Backend()
+        pool._network_backend = _Backend(resolver)
         lifetime = options.lifetime
         if lifetime.limited and not options.no_reuse:  # with noReuse every request is a connection's last already
             make = pool.create_connection

@@ -6,7 +6,8 @@ timings the Result asks for themselves, because only they see the socket. The ht
 transport is the first implementation; a faster one can sit behind the same two methods.
 
 Below that, what both transports share so they behave alike: the bound on a response head,
-how long a connection is kept (Lifetime), and how a host name is looked up before connecting.
+how long a connection is kept (Lifetime), and how a host name is looked up before each new
+connection (Resolver: a short cache, and several addresses taken in turn).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import ipaddress
 import queue
 import socket
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -101,12 +103,13 @@ Address = tuple[int, tuple[Any, ...]]  # (address family, socket address), as co
 
 
 async def resolve(host: str, port: int) -> Sequence[Address]:
-    """The addresses to try for host:port, in the resolver's order.
+    """The addresses to try for host:port, in the resolver's order, looked up now.
 
-    Both transports resolve here, before connecting, so that a timeout can say the DNS
-    lookup was what took the time, and a failed lookup reads the same in both. An IP
-    address takes no lookup. A name the IDNA codec refuses (an empty label, one over 63
-    characters) fails as a DNS failure with the codec's reason: it cannot be looked up.
+    Both transports resolve through here (by way of a Resolver), before connecting, so that
+    a timeout can say the DNS lookup was what took the time, and a failed lookup reads the
+    same in both. An IP address takes no lookup. A name the IDNA codec refuses (an empty
+    label, one over 63 characters) fails as a DNS failure with the codec's reason: it cannot
+    be looked up.
     """
     known = numeric(host, port)
     if known is not None:
@@ -174,6 +177,96 @@ class _Lookups:
 
 
 _LOOKUPS = _Lookups()
+
+
+# How long a name's addresses are used before it is looked up again. Long enough that the
+# resolver is not asked per connection (without keep-alive a run dials for every request,
+# thousands a second), short enough that a new connection soon goes where the name now
+# points: 5 s is the TTL Kubernetes' DNS (CoreDNS's kubernetes plugin) gives a Service's
+# records, so a pod added to a headless Service is dialled no later than the cluster's own
+# resolvers would allow. getaddrinfo does not tell a record's TTL, so it cannot be honoured.
+RESOLVE_TTL_NS = 5_000_000_000
+
+
+def in_turn(addresses: Sequence[Address], turn: int) -> list[Address]:
+    """`addresses` for a name's `turn`-th connection: those of the resolver's first family,
+    begun at the turn-th of them and wrapped round, then the others in the resolver's order.
+
+    So that successive connections go to each of a headless Service's pods in turn, while the
+    family the resolver put first is still tried first: rotating over a name's IPv6 and IPv4
+    addresses together would send every other dial to the family a server may not listen on.
+    """
+    if len(addresses) < 2:
+        return list(addresses)
+    first = addresses[0][0]
+    own = [a for a in addresses if a[0] == first]
+    start = turn % len(own)
+    return own[start:] + own[:start] + [a for a in addresses if a[0] != first]
+
+
+class Answers:
+    """What a Resolver knows: each name's addresses until they expire, and how many
+    connections to it were dialled (the turn). Pure: the time is given."""
+
+    def __init__(self, ttl_ns: int = RESOLVE_TTL_NS) -> None:
+        self.ttl_ns = ttl_ns
+        self._known: dict[tuple[str, int], tuple[int, Sequence[Address]]] = {}  # by (host, port): (when, addresses)
+        self._turns: dict[tuple[str, int], int] = {}
+
+    def fresh(self, key: tuple[str, int], now_ns: int) -> Sequence[Address] | None:
+        """The addresses for `key` if they were looked up less than ttl_ns ago, else None."""
+        known = self._known.get(key)
+        if known is None or now_ns - known[0] >= self.ttl_ns:
+            return None
+        return known[1]
+
+    def keep(self, key: tuple[str, int], addresses: Sequence[Address], now_ns: int) -> None:
+        """Keep `addresses`, looked up at `now_ns` (an answer with none is not kept)."""
+        if addresses:
+            self._known[key] = (now_ns, addresses)
+
+    def next_turn(self, key: tuple[str, int], addresses: Sequence[Address]) -> list[Address]:
+        """The order for the next connection to `key` (see in_turn); each call is one more turn."""
+        turn = self._turns.get(key, 0)
+        self._turns[key] = turn + 1
+        return in_turn(addresses, turn)
+
+
+class Resolver:
+    """Looks up names for a transport's new connections: again for each connection once the
+    last answer is RESOLVE_TTL_NS old, and never more than one lookup of a name at a time
+    (dials that need it meanwhile wait for that one). Failures are not kept: the next
+    connection asks again.
+
+    A lookup is shared, so a dial that gives up on it (its timeout) leaves it running for
+    the others; one the DNS server never answers then blocks one of _Lookups' threads, not
+    one per dial. One Resolver per transport, used from its event loop only.
+    """
+
+    def __init__(self, ttl_ns: int = RESOLVE_TTL_NS, clock: Callable[[], int] = time.monotonic_ns) -> None:
+        self._answers = Answers(ttl_ns)
+        self._clock = clock
+        self._pending: dict[tuple[str, int], asyncio.Future[Sequence[Address]]] = {}
+
+    async def resolve(self, host: str, port: int) -> Sequence[Address]:
+        """The addresses for a new connection to host:port, in the order to try them."""
+        known = numeric(host, port)
+        if known is not None:
+            return known
+        key = (host, port)
+        addresses = self._answers.fresh(key, self._clock())
+        if addresses is None:
+            pending = self._pending.get(key)
+            if pending is None:
+                pending = self._pending[key] = asyncio.ensure_future(resolve(host, port))
+                pending.add_done_callback(lambda done: self._looked_up(key, done))
+            addresses = await asyncio.shield(pending)
+        return self._answers.next_turn(key, addresses)
+
+    def _looked_up(self, key: tuple[str, int], done: asyncio.Future[Sequence[Address]]) -> None:
+        del self._pending[key]
+        if not done.cancelled() and done.exception() is None:  # a failure is each waiting dial's to report
+            self._answers.keep(key, done.result(), self._clock())
 
 
 def address_text(address: tuple[Any, ...]) -> str:
