@@ -44,7 +44,10 @@ def test_validate_describes_the_shipped_pallet_without_sending(tmp_path: Path) -
         "would send 100 GET req/s (closed model: 5 clients at 20 req/s each, one request in flight per client)",
         "  to http://nginx.soak-target.svc.cluster.local",
         "for 59 intervals of 1m0s (59m0s), 354000 requests in all",
-        "timeout 10s, keep-alive (one connection per client), compression off, latency in ms",
+        "timeout 10s, keep-alive (one connection per client at a time), compression off, latency in ms",
+        "a connection ends after its 50th request: that request says Connection: close and the next send dials anew "
+        "(behind a load balancer or a Service: a new pick of backend; a host name is looked up again, its addresses "
+        "dialled in turn)",
         "body: none",
         "output: interval lines on stdout, a JSON summary on stdout, failures on stderr",
         "threshold (run): errors% <= 1",

@@ -677,11 +677,14 @@ def test_shipped_configuration_json_is_the_default_soak() -> None:
     path = str(REPO / "configuration.json")
     data = read_config_file(path)
     # The defaults spelled out, but for a run that ends before the next hourly one is due
-    # (59 intervals), and thresholds that fail the Job when the target is down.
+    # (59 intervals), thresholds that fail the Job when the target is down, and connections
+    # that end every 50 requests, to reach every pod behind the Service (docs/kubernetes.md).
     assert data == {"qps": 100, "concurrency": 5, "interval": "1m", "iterations": 59, "method": "GET",
-                    "thresholds": ["errors% <= 1", "goal% >= 95"]}
+                    "maxRequestsPerConnection": 50, "thresholds": ["errors% <= 1", "goal% >= 95"]}
     s = settings_from(merge(data))
     assert (s.pace.qps, s.pace.concurrency, s.pace.interval_ns, s.pace.iterations, s.request.method) == (100.0, 5, 60_000_000_000, 59, "GET")
     assert s.pace.run_ns == 3_540_000_000_000
-    spelled_out = {key: value for key, value in data.items() if key not in ("thresholds", "iterations")}
+    assert (s.client.max_requests_per_connection, s.client.max_connection_age_ns) == (50, 0)
+    spelled_out = {key: value for key, value in data.items()
+                   if key not in ("thresholds", "iterations", "maxRequestsPerConnection")}
     assert settings_from(merge(spelled_out)) == settings_from(merge())  # the rest spells out the defaults, nothing else
