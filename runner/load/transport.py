@@ -146,7 +146,9 @@ class _Lookups:
     The event loop's pool (libuv's, under uvloop) joins its threads when the process
     exits, so a run against a silent DNS server printed its summary on time and then
     lingered until every such lookup had timed out (over a minute); daemon threads are
-    not waited for. A lookup whose send has given up before a thread took it is not made.
+    not waited for. A lookup cancelled before a thread took it is not made: the Resolver
+    cancels none for a dial that gives up (others may be waiting for it), but the end of the
+    run cancels those still queued.
     """
 
     THREADS = 4  # as many lookups at once as libuv's pool would make
