@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from contextvars import ContextVar
 from typing import Any
 
@@ -181,7 +181,10 @@ class _Lived(httpcore.AsyncConnectionInterface):
     `Connection: close`, after which h11 closes the connection once the response is read,
     and the pool drops it. HTTP/2 has no such header (RFC 9113 forbids connection-specific
     ones): there the last request retires the connection instead, which then takes no new
-    streams and is closed by the pool once its streams are done.
+    streams and is closed by the pool once its streams are done: once every request handed to
+    it has been answered and its response closed, counted here, for httpcore's HTTP/2
+    connection says it is idle while a request that has begun has no stream yet (and closing
+    it then failed that request).
     """
 
     def __init__(self, inner: httpcore.AsyncConnectionInterface, lifetime: Lifetime, http2: bool) -> None:
@@ -191,12 +194,14 @@ class _Lived(httpcore.AsyncConnectionInterface):
         self._served = 0  # requests handed to the connection
         self._opened_ns = 0  # when it was ready for its first (connected, and the TLS handshake done)
         self._retired = False  # its last request has been sent
+        self._busy = 0  # HTTP/2: requests handed to it whose responses are not closed yet
 
     async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
         if self._retired:
             raise httpcore.ConnectionNotAvailable()  # the pool tries another connection, or a new one
         now = time.monotonic_ns()
-        self._retired = last = self._lifetime.last(self._served, self._opened_ns or now, now)
+        last = self._lifetime.last(self._served, self._opened_ns or now, now)
+        self._retired = last  # at once: HTTP/2 requests that overlap this one go elsewhere
         if last and not self._http2:
             # In place of httpx's own `Connection: keep-alive`: a server reads the first one.
             headers = [(name, value) for name, value in request.headers if name.lower() != b"connection"]
@@ -204,22 +209,37 @@ class _Lived(httpcore.AsyncConnectionInterface):
             request = httpcore.Request(request.method, request.url, headers=headers, content=request.stream,
                                        extensions=request.extensions)
         self._served += 1
+        self._busy += 1
         try:
-            return await self._inner.handle_async_request(request)
-        except httpcore.ConnectionNotAvailable:  # nothing was sent: it does not count
+            response = await self._inner.handle_async_request(request)
+        except httpcore.ConnectionNotAvailable:  # nothing was sent on it: it does not count
             self._served -= 1
-            self._retired = False
+            if last:
+                self._retired = False
+            self._busy -= 1
+            raise
+        except BaseException:
+            self._busy -= 1
             raise
         finally:
             if not self._opened_ns:
                 trace = _current_trace.get()
                 self._opened_ns = (trace.connected_ns if trace is not None else 0) or time.monotonic_ns()
+        if not self._http2:
+            self._busy -= 1  # HTTP/1.1 carries one request at a time: its own idle state is true
+            return response
+        return httpcore.Response(response.status, headers=response.headers, content=_Closing(response.stream, self),
+                                 extensions=response.extensions)
+
+    def answered(self) -> None:
+        """A response handed out is closed (read to its end, or given up)."""
+        self._busy -= 1
 
     def is_available(self) -> bool:
         return not self._retired and self._inner.is_available()
 
     def has_expired(self) -> bool:
-        return self._inner.has_expired() or (self._retired and self._inner.is_idle())
+        return self._inner.has_expired() or (self._retired and not self._busy and self._inner.is_idle())
 
     def can_handle_request(self, origin: httpcore.Origin) -> bool:
         return self._inner.can_handle_request(origin)
@@ -237,6 +257,29 @@ class _Lived(httpcore.AsyncConnectionInterface):
         await self._inner.aclose()
 
 
+class _Closing:
+    """A response's body that tells its connection (_Lived) when it is closed."""
+
+    def __init__(self, inner: Iterable[bytes] | AsyncIterable[bytes], connection: _Lived) -> None:
+        assert isinstance(inner, AsyncIterable)
+        self._inner = inner
+        self._connection: _Lived | None = connection
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self._inner:
+            yield part
+
+    async def aclose(self) -> None:
+        try:
+            close = getattr(self._inner, "aclose", None)
+            if close is not None:
+                await close()
+        finally:
+            if self._connection is not None:
+                self._connection.answered()
+                self._connection = None
+
+
 class HttpxSession:
     """One client's httpx.AsyncClient.
 
@@ -252,7 +295,12 @@ class HttpxSession:
         self._timeout_s = options.timeout_ns / 1e9
         self._timeout_text = format_duration(options.timeout_ns)
         # httpx's limits are for the whole pool, whatever the origin: per origin, times the origins.
-        connections = (1 if options.http2 else options.max_connections) * options.origins
+        # HTTP/2 multiplexes on one connection; but one retired by the lifetime still drains its
+        # streams, and were it the only one allowed, every request meanwhile would wait for it
+        # to close, and a run at a high rate timed out. The pool opens another only when no
+        # connection takes new requests, so at most one per origin does at a time.
+        lived = options.lifetime.limited and not options.no_reuse
+        connections = (1 if options.http2 and not lived else options.max_connections) * options.origins
         keepalive = 0 if options.no_reuse else connections
         transport = httpx.AsyncHTTPTransport(
             verify=tls,

@@ -95,6 +95,31 @@ def test_a_request_limit_holds_for_multiplexed_requests(tls_nginx: TlsNginx, pki
     per_connection = Counter(e.connection for e in new_entries(tls_nginx, before, tls_nginx.https_port))
     assert sum(per_connection.values()) == 100
     assert max(per_connection.values()) <= 10 and len(per_connection) >= 10
+    # One connection at a time takes a client's new requests, the next only once it has its ten:
+    # only the run's end leaves a connection short (one per client at most).
+    assert sum(1 for carried in per_connection.values() if carried < 10) <= 2, per_connection
+
+
+def test_a_retired_http2_connection_drains_while_the_next_one_opens(tls_nginx: TlsNginx, pki: Pki) -> None:
+    """Every request a new connection's, from one client in the open model, all due within
+    15 ms: the connections overlap, each opened while the last still answers. When a
+    client's pool allowed one HTTP/2 connection, each waited for the last to close, and at
+    2000 req/s most requests of a run timed out waiting. Overlap is certain at any load here:
+    a TLS connection takes far longer than the half millisecond between due sends, and a
+    client that falls behind sends what is overdue at once."""
+    before = len(tls_nginx.logged())
+    run = run_soak(*HTTPX, "--loadModel", "open", "--qps", "2000", "--concurrency", "1", "--interval", "1s",
+                   "--iterations", "0", "--totalRequests", "30", "--maxRequestsPerConnection", "1",
+                   "--caBundle", str(pki.ca), tls_nginx.url(tls_nginx.https_port))
+    assert run.returncode == 0, run.stderr
+    assert run.summary["statusCodes"] == {"200": 30}, run.stderr
+    seen = new_entries(tls_nginx, before, tls_nginx.https_port)
+    assert len({e.connection for e in seen}) == 30
+    # Each connection from its opening to its one response, as nginx saw them (to the ms, so
+    # 1 ms is taken off each end): the most that were open at one moment.
+    spans = [(e.logged - e.connection_age + 0.001, e.logged - 0.001) for e in seen]
+    most = max(sum(1 for start, end in spans if start <= moment <= end) for moment, _ in spans)
+    assert most >= 2, f"the connections never overlapped: {sorted(spans)}"
 
 
 def test_bench_phases_come_from_http2_events(tls_nginx: TlsNginx, pki: Pki) -> None:

@@ -5,7 +5,7 @@ ports: HTTPS with HTTP/2 offered (ALPN), HTTPS that demands a client certificate
 HTTP/2 over cleartext (prior knowledge only, as nginx does it), and HTTPS that speaks
 HTTP/1.1 only. Its access log records, per request, the port, the protocol the request
 arrived in, the TLS version and the client certificate check, so each test can check what
-the server saw, not only what the runner says.
+the server saw, not only what the runner says, and when each connection was open.
 
 nginx answers a request without the client certificate it demands with a 400; servers
 that refuse in the TLS handshake itself are StrictTlsServer below.
@@ -24,8 +24,8 @@ from pathlib import Path
 from tests.support.certs import Pki
 
 _HTTP = """
-    log_format tls '$server_port $server_protocol $ssl_protocol $ssl_client_verify $connection $status '
-                   '"$ssl_client_s_dn"';
+    log_format tls '$server_port $server_protocol $ssl_protocol $ssl_client_verify $connection $msec '
+                   '$connection_time $status "$ssl_client_s_dn"';
     access_log {dir}/access.log tls;
     ssl_protocols TLSv1.2 TLSv1.3;  # nginx 1.22 leaves TLS 1.3 out by default; clients use it first
     ssl_certificate {server_cert};
@@ -60,6 +60,8 @@ class Logged:
     tls: str  # $ssl_protocol: TLSv1.3, or "-" over cleartext
     client_verify: str  # $ssl_client_verify: SUCCESS, NONE, FAILED:..., or "-"
     connection: int  # nginx's connection serial number
+    logged: float  # $msec: when the request was logged, its response sent (s since the epoch, to the ms)
+    connection_age: float  # $connection_time: how long its connection had been open then (s, to the ms)
     status: int
     client_dn: str  # $ssl_client_s_dn: CN=soak-client
 
@@ -81,8 +83,9 @@ class TlsNginx:
             return []
         entries = []
         for line in self.access_log.read_text().splitlines():
-            port, protocol, tls, verify, connection, status, dn = line.split(" ", 6)
-            entries.append(Logged(int(port), protocol, tls, verify, int(connection), int(status), dn.strip('"')))
+            port, protocol, tls, verify, connection, logged, age, status, dn = line.split(" ", 8)
+            entries.append(Logged(int(port), protocol, tls, verify, int(connection), float(logged), float(age),
+                                  int(status), dn.strip('"')))
         return entries
 
 
