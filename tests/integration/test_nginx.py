@@ -206,13 +206,18 @@ def test_headers_host_and_body_arrive_and_secrets_are_never_printed(nginx: Nginx
 
 def test_hash_check_counts_mismatches_in_bhash(nginx: Nginx) -> None:
     right = str(fnv1a64(NGINX_PAGE))
-    for value, mismatches in ((right, 0), ("12345", 40)):
+    for value, mismatches in ((right, False), ("12345", True)):
         run = run_soak("--qps", "40", "--concurrency", "2", "--interval", "1s", "--iterations", "1",
                        "--loadModel", "open", "--hashSampleRate", "1", "--hashValue", value, nginx.url)
         assert run.returncode == 0, run.stderr
-        assert run.summary["hashChecked"] == 40
-        assert run.summary["hashMismatches"] == mismatches
-        assert parse_interval(run.interval_lines[0]).bhash == mismatches
+        summary = run.summary
+        # Every response is checked (a busy machine may skip a send the open model could no
+        # longer make before the end, and that one has nothing to check).
+        answered = summary["good"] + summary["bad"]
+        assert summary["requests"] + summary["skipped"] == 40 and answered >= 1
+        assert summary["hashChecked"] == answered
+        assert summary["hashMismatches"] == (answered if mismatches else 0)
+        assert parse_interval(run.interval_lines[0]).bhash == summary["hashMismatches"]
 
 
 def test_compress_asks_for_gzip_and_hashes_the_decoded_body(nginx: Nginx) -> None:
