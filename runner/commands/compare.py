@@ -22,8 +22,9 @@ from runner.core.errors import EXIT_OK, UsageError
 from runner.core.units import UNIT_NS
 from runner.readback.figures import RunFigures
 from runner.readback.results import LoadedRun
+from runner.stats.figures import SUMMARY_PERCENTILES
 
-LATENCY_ROWS = ("p50", "p75", "p90", "p95", "p99", "p999", "min", "mean", "max")
+LATENCY_ROWS = (*SUMMARY_PERCENTILES, "min", "mean", "max")  # the summary's percentiles, then the rest
 UNKNOWN = "-"
 ESTIMATED = "~"
 

@@ -39,8 +39,7 @@ _RULE = re.compile(r"^(?P<metric>[^<>=!\s]+)\s*(?P<op>[<>=!]=?)\s*(?P<value>\d+(
                    re.ASCII)
 _PERCENTILE = re.compile(r"^p\(?(\d+(?:\.\d+)?)\)?\Z", re.ASCII)  # p99, p(99), p99.9, p(99.9)
 _EXAMPLES = 'like "p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'
-_LIST = ("p50 p75 p90 p95 p99 p999 max mean (latencies), goal% errors% failed% bad% skipped% (percentages) "
-         "or rate (req/s)")
+_LIST = f"{' '.join(LATENCIES)} (latencies), {' '.join(PERCENTAGES)} (percentages) or {RATE} (req/s)"
 
 
 class ThresholdError(ValueError):
