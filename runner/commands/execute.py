@@ -7,6 +7,7 @@ URLs. This wires the parts together and chooses nothing that the settings do not
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from runner.commands.outputs import OUTPUTS
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 PROG = "soak"
 
 
-def execute(settings: Settings, urls: list[str], source: str | None) -> int:
+def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
     """Run one soak (or bench) with the standard reporters; the exit code.
 
     Split over local worker processes when `workers` asks for it; as one shard of a run
@@ -82,7 +83,7 @@ def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None 
     return reporters
 
 
-def _metrics(settings: Settings, model: LoadModel, urls: list[str], verdict: Verdict | None,
+def _metrics(settings: Settings, model: LoadModel, urls: Sequence[str], verdict: Verdict | None,
              pod: Shard) -> Metrics | None:
     """The run's Prometheus metrics, when the settings ask for them (prometheus_client loads only then)."""
     if not settings.metrics.wanted:

@@ -15,7 +15,8 @@ from typing import Any
 from runner.config.jsonfile import read_config_file
 from runner.config.schema import ValidationError, schema, settings_names, validate
 from runner.config.settings import Settings, merge, settings_from
-from runner.config.urls import load_url_file, urls_from_arguments
+from runner.config.targets import Targets
+from runner.config.urls import load_targets, targets_from_arguments
 from runner.core.errors import UsageError
 from runner.core.numbers import decimal_number, whole_number
 
@@ -64,16 +65,16 @@ def settings_of(args: argparse.Namespace, *below: dict[str, Any], above: tuple[d
     return settings_from(merge(*below, file_layer, flags_layer(args), *above))
 
 
-def urls_of(args: argparse.Namespace) -> tuple[list[str], str | None]:
-    """The URL list and the file it came from, from --urls or the arguments."""
+def urls_of(args: argparse.Namespace) -> tuple[Targets, str | None]:
+    """The URL list (with its weights) and the file it came from, from --urls or the arguments."""
     if args.urls and args.url:
         raise UsageError("give URLs either as arguments or with --urls, not both")
     if args.urls:
-        return load_url_file(args.urls), args.urls
+        return load_targets(args.urls), args.urls
     if not args.url:
         raise UsageError("no URL: give one or more as arguments, @FILE for a list, or --urls FILE")
     sources = [a[1:] for a in args.url if a.startswith("@")]
-    return urls_from_arguments(args.url), (sources[0] if len(sources) == 1 and len(args.url) == 1 else None)
+    return targets_from_arguments(args.url), (sources[0] if len(sources) == 1 and len(args.url) == 1 else None)
 
 
 def flags_layer(args: argparse.Namespace) -> dict[str, Any]:

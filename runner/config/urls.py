@@ -15,8 +15,10 @@ from urllib.parse import quote, urlsplit
 import yaml
 
 from runner.config.files import URL_LIST_LIMIT, read_bounded
+from runner.config.targets import MAX_TURN, MAX_WEIGHT, Targets, turn_of
 from runner.core import redact
 from runner.core.errors import UsageError, shortened
+from runner.core.numbers import whole_number
 
 # The ConfigMap data key holding the URL list; it is also the file name where it is mounted.
 URLS_KEY = "urls.txt"
@@ -28,48 +30,107 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # A bad URL quoted in a message: enough to find it on its line, not a whole 16 MiB line.
 _SHOWN_URL_CHARS = 200
 
-
-
-
-
-
-
 def load_url_file(path: str) -> list[str]:
     """The URLs in a plain list file or in a Kubernetes ConfigMap manifest."""
+    return list(load_targets(path))
+
+
+def load_targets(path: str) -> Targets:
+    """The URLs, with their weights, in a plain list file or in a Kubernetes ConfigMap manifest."""
     text = _read_text(path)
     configmap = _as_configmap(text, path)
     if configmap is None:
-        return parse_url_lines(text, path)
+        return parse_targets(text, path)
     value, first_line = configmap
-    return parse_url_lines(value, path, first_line)
+    return parse_targets(value, path, first_line)
 
 
 def urls_from_arguments(arguments: list[str]) -> list[str]:
     """URLs given on the command line; `@path` reads a list file, as slow_cooker does."""
+    return list(targets_from_arguments(arguments))
+
+
+def targets_from_arguments(arguments: list[str]) -> Targets:
+    """URLs given on the command line, each optionally after its weight (`3 http://a/ http://b/`);
+    `@path` reads a list file, as slow_cooker does, with the weights it gives."""
     urls: list[str] = []
+    weights: list[int] = []
+    weight: int | None = None
     for argument in arguments:
         if argument.startswith("@"):
-            urls.extend(load_url_file(argument[1:]))
+            if weight is not None:
+                raise UsageError(f"URL argument: weight {weight} is followed by a list file ({argument}), "
+                                 "not a URL; give weights in the file")
+            listed = load_targets(argument[1:])
+            urls.extend(listed.urls)
+            weights.extend(listed.weights or [1] * len(listed))
+        elif weight is None and _WEIGHT.match(argument) and not _SPACE.search(argument):
+            weight = check_weight(argument, "URL argument")
         else:
-            urls.append(check_url(argument, "URL argument"))
-    return urls
+            entry_weight, url = parse_entry(argument, "URL argument")
+            urls.append(url)
+            weights.append(weight if weight is not None else entry_weight)
+            weight = None
+    if weight is not None:
+        raise UsageError(f"URL argument: weight {weight} is not followed by a URL")
+    return weighted_targets(urls, weights, "URL arguments")
 
 
 def parse_url_lines(text: str, source: str, first_line: int | None = 1) -> list[str]:
-    """One URL per line; blank lines and `#` comments ignored.
+    """One URL per line; blank lines and `#` comments ignored (see parse_targets)."""
+    return list(parse_targets(text, source, first_line))
+
+
+def parse_targets(text: str, source: str, first_line: int | None = 1) -> Targets:
+    """One URL per line, optionally after its weight (`3 http://a/`); blank lines and `#` comments ignored.
 
     `first_line` is the file line number of the text's first line, so errors point into the
     file the user edits; None when lines cannot be mapped (a quoted YAML string).
     """
-    urls = []
+    urls, weights = [], []
     for offset, line in enumerate(text.splitlines()):
         entry = line.strip()
         if entry and not entry.startswith("#"):
             where = f"{source}:{first_line + offset}" if first_line is not None else source
-            urls.append(check_url(entry, where))
+            weight, url = parse_entry(entry, where)
+            urls.append(url)
+            weights.append(weight)
     if not urls:
         raise UsageError(f"{source}: no URLs (one per line; blank lines and # comments are ignored)")
-    return urls
+    return weighted_targets(urls, weights, source)
+
+
+# A weight where a URL could start: a URL starts with its scheme's letter, a weight with a digit
+# (or what a number written wrongly starts with: a sign, a point).
+_WEIGHT = re.compile(r"[0-9+\-.]", re.ASCII)
+
+
+def parse_entry(entry: str, where: str) -> tuple[int, str]:
+    """The weight (1 when none is given) and the URL of one line of a URL list, checked."""
+    word, rest = (entry.split(None, 1) + [""])[:2]
+    if rest and _WEIGHT.match(word):
+        return check_weight(word, where), check_url(rest.strip(), where)
+    return 1, check_url(entry, where)
+
+
+def check_weight(word: str, where: str) -> int:
+    """A URL's weight as written, checked against its bounds (runner.config.targets)."""
+    weight = whole_number(word)
+    if weight is None or word[0] in "+-" or not 1 <= weight <= MAX_WEIGHT:
+        raise UsageError(f"{where}: weight {shortened(repr(word), 40)} is not allowed; a weight is a whole "
+                         f"number from 1 to {MAX_WEIGHT}")
+    return weight
+
+
+def weighted_targets(urls: list[str], weights: list[int], source: str) -> Targets:
+    """The URLs and their weights as one value; a weighted list whose wheel would be too long refused."""
+    if len(set(weights)) <= 1:
+        return Targets(tuple(urls))
+    turn = turn_of(weights)
+    if turn > MAX_TURN:
+        raise UsageError(f"{source}: the weights make a turn of {turn} sends (their sum over their greatest "
+                         f"common divisor); at most {MAX_TURN}: give smaller weights or fewer URLs")
+    return Targets(tuple(urls), tuple(weights))
 
 
 def check_url(url: str, where: str) -> str:

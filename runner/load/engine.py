@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from runner.load import failures
@@ -40,10 +40,15 @@ Sink = Callable[[Result | Skips], None]
 class Load:
     """What the engine must do, beyond the schedule itself."""
 
-    requests: list[Request]  # one per URL; send n goes to requests[n % len(requests)]
+    requests: list[Request]  # one per URL; send n goes to requests[wheel[n % len(wheel)]]
     model: LoadModel  # which loop the clients run (runner.load.model)
     total_requests: int = 0  # stop after this many sends; 0: no limit
     hash_sample_rate: float = 0.0
+    wheel: Sequence[int] | None = None  # the URL of each send of a turn (runner.config.targets); None: in order
+
+    @property
+    def turn(self) -> Sequence[int]:
+        return self.wheel if self.wheel is not None else range(len(self.requests))
 
 
 class Engine:
@@ -72,6 +77,7 @@ class Engine:
         self._idle: set[asyncio.Task[None]] = set()  # clients waiting for a due time
         self._sends: set[asyncio.Task[int]] = set()  # open model: requests in flight
         self._random = random.Random()
+        self._wheel = load.turn
         model = load.model
         self._max_in_flight = model.max_in_flight if isinstance(model, Open) else 1  # the open model's bound
 
@@ -305,8 +311,8 @@ class Engine:
         the caller has already counted this send in flight. `free_ns`: when the client's
         previous request ended (closed model), so its lateness can be told from the server's.
         """
-        requests = self._load.requests
-        url_index = n % len(requests)
+        requests, wheel = self._load.requests, self._wheel
+        url_index = wheel[n % len(wheel)]
         due = self._schedule.due_ns(n) if paced else self._now()
         rate = self._load.hash_sample_rate
         if not counted:

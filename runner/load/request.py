@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -49,7 +49,7 @@ def origin(url: str) -> tuple[str, str, int]:
     return parts.scheme, parts.hostname or "", parts.port or (443 if https else 80)
 
 
-def build_requests(settings: Settings, urls: list[str], environ: Mapping[str, str] = os.environ) -> list[Request]:
+def build_requests(settings: Settings, urls: Sequence[str], environ: Mapping[str, str] = os.environ) -> list[Request]:
     """The prepared request for each URL, with headers and body resolved now, once."""
     headers = resolve_headers(settings.request.headers, environ)
     if settings.request.host:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.core.errors import UsageError
@@ -60,13 +60,18 @@ class Shard:
         """The shard this worker belongs to, all its workers together."""
         return Shard(self.index, self.count)
 
-    def urls(self, count: int) -> range:
-        """The URLs (indices, of `count`) this process sends to. Send n goes to URL n mod count
-        (schedule.py), and this process sends offset, offset + stride, ...: those reach URL u
-        exactly when u = offset mod gcd(stride, count), so a stride sharing a factor with the
-        URL count skips the other URLs (3 shards of 3 URLs: one URL each)."""
-        step = math.gcd(self.stride, count) or 1
-        return range(self.offset % step, count, step)
+    def urls(self, wheel: Sequence[int] | int) -> Sequence[int]:
+        """The URLs (indices, in order) this process sends to. Send n goes to URL wheel[n mod len(wheel)]
+        (runner.config.targets; a count of URLs for the wheel of them in order), and this process
+        sends offset, offset + stride, ...: those reach the wheel's places p with p = offset mod
+        gcd(stride, len(wheel)), so a stride sharing a factor with the wheel's length skips the URLs
+        of the other places (3 shards of 3 URLs: one URL each)."""
+        turn = range(wheel) if isinstance(wheel, int) else wheel
+        step = math.gcd(self.stride, len(turn)) or 1
+        places = range(self.offset % step, len(turn), step)
+        if isinstance(turn, range) and turn == range(len(turn)):
+            return places  # the URLs in order: the places are the URLs
+        return sorted({turn[p] for p in places})
 
     def label(self) -> str:
         label = f"shard {self.index} of {self.count}" if self.count > 1 else ""

@@ -54,6 +54,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from runner.config.settings import Settings
+from runner.config.targets import as_targets
 from runner.load.engine import Sink
 from runner.load.model import LoadModel
 from runner.load.shards import ALONE, Shard
@@ -326,7 +327,7 @@ class Metrics:
         counts: Counts
         slots = url_slots(urls)
         if not pod.alone:  # a shard of a run split over pods: series for its own URLs only
-            slots = reached_by(slots, pod.urls(len(urls)))
+            slots = reached_by(slots, pod.urls(as_targets(urls).wheel))
         if settings.split.workers > 1:
             counts = self.workers = WorkerTallies(slots)
         else:

@@ -14,11 +14,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 from prometheus_client.utils import floatToGoString
 
-from runner.core import redact
+# The url label and its bound are the URL list's (the summary's perUrl counts URLs alike); named here too.
+from runner.config.targets import OTHER_URLS as OTHER_URLS
+from runner.config.targets import URL_SERIES_CAP as URL_SERIES_CAP
+from runner.config.targets import UrlSlots as UrlSlots
+from runner.config.targets import url_label as url_label
+from runner.config.targets import url_slots as url_slots
 from runner.load.model import LoadModel
 from runner.load.result import Result, is_good
 from runner.load.schedule import Skips
@@ -83,51 +87,6 @@ LES = {spec.name: [floatToGoString(b) for b in spec.bounds] for spec in (*SLOW_C
 
 
 STATUSES = 1000  # responses are counted per URL in a list indexed by status; any other status as 0
-
-
-# URLs with series of their own: enough for every URL of a hand-written list (a service's
-# endpoints), few enough that the url label's series stay in the hundreds (each URL has
-# up to 6 status classes, its failure kinds and a 21-sample histogram: about 30 samples).
-URL_SERIES_CAP = 20
-
-
-OTHER_URLS = "other"  # the url label of the URLs beyond the cap; never a URL's label (those have a scheme)
-
-
-@dataclass(frozen=True)
-class UrlSlots:
-    """Where each URL's results are counted: in the series of its own url label, or in "other".
-
-    Made once, at the start: counting then costs one list index per result, and the counts
-    take room for at most URL_SERIES_CAP + 1 labels, whatever the number of URLs. Slots go to
-    the first distinct labels in the list's order, the order its author chose, and never move
-    during a run (a series that changed URL midway would mix two URLs' counts). A URL listed
-    twice, or twice with other credentials (which labels leave out), shares one slot, for a
-    Pushgateway rejects a push that holds the same series twice.
-    """
-
-    labels: tuple[str, ...]  # slot -> url label; OTHER_URLS last, when some URLs are beyond the cap
-    slot_of: tuple[int, ...]  # URL index -> slot
-    others: int  # distinct url labels counted under OTHER_URLS
-    shown: frozenset[int] | None = None  # the slots with series; None: all (see reached_by)
-
-
-def url_slots(urls: Sequence[str], cap: int = URL_SERIES_CAP) -> UrlSlots:
-    """Each URL's slot: the first `cap` distinct labels get one each, the rest share the last."""
-    slots: dict[str, int] = {}
-    others: set[str] = set()
-    slot_of = []
-    for url in urls:
-        label = url_label(url)
-        slot = slots.get(label)
-        if slot is None:
-            if len(slots) < cap:
-                slot = slots[label] = len(slots)
-            else:
-                others.add(label)
-                slot = cap
-        slot_of.append(slot)
-    return UrlSlots((*slots, OTHER_URLS) if others else tuple(slots), tuple(slot_of), len(others))
 
 
 def reached_by(slots: UrlSlots, urls: Iterable[int]) -> UrlSlots:
@@ -246,13 +205,3 @@ class Counts(Protocol):
     """Where the metric families' counts come from: this process's tally, or its workers'."""
 
     def snapshot(self) -> MetricsTally: ...
-
-
-def url_label(url: str) -> str:
-    """A URL as a label value: without a user name or password, which must never reach a metric,
-    and with secret query values hidden (runner/core/redact.py), for labels are pushed and kept."""
-    url = redact.url(url)
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

@@ -7,11 +7,12 @@ without printing any secret.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
 from runner.config.schema import defaults
 from runner.config.settings import Settings
+from runner.config.targets import Targets, as_targets
 from runner.core import redact
 from runner.core.durations import format_duration
 from runner.load.model import model_of, schedule_of
@@ -21,15 +22,13 @@ from runner.report.slowcooker import format_rate
 _LISTED_URLS = 5  # a shard's own URLs named one by one; the rest counted
 
 
-def describe(settings: Settings, urls: list[str], environ: Mapping[str, str], shard: Shard = ALONE) -> list[str]:
+def describe(settings: Settings, urls: Sequence[str], environ: Mapping[str, str], shard: Shard = ALONE) -> list[str]:
     """Lines saying what a run with these settings would do; `shard`: this process's part of it."""
     s = settings
     lines = [_rate_line(s) if model_of(s.pace).paced else _bench_line(s)]
     if not shard.alone:
         lines[0] = "the whole run " + lines[0]
-    lines += [f"  to {redact.url(url)}" for url in urls]
-    if len(urls) > 1:
-        lines.append(f"  each URL gets every {_ordinal(len(urls))} request")
+    lines += _targets(as_targets(urls))
     lines.append(_stop_rule(s))
     lines += _split(s, shard, urls, environ)
     lines.append(
@@ -48,7 +47,21 @@ def describe(settings: Settings, urls: list[str], environ: Mapping[str, str], sh
     return lines
 
 
-def _split(s: Settings, shard: Shard, urls: list[str], environ: Mapping[str, str]) -> list[str]:
+def _targets(targets: Targets) -> list[str]:
+    """Each URL, and the split of the sends between them (runner.config.targets: the wheel)."""
+    if not targets.weighted:
+        lines = [f"  to {redact.url(url)}" for url in targets]
+        if len(targets) > 1:
+            lines.append(f"  each URL gets every {_ordinal(len(targets))} request")
+        return lines
+    lines = [f"  to {redact.url(url)} (weight {weight}: {format_rate(round(share * 100, 2))}% of the requests)"
+             for url, weight, share in zip(targets, targets.weights, targets.shares(), strict=True)]
+    lines.append(f"  the weights split every {len(targets.wheel)} requests, in smooth weighted round robin "
+                 "(as nginx's upstream weights): each URL within one request of its share at any moment")
+    return lines
+
+
+def _split(s: Settings, shard: Shard, urls: Sequence[str], environ: Mapping[str, str]) -> list[str]:
     """What this process sends of a run split over shards (pods) and local workers, and when it starts.
 
     `soak validate` in a pod (or with JOB_COMPLETION_INDEX set by hand) must say what that
@@ -100,10 +113,11 @@ def _share(s: Settings, part: Shard) -> str:
     return text
 
 
-def _own_urls(part: Shard, urls: list[str]) -> list[str]:
-    """The URLs a part sends to: send n goes to URL n mod len(urls), and a part sends every
-    stride-th send from its offset, so a stride sharing a factor with the URL count skips some."""
-    own = part.urls(len(urls))
+def _own_urls(part: Shard, urls: Sequence[str]) -> list[str]:
+    """The URLs a part sends to: send n goes to the URL at place n mod the wheel's length
+    (runner.config.targets), and a part sends every stride-th send from its offset, so a stride
+    sharing a factor with the wheel's length skips some."""
+    own = part.urls(as_targets(urls).wheel)
     if len(own) == len(urls):
         return ["  to every URL"] if len(urls) > 1 else []
     shown = [f"    {redact.url(urls[i])}" for i in own[:_LISTED_URLS]]
@@ -230,7 +244,7 @@ def _headers(s: Settings, environ: Mapping[str, str]) -> list[str]:
     return lines
 
 
-def _userinfo(urls: list[str]) -> list[str]:
+def _userinfo(urls: Sequence[str]) -> list[str]:
     """Credentials in URLs are sent as a header (targets.build_requests): say so, never what they are."""
     with_userinfo = sum(1 for url in urls if "@" in urlsplit(url).netloc)
     if not with_userinfo:

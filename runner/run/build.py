@@ -17,11 +17,12 @@ depend on the moment the run starts.
 from __future__ import annotations
 
 import resource
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from runner.config.abflags import AB_FLAGS
 from runner.config.settings import Settings
+from runner.config.targets import Targets, as_targets
 from runner.core.errors import UsageError
 from runner.core.redact import Secrets
 from runner.core.units import UNIT_NS
@@ -41,7 +42,7 @@ class Parts:
     """One process's run: its settings, URLs, part of the run, requests and HTTP client."""
 
     settings: Settings
-    urls: list[str]
+    urls: Targets  # with their weights: which URL each send goes to
     url_source: str | None  # the list file the URLs came from, if any
     shard: Shard  # which part of the run this process sends
     requests: list[Request]  # one per URL, resolved once
@@ -59,6 +60,7 @@ class Parts:
             model=self.model,
             total_requests=self.shard.share(self.settings.pace.total_requests),
             hash_sample_rate=self.settings.report.hash_sample_rate,
+            wheel=self.urls.wheel,
         )
 
     def recorder(self, grid: Grid, schedule: Schedule) -> Recorder:
@@ -75,7 +77,7 @@ class Parts:
         )
 
 
-def build(settings: Settings, urls: list[str], source: str | None, shard: Shard | None = None) -> Parts:
+def build(settings: Settings, urls: Sequence[str], source: str | None, shard: Shard | None = None) -> Parts:
     """The parts of this process's run; UsageError for anything a run refuses before sending.
 
     `shard`: this process's part, when the caller knows it (a local worker); else it comes
@@ -83,6 +85,7 @@ def build(settings: Settings, urls: list[str], source: str | None, shard: Shard 
     """
     if isinstance(model_of(settings.pace), Bench) and len(urls) != 1:
         raise UsageError(f"bench mode takes exactly one URL, as ab does; got {len(urls)}")
+    targets = as_targets(urls)
     shard = shard if shard is not None else split_of(settings)
     origins = len({origin(url) for url in urls})
     check_open_files(settings, shard, origins)  # more connections than the process may open
@@ -90,7 +93,7 @@ def build(settings: Settings, urls: list[str], source: str | None, shard: Shard 
     transport = transport_for(settings, shard, origins)  # and TLS files too
     if settings.report.report_latencies_csv:
         check_csv_path(settings.report.report_latencies_csv)  # opened (and emptied) only once the run starts
-    return Parts(settings, urls, source, shard, requests, transport, model_for(settings.pace, shard))
+    return Parts(settings, targets, source, shard, requests, transport, model_for(settings.pace, shard))
 
 
 def split_of(settings: Settings) -> Shard:

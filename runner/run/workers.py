@@ -48,7 +48,7 @@ STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 POLL_S = 0.1
 
 
-def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequence[Reporter],
+def run(settings: Settings, urls: Sequence[str], source: str | None, reporters: Sequence[Reporter],
         pod: Shard, counts: WorkerTallies | None = None) -> RunSummary:
     """Run with `settings.split.workers` processes; tell `reporters` about the merged run.
 
@@ -80,7 +80,7 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
             process.start()
         for _, theirs in pipes:
             theirs.close()  # the worker holds its own copy: when it exits, this end reads EOF
-        info = RunInfo(settings, urls, source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
+        info = RunInfo(settings, list(urls), source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
                        start_wall, pod)
         with _forwarding_signals(processes):
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
@@ -99,7 +99,7 @@ def _progress_step(reporters: Sequence[Reporter]) -> int:
     return max(1, every // 10) if every else 0
 
 
-def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard, start_wall: float,
+def _work(settings: Settings, urls: Sequence[str], source: str | None, shard: Shard, start_wall: float,
           home: Connection, slots: UrlSlots | None, progress_every: int = 0) -> None:
     """A worker process: run its part, sending each closed interval and the summary home.
 
