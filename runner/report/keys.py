@@ -29,6 +29,9 @@ HISTOGRAM, HISTOGRAM_UNIT, HISTOGRAM_HDR = "histogram", "unit", "hdr"
 PROCESS, CPU_SECONDS, MAX_RSS_BYTES = "process", "cpuSeconds", "maxRssBytes"
 CONFIG, SHARDS, FAILED_WORKERS, SHARD = "config", "shards", "failedWorkers", "shard"
 DRAIN = "drain"  # what came back after the last interval ended
+# Per URL (a list, one entry per url label, beside REQUESTS, GOOD, BAD, FAILED, ERRORS, STATUS_CODES,
+# MIN, MEAN, MAX and the percentiles).
+PER_URL, URL, URLS = "perUrl", "url", "urls"
 # The client's own figures, and whether it set the pace.
 CLIENT_SATURATED, CLIENT = "clientSaturated", "client"
 CPU_PERCENT, LOOP_LAG_MS, LATENESS_MS, SATURATED_INTERVALS = "cpuPercent", "loopLagMs", "latenessMs", \

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from runner.config.targets import OTHER_URLS, url_slots
 from runner.core.durations import format_duration
 from runner.core.units import UNIT_NS, in_unit, rfc3339
 from runner.load.result import ErrorKind
@@ -176,6 +177,8 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
         data[k.DRAIN] = drain_dict(summary)
     if summary.bench is not None:
         data[k.BENCH] = bench_dict(summary, summary.bench)
+    if summary.per_url is not None:
+        data[k.PER_URL] = per_url_list(summary)
     data[k.INTERVAL_STATS] = intervals or []
     data[k.HISTOGRAM] = {k.HISTOGRAM_UNIT: "ns", k.HISTOGRAM_HDR: tally.latency.encode()}
     data[k.PROCESS] = {k.CPU_SECONDS: round(summary.cpu_seconds, 3), k.MAX_RSS_BYTES: summary.max_rss_bytes}
@@ -187,6 +190,29 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     if not info.shard.alone:
         data[k.SHARD] = run_record(summary, shard_intervals or [])
     return data
+
+
+def per_url_list(summary: RunSummary) -> list[dict[str, Any]]:
+    """Each URL's part of the run, by its url label as the metrics label it (runner.config.targets:
+    the first URL_SERIES_CAP distinct ones, then "other" for the rest together, with how many)."""
+    unit = summary.info.settings.report.latency_unit
+    slots = url_slots(summary.info.urls)
+    assert summary.per_url is not None
+    entries = []
+    for label, tally, f in zip(slots.labels, summary.per_url, summary.url_figures, strict=True):
+        entry: dict[str, Any] = {k.URL: label}
+        if label == OTHER_URLS:
+            entry[k.URLS] = slots.others
+        entry |= {
+            k.REQUESTS: f.requests, k.GOOD: f.good, k.BAD: f.bad, k.FAILED: f.failed,
+            k.ERRORS: dict(f.errors),
+            k.STATUS_CODES: {str(code): n for code, n in sorted(tally.statuses.items())},
+            k.MIN: in_unit(f.latency.min_ns, unit), k.MEAN: _unit_float(f.latency.mean_ns, unit),
+            k.MAX: in_unit(f.latency.max_ns, unit),
+            **percentile_keys(f.latency, unit),
+        }
+        entries.append(entry)
+    return entries
 
 
 def bench_dict(summary: RunSummary, bench: BenchTally) -> dict[str, Any]:

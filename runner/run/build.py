@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from runner.config.abflags import AB_FLAGS
 from runner.config.settings import Settings
-from runner.config.targets import Targets, as_targets
+from runner.config.targets import Targets, as_targets, url_slots
 from runner.core.errors import UsageError
 from runner.core.redact import Secrets
 from runner.core.units import UNIT_NS
@@ -74,6 +74,7 @@ class Parts:
             hash_value=s.report.hash_value,
             unit_ns=UNIT_NS[s.report.latency_unit] if s.report.report_latencies_csv else None,
             shown=Secrets(value for request in self.requests for value in request.hidden).shown,
+            slot_of=url_slots(self.urls).slot_of,
         )
 
 

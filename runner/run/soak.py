@@ -210,6 +210,7 @@ class Soak:
             connections=dict(recorder.connections),
             client=recorder.client.run(_cpu_seconds(), time.monotonic_ns()),
             drain=recorder.drain,
+            per_url=None if recorder.per_url is None else tuple(recorder.per_url),
             last_interval_end_ns=end_ns,
             due=self._schedule.sends_due(self.info.start_ns, sending_end_ns) if self.info.model.paced else None,
         )

@@ -227,8 +227,22 @@ def merged_summary(info: RunInfo, total: RunTotal, shards: Sequence[ShardRun],
         due=total.due,
         client=_merged_client(run.get("client") for _, run in runs),
         drain=drain,
+        per_url=_merged_per_url([run.get("perUrl") for _, run in runs]),
         last_interval_end_ns=total.last_end_ns,
     )
+
+
+def _merged_per_url(records: Sequence[Any]) -> tuple[Tally, ...] | None:
+    """The shards' per-URL tallies added up, slot by slot (every shard slots the same URL list
+    alike); None when none has them, or when one finished without (an earlier version's, which
+    would leave its sends out) or with other slots (another list)."""
+    if not records or any(r is None for r in records) or len({len(r) for r in records}) != 1:
+        return None
+    per_url = tuple(Tally() for _ in records[0])
+    for record in records:
+        for tally, part in zip(per_url, record, strict=True):
+            tally.merge(tally_from_record(part))
+    return per_url
 
 
 def _merged_drain(records: Iterable[Any]) -> Tally | None:

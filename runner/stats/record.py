@@ -214,6 +214,7 @@ def run_record(summary: RunSummary, intervals: list[dict[str, Any]]) -> dict[str
         "connections": summary.connections,
         "client": None if summary.client is None else client_record(summary.client),
         "drain": None if summary.drain is None else tally_record(summary.drain),
+        "perUrl": None if summary.per_url is None else [tally_record(t) for t in summary.per_url],
         "intervals": intervals,
     }
     # Here, as the bench's figures are, goes any other run-only figure that local workers must
@@ -313,6 +314,11 @@ def check_run_record(record: Mapping[str, Any]) -> None:
     if record.get("drain") is not None:
         _value(record, "drain", lambda v: isinstance(v, dict), "a tally record")
         _check_tally(record["drain"], "shard.drain", len(record["urls"]))
+    if record.get("perUrl") is not None:
+        _value(record, "perUrl", lambda v: isinstance(v, list) and all(isinstance(t, dict) for t in v),
+               "a list of tally records")
+        for k, tally in enumerate(record["perUrl"]):
+            _check_tally(tally, f"shard.perUrl[{k}]", len(record["urls"]))
     _value(record, "intervals", _is_list, "a list")
     for k, interval in enumerate(record["intervals"]):
         _check_interval(interval, f"shard.intervals[{k}]", len(record["urls"]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from runner.core.redact import printable
@@ -320,7 +320,7 @@ class Recorder:
 
     def __init__(
         self, grid: Grid, model: LoadModel, *, due: Callable[[int, int], float] | None = None, hash_value: int = 0,
-        unit_ns: int | None = None, shown: Callable[[str], str] = printable,
+        unit_ns: int | None = None, shown: Callable[[str], str] = printable, slot_of: Sequence[int] = (),
     ) -> None:
         self._grid = grid
         self._model = model
@@ -350,6 +350,12 @@ class Recorder:
         self._drain_from: int | None = None
         self.drain: Tally | None = None
         self.drain_end_ns = 0  # when the last of them came back
+        # Per URL, for the whole run: a tally per url slot (runner.config.targets.UrlSlots: at most
+        # URL_SERIES_CAP + 1, however long the list), each result counted in its URL's too. None
+        # with one slot only, whose tally would be the run's.
+        self._slot_of = slot_of
+        slots = max(slot_of, default=0) + 1
+        self.per_url: list[Tally] | None = [Tally() for _ in range(slots)] if slots > 1 else None
 
         self._open_interval()
 
@@ -394,11 +400,17 @@ class Recorder:
             self.send_lag.record(result.start_ns - result.due_ns)
             self.client.late(result.client_lag_ns)
             tally.add_late(result)
+        per_url = self.per_url
         if result.error:
-            tally.add(result, 0, self._hash_value, self._shown(result.error_text))
+            text = self._shown(result.error_text)
+            tally.add(result, 0, self._hash_value, text)
+            if per_url is not None:
+                per_url[self._slot_of[result.url_index]].add(result, 0, self._hash_value, text)
             return
         latency = self._model.latency_ns(result)
         tally.add(result, latency, self._hash_value)
+        if per_url is not None:
+            per_url[self._slot_of[result.url_index]].add(result, latency, self._hash_value)
         if self.uncorrected is not None:
             self.uncorrected.record(result.latency_ns)
         if self.in_unit is not None:

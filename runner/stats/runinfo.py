@@ -80,11 +80,17 @@ class RunSummary:
     # The sends the schedule made due over the run (Schedule.sends_due, unrounded; a merged
     # run's, its intervals' added up); None without a schedule (a bench).
     due: float | None = None
+    # Per URL slot (runner.config.targets.UrlSlots, in the order of their labels): the run's
+    # sends made to each, in `tally` too; None for a run whose URLs share one slot.
+    per_url: tuple[Tally, ...] | None = None
     # Its figures, computed once here for every report (runner.stats.figures).
     figures: Figures = field(init=False, repr=False, compare=False)
+    url_figures: tuple[Figures, ...] = field(init=False, repr=False, compare=False)  # per_url's; () without
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "figures", Figures.of(self.tally, self.due, self.sending_ns))
+        object.__setattr__(self, "url_figures", tuple(Figures.of(t, None, self.sending_ns)
+                                                      for t in self.per_url or ()))
 
     @property
     def elapsed_ns(self) -> int:

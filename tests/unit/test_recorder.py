@@ -448,3 +448,45 @@ def test_corrected_latency_never_counts_from_after_the_send() -> None:
     early = Result(due_ns=START + 10 * MS, start_ns=START + 9 * MS, headers_ns=START + 12 * MS, end_ns=START + 13 * MS,
                    status=200)
     assert early.corrected_latency_ns == 3 * MS == early.latency_ns
+
+
+# --- per URL ---------------------------------------------------------------------------------
+
+
+def test_per_url_tallies_add_up_to_the_run_and_are_bounded_by_the_url_slots() -> None:
+    """Each result counts in its URL's slot too (the metrics' url slots: a URL listed twice shares
+    one, URLs beyond the cap share "other"), drain included: the slots add up to the run."""
+    from runner.config.targets import URL_SERIES_CAP, url_slots
+    from runner.report.summary import per_url_list
+    from runner.stats.runinfo import RunInfo, RunSummary
+
+    urls = [f"http://a.example/{n}" for n in range(URL_SERIES_CAP + 5)] + ["http://a.example/0"]
+    slots = url_slots(urls)
+    recorder = Recorder(GRID, Closed(), slot_of=slots.slot_of)
+    assert recorder.per_url is not None and len(recorder.per_url) == URL_SERIES_CAP + 1
+    recorder.drain_from(START + 10 * SECOND)
+    for n in range(len(urls)):
+        recorder.record(response(500 if n % 3 == 0 else 200, url_index=n, latency=(n + 1) * MS))
+        recorder.record(failure(url_index=n, end=START + 11 * SECOND))  # in the drain
+    recorder.record(skip())
+    recorder.close(final=True)
+    total = recorder.total
+    assert sum(t.requests for t in recorder.per_url) == total.requests == 2 * len(urls)
+    assert sum(t.good for t in recorder.per_url) == total.good and sum(t.bad for t in recorder.per_url) == total.bad
+    assert recorder.per_url[0].requests == 4  # listed twice: its two responses and two failures
+    assert recorder.per_url[URL_SERIES_CAP].requests == 2 * 5  # the five beyond the cap, together
+    assert recorder.per_url[3].latency.max == 4 * MS and recorder.per_url[3].errors == {ErrorKind.REFUSED: 1}
+    from runner.config.settings import merge, settings_from
+    info = RunInfo(settings_from(merge({})), urls, None, START, 1e9)
+    summary = RunSummary(info, 1, START + 11 * SECOND, START + 10 * SECOND, total, None, None, None, "iterations",
+                         0.0, 0, per_url=tuple(recorder.per_url))
+    entries = per_url_list(summary)
+    assert [e["url"] for e in entries] == [*slots.labels[:URL_SERIES_CAP], "other"]
+    assert entries[-1]["urls"] == 5 and entries[3]["max"] == 4 and entries[3]["p50"] == 4
+    assert entries[0]["statusCodes"] == {"200": 1, "500": 1} and entries[0]["errors"] == {"refused": 2}
+
+
+def test_one_url_slot_keeps_no_per_url_tallies() -> None:
+    """A run of one URL (or one URL listed twice) has nothing to split: its tally is the run's."""
+    assert Recorder(GRID, Closed(), slot_of=(0, 0)).per_url is None
+    assert Recorder(GRID, Closed()).per_url is None
