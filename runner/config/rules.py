@@ -8,14 +8,17 @@ metric, a comparison and a number with its unit, one rule per string.
     rate >= 95/s
 
 A rule is judged on the whole run (`thresholds`) or on every interval (`intervalThresholds`).
-This module reads rules; runner.stats.thresholds measures them on a run.
+A run rule may be scoped to one URL, as k6 scopes a threshold by tag: `p99{url=/checkout} < 200ms`
+is judged on the sends to the URLs whose path (or whole URL) is /checkout only. This module
+reads rules; runner.stats.thresholds measures them on a run, runner.config.targets finds the
+URLs a scope names.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from runner.core import units
 from runner.core.errors import UsageError
@@ -35,8 +38,8 @@ OPERATORS = ("<", "<=", ">", ">=")
 SCOPES = ("run", "interval")
 
 # Numbers in ASCII digits only (re.ASCII: `\d` would match every script's digits, `p99 < ١ms`).
-_RULE = re.compile(r"^(?P<metric>[^<>=!\s]+)\s*(?P<op>[<>=!]=?)\s*(?P<value>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>\S*)\Z",
-                   re.ASCII)
+_RULE = re.compile(r"^(?P<metric>[^<>=!\s{]+)(?:\s*\{(?P<scope>[^}]*)\})?"
+                   r"\s*(?P<op>[<>=!]=?)\s*(?P<value>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>\S*)\Z", re.ASCII)
 _PERCENTILE = re.compile(r"^p\(?(\d+(?:\.\d+)?)\)?\Z", re.ASCII)  # p99, p(99), p99.9, p(99.9)
 _EXAMPLES = 'like "p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'
 _LIST = f"{' '.join(LATENCIES)} (latencies), {' '.join(PERCENTAGES)} (percentages) or {RATE} (req/s)"
@@ -56,6 +59,7 @@ class Rule:
     limit: float
     unit: str  # the unit the rule was written in, for showing measured values: ms, %, req/s, ...
     scope: str = "run"  # run: judged on the whole run; interval: on every interval
+    url: str | None = None  # `{url=...}`: judged on the sends to the URLs this names (targets.matching)
 
     def holds(self, measured: float) -> bool:
         limit = self.limit
@@ -105,7 +109,27 @@ def parse_rule(text: str, scope: str = "run") -> Rule:
         raise ThresholdError(f"must be a metric, a comparison and a number, {_EXAMPLES}")
     rule = _read(tidy, found, scope)
     _check_can_break_and_hold(rule)
+    if found["scope"] is not None:
+        rule = replace(rule, url=_url_scope(found["scope"], rule.metric))
     return rule
+
+
+# What a scope may measure: the sends made to a URL. Sends are due, and skipped, for the whole
+# run, not for one URL (a client skips its next send whichever URL it was for).
+_RUN_ONLY = ("goal%", "skipped%")
+_SCOPE = re.compile(r"""^url\s*=\s*(?:"(?P<dq>[^"]+)"|'(?P<sq>[^']+)'|(?P<bare>[^"'\s]+))\Z""")
+
+
+def _url_scope(text: str, metric: str) -> str:
+    """The URL (a path, or a whole URL) a rule's `{url=...}` names."""
+    found = _SCOPE.match(text.strip())
+    if not found:
+        raise ThresholdError(f'a rule is scoped to one URL by its path or whole URL, like "p99{{url=/checkout}} '
+                             f'< 200ms"; not {{{text}}}')
+    if metric in _RUN_ONLY:
+        raise ThresholdError(f"{metric} is the run's, not a URL's: sends are due and skipped for the whole run; "
+                             "scope a latency, errors%, failed%, bad% or rate")
+    return found["dq"] or found["sq"] or found["bare"]
 
 
 def _read(tidy: str, found: re.Match[str], scope: str) -> Rule:
@@ -175,6 +199,9 @@ def rules_for(run: list[str], interval: list[str], mode: str) -> tuple[Rule, ...
     """
     rules = (*(parse_rule(text, "run") for text in run), *(parse_rule(text, "interval") for text in interval))
     for rule in rules:
+        if rule.url is not None and rule.scope == "interval":
+            raise UsageError(f'intervalThresholds: "{rule.text}" is not allowed: a rule scoped to a URL is judged '
+                             "on the whole run; put it in thresholds")
         if rule.metric == "goal%" and mode == "bench":
             setting = "thresholds" if rule.scope == "run" else "intervalThresholds"
             raise UsageError(f'{setting}: "{rule.text}" is not allowed in bench mode, which has no rate to reach '

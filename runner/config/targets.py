@@ -184,3 +184,29 @@ def url_label(url: str) -> str:
 def as_targets(urls: Sequence[str]) -> Targets:
     """A URL list as Targets: itself if it is one, else the even split of its URLs."""
     return urls if isinstance(urls, Targets) else Targets(tuple(urls))
+
+
+def matching(selector: str, urls: Sequence[str]) -> list[int]:
+    """The URLs (indices) a threshold's `{url=...}` names: those whose path (with its query, or
+    without), or whose whole URL, is `selector`, each URL as its label shows it (url_label: the
+    same at validate, in the run and in a summary read back, whose URLs are shown redacted)."""
+    found = []
+    for index, url in enumerate(urls):
+        label = url_label(url)
+        parts = urlsplit(label)
+        if selector in (label, parts.path or "/", f"{parts.path or '/'}?{parts.query}"):
+            found.append(index)
+    return found
+
+
+def scope_problem(selector: str, urls: Sequence[str]) -> str:
+    """Why a rule scoped to `selector` cannot be judged on these URLs, as a phrase; "" if it can:
+    it names none of them, or one beyond the first URL_SERIES_CAP, which are counted together."""
+    found = matching(selector, urls)
+    if not found:
+        return f"names no URL of the run: {selector} is not the path, nor the whole, of any URL it sends to"
+    slots = url_slots(urls)
+    if OTHER_URLS in slots.labels and any(slots.slot_of[i] == len(slots.labels) - 1 for i in found):
+        return (f"names a URL beyond the first {URL_SERIES_CAP} of the list, which are counted together "
+                f'(as url "{OTHER_URLS}"); list it among the first {URL_SERIES_CAP}')
+    return ""

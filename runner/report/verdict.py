@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from runner.config.rules import RATE, Rule
 from runner.config.settings import Settings
+from runner.config.targets import matching, url_slots
 from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
 from runner.load.model import schedule_of
 from runner.report.base import Reporter
@@ -79,6 +80,8 @@ class Outcome:
             "unit": self.rule.unit,
             "ok": self.ok,
         }
+        if self.rule.url is not None:
+            data["url"] = self.rule.url
         if self.rule.scope == "interval":
             data |= {"worstInterval": self.worst, "judgedIntervals": self.judged, "brokenIntervals": list(self.broken)}
         return data
@@ -165,6 +168,8 @@ class Verdict(Reporter):
         if so_far is None:
             return
         for rule in self._run_rules:
+            if rule.url is not None:
+                continue  # the closed intervals' tallies are the run's, not the URL's: judged at the end
             if not rule.can_hold(*bounds(rule.metric, so_far, self._plan)):
                 self._abort_run(rule, f"can no longer hold after interval {interval.index}")
                 return
@@ -188,7 +193,7 @@ class Verdict(Reporter):
             span = run_span(summary)
             outcomes = []
             for rule in self._run_rules:
-                measured = measure(rule.metric, span)
+                measured = measure(rule.metric, span if rule.url is None else url_span(summary, rule.url))
                 outcomes.append(Outcome(rule, measured is not None and rule.holds(measured), measured,
                                         shares=self._shares))
             for rule, record in zip(self._interval_rules, self._records, strict=True):
@@ -223,6 +228,14 @@ def interval_span(info: RunInfo, interval: Interval) -> Span:
 
 def run_span(summary: RunSummary) -> Span:
     return Span(summary.figures, shares=summary.info.shard.count)
+
+
+def url_span(summary: RunSummary, selector: str) -> Span:
+    """The sends to the URLs a scoped rule names, as the rules see them (runner.config.targets.matching)."""
+    urls = summary.info.urls
+    slots = url_slots(urls)
+    return Span(summary.figures_of_urls(slots.slot_of[i] for i in matching(selector, urls)),
+                shares=summary.info.shard.count)
 
 
 def plan_of(info: RunInfo) -> Plan:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from runner.config.abflags import AB_FLAGS
 from runner.config.settings import Settings
-from runner.config.targets import Targets, as_targets, url_slots
+from runner.config.targets import Targets, as_targets, scope_problem, url_slots
 from runner.core.errors import UsageError
 from runner.core.redact import Secrets
 from runner.core.units import UNIT_NS
@@ -87,6 +87,7 @@ def build(settings: Settings, urls: Sequence[str], source: str | None, shard: Sh
     if isinstance(model_of(settings.pace), Bench) and len(urls) != 1:
         raise UsageError(f"bench mode takes exactly one URL, as ab does; got {len(urls)}")
     targets = as_targets(urls)
+    check_scopes(settings, targets)  # a threshold scoped to a URL the run does not send to
     shard = shard if shard is not None else split_of(settings)
     origins = len({origin(url) for url in urls})
     check_open_files(settings, shard, origins)  # more connections than the process may open
@@ -95,6 +96,14 @@ def build(settings: Settings, urls: Sequence[str], source: str | None, shard: Sh
     if settings.report.report_latencies_csv:
         check_csv_path(settings.report.report_latencies_csv)  # opened (and emptied) only once the run starts
     return Parts(settings, targets, source, shard, requests, transport, model_for(settings.pace, shard))
+
+
+def check_scopes(settings: Settings, urls: Sequence[str]) -> None:
+    """UsageError for a threshold scoped to a URL that the run cannot judge it on (targets.scope_problem)."""
+    for rule in settings.thresholds.rules:
+        problem = "" if rule.url is None else scope_problem(rule.url, urls)
+        if problem:
+            raise UsageError(f'thresholds: "{rule.text}" {problem}')
 
 
 def split_of(settings: Settings) -> Shard:

@@ -6,6 +6,7 @@ hold counts and histograms, never a Result.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +92,19 @@ class RunSummary:
         object.__setattr__(self, "figures", Figures.of(self.tally, self.due, self.sending_ns))
         object.__setattr__(self, "url_figures", tuple(Figures.of(t, None, self.sending_ns)
                                                       for t in self.per_url or ()))
+
+    def figures_of_urls(self, slots: Iterable[int]) -> Figures:
+        """The figures of the sends to some URL slots together (a threshold scoped to a URL that
+        is listed on several hosts); the run's own when its URLs share one slot."""
+        wanted = sorted(set(slots))
+        if self.per_url is None:
+            return self.figures
+        if len(wanted) == 1:
+            return self.url_figures[wanted[0]]
+        tally = Tally()
+        for slot in wanted:
+            tally.merge(self.per_url[slot])
+        return Figures.of(tally, None, self.sending_ns)
 
     @property
     def elapsed_ns(self) -> int:

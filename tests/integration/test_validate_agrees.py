@@ -50,6 +50,13 @@ REFUSED = [
     (["--http2"], 'http2: true needs "transport": "httpx" (the fast transport speaks HTTP/1.1 only)'),
     (["--thresholds", "errors <= 1"], '--thresholds: "errors <= 1" is not allowed; errors without % could be a count or '
                                       'a percentage; rules measure percentages of the sends: write "errors% <= 1"'),
+    (["--thresholds", "p99{{url=/checkout}} < 200ms"], 'thresholds: "p99{{url=/checkout}} < 200ms" names no URL of the run: '
+                                                     "/checkout is not the path, nor the whole, of any URL it sends to"),
+    (["--intervalThresholds", "p99{{url=/ok}} < 200ms"], 'intervalThresholds: "p99{{url=/ok}} < 200ms" is not allowed: a rule '
+                                                       "scoped to a URL is judged on the whole run; put it in thresholds"),
+    (["--thresholds", "goal%{{url=/ok}} >= 99"], '--thresholds: "goal%{{url=/ok}} >= 99" is not allowed; goal% is the '
+                                               "run's, not a URL's: sends are due and skipped for the whole run; scope "
+                                               "a latency, errors%, failed%, bad% or rate"),
 ]
 
 ACCEPTED = [
@@ -59,6 +66,7 @@ ACCEPTED = [
     ["--reportLatenciesCSV", "{tmp}/latencies.csv"],
     ["--linkerdAdmin", "localhost:4191"],  # neither awaited nor shut down: not used, but still checked
     ["--thresholds", "errors% <= 50"],
+    ["--thresholds", "p99{{url=/ok}} < 10s"],  # by its path (braces doubled: these are formatted)
 ]
 
 

@@ -352,3 +352,51 @@ def test_rule_can_hold_looks_at_the_side_that_matters() -> None:
     assert rule.can_hold(4 * MS, math.inf) and not rule.can_hold(5 * MS, math.inf)
     rule = Rule("goal% >= 99", "goal%", ">=", 99, "%")
     assert rule.can_hold(0, 99) and not rule.can_hold(0, 98.9)
+
+
+# --- rules scoped to a URL -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "url"), [
+    ("p99{url=/checkout} < 200ms", "/checkout"),
+    ("p99 {url=/checkout}<200ms", "/checkout"),
+    ('errors%{url="http://a.example/x?y=1"} <= 1', "http://a.example/x?y=1"),
+    ("p(99.9){url='/a'} < 1s", "/a"),
+    ("rate{url=/a} >= 5", "/a"),
+])
+def test_a_rule_scoped_to_a_url(text: str, url: str) -> None:
+    rule = parse_rule(text)
+    assert rule.url == url and rule.text == " ".join(text.split())
+    assert parse_rule("p99 < 200ms").url is None
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("p99{host=a} < 2ms", 'a rule is scoped to one URL by its path or whole URL, like "p99{url=/checkout} < 200ms"; '
+                          "not {host=a}"),
+    ("p99{url=} < 2ms", "a rule is scoped to one URL"),
+    ("goal%{url=/a} >= 99", "goal% is the run's, not a URL's"),
+    ("skipped%{url=/a} <= 1", "skipped% is the run's, not a URL's"),
+])
+def test_a_bad_scope_says_what_a_scope_is(text: str, message: str) -> None:
+    with pytest.raises(ThresholdError) as caught:
+        parse_rule(text)
+    assert str(caught.value).startswith(message)
+
+
+def test_a_scoped_interval_rule_is_refused() -> None:
+    with pytest.raises(UsageError, match="a rule scoped to a URL is judged on the whole run; put it in thresholds"):
+        rules_for([], ["p99{url=/a} < 2ms"], "soak")
+
+
+def test_a_scope_matches_a_urls_path_or_the_whole_url() -> None:
+    from runner.config.targets import URL_SERIES_CAP, matching, scope_problem
+
+    urls = ["http://a.example/checkout", "http://b.example/checkout", "http://u:p@a.example/x?y=1", "http://c/"]
+    assert matching("/checkout", urls) == [0, 1]  # the same path on two hosts: both
+    assert matching("http://b.example/checkout", urls) == [1]
+    assert matching("/x?y=1", urls) == matching("/x", urls) == matching("http://a.example/x?y=1", urls) == [2]
+    assert matching("/", urls) == [3]
+    assert scope_problem("/nope", urls).startswith("names no URL of the run")
+    many = [f"http://h/{n}" for n in range(URL_SERIES_CAP + 1)]
+    assert scope_problem(f"/{URL_SERIES_CAP - 1}", many) == ""
+    assert "beyond the first 20" in scope_problem(f"/{URL_SERIES_CAP}", many)

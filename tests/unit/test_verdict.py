@@ -240,3 +240,38 @@ def test_the_plan_of_a_run(layer: dict[str, Any], plan: Plan) -> None:
     found = plan_of(info_for(layer))
     assert found.sends == plan.sends and found.seconds == plan.seconds and found.counted == plan.counted
     assert found.target == pytest.approx(plan.target) if plan.target is not None else found.target is None
+
+
+def test_a_scoped_rule_is_judged_on_its_urls_alone() -> None:
+    """A slow URL breaks its own rule, not the fast one's; the run's (unscoped) rule sees both."""
+    from runner.report.verdict import Outcome
+
+    ms = 1_000_000
+    per_url = (Tally(), Tally())
+    total = Tally()
+    for n in range(100):
+        result = Result(start_ns=1, headers_ns=2, end_ns=3, status=200, url_index=n % 2)
+        latency = (300 if n % 2 else 1) * ms
+        for tally in (per_url[n % 2], total):
+            tally.add(result, latency, 0)
+    settings = settings_from(merge({"thresholds": ["p99{url=/slow} < 200ms", "p99{url=/fast} < 200ms",
+                                                   "p99 < 200ms"]}))
+    info = RunInfo(settings, ["http://h/fast", "http://h/slow"], None, 0, 1e9)
+    summary = RunSummary(info, 1, 10**9, 10**9, total, None, None, None, "iterations", 0.0, 0, per_url=per_url)
+    verdict = Verdict.for_settings(settings, io.StringIO())
+    assert verdict is not None
+    outcomes = verdict.judge(summary)
+    assert [(o.rule.text, o.ok) for o in outcomes] == [("p99{url=/slow} < 200ms", False),
+                                                        ("p99{url=/fast} < 200ms", True), ("p99 < 200ms", False)]
+    assert outcomes[0].line().startswith("# threshold run p99{url=/slow} < 200ms: 300")
+    assert outcomes[0].record()["url"] == "/slow" and "url" not in Outcome(outcomes[2].rule, False, None).record()
+
+
+def test_a_scoped_rule_never_stops_a_run_early_on_the_runs_figures() -> None:
+    """The closed intervals' tallies are the run's: a slow other URL's max is no bound on this URL's."""
+    stops = Stops()
+    run_through({"thresholds": ["max{url=/} < 50ms"], "abortOnThreshold": True},
+                [tally_of(100, 90 * MS), tally_of(100, 90 * MS)], stops)
+    assert stops.reasons == []
+    run_through({"thresholds": ["max < 50ms"], "abortOnThreshold": True}, [tally_of(100, 90 * MS)] * 2, stops)
+    assert stops.reasons == ["threshold run max < 50ms"]
