@@ -25,6 +25,7 @@ from runner.core.redact import SECRET_WORDS  # noqa: E402
 from runner.load.result import ErrorKind  # noqa: E402
 from runner.report.clientnotes import INTERVAL_NOTE, NOTE_PREFIXES  # noqa: E402
 from runner.report.slowcooker import ChangeWindow  # noqa: E402
+from runner.run.demo_target import start_target, stop_target  # noqa: E402
 from tests.conftest import parse_interval  # noqa: E402
 
 README = REPO / "README.md"
@@ -223,12 +224,12 @@ def test_secret_words_are_the_redactors() -> None:
 
 # Objects whose keys are data (status codes, error kinds, settings, percentages), not names.
 OPEN_OBJECTS = {"config", "statusCodes", "errors", "connections", "intervalStats[].errors", "bench.servedWithin",
-                "shard.connections"}
+                "shard.connections", "perUrl[].statusCodes", "perUrl[].errors"}
 # Objects of same-shaped records: each child is named, its fields are documented once, as `*`.
 RECORD_MAPS = {"bench.phases"}
 # The shard record is for `soak merge`: its tallies and histograms are the recorder's own format.
 CLOSED_BELOW = {"shard.intervals[].tally", "shard.intervals[].client", "shard.uncorrected", "shard.sendLag",
-                "shard.inUnit", "shard.client", "shard.drain"}
+                "shard.inUnit", "shard.client", "shard.drain", "shard.perUrl"}
 
 
 def key_paths(data: dict[str, Any], prefix: str = "") -> Iterator[str]:
@@ -282,13 +283,19 @@ def real_summaries() -> tuple[dict[str, Any], ...]:
                  "--thresholds", "p99 < 10s", "--intervalThresholds", "p99 < 10s", "--shards", "2", "--shard", "0")
     merged = soak("merge", "-", stdin=shard, code=errors.EXIT_SHARD_MISSING)  # shard 1 of the 2 is missing
     bench = soak("demo", "--mode", "bench", "--totalRequests", "20")
-    return summary_of(shard), summary_of(merged), summary_of(bench)
+    child, url = start_target()  # the demo's target, for a run of two weighted URLs and a rule scoped to one
+    try:
+        per_url = soak("--iterations", "2", "--interval", "200ms", "--thresholds", "p99{url=/} < 10s", "3", url,
+                       url + "b")
+    finally:
+        stop_target(child)
+    return summary_of(shard), summary_of(merged), summary_of(bench), summary_of(per_url)
 
 
 def test_every_key_of_a_real_summary_is_documented() -> None:
     found = {path for summary in real_summaries() for path in key_paths(summary)}
     assert {"uncorrected", "thresholds.rules[].worstInterval", "shard", "shards.missing", "bench.phases.*.hdr",
-            "intervalStats[].goalPercent", "sendingSeconds"} <= found, "the runs lack a section they were meant to have"
+            "intervalStats[].goalPercent", "sendingSeconds", "perUrl[].p99", "thresholds.rules[].url"} <= found, "the runs lack a section they were meant to have"
     missing = sorted(found - documented_keys())
     assert not missing, f"summary keys not documented in docs/output.md: {missing}"
 
