@@ -45,6 +45,7 @@ class Outcome:
     judged: int = 0  # interval rules: intervals that had something to measure
     broken: tuple[int, ...] = ()  # interval rules: the intervals that broke it
     shares: int = 1  # the run was split in this many shards: a rate measured is this one's times that
+    elsewhere: bool = False  # a scoped rule whose URLs this shard never sends to: other shards judge it
 
     def line(self) -> str:
         """`# threshold run p99 < 50ms: 12.3ms ok`, one line, for the log."""
@@ -52,6 +53,8 @@ class Outcome:
         rule = f"# threshold {self.rule.scope} {self.rule.text}"
         if self.rule.scope == "run":
             value = "nothing to measure" if self.measured is None else self._shown(self.measured)
+            if self.elsewhere:
+                value = "not sent to by this shard (other shards send to it)"
             return f"{rule}: {value} {verdict}\n"
         if self.measured is None:
             return f"{rule}: no interval to measure {verdict}\n"
@@ -193,6 +196,9 @@ class Verdict(Reporter):
             span = run_span(summary)
             outcomes = []
             for rule in self._run_rules:
+                if rule.url is not None and not sent_to(summary.info, rule.url):
+                    outcomes.append(Outcome(rule, True, None, shares=self._shares, elsewhere=True))
+                    continue
                 measured = measure(rule.metric, span if rule.url is None else url_span(summary, rule.url))
                 outcomes.append(Outcome(rule, measured is not None and rule.holds(measured), measured,
                                         shares=self._shares))
@@ -236,6 +242,12 @@ def url_span(summary: RunSummary, selector: str) -> Span:
     slots = url_slots(urls)
     return Span(summary.figures_of_urls(slots.slot_of[i] for i in matching(selector, urls)),
                 shares=summary.info.shard.count)
+
+
+def sent_to(info: RunInfo, selector: str) -> bool:
+    """Whether this process sends to any URL a scoped rule names: a shard whose stride skips them
+    (runner.load.shards) has nothing to judge it on, and no reason to fail a pod for it."""
+    return not info.reached().isdisjoint(matching(selector, info.urls))
 
 
 def plan_of(info: RunInfo) -> Plan:

@@ -56,7 +56,8 @@ class Soak:
         if tap is not None:  # metrics: every result, after the recorder has counted it
             sink = _both(sink, tap)
         self._engine = Engine(self._schedule, parts.load(), parts.transport, sink)
-        self.info = RunInfo(settings, list(parts.urls), parts.url_source, start_ns, wall_start, shard)
+        self.info = RunInfo(settings, list(parts.urls), parts.url_source, start_ns, wall_start, shard,
+                            parts.urls.weights)
         self._signal = asyncio.Event()
         self._second_signal = asyncio.Event()
         self._stop_reason = ""

@@ -31,6 +31,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, cast
 
 from runner.config.settings import Settings
+from runner.config.targets import as_targets
 from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter
 from runner.stats.merge import RunTotal, merged_bench, merged_interval, merged_summary
@@ -81,7 +82,7 @@ def run(settings: Settings, urls: Sequence[str], source: str | None, reporters: 
         for _, theirs in pipes:
             theirs.close()  # the worker holds its own copy: when it exits, this end reads EOF
         info = RunInfo(settings, list(urls), source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
-                       start_wall, pod)
+                       start_wall, pod, as_targets(urls).weights)
         with _forwarding_signals(processes):
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
             return _Gather(info, reporters, processes, counts).collect([ours for ours, _ in pipes])

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.config.settings import Settings
+from runner.config.targets import Targets
 from runner.core import redact
 from runner.load.model import LoadModel, model_for
 from runner.load.shards import ALONE, Shard
@@ -30,11 +31,18 @@ class RunInfo:
     start_ns: int  # monotonic time of the grid's start: send 0 is due then
     wall_start: float  # the same moment as a Unix time
     shard: Shard = ALONE  # which part of the run this process sends
+    weights: tuple[int, ...] = ()  # the URLs' weights (runner.config.targets.Targets); () for the even split
 
     def __post_init__(self) -> None:
         """The URLs with their passwords and secret query values hidden, once for every report:
         the startup line, failure lines, the summary and a shard's record all print these."""
         object.__setattr__(self, "urls", [redact.url(url) for url in self.urls])
+
+    def reached(self) -> frozenset[int]:
+        """The URLs (indices) this process sends to: all, unless it is a shard whose stride skips some."""
+        if self.shard.alone:
+            return frozenset(range(len(self.urls)))
+        return frozenset(self.shard.urls(Targets(tuple(self.urls), self.weights).wheel))
 
     @property
     def model(self) -> LoadModel:

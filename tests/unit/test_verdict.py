@@ -275,3 +275,23 @@ def test_a_scoped_rule_never_stops_a_run_early_on_the_runs_figures() -> None:
     assert stops.reasons == []
     run_through({"thresholds": ["max < 50ms"], "abortOnThreshold": True}, [tally_of(100, 90 * MS)] * 2, stops)
     assert stops.reasons == ["threshold run max < 50ms"]
+
+
+def test_a_shard_that_never_sends_to_a_scoped_rules_url_leaves_it_to_the_others() -> None:
+    """Shard 1 of 2 over two URLs sends to the second only (send n to URL n mod 2): /a's rule is not
+    its to judge, and must not fail its pod; /b's is. With weights 3:1 (a a b a) it sends to /a only."""
+    settings = settings_from(merge({"thresholds": ["p99{url=/a} < 200ms", "p99{url=/b} < 200ms"]}))
+    per_url = (Tally(), Tally())
+    per_url[1].add(Result(status=200, url_index=1), 300 * MS, 0)
+    for weights, judged in (((), "/b"), ((3, 1), "/a")):
+        info = RunInfo(settings, ["http://h/a", "http://h/b"], None, 0, 1e9, Shard(1, 2), weights)
+        summary = RunSummary(info, 1, 10**9, 10**9, per_url[1], None, None, None, "iterations", 0.0, 0,
+                             per_url=per_url)
+        verdict = Verdict.for_settings(settings, io.StringIO())
+        assert verdict is not None
+        outcomes = {o.rule.url: o for o in verdict.judge(summary)}
+        other = "/a" if judged == "/b" else "/b"
+        assert outcomes[other].ok and outcomes[other].elsewhere
+        assert outcomes[other].line() == (f"# threshold run p99{{url={other}}} < 200ms: not sent to by this shard "
+                                          "(other shards send to it) ok\n")
+        assert not outcomes[judged].elsewhere
