@@ -102,7 +102,7 @@ def parse_targets(text: str, source: str, first_line: int | None = 1) -> Targets
 
 # A weight where a URL could start: a URL starts with its scheme's letter, a weight with a digit
 # (or what a number written wrongly starts with: a sign, a point).
-_WEIGHT = re.compile(r"[0-9+\-.]", re.ASCII)
+_WEIGHT = re.compile(r"[+\-]?\.?[0-9]", re.ASCII)  # what reads as a number (1, -3, 1.5, .5): a weight, or a bad one
 
 
 def parse_entry(entry: str, where: str) -> tuple[int, str]:
