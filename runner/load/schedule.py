@@ -8,14 +8,168 @@ absolute, a late send never shifts the ones after it and the rate cannot drift.
 
 A run split over shards (processes or pods) keeps the same numbering: shard s of S owns
 sends s, s + S, s + 2S, ..., and its clients share those as above.
+
+A run with stages (runner.load.schedule.Ramp) has a rate that changes: each stage ramps
+linearly from the previous stage's target (the first from 0) to its own, as k6's stages do.
+Its sends are numbered the same way; send n is due at the first nanosecond by which the
+ramp has made n sends due (the rate's integral reaches n), worked out in exact integers,
+so the goals of the intervals add up to the ramp's sends exactly, and the clients, shards
+and URLs share its sends as they share a constant rate's.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
 
 from runner.core.units import NS_PER_S
+
+# With a ramp, a send it never makes due (beyond its total) is due this long after its end:
+# past any run's end, so it is never in the run, and still an int every caller can compare.
+NEVER_NS = 10**18
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a ramp: for `duration_ns`, the rate moves linearly to `qps` (req/s, exact)."""
+
+    duration_ns: int
+    qps: Fraction
+
+
+def exact_rate(qps: float | int | str | Fraction) -> Fraction:
+    """A rate as written (100, 0.5, "33.3") as an exact fraction: 0.1 is 1/10, not the float's binary value."""
+    if isinstance(qps, Fraction):
+        return qps
+    return Fraction(repr(qps) if isinstance(qps, float) else qps)
+
+
+@dataclass(frozen=True)
+class Ramp:
+    """A piecewise-linear rate from 0: how many sends it makes due by each moment, and when each is due.
+
+    Times are nanoseconds from the ramp's start. Within stage i, from rate r0 (the previous
+    target) to r1 over D ns, the sends due by dt ns into it are
+        base_i + (2*D*r0*dt + (r1 - r0)*dt^2) / (2*D*1e9)
+    an exact rational: everything here is integer arithmetic, never a float, so goals add up
+    exactly and due times never drift however long the ramp. After the last stage nothing is due.
+    """
+
+    stages: tuple[Stage, ...]
+    _starts: list[int] = field(init=False, repr=False, compare=False)  # each stage's start, ns
+    _bases: list[Fraction] = field(init=False, repr=False, compare=False)  # sends due by each stage's start
+    _ends: list[Fraction] = field(init=False, repr=False, compare=False)  # ... and by its end
+    _froms: list[Fraction] = field(init=False, repr=False, compare=False)  # each stage's starting rate
+
+    def __post_init__(self) -> None:
+        if not self.stages or any(st.duration_ns <= 0 or st.qps < 0 for st in self.stages):
+            raise ValueError("a ramp needs stages of positive duration and rates of at least 0")
+        starts, bases, ends, froms = [], [], [], []
+        t, count, rate = 0, Fraction(0), Fraction(0)
+        for st in self.stages:
+            starts.append(t)
+            bases.append(count)
+            froms.append(rate)
+            count += (rate + st.qps) * st.duration_ns / (2 * NS_PER_S)
+            ends.append(count)
+            t += st.duration_ns
+            rate = st.qps
+        for name, value in (("_starts", starts), ("_bases", bases), ("_ends", ends), ("_froms", froms)):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def of(cls, stages: Sequence[tuple[int, float | int | str | Fraction]]) -> Ramp:
+        """A ramp from (duration ns, qps) pairs."""
+        return cls(tuple(Stage(int(d), exact_rate(q)) for d, q in stages))
+
+    @property
+    def duration_ns(self) -> int:
+        """How long the stages last together: the run's sending time."""
+        return self._starts[-1] + self.stages[-1].duration_ns
+
+    @property
+    def total(self) -> Fraction:
+        """The sends the whole ramp makes due (its rate's integral)."""
+        return self._ends[-1]
+
+    @property
+    def first_qps(self) -> Fraction:
+        """The first stage's target: the rate a warm-up sends at."""
+        return self.stages[0].qps
+
+    @property
+    def peak_qps(self) -> Fraction:
+        return max(st.qps for st in self.stages)
+
+    def rate_at(self, t_ns: int) -> Fraction:
+        """The rate at `t_ns` (req/s): 0 before the start and after the end."""
+        if t_ns < 0 or t_ns >= self.duration_ns:
+            return Fraction(0)
+        i = bisect.bisect_right(self._starts, t_ns) - 1
+        st, r0 = self.stages[i], self._froms[i]
+        return r0 + (st.qps - r0) * (t_ns - self._starts[i]) / st.duration_ns
+
+    def _terms(self, i: int) -> tuple[int, int, int]:
+        """Stage i's integer form: (a, b, den) such that the sends due dt ns into it are
+        base_i + (a*dt^2 + b*dt) / den, with a rate r = p/q as p over their common denominator."""
+        st, r0 = self.stages[i], self._froms[i]
+        q = r0.denominator * st.qps.denominator // math.gcd(r0.denominator, st.qps.denominator)
+        p0, p1 = r0.numerator * (q // r0.denominator), st.qps.numerator * (q // st.qps.denominator)
+        d = st.duration_ns
+        return p1 - p0, 2 * d * p0, 2 * d * NS_PER_S * q
+
+    def sends_by(self, t_ns: int) -> Fraction:
+        """The sends due in [0, t_ns): the rate's integral from the start to `t_ns`, exactly."""
+        if t_ns <= 0:
+            return Fraction(0)
+        if t_ns >= self.duration_ns:
+            return self.total
+        i = bisect.bisect_right(self._starts, t_ns) - 1
+        a, b, den = self._terms(i)
+        dt = t_ns - self._starts[i]
+        return self._bases[i] + Fraction(a * dt * dt + b * dt, den)
+
+    def sends_between(self, start_ns: int, end_ns: int) -> Fraction:
+        """The sends due in [start_ns, end_ns), exactly: the goal `t` of that span."""
+        return self.sends_by(end_ns) - self.sends_by(start_ns) if end_ns > start_ns else Fraction(0)
+
+    def last_send_by(self, t_ns: int) -> int:
+        """The highest n due at or before `t_ns` (-1 before the start): send n is due once n sends are."""
+        if t_ns < 0:
+            return -1
+        return math.floor(self.sends_by(t_ns))
+
+    def due_ns(self, n: int) -> int | None:
+        """When send n is due: the first nanosecond by which n sends are due; None if the ramp
+        never gets there (n beyond its total)."""
+        if n <= 0:
+            return 0
+        if n > self.total:
+            return None
+        i = bisect.bisect_left(self._ends, n)  # the first stage by whose end n sends are due
+        a, b, den = self._terms(i)
+        need = (n - self._bases[i]) * den  # the smallest integer dt with a*dt^2 + b*dt >= need
+        c = -((-need.numerator) // need.denominator)  # ceil: the left side is an integer
+        duration = self.stages[i].duration_ns
+        dt = _root_guess(a, b, c, duration)
+        while dt > 0 and a * (dt - 1) ** 2 + b * (dt - 1) >= c:
+            dt -= 1
+        while dt < duration and a * dt * dt + b * dt < c:
+            dt += 1
+        return self._starts[i] + dt
+
+
+def _root_guess(a: int, b: int, c: int, limit: int) -> int:
+    """Near the smallest dt in [0, limit] with a*dt^2 + b*dt >= c (c > 0), in integers; the caller settles it."""
+    if a == 0:
+        guess = -(-c // b) if b else limit
+    else:
+        root = math.isqrt(max(0, b * b + 4 * a * c))
+        guess = (root - b) // (2 * a) if a > 0 else (b - root) // (-2 * a)
+    return min(max(guess, 0), limit)
 
 
 @dataclass(frozen=True)
@@ -28,9 +182,13 @@ class Schedule:
     end_ns: int | None = None  # sends due at or after this are not sent; None: no end
     stride: int = 1  # shards in the run
     offset: int = 0  # this shard's index
+    ramp: Ramp | None = None  # stages: the rate changes as this says (qps is then its peak, for show)
 
     def due_ns(self, n: int) -> int:
-        """When send n is due."""
+        """When send n is due (with a ramp, a send it never makes due is due long after any end)."""
+        if self.ramp is not None:
+            due = self.ramp.due_ns(n)
+            return self.start_ns + (self.ramp.duration_ns + NEVER_NS if due is None else due)
         return self.start_ns + round(n * NS_PER_S / self.qps)
 
     def send_number(self, client: int, k: int) -> int:
@@ -46,6 +204,8 @@ class Schedule:
         The one place a goal is made from the run's rate; a rate that changes during a run
         changes only this.
         """
+        if self.ramp is not None:  # exact, made a float once
+            return float(self.ramp.sends_between(start_ns - self.start_ns, end_ns - self.start_ns) / self.stride)
         return self.qps / self.stride * max(0, end_ns - start_ns) / NS_PER_S
 
     def planned_sends(self) -> int | None:
@@ -72,6 +232,8 @@ class Schedule:
 
     def last_send_by(self, t_ns: int) -> int:
         """The run's highest send number due at or before `t_ns` (-1 if none), any shard's."""
+        if self.ramp is not None:
+            return self.ramp.last_send_by(t_ns - self.start_ns)  # exact: no settling needed
         n = math.floor((t_ns - self.start_ns) * self.qps / NS_PER_S)
         # Float rounding can put n one off around a due time; settle it exactly.
         while n >= 0 and self.due_ns(n) > t_ns:
@@ -82,7 +244,10 @@ class Schedule:
 
     def last_due_by(self, client: int, now_ns: int) -> int:
         """The client's highest k whose send is due at or before `now_ns` (-1 if none)."""
-        n = math.floor((now_ns - self.start_ns) * self.qps / NS_PER_S)
+        if self.ramp is not None:
+            n = self.ramp.last_send_by(now_ns - self.start_ns)
+        else:
+            n = math.floor((now_ns - self.start_ns) * self.qps / NS_PER_S)
         k = ((n - self.offset) // self.stride - client) // self.clients
         # Float rounding can put k one off around a due time; settle it exactly.
         while k >= 0 and self.due_ns(self.send_number(client, k)) > now_ns:
