@@ -46,6 +46,9 @@ def add_setting_arguments(parser: argparse.ArgumentParser, defaults: dict[str, A
         elif name == "body":
             group.add_argument("--body", "--data", dest="body", default=argparse.SUPPRESS, metavar="TEXT|@FILE",
                                help="The request body: the text itself, or @FILE for a file's contents.")
+        elif name == "stages":
+            group.add_argument("--stages", type=_stages, default=argparse.SUPPRESS, metavar="DURATION:QPS[,...]",
+                               help=help_text)
         elif spec.get("type") == "boolean":
             group.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
                                help=help_text)
@@ -153,6 +156,21 @@ def _python_reads(text: str, kind: str) -> bool:
 def _items(text: str) -> list[str]:
     """A list flag's value: its comma-separated items; '' for an empty list."""
     return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _stages(text: str) -> list[dict[str, Any]]:
+    """--stages 2m:100,55m:100,2m:0: each stage as configuration.json writes it (the schema judges the values)."""
+    stages = []
+    for item in _items(text):
+        duration, colon, qps = item.partition(":")
+        if not colon or not duration.strip() or not qps.strip():
+            raise UsageError(f'--stages: "{item}" is not allowed; each stage must be DURATION:QPS, like '
+                             f'2m:100,55m:100,2m:0')
+        number = decimal_number(qps.strip())
+        stages.append({"duration": duration.strip(), "qps": qps.strip() if number is None else number})
+    if not stages:
+        raise UsageError("--stages: no stage given; each stage must be DURATION:QPS, like 2m:100,55m:100,2m:0")
+    return stages
 
 
 def _metavar(spec: dict[str, Any]) -> str:

@@ -290,6 +290,8 @@ _RULES: dict[str, Callable[[Any], str]] = {
     "pattern": lambda b: f"text matching {b}",
     "maxLength": lambda b: f"at most {b} characters",
     "x-durationRange": lambda b: f"from {b[0]} to {b[1]}",
+    "minItems": lambda b: f"a list of at least {b}",
+    "maxItems": lambda b: f"a list of at most {b}",
 }
 
 

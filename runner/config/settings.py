@@ -13,7 +13,7 @@ from typing import Any, Literal
 from runner.config.rules import Rule, rules_for
 from runner.config.schema import defaults, settings_names
 from runner.core import redact
-from runner.core.durations import parse_duration
+from runner.core.durations import format_duration, parse_duration
 from runner.core.errors import UsageError
 
 # iterations and duration are two ways to say when to stop; a layer that names one
@@ -41,10 +41,16 @@ class Pacing:
     load_model: LoadModel
     max_in_flight: int
     precise: bool  # precisePacing: yield until each due time instead of sleeping to it (costs a core)
+    # stages: (duration ns, target req/s) each, ramped linearly from the one before (the first
+    # from 0); () for the constant qps. With stages, qps is their peak (runner.load.model.ramp_of).
+    stages: tuple[tuple[int, float], ...] = ()
+    warmup_ns: int = 0  # warmup: how long to send before the measured run; 0 for none
 
     @property
     def run_ns(self) -> int | None:
         """How long sending lasts by the clock, or None when only a count or a signal ends it."""
+        if self.stages:
+            return sum(duration for duration, _ in self.stages)
         if self.duration_ns is not None:
             return self.duration_ns
         if self.iterations:
@@ -97,6 +103,7 @@ class ThresholdSpec:
 
     rules: tuple[Rule, ...]  # run rules, then interval rules (runner.config.rules)
     abort: bool  # abortOnThreshold
+    stop_at_broken: bool = False  # stopAtBrokenRule: the capacity search's stop at the first broken interval rule
 
 
 @dataclass(frozen=True)
@@ -151,7 +158,7 @@ def merge(*layers: dict[str, Any]) -> dict[str, Any]:
     """Schema defaults overlaid by each layer in turn, later layers winning."""
     merged = defaults()
     for layer in layers:
-        if any(rule in layer for rule in _STOP_RULES):
+        if "stages" in layer or any(rule in layer for rule in _STOP_RULES):  # stages say when to stop too
             for rule in _STOP_RULES:
                 merged.pop(rule, None)
         for key, value in layer.items():
@@ -163,11 +170,15 @@ def merge(*layers: dict[str, Any]) -> dict[str, Any]:
 def settings_from(merged: dict[str, Any]) -> Settings:
     """Typed Settings from a merged, validated configuration."""
     duration = merged.get("duration")
+    stages = _stages(merged)
+    _check_warmup(merged, stages)
+    if merged["stopAtBrokenRule"] and not merged["intervalThresholds"]:
+        raise UsageError("stopAtBrokenRule: true needs intervalThresholds, the rules whose first break stops the run")
     # int(): JSON Schema counts 5.0 as an integer, but range(5.0) and list[5.0] fail.
     return Settings(
         pace=Pacing(
             mode=merged["mode"],
-            qps=float(merged["qps"]),
+            qps=max(q for _, q in stages) if stages else float(merged["qps"]),
             concurrency=int(merged["concurrency"]),
             interval_ns=parse_duration(merged["interval"]),
             iterations=int(merged.get("iterations", 0)),
@@ -176,6 +187,8 @@ def settings_from(merged: dict[str, Any]) -> Settings:
             load_model=merged["loadModel"],
             max_in_flight=int(merged["maxInFlight"]),
             precise=merged["precisePacing"],
+            stages=stages,
+            warmup_ns=parse_duration(merged["warmup"]),
         ),
         request=RequestSpec(method=merged["method"], headers=dict(merged["headers"]), body=merged["body"],
                             host=merged["host"]),
@@ -201,7 +214,7 @@ def settings_from(merged: dict[str, Any]) -> Settings:
             termination_message_path=merged["terminationMessagePath"],
         ),
         thresholds=ThresholdSpec(rules_for(merged["thresholds"], merged["intervalThresholds"], merged["mode"]),
-                                 merged["abortOnThreshold"]),
+                                 merged["abortOnThreshold"], merged["stopAtBrokenRule"]),
         metrics=MetricsSpec(merged["metricAddr"], merged["pushgateway"], merged["pushgatewayJob"]),
         split=SplitSpec(int(merged["shards"]), int(merged["shard"]) if merged.get("shard") is not None else None,
                         int(merged["workers"])),
@@ -209,6 +222,47 @@ def settings_from(merged: dict[str, Any]) -> Settings:
                             merged["linkerdAdmin"], merged["linkerdShutdown"]),
         effective=_printable(merged),
     )
+
+
+def _stages(merged: dict[str, Any]) -> tuple[tuple[int, float], ...]:
+    """The stages as (duration ns, qps), checked against what else says how long the run is.
+
+    The run lasts the stages' sum; iterations (times the interval) or a duration given beside
+    them must say the same, or the run would have two ends. A bench has no rate to ramp.
+    """
+    given = merged.get("stages")
+    if not given:
+        return ()
+    if merged["mode"] == "bench":
+        raise UsageError("stages: not allowed with mode bench (a bench sends as fast as it can: no rate to ramp)")
+    stages = tuple((parse_duration(stage["duration"]), float(stage["qps"])) for stage in given)
+    if not any(qps > 0 for _, qps in stages):
+        raise UsageError("stages: every stage's qps is 0; at least one must be above 0, or nothing is sent")
+    total = sum(duration for duration, _ in stages)
+    iterations, interval = int(merged.get("iterations", 0)), parse_duration(merged["interval"])
+    if merged.get("duration") is not None and parse_duration(merged["duration"]) != total:
+        raise UsageError(f"stages and duration: the stages last {format_duration(total)} in all, duration says "
+                         f"{merged['duration']}; give one of them, or make them agree")
+    if iterations and iterations * interval != total:
+        made = format_duration(iterations * interval)
+        raise UsageError(f"stages and iterations: the stages last {format_duration(total)} in all, iterations "
+                         f"{iterations} of interval {merged['interval']} make {made}; give one of them, or make "
+                         f"them agree")
+    return stages
+
+
+def _check_warmup(merged: dict[str, Any], stages: tuple[tuple[int, float], ...]) -> None:
+    """A warm-up sends at the run's rate: a bench has none, nor a ramp that starts with a stage to 0."""
+    if not parse_duration(merged["warmup"]):
+        return
+    if merged["mode"] == "bench":
+        raise UsageError(f"warmup: {merged['warmup']} is not allowed with mode bench (a bench has no rate to warm up)")
+    if stages and stages[0][1] == 0:
+        raise UsageError(f"warmup: {merged['warmup']} is not allowed when the first stage's qps is 0: the warm-up "
+                         f"sends at the first stage's target")
+    if int(merged["workers"]) > 1:
+        raise UsageError(f"warmup: {merged['warmup']} is not allowed with workers: {merged['workers']} yet; split the "
+                         f"run over shards (pods), or run it in one process")
 
 
 def _http2(merged: dict[str, Any]) -> bool:

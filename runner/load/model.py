@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from runner.config.settings import Pacing
 from runner.load.result import Result
-from runner.load.schedule import Schedule
+from runner.load.schedule import Ramp, Schedule
 from runner.load.shards import Shard
 
 
@@ -91,9 +91,25 @@ def model_for(pace: Pacing, shard: Shard) -> LoadModel:
     return model_of(pace, max(1, shard.share(pace.max_in_flight)))
 
 
+def ramp_of(pace: Pacing) -> Ramp | None:
+    """The run's stages as a ramp (runner.load.schedule.Ramp); None for a constant rate."""
+    return Ramp.of(pace.stages) if pace.stages else None
+
+
 def schedule_of(pace: Pacing, shard: Shard, start_ns: int) -> Schedule:
     """When each of one process's sends is due, from `start_ns`: its share of the run's clients
-    and sends, until the run's planned end (if it has one)."""
+    and sends, until the run's planned end (if it has one), at the constant rate or the stages' ramp."""
     end_ns = start_ns + pace.run_ns if pace.run_ns is not None else None
     return Schedule(start_ns, pace.qps, shard.share(pace.concurrency), end_ns, stride=shard.stride,
-                    offset=shard.offset)
+                    offset=shard.offset, ramp=ramp_of(pace))
+
+
+def warmup_rate(pace: Pacing) -> float:
+    """The rate a warm-up sends at: the run's, or with stages, the first stage's target."""
+    return pace.stages[0][1] if pace.stages else pace.qps
+
+
+def warmup_schedule_of(pace: Pacing, shard: Shard, start_ns: int) -> Schedule:
+    """The warm-up's schedule: the run's clients and shards at warmup_rate, for warmup, from `start_ns`."""
+    return Schedule(start_ns, warmup_rate(pace), shard.share(pace.concurrency), start_ns + pace.warmup_ns,
+                    stride=shard.stride, offset=shard.offset)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from runner.core.durations import DurationError, parse_duration
 from runner.report.clientnotes import NOTE_PREFIXES
-from runner.report.slowcooker import COUNT_REACHED
+from runner.report.slowcooker import COUNT_REACHED, WARMUP_MARK
 
 MAX_LINE_NOTES = 5  # lines noted one by one; the rest are counted
 _QUOTE_CHARS = 60
@@ -37,7 +37,7 @@ _SOAK_ERROR = re.compile(r'^[A-Z]+ (?:(?:more than )?\d+ URLs, e\.g\. )?"(.*)": 
 _SOAK_MORE_ERRORS = re.compile(r"^\.\.\. and \d+ more errors \((\d+) times?\)\s*$")
 _SLOW_COOKER_ERROR = re.compile(r'^[A-Z][a-z]+ "(.*)": (.+?)\s*$')  # Go's net/http, once per failure
 # Comment lines of ours: the thresholds' verdict (verdict.py), the notes on the client and the drain.
-_OWN_COMMENTS = ("# threshold", COUNT_REACHED, *NOTE_PREFIXES)
+_OWN_COMMENTS = ("# threshold", COUNT_REACHED, WARMUP_MARK, *NOTE_PREFIXES)
 # ab's report and the lines around it (runner/report/abreport.py, as ApacheBench 2.3 prints them):
 # expected in a bench log, whose JSON summary holds the same figures, so read past without a note.
 _AB_LABELS = ("Server Software", "Server Hostname", "Server Port", "Document Path", "Document Length",

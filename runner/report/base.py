@@ -37,5 +37,8 @@ class Reporter:
     def interval(self, info: RunInfo, interval: Interval) -> None:
         """After each interval has closed, the last (perhaps partial) one included."""
 
+    def warmup(self, info: RunInfo, interval: Interval) -> None:
+        """After each interval of the warm-up (runner.run.warmup) has closed: not the run's, never judged."""
+
     def finish(self, summary: RunSummary) -> None:
         """Once, after the last interval."""

@@ -32,6 +32,8 @@ DRAIN = "drain"  # what came back after the last interval ended
 # Per URL (a list, one entry per url label, beside REQUESTS, GOOD, BAD, FAILED, ERRORS, STATUS_CODES,
 # MIN, MEAN, MAX and the percentiles).
 PER_URL, URL, URLS = "perUrl", "url", "urls"
+WARMUP = "warmup"  # what the warm-up before the run measured, apart from the run
+LAST_GOOD_RATE = "lastGoodRate"  # stopAtBrokenRule: the target rate of the last interval that kept the rules
 # The client's own figures, and whether it set the pace.
 CLIENT_SATURATED, CLIENT = "clientSaturated", "client"
 CPU_PERCENT, LOOP_LAG_MS, LATENESS_MS, SATURATED_INTERVALS = "cpuPercent", "loopLagMs", "latenessMs", \

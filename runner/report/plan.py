@@ -15,9 +15,9 @@ from runner.config.settings import Settings
 from runner.config.targets import Targets, as_targets
 from runner.core import redact
 from runner.core.durations import format_duration
-from runner.load.model import model_of, schedule_of
+from runner.load.model import model_of, ramp_of, schedule_of, warmup_rate
 from runner.load.shards import ALONE, INDEX_ENV, Shard
-from runner.report.slowcooker import format_rate
+from runner.report.slowcooker import WARMUP_MARK, format_rate
 
 _LISTED_URLS = 5  # a shard's own URLs named one by one; the rest counted
 
@@ -28,8 +28,10 @@ def describe(settings: Settings, urls: Sequence[str], environ: Mapping[str, str]
     lines = [_rate_line(s) if model_of(s.pace).paced else _bench_line(s)]
     if not shard.alone:
         lines[0] = "the whole run " + lines[0]
+    lines += _stages(s)
     lines += _targets(as_targets(urls))
     lines.append(_stop_rule(s))
+    lines += _warmup(s)
     lines += _split(s, shard, urls, environ)
     lines.append(
         f"timeout {format_duration(s.client.timeout_ns)}, "
@@ -131,6 +133,9 @@ def _judged(s: Settings) -> list[str]:
     if s.thresholds.rules:
         early = "; stops as soon as one can no longer be met" if s.thresholds.abort else ""
         lines.append(f"exit code 3 if any threshold is broken{early}")
+    if s.thresholds.stop_at_broken:
+        lines.append("capacity search: stops at the end of the first interval that breaks an interval rule, and "
+                     "reports the rate of the last interval that kept them all (lastGoodRate)")
     return lines
 
 
@@ -145,13 +150,43 @@ def _metrics(s: Settings) -> list[str]:
     return lines
 
 
+def _stages(s: Settings) -> list[str]:
+    """Each stage of a ramp: from what rate to what, for how long, and the sends it makes due."""
+    ramp = ramp_of(s.pace)
+    if ramp is None:
+        return []
+    lines, begin, before = [], 0, 0.0
+    for number, (duration, qps) in enumerate(s.pace.stages, 1):
+        sends = format_rate(round(float(ramp.sends_between(begin, begin + duration)), 3))
+        shape = (f"{format_rate(qps)} req/s for" if qps == before else
+                 f"{format_rate(before)} -> {format_rate(qps)} req/s over")
+        lines.append(f"  stage {number}: {shape} {format_duration(duration)} ({sends} requests)")
+        begin, before = begin + duration, qps
+    return lines
+
+
+def _warmup(s: Settings) -> list[str]:
+    if not s.pace.warmup_ns:
+        return []
+    return [f"first warms up for {format_duration(s.pace.warmup_ns)} at {format_rate(warmup_rate(s.pace))} req/s: "
+            f"its lines marked \"{WARMUP_MARK.strip()}\", its results reported apart (the summary's warmup), "
+            "never judged"]
+
+
 def _rate_line(s: Settings) -> str:
     per_client = format_rate(round(s.pace.qps / s.pace.concurrency, 3))
     clients = f"{s.pace.concurrency} client{'s' if s.pace.concurrency != 1 else ''} at {per_client} req/s each"
+    if s.pace.stages:
+        clients = clients.replace(" at ", " at up to ")
     if s.pace.load_model == "closed":
         model = f"closed model: {clients}, one request in flight per client"
     else:
         model = f"open model: {clients}, at most {s.pace.max_in_flight} in flight"
+    if s.pace.stages:
+        count = len(s.pace.stages)
+        return (f"would send up to {format_rate(s.pace.qps)} {s.request.method} req/s in {count} "
+                f"stage{'s' if count != 1 else ''} ({model}), each ramping linearly from the one before "
+                "(the first from 0):")
     return f"would send {format_rate(s.pace.qps)} {s.request.method} req/s ({model})"
 
 
@@ -169,7 +204,10 @@ def _ordinal(n: int) -> str:
 
 def _stop_rule(s: Settings) -> str:
     interval = format_duration(s.pace.interval_ns)
-    if s.pace.duration_ns is not None:
+    if s.pace.stages:
+        assert s.pace.run_ns is not None
+        rule = f"for {format_duration(s.pace.run_ns)} (the stages' sum), one line every {interval}"
+    elif s.pace.duration_ns is not None:
         rule = f"for {format_duration(s.pace.duration_ns)}, one line every {interval}"
     elif s.pace.iterations:
         whole = format_duration(s.pace.iterations * s.pace.interval_ns)

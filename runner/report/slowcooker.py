@@ -207,6 +207,7 @@ class SlowCookerReporter(Reporter):
         self._out = out
         self._err = err
         self._window = ChangeWindow()
+        self._warmup_window = ChangeWindow()  # the warm-up's p99s are no baseline for the run's
 
     def start(self, info: RunInfo) -> None:
         s = info.settings
@@ -225,6 +226,14 @@ class SlowCookerReporter(Reporter):
         line = interval_line(line_of(info, interval, self._window), s.report.latency_unit)
         self._write(self._out, line + interval_note(interval))
 
+    def warmup(self, info: RunInfo, interval: Interval) -> None:
+        """A warm-up interval: its line and failures marked WARMUP_MARK, so no log reader takes them for the run's."""
+        s = info.settings
+        errors = error_lines(s.request.method, info.urls, interval.tally)
+        self._write(self._err, "".join(WARMUP_MARK + line for line in errors))
+        line = interval_line(line_of(info, interval, self._warmup_window), s.report.latency_unit)
+        self._write(self._out, WARMUP_MARK + line)
+
     def finish(self, summary: RunSummary) -> None:
         self._write(self._err, drain_error_lines(summary))
         self._write(self._out, count_line(summary) + drain_note(summary) + run_note(summary))
@@ -237,6 +246,9 @@ class SlowCookerReporter(Reporter):
 
 
 COUNT_REACHED = "# totalRequests reached"
+# Before each line of a warm-up (and its failures on stderr): `#` keeps slow_cooker-style log
+# readers, `soak merge` and `soak compare` from taking it for one of the run's intervals.
+WARMUP_MARK = "# warmup "
 
 
 def count_line(summary: RunSummary) -> str:

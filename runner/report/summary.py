@@ -85,6 +85,25 @@ def drain_dict(summary: RunSummary) -> dict[str, Any]:
             k.DURATION_SECONDS: round((summary.end_ns - last) / 1e9, 3)}
 
 
+def warmup_dict(summary: RunSummary) -> dict[str, Any]:
+    """What the warm-up measured: the run's counts and latencies, kept apart from the run's own."""
+    warmup, unit = summary.warmup, summary.info.settings.report.latency_unit
+    assert warmup is not None
+    f = warmup.figures
+    return {
+        **percentile_keys(f.latency, unit),
+        k.MIN: in_unit(f.latency.min_ns, unit),
+        k.MAX: in_unit(f.latency.max_ns, unit),
+        k.REQUESTS: f.requests, k.GOOD: f.good, k.BAD: f.bad, k.FAILED: f.failed, k.SKIPPED: f.skipped,
+        k.GOAL_T: f.due,
+        k.GOAL_PERCENT: None if f.goal_percent is None else shown_percent(f.goal_percent),
+        k.STATUS_CODES: {str(code): n for code, n in sorted(warmup.tally.statuses.items())},
+        k.ERRORS: dict(f.errors),
+        k.DURATION_SECONDS: round(warmup.span_ns / 1e9, 3),
+        k.INTERVALS: warmup.intervals,
+    }
+
+
 def line_latencies_precise(latency: Latency, unit: str) -> dict[str, float]:
     """min, the line's percentiles and max in the unit to three decimals, where the line truncates.
 
@@ -149,7 +168,7 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
         k.GOAL_PERCENT: None if f.goal_percent is None else shown_percent(f.goal_percent),
         k.CLIENT_SATURATED: summary.client is not None and summary.client.saturated,
         k.RATE: {
-            k.RATE_TARGET: _number(round(info.qps, 6)) if paced else None,
+            k.RATE_TARGET: _number(round(_target_rate(summary), 6)) if paced else None,
             k.RATE_ACHIEVED: round(f.rate_achieved, 3),
         },
         k.STATUS_CODES: {str(code): n for code, n in sorted(tally.statuses.items())},
@@ -175,6 +194,8 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
         data[k.CLIENT] = client_dict(summary.client)
     if summary.drain is not None:
         data[k.DRAIN] = drain_dict(summary)
+    if summary.warmup is not None:
+        data[k.WARMUP] = warmup_dict(summary)
     if summary.bench is not None:
         data[k.BENCH] = bench_dict(summary, summary.bench)
     if summary.per_url is not None:
@@ -213,6 +234,14 @@ def per_url_list(summary: RunSummary) -> list[dict[str, Any]]:
         }
         entries.append(entry)
     return entries
+
+
+def _target_rate(summary: RunSummary) -> float:
+    """The rate asked for: qps, or with stages the ramp's average over the time it was sending."""
+    info = summary.info
+    if info.settings.pace.stages:
+        return summary.figures.rate_target or 0.0
+    return info.qps
 
 
 def bench_dict(summary: RunSummary, bench: BenchTally) -> dict[str, Any]:

@@ -7,7 +7,10 @@ code: 3 when any threshold is broken, so a Job running it shows Failed and the a
 failed Jobs fire. The lines start with `# ` so that slow_cooker-style log readers skip them.
 
 With abortOnThreshold it also stops the run as soon as the verdict is certain: an interval
-rule broken, or a run rule out of reach whatever the rest of the run does. It stops it the
+rule broken, or a run rule out of reach whatever the rest of the run does. With
+stopAtBrokenRule (the capacity search: stages that ramp up until the service gives) it stops
+at the first interval that breaks an interval rule, and reports the target rate of the last
+interval before it that kept them all (lastGoodRate). It stops it the
 way a first SIGTERM does (the run's own stop, given to it with bind_stop), so the last
 interval line, the thresholds and the summary are printed exactly once, as after a signal.
 """
@@ -26,6 +29,7 @@ from runner.config.targets import matching, url_slots
 from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
 from runner.load.model import schedule_of
 from runner.report.base import Reporter
+from runner.report.keys import LAST_GOOD_RATE
 from runner.stats.figures import goal
 from runner.stats.recorder import Interval, Tally
 from runner.stats.runinfo import RunInfo, RunSummary
@@ -120,12 +124,16 @@ def _worse(rule: Rule, a: float, b: float) -> bool:
 class Verdict(Reporter):
     """Judges a run against its thresholds; prints the verdict before the summary."""
 
-    def __init__(self, rules: Sequence[Rule], out: TextIO, *, abort: bool = False) -> None:
+    def __init__(self, rules: Sequence[Rule], out: TextIO, *, abort: bool = False,
+                 stop_at_broken: bool = False) -> None:
         self._out = out
         self._run_rules = [r for r in rules if r.scope == "run"]
         self._interval_rules = [r for r in rules if r.scope == "interval"]
         self._records = [_IntervalRecord() for _ in self._interval_rules]
         self._abort = abort
+        self._stop_at_broken = stop_at_broken
+        self._last_good: tuple[int, float | None] | None = None  # the last interval that kept every interval rule
+        self._first_broken: tuple[int, float | None] | None = None  # ... and the first that did not
         # What the closed intervals add up to, for telling early that a run rule cannot hold.
         self._so_far: Tally | None = Tally() if abort and self._run_rules else None
         self._plan = Plan(None, None, None)
@@ -139,7 +147,8 @@ class Verdict(Reporter):
         """The verdict of a run with these settings; None when they state no thresholds."""
         if not settings.thresholds.rules:
             return None
-        return cls(settings.thresholds.rules, out, abort=settings.thresholds.abort)
+        return cls(settings.thresholds.rules, out, abort=settings.thresholds.abort,
+                   stop_at_broken=settings.thresholds.stop_at_broken)
 
     @property
     def passed(self) -> bool:
@@ -162,7 +171,13 @@ class Verdict(Reporter):
                  if record.judge(rule, interval.index, measure(rule.metric, span))]
         if self._so_far is not None:
             self._so_far.merge(interval.tally)
-        if not self._abort or self.aborted is not None:
+        if self._first_broken is None:
+            rate = _whole_run(span.figures.rate_target, self._shares)
+            if broke:
+                self._first_broken = (interval.index, rate)
+            elif span.whole:  # a partial interval's rate says nothing of what held
+                self._last_good = (interval.index, rate)
+        if self.aborted is not None or not (self._abort or (self._stop_at_broken and broke)):
             return
         if broke:
             self._abort_run(broke[0], f"broken in interval {interval.index}")
@@ -187,6 +202,8 @@ class Verdict(Reporter):
         broken = sum(not o.ok for o in outcomes)
         total = f"{broken} of {len(outcomes)} broken" if broken else f"all {len(outcomes)} ok"
         lines.append(f"# thresholds: {total}" + (f"; stopped early: {self.aborted}" if self.aborted else "") + "\n")
+        if self._stop_at_broken:
+            lines.append(self._capacity_line())
         self._out.write("".join(lines))
         self._out.flush()
 
@@ -208,14 +225,39 @@ class Verdict(Reporter):
             self.outcomes = outcomes
         return self.outcomes
 
+    @property
+    def last_good_rate(self) -> float | None:
+        """The capacity search's answer: the target rate (req/s, the whole run's) of the last whole
+        interval before the first broken one that kept every interval rule; None if none did."""
+        return None if self._last_good is None else self._last_good[1]
+
+    def _capacity_line(self) -> str:
+        """`# capacity: ...`: what the capacity search found, beside the thresholds' lines."""
+        def rate(value: float | None) -> str:
+            return "no rate" if value is None else f"{round(value, 3):g} req/s"
+        held = "no whole interval kept every interval rule" if self._last_good is None else \
+            f"the last rate that held: {rate(self._last_good[1])} (interval {self._last_good[0]})"
+        broke = "no interval broke an interval rule" if self._first_broken is None else \
+            f"interval {self._first_broken[0]} at {rate(self._first_broken[1])} broke one"
+        return f"# capacity: {held}; {broke}\n"
+
     def section(self, summary: RunSummary) -> dict[str, Any]:
-        """The JSON summary's `thresholds` section."""
+        """The JSON summary's `thresholds` section (and lastGoodRate, for a capacity search)."""
         outcomes = self.judge(summary)
-        return {"thresholds": {
+        data: dict[str, Any] = {"thresholds": {
             "passed": all(o.ok for o in outcomes),
             "stoppedEarly": self.aborted,
             "rules": [o.record() for o in outcomes],
         }}
+        if self._stop_at_broken:
+            rate = self.last_good_rate
+            data[LAST_GOOD_RATE] = None if rate is None else round(rate, 6)
+        return data
+
+
+def _whole_run(rate: float | None, shares: int) -> float | None:
+    """A shard's rate as the whole run's: each of `shares` shards sends its equal share."""
+    return None if rate is None else rate * shares
 
 
 def _stop_by_signal(reason: str) -> None:

@@ -23,8 +23,9 @@ from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter
 from runner.run.build import Parts
 from runner.run.probe import LoopProbe
+from runner.run.warmup import WarmUpPhase
 from runner.stats.recorder import Interval
-from runner.stats.runinfo import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary, Warmup
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
@@ -42,6 +43,10 @@ class Soak:
         self._reporters = reporters
         self._shard = shard
         start_ns, wall_start = _start(settings, shard, start_wall)
+        # A warm-up sends first, from the start agreed on; the measured run begins where it ends.
+        self._warmup = WarmUpPhase(parts, start_ns) if settings.pace.warmup_ns else None
+        self._first_send_ns = start_ns
+        start_ns, wall_start = start_ns + settings.pace.warmup_ns, wall_start + settings.pace.warmup_ns / 1e9
         run_ns = settings.pace.run_ns
         self._end_ns = start_ns + run_ns if run_ns is not None else None
         self._grid = Grid(start_ns, settings.pace.interval_ns)
@@ -70,21 +75,53 @@ class Soak:
         for reporter in self._reporters:
             reporter.bind_stop(self.stop)
             reporter.start(self.info)
-        engine = asyncio.ensure_future(self._engine.run())
+        warmup = self._warmup
+        if warmup is not None:
+            warmup.start()
+        engine = asyncio.ensure_future(self._engine.run())  # its clients wait for the run's first due time
         probe = LoopProbe(self._recorder.client.loop_lag)
         probe.start()
         self._install_signals()
         try:
+            if warmup is not None:
+                await self._warm_up(warmup)
+                cpu_before = _cpu_seconds()  # the run's CPU and client figures are its own, not the warm-up's
+                self._recorder.client.begin(cpu_before, time.monotonic_ns())
             sending_end_ns, reason = await self._drive(engine)
+            warmed = await warmup.finish(CANCEL_WAIT_S) if warmup is not None else None
             # Still handled while the summary is reported: a SIGTERM during the final push to a
             # slow Pushgateway must not kill the process before the summary and the push are out.
-            summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before)
+            summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before, warmed)
         finally:
             probe.stop()
             self._remove_signals()
         if engine.done() and not engine.cancelled() and engine.exception() is not None:
             raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
         return summary
+
+    async def _warm_up(self, warmup: WarmUpPhase) -> None:
+        """Close the warm-up's intervals as the clock passes them, until it ends or a signal stops it.
+
+        Its requests still in flight at its end finish beside the run and are counted as the
+        warm-up's (WarmUpPhase.finish); a stop during it ends it and the run alike.
+        """
+        assert warmup.task is not None
+        while not warmup.over:
+            until = warmup.next_end_ns()
+            await self._wait(until, warmup.task)
+            if self._signal.is_set():
+                end = max(min(self._signal_ns, warmup.end_ns), warmup.grid.start_ns)
+                while warmup.grid.end_of(warmup.recorder.next_index) < end:
+                    self._emit_warmup(warmup.close(warmup.grid.end_of(warmup.recorder.next_index), _cpu_seconds(),
+                                                   time.monotonic_ns()))
+                self._emit_warmup(warmup.close(end, _cpu_seconds(), time.monotonic_ns()))
+                return
+            if time.monotonic_ns() >= until:
+                self._emit_warmup(warmup.close(until, _cpu_seconds(), time.monotonic_ns()))
+
+    def _emit_warmup(self, interval: Interval) -> None:
+        for reporter in self._reporters:
+            reporter.warmup(self.info, interval)
 
     async def _drive(self, engine: asyncio.Future[None]) -> tuple[int, str]:
         """Close intervals as the clock passes them; return when sending stopped, and why.
@@ -182,7 +219,7 @@ class Soak:
         for reporter in self._reporters:
             reporter.interval(self.info, interval)
 
-    def _finish(self, sending_end_ns: int, reason: str, cpu_seconds: float) -> RunSummary:
+    def _finish(self, sending_end_ns: int, reason: str, cpu_seconds: float, warmup: Warmup | None = None) -> RunSummary:
         """Report the last interval and the summary.
 
         Intervals that ended before sending stopped are whole; the one it stopped in is
@@ -214,6 +251,7 @@ class Soak:
             per_url=None if recorder.per_url is None else tuple(recorder.per_url),
             last_interval_end_ns=end_ns,
             due=self._schedule.sends_due(self.info.start_ns, sending_end_ns) if self.info.model.paced else None,
+            warmup=warmup,
         )
         for reporter in self._reporters:
             reporter.finish(summary)
@@ -232,7 +270,7 @@ class Soak:
             loop.add_signal_handler(sig, self._on_signal, sig)
         while (pending := signal.sigtimedwait(STOP_SIGNALS, 0)) is not None:
             # Nothing was sent before it was taken: sending stopped where the run starts.
-            self._on_signal(signal.Signals(pending.si_signo), at_ns=self._grid.start_ns)
+            self._on_signal(signal.Signals(pending.si_signo), at_ns=self._first_send_ns)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def _remove_signals(self) -> None:
@@ -262,6 +300,8 @@ class Soak:
         # At once, not when the run's driver next wakes up: a client whose send falls due in
         # between would send after the stop, beyond the goal that ends with it.
         self._engine.stop(at_ns=self._signal_ns)
+        if self._warmup is not None and not self._warmup.over:
+            self._warmup.stop(self._signal_ns)
         self._recorder.drain_from(max(self._signal_ns, self._grid.start_ns))
         self._signal.set()
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from runner.config.settings import Settings, merge, settings_from
 from runner.core.units import NS_PER_S
+from runner.load.model import ramp_of
 from runner.load.schedule import Schedule
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import LatencyHistogram
@@ -181,7 +182,8 @@ def _sends_due(info: RunInfo, shares: int, spans: Sequence[tuple[int, int]]) -> 
     without a schedule (a bench)."""
     if not info.model.paced:
         return None
-    share = Schedule(0, info.qps, 1, stride=shares)  # on the merged clock, from its start: this process's rate
+    # On the merged clock, from its start: this process's rate (or ramp).
+    share = Schedule(0, info.qps, 1, stride=shares, ramp=ramp_of(info.settings.pace))
     return sum(share.sends_due(begin, stop) for begin, stop in spans)
 
 

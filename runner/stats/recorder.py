@@ -430,6 +430,16 @@ class Recorder:
         self.drain_end_ns = max(self.drain_end_ns, end_ns)
         return self.drain
 
+    def leftover(self) -> Tally:
+        """What was recorded and no closed interval holds: the drain and later intervals' results
+        (a warm-up's requests that came back once it had ended, runner.run.warmup), added up."""
+        tally = Tally()
+        for later in self._open.values():
+            tally.merge(later)
+        if self.drain is not None:
+            tally.merge(self.drain)
+        return tally
+
     def close(self, end_ns: int | None = None, *, final: bool = False, sending_end_ns: int | None = None,
               cpu_s: float | None = None, now_ns: int | None = None) -> Interval:
         """Close the next interval, at its grid boundary or at `end_ns` if it ends early.

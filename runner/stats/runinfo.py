@@ -65,6 +65,21 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class Warmup:
+    """What a warm-up (runner.run.warmup) measured, apart from the run: its requests, its stragglers
+    included, and the sends its schedule made due."""
+
+    tally: Tally
+    due: float | None  # unrounded, from its schedule; None without one
+    span_ns: int  # how long it sent
+    intervals: int  # its lines
+    figures: Figures = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "figures", Figures.of(self.tally, self.due, self.span_ns))
+
+
+@dataclass(frozen=True)
 class RunSummary:
     """What a finished run did, in total."""
 
@@ -92,6 +107,7 @@ class RunSummary:
     # Per URL slot (runner.config.targets.UrlSlots, in the order of their labels): the run's
     # sends made to each, in `tally` too; None for a run whose URLs share one slot.
     per_url: tuple[Tally, ...] | None = None
+    warmup: Warmup | None = None  # what the warm-up before the run measured (in none of the above)
     # Its figures, computed once here for every report (runner.stats.figures).
     figures: Figures = field(init=False, repr=False, compare=False)
     url_figures: tuple[Figures, ...] = field(init=False, repr=False, compare=False)  # per_url's; () without

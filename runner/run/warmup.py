@@ -1,0 +1,76 @@
+"""The warm-up: sending at the run's rate before the measured run, counted apart from it.
+
+Interval 0 of a run against a cold target carries its start (connections, a proxy's
+identity, a cold cache), and an interval rule can fail on it alone. A warm-up sends for
+`warmup` at the run's (or its first stage's) rate on an engine, schedule and recorder of its
+own, on a grid of its own that ends where the run's begins; its intervals are reported as
+warm-up lines, and what it measured (requests still in flight when it ended included) goes
+to the summary's warmup section only: never the run's counts, histogram or thresholds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from runner.load.engine import Engine
+from runner.load.model import warmup_schedule_of
+from runner.load.schedule import Grid
+from runner.run.build import Parts
+from runner.stats.recorder import Interval, Tally
+from runner.stats.runinfo import Warmup
+
+
+class WarmUpPhase:
+    """One warm-up: from `start_ns` for the settings' warmup, then what it measured."""
+
+    def __init__(self, parts: Parts, start_ns: int) -> None:
+        pace = parts.settings.pace
+        self.end_ns = start_ns + pace.warmup_ns
+        self.grid = Grid(start_ns, pace.interval_ns)
+        self._schedule = warmup_schedule_of(pace, parts.shard, start_ns)
+        self.recorder = parts.recorder(self.grid, self._schedule)
+        self.recorder.drain_from(self.end_ns)  # what comes back after it ended is still the warm-up's
+        load = dataclasses.replace(parts.load(), total_requests=0)  # totalRequests counts the run's sends only
+        self.engine = Engine(self._schedule, load, parts.transport, self.recorder.record)
+        self.task: asyncio.Future[None] | None = None
+        self._stopped_ns: int | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.ensure_future(self.engine.run())
+
+    def next_end_ns(self) -> int:
+        """Where the next warm-up interval ends: its grid boundary, or the warm-up's end."""
+        return min(self.grid.end_of(self.recorder.next_index), self.end_ns)
+
+    @property
+    def over(self) -> bool:
+        return self.recorder.next_index > 0 and self.grid.end_of(self.recorder.next_index - 1) >= self.end_ns
+
+    def stop(self, at_ns: int) -> None:
+        """Send nothing more from `at_ns` (a signal during the warm-up): requests in flight may finish."""
+        self._stopped_ns = min(at_ns, self.end_ns)
+        self.engine.stop(at_ns=self._stopped_ns)
+        self.recorder.drain_from(self._stopped_ns)
+
+    def close(self, end_ns: int, cpu_s: float, now_ns: int) -> Interval:
+        """Close the next warm-up interval at `end_ns`, with the skips the engine knows of by then."""
+        self.engine.skip_due_before(end_ns)
+        sending_end = self._stopped_ns if self._stopped_ns is not None else self.end_ns
+        return self.recorder.close(end_ns, sending_end_ns=min(sending_end, end_ns) if end_ns >= sending_end else None,
+                                   cpu_s=cpu_s, now_ns=now_ns)
+
+    async def finish(self, cancel_wait_s: float) -> Warmup:
+        """Once the run is over: what the warm-up measured, its stragglers included (those still out
+        cancelled, and given `cancel_wait_s` to wind up)."""
+        task = self.task
+        if task is not None and not task.done():
+            self.engine.cancel_in_flight()
+            await asyncio.wait([task], timeout=cancel_wait_s)
+        tally = Tally()
+        tally.merge(self.recorder.total)
+        tally.merge(self.recorder.leftover())
+        start = self.grid.start_ns
+        end = self._stopped_ns if self._stopped_ns is not None else self.end_ns
+        return Warmup(tally=tally, due=self._schedule.sends_due(start, end), span_ns=end - start,
+                      intervals=self.recorder.next_index)
