@@ -152,7 +152,7 @@ class Soak:
                 if not await self._settle(engine, bound, self._signal) and self._signal.is_set():
                     await self._settle(engine, STOP_GRACE_NS, self._second_signal)
                 await self._abandon(engine)
-                return until, "duration" if self._settings.pace.duration_ns is not None else "iterations"
+                return until, _end_reason(self._settings)
             self._emit(self._close(sending_end_ns=self._engine.stopped_sending_ns))
 
     async def _wait(self, until_ns: int, engine: asyncio.Future[None]) -> None:
@@ -304,6 +304,12 @@ class Soak:
             self._warmup.stop(self._signal_ns)
         self._recorder.drain_from(max(self._signal_ns, self._grid.start_ns))
         self._signal.set()
+
+
+def _end_reason(settings: Settings) -> str:
+    """Why a run that reached its planned end stopped: the stages' end, its duration, or its iterations."""
+    pace = settings.pace
+    return "stages" if pace.stages else "duration" if pace.duration_ns is not None else "iterations"
 
 
 def _both(first: Sink, second: Sink) -> Sink:

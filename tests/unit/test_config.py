@@ -407,6 +407,7 @@ def test_every_setting_at_once_is_valid(tmp_path: Path) -> None:
         "thresholds": ["p99 < 50ms", "errors% <= 0.1"], "intervalThresholds": ["p999 < 1s"], "abortOnThreshold": True,
         "metricAddr": ":9090", "pushgateway": "http://pushgateway.monitoring:9091/", "pushgatewayJob": "soak-eu",
         "shards": 3, "shard": 2, "workers": 2, "maxRequestsPerConnection": 50, "maxConnectionAge": "1m",
+        "stages": [{"duration": "1h", "qps": 12.5}], "warmup": "30s", "stopAtBrokenRule": True,
     }
     assert set(data) == set(settings_names()) - {"iterations"}
     assert read_config_file(write_config(tmp_path, data)) == data
@@ -630,7 +631,7 @@ def test_effective_shows_from_env_references_not_values() -> None:
 
 def test_effective_lists_every_setting_in_schema_order() -> None:
     s = settings_from(merge({"qps": 7, "duration": "1h"}))
-    names = [n for n in settings_names() if n not in ("iterations", "shard")]  # neither set nor defaulted
+    names = [n for n in settings_names() if n not in ("iterations", "shard", "stages")]  # neither set nor defaulted
     assert list(s.effective) == names
     assert s.effective["qps"] == 7 and s.effective["duration"] == "1h"
     json.dumps(s.effective)  # printable as JSON
@@ -656,7 +657,7 @@ def test_every_setting_but_duration_has_a_default_that_validates() -> None:
 
 
 # duration is an alternative to iterations; shard, when absent, comes from JOB_COMPLETION_INDEX.
-NO_DEFAULT = {"duration", "shard"}
+NO_DEFAULT = {"duration", "shard", "stages"}
 
 
 def test_settings_names_are_the_properties_without_schema_hint() -> None:
