@@ -18,6 +18,10 @@ Paths:
     /status/N         status N with a small body; a 3xx also gets `Location: /ok`, so a
                       runner that followed redirects would show up as requests to /ok
     /slow/MS          200 after MS milliseconds
+    /slow-first/MS/S  200 after MS milliseconds for requests that arrive within S seconds of
+                      this path's first one, at once after: a target that starts cold (a warm-up)
+    /fail-after/N     200 for this path's first N requests, 503 for every one after: a target
+                      that gives way under load (a capacity search)
     /stall            reads the request and never answers (for timeouts and cancellation)
     /close            reads the request and closes the connection without answering
     /reset-mid-body   headers with Content-Length 100000, part of the body, then a TCP RST
@@ -101,6 +105,7 @@ class FaultServer:
         self._connections: set[socket.socket] = set()  # open ones, so stop() can wake them
         self._accepted = 0
         self._varying = 0  # /varying responses sent so far
+        self._first_seen: dict[str, float] = {}  # when each path's first request arrived (monotonic)
         self._acceptor = threading.Thread(target=self._accept_loop, name="faultserver-accept", daemon=True)
 
     def url(self, path: str) -> str:
@@ -176,6 +181,7 @@ class FaultServer:
                 path, keep_alive, buffer = request
                 with self._lock:
                     self._seen[path] += 1
+                    self._first_seen.setdefault(path, time.monotonic())
                 if not self._answer(conn, path) or not keep_alive:
                     return
         except OSError:
@@ -203,6 +209,17 @@ class FaultServer:
             if self._stopping.wait(int(path.rsplit("/", 1)[1]) / 1000):
                 return False
             return _respond(conn, 200, OK_BODY)
+        if path.startswith("/slow-first/"):
+            delay_ms, seconds = (int(part) for part in path.split("/")[2:4])
+            with self._lock:
+                cold = time.monotonic() - self._first_seen[path] < seconds
+            if cold and self._stopping.wait(delay_ms / 1000):
+                return False
+            return _respond(conn, 200, OK_BODY)
+        if path.startswith("/fail-after/"):
+            with self._lock:
+                over = self._seen[path] > int(path.rsplit("/", 1)[1])
+            return _respond(conn, 503, b"given way\n") if over else _respond(conn, 200, OK_BODY)
         if path == "/stall":
             _drain(conn)
             return False

@@ -1,0 +1,113 @@
+"""Stages, the capacity search and the warm-up, through real runs on loopback.
+
+A ramp's per-interval goals add up to the sends the ramp defines, and nginx's own access
+count agrees with what the run says it sent; a capacity search stops at the first broken
+interval and names the last rate that held; a warm-up against a target that starts slow
+breaks its rule without failing the run, and what it sent is in its own summary section,
+so the warm-up's and the run's requests add up to what the server saw. Each holds however
+slow the machine: counts and sums, never that the client kept pace.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from runner.core.units import NS_PER_S
+from runner.load.schedule import Ramp
+from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak
+from tests.support.faultserver import FaultServer
+
+# Every test here runs once with each transport (see conftest.transport).
+pytestmark = pytest.mark.usefixtures("transport")
+
+# Up from 0 to 20 req/s over 1 s, 20 for 1 s, down to 0 over 1 s: 10 + 20 + 10 sends.
+STAGES = "1s:20,1s:20,1s:0"
+RAMP = Ramp.of([(NS_PER_S, 20), (NS_PER_S, 20), (NS_PER_S, 0)])
+
+
+@pytest.mark.parametrize("model", ["closed", "open"])
+def test_a_ramps_interval_goals_add_up_to_its_sends_and_nginx_saw_them(nginx: Nginx, model: str) -> None:
+    before = nginx.requests_logged()
+    run = run_soak("--stages", STAGES, "--interval", "500ms", "--concurrency", "2", "--loadModel", model, nginx.url)
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    assert summary["stopReason"] == "stages"
+    stats = summary["intervalStats"]
+    assert len(stats) == 6
+    # Each interval's goal is the ramp's sends due in it, exactly: 2.5, 7.5, 10, 10, 7.5, 2.5.
+    half = NS_PER_S // 2
+    assert [Fraction(s["t"]) for s in stats] == [RAMP.sends_between(i * half, (i + 1) * half) for i in range(6)]
+    assert sum(Fraction(s["t"]) for s in stats) == RAMP.total == 40
+    # The lines print the same goals, rounded, in slow_cooker's layout.
+    assert [parse_interval(line).target for line in run.interval_lines] == [3, 8, 10, 10, 8, 3]
+    # Every send the ramp made due was sent or skipped, and nginx logged every one sent.
+    assert summary["requests"] + summary["skipped"] == 40
+    assert nginx.requests_logged() - before == summary["requests"]
+    assert summary["rate"]["target"] == pytest.approx(40 / 3, abs=1e-3)
+
+
+def test_validate_agrees_with_the_run_on_the_ramps_sends(nginx: Nginx) -> None:
+    run = run_soak("validate", "--stages", STAGES, "--interval", "500ms", nginx.url)
+    assert run.returncode == 0, run.stderr
+    assert "for 3s (the stages' sum), one line every 500ms, 40 requests in all" in run.lines
+    assert "  stage 1: 0 -> 20 req/s over 1s (10 requests)" in run.lines
+
+
+def test_stages_with_iterations_that_disagree_are_refused_before_sending(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    run = run_soak("--stages", STAGES, "--interval", "1s", "--iterations", "5", nginx.url)
+    assert run.returncode == 2
+    assert run.stderr == ("soak: stages and iterations: the stages last 3s in all, iterations 5 of interval 1s make "
+                          "5s; give one of them, or make them agree\n")
+    assert run.stdout == "" and nginx.requests_logged() == before
+
+
+def test_a_capacity_search_stops_at_the_first_broken_interval_and_names_the_last_rate_that_held(
+        fault_server: FaultServer) -> None:
+    # A ramp from 0 to 40 req/s over 4 s (5, 15, 25, 35 sends due in its seconds) against a
+    # target that gives way after its 20th request: the search stops once errors% breaks.
+    run = run_soak("--stages", "4s:40", "--interval", "1s", "--concurrency", "4", "--intervalThresholds",
+                   "errors% < 50", "--stopAtBrokenRule", fault_server.url("/fail-after/20"))
+    assert run.returncode == 3, run.stderr
+    summary = run.summary
+    stats = summary["intervalStats"]
+    broken = summary["thresholds"]["rules"][0]["brokenIntervals"]
+    assert broken, summary["thresholds"]
+    first = broken[0]
+    assert summary["stopReason"] == "threshold interval errors% < 50"
+    # It stopped at the first broken interval: at most the partial one in which the stop landed follows it.
+    assert len(stats) <= first + 2
+    held = [s for s in stats[:first] if s["interval"] == "1s"]
+    expected = held[-1]["t"] / 1.0 if held else None  # t sends due over 1 s: its target rate
+    assert summary["lastGoodRate"] == (None if expected is None else pytest.approx(expected, abs=1e-6))
+    assert any(line.startswith("# capacity: ") for line in run.lines)
+    fault_server.wait_idle()
+    assert fault_server.seen("/fail-after/20") == summary["requests"]
+
+
+def test_a_slow_warmup_breaks_its_rule_without_failing_the_run_and_is_counted_apart(
+        fault_server: FaultServer) -> None:
+    # Slow (1.5 s) for what arrives in the first 1.5 s after the first request, then fast: only
+    # the warm-up's first second and a half is cold. The run's rule would break on any of those.
+    path = "/slow-first/1500/1"
+    run = run_soak("--warmup", "3s", "--qps", "4", "--concurrency", "2", "--interval", "1s", "--iterations", "2",
+                   "--intervalThresholds", "p99 < 1s", "--thresholds", "max < 1s", fault_server.url(path))
+    assert run.returncode == 0, run.stdout + run.stderr
+    summary = assert_counts_add_up(run.stdout)  # the run's lines only: the warm-up's start with "# warmup "
+    warmup = summary["warmup"]
+    marked = [line[len("# warmup "):] for line in run.lines if line.startswith("# warmup ")]
+    assert len(marked) == warmup["intervals"] == 3
+    warm_lines = [parse_interval(line) for line in marked]
+    # The warm-up broke the run's interval rule (p99 of 1.5 s), and that failed nothing.
+    assert max(line.latencies[3] for line in warm_lines) >= 1500
+    assert warmup["max"] >= 1500 and summary["max"] < 1000
+    interval_rule, = (rule for rule in summary["thresholds"]["rules"] if rule["scope"] == "interval")
+    assert summary["thresholds"]["passed"] and interval_rule["judgedIntervals"] == 2
+    # Nothing measured is lost: the warm-up's requests and the run's are what the server saw.
+    assert warmup["requests"] == warmup["good"] >= 1
+    fault_server.wait_idle()
+    assert fault_server.seen(path) == warmup["requests"] + summary["requests"]
+    assert warmup["requests"] + warmup["skipped"] == 12  # 3 s at 4 req/s, each sent or skipped
+    assert summary["requests"] + summary["skipped"] == 8
