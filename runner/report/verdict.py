@@ -251,7 +251,8 @@ class Verdict(Reporter):
         }}
         if self._stop_at_broken:
             rate = self.last_good_rate
-            data[LAST_GOOD_RATE] = None if rate is None else round(rate, 6)
+            shown = None if rate is None else round(rate, 6)
+            data[LAST_GOOD_RATE] = int(shown) if shown is not None and shown.is_integer() else shown  # 15, not 15.0
         return data
 
 
