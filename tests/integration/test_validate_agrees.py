@@ -48,6 +48,14 @@ REFUSED = [
                                   "whole before the run starts, so they must be files that end"),
     (["--clientKey", "{tmp}/key.pem"], "clientKey: needs clientCert, the certificate the key belongs to"),
     (["--http2"], 'http2: true needs "transport": "httpx" (the fast transport speaks HTTP/1.1 only)'),
+    (["--stages", "2s:10", "--interval", "1s", "--iterations", "3"],
+     "stages and iterations: the stages last 2s in all, iterations 3 of interval 1s make 3s; give one of them, or "
+     "make them agree"),
+    (["--mode", "bench", "--iterations", "0", "--stages", "1s:10"],
+     "stages: not allowed with mode bench (a bench sends as fast as it can: no rate to ramp)"),
+    (["--warmup", "1s", "--workers", "2", "--concurrency", "2"],
+     "warmup: 1s is not allowed with workers: 2 yet; split the run over shards (pods), or run it in one process"),
+    (["--stopAtBrokenRule"], "stopAtBrokenRule: true needs intervalThresholds, the rules whose first break stops the run"),
     (["--thresholds", "errors <= 1"], '--thresholds: "errors <= 1" is not allowed; errors without % could be a count or '
                                       'a percentage; rules measure percentages of the sends: write "errors% <= 1"'),
     (["--thresholds", "p99{{url=/checkout}} < 200ms"], 'thresholds: "p99{{url=/checkout}} < 200ms" names no URL of the run: '
@@ -61,6 +69,8 @@ REFUSED = [
 
 ACCEPTED = [
     [],
+    ["--stages", "100ms:20,100ms:0"],  # 200ms, as iterations 1 of interval 200ms say
+    ["--warmup", "200ms"],
     ["--metricAddr", "127.0.0.1:{port}"],
     ["--metricAddr", "localhost:{port}"],
     ["--reportLatenciesCSV", "{tmp}/latencies.csv"],
