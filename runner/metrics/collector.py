@@ -154,6 +154,8 @@ class MetricsReporter(Reporter):
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
         self._gauges.last = LastInterval(info.wall(interval.end_ns), interval.figures, interval.client)
+        if info.settings.pace.stages and interval.figures.rate_target is not None:
+            self._gauges.target_rate = interval.figures.rate_target  # a ramp: the rate of the interval just closed
         self._gauges.intervals += 1
         if self._pusher is not None:
             self._pusher.push_soon()
