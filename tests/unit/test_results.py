@@ -240,3 +240,24 @@ def test_the_histogram_min_is_never_below_the_summary_min_it_rounds_under() -> N
     latency = load_run(text, "s.json").figures.latency_ns
     assert 50_000 <= latency["min"] <= 50_010
     assert latency["max"] >= 80_000 and latency["p50"] >= latency["min"]
+
+
+WARMED_LOG = """\
+# sending 20 GET req/s with concurrency=5 to http://127.0.0.1:35137/ ...
+#                    iter   good/b/f t   goal%  min [p50 p95 p99  p999]  max bhash change
+# warmup 2026-12-01T13:32:49Z    0     20/0/0 20 100% 1s   0 [  0 900 1500 1500 ]  1500      0 +
+# warmup GET "http://127.0.0.1:35137/": refused (3 times)
+# warmup 2026-12-01T13:32:50Z    1     20/0/0 20 100% 1s   0 [  0   0   1    1 ]    1      0 -
+2026-12-01T13:32:51Z    0      5/0/0 5 100% 1s   0 [  0   1   1    1 ]    1      0 +
+2026-12-01T13:32:52Z    1     15/0/0 15 100% 1s   0 [  0   0   1    1 ]    1      0 +
+"""
+
+
+def test_a_warmups_lines_are_not_read_back_as_the_runs() -> None:
+    # As a warmed-up run prints them (runner.report.slowcooker.WARMUP_MARK), stderr merged in.
+    found = scan(WARMED_LOG)
+    assert [(row.iter, row.good) for row in found.intervals] == [(0, 5), (1, 15)]
+    assert (found.skipped, found.soak_errors) == (0, 0)
+    loaded = load_run(WARMED_LOG, "warmed.log")
+    assert [row.good for row in loaded.intervals] == [5, 15]
+    assert not any("warmup" in note for note in loaded.notes)
