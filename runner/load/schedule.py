@@ -54,30 +54,41 @@ class Ramp:
     Times are nanoseconds from the ramp's start. Within stage i, from rate r0 (the previous
     target) to r1 over D ns, the sends due by dt ns into it are
         base_i + (2*D*r0*dt + (r1 - r0)*dt^2) / (2*D*1e9)
-    an exact rational: everything here is integer arithmetic, never a float, so goals add up
-    exactly and due times never drift however long the ramp. After the last stage nothing is due.
+    an exact rational. Every count is kept as an integer times 1/scale, one denominator for the
+    whole ramp, so everything here is integer arithmetic (no float, and no Fraction on the
+    engine's path): goals add up exactly and due times never drift however long the ramp.
+    After the last stage nothing is due.
     """
 
     stages: tuple[Stage, ...]
     _starts: list[int] = field(init=False, repr=False, compare=False)  # each stage's start, ns
-    _bases: list[Fraction] = field(init=False, repr=False, compare=False)  # sends due by each stage's start
-    _ends: list[Fraction] = field(init=False, repr=False, compare=False)  # ... and by its end
-    _froms: list[Fraction] = field(init=False, repr=False, compare=False)  # each stage's starting rate
+    _bases: list[int] = field(init=False, repr=False, compare=False)  # sends due by each stage's start, x scale
+    _ends: list[int] = field(init=False, repr=False, compare=False)  # ... and by its end, x scale
+    # Stage i's sends due dt ns into it, x scale, are bases[i] + (a*dt^2 + b*dt) * m: (a, b, m) each.
+    _terms: list[tuple[int, int, int]] = field(init=False, repr=False, compare=False)
+    _scale: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.stages or any(st.duration_ns <= 0 or st.qps < 0 for st in self.stages):
             raise ValueError("a ramp needs stages of positive duration and rates of at least 0")
-        starts, bases, ends, froms = [], [], [], []
-        t, count, rate = 0, Fraction(0), Fraction(0)
-        for st in self.stages:
+        forms, starts, t, before = [], [], 0, Fraction(0)
+        for st in self.stages:  # stage i: (a*dt^2 + b*dt) / den sends, the rates over their common denominator
+            q = math.lcm(before.denominator, st.qps.denominator)
+            p0, p1 = before.numerator * (q // before.denominator), st.qps.numerator * (q // st.qps.denominator)
+            forms.append((p1 - p0, 2 * st.duration_ns * p0, 2 * st.duration_ns * NS_PER_S * q))
             starts.append(t)
+            t, before = t + st.duration_ns, st.qps
+        scale = math.lcm(*(den for _, _, den in forms))
+        terms, bases, ends, count = [], [], [], 0
+        for (a, b, den), st in zip(forms, self.stages, strict=True):
+            m = scale // den
+            terms.append((a, b, m))
             bases.append(count)
-            froms.append(rate)
-            count += (rate + st.qps) * st.duration_ns / (2 * NS_PER_S)
+            d = st.duration_ns
+            count += (a * d * d + b * d) * m
             ends.append(count)
-            t += st.duration_ns
-            rate = st.qps
-        for name, value in (("_starts", starts), ("_bases", bases), ("_ends", ends), ("_froms", froms)):
+        for name, value in (("_starts", starts), ("_bases", bases), ("_ends", ends), ("_terms", terms),
+                            ("_scale", scale)):
             object.__setattr__(self, name, value)
 
     @classmethod
@@ -93,7 +104,7 @@ class Ramp:
     @property
     def total(self) -> Fraction:
         """The sends the whole ramp makes due (its rate's integral)."""
-        return self._ends[-1]
+        return Fraction(self._ends[-1], self._scale)
 
     @property
     def first_qps(self) -> Fraction:
@@ -109,50 +120,48 @@ class Ramp:
         if t_ns < 0 or t_ns >= self.duration_ns:
             return Fraction(0)
         i = bisect.bisect_right(self._starts, t_ns) - 1
-        st, r0 = self.stages[i], self._froms[i]
+        st = self.stages[i]
+        r0 = self.stages[i - 1].qps if i else Fraction(0)
         return r0 + (st.qps - r0) * (t_ns - self._starts[i]) / st.duration_ns
 
-    def _terms(self, i: int) -> tuple[int, int, int]:
-        """Stage i's integer form: (a, b, den) such that the sends due dt ns into it are
-        base_i + (a*dt^2 + b*dt) / den, with a rate r = p/q as p over their common denominator."""
-        st, r0 = self.stages[i], self._froms[i]
-        q = r0.denominator * st.qps.denominator // math.gcd(r0.denominator, st.qps.denominator)
-        p0, p1 = r0.numerator * (q // r0.denominator), st.qps.numerator * (q // st.qps.denominator)
-        d = st.duration_ns
-        return p1 - p0, 2 * d * p0, 2 * d * NS_PER_S * q
+    def _scaled_by(self, t_ns: int) -> int:
+        """The sends due in [0, t_ns), times the ramp's scale: an integer."""
+        if t_ns <= 0:
+            return 0
+        if t_ns >= self.duration_ns:
+            return self._ends[-1]
+        i = bisect.bisect_right(self._starts, t_ns) - 1
+        a, b, m = self._terms[i]
+        dt = t_ns - self._starts[i]
+        return self._bases[i] + (a * dt * dt + b * dt) * m
 
     def sends_by(self, t_ns: int) -> Fraction:
         """The sends due in [0, t_ns): the rate's integral from the start to `t_ns`, exactly."""
-        if t_ns <= 0:
-            return Fraction(0)
-        if t_ns >= self.duration_ns:
-            return self.total
-        i = bisect.bisect_right(self._starts, t_ns) - 1
-        a, b, den = self._terms(i)
-        dt = t_ns - self._starts[i]
-        return self._bases[i] + Fraction(a * dt * dt + b * dt, den)
+        return Fraction(self._scaled_by(t_ns), self._scale)
 
     def sends_between(self, start_ns: int, end_ns: int) -> Fraction:
         """The sends due in [start_ns, end_ns), exactly: the goal `t` of that span."""
-        return self.sends_by(end_ns) - self.sends_by(start_ns) if end_ns > start_ns else Fraction(0)
+        if end_ns <= start_ns:
+            return Fraction(0)
+        return Fraction(self._scaled_by(end_ns) - self._scaled_by(start_ns), self._scale)
 
     def last_send_by(self, t_ns: int) -> int:
         """The highest n due at or before `t_ns` (-1 before the start): send n is due once n sends are."""
         if t_ns < 0:
             return -1
-        return math.floor(self.sends_by(t_ns))
+        return self._scaled_by(t_ns) // self._scale
 
     def due_ns(self, n: int) -> int | None:
         """When send n is due: the first nanosecond by which n sends are due; None if the ramp
         never gets there (n beyond its total)."""
         if n <= 0:
             return 0
-        if n > self.total:
+        need = n * self._scale
+        if need > self._ends[-1]:
             return None
-        i = bisect.bisect_left(self._ends, n)  # the first stage by whose end n sends are due
-        a, b, den = self._terms(i)
-        need = (n - self._bases[i]) * den  # the smallest integer dt with a*dt^2 + b*dt >= need
-        c = -((-need.numerator) // need.denominator)  # ceil: the left side is an integer
+        i = bisect.bisect_left(self._ends, need)  # the first stage by whose end n sends are due
+        a, b, m = self._terms[i]
+        c = -((self._bases[i] - need) // m)  # the smallest integer dt with a*dt^2 + b*dt >= c is due
         duration = self.stages[i].duration_ns
         dt = _root_guess(a, b, c, duration)
         while dt > 0 and a * (dt - 1) ** 2 + b * (dt - 1) >= c:
