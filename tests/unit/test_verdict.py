@@ -295,3 +295,36 @@ def test_a_shard_that_never_sends_to_a_scoped_rules_url_leaves_it_to_the_others(
         assert outcomes[other].line() == (f"# threshold run p99{{url={other}}} < 200ms: not sent to by this shard "
                                           "(other shards send to it) ok\n")
         assert not outcomes[judged].elsewhere
+
+
+def test_the_capacity_search_stops_at_the_first_broken_interval_and_names_the_last_rate_that_held() -> None:
+    stops = Stops()
+    layer = {"intervalThresholds": ["p99 < 50ms"], "thresholds": ["errors% <= 0"], "stopAtBrokenRule": True}
+    tallies = [tally_of(100), tally_of(100), tally_of(100, 90 * MS), tally_of(100, 90 * MS)]
+    verdict, text = run_through(layer, tallies, stops)
+    assert stops.reasons == ["threshold interval p99 < 50ms"]  # once, at interval 2
+    assert verdict.last_good_rate == 100  # interval 1's target: 100 sends due over its second
+    assert text.splitlines()[-1] == ("# capacity: the last rate that held: 100 req/s (interval 1); interval 2 at "
+                                     "100 req/s broke one")
+    section = verdict.section(summary_of(info_for(layer), tallies))
+    assert section["lastGoodRate"] == 100
+    assert section["thresholds"]["stoppedEarly"] == "interval p99 < 50ms broken in interval 2"
+    # Run rules never stop a capacity search, however lost.
+    stops = Stops()
+    run_through({**layer, "intervalThresholds": ["p99 < 1s"]}, [tally_of(9, failed=1), tally_of(10)], stops)
+    assert stops.reasons == []
+
+
+def test_a_capacity_search_with_no_interval_that_held_says_so() -> None:
+    verdict, text = run_through({"intervalThresholds": ["p99 < 50ms"], "stopAtBrokenRule": True},
+                                [tally_of(100, 90 * MS)], Stops())
+    assert verdict.last_good_rate is None
+    assert verdict.section(summary_of(info_for({}), [tally_of(1)]))["lastGoodRate"] is None
+    assert text.splitlines()[-1] == ("# capacity: no whole interval kept every interval rule; interval 0 at 100 "
+                                     "req/s broke one")
+
+
+def test_without_the_option_there_is_no_capacity_line_or_key() -> None:
+    verdict, text = run_through({"intervalThresholds": ["p99 < 50ms"]}, [tally_of(100, 90 * MS)], Stops())
+    assert "# capacity" not in text
+    assert "lastGoodRate" not in verdict.section(summary_of(info_for({}), [tally_of(1)]))
