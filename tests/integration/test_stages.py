@@ -10,6 +10,8 @@ slow the machine: counts and sums, never that the client kept pace.
 
 from __future__ import annotations
 
+import json
+import signal
 from fractions import Fraction
 
 import pytest
@@ -18,6 +20,7 @@ from runner.core.units import NS_PER_S
 from runner.load.schedule import Ramp
 from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak
 from tests.support.faultserver import FaultServer
+from tests.support.liverun import EXIT_WITHIN_S, LiveRun, wait_until
 
 # Every test here runs once with each transport (see conftest.transport).
 pytestmark = pytest.mark.usefixtures("transport")
@@ -87,12 +90,14 @@ def test_a_capacity_search_stops_at_the_first_broken_interval_and_names_the_last
     assert fault_server.seen("/fail-after/20") == summary["requests"]
 
 
+@pytest.mark.parametrize("model", ["closed", "open"])
 def test_a_slow_warmup_breaks_its_rule_without_failing_the_run_and_is_counted_apart(
-        fault_server: FaultServer) -> None:
+        fault_server: FaultServer, model: str) -> None:
     # Slow (1.5 s) for what arrives in the first 1.5 s after the first request, then fast: only
     # the warm-up's first second and a half is cold. The run's rule would break on any of those.
     path = "/slow-first/1500/1"
     run = run_soak("--warmup", "3s", "--qps", "4", "--concurrency", "2", "--interval", "1s", "--iterations", "2",
+                   "--loadModel", model,
                    "--intervalThresholds", "p99 < 1s", "--thresholds", "max < 1s", fault_server.url(path))
     assert run.returncode == 0, run.stdout + run.stderr
     summary = assert_counts_add_up(run.stdout)  # the run's lines only: the warm-up's start with "# warmup "
@@ -111,3 +116,22 @@ def test_a_slow_warmup_breaks_its_rule_without_failing_the_run_and_is_counted_ap
     assert fault_server.seen(path) == warmup["requests"] + summary["requests"]
     assert warmup["requests"] + warmup["skipped"] == 12  # 3 s at 4 req/s, each sent or skipped
     assert summary["requests"] + summary["skipped"] == 8
+
+
+def test_a_signal_during_the_warmup_ends_the_run_before_it_sends_with_the_warmup_counted(
+        fault_server: FaultServer) -> None:
+    with LiveRun("--warmup", "10m", "--qps", "20", "--concurrency", "2", "--interval", "1s", "--iterations", "60",
+                 fault_server.url("/ok")) as live:
+        wait_until(lambda: "# warmup " in live.stdout, timeout=30)
+        assert "# warmup " in live.stdout, live.stdout + live.stderr
+        elapsed = live.wait(live.send(signal.SIGTERM), timeout=30)
+    assert live.process.returncode == 0, live.stderr
+    assert elapsed < EXIT_WITHIN_S + 10  # generous: gone within seconds, not after the warm-up's ten minutes
+    lines = live.stdout.splitlines()
+    summary = json.loads("\n".join(lines[lines.index("{"):]))
+    assert summary["stopReason"] == "signal SIGTERM"
+    assert summary["requests"] == summary["skipped"] == 0  # the run itself never started sending
+    warmup = summary["warmup"]
+    assert warmup["requests"] >= 1 and warmup["intervals"] == sum(line.startswith("# warmup 2") for line in lines)
+    fault_server.wait_idle()
+    assert fault_server.seen("/ok") == warmup["requests"]
