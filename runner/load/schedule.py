@@ -228,7 +228,10 @@ class Schedule:
 
     def slot_end_ns(self, n: int) -> int:
         """When send n's slot ends: when the run's next send after it is due (any shard's), so
-        the shards of a count-limited run end together, at the run's end, not a stride apart."""
+        the shards of a count-limited run end together, at the run's end, not a stride apart.
+        A ramp's last send's slot ends with the ramp (it may make no send n + 1 due at all)."""
+        if self.ramp is not None and self.end_ns is not None:
+            return min(self.due_ns(n + 1), self.end_ns)
         return self.due_ns(n + 1)
 
     def in_run(self, n: int) -> bool:

@@ -167,3 +167,13 @@ def test_a_ramp_refuses_what_it_cannot_be() -> None:
     for bad in ([], [(0, 10)], [(NS_PER_S, -1)]):
         with pytest.raises(ValueError):
             Ramp.of(bad)
+
+
+def test_the_last_sends_slot_ends_with_the_ramp() -> None:
+    # 0 -> 3 req/s over 1 s makes 1.5 sends due: sends 0 and 1, and no send 2 ever. A run whose
+    # totalRequests is spent on send 1 ends sending at the ramp's end, not at a send 2 that never comes.
+    ramp = Ramp.of([(NS_PER_S, 3)])
+    schedule = Schedule(START, 3.0, 1, START + NS_PER_S, ramp=ramp)
+    assert schedule.planned_sends() == 2 and not schedule.in_run(2)
+    assert schedule.slot_end_ns(1) == START + NS_PER_S
+    assert schedule.slot_end_ns(0) == schedule.due_ns(1) < START + NS_PER_S
