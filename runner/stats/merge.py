@@ -169,22 +169,23 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     # A shard that sent to the interval's end (None) keeps the whole interval's goal: the
     # run's sending stopped only where every shard's had.
     sending = [None if r.get("sendingEndNs") is None else offset + int(r["sendingEndNs"]) for offset, r in parts]
-    spans = [_sending_span(offset, r, start, start + length) for offset, r in parts]
-    spans += [(start, start + length)] * unknown
-    due_ns = round(sum(stop - begin for begin, stop in spans) / shares)
+    spans = [(*_sending_span(offset, r, start, start + length), offset) for offset, r in parts]
+    spans += [(start, start + length, 0)] * unknown
+    due_ns = round(sum(stop - begin for begin, stop, _ in spans) / shares)
     return Interval(index, start, end, tally, None if None in sending else max(s for s in sending if s is not None),
                     due_ns, client, due=_sends_due(info, shares, spans))
 
 
-def _sends_due(info: RunInfo, shares: int, spans: Sequence[tuple[int, int]]) -> float | None:
-    """The sends due in an interval of the merged run: each part's for the spans it was sending
-    (a part is one of `shares` equal shares of the run), as its schedule makes them due; None
-    without a schedule (a bench)."""
+def _sends_due(info: RunInfo, shares: int, spans: Sequence[tuple[int, int, int]]) -> float | None:
+    """The sends due in an interval of the merged run: each part's for the span (begin, stop) it
+    was sending (a part is one of `shares` equal shares of the run), as its schedule makes them
+    due from its own start (`offset` on the merged clock: a ramp runs from each part's own
+    start); None without a schedule (a bench)."""
     if not info.model.paced:
         return None
-    # On the merged clock, from its start: this process's rate (or ramp).
-    share = Schedule(0, info.qps, 1, stride=shares, ramp=ramp_of(info.settings.pace))
-    return sum(share.sends_due(begin, stop) for begin, stop in spans)
+    ramp = ramp_of(info.settings.pace)
+    return sum(Schedule(offset if ramp is not None else 0, info.qps, 1, stride=shares, ramp=ramp).sends_due(begin, stop)
+               for begin, stop, offset in spans)
 
 
 def _sending_span(offset: int, record: dict[str, Any], start: int, end: int) -> tuple[int, int]:

@@ -65,13 +65,13 @@ def test_a_bad_tally_record_is_a_value_error() -> None:
 
 
 def shard(index: int, count: int, start_wall: float, tallies: list[Tally], interval_s: int = 10,
-          qps: float = 30) -> ShardRun:
+          qps: float = 30, **layer: object) -> ShardRun:
     intervals = [{"iter": k, "startNs": k * interval_s * SECOND, "endNs": (k + 1) * interval_s * SECOND,
                   "sendingEndNs": None, "tally": tally_record(t)} for k, t in enumerate(tallies)]
     run = {"index": index, "count": count, "endNs": len(tallies) * interval_s * SECOND,
            "sendingEndNs": len(tallies) * interval_s * SECOND, "stopReason": "iterations", "cpuSeconds": 1.5,
            "maxRssBytes": 40_000_000, "uncorrected": None, "sendLag": None, "inUnit": None}
-    config = settings_from(merge_layers({"qps": qps, "concurrency": 3, "interval": f"{interval_s}s"})).effective
+    config = settings_from(merge_layers({"qps": qps, "concurrency": 3, "interval": f"{interval_s}s", **layer})).effective
     return ShardRun(index, count, start_wall, config, ["http://127.0.0.1:9/"], None, intervals, run)
 
 
@@ -116,6 +116,18 @@ def test_shards_started_an_interval_apart_keep_a_true_goal() -> None:
     assert [i.due for i in intervals] == pytest.approx([150, 300, 150])
     assert merged.summary().due == pytest.approx(600)  # 600 sends due at 30 req/s: all answered
     assert merged.summary().figures.goal_percent == 100
+
+
+def test_shards_of_a_ramp_started_an_interval_apart_each_keep_their_own_ramps_goal() -> None:
+    """With stages, each shard ramps from its own start: shard 1, an interval late, owes in each
+    interval what its own ramp made due there, not the merged clock's ramp (0 -> 30 req/s over
+    20 s: 75 then 225 sends due in its 10 s intervals, half of them each shard's)."""
+    stages = {"stages": [{"duration": "20s", "qps": 30}]}
+    a = shard(0, 2, 1_000.0, [tally_of([1] * 37), tally_of([1] * 113)], **stages)
+    late = shard(1, 2, 1_010.0, [tally_of([1] * 38), tally_of([1] * 112)], **stages)
+    merged = merge_shards([a, late])
+    assert [i.due for i in merged.intervals] == pytest.approx([37.5, 112.5 + 37.5, 112.5])
+    assert merged.summary().due == pytest.approx(300)  # both shards' whole ramps: 150 sends each
 
 
 def test_a_missing_shard_still_owes_its_share() -> None:
