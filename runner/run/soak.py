@@ -77,9 +77,9 @@ class Soak:
             reporter.start(self.info)
         warmup = self._warmup
         if warmup is not None:
-            warmup.start()
+            warmup.start(cpu_before, time.monotonic_ns())
         engine = asyncio.ensure_future(self._engine.run())  # its clients wait for the run's first due time
-        probe = LoopProbe(self._recorder.client.loop_lag)
+        probe = LoopProbe(self._loop_lag)
         probe.start()
         self._install_signals()
         try:
@@ -118,6 +118,12 @@ class Soak:
                 return
             if time.monotonic_ns() >= until:
                 self._emit_warmup(warmup.close(until, _cpu_seconds(), time.monotonic_ns()))
+
+    def _loop_lag(self, lag_ns: int) -> None:
+        """The loop probe's reading, for the warm-up's client figures while it lasts, then the run's."""
+        warmup = self._warmup
+        meter = warmup.recorder.client if warmup is not None and not warmup.over else self._recorder.client
+        meter.loop_lag(lag_ns)
 
     def _emit_warmup(self, interval: Interval) -> None:
         for reporter in self._reporters:

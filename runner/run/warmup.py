@@ -36,7 +36,9 @@ class WarmUpPhase:
         self.task: asyncio.Future[None] | None = None
         self._stopped_ns: int | None = None
 
-    def start(self) -> None:
+    def start(self, cpu_s: float, t_ns: int) -> None:
+        """Start its engine; `cpu_s` and `t_ns`, the process's CPU time and the clock, begin its client figures."""
+        self.recorder.client.begin(cpu_s, t_ns)
         self.task = asyncio.ensure_future(self.engine.run())
 
     def next_end_ns(self) -> int:
@@ -57,7 +59,7 @@ class WarmUpPhase:
         """Close the next warm-up interval at `end_ns`, with the skips the engine knows of by then."""
         self.engine.skip_due_before(end_ns)
         sending_end = self._stopped_ns if self._stopped_ns is not None else self.end_ns
-        return self.recorder.close(end_ns, sending_end_ns=min(sending_end, end_ns) if end_ns >= sending_end else None,
+        return self.recorder.close(end_ns, sending_end_ns=sending_end if end_ns >= sending_end else None,
                                    cpu_s=cpu_s, now_ns=now_ns)
 
     async def finish(self, cancel_wait_s: float) -> Warmup:
