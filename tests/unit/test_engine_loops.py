@@ -19,7 +19,7 @@ from runner.load.engine import Engine, Load
 from runner.load.model import Bench, Closed, LoadModel, Open
 from runner.load.request import Request
 from runner.load.result import Result
-from runner.load.schedule import Schedule, Skips
+from runner.load.schedule import Ramp, Schedule, Skips
 from tests.support.clock import ScriptedClock, ScriptedTransport
 from tests.support.sessions import send_numbers, sent
 
@@ -38,12 +38,13 @@ class Ran:
 
 
 def run_engine(model: LoadModel, qps: float, clients: int, seconds: float, latency_ns: int | list[int], *,
-               total: int = 0, stop_at_ns: int | None = None) -> Ran:
-    """Run an engine for `seconds` of scripted time."""
+               total: int = 0, stop_at_ns: int | None = None, ramp: Ramp | None = None) -> Ran:
+    """Run an engine for `seconds` of scripted time (with `ramp`, for its stages instead)."""
     clock = ScriptedClock(START - 50 * MS)
     latencies = latency_ns if isinstance(latency_ns, list) else None
     transport = ScriptedTransport(clock, lambda i: latencies[i % len(latencies)] if latencies else latency_ns)
-    schedule = Schedule(START, qps, clients, START + round(seconds * 1e9))
+    end = START + (ramp.duration_ns if ramp is not None else round(seconds * 1e9))
+    schedule = Schedule(START, qps, clients, end, ramp=ramp)
     records: list[Result | Skips] = []
     engine = Engine(schedule, Load([REQUEST], model, total_requests=total), transport, records.append, clock)
 
@@ -199,3 +200,26 @@ def test_the_clock_wakes_the_engine_once_per_due_time_of_a_paced_run() -> None:
     ran = run_engine(Closed(), 100, 5, 1.0, 2 * MS)
     clock_runs.append(len(ran.transport.log))
     assert clock_runs == [100]
+
+
+# Up to 200 req/s over 1 s, held for half a second, down to 0 over 1 s: 100 + 100 + 100 sends.
+RAMP = Ramp.of([(1_000 * MS, 200), (500 * MS, 200), (1_000 * MS, 0)])
+
+
+@pytest.mark.parametrize("model", [Closed(), Open(1000)])
+def test_a_ramps_sends_go_out_at_the_ramps_due_times(model: LoadModel) -> None:
+    ran = run_engine(model, 200, 4, 0, 1 * MS, ramp=RAMP)
+    assert send_numbers(ran.records) == due_sends(ran.schedule) == list(range(300))  # the ramp's 300, each once
+    assert not skipped_numbers(ran.records)
+    for result in sent(ran.records):
+        assert result.start_ns == result.due_ns == START + RAMP.due_ns(result.seq)  # on time to the nanosecond
+    assert ran.engine.sent == len(ran.transport.log) == 300
+
+
+def test_a_slow_server_on_a_ramp_skips_what_the_closed_oracle_says() -> None:
+    ran = run_engine(Closed(), 200, 3, 0, 40 * MS, ramp=RAMP)
+    expected_sent, expected_skipped = closed_oracle(ran.schedule, 40 * MS)
+    assert {r.seq for r in sent(ran.records)} == expected_sent
+    assert set(skipped_numbers(ran.records)) == expected_skipped
+    assert expected_skipped  # at the top of the ramp, 40 ms is slower than each client's 15 ms
+    assert send_numbers(ran.records) == list(range(300))  # sent + skipped = the ramp's sends, each once
