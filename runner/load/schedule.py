@@ -30,6 +30,7 @@ from runner.core.units import NS_PER_S
 # With a ramp, a send it never makes due (beyond its total) is due this long after its end:
 # past any run's end, so it is never in the run, and still an int every caller can compare.
 NEVER_NS = 10**18
+DUE_MEMO = 4096  # a ramp remembers this many due times at most (see Ramp._due)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ class Ramp:
     # Stage i's sends due dt ns into it, x scale, are bases[i] + (a*dt^2 + b*dt) * m: (a, b, m) each.
     _terms: list[tuple[int, int, int]] = field(init=False, repr=False, compare=False)
     _scale: int = field(init=False, repr=False, compare=False)
+    # The last due times worked out: the engine asks for each send's several times (its wait,
+    # its Result, the catch-up arithmetic), and a pure answer need not be worked out again.
+    _due: dict[int, int | None] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.stages or any(st.duration_ns <= 0 or st.qps < 0 for st in self.stages):
@@ -88,7 +92,7 @@ class Ramp:
             count += (a * d * d + b * d) * m
             ends.append(count)
         for name, value in (("_starts", starts), ("_bases", bases), ("_ends", ends), ("_terms", terms),
-                            ("_scale", scale)):
+                            ("_scale", scale), ("_due", {})):
             object.__setattr__(self, name, value)
 
     @classmethod
@@ -156,6 +160,15 @@ class Ramp:
         never gets there (n beyond its total)."""
         if n <= 0:
             return 0
+        known = self._due.get(n, -1)
+        if known != -1:
+            return known
+        if len(self._due) >= DUE_MEMO:
+            self._due.clear()
+        due = self._due[n] = self._work_out_due(n)
+        return due
+
+    def _work_out_due(self, n: int) -> int | None:
         need = n * self._scale
         if need > self._ends[-1]:
             return None
