@@ -36,6 +36,38 @@ from runner.load.transport import Session, Transport
 
 Sink = Callable[[Result | Skips], None]
 
+
+class Handoff:
+    """Sessions passed from one engine's clients to the next's: a warm-up's to its run's.
+
+    So the run goes on over the connections its warm-up opened (their set-up, a proxy's
+    handshake, is the warm-up's, not interval 0's), each client taking over its own. A client
+    of the run waits for its session until the warm-up's client is done with it (its last
+    request answered), as it would have waited for that request; a session whose taker is
+    gone (the run stopped first) is closed by the giver.
+    """
+
+    def __init__(self) -> None:
+        self._given: dict[int, asyncio.Future[tuple[Session, int]]] = {}
+
+    def _future(self, client: int) -> asyncio.Future[tuple[Session, int]]:
+        if client not in self._given:
+            self._given[client] = asyncio.get_running_loop().create_future()
+        return self._given[client]
+
+    async def give(self, client: int, session: Session, free_ns: int) -> None:
+        """Hand client `client`'s session on; `free_ns`: when its last request ended."""
+        future = self._future(client)
+        if future.done():  # its taker was cancelled while waiting: nobody will close it but us
+            await _close(session)
+            return
+        future.set_result((session, free_ns))
+
+    async def take(self, client: int) -> tuple[Session, int]:
+        """Client `client`'s session, once given, and when its last request ended."""
+        return await self._future(client)
+
+
 @dataclass(frozen=True)
 class Load:
     """What the engine must do, beyond the schedule itself."""
@@ -44,6 +76,8 @@ class Load:
     model: LoadModel  # which loop the clients run (runner.load.model)
     total_requests: int = 0  # stop after this many sends; 0: no limit
     hash_sample_rate: float = 0.0
+    take_sessions: Handoff | None = None  # the clients' sessions come from here (a warm-up's), not the transport
+    give_sessions: Handoff | None = None  # ... and go here when they are done, instead of being closed
     wheel: Sequence[int] | None = None  # the URL of each send of a turn (runner.config.targets); None: in order
 
     @property
@@ -138,10 +172,12 @@ class Engine:
             task.cancel()
 
     async def _closed_client(self, client: int) -> None:
-        session = self._transport.session()
+        session, free = await self._session(client)  # free: when its previous request ended
         k = 0  # the client's next send
-        free = 0  # when its previous request ended
         try:
+            if free:  # its session was busy with the warm-up's last request when the run's sends fell due
+                k, skipped = self._schedule.catch_up(client, k, free, self._now())
+                self._skip(client, k - skipped, k)
             while self._ready(n := self._schedule.send_number(client, k)) and await self._wait_until_due(n):
                 if not self._claim(n):
                     break
@@ -156,7 +192,7 @@ class Engine:
         finally:
             if self._stopping:  # stopped or count spent: account for what fell due before that
                 self._skip_missed(client, k)
-            await _close(session)
+            await self._release(client, session, free)
 
     def _skip_missed(self, client: int, k: int) -> None:
         """Count as skipped the client's sends from its k-th that fell due before the stop.
@@ -168,7 +204,7 @@ class Engine:
         self._skip(client, k, self._schedule.last_in_run(client, k, self._stopped_ns) + 1)
 
     async def _open_client(self, client: int) -> None:
-        session = self._transport.session()
+        session, _ = await self._session(client)
         mine: set[asyncio.Task[int]] = set()
         schedule = self._schedule
         k = 0
@@ -206,7 +242,7 @@ class Engine:
         finally:
             if self._stopping:  # account for what fell due before the stop and was not sent
                 self._skip_missed(client, k)
-            await _close(session)
+            await self._release(client, session, self._now())
 
     async def _bench_client(self, client: int) -> None:
         """ab's loop: send, wait for the answer, send again at once, until the count or the time is up.
@@ -223,6 +259,22 @@ class Engine:
                     await self._send(session, self._sent - 1, paced=False)
         finally:
             await _close(session)
+
+    async def _session(self, client: int) -> tuple[Session, int]:
+        """A client's session, and when its previous request ended (0: none yet): a new one, or the
+        one a warm-up's client hands over (Handoff)."""
+        handoff = self._load.take_sessions
+        if handoff is None:
+            return self._transport.session(), 0
+        return await handoff.take(client)
+
+    async def _release(self, client: int, session: Session, free_ns: int) -> None:
+        """A client is done with its session: hand it on (a warm-up's), or close it."""
+        handoff = self._load.give_sessions
+        if handoff is None:
+            await _close(session)
+        else:
+            await handoff.give(client, session, free_ns)
 
     def _ready(self, n: int) -> bool:
         """Whether send n belongs to the run and the engine is still sending."""

@@ -101,6 +101,7 @@ def warmup_dict(summary: RunSummary) -> dict[str, Any]:
         k.ERRORS: dict(f.errors),
         k.DURATION_SECONDS: round(warmup.span_ns / 1e9, 3),
         k.INTERVALS: warmup.intervals,
+        k.CONNECTIONS: dict(sorted(warmup.connections.items())),
     }
 
 

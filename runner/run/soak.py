@@ -9,6 +9,7 @@ and the summary is produced exactly once.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import resource
 import signal
 import time
@@ -60,7 +61,10 @@ class Soak:
         sink: Sink = self._record_and_tell if self._progress else self._recorder.record
         if tap is not None:  # metrics: every result, after the recorder has counted it
             sink = _both(sink, tap)
-        self._engine = Engine(self._schedule, parts.load(), parts.transport, sink)
+        load = parts.load()
+        if self._warmup is not None:  # the run's clients go on over the warm-up's connections
+            load = dataclasses.replace(load, take_sessions=self._warmup.handoff)
+        self._engine = Engine(self._schedule, load, parts.transport, sink)
         self.info = RunInfo(settings, list(parts.urls), parts.url_source, start_ns, wall_start, shard,
                             parts.urls.weights)
         self._signal = asyncio.Event()

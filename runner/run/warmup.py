@@ -3,7 +3,8 @@
 Interval 0 of a run against a cold target carries its start (connections, a proxy's
 identity, a cold cache), and an interval rule can fail on it alone. A warm-up sends for
 `warmup` at the run's (or its first stage's) rate on an engine, schedule and recorder of its
-own, on a grid of its own that ends where the run's begins; its intervals are reported as
+own, on a grid of its own that ends where the run's begins (its clients then hand their
+sessions, and so their connections, to the run's); its intervals are reported as
 warm-up lines, and what it measured (requests still in flight when it ended included) goes
 to the summary's warmup section only: never the run's counts, histogram or thresholds.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from runner.load.engine import Engine
+from runner.load.engine import Engine, Handoff
 from runner.load.model import warmup_schedule_of
 from runner.load.schedule import Grid
 from runner.run.build import Parts
@@ -31,7 +32,10 @@ class WarmUpPhase:
         self._schedule = warmup_schedule_of(pace, parts.shard, start_ns)
         self.recorder = parts.recorder(self.grid, self._schedule)
         self.recorder.drain_from(self.end_ns)  # what comes back after it ended is still the warm-up's
-        load = dataclasses.replace(parts.load(), total_requests=0)  # totalRequests counts the run's sends only
+        # Its clients' sessions go on to the run's clients, connections and all (engine.Handoff).
+        self.handoff = Handoff()
+        # totalRequests counts the run's sends only.
+        load = dataclasses.replace(parts.load(), total_requests=0, give_sessions=self.handoff)
         self.engine = Engine(self._schedule, load, parts.transport, self.recorder.record)
         self.task: asyncio.Future[None] | None = None
         self._stopped_ns: int | None = None
@@ -75,4 +79,4 @@ class WarmUpPhase:
         start = self.grid.start_ns
         end = self._stopped_ns if self._stopped_ns is not None else self.end_ns
         return Warmup(tally=tally, due=self._schedule.sends_due(start, end), span_ns=end - start,
-                      intervals=self.recorder.next_index)
+                      intervals=self.recorder.next_index, connections=dict(self.recorder.connections))

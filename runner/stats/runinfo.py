@@ -73,6 +73,7 @@ class Warmup:
     due: float | None  # unrounded, from its schedule; None without one
     span_ns: int  # how long it sent
     intervals: int  # its lines
+    connections: dict[str, int] = field(default_factory=dict)  # those it opened, which the run then went on over
     figures: Figures = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

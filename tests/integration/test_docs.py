@@ -225,7 +225,7 @@ def test_secret_words_are_the_redactors() -> None:
 # Objects whose keys are data (status codes, error kinds, settings, percentages), not names.
 OPEN_OBJECTS = {"config", "statusCodes", "errors", "connections", "intervalStats[].errors", "bench.servedWithin",
                 "shard.connections", "perUrl[].statusCodes", "perUrl[].errors", "warmup.statusCodes",
-                "warmup.errors"}
+                "warmup.errors", "warmup.connections"}
 # Objects of same-shaped records: each child is named, its fields are documented once, as `*`.
 RECORD_MAPS = {"bench.phases"}
 # The shard record is for `soak merge`: its tallies and histograms are the recorder's own format.

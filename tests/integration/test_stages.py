@@ -135,3 +135,15 @@ def test_a_signal_during_the_warmup_ends_the_run_before_it_sends_with_the_warmup
     assert warmup["requests"] >= 1 and warmup["intervals"] == sum(line.startswith("# warmup 2") for line in lines)
     fault_server.wait_idle()
     assert fault_server.seen("/ok") == warmup["requests"]
+
+
+def test_the_run_goes_on_over_the_connections_its_warmup_opened(fault_server: FaultServer) -> None:
+    run = run_soak("--warmup", "1s", "--qps", "10", "--concurrency", "2", "--interval", "500ms", "--iterations", "2",
+                   fault_server.url("/ok"))
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    fault_server.wait_idle()
+    assert fault_server.seen("/ok") == summary["warmup"]["requests"] + summary["requests"]
+    # One connection per client, opened by the warm-up and kept by the run: none of the run's own.
+    assert fault_server.connections_accepted == 2
+    assert sum(summary["warmup"]["connections"].values()) == 2 and summary["connections"] == {}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from runner.load.engine import Engine, Load
+from runner.load.engine import Engine, Handoff, Load
 from runner.load.model import Bench, Closed, LoadModel, Open
 from runner.load.request import Request
 from runner.load.result import Result
@@ -223,3 +223,37 @@ def test_a_slow_server_on_a_ramp_skips_what_the_closed_oracle_says() -> None:
     assert set(skipped_numbers(ran.records)) == expected_skipped
     assert expected_skipped  # at the top of the ramp, 40 ms is slower than each client's 15 ms
     assert send_numbers(ran.records) == list(range(300))  # sent + skipped = the ramp's sends, each once
+
+
+def test_a_run_takes_over_its_warmups_sessions_and_what_fell_due_while_they_were_busy_is_skipped() -> None:
+    # A warm-up of 1 s then a run of 1 s, at 10 req/s from one client, against a server that
+    # answers in 300 ms: the warm-up's send 9, due at 900 ms, is answered at 1,200 ms, after the
+    # run's sends 0 and 1 fell due; the run's client takes the session over then, as if it had
+    # sent that request itself: 0 and 1 skipped, 2 (due at 1,200 ms) sent at once.
+    clock = ScriptedClock(START - 50 * MS)
+    sessions: list[object] = []
+
+    class Counting(ScriptedTransport):
+        def session(self):  # type: ignore[no-untyped-def]
+            sessions.append(super().session())
+            return sessions[-1]
+
+    transport = Counting(clock, lambda i: 300 * MS)
+    handoff = Handoff()
+    warm = Schedule(START, 10, 1, START + 1_000 * MS)
+    run = Schedule(START + 1_000 * MS, 10, 1, START + 2_000 * MS)
+    warm_records: list[Result | Skips] = []
+    run_records: list[Result | Skips] = []
+    warm_engine = Engine(warm, Load([REQUEST], Closed(), give_sessions=handoff), transport, warm_records.append, clock)
+    run_engine_ = Engine(run, Load([REQUEST], Closed(), take_sessions=handoff), transport, run_records.append, clock)
+
+    async def main() -> None:
+        await asyncio.gather(warm_engine.run(), run_engine_.run())
+
+    clock.run(main())
+    assert len(sessions) == 1  # one connection's worth: the run opened none of its own
+    assert skipped_numbers(run_records)[:2] == [0, 1]
+    first = sent(run_records)[0]
+    assert (first.seq, first.start_ns) == (2, START + 1_200 * MS)
+    assert send_numbers(run_records) == due_sends(run)  # every due send of the run sent or skipped, once
+    assert send_numbers(warm_records) == due_sends(warm)
