@@ -172,9 +172,11 @@ class Engine:
             task.cancel()
 
     async def _closed_client(self, client: int) -> None:
-        session, free = await self._session(client)  # free: when its previous request ended
+        session: Session | None = None
         k = 0  # the client's next send
+        free = 0  # when its previous request ended
         try:
+            session, free = await self._session(client)  # inside: a stop while it waits still counts the skips
             if free:  # its session was busy with the warm-up's last request when the run's sends fell due
                 k, skipped = self._schedule.catch_up(client, k, free, self._now())
                 self._skip(client, k - skipped, k)
@@ -192,7 +194,8 @@ class Engine:
         finally:
             if self._stopping:  # stopped or count spent: account for what fell due before that
                 self._skip_missed(client, k)
-            await self._release(client, session, free)
+            if session is not None:
+                await self._release(client, session, free)
 
     def _skip_missed(self, client: int, k: int) -> None:
         """Count as skipped the client's sends from its k-th that fell due before the stop.
@@ -204,11 +207,12 @@ class Engine:
         self._skip(client, k, self._schedule.last_in_run(client, k, self._stopped_ns) + 1)
 
     async def _open_client(self, client: int) -> None:
-        session, _ = await self._session(client)
+        session: Session | None = None
         mine: set[asyncio.Task[int]] = set()
         schedule = self._schedule
         k = 0
         try:
+            session, _ = await self._session(client)
             while self._ready(n := schedule.send_number(client, k)) and await self._wait_until_due(n):
                 full = self._in_flight >= self._max_in_flight
                 if full:
@@ -242,7 +246,8 @@ class Engine:
         finally:
             if self._stopping:  # account for what fell due before the stop and was not sent
                 self._skip_missed(client, k)
-            await self._release(client, session, self._now())
+            if session is not None:
+                await self._release(client, session, self._now())
 
     async def _bench_client(self, client: int) -> None:
         """ab's loop: send, wait for the answer, send again at once, until the count or the time is up.

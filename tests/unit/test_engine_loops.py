@@ -257,3 +257,32 @@ def test_a_run_takes_over_its_warmups_sessions_and_what_fell_due_while_they_were
     assert (first.seq, first.start_ns) == (2, START + 1_200 * MS)
     assert send_numbers(run_records) == due_sends(run)  # every due send of the run sent or skipped, once
     assert send_numbers(warm_records) == due_sends(warm)
+
+
+@pytest.mark.parametrize("model", [Closed(), Open(10)])
+def test_a_run_stopped_while_its_clients_wait_for_the_warmups_sessions_still_counts_every_due_send(
+        model: LoadModel) -> None:
+    # The warm-up's requests take 5 s; the run's client is still waiting for the session when the
+    # run, 1 s long, is stopped and abandoned: every send it had due is skipped, none lost.
+    clock = ScriptedClock(START - 50 * MS)
+    transport = ScriptedTransport(clock, lambda i: 5_000 * MS)
+    handoff = Handoff()
+    warm = Schedule(START, 10, 1, START + 500 * MS)
+    run = Schedule(START + 500 * MS, 10, 1, START + 1_500 * MS)
+    run_records: list[Result | Skips] = []
+    warm_engine = Engine(warm, Load([REQUEST], model, give_sessions=handoff), transport, lambda r: None, clock)
+    run_engine_ = Engine(run, Load([REQUEST], model, take_sessions=handoff), transport, run_records.append, clock)
+
+    async def main() -> None:
+        warming = asyncio.ensure_future(warm_engine.run())
+        running = asyncio.ensure_future(run_engine_.run())
+        await clock.sleep_until(START + 1_600 * MS)
+        run_engine_.stop(START + 1_500 * MS)
+        run_engine_.cancel_in_flight()
+        await asyncio.wait([running])
+        warm_engine.cancel_in_flight()
+        await asyncio.wait([warming])
+
+    clock.run(main())
+    assert not sent(run_records)
+    assert send_numbers(run_records) == due_sends(run) == list(range(10))
