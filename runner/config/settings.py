@@ -95,6 +95,7 @@ class ReportSpec:
     no_latency_summary: bool  # no JSON summary
     report_latencies_csv: str  # a CSV of the latency histogram; "" for none
     termination_message_path: str  # the verdict in a few lines, for Kubernetes; "" for none
+    backend_header: str  # the response header naming the server that answered; "" for none
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,7 @@ def settings_from(merged: dict[str, Any]) -> Settings:
             no_latency_summary=merged["noLatencySummary"],
             report_latencies_csv=merged["reportLatenciesCSV"],
             termination_message_path=merged["terminationMessagePath"],
+            backend_header=merged["backendHeader"],
         ),
         thresholds=ThresholdSpec(rules_for(merged["thresholds"], merged["intervalThresholds"], merged["mode"]),
                                  merged["abortOnThreshold"], merged["stopAtBrokenRule"]),

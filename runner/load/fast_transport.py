@@ -24,7 +24,7 @@ from runner import __version__
 from runner.core.durations import format_duration
 from runner.load import failures
 from runner.load.failures import causes, message, os_failure
-from runner.load.http1 import Connection, Deadlines
+from runner.load.http1 import Connection, Deadlines, header_pattern
 from runner.load.rawsocket import AVAILABLE as RAW_SOCKETS
 from runner.load.rawsocket import Pump, RawTransport
 from runner.load.request import Request, origin
@@ -117,6 +117,7 @@ class FastSession:
         self._timeout_ns = options.timeout_ns
         self._timeout_text = format_duration(options.timeout_ns)
         self._tls = tls
+        self._backend = header_pattern(options.backend_header) if options.backend_header else None
         self._idle: dict[tuple[str, int, bool], list[Connection]] = {}  # by origin
         self._open: set[Connection] = set()
         self._loop = asyncio.get_running_loop()
@@ -137,7 +138,7 @@ class FastSession:
         result.bytes_out = body_size
         result.start_ns = _now()
         deadline = self._loop.time() + self._timeout_s
-        connection = self._reusable(server)
+        connection = self._reusable(server, result)
         dial: _Dial | None = None
         last = False
         try:
@@ -167,10 +168,12 @@ class FastSession:
         if result.status:
             self._server_reported = True
         result.end_ns = result.end_ns or _now()
-        if last and connection is not None:
-            connection.close()  # whatever the server said: it was told this was the last
-        elif connection is not None and connection.reusable and self._keep_alive:
-            self._idle.setdefault(server, []).append(connection)
+        if connection is not None:
+            if not last and connection.reusable and self._keep_alive:
+                self._idle.setdefault(server, []).append(connection)
+            else:  # its last (whatever the server said: it was told), closed by the server, or failed
+                connection.close()
+                result.connections_closed += 1
         return result
 
     def _timeout_message(self, result: Result, dial: _Dial | None) -> str:
@@ -179,12 +182,15 @@ class FastSession:
         phase = failures.BODY_PHASE if result.headers_ns else failures.HEADERS_PHASE
         return failures.timeout_text(phase, self._timeout_text)
 
-    def _reusable(self, server: tuple[str, int, bool]) -> Connection | None:
+    def _reusable(self, server: tuple[str, int, bool], result: Result) -> Connection | None:
+        """The newest idle connection to `server` still open; those the server closed meanwhile
+        are counted as closed in `result`, the send that found them so."""
         idle = self._idle.get(server)
         while idle:
             connection = idle.pop()
             if connection.reusable:
                 return connection
+            result.connections_closed += 1
         return None
 
     async def _dial(self, dial: _Dial, server: tuple[str, int, bool]) -> Connection:
@@ -254,7 +260,7 @@ class FastSession:
         raise first_error or OSError(f"no address for {dial.target}")
 
     def _new_connection(self) -> Connection:
-        return Connection(self._open, self._loop, self._compress, self._deadlines)
+        return Connection(self._open, self._loop, self._compress, self._deadlines, self._backend)
 
     async def aclose(self) -> None:
         for connection in list(self._open):

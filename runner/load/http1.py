@@ -21,7 +21,7 @@ from runner.load import failures
 from runner.load.bodyhash import BodyError, BodyHash, is_gzip
 from runner.load.failures import causes, os_failure
 from runner.load.rawsocket import RawTransport
-from runner.load.result import ErrorKind, Result
+from runner.load.result import BACKEND_CHARS, ErrorKind, Result
 from runner.load.transport import MAX_HEAD_BYTES
 
 _now = time.monotonic_ns
@@ -95,9 +95,11 @@ class Connection(asyncio.Protocol):
     """
 
     def __init__(
-        self, registry: set[Connection], loop: asyncio.AbstractEventLoop, compress: bool, deadlines: Deadlines
+        self, registry: set[Connection], loop: asyncio.AbstractEventLoop, compress: bool, deadlines: Deadlines,
+        backend: re.Pattern[bytes] | None = None,
     ) -> None:
         self._registry = registry
+        self._backend = backend  # finds the backendHeader in a head (header_pattern); None when the run names none
         self._loop = loop
         self._compress = compress
         self._deadlines = deadlines
@@ -306,9 +308,12 @@ class Connection(asyncio.Protocol):
         result.headers_ns = self._arrived_ns(result)
         result.status = status
         inflate = self._hash_body and self._compress  # a gzipped body is hashed inflated
-        head = _final_head(b"".join(self._head)) if self._want_server or inflate else b""
+        backend = self._backend
+        head = _final_head(b"".join(self._head)) if self._want_server or inflate or backend is not None else b""
         if self._want_server:
             result.server = _header(_SERVER, head)
+        if backend is not None:
+            result.backend = _header(backend, head)[:BACKEND_CHARS]
         if self._hash_body:
             self._hasher = BodyHash(gzip=inflate and is_gzip(_header(_CONTENT_ENCODING, head)))
         if self._head_request:
@@ -437,7 +442,12 @@ class Connection(asyncio.Protocol):
 _SPENT = httptools.HttpResponseParser(object())  # a lost connection's parser: no callbacks, no cycle
 
 
-_SERVER = re.compile(rb"\r\nserver:[ \t]*([^\r\n]*)", re.IGNORECASE)
+def header_pattern(name: str) -> re.Pattern[bytes]:
+    """What finds the header `name` (a token: the schema allows no other) in a response head, for _header."""
+    return re.compile(rb"\r\n" + re.escape(name.encode("ascii")) + rb":[ \t]*([^\r\n]*)", re.IGNORECASE)
+
+
+_SERVER = header_pattern("server")
 
 
 _CONTENT_ENCODING = re.compile(rb"\r\ncontent-encoding:[ \t]*([^\r\n]*)", re.IGNORECASE)

@@ -29,7 +29,7 @@ from runner.load import failures
 from runner.load.bodyhash import BodyError, BodyHash, is_gzip
 from runner.load.failures import causes, message, os_failure
 from runner.load.request import Request
-from runner.load.result import ErrorKind, Result
+from runner.load.result import BACKEND_CHARS, ErrorKind, Result
 from runner.load.tls import client_context
 from runner.load.transport import MAX_HEAD_BYTES, Lifetime, Resolver, TransportOptions, address_text
 
@@ -309,7 +309,7 @@ class HttpxSession:
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=keepalive),
         )
         # httpx 0.28 (pinned) takes no network backend; its pool (httpcore 1.0) does, here.
-        pool = transport._pool
+        pool = self._pool = transport._pool
         pool._network_backend = _Backend(resolver)
         lifetime = options.lifetime
         if lifetime.limited and not options.no_reuse:  # with noReuse every request is a connection's last already
@@ -331,6 +331,9 @@ class HttpxSession:
             self._client.headers["Connection"] = "close"
         self._server_reported = False  # the Server header is read from the session's first response only
         self._urls: dict[str, httpx.URL] = {}  # parsed once: httpx would parse the text on every send (~7 us)
+        self._backend_header = options.backend_header
+        self._opened = 0  # connections this session's sends opened
+        self._closed = 0  # ... and of those, how many have been seen closed (_closed_now)
 
     async def send(self, request: Request, hash_body: bool) -> Result:
         result = Result(bytes_out=len(request.body))
@@ -358,6 +361,8 @@ class HttpxSession:
                     if not self._server_reported:
                         result.server = response.headers.get("server", "")
                         self._server_reported = True
+                    if self._backend_header:
+                        result.backend = response.headers.get(self._backend_header, "")[:BACKEND_CHARS]
                     await self._read_body(response, result, hash_body)
         except TimeoutError:
             phase = failures.BODY_PHASE if result.headers_ns else trace.phase
@@ -375,7 +380,24 @@ class HttpxSession:
         result.connected_ns = trace.connected_ns
         result.written_ns = trace.written_ns
         result.end_ns = time.monotonic_ns()
+        if result.connected_ns:
+            self._opened += 1
+        result.connections_closed = self._closed_now()
         return result
+
+    def _closed_now(self) -> int:
+        """How many more of the session's connections have closed since the last send said.
+
+        httpcore closes connections inside its pool (h11 after a `Connection: close`, the pool
+        those the server closed while idle, at the next request), and says nothing: what is
+        closed is what was opened less what the pool still holds open. Sends that overlap (the
+        open model) may hold a connection that is open but not yet counted as opened, so the
+        count only ever goes up, never past what was opened: a close is counted late, never twice.
+        """
+        still_open = sum(1 for connection in self._pool.connections if _is_open(connection))
+        closed = max(self._closed, self._opened - still_open)
+        more, self._closed = closed - self._closed, closed
+        return more
 
     async def _read_body(self, response: httpx.Response, result: Result, hash_body: bool) -> None:
         """Count (and hash, when sampled) the body chunk by chunk; nothing is kept.
@@ -400,6 +422,14 @@ class HttpxSession:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _is_open(connection: httpcore.AsyncConnectionInterface) -> bool:
+    """Whether one of the pool's connections is connected and not closed (a _Lived one: its own)."""
+    inner = connection._inner if isinstance(connection, _Lived) else connection
+    if isinstance(inner, httpcore.AsyncHTTPConnection):
+        return inner._connection is not None and not inner.is_closed()
+    return not inner.is_closed()
 
 
 def head_size(response: httpx.Response) -> int:

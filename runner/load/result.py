@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 
+# The most characters of a backendHeader's value kept: a pod's name is at most 63 (a DNS
+# label), and a server that sends a long value (or a new one per response) costs no more.
+BACKEND_CHARS = 64
+
+
 class ErrorKind(StrEnum):
     """Why a send got no HTTP response. The kinds are few and stable so results can be counted
     by kind; the error text says the rest. Each member is its wire string ("timeout"), which
@@ -53,6 +58,8 @@ class Result:
     header_bytes: int = 0  # size of the response head: status line, header lines, blank line
     bytes_out: int = 0  # request body bytes sent
     server: str = ""  # the Server header; transports fill it in only until a session has reported one
+    backend: str = ""  # the backendHeader's value, raw (at most BACKEND_CHARS), when the run names one
+    connections_closed: int = 0  # the session's connections seen to end during this send (it used or found dead)
     kept_alive: bool = False  # the server left the connection open for another request
     protocol: str = ""  # on a send that opened a connection and got a response: what it speaks, "HTTP/2 TLSv1.3"
     error: ErrorKind | None = None  # why there was no response; None when one arrived

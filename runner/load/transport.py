@@ -81,6 +81,7 @@ class TransportOptions:
     http2: bool = False  # HTTP/2 on every connection (httpx only)
     origins: int = 1  # distinct (scheme, host, port) among the URLs: a session keeps connections to each
     lifetime: Lifetime = Lifetime()  # when a kept-alive connection is closed for a new one
+    backend_header: str = ""  # a response header whose value names the server (Result.backend); "" for none
 
 
 class Session(Protocol):

@@ -24,6 +24,8 @@ DURATION_SECONDS, SENDING_SECONDS = "durationSeconds", "sendingSeconds"
 INTERVALS, STOP_REASON = "intervals", "stopReason"
 # What else the run measured.
 CONNECTIONS, UNCORRECTED, SEND_LAG_US = "connections", "uncorrected", "sendLagUs"
+CONNECTIONS_OPENED, CONNECTIONS_CLOSED = "connectionsOpened", "connectionsClosed"  # in each interval's too
+BACKENDS, BACKENDS_REACHED = "backends", "backendsReached"  # with a backendHeader; in each interval's too
 BENCH, INTERVAL_STATS = "bench", "intervalStats"
 HISTOGRAM, HISTOGRAM_UNIT, HISTOGRAM_HDR = "histogram", "unit", "hdr"
 PROCESS, CPU_SECONDS, MAX_RSS_BYTES = "process", "cpuSeconds", "maxRssBytes"

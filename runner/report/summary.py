@@ -23,7 +23,7 @@ from runner.report.base import Reporter
 from runner.report.compactjson import compact_json
 from runner.report.slowcooker import shown_percent, to_ms
 from runner.stats.client import ClientFigures
-from runner.stats.figures import LINE_PERCENTILES, SUMMARY_PERCENTILES, Latency
+from runner.stats.figures import LINE_PERCENTILES, SUMMARY_PERCENTILES, Figures, Latency
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import interval_record, run_record
 from runner.stats.recorder import BenchTally, Interval, Tally
@@ -136,8 +136,17 @@ def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
         **line_latencies_precise(f.latency, info.settings.report.latency_unit),
         k.BHASH: f.bhash,
         k.ERRORS: dict(f.errors),
+        **connection_keys(info, f),
         k.CLIENT_SATURATED: interval.client.saturated,
     }
+
+
+def connection_keys(info: RunInfo, f: Figures) -> dict[str, Any]:
+    """Connections opened and closed in a span, and with a backendHeader which backends answered."""
+    data: dict[str, Any] = {k.CONNECTIONS_OPENED: f.connections_opened, k.CONNECTIONS_CLOSED: f.connections_closed}
+    if info.settings.report.backend_header:
+        data |= {k.BACKENDS_REACHED: f.backends_reached, k.BACKENDS: dict(f.backends)}
+    return data
 
 
 def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = None,
@@ -187,6 +196,7 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     }
     if summary.connections is not None:
         data[k.CONNECTIONS] = dict(sorted(summary.connections.items()))
+    data |= connection_keys(info, f)
     if summary.uncorrected is not None:
         data[k.UNCORRECTED] = percentile_keys(Latency.of(summary.uncorrected, SUMMARY_PERCENTILES), unit)
     if summary.send_lag is not None:

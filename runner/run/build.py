@@ -75,6 +75,7 @@ class Parts:
             unit_ns=UNIT_NS[s.report.latency_unit] if s.report.report_latencies_csv else None,
             shown=Secrets(value for request in self.requests for value in request.hidden).shown,
             slot_of=url_slots(self.urls).slot_of,
+            backends=bool(s.report.backend_header),
         )
 
 
@@ -191,6 +192,7 @@ def transport_for(settings: Settings, shard: Shard, origins: int = 1) -> Transpo
         http2=client.http2,
         origins=origins,
         lifetime=Lifetime(client.max_requests_per_connection, client.max_connection_age_ns),
+        backend_header=settings.report.backend_header,
     )
     factory: Callable[[TransportOptions], Transport] = TRANSPORTS[client.transport]
     return factory(options)

@@ -31,6 +31,15 @@ GAUGE_PERCENTILES = LINE_PERCENTILES
 # The line's change column compares this percentile with the previous intervals' (slow_cooker's).
 CHANGE_PERCENTILE = "p99"
 
+# backendHeader: the backends shown by name, in the summary, the interval records and the
+# metrics' backend label: the first BACKENDS_SHOWN (by count; in the metrics, as first seen, for
+# a series must never change backend), the rest added up as OTHER_BACKENDS, as the url label's
+# "other". A response without the header is NO_BACKEND's. Neither is a pod's name (a DNS label
+# has no parentheses; a pod named "other" would share its count).
+BACKENDS_SHOWN = 20
+OTHER_BACKENDS = "other"
+NO_BACKEND = "(none)"
+
 
 @dataclass(frozen=True)
 class Latency:
@@ -115,6 +124,29 @@ class Counted(Protocol):
     def errors(self) -> Mapping[str, int]: ...
     @property
     def latency(self) -> LatencyHistogram: ...
+    @property
+    def backends(self) -> Mapping[str, int]: ...
+    @property
+    def connections_opened(self) -> int: ...
+    @property
+    def connections_closed(self) -> int: ...
+
+
+def shown_backends(counts: Mapping[str, int], shown: int = BACKENDS_SHOWN) -> dict[str, int]:
+    """Responses per backend as shown: the `shown` backends with most (ties by name), then every
+    other one's added up as OTHER_BACKENDS, last (with any the tally already counted there)."""
+    named = sorted(((n, b) for b, n in counts.items() if b != OTHER_BACKENDS and n), key=lambda e: (-e[0], e[1]))
+    kept = {backend: n for n, backend in named[:shown]}
+    rest = sum(n for n, _ in named[shown:]) + counts.get(OTHER_BACKENDS, 0)
+    return kept | ({OTHER_BACKENDS: rest} if rest else {})
+
+
+def backends_reached(counts: Mapping[str, int]) -> int:
+    """How many backends answered: the distinct names counted, neither OTHER_BACKENDS nor NO_BACKEND.
+
+    Exact up to the names a tally keeps (runner.stats.recorder.BACKENDS_KEPT), and a lower bound beyond.
+    """
+    return sum(1 for backend, n in counts.items() if n and backend not in (OTHER_BACKENDS, NO_BACKEND))
 
 
 @dataclass(frozen=True)
@@ -136,13 +168,18 @@ class Figures:
     latency: Latency
     bhash: int = 0
     errors: Mapping[str, int] = field(default_factory=dict)  # failed sends by kind
+    backends: Mapping[str, int] = field(default_factory=dict)  # responses by backend, as shown (shown_backends)
+    backends_reached: int = 0  # backends that answered (backends_reached); 0 without a backendHeader
+    connections_opened: int = 0
+    connections_closed: int = 0
 
     @classmethod
     def of(cls, tally: Counted, due: float | None, due_ns: int, keys: Iterable[str] = PERCENTILES) -> Figures:
         """A tally's figures, `due` sends (unrounded, from the schedule) due over `due_ns`."""
         return cls(tally.good, tally.bad, tally.failed, tally.skipped, tally.late,
                    None if due is None else goal(due), due_ns / 1e9, Latency.of(tally.latency, keys),
-                   tally.hash_mismatches, dict(sorted(tally.errors.items())))
+                   tally.hash_mismatches, dict(sorted(tally.errors.items())), shown_backends(tally.backends),
+                   backends_reached(tally.backends), tally.connections_opened, tally.connections_closed)
 
     @property
     def requests(self) -> int:

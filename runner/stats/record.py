@@ -32,7 +32,8 @@ _COUNTS = (("good", "good"), ("bad", "bad"), ("failed", "failed"), ("skipped", "
            ("hash_checked", "hashChecked"), ("hash_mismatches", "hashMismatches"),
            ("bytes_in", "bytesIn"), ("bytes_out", "bytesOut"))
 # Counts an earlier version did not record: 0 when a record has none.
-_LATER_COUNTS = (("late", "late"), ("late_max_ns", "lateMaxNs"), ("kernel_clocked", "kernelClocked"))
+_LATER_COUNTS = (("late", "late"), ("late_max_ns", "lateMaxNs"), ("kernel_clocked", "kernelClocked"),
+                 ("connections_opened", "connectionsOpened"), ("connections_closed", "connectionsClosed"))
 
 
 # --- histograms, error groups, tallies ------------------------------------------------------
@@ -79,6 +80,7 @@ def tally_record(tally: Tally) -> dict[str, Any]:
     record: dict[str, Any] = {key: getattr(tally, name) for name, key in (*_COUNTS, *_LATER_COUNTS)}
     record["statuses"] = {str(code): n for code, n in sorted(tally.statuses.items())}
     record["errors"] = dict(sorted(tally.errors.items()))
+    record["backends"] = dict(sorted(tally.backends.items()))
     record["errorGroups"] = [error_group_record(*key, group) for key, group in sorted(tally.error_groups.items())]
     record["latency"] = histogram_record(tally.latency)
     return record
@@ -94,6 +96,8 @@ def tally_from_record(record: dict[str, Any]) -> Tally:
             setattr(tally, name, int(record.get(key, 0)))
         tally.statuses = Counter({int(code): int(n) for code, n in record["statuses"].items()})
         tally.errors = Counter({str(kind): int(n) for kind, n in record["errors"].items()})
+        for backend, n in record.get("backends", {}).items():  # none in an earlier version's record
+            tally.count_backend(str(backend), int(n))
         if "errorGroups" not in record and "errorTexts" in record:
             _error_texts(tally, record["errorTexts"])
         else:
@@ -345,7 +349,8 @@ def _check_tally(record: dict[str, Any], where: str, urls: int) -> None:
     except (ValueError, OverflowError) as e:  # int(Infinity) is an OverflowError
         raise ValueError(f"{where}: {e}") from None
     counts = [n for n in tally.values() if isinstance(n, int)] + [*tally["statuses"].values(),
-                                                                   *tally["errors"].values()]
+                                                                   *tally["errors"].values(),
+                                                                   *tally["backends"].values()]
     if any(n < 0 for n in counts + [g["count"] for g in tally["errorGroups"]]):
         raise ValueError(f"{where}: a count below 0")
     grouped = sum(g["count"] for g in tally["errorGroups"])

@@ -18,7 +18,7 @@ from runner.load.model import LoadModel
 from runner.load.result import ErrorKind, Result, is_good
 from runner.load.schedule import Grid, Skips
 from runner.stats.client import ClientFigures, ClientMeter, is_late
-from runner.stats.figures import Figures
+from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, Figures
 from runner.stats.histogram import LatencyHistogram
 
 # Failures are grouped by kind and by their text with every run of digits as one placeholder:
@@ -31,6 +31,10 @@ ERROR_GROUPS = 100
 GROUP_URLS = 20
 OTHER_TEXTS = "*"  # the pattern of a kind's overflow group: no digits pattern is a lone "*"
 _DIGITS = re.compile(r"\d+")
+# backendHeader: a tally counts the responses of up to BACKENDS_KEPT backends by name (the
+# figures show the first BACKENDS_SHOWN of them by count), those of any further ones as
+# OTHER_BACKENDS; a response without the header counts as NO_BACKEND (runner.stats.figures).
+BACKENDS_KEPT = 100
 # A bench counts the responses of up to this many body lengths other than the first response's
 # (BenchTally.other_lengths): enough for any page whose length varies a little, in little memory.
 OTHER_LENGTHS = 64
@@ -96,7 +100,10 @@ class Tally:
     hash_mismatches: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
+    connections_opened: int = 0  # sends that opened a connection (Result.connected_ns)
+    connections_closed: int = 0  # connections seen to end (Result.connections_closed); never more than opened
     statuses: Counter[int] = field(default_factory=Counter)
+    backends: Counter[str] = field(default_factory=Counter)  # responses by backendHeader value (count_backend)
     errors: Counter[str] = field(default_factory=Counter)  # failed sends by error kind
     error_groups: dict[tuple[str, str], ErrorGroup] = field(default_factory=dict)  # by (kind, error_pattern)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
@@ -116,11 +123,17 @@ class Tally:
             self.late += 1
             self.late_max_ns = max(self.late_max_ns, result.client_lag_ns)
 
-    def add(self, result: Result, latency_ns: int, hash_value: int, error_text: str | None = None) -> None:
+    def add(self, result: Result, latency_ns: int, hash_value: int, error_text: str | None = None,
+            backend: str | None = None) -> None:
         """Count one send made; `latency_ns` is used only if it got a response, `error_text`
-        (the failure's text as it may be shown; by default the result's own) only if it failed."""
+        (the failure's text as it may be shown; by default the result's own) only if it failed,
+        `backend` (its backendHeader as it may be shown; None when the run names none) only if
+        it got a response."""
         self.bytes_out += result.bytes_out
         self.bytes_in += result.bytes_in
+        if result.connected_ns:
+            self.connections_opened += 1
+        self.connections_closed += result.connections_closed
         if result.error:
             self.failed += 1
             self.errors[result.error] += 1
@@ -131,6 +144,8 @@ class Tally:
         else:
             self.bad += 1
         self.statuses[result.status] += 1
+        if backend is not None:
+            self.count_backend(backend or NO_BACKEND)
         if result.kernel_clock:
             self.kernel_clocked += 1
         if result.body_hash is not None:
@@ -141,14 +156,24 @@ class Tally:
     def merge(self, other: Tally) -> None:
         """Add another span's counts and latencies to this one."""
         for name in ("good", "bad", "failed", "skipped", "late", "kernel_clocked", "hash_checked", "hash_mismatches",
-                     "bytes_in", "bytes_out"):
+                     "bytes_in", "bytes_out", "connections_opened", "connections_closed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.late_max_ns = max(self.late_max_ns, other.late_max_ns)
         self.statuses.update(other.statuses)
+        for backend, count in other.backends.items():
+            self.count_backend(backend, count)
         self.errors.update(other.errors)
         for key, group in other.error_groups.items():
             self.add_group(key, group.copy())
         self.latency.add(other.latency)
+
+    def count_backend(self, backend: str, count: int = 1) -> None:
+        """Count responses of one backend: by its name among the first BACKENDS_KEPT, else as OTHER_BACKENDS,
+        so that a header whose value changes with every response costs no more than that."""
+        if backend in self.backends or len(self.backends) < BACKENDS_KEPT:
+            self.backends[backend] += count
+        else:
+            self.backends[OTHER_BACKENDS] += count
 
     def _group(self, kind: str, url: int, text: str) -> None:
         """Count one failure in its group, making the group if it is the first of its kind and text."""
@@ -321,6 +346,7 @@ class Recorder:
     def __init__(
         self, grid: Grid, model: LoadModel, *, due: Callable[[int, int], float] | None = None, hash_value: int = 0,
         unit_ns: int | None = None, shown: Callable[[str], str] = printable, slot_of: Sequence[int] = (),
+        backends: bool = False,
     ) -> None:
         self._grid = grid
         self._model = model
@@ -329,6 +355,9 @@ class Recorder:
         # every failure text and Server header before it is counted, so that no secret value and
         # no control character is ever printed, exported or merged from here on.
         self._shown = shown
+        # backendHeader named: each response's backend, as shown, counted; the texts shown so
+        # far kept (up to BACKENDS_KEPT), for a run meets the same few names over and over.
+        self._backends: dict[str, str] | None = {} if backends else None
         self._hash_value = hash_value
         self._open: dict[int, Tally] = {}
         self._next = 0  # the first interval not yet closed
@@ -408,13 +437,25 @@ class Recorder:
                 per_url[self._slot_of[result.url_index]].add(result, 0, self._hash_value, text)
             return
         latency = self._model.latency_ns(result)
-        tally.add(result, latency, self._hash_value)
+        tally.add(result, latency, self._hash_value, backend=self._backend(result.backend))
         if per_url is not None:
             per_url[self._slot_of[result.url_index]].add(result, latency, self._hash_value)
         if self.uncorrected is not None:
             self.uncorrected.record(result.latency_ns)
         if self.in_unit is not None:
             self.in_unit.record(latency // self._unit_ns)
+
+    def _backend(self, raw: str) -> str | None:
+        """A response's backend as it may be shown (redacted and printable); None when none is counted."""
+        known = self._backends
+        if known is None:
+            return None
+        shown = known.get(raw)
+        if shown is None:
+            shown = self._shown(raw)
+            if len(known) < BACKENDS_KEPT:
+                known[raw] = shown
+        return shown
 
     def _skip(self, skips: Skips) -> None:
         """Skipped sends count in the interval they were due in (never the drain: they were due
