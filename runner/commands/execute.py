@@ -7,7 +7,7 @@ URLs. This wires the parts together and chooses nothing that the settings do not
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from runner.commands.outputs import OUTPUTS
@@ -45,7 +45,8 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
         say(INSECURE_WARNING)
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
     reporters = [OUTPUTS.watch(), *reporters_for(settings, parts.model, verdict)]  # first: stdout's reader may leave
-    metrics = _metrics(settings, parts.model, urls, verdict, parts.shard.pod())  # listening before any load is sent
+    # Listening before any load is sent.
+    metrics = _metrics(settings, parts.model, urls, verdict, parts.shard.pod(), parts.shown())
     if metrics is not None:
         reporters.append(metrics.reporter)
     with proxy_lifecycle(settings, say) as proxy_ready:  # linkerdAwait, linkerdShutdown
@@ -84,13 +85,13 @@ def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None 
 
 
 def _metrics(settings: Settings, model: LoadModel, urls: Sequence[str], verdict: Verdict | None,
-             pod: Shard) -> Metrics | None:
+             pod: Shard, shown: Callable[[str], str]) -> Metrics | None:
     """The run's Prometheus metrics, when the settings ask for them (prometheus_client loads only then)."""
     if not settings.metrics.wanted:
         return None
     from runner.metrics.collector import Metrics
 
-    return Metrics(settings, model, urls, verdict, sys.stderr, pod)
+    return Metrics(settings, model, urls, verdict, sys.stderr, pod, shown)
 
 
 def say(line: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-
 # The most characters of a backendHeader's value kept: a pod's name is at most 63 (a DNS
 # label), and a server that sends a long value (or a new one per response) costs no more.
 BACKEND_CHARS = 64

@@ -17,6 +17,8 @@ conventions, with labels for the URL and the status class:
     soak_failures_total{url,kind}             failed sends by kind (refused, timeout, ...)
     soak_skipped_total                        sends that were due but not sent
     soak_late_sends_total                     sends that left late by the client's own delay
+    soak_connections_opened_total, soak_connections_closed_total
+    soak_backend_responses_total{backend}     responses by backend, with a backendHeader
     soak_request_duration_seconds{url}        histogram of responses' latencies, good and bad
     soak_other_urls                           URLs counted under url="other" (see below)
     soak_target_requests_per_second, soak_concurrency, soak_start_time_seconds,
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING, TextIO
@@ -55,6 +57,7 @@ from prometheus_client.registry import Collector
 
 from runner.config.settings import Settings
 from runner.config.targets import as_targets
+from runner.core.redact import printable
 from runner.load.engine import Sink
 from runner.load.model import LoadModel
 from runner.load.shards import ALONE, Shard
@@ -79,7 +82,7 @@ from runner.metrics.tally import (
 )
 from runner.report.base import Reporter
 from runner.stats.client import ClientFigures
-from runner.stats.figures import GAUGE_PERCENTILES, PERCENTILES, Figures
+from runner.stats.figures import BACKENDS_SHOWN, GAUGE_PERCENTILES, OTHER_BACKENDS, PERCENTILES, Figures
 from runner.stats.recorder import Interval
 from runner.stats.runinfo import RunInfo, RunSummary
 
@@ -239,6 +242,17 @@ def request_families(counts: MetricsTally, slots: UrlSlots) -> Iterator[Metric]:
     yield failures
     yield CounterMetricFamily("soak_skipped", "Sends that were due but not sent (a client still busy, or too "
                               "many in flight).", value=counts.skipped)
+    yield CounterMetricFamily("soak_connections_opened", "Connections opened (each behind a Service a new pick of "
+                              "pod).", value=counts.connections_opened)
+    yield CounterMetricFamily("soak_connections_closed", "Connections seen to end: by their lifetime, by the server, "
+                              "or failed; those open at the end are not counted.", value=counts.connections_closed)
+    if counts.backends:
+        backends = CounterMetricFamily("soak_backend_responses", "Responses by the backend that answered (the "
+                                       f"backendHeader's value; the first {BACKENDS_SHOWN} met, then "
+                                       f'"{OTHER_BACKENDS}").', labels=["backend"])
+        for backend, n in sorted(counts.backends.items()):
+            backends.add_metric([backend], n)
+        yield backends
     yield CounterMetricFamily("soak_late_sends", "Sends that left 2 ms or more after they could and should have: "
                               "the client's own delay, not the server's.", value=counts.late)
     duration = HistogramMetricFamily(DURATION.name, DURATION.help, labels=["url"])
@@ -323,7 +337,7 @@ class Metrics:
     """
 
     def __init__(self, settings: Settings, model: LoadModel, urls: Sequence[str], verdict: Verdict | None,
-                 err: TextIO, pod: Shard = ALONE) -> None:
+                 err: TextIO, pod: Shard = ALONE, shown: Callable[[str], str] = printable) -> None:
         self.tap: Sink | None = None
         self.workers: WorkerTallies | None = None
         counts: Counts
@@ -333,7 +347,7 @@ class Metrics:
         if settings.split.workers > 1:
             counts = self.workers = WorkerTallies(slots)
         else:
-            tally = counts = MetricsTally(slots, model)
+            tally = counts = MetricsTally(slots, model, shown if settings.report.backend_header else None)
             self.tap = tally.record
             sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_S))  # this process sends too
         gauges = Gauges()

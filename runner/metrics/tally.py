@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Protocol
@@ -27,6 +27,8 @@ from runner.load.model import LoadModel
 from runner.load.result import Result, is_good
 from runner.load.schedule import Skips
 from runner.stats.client import is_late
+from runner.stats.figures import BACKENDS_SHOWN, NO_BACKEND, OTHER_BACKENDS
+from runner.stats.recorder import BACKENDS_KEPT
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
@@ -104,16 +106,24 @@ class MetricsTally:
     """Every result of a run, counted by URL slot and status, and every response's latency by bucket.
 
     It is the engine's sink's second stop, after the recorder, when metrics are on.
+    `shown`: with a backendHeader, how a backend's name may be shown (redact.Secrets.shown, as
+    the recorder shows it); responses are then counted by backend label (backend_label).
     """
 
-    def __init__(self, slots: UrlSlots, model: LoadModel | None = None) -> None:
+    def __init__(self, slots: UrlSlots, model: LoadModel | None = None,
+                 shown: Callable[[str], str] | None = None) -> None:
         # The latency a response counts with, as the recorder measures it; None for a sum of
         # other tallies (summed(), WorkerTallies), which records nothing itself.
         self._model = model
         self._slot_of = slots.slot_of
+        self._shown = shown
+        self._labels: dict[str, str] = {}  # a backend's raw value -> its label, for the first BACKENDS_KEPT met
         count = len(slots.labels)
         self.skipped = 0
         self.late = 0  # sends that left LATE_NS or more after they could and should have (the client's delay)
+        self.connections_opened = 0
+        self.connections_closed = 0
+        self.backends: Counter[str] = Counter()  # responses by backend label
         self.statuses = [[0] * STATUSES for _ in range(count)]  # per slot: responses by status
         self.failures: Counter[tuple[int, str]] = Counter()  # (slot, error kind) -> failed sends
         places = len(EDGES_NS) + 1
@@ -128,10 +138,18 @@ class MetricsTally:
             return
         if is_late(result):
             self.late += 1
+        if result.connected_ns:
+            self.connections_opened += 1
+        self.connections_closed += result.connections_closed
         slot = self._slot_of[result.url_index]
         if result.error:
             self.failures[slot, result.error] += 1
             return
+        if self._shown is not None:
+            label = self._labels.get(result.backend)
+            if label is None:
+                label = self._backend_label(result.backend)
+            self.backends[label] += 1
         status = result.status
         self.statuses[slot][status if status < STATUSES else 0] += 1
         assert self._model is not None, "a sum of tallies records nothing"
@@ -144,6 +162,17 @@ class MetricsTally:
             self.bad[slot][place] += 1
             self.bad_ns[slot] += latency
 
+    def _backend_label(self, raw: str) -> str:
+        """A backend's label: its name as shown, for the first BACKENDS_SHOWN names met, else
+        OTHER_BACKENDS. First met, not most counted: a series never changes backend midway."""
+        assert self._shown is not None
+        name = self._shown(raw) if raw else NO_BACKEND
+        named = len(self.backends) - (OTHER_BACKENDS in self.backends)
+        label = name if name in self.backends or named < BACKENDS_SHOWN else OTHER_BACKENDS
+        if len(self._labels) < BACKENDS_KEPT:
+            self._labels[raw] = label
+        return label
+
     def snapshot(self) -> MetricsTally:
         """A copy, taken from another thread while results keep coming (each copy is one C call).
 
@@ -152,8 +181,13 @@ class MetricsTally:
         copy = MetricsTally.__new__(MetricsTally)
         copy._model = self._model
         copy._slot_of = ()
+        copy._shown = None
+        copy._labels = {}
         copy.skipped = self.skipped
         copy.late = self.late
+        copy.connections_opened = self.connections_opened
+        copy.connections_closed = self.connections_closed
+        copy.backends = Counter(dict(self.backends))
         copy.statuses = [list(counts) for counts in self.statuses]
         copy.failures = Counter(dict(self.failures))
         copy.good = [list(places) for places in self.good]
@@ -169,6 +203,9 @@ def summed(tallies: Sequence[MetricsTally], slots: UrlSlots) -> MetricsTally:
     for tally in tallies:
         total.skipped += tally.skipped
         total.late += tally.late
+        total.connections_opened += tally.connections_opened
+        total.connections_closed += tally.connections_closed
+        total.backends.update(tally.backends)
         total.failures.update(tally.failures)
         for slot in range(len(slots.labels)):
             total.statuses[slot] = [a + b for a, b in zip(total.statuses[slot], tally.statuses[slot], strict=True)]

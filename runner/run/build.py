@@ -73,10 +73,14 @@ class Parts:
             due=schedule.sends_due if self.model.paced else None,
             hash_value=s.report.hash_value,
             unit_ns=UNIT_NS[s.report.latency_unit] if s.report.report_latencies_csv else None,
-            shown=Secrets(value for request in self.requests for value in request.hidden).shown,
+            shown=self.shown(),
             slot_of=url_slots(self.urls).slot_of,
             backends=bool(s.report.backend_header),
         )
+
+    def shown(self) -> Callable[[str], str]:
+        """How a server's text may be shown: printable, with every secret value of the requests hidden."""
+        return Secrets(value for request in self.requests for value in request.hidden).shown
 
 
 def build(settings: Settings, urls: Sequence[str], source: str | None, shard: Shard | None = None) -> Parts:

@@ -118,7 +118,7 @@ def _work(settings: Settings, urls: Sequence[str], source: str | None, shard: Sh
         if slots is not None:  # the parent's, so every worker counts each URL where the parent labels it
             from runner.metrics.tally import MetricsTally
 
-            tally = MetricsTally(slots, parts.model)
+            tally = MetricsTally(slots, parts.model, parts.shown() if settings.report.backend_header else None)
         launch.run(parts, [_Courier(outbox, tally, progress_every)], start_wall,
                    tap=tally.record if tally is not None else None)
     except Exception as e:  # reported by the parent, which prints it; the traceback helps no one

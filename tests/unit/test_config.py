@@ -94,6 +94,12 @@ BAD = [
     *[({"maxConnectionAge": age}, f'$.maxConnectionAge: "{age}" is not allowed; must be a duration like 30s, 1m or '
                                   "1h, from 1ms to 8760h, or 0s for no limit")
       for age in ("1 min", "-1s", "", "500us", "8761h", "99999999999999999999h")],
+    # the backend header: a header's name, or none
+    *[({"backendHeader": name}, f'$.backendHeader: {json.dumps(name, ensure_ascii=False)} is not allowed; must be a header name '
+                                "(letters, digits and !#$%&'*+.^_`|~-), at most 64 characters, or empty")
+      for name in ("X Backend", "X-Backend:", "é")],
+    ({"backendHeader": 1}, "$.backendHeader: 1 is not allowed; must be a string"),
+    ({"backendHeader": "X" * 65}, f'$.backendHeader: "{"X" * 56}... is not allowed; must be at most 64 characters'),
     # iterations and duration together
     ({"iterations": 60, "duration": "1h"}, "$: give iterations or duration, not both"),
     # unknown keys, with the likely intended one
@@ -408,6 +414,7 @@ def test_every_setting_at_once_is_valid(tmp_path: Path) -> None:
         "metricAddr": ":9090", "pushgateway": "http://pushgateway.monitoring:9091/", "pushgatewayJob": "soak-eu",
         "shards": 3, "shard": 2, "workers": 2, "maxRequestsPerConnection": 50, "maxConnectionAge": "1m",
         "stages": [{"duration": "1h", "qps": 12.5}], "warmup": "30s", "stopAtBrokenRule": True,
+        "backendHeader": "X-Soak-Backend",
     }
     assert set(data) == set(settings_names()) - {"iterations"}
     assert read_config_file(write_config(tmp_path, data)) == data
