@@ -1,7 +1,8 @@
 """`soak compare`: finished runs side by side, each against the first.
 
 After a change (nginx with 1 replica, then 10; without Linkerd, then with it; last week,
-then today) the question is what moved, and by how much. So: one column per run, and
+then today) the question is what moved, and by how much: with a backendHeader, how many
+of the Service's pods answered, too. So: one column per run, and
 beside every run after the first its change in percent against the first, the baseline.
 Plain text aligned with spaces, so the table reads the same in a terminal, in an issue
 and in a code block. Latencies are shown in one unit whatever each run was measured in.
@@ -52,6 +53,9 @@ ROWS = (
     Row("bad", lambda f: f.bad),
     Row("failed", lambda f: f.failed),
     Row("failed %", lambda f: f.failed_percent, decimals=2),
+    Row("backends reached", lambda f: f.backends_reached),
+    Row("connections opened", lambda f: f.connections_opened),
+    Row("connections closed", lambda f: f.connections_closed),
     *(_latency_row(key) for key in LATENCY_ROWS),
     Row("duration (s)", lambda f: f.duration_seconds),
 )

@@ -5,7 +5,7 @@ metric, a comparison and a number with its unit, one rule per string.
 
     p99 < 50ms      p999 <= 0.2s      max < 1s          mean < 800us      p(95) < 20ms
     goal% >= 99     errors% <= 0.1    failed% <= 0.1%   bad% <= 0         skipped% <= 1
-    rate >= 95/s
+    rate >= 95/s    backends >= 10
 
 A rule is judged on the whole run (`thresholds`) or on every interval (`intervalThresholds`).
 A run rule may be scoped to one URL, as k6 scopes a threshold by tag: `p99{url=/checkout} < 200ms`
@@ -29,7 +29,10 @@ LATENCIES: dict[str, float | None] = {**{key: p.rank for key, p in PERCENTILES.i
 # Percentages of a span's sends, 0 to 100.
 PERCENTAGES = ("goal%", "errors%", "failed%", "bad%", "skipped%")
 RATE = "rate"
-METRICS = (*LATENCIES, *PERCENTAGES, RATE)
+# How many backends answered (backendHeader): a count, with no unit. `backends >= 10` fails a run
+# that did not reach ten of a Service's pods.
+BACKENDS = "backends"
+METRICS = (*LATENCIES, *PERCENTAGES, RATE, BACKENDS)
 
 # The units a latency rule may be written in: Go's, up to seconds.
 TIME_UNITS = {unit: units.TIME_UNITS[unit] for unit in ("ns", "us", "µs", "ms", "s")}
@@ -42,7 +45,8 @@ _RULE = re.compile(r"^(?P<metric>[^<>=!\s{]+)(?:\s*\{(?P<scope>[^}]*)\})?"
                    r"\s*(?P<op>[<>=!]=?)\s*(?P<value>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>\S*)\Z", re.ASCII)
 _PERCENTILE = re.compile(r"^p\(?(\d+(?:\.\d+)?)\)?\Z", re.ASCII)  # p99, p(99), p99.9, p(99.9)
 _EXAMPLES = 'like "p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'
-_LIST = f"{' '.join(LATENCIES)} (latencies), {' '.join(PERCENTAGES)} (percentages) or {RATE} (req/s)"
+_LIST = (f"{' '.join(LATENCIES)} (latencies), {' '.join(PERCENTAGES)} (percentages), {RATE} (req/s) "
+         f"or {BACKENDS} (how many answered)")
 
 
 class ThresholdError(ValueError):
@@ -82,6 +86,8 @@ class Rule:
             return units.time_text(measured)
         if self.metric == RATE:
             return number(measured) + " req/s"
+        if self.metric == BACKENDS:
+            return number(measured) + (" backend" if measured == 1 else " backends")
         return number(measured) + "%"
 
     def in_unit(self, measured: float) -> float:
@@ -146,6 +152,11 @@ def _read(tidy: str, found: re.Match[str], scope: str) -> Rule:
             raise ThresholdError(f'rate is in requests per second: write a number like "rate >= 95" or '
                                  f'"rate >= 95/s", without "{unit}"')
         return Rule(tidy, metric, op, value, "req/s", scope)
+    if metric == BACKENDS:
+        if unit or not value.is_integer():
+            raise ThresholdError('backends counts the backends that answered: write a whole number without a unit, '
+                                 'like "backends >= 10"')
+        return Rule(tidy, metric, op, value, "", scope)
     if unit not in ("", "%"):
         raise ThresholdError(f'{metric} is a percentage: write a number like "{metric} <= 0.1" or '
                              f'"{metric} <= 0.1%", without "{unit}"')
@@ -158,7 +169,8 @@ def _read(tidy: str, found: re.Match[str], scope: str) -> Rule:
 # What each kind of metric can measure, from low to high: a percentage of sends, a latency, a rate.
 _RANGES = {**{m: (0.0, 100.0, "a percentage, from 0 to 100") for m in PERCENTAGES},
            **{m: (0.0, math.inf, "a latency, never below 0") for m in LATENCIES},
-           RATE: (0.0, math.inf, "in requests per second, never below 0")}
+           RATE: (0.0, math.inf, "in requests per second, never below 0"),
+           BACKENDS: (0.0, math.inf, "a count of backends, never below 0")}
 
 
 def _check_can_break_and_hold(rule: Rule) -> None:
@@ -192,18 +204,22 @@ def _time_unit(metric: str, unit: str) -> int:
     return TIME_UNITS[unit]
 
 
-def rules_for(run: list[str], interval: list[str], mode: str) -> tuple[Rule, ...]:
+def rules_for(run: list[str], interval: list[str], mode: str, backend_header: str = "") -> tuple[Rule, ...]:
     """The rules of validated thresholds and intervalThresholds settings, run rules first.
 
-    A bench has no rate to reach and so no goal: a goal% rule there could only ever fail.
+    A bench has no rate to reach and so no goal: a goal% rule there could only ever fail. A
+    backends rule counts backends by the backendHeader: without one, no backend is ever counted.
     """
     rules = (*(parse_rule(text, "run") for text in run), *(parse_rule(text, "interval") for text in interval))
     for rule in rules:
         if rule.url is not None and rule.scope == "interval":
             raise UsageError(f'intervalThresholds: "{rule.text}" is not allowed: a rule scoped to a URL is judged '
                              "on the whole run; put it in thresholds")
+        setting = "thresholds" if rule.scope == "run" else "intervalThresholds"
         if rule.metric == "goal%" and mode == "bench":
-            setting = "thresholds" if rule.scope == "run" else "intervalThresholds"
             raise UsageError(f'{setting}: "{rule.text}" is not allowed in bench mode, which has no rate to reach '
                              "and so no goal")
+        if rule.metric == BACKENDS and not backend_header:
+            raise UsageError(f'{setting}: "{rule.text}" needs backendHeader, the response header that names the '
+                             "backend that answered (the pallet's nginx sends X-Soak-Backend)")
     return rules

@@ -48,6 +48,9 @@ class RunFigures:
     duration_seconds: float | None = None
     intervals: int | None = None
     bench_rps: float | None = None  # a bench run's requests per second, from its "bench" section
+    backends_reached: int | None = None  # with a backendHeader: how many backends answered
+    connections_opened: int | None = None
+    connections_closed: int | None = None
     latency_ns: Mapping[str, float] = field(default_factory=dict)  # p50 ... p999, min, mean, max
     estimated: frozenset[str] = frozenset()  # latency keys that are estimates from interval rows
 
@@ -85,7 +88,8 @@ def figures(
 
 
 _FIGURE_NAMES = {"goal_percent": "goal%", "rate_target": "target rate", "rate_achieved": "achieved rate",
-                 "duration_seconds": "duration", "bench_rps": "bench req/s"}
+                 "duration_seconds": "duration", "bench_rps": "bench req/s", "backends_reached": "backends reached",
+                 "connections_opened": "connections opened", "connections_closed": "connections closed"}
 
 
 def _merge(told: RunFigures, rebuilt: RunFigures) -> tuple[RunFigures, list[str]]:
@@ -133,6 +137,9 @@ def _from_summary(summary: Mapping[str, Any], unit: str, slow_cooker: bool, note
         duration_seconds=json_number(summary.get(k.DURATION_SECONDS)),
         intervals=_count(summary.get(k.INTERVALS)),
         bench_rps=json_number(bench.get(k.BENCH_REQUESTS_PER_SECOND)),
+        backends_reached=_count(summary.get(k.BACKENDS_REACHED)),
+        connections_opened=_count(summary.get(k.CONNECTIONS_OPENED)),
+        connections_closed=_count(summary.get(k.CONNECTIONS_CLOSED)),
         latency_ns=latency,
     )
 

@@ -2,14 +2,16 @@
 
 They go on stdout between slow_cooker's lines, starting with `#` like its header, so a
 reader of `kubectl logs` sees them where they apply and a parser of interval lines skips
-them as it skips the header. An interval gets one only when its sends left late or the
-client was saturated; a quiet run prints none.
+them as it skips the header. An interval gets one only when its sends left late, the
+client was saturated, or it reached fewer backends than the interval before (backendHeader);
+a quiet run prints none.
 """
 
 from __future__ import annotations
 
 from runner.core.durations import format_duration
 from runner.stats.client import SATURATED_CPU, SATURATED_LAG_NS, ClientFigures
+from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, Figures
 from runner.stats.recorder import Interval, Tally
 from runner.stats.runinfo import RunSummary
 
@@ -24,15 +26,33 @@ def short(ns: float) -> str:
     return format_duration(round(ns / 100_000) * 100_000)
 
 
-def interval_note(interval: Interval) -> str:
-    """The line after an interval line whose sends left late or whose client was saturated; "" if neither."""
+def interval_note(interval: Interval, before: Figures | None = None) -> str:
+    """The line after an interval line whose sends left late, whose client was saturated, or
+    (with a backendHeader: `before` is the interval before's figures) that reached fewer
+    backends than the interval before; "" if none of these."""
     tally, client = interval.tally, interval.client
     parts = []
     if tally.late:
         parts.append(f"{tally.late} {_sends(tally.late)} left late (up to {short(tally.late_max_ns)}), not skipped")
     if client.saturated:
         parts.append(f"client saturated: {_figures(client)}: the client set the pace, not the server")
+    if before is not None:
+        parts += _fewer_backends(before, interval.figures, interval.index - 1)
     return f"{INTERVAL_NOTE}{interval.index}: {'; '.join(parts)}\n" if parts else ""
+
+
+GONE_SHOWN = 3  # backends named in a note as gone; any more are "..."
+
+
+def _fewer_backends(before: Figures, now: Figures, index: int) -> list[str]:
+    """`7 backends answered, 10 in iter 4 (nginx-3, nginx-7 not among them)`, when fewer did."""
+    if now.backends_reached >= before.backends_reached:
+        return []
+    gone = [name for name in before.backends if name not in now.backends and name not in (OTHER_BACKENDS, NO_BACKEND)]
+    named = ", ".join(gone[:GONE_SHOWN]) + (", ..." if len(gone) > GONE_SHOWN else "")
+    which = f" ({named} not among them)" if gone else ""
+    n = now.backends_reached
+    return [f"{n} {'backend' if n == 1 else 'backends'} answered, {before.backends_reached} in iter {index}{which}"]
 
 
 def drain_note(summary: RunSummary) -> str:

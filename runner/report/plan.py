@@ -18,6 +18,7 @@ from runner.core.durations import format_duration
 from runner.load.model import model_of, ramp_of, schedule_of, warmup_rate
 from runner.load.shards import ALONE, INDEX_ENV, Shard
 from runner.report.slowcooker import WARMUP_MARK, format_rate
+from runner.stats.figures import BACKENDS_SHOWN, NO_BACKEND, OTHER_BACKENDS
 
 _LISTED_URLS = 5  # a shard's own URLs named one by one; the rest counted
 
@@ -38,7 +39,7 @@ def describe(settings: Settings, urls: Sequence[str], environ: Mapping[str, str]
         f"{_reuse(s)}, "
         f"compression {'on' if s.client.compress else 'off'}, latency in {s.report.latency_unit}"
     )
-    lines += _lifetime(s) + _protocol(s) + _linkerd(s)
+    lines += _lifetime(s) + _backends(s) + _protocol(s) + _linkerd(s)
     lines += _headers(s, environ) + _userinfo(urls)
     lines.append(_body(s))
     if s.report.hash_sample_rate:
@@ -240,9 +241,28 @@ def _lifetime(s: Settings) -> list[str]:
     ends = ([f"its {_ordinal(count)} request"] if count > 1 else ["its first request"] if count else []) + (
         [f"its first request sent at {format_duration(age)} old"] if age else [])
     which = ", whichever comes first" if count and age else ""
+    planned = planned_sends(s, ALONE)
+    many = f"; at least {planned // count} connections over the run" if count and planned else ""
     return [f"a connection ends after {' or '.join(ends)}{which}: that request says Connection: close and the next "
             "send dials anew (behind a load balancer or a Service: a new pick of backend; a host name is looked "
-            "up again, its addresses dialled in turn)"]
+            f"up again, its addresses dialled in turn){many}"]
+
+
+def _backends(s: Settings) -> list[str]:
+    """Which backends answered, counted by the backendHeader; and what keep-alive alone lets a run reach."""
+    header = s.report.backend_header
+    if not header:
+        return []
+    lines = [f"counts responses by the backend named in their {header} header (the first {BACKENDS_SHOWN} by "
+             f'count by name, the rest as "{OTHER_BACKENDS}"; without the header: "{NO_BACKEND}"); a # iter line says '
+             "when an interval reached fewer backends than the one before"]
+    limited = s.client.max_requests_per_connection or s.client.max_connection_age_ns
+    if not limited and not s.client.no_reuse:
+        clients = s.pace.concurrency
+        lines.append(f"with keep-alive and no maxRequestsPerConnection or maxConnectionAge, each client keeps the "
+                     f"backend its first connection reached: behind a Service, at most {clients} "
+                     f"backend{'s' if clients != 1 else ''} answer")
+    return lines
 
 
 def _protocol(s: Settings) -> list[str]:

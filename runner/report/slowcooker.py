@@ -19,7 +19,7 @@ from runner.core.redact import printable
 from runner.core.units import in_unit, rfc3339
 from runner.report.base import Reporter
 from runner.report.clientnotes import drain_note, interval_note, run_note
-from runner.stats.figures import CHANGE_PERCENTILE, LINE_PERCENTILES
+from runner.stats.figures import CHANGE_PERCENTILE, LINE_PERCENTILES, Figures
 from runner.stats.recorder import OTHER_TEXTS, ErrorGroup, Interval, Tally
 from runner.stats.runinfo import RunInfo, RunSummary
 
@@ -208,6 +208,7 @@ class SlowCookerReporter(Reporter):
         self._err = err
         self._window = ChangeWindow()
         self._warmup_window = ChangeWindow()  # the warm-up's p99s are no baseline for the run's
+        self._before: Figures | None = None  # the last interval's figures, with a backendHeader
 
     def start(self, info: RunInfo) -> None:
         s = info.settings
@@ -224,7 +225,9 @@ class SlowCookerReporter(Reporter):
         s = info.settings
         self._write(self._err, "".join(error_lines(s.request.method, info.urls, interval.tally)))
         line = interval_line(line_of(info, interval, self._window), s.report.latency_unit)
-        self._write(self._out, line + interval_note(interval))
+        self._write(self._out, line + interval_note(interval, self._before))
+        if s.report.backend_header:
+            self._before = interval.figures
 
     def warmup(self, info: RunInfo, interval: Interval) -> None:
         """A warm-up interval: its line and failures marked WARMUP_MARK, so no log reader takes them for the run's."""

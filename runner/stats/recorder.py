@@ -437,9 +437,10 @@ class Recorder:
                 per_url[self._slot_of[result.url_index]].add(result, 0, self._hash_value, text)
             return
         latency = self._model.latency_ns(result)
-        tally.add(result, latency, self._hash_value, backend=self._backend(result.backend))
+        backend = self._backend(result.backend)
+        tally.add(result, latency, self._hash_value, backend=backend)
         if per_url is not None:
-            per_url[self._slot_of[result.url_index]].add(result, latency, self._hash_value)
+            per_url[self._slot_of[result.url_index]].add(result, latency, self._hash_value, backend=backend)
         if self.uncorrected is not None:
             self.uncorrected.record(result.latency_ns)
         if self.in_unit is not None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from runner.config.rules import LATENCIES, RATE
-from runner.stats.figures import Figures
+from runner.config.rules import BACKENDS, LATENCIES, RATE
+from runner.stats.figures import Figures, backends_reached
 from runner.stats.recorder import Tally
 
 
@@ -38,6 +38,9 @@ def measure(metric: str, span: Span) -> float | None:
         return f.goal_percent if span.whole and f.due is not None and f.due > 0 else None
     if metric == RATE:
         return f.rate_achieved * span.shares if f.due_seconds > 0 and span.whole else None
+    if metric == BACKENDS:
+        # Sends that all failed reached no backend: 0, which `backends >= N` is there to catch.
+        return float(f.backends_reached) if f.requests else None
     percent = {"errors%": f.errors_percent, "failed%": f.failed_percent, "bad%": f.bad_percent,
                "skipped%": f.skipped_percent}
     return percent[metric]
@@ -80,12 +83,23 @@ def bounds(metric: str, so_far: Tally, plan: Plan) -> tuple[float, float]:
     that neither end satisfies is certainly broken. Without a planned end only `max` is
     bounded (it never falls).
     """
+    if metric == BACKENDS:
+        return _backends_bounds(so_far, plan)
     if plan.sends is None:
         return (float(so_far.max_ns), math.inf) if metric == "max" and so_far.responses else UNBOUNDED
     if plan.counted:
         return _counted_bounds(metric, so_far, plan)
     rest = max(plan.sends - so_far.requests - so_far.skipped, 0)
     return _bounds_with(metric, so_far, plan, rest)
+
+
+def _backends_bounds(so_far: Tally, plan: Plan) -> tuple[float, float]:
+    """The backends reached never fall, and any send still to come may reach a new one."""
+    reached = float(backends_reached(so_far.backends))
+    if plan.sends is None:
+        return reached, math.inf
+    rest = plan.sends - so_far.requests - (0 if plan.counted else so_far.skipped)
+    return reached, math.inf if rest > 0 else reached
 
 
 def _counted_bounds(metric: str, so_far: Tally, plan: Plan) -> tuple[float, float]:

@@ -104,19 +104,37 @@ def test_connection_compression_timeout_and_unit() -> None:
     assert line == "timeout 1.5s, a new connection per request, compression on, latency in us"
 
 
-@pytest.mark.parametrize(("layer", "expected"), [
-    ({"maxRequestsPerConnection": 50}, "a connection ends after its 50th request"),
-    ({"maxRequestsPerConnection": 1}, "a connection ends after its first request"),
-    ({"maxConnectionAge": "1m"}, "a connection ends after its first request sent at 1m0s old"),
+@pytest.mark.parametrize(("layer", "expected", "connections"), [
+    ({"maxRequestsPerConnection": 50}, "a connection ends after its 50th request", 7200),  # 360000 requests
+    ({"maxRequestsPerConnection": 1}, "a connection ends after its first request", 360000),
+    ({"maxConnectionAge": "1m"}, "a connection ends after its first request sent at 1m0s old", None),
     ({"maxRequestsPerConnection": 2, "maxConnectionAge": "30s"},
-     "a connection ends after its 2nd request or its first request sent at 30s old, whichever comes first"),
+     "a connection ends after its 2nd request or its first request sent at 30s old, whichever comes first", 180000),
+    ({"maxRequestsPerConnection": 50, "iterations": 0}, "a connection ends after its 50th request", None),  # no end
 ])
-def test_a_connections_lifetime_in_words(layer: dict[str, Any], expected: str) -> None:
+def test_a_connections_lifetime_in_words(layer: dict[str, Any], expected: str, connections: int | None) -> None:
     lines = plan(layer)
     assert lines[3] == "timeout 10s, keep-alive (one connection per client at a time), compression off, latency in ms"
+    many = f"; at least {connections} connections over the run" if connections else ""
     assert lines[4] == (f"{expected}: that request says Connection: close and the next send dials anew (behind a load "
                         "balancer or a Service: a new pick of backend; a host name is looked up again, its addresses "
-                        "dialled in turn)")
+                        f"dialled in turn){many}")
+
+
+_BACKENDS_LINE = ('counts responses by the backend named in their X-Soak-Backend header (the first 20 by count by name, '
+                  'the rest as "other"; without the header: "(none)"); a # iter line says when an interval reached '
+                  "fewer backends than the one before")
+
+
+def test_the_backend_header_in_words_and_what_keep_alive_alone_reaches() -> None:
+    assert not any("backend named" in line for line in plan({}))
+    lines = plan({"backendHeader": "X-Soak-Backend", "concurrency": 7})
+    assert lines[4:6] == [_BACKENDS_LINE, "with keep-alive and no maxRequestsPerConnection or maxConnectionAge, each "
+                          "client keeps the backend its first connection reached: behind a Service, at most 7 backends "
+                          "answer"]
+    lines = plan({"backendHeader": "X-Soak-Backend", "maxRequestsPerConnection": 50})
+    assert lines[5] == _BACKENDS_LINE and "at most" not in lines[6]
+    assert plan({"backendHeader": "X-Soak-Backend", "noReuse": True})[4:6] == [_BACKENDS_LINE, "body: none"]
 
 
 def test_a_lifetime_beside_no_reuse_is_said_to_do_nothing() -> None:

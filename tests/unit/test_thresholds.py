@@ -400,3 +400,51 @@ def test_a_scope_matches_a_urls_path_or_the_whole_url() -> None:
     many = [f"http://h/{n}" for n in range(URL_SERIES_CAP + 1)]
     assert scope_problem(f"/{URL_SERIES_CAP - 1}", many) == ""
     assert "beyond the first 20" in scope_problem(f"/{URL_SERIES_CAP}", many)
+
+
+# --- backends ------------------------------------------------------------------------------------
+
+
+def answered_by(*backends: str) -> Tally:
+    """A response from each of these backends ("" for one without the header)."""
+    tally = Tally()
+    for backend in backends:
+        tally.add(Result(status=200), MS, 0, backend=backend)
+    return tally
+
+
+def test_backends_is_a_whole_count_without_a_unit_and_needs_a_backend_header() -> None:
+    rule = parse_rule("backends >= 10")
+    assert (rule.metric, rule.op, rule.limit, rule.unit) == ("backends", ">=", 10, "")
+    assert rule.show(1) == "1 backend" and rule.show(7) == "7 backends" and rule.in_unit(7) == 7
+    for text in ("backends >= 10ms", "backends >= 9.5", "backends >= 10%"):
+        with pytest.raises(ThresholdError, match="^backends counts the backends that answered: write a whole number"):
+            parse_rule(text)
+    with pytest.raises(ThresholdError, match="always holds"):
+        parse_rule("backends >= 0")
+    with pytest.raises(ThresholdError, match="can never hold"):
+        parse_rule("backends < 0")
+    assert len(rules_for(["backends >= 10"], ["backends >= 2"], "soak", "X-Soak-Backend")) == 2
+    for run, interval, setting in ((["backends >= 10"], [], "thresholds"), ([], ["backends >= 2"], "intervalThresholds")):
+        with pytest.raises(UsageError, match=f'^{setting}: "backends >= .*" needs backendHeader'):
+            rules_for(run, interval, "soak")
+
+
+def test_backends_measures_the_names_that_answered() -> None:
+    ten = answered_by(*(f"nginx-{i}" for i in range(10)), "nginx-3", "", "")  # "": no header, not a backend
+    assert measure("backends", span_of(ten, 1.0, 13)) == 10
+    assert parse_rule("backends >= 10").holds(10) and not parse_rule("backends >= 10").holds(9)
+    failed = tally_of([], failed=3)  # every send failed: no backend reached, which the rule is there to catch
+    assert measure("backends", span_of(failed, 1.0, 3)) == 0
+    assert measure("backends", span_of(Tally(), 1.0, 0)) is None  # nothing sent
+
+
+def test_backends_reached_never_fall_and_any_send_to_come_may_reach_one_more() -> None:
+    so_far = answered_by("a", "b", "c")
+    assert bounds("backends", so_far, Plan(sends=None, target=None, seconds=None)) == (3, math.inf)
+    assert bounds("backends", so_far, Plan(sends=10, target=10, seconds=1.0)) == (3, math.inf)
+    assert bounds("backends", so_far, Plan(sends=3, target=3, seconds=1.0)) == (3, 3)
+    assert bounds("backends", so_far, Plan(sends=3, target=3, seconds=1.0, counted=True)) == (3, 3)
+    assert not parse_rule("backends <= 2").can_hold(*bounds("backends", so_far, Plan(10, 10, 1.0)))  # broken already
+    assert not parse_rule("backends >= 4").can_hold(*bounds("backends", so_far, Plan(3, 3, 1.0)))
+    assert parse_rule("backends >= 4").can_hold(*bounds("backends", so_far, Plan(4, 4, 1.0)))
