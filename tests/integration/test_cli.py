@@ -47,7 +47,10 @@ def test_validate_describes_the_shipped_pallet_without_sending(tmp_path: Path) -
         "timeout 10s, keep-alive (one connection per client at a time), compression off, latency in ms",
         "a connection ends after its 50th request: that request says Connection: close and the next send dials anew "
         "(behind a load balancer or a Service: a new pick of backend; a host name is looked up again, its addresses "
-        "dialled in turn)",
+        "dialled in turn); at least 7080 connections over the run",
+        'counts responses by the backend named in their X-Soak-Backend header (the first 20 by count by name, the '
+        'rest as "other"; without the header: "(none)"); a # iter line says when an interval reached fewer '
+        "backends than the one before",
         "body: none",
         "output: interval lines on stdout, a JSON summary on stdout, failures on stderr",
         "threshold (run): errors% <= 1",

@@ -225,7 +225,7 @@ def test_secret_words_are_the_redactors() -> None:
 # Objects whose keys are data (status codes, error kinds, settings, percentages), not names.
 OPEN_OBJECTS = {"config", "statusCodes", "errors", "connections", "intervalStats[].errors", "bench.servedWithin",
                 "shard.connections", "perUrl[].statusCodes", "perUrl[].errors", "warmup.statusCodes",
-                "warmup.errors", "warmup.connections"}
+                "warmup.errors", "warmup.connections", "backends", "intervalStats[].backends"}
 # Objects of same-shaped records: each child is named, its fields are documented once, as `*`.
 RECORD_MAPS = {"bench.phases"}
 # The shard record is for `soak merge`: its tallies and histograms are the recorder's own format.
@@ -282,7 +282,8 @@ def real_summaries() -> tuple[dict[str, Any], ...]:
     an open-model shard with run and interval thresholds, `soak merge` of it, and a bench."""
     shard = soak("demo", "--iterations", "2", "--interval", "200ms", "--loadModel", "open", "--warmup", "200ms",
                  "--thresholds", "p99 < 10s", "--intervalThresholds", "p99 < 10s", "--stopAtBrokenRule",
-                 "--shards", "2", "--shard", "0")
+                 "--shards", "2", "--shard", "0",
+                 "--backendHeader", "Server")  # the demo target's one header that names it
     merged = soak("merge", "-", stdin=shard, code=errors.EXIT_SHARD_MISSING)  # shard 1 of the 2 is missing
     bench = soak("demo", "--mode", "bench", "--totalRequests", "20")
     child, url = start_target()  # the demo's target, for a run of two weighted URLs and a rule scoped to one
@@ -298,7 +299,8 @@ def test_every_key_of_a_real_summary_is_documented() -> None:
     found = {path for summary in real_summaries() for path in key_paths(summary)}
     assert {"uncorrected", "thresholds.rules[].worstInterval", "shard", "shards.missing", "bench.phases.*.hdr",
             "intervalStats[].goalPercent", "sendingSeconds", "perUrl[].p99", "thresholds.rules[].url", "warmup.p99",
-            "lastGoodRate"} <= found, "the runs lack a section they were meant to have"
+            "lastGoodRate", "backends", "intervalStats[].backendsReached"} <= found, \
+        "the runs lack a section they were meant to have"
     missing = sorted(found - documented_keys())
     assert not missing, f"summary keys not documented in docs/output.md: {missing}"
 

@@ -50,6 +50,7 @@ def test_renders_the_pallet(variant: str) -> None:
     extra += [("NetworkPolicy", "soak", "soak-metrics")] if "metrics" in components else []
     assert kinds == sorted([
         ("ConfigMap", "soak", "soak-config-<hash>"), ("ConfigMap", "soak", "soak-urls"), ("CronJob", "soak", "soak"),
+        ("ConfigMap", "soak-target", "nginx-conf-<hash>"),
         ("Deployment", "soak-target", "nginx"), ("Namespace", "", "soak"), ("Namespace", "", "soak-target"),
         ("NetworkPolicy", "soak", "soak"), ("NetworkPolicy", "soak-target", "nginx"), ("Service", "soak-target", "nginx"),
         ("ServiceAccount", "soak", "soak"), *extra,
@@ -290,6 +291,27 @@ def test_linkerd_component_injects_native_sidecars_in_both_namespaces() -> None:
         assert metadata["annotations"]["config.alpha.linkerd.io/proxy-enable-native-sidecar"] == "true"
         assert metadata["labels"]["pod-security.kubernetes.io/warn"] == "restricted"
     assert "annotations" not in find(render("base"), "Namespace", "soak")["metadata"]
+
+
+def nginx_server(resources: tuple[dict[str, Any], ...]) -> str:
+    """The server block the rendered nginx pods run: default.conf of the ConfigMap mounted over conf.d."""
+    pod = find(resources, "Deployment", "nginx")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/etc/nginx/conf.d"]
+    assert mount["readOnly"] is True
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    return str(find(resources, "ConfigMap", volume["configMap"]["name"])["data"]["default.conf"])
+
+
+@pytest.mark.parametrize("variant", ["base", "nginx-10-replicas", "linkerd+nginx-10-replicas"])
+def test_nginx_names_its_pod_in_the_header_the_shipped_configuration_counts_backends_by(variant: str) -> None:
+    """Each pod adds X-Soak-Backend: its name ($hostname), always (a 5xx too), and the soak counts by it."""
+    resources = render(variant)
+    server = nginx_server(resources)
+    assert "add_header X-Soak-Backend $hostname always;" in server
+    assert "listen 8080;" in server  # where the Service's targetPort and the probes point
+    config = json.loads(mounted_files(resources)["/etc/soak/config/configuration.json"])
+    assert config["backendHeader"] == "X-Soak-Backend"
 
 
 def test_nginx_10_replicas_component() -> None:
