@@ -22,7 +22,7 @@ from runner.config.jsonfile import read_config_file
 from runner.config.settings import merge, settings_from
 from runner.config.urls import load_url_file
 from tests.conftest import REPO
-from tests.support.pallet import VARIANTS, find, mounted_files, pod_specs, render, soak_container
+from tests.support.pallet import VARIANTS, find, mounted_files, nginx_server, pod_specs, render, soak_container
 
 # Native sidecars (the linkerd component) need 1.29; the schemas we validate against end at 1.37.
 KUBERNETES_VERSIONS = [f"1.{minor}.0" for minor in range(29, 38)]
@@ -291,16 +291,6 @@ def test_linkerd_component_injects_native_sidecars_in_both_namespaces() -> None:
         assert metadata["annotations"]["config.alpha.linkerd.io/proxy-enable-native-sidecar"] == "true"
         assert metadata["labels"]["pod-security.kubernetes.io/warn"] == "restricted"
     assert "annotations" not in find(render("base"), "Namespace", "soak")["metadata"]
-
-
-def nginx_server(resources: tuple[dict[str, Any], ...]) -> str:
-    """The server block the rendered nginx pods run: default.conf of the ConfigMap mounted over conf.d."""
-    pod = find(resources, "Deployment", "nginx")["spec"]["template"]["spec"]
-    (container,) = pod["containers"]
-    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/etc/nginx/conf.d"]
-    assert mount["readOnly"] is True
-    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
-    return str(find(resources, "ConfigMap", volume["configMap"]["name"])["data"]["default.conf"])
 
 
 @pytest.mark.parametrize("variant", ["base", "nginx-10-replicas", "linkerd+nginx-10-replicas"])

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Run, assert_counts_add_up, run_soak
-from tests.support.balancer import BACKENDS, Balanced, balanced
+from tests.support.balancer import BACKENDS, HEADER, Balanced, balanced, name
 from tests.support.liverun import LONG_RUN, LiveRun, wait_until
-from tests.support.pallet import find, mounted_files, render
+from tests.support.pallet import find, mounted_files, nginx_server, render
 
 CONNECTIONS = 200  # the fewest connections a run that must reach every backend makes (see above)
 CLIENTS = 5
@@ -37,14 +37,61 @@ def backends(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Balanced]:
         yield running
 
 
-def counted_run(*args: str, requests: int) -> dict:
+COUNTED = "--backendHeader", HEADER  # responses counted by the backend that answered
+
+
+def counted_run(*args: str, requests: int, code: int = 0) -> dict:
     """A run that ends after exactly `requests` requests, however slow the machine (or after
-    150 s, which no machine should need); its summary, checked."""
+    150 s, which no machine should need); its summary, checked, with its backends and
+    connections when it counted them."""
     run = run_soak(*args, "--iterations", "0", "--duration", "150s", "--totalRequests", str(requests), timeout=180)
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == code, run.stderr
     summary = assert_counts_add_up(run.stdout)
     assert summary["requests"] == summary["good"] == requests, run.stderr
+    assert_connections_add_up(summary)
+    if "backends" in summary:
+        assert_backends_add_up(summary, run.stdout)
     return summary
+
+
+def assert_connections_add_up(summary: dict) -> None:
+    """No connection closed that was not opened, and the intervals' counts are the run's."""
+    opened, closed = summary["connectionsOpened"], summary["connectionsClosed"]
+    assert 0 <= closed <= opened
+    for key in ("connectionsOpened", "connectionsClosed"):
+        counted = sum(i[key] for i in summary["intervalStats"])
+        assert counted == summary[key] if "drain" not in summary else counted <= summary[key], key
+
+
+def assert_backends_add_up(summary: dict, stdout: str) -> None:
+    """Every response counted at one backend, in the run and in each interval; the backends
+    reached are the names counted; and a `# iter` note where, and only where, an interval
+    reached fewer backends than the one before."""
+    intervals = summary["intervalStats"]
+    assert sum(summary["backends"].values()) == summary["good"] + summary["bad"]
+    assert summary["backendsReached"] == len(set(summary["backends"]) - {"other", "(none)"})
+    for i in intervals:
+        assert sum(i["backends"].values()) == i["good"] + i["bad"], i
+        assert i["backendsReached"] == len(set(i["backends"]) - {"other", "(none)"}), i
+    if "drain" not in summary:
+        total: dict[str, int] = {}
+        for i in intervals:
+            for backend, n in i["backends"].items():
+                total[backend] = total.get(backend, 0) + n
+        assert total == summary["backends"]
+    notes = [line for line in stdout.splitlines()
+             if line.startswith("# iter ") and (" backends answered, " in line or " backend answered, " in line)]
+    fewer = [(a, b) for a, b in zip(intervals, intervals[1:]) if b["backendsReached"] < a["backendsReached"]]
+    assert len(notes) == len(fewer), (notes, [(a["backendsReached"], b["backendsReached"]) for a, b in fewer])
+    for (before, after), note in zip(fewer, notes, strict=True):
+        assert note.startswith(f"# iter {after['iter']}: ") and (
+            f"{after['backendsReached']} backend{'s' if after['backendsReached'] != 1 else ''} answered, "
+            f"{before['backendsReached']} in iter {before['iter']}") in note, note
+
+
+def served_by_name(backends: Balanced, tag: str) -> dict[str, int]:
+    """Requests with `tag` each backend logged, by the name it gives itself; those with none left out."""
+    return {name(b): n for b, n in _served(backends, tag).items() if n}
 
 
 def test_keep_alive_reaches_a_backend_per_client_and_a_request_limit_reaches_all(
@@ -61,6 +108,47 @@ def test_keep_alive_reaches_a_backend_per_client_and_a_request_limit_reaches_all
     assert len(backends.logged(limited)) == requests  # the servers saw what the run counted
     assert len(connections) >= CONNECTIONS and max(len(carried) for carried in connections.values()) == 5
     assert backends.reached(limited) == set(range(BACKENDS))
+
+
+def test_the_run_counts_the_backends_keep_alive_alone_reaches_and_a_request_limit_reaches(
+        backends: Balanced, transport: str) -> None:
+    """The runner's own count, per backend, against each backend's access log: without a
+    lifetime at most one backend a client, with 5 requests a connection all ten, and each
+    backend's responses as many as it served. Connections: as many opened as the backends saw,
+    and with the limit at least one for every 5 responses."""
+    alone = f"counted-keep-alive-{transport}"
+    summary = counted_run(*PACE, *COUNTED, backends.url + alone, requests=400)
+    assert 1 <= summary["backendsReached"] <= CLIENTS
+    assert summary["backends"] == served_by_name(backends, alone)
+    assert summary["connectionsOpened"] == len(backends.connections(alone)) <= CLIENTS
+
+    limited = f"counted-five-per-connection-{transport}"
+    requests = 5 * CONNECTIONS
+    summary = counted_run(*PACE, *COUNTED, "--maxRequestsPerConnection", "5", backends.url + limited,
+                          requests=requests)
+    assert summary["backendsReached"] == BACKENDS
+    assert summary["backends"] == served_by_name(backends, limited)  # the server's view and the runner's agree
+    assert set(summary["backends"]) == {name(b) for b in range(BACKENDS)}
+    opened = summary["connectionsOpened"]
+    assert opened == len(backends.connections(limited)) >= requests / 5
+    assert opened - CLIENTS <= summary["connectionsClosed"] <= opened  # each closed after its 5th, but the last few
+
+
+def test_backends_at_least_ten_fails_keep_alive_alone_and_passes_with_a_lifetime(
+        backends: Balanced, transport: str) -> None:
+    """Five clients that keep their connections cannot reach ten backends: exit code 3, the
+    rule's line naming what it measured. With a request limit the same rule holds."""
+    rule = ("--thresholds", "backends >= 10")
+    alone = f"threshold-keep-alive-{transport}"
+    summary = counted_run(*PACE, *COUNTED, *rule, backends.url + alone, requests=400, code=3)
+    (judged,) = summary["thresholds"]["rules"]
+    assert (judged["rule"], judged["ok"], judged["measured"]) == ("backends >= 10", False, summary["backendsReached"])
+    assert judged["measured"] <= CLIENTS
+    limited = f"threshold-limited-{transport}"
+    summary = counted_run(*PACE, *COUNTED, *rule, "--maxRequestsPerConnection", "5", backends.url + limited,
+                          requests=5 * CONNECTIONS)
+    (judged,) = summary["thresholds"]["rules"]
+    assert (judged["ok"], judged["measured"]) == (True, BACKENDS)
 
 
 def test_an_age_limit_reaches_all(backends: Balanced, transport: str) -> None:
@@ -80,7 +168,7 @@ def test_a_backend_that_dies_mid_run_fails_its_connections_and_the_rest_carry_on
     """As a pod killed behind a Service: connections that land on it fail, the run goes on and
     every other backend keeps answering. Its own backends, as one of them is killed."""
     tag = f"killed-{transport}"
-    with balanced(tmp_path) as backends, LiveRun("--qps", "100", "--concurrency", str(CLIENTS), *LONG_RUN,
+    with balanced(tmp_path) as backends, LiveRun("--qps", "100", "--concurrency", str(CLIENTS), *LONG_RUN, *COUNTED,
                                                  "--maxRequestsPerConnection", "5", backends.url + tag) as live:
         wait_until(lambda: bool(backends.reached(tag)), timeout=30)
         dead = min(backends.reached(tag), default=0)
@@ -94,6 +182,10 @@ def test_a_backend_that_dies_mid_run_fails_its_connections_and_the_rest_carry_on
 
         # 20 new connections a second, one in ten to the dead backend: seconds, on a quiet machine.
         wait_until(carried_on, timeout=90)
+        # A failure's line is printed when its interval closes: a response served after this
+        # is in a later interval, which the dead backend is then out of.
+        seen = sum(_served(backends, tag).values())
+        wait_until(lambda: sum(_served(backends, tag).values()) > seen, timeout=60)
         live.wait(live.send(signal.SIGTERM), timeout=30)
     run = Run(live.process.returncode, live.stdout, live.stderr)
     assert run.returncode == 0, run.stderr
@@ -103,6 +195,17 @@ def test_a_backend_that_dies_mid_run_fails_its_connections_and_the_rest_carry_on
     assert after[dead] == served[dead]
     assert all(after[b] > served[b] for b in range(BACKENDS) if b != dead), (served, after)
     assert summary["good"] == sum(after.values())  # every response counted good was one a backend logged
+    # The runner's view: each backend's responses as it served them, the dead one's too (before it died) ...
+    assert_connections_add_up(summary)
+    assert_backends_add_up(summary, run.stdout)
+    assert summary["backends"] == served_by_name(backends, tag) and name(dead) in summary["backends"]
+    # ... and once its connections have failed, it answers in no later interval: after the first
+    # interval with a failure (a connection it dropped, or one HAProxy could not make to it).
+    intervals = summary["intervalStats"]
+    first = next(k for k, i in enumerate(intervals) if i["failed"])
+    assert set(intervals[first]["errors"]) <= {"closed", "reset"}
+    assert all(name(dead) not in i["backends"] for i in intervals[first + 1:]), intervals[first + 1:]
+    assert any(i["backendsReached"] for i in intervals[first + 1:])  # the others did answer after it
 
 
 def _served(backends: Balanced, tag: str) -> dict[int, int]:
@@ -113,25 +216,42 @@ def _served(backends: Balanced, tag: str) -> dict[int, int]:
     return counts
 
 
-def test_the_shipped_configuration_reaches_every_replica_of_the_10_replica_component(
-        backends: Balanced, tmp_path: Path) -> None:
+def test_the_shipped_configuration_reaches_every_replica_of_the_10_replica_component(tmp_path: Path) -> None:
     """The rendered pallet with nginx at 10 replicas: its configuration.json, as the pod mounts
-    it, replayed against ten backends. Faster than an hour, and for as many requests as make
-    CONNECTIONS connections under its own lifetime: a request limit is the same whatever the
-    rate (the run's lifetime must be one, for the replay to be as the pod's). Its thresholds
-    are left out: goal% is the client's pace, which a replay at twenty times the rate does not
-    promise."""
+    it, replayed against ten nginx that each run the rendered nginx server block (on a loopback
+    port of its own, its name for $hostname: they share this host). Faster than an hour, and
+    for as many requests as make CONNECTIONS connections under its own lifetime: a request
+    limit is the same whatever the rate (the run's lifetime must be one, for the replay to be
+    as the pod's). Its thresholds are replaced by `backends >= 10`: goal% is the client's pace,
+    which a replay at twenty times the rate does not promise."""
     resources = render("nginx-10-replicas")
     assert find(resources, "Deployment", "nginx")["spec"]["replicas"] == BACKENDS
     config = json.loads(mounted_files(resources)["/etc/soak/config/configuration.json"])
     per_connection = config.get("maxRequestsPerConnection", 0)
     assert per_connection > 0, "the shipped configuration sets no maxRequestsPerConnection"
+    assert config.get("backendHeader"), "the shipped configuration counts no backends"
     shipped = tmp_path / "configuration.json"
     shipped.write_text(json.dumps(config))
     tag = "shipped-10-replicas"
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / tag).write_text("the page\n")
+    pods = nginx_server(resources)
+    for rendered in ("listen 8080;", "$hostname", "root /usr/share/nginx/html;"):
+        assert rendered in pods, rendered
+
+    def server(index: int, port: int) -> str:
+        return (pods.replace("listen 8080;", f"listen 127.0.0.1:{port};").replace("$hostname", name(index))
+                .replace("root /usr/share/nginx/html;", f"root {www};"))
+
     requests = per_connection * CONNECTIONS
-    summary = counted_run("--config", str(shipped), "--qps", "2000", "--interval", "1s", "--thresholds", "",
-                          backends.url + tag, requests=requests)
-    assert summary["config"]["concurrency"] == config["concurrency"]
-    assert len(backends.connections(tag)) >= CONNECTIONS
-    assert backends.reached(tag) == set(range(BACKENDS))
+    (tmp_path / "pods").mkdir()
+    with balanced(tmp_path / "pods", server) as backends:
+        summary = counted_run("--config", str(shipped), "--qps", "2000", "--interval", "1s",
+                              "--thresholds", "backends >= 10", backends.url + tag, requests=requests)
+        assert summary["config"]["concurrency"] == config["concurrency"]
+        assert len(backends.connections(tag)) >= CONNECTIONS
+        assert backends.reached(tag) == set(range(BACKENDS))
+        assert summary["backendsReached"] == BACKENDS and summary["thresholds"]["passed"] is True
+        assert summary["backends"] == served_by_name(backends, tag)
+        assert summary["connectionsOpened"] == len(backends.connections(tag)) >= requests / per_connection

@@ -13,7 +13,7 @@ log: the server's view, not the runner's.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,20 +22,28 @@ from tests.conftest import free_port, running_nginx, wait_for_port
 from tests.support.programs import program
 
 BACKENDS = 10
+HEADER = "X-Backend"  # the header each backend names itself in (a run's backendHeader)
 
 _NGINX_HTTP = """
     # The connection's serial, its request count, the URI (which carries the run's tag) and
     # the request's Connection header: what a connection carried, and which request ended it.
     log_format backend '$connection $connection_requests $request_uri $status "$http_connection"';
     access_log {dir}/access.log backend;
-    server {{
+    {server}
+"""
+
+_SERVER = """server {{
         listen 127.0.0.1:{port};
         location / {{
             add_header X-Backend nginx-{index} always;
             return 200 "nginx-{index}\\n";
         }}
-    }}
-"""
+    }}"""
+
+
+def name(index: int) -> str:
+    """Backend `index`'s name, as it says it in its header."""
+    return f"nginx-{index}"
 
 _HAPROXY = """
 global
@@ -106,8 +114,11 @@ class Balanced:
 
 
 @contextmanager
-def balanced(directory: Path) -> Iterator[Balanced]:
-    """HAProxy and its BACKENDS nginx servers, each on a free loopback port, until the block ends."""
+def balanced(directory: Path, server: Callable[[int, int], str] | None = None) -> Iterator[Balanced]:
+    """HAProxy and its BACKENDS nginx servers, each on a free loopback port, until the block ends.
+
+    `server(index, port)`: each backend's server block, in place of one that names itself in
+    HEADER and answers with its name (as the pallet's rendered nginx, say)."""
     haproxy = program("haproxy", "apt-get install -y haproxy (as README's quick start does)", "/usr/sbin/haproxy")
     ports: list[int] = []
     while len(ports) < BACKENDS + 1:
@@ -120,8 +131,8 @@ def balanced(directory: Path) -> Iterator[Balanced]:
         for index, port in enumerate(backs):
             home = directory / f"nginx-{index}"
             home.mkdir()
-            processes.append(stack.enter_context(
-                running_nginx(home, _NGINX_HTTP.format(dir=home, port=port, index=index), [port])))
+            block = server(index, port) if server is not None else _SERVER.format(port=port, index=index)
+            processes.append(stack.enter_context(running_nginx(home, _NGINX_HTTP.format(dir=home, server=block), [port])))
             directories.append(home)
         servers = "\n".join(f"    server nginx-{i} 127.0.0.1:{port}" for i, port in enumerate(backs))
         config = directory / "haproxy.cfg"

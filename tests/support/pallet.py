@@ -94,6 +94,16 @@ def mounted_files(resources: tuple[dict[str, Any], ...]) -> dict[str, str]:
     return files
 
 
+def nginx_server(resources: tuple[dict[str, Any], ...]) -> str:
+    """The server block the rendered nginx pods run: default.conf of the ConfigMap mounted over conf.d."""
+    pod = find(resources, "Deployment", "nginx")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/etc/nginx/conf.d"]
+    assert mount["readOnly"] is True
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    return str(find(resources, "ConfigMap", volume["configMap"]["name"])["data"]["default.conf"])
+
+
 def dockerfile_instruction(name: str) -> list[str]:
     """The JSON-form argument of a Dockerfile instruction, e.g. ENTRYPOINT ["soak"]."""
     (line,) = [line for line in (REPO / "Dockerfile").read_text().splitlines() if line.startswith(f"{name} ")]
