@@ -686,13 +686,16 @@ def test_shipped_configuration_json_is_the_default_soak() -> None:
     data = read_config_file(path)
     # The defaults spelled out, but for a run that ends before the next hourly one is due
     # (59 intervals), thresholds that fail the Job when the target is down, and connections
-    # that end every 50 requests, to reach every pod behind the Service (docs/kubernetes.md).
+    # that end every 50 requests, to reach every pod behind the Service, whose responses are
+    # counted by the header the pallet's nginx names its pod in (docs/kubernetes.md).
     assert data == {"qps": 100, "concurrency": 5, "interval": "1m", "iterations": 59, "method": "GET",
-                    "maxRequestsPerConnection": 50, "thresholds": ["errors% <= 1", "goal% >= 95"]}
+                    "maxRequestsPerConnection": 50, "backendHeader": "X-Soak-Backend",
+                    "thresholds": ["errors% <= 1", "goal% >= 95"]}
     s = settings_from(merge(data))
     assert (s.pace.qps, s.pace.concurrency, s.pace.interval_ns, s.pace.iterations, s.request.method) == (100.0, 5, 60_000_000_000, 59, "GET")
     assert s.pace.run_ns == 3_540_000_000_000
     assert (s.client.max_requests_per_connection, s.client.max_connection_age_ns) == (50, 0)
+    assert s.report.backend_header == "X-Soak-Backend"
     spelled_out = {key: value for key, value in data.items()
-                   if key not in ("thresholds", "iterations", "maxRequestsPerConnection")}
+                   if key not in ("thresholds", "iterations", "maxRequestsPerConnection", "backendHeader")}
     assert settings_from(merge(spelled_out)) == settings_from(merge())  # the rest spells out the defaults, nothing else
