@@ -15,13 +15,16 @@ over the backends. Every run below is sized so that C is at least 200, whatever 
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Run, assert_counts_add_up, run_soak
+from tests.conftest import Run, assert_counts_add_up, run_soak, soak_command
 from tests.support.balancer import BACKENDS, HEADER, Balanced, balanced, name
 from tests.support.liverun import LONG_RUN, LiveRun, wait_until
 from tests.support.pallet import find, mounted_files, nginx_server, render
@@ -149,6 +152,38 @@ def test_backends_at_least_ten_fails_keep_alive_alone_and_passes_with_a_lifetime
                           requests=5 * CONNECTIONS)
     (judged,) = summary["thresholds"]["rules"]
     assert (judged["ok"], judged["measured"]) == (True, BACKENDS)
+
+
+def test_shards_and_workers_add_their_backends_up(backends: Balanced) -> None:
+    """Two pods' shards, merged by `soak merge`, and a run over two local workers: each
+    backend's responses are the sum of what every part counted, which is what it served, and
+    so are the connections."""
+    shards = "sharded"
+    flags = [*PACE, *COUNTED, "--maxRequestsPerConnection", "5", "--shards", "2", "--iterations", "0",
+             "--duration", "150s", "--totalRequests", str(5 * CONNECTIONS)]
+    env = {**os.environ, "TZ": "UTC"}
+    pods = [subprocess.Popen(soak_command(*flags, "--shard", str(i), backends.url + shards), stdout=subprocess.PIPE,
+                             text=True, env=env) for i in (0, 1)]
+    logs = [pod.communicate(timeout=180)[0] for pod in pods]
+    assert [pod.returncode for pod in pods] == [0, 0], logs
+    parts = [assert_counts_add_up(log) for log in logs]
+    done = subprocess.run(soak_command("merge"), input="".join(logs), capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    merged = assert_counts_add_up(done.stdout)
+    assert_connections_add_up(merged)
+    assert_backends_add_up(merged, done.stdout)
+    assert merged["backends"] == served_by_name(backends, shards) == dict(
+        sum((Counter(part["backends"]) for part in parts), Counter()).most_common())
+    assert merged["backendsReached"] == BACKENDS
+    assert merged["connectionsOpened"] == sum(p["connectionsOpened"] for p in parts) == len(backends.connections(shards))
+    assert merged["connectionsClosed"] == sum(p["connectionsClosed"] for p in parts)
+
+    workers = "two-workers"
+    summary = counted_run(*PACE, *COUNTED, "--maxRequestsPerConnection", "5", "--workers", "2",
+                          backends.url + workers, requests=5 * CONNECTIONS)
+    assert summary["backends"] == served_by_name(backends, workers) and summary["backendsReached"] == BACKENDS
+    assert summary["connectionsOpened"] == len(backends.connections(workers))
 
 
 def test_an_age_limit_reaches_all(backends: Balanced, transport: str) -> None:
