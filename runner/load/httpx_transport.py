@@ -425,7 +425,10 @@ class HttpxSession:
 
 
 def _is_open(connection: httpcore.AsyncConnectionInterface) -> bool:
-    """Whether one of the pool's connections is connected and not closed (a _Lived one: its own)."""
+    """Whether one of the pool's connections is connected and not closed (a _Lived one: its own).
+
+    httpcore 1.0 (pinned) says a connection not yet connected is not closed either; its
+    `_connection` is None until the dial is done."""
     inner = connection._inner if isinstance(connection, _Lived) else connection
     if isinstance(inner, httpcore.AsyncHTTPConnection):
         return inner._connection is not None and not inner.is_closed()

@@ -28,8 +28,8 @@ def measure(metric: str, span: Span) -> float | None:
     """The metric's value over the span, in its base unit (ns, %, req/s); None with nothing to measure.
 
     Each is the span's figure of that name (runner.stats.figures: the same number the line,
-    the summary and the gauges show, before they round it). goal% and rate are judged only on
-    a whole span; a shard's rate stands for the whole run's.
+    the summary and the gauges show, before they round it). goal%, rate and backends are judged
+    only on a whole span; a shard's rate stands for the whole run's.
     """
     f = span.figures
     if metric in LATENCIES:
@@ -40,7 +40,8 @@ def measure(metric: str, span: Span) -> float | None:
         return f.rate_achieved * span.shares if f.due_seconds > 0 and span.whole else None
     if metric == BACKENDS:
         # Sends that all failed reached no backend: 0, which `backends >= N` is there to catch.
-        return float(f.backends_reached) if f.requests else None
+        # Not judged on a partial interval: its few sends may not have met every backend.
+        return float(f.backends_reached) if f.requests and span.whole else None
     percent = {"errors%": f.errors_percent, "failed%": f.failed_percent, "bad%": f.bad_percent,
                "skipped%": f.skipped_percent}
     return percent[metric]

@@ -437,6 +437,7 @@ def test_backends_measures_the_names_that_answered() -> None:
     failed = tally_of([], failed=3)  # every send failed: no backend reached, which the rule is there to catch
     assert measure("backends", span_of(failed, 1.0, 3)) == 0
     assert measure("backends", span_of(Tally(), 1.0, 0)) is None  # nothing sent
+    assert measure("backends", span_of(ten, 0.1, 13, whole=False)) is None  # a partial interval: not judged
 
 
 def test_backends_reached_never_fall_and_any_send_to_come_may_reach_one_more() -> None:
