@@ -28,6 +28,7 @@ from tests.conftest import Run, assert_counts_add_up, run_soak, soak_command
 from tests.support.balancer import BACKENDS, HEADER, Balanced, balanced, name
 from tests.support.liverun import LONG_RUN, LiveRun, wait_until
 from tests.support.pallet import find, mounted_files, nginx_server, render
+from tests.support.pushgateway import Pushgateway
 
 CONNECTIONS = 200  # the fewest connections a run that must reach every backend makes (see above)
 CLIENTS = 5
@@ -184,6 +185,27 @@ def test_shards_and_workers_add_their_backends_up(backends: Balanced) -> None:
                           backends.url + workers, requests=5 * CONNECTIONS)
     assert summary["backends"] == served_by_name(backends, workers) and summary["backendsReached"] == BACKENDS
     assert summary["connectionsOpened"] == len(backends.connections(workers))
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_what_was_pushed_counts_responses_by_backend_and_connections_as_the_summary(
+        backends: Balanced, workers: str) -> None:
+    """The final push to a real Pushgateway: soak_backend_responses_total by backend label is
+    the summary's backends and what each backend served; the connection counters are the
+    summary's, from one process or summed over local workers."""
+    tag = f"pushed-{workers}"
+    gateway = Pushgateway()
+    try:
+        summary = counted_run(*PACE, *COUNTED, "--maxRequestsPerConnection", "5", "--workers", workers,
+                              "--pushgateway", gateway.url, "--pushgatewayJob", f"soak-backends-{workers}",
+                              backends.url + tag, requests=5 * CONNECTIONS)
+        s = gateway.group(f"soak-backends-{workers}")
+    finally:
+        gateway.stop()
+    pushed = {dict(labels)["backend"]: n for labels, n in s["soak_backend_responses_total"].items()}
+    assert pushed == summary["backends"] == served_by_name(backends, tag)
+    assert s["soak_connections_opened_total"][()] == summary["connectionsOpened"] == len(backends.connections(tag))
+    assert s["soak_connections_closed_total"][()] == summary["connectionsClosed"]
 
 
 def test_an_age_limit_reaches_all(backends: Balanced, transport: str) -> None:
