@@ -13,12 +13,18 @@ stdout and stderr goes through a Stream that catches the OSError, and this polic
 
 A stream that failed once is written no more; its descriptor is pointed at /dev/null, so what
 is still buffered goes nowhere at exit instead of raising again.
+
+A write is written whole, or fails as above: Python's text layer drops the rest of a long text
+when a signal interrupts its write to a pipe that is slow to read (the kernel's write returns
+what it took so far), and that was a JSON summary cut at the pipe's size, with exit code 0
+and nothing said, when Kubernetes sent SIGTERM while it was being written.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import select
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -28,6 +34,9 @@ from runner.core.errors import EXIT_OK, EXIT_OUTPUT
 from runner.report.base import Reporter
 
 STDOUT_GONE = "stdout closed by its reader"
+# A text this long may not fit the binary buffer (8 KiB) under the text layer, which then hands
+# it to the kernel in one write and drops whatever a partial write did not take: written here.
+_LONG_TEXT = 1024
 
 
 class Outputs:
@@ -110,10 +119,31 @@ class Stream:
         text = self._outputs.shown(self.name, text)  # whoever writes: secrets hidden (redact.py)
         if not self.broken:
             try:
-                self._stream.write(text)
+                if len(text) >= _LONG_TEXT and hasattr(self._stream, "buffer"):
+                    self._write_whole(text)
+                else:
+                    self._stream.write(text)
             except OSError as e:
                 self._fail(e)
         return len(text)
+
+    def _write_whole(self, text: str) -> None:
+        """Write a long text to the binary buffer until every byte is taken, then flush as the text
+        layer would: a write cut short by a signal (SIGTERM while a slow pipe is full) goes on with
+        the rest, and a descriptor someone made non-blocking is waited on instead of failing."""
+        stream = self._stream
+        stream.flush()  # what the text layer holds goes first, in order
+        buffer = stream.buffer
+        data = memoryview(text.encode(stream.encoding, stream.errors or "strict"))
+        while data:
+            try:
+                taken = buffer.write(data)
+            except BlockingIOError as e:
+                taken = e.characters_written
+                select.select([], [stream.fileno()], [])
+            data = data[taken or 0:]
+        if getattr(stream, "line_buffering", False) and "\n" in text:
+            buffer.flush()
 
     def writelines(self, lines: Any) -> None:
         for line in lines:

@@ -8,8 +8,13 @@ disk, the CSV on a full disk after the summary, and `soak ... | head` lost exit 
 
 from __future__ import annotations
 
+import array
+import fcntl
 import os
+import signal
 import subprocess
+import termios
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -111,3 +116,62 @@ def test_a_reader_that_leaves_stops_the_run_with_its_verdict(nginx: Nginx, worke
             process.kill()
     assert returncode == code, stderr
     assert stderr == ""
+
+
+def has_interval(stdout: bytes, index: int) -> bool:
+    """Whether `stdout` holds the whole line of interval `index`."""
+    lines = stdout.split(b"\n")[:-1]  # the last one may still be coming
+    return any(line[:1].isdigit() and line.split()[1] == str(index).encode() for line in lines)
+
+
+def blocked_writing(pid: int, read_end: int) -> bool:
+    """Whether the process is blocked writing to the pipe, which holds what it wrote so far unread.
+
+    The kernel says where a sleeping process waits (`anon_pipe_write`, `pipe_write` on older
+    kernels); how many bytes are unread does not tell, as a pipe whose page was read in part
+    takes fewer than its size before the writer has to wait."""
+    unread = array.array("i", [0])
+    fcntl.ioctl(read_end, termios.FIONREAD, unread)
+    with open(f"/proc/{pid}/wchan") as wchan:
+        return unread[0] > 0 and "pipe_write" in wchan.read()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_sigterm_while_the_summary_waits_for_a_slow_pipe_cuts_nothing(nginx: Nginx, workers: str) -> None:
+    """SIGTERM while the summary waits for a reader slow to read: the JSON stopped where the pipe
+    was full, with exit 0 and nothing said (Python's text layer drops what a write interrupted by
+    a signal did not take). Now the summary is written whole. The pipe is shrunk to 4 KiB and
+    the summary is twice that, so the write is surely blocked in it when the signals come; the
+    run had reached its planned end, so its exit code is its own: 0."""
+    iterations = 20
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    command = soak_command("--qps", "20", "--concurrency", "2", "--interval", "100ms", "--iterations",
+                           str(iterations), "--workers", workers, nginx.url)
+    process = subprocess.Popen(command, stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                               env={**os.environ, "TZ": "UTC"})
+    os.close(write_end)
+    try:
+        with os.fdopen(read_end, "rb") as reader:
+            head = b""
+            while not has_interval(head, iterations - 1):
+                chunk = os.read(reader.fileno(), 512)
+                assert chunk, f"the run ended before its last interval:\n{head.decode()}"
+                head += chunk
+            deadline = time.monotonic() + 60
+            while not blocked_writing(process.pid, reader.fileno()):  # the summary waits for the reader
+                assert time.monotonic() < deadline and process.poll() is None, head.decode()
+                time.sleep(0.01)
+            process.send_signal(signal.SIGTERM)
+            time.sleep(0.2)
+            process.send_signal(signal.SIGTERM)  # and another, as an impatient second stop would
+            rest = reader.read()
+        assert process.stderr is not None
+        stderr = process.stderr.read()
+        returncode = process.wait(timeout=60)
+    finally:
+        process.kill()
+    assert returncode == 0, stderr
+    assert stderr == ""
+    summary = assert_counts_add_up((head + rest).decode())  # the whole summary, parsed, and last
+    assert summary["stopReason"] == "iterations" and summary["intervals"] == iterations
