@@ -28,7 +28,7 @@ from typing import Any, TextIO
 from runner import __version__
 from runner.commands.outputs import OUTPUTS
 from runner.core import redact
-from runner.core.errors import EXIT_USAGE, UsageError
+from runner.core.errors import EXIT_STOPPED_WAITING, EXIT_USAGE, UsageError
 
 PROG = "soak"
 COMMANDS = ("run", "demo", "validate", "bench", "merge", "compare", "plot")
@@ -47,8 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         code = EXIT_USAGE
-    except KeyboardInterrupt:
-        code = 130
+    except KeyboardInterrupt:  # SIGINT (or SIGTERM, waiting for the Linkerd proxy) before the run took its own
+        code = EXIT_STOPPED_WAITING
     sys.stdout.flush()  # what is still buffered is written now, so a failure counts in the exit code
     return OUTPUTS.exit_code(code)
 

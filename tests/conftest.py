@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.core.errors import EXIT_NO_RESPONSE, EXIT_OK
 from runner.report.slowcooker import Line
 from tests.support.faultserver import FaultServer
 from tests.support.programs import program
@@ -300,6 +301,28 @@ def assert_counts_add_up(stdout: str) -> dict:
     assert sum(summary["statusCodes"].values()) == summary["good"] + summary["bad"]
     assert_due_sends_accounted(summary)
     return summary
+
+
+NO_RESPONSE_LINE = re.compile(r"soak: no response at all: \d+ requests? sent, none answered \(.+\)( \(exit code \d+\))?")
+
+
+def unanswered(summary: dict) -> bool:
+    """Whether requests were sent and not one response came back: such a run exits 8, whatever else."""
+    return summary["requests"] > 0 and summary["good"] + summary["bad"] == 0
+
+
+def exit_for(summary: dict, otherwise: int = EXIT_OK) -> int:
+    """The exit code of a run with this summary: 8 if not one response came back, else `otherwise`."""
+    return EXIT_NO_RESPONSE if unanswered(summary) else otherwise
+
+
+def failure_lines(stderr: str) -> list[str]:
+    """stderr's lines but the one that ends a run in which no response came back, which must be last."""
+    lines = stderr.splitlines()
+    if lines and NO_RESPONSE_LINE.fullmatch(lines[-1]):
+        lines.pop()
+    assert not any(NO_RESPONSE_LINE.fullmatch(line) for line in lines), stderr
+    return lines
 
 
 def assert_due_sends_accounted(summary: dict) -> None:

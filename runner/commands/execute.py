@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from runner.commands.outputs import OUTPUTS
 from runner.commands.termination import ended
 from runner.config.settings import Settings
-from runner.core.errors import EXIT_OK, EXIT_PROXY_NOT_READY, EXIT_WORKER_FAILED
+from runner.core.errors import EXIT_PROXY_NOT_READY
 from runner.load.model import Bench, LoadModel
 from runner.load.shards import Shard
 from runner.load.tls import INSECURE_WARNING
@@ -21,6 +21,7 @@ from runner.report.abreport import AbReporter
 from runner.report.abreport import report_with_notes as ab_report
 from runner.report.base import Reporter
 from runner.report.csvreport import CsvReporter, open_csv
+from runner.report.outcome import ExitCode
 from runner.report.slowcooker import SlowCookerReporter
 from runner.report.summary import JsonSummaryReporter
 from runner.report.verdict import Verdict
@@ -38,7 +39,8 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
     """Run one soak (or bench) with the standard reporters; the exit code.
 
     Split over local worker processes when `workers` asks for it; as one shard of a run
-    split over pods when `shards` does.
+    split over pods when `shards` does. The exit code is worked out from the finished run by
+    the last reporter (runner.report.outcome), which also says why on stderr.
     """
     parts = build(settings, urls, source)  # everything a run refuses stops here, before any load
     if settings.client.insecure:
@@ -49,17 +51,16 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
     metrics = _metrics(settings, parts.model, urls, verdict, parts.shard.pod(), parts.shown())
     if metrics is not None:
         reporters.append(metrics.reporter)
+    outcome = ExitCode(say, verdict)
+    reporters.append(outcome)  # last: its line comes after everything else the run prints
     with proxy_lifecycle(settings, say) as proxy_ready:  # linkerdAwait, linkerdShutdown
         if not proxy_ready:
             return ended(settings, EXIT_PROXY_NOT_READY, verdict)
         if settings.split.workers > 1:
-            summary = workers.run(settings, urls, source, reporters, parts.shard.pod(),
-                                  metrics.workers if metrics else None)
-            if summary.failed_workers:
-                return ended(settings, EXIT_WORKER_FAILED, verdict)
+            workers.run(settings, urls, source, reporters, parts.shard.pod(), metrics.workers if metrics else None)
         else:
             launch.run(parts, reporters, tap=metrics.tap if metrics else None)
-    return ended(settings, verdict.exit_code if verdict is not None else EXIT_OK, verdict)  # and says why
+    return ended(settings, outcome.code, verdict, outcome.said)  # and says why, in the termination message too
 
 
 def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None = None) -> list[Reporter]:

@@ -5,11 +5,12 @@ metrics may still be pushed and the exit code still tells the verdict. So every 
 stdout and stderr goes through a Stream that catches the OSError, and this policy decides:
 
 - stdout's reader left (EPIPE, as with `soak ... | head`): the run stops as on a signal,
-  saying why, and its exit code is the verdict's (3 if thresholds broke, else 0);
+  saying why, and its exit code is its own (3 if thresholds broke, else 0): the reader chose
+  to stop reading, so the run is not reported as interrupted;
 - stderr cannot be written: its lines are dropped (there is nowhere left to report that);
 - stdout or an output file cannot be written (a full disk, an I/O error): one line on stderr
   names the output and the error, the run goes on, and the exit code is EXIT_OUTPUT (6)
-  unless thresholds broke (3 wins).
+  unless a code of greater precedence applies (3, for one: see runner.core.errors).
 
 A stream that failed once is written no more; its descriptor is pointed at /dev/null, so what
 is still buffered goes nowhere at exit instead of raising again.
@@ -30,7 +31,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from runner.core import redact
-from runner.core.errors import EXIT_OK, EXIT_OUTPUT
+from runner.core.errors import EXIT_OK, EXIT_OUTPUT, exit_code
 from runner.report.base import Reporter
 
 STDOUT_GONE = "stdout closed by its reader"
@@ -93,8 +94,9 @@ class Outputs:
             self.stderr.write(f"soak: {name}: {error.strerror or error}\n")
 
     def exit_code(self, code: int) -> int:
-        """The exit code, given the command's: EXIT_OUTPUT instead of success when an output failed."""
-        return EXIT_OUTPUT if code == EXIT_OK and self.failed else code
+        """The exit code, given the command's: with an output lost, EXIT_OUTPUT unless the command's
+        own code takes precedence (runner.core.errors.PRECEDENCE)."""
+        return exit_code([code, EXIT_OUTPUT if self.failed else EXIT_OK])
 
     def watch(self) -> Reporter:
         """A reporter that only takes the run's stop, so a reader leaving stdout can stop the run."""

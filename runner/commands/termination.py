@@ -89,8 +89,14 @@ def write_termination_message(path: str, code: int, lines: Sequence[str]) -> Non
         OUTPUTS.failure(f"terminationMessagePath: {path}", error)
 
 
-def ended(settings: Settings, code: int, verdict: Verdict | None) -> int:
-    """The run's exit code, `code` as the outputs leave it, once the termination message says it."""
+def ended(settings: Settings, code: int, verdict: Verdict | None, said: Sequence[str] = ()) -> int:
+    """The run's exit code, `code` as the outputs leave it, once the termination message says it.
+
+    `said` is what the run's end said of its codes (runner.report.outcome.ExitCode.said): the
+    line of `code` first ("" when the verdict's lines say it), then the others; so a run stopped
+    by a signal, or that no response came back to, says so first, and the verdict follows."""
     code = OUTPUTS.exit_code(code)
-    write_termination_message(settings.report.termination_message_path, code, verdict_lines(verdict))
+    own, *others = [*said] or [""]
+    write_termination_message(settings.report.termination_message_path, code,
+                              [own, *verdict_lines(verdict), *others])
     return code

@@ -26,7 +26,7 @@ from runner.run.build import Parts
 from runner.run.probe import LoopProbe
 from runner.run.warmup import WarmUpPhase
 from runner.stats.recorder import Interval
-from runner.stats.runinfo import RunInfo, RunSummary, Warmup
+from runner.stats.runinfo import SIGNAL_STOP, RunInfo, RunSummary, Warmup
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
@@ -293,7 +293,7 @@ class Soak:
         if self._signal.is_set():
             self._second_signal.set()
             return
-        self.stop(f"signal {sig.name}", at_ns)
+        self.stop(f"{SIGNAL_STOP}{sig.name}", at_ns)
 
     def stop(self, reason: str, at_ns: int | None = None) -> None:
         """Stop sending and wind down, as on a first signal; `reason` becomes the stop reason.

@@ -20,6 +20,8 @@ from runner.stats.figures import Figures
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import BenchTally, Tally
 
+SIGNAL_STOP = "signal "  # how the stop reason of a run stopped by SIGINT or SIGTERM starts: `signal SIGTERM`
+
 
 @dataclass(frozen=True)
 class RunInfo:
@@ -130,6 +132,24 @@ class RunSummary:
         for slot in wanted:
             tally.merge(self.per_url[slot])
         return Figures.of(tally, None, self.sending_ns)
+
+    @property
+    def stop_signal(self) -> str | None:
+        """The signal that stopped the run before its planned end (`SIGTERM`), or None.
+
+        A merged run's stop reason lists its parts' (`iterations, signal SIGTERM`): one part
+        stopped so is enough, as its share of the run was not sent. A signal that came once the
+        schedule had ended (while the last responses were awaited) leaves the reason the schedule's.
+        """
+        for reason in self.stop_reason.split(", "):
+            if reason.startswith(SIGNAL_STOP):
+                return reason[len(SIGNAL_STOP):]
+        return None
+
+    @property
+    def unanswered(self) -> bool:
+        """Whether requests were sent and not one response came back: the target answered nothing."""
+        return self.figures.requests > 0 and self.figures.responses == 0
 
     @property
     def elapsed_ns(self) -> int:

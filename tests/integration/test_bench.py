@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from runner.core.errors import EXIT_INTERRUPTED, EXIT_OK
 from runner.load.engine import Engine, Load
 from runner.load.model import Bench
 from runner.load.request import Request
@@ -21,7 +22,7 @@ from runner.load.result import Result
 from runner.load.schedule import Schedule
 from runner.report.abreport import report
 from runner.report.clientnotes import RUN_NOTE
-from tests.conftest import NGINX_PAGE, Nginx, Run, run_soak
+from tests.conftest import NGINX_PAGE, Nginx, Run, exit_for, run_soak
 from tests.support.abparse import parse_ab
 from tests.support.faultserver import VARYING_BODIES, FaultServer, refused_port
 from tests.support.liverun import LiveRun, wait_until
@@ -37,10 +38,11 @@ def ab_progress(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if not line.startswith(RUN_NOTE)]
 
 
-def ab_fields(run: Run) -> dict:
-    """The report's figures, parsed back as ab's; the report must be exactly what the summary makes."""
-    assert run.returncode == 0, run.stderr
+def ab_fields(run: Run, code: int = EXIT_OK) -> dict:
+    """The report's figures, parsed back as ab's; the report must be exactly what the summary makes.
+    The run exited with `code`, or 8 when not one response came back."""
     summary = run.summary
+    assert run.returncode == exit_for(summary, code), run.stderr
     assert report(summary) in run.stdout, "the printed report is not the summary's"
     return parse_ab(run.stdout)["bench"] if summary["bench"]["complete"] else summary["bench"]
 
@@ -211,11 +213,13 @@ def test_signal_ends_a_bench_with_its_report(nginx: Nginx) -> None:
         wait_until(lambda: nginx.requests_logged() > before, timeout=60)  # sending, so the handlers are in
         time.sleep(0.5)
         elapsed = live.wait(live.send(signal.SIGINT))
-        assert live.process.returncode == 0, live.stderr
         assert elapsed < 3.0
-    run = Run(0, live.stdout, live.stderr)
-    ab = ab_fields(run)
+    run = Run(live.process.returncode, live.stdout, live.stderr)
+    ab = ab_fields(run, EXIT_INTERRUPTED)  # was 0: a bench cut short passed
     assert run.summary["stopReason"] == "signal SIGINT"
+    assert run.stderr.splitlines()[-1] == (f"soak: stopped by SIGINT before its planned end, after "
+                                           f"{run.summary['requests']} of 10000000 requests: the results cover only "
+                                           "that (exit code 7)"), run.stderr
     assert ab["complete"] == run.summary["requests"] > 0
 
 
@@ -252,6 +256,9 @@ def test_refused_connections_are_connect_failures(split: tuple[str, ...], n: int
     assert (bench["complete"], bench["failed"], bench["requests"]) == (0, n, n)
     assert bench["failures"] == {"connect": n, "receive": 0, "length": 0, "exceptions": 0}
     assert "connection refused (" in run.stderr
+    # Not one response: exit 8 (ab_fields), said in one line, the last (it was exit 0, like ab's own success).
+    assert run.stderr.splitlines()[-1] == (f"soak: no response at all: {n} requests sent, none answered "
+                                           f"(refused {n}) (exit code 8)"), run.stderr
 
 
 def test_length_failures_and_non_2xx_count_as_ab_counts_them(fault_server: FaultServer) -> None:

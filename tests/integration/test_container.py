@@ -384,10 +384,11 @@ def test_a_broken_threshold_exits_3(docker: Docker, image: str, nginx: Nginx, tm
 
 
 def test_the_pod_fails_when_its_target_is_down(docker: Docker, image: str, tmp_path: Path) -> None:
-    """The shipped configuration against a loopback port where nothing listens: exit 3."""
+    """The shipped configuration against a loopback port where nothing listens: not one response, exit 8
+    (the shipped thresholds break too, but 8 says more: runner.core.errors)."""
     pod = as_the_pod(render("base"), tmp_path, f"http://127.0.0.1:{free_port()}/")
     done = run_pod(docker, image, pod)
-    assert done.returncode == 3, done.stdout[-3000:] + done.stderr
+    assert done.returncode == 8, done.stdout[-3000:] + done.stderr
     summary = assert_counts_add_up(done.stdout)
     assert summary["good"] == 0 and set(summary["errors"]) == {"refused"}
     assert summary["thresholds"]["passed"] is False

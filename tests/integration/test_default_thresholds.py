@@ -1,14 +1,16 @@
 """Out of the box a dead target fails the Job: the shipped configuration.json has thresholds.
 
 The rendered CronJob's exact command and files (tests/support/pallet.py), shortened to two intervals:
-against a loopback port where nothing listens every request is refused and the run exits 3
-(the Job is Failed); against a healthy nginx it keeps the same thresholds and exits 0.
+against a loopback port where nothing listens every request is refused, every shipped rule breaks
+and the run exits 8, not one response (the Job is Failed); against a healthy nginx it keeps the
+same thresholds and exits 0.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -34,7 +36,9 @@ def test_the_shipped_configuration_states_thresholds() -> None:
 
 def test_a_refused_target_fails_the_run_with_the_shipped_configuration(tmp_path: Path) -> None:
     done = run_pod(f"http://127.0.0.1:{free_port()}/", tmp_path / "pod")  # nothing listens there
-    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.returncode == 8, done.stdout + done.stderr  # no response at all: says more than 3
+    assert re.search(r"\nsoak: no response at all: \d+ requests sent, none answered \(refused \d+\) \(exit code 8\)\n$",
+                     done.stderr), done.stderr
     summary = assert_counts_add_up(done.stdout)
     assert summary["good"] == summary["bad"] == 0 and set(summary["errors"]) == {"refused"}
     assert summary["thresholds"]["passed"] is False

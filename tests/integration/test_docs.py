@@ -5,6 +5,7 @@ Run `python tests/integration/test_docs.py` to rewrite docs/configuration.md's s
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -215,6 +216,16 @@ def test_every_exit_code_is_documented() -> None:
     codes = {int(cell) for cell in marked_table(OUTPUT.read_text(), "exit-codes")}
     defined = {value for name, value in vars(errors).items() if name.startswith("EXIT_")}
     assert defined | {130} == codes
+
+
+def test_the_exit_code_precedence_is_documented_in_its_order() -> None:
+    """docs/output.md's table and README's list both give runner.core.errors.PRECEDENCE's order."""
+    after = OUTPUT.read_text().split("<!-- exit-code-precedence -->\n", 1)[1].lstrip("\n").splitlines()[2:]
+    rows = [line.split("|") for line in itertools.takewhile(lambda line: line.startswith("|"), after)]
+    assert [int(row[1]) for row in rows] == list(range(1, len(rows) + 1))
+    assert tuple(int(row[2]) for row in rows) == errors.PRECEDENCE
+    listed = re.search(r"the one that says most about the service wins \(([\d, ]+);", README.read_text())
+    assert listed and tuple(int(code) for code in listed.group(1).split(", ")) == errors.PRECEDENCE
 
 
 def test_secret_words_are_the_redactors() -> None:

@@ -1,15 +1,18 @@
-"""SIGTERM and SIGINT stop a run cleanly: promptly, exit 0, a last partial interval, one summary.
+"""SIGTERM and SIGINT stop a run cleanly: promptly, a last partial interval, one summary, exit 7.
 
 Kubernetes stops a pod with SIGTERM and a person stops a laptop run with Ctrl-C; either
-way the run so far must not be lost. Each test starts the real CLI as a subprocess with a
-long run (600 one-second intervals, so only the signal can end it in time), waits for the
-first interval line, signals it, and checks what it printed against what the server saw.
-All load goes to 127.0.0.1; a run that does not stop is killed when the test ends.
+way the run so far must not be lost, and a run cut short is never a pass: it exits 7 and
+says so in one line (an evicted or deleted pod made its Job, or its index, succeed). Each
+test starts the real CLI as a subprocess with a long run (600 one-second intervals, so only
+the signal can end it in time), waits for the first interval line, signals it, and checks
+what it printed against what the server saw. All load goes to 127.0.0.1; a run that does
+not stop is killed when the test ends.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -19,12 +22,21 @@ from dataclasses import dataclass
 import pytest
 
 from runner.core.durations import parse_duration
+from runner.core.errors import EXIT_INTERRUPTED, EXIT_NO_RESPONSE
 from tests.conftest import REPO, Nginx, assert_counts_add_up, parse_interval
 from tests.support.faultserver import FaultServer
 from tests.support.liverun import EXIT_WITHIN_S, LONG_RUN, LiveRun, wait_until
 
 # Every test here runs once with each transport (see conftest.transport).
 pytestmark = pytest.mark.usefixtures("transport")
+
+
+def stopped_line(sig: str, planned: str = "10m0s", code: int | None = EXIT_INTERRUPTED) -> re.Pattern[str]:
+    """The line a run stopped by `sig` before its planned end says last on stderr."""
+    said = f" \\(exit code {code}\\)" if code is not None else ""
+    return re.compile(f"soak: stopped by {sig} before its planned end, after [0-9.]+m?s of {planned}: "
+                      f"the results cover only that{said}\n")
+
 
 
 
@@ -44,8 +56,8 @@ def test_signal_stops_the_run_cleanly(nginx: Nginx, sig: signal.Signals) -> None
         time.sleep(0.5)  # into the second interval, so the last one is partial but not empty
         elapsed = live.wait(live.send(sig))
     assert elapsed < EXIT_WITHIN_S, f"took {elapsed:.2f}s to exit after {sig.name}"
-    assert live.process.returncode == 0, live.stderr
-    assert live.stderr == ""
+    assert live.process.returncode == EXIT_INTERRUPTED, live.stderr  # was 0: an evicted pod passed
+    assert stopped_line(sig.name).fullmatch(live.stderr), live.stderr  # one line, and only it
 
     summary = assert_counts_add_up(live.stdout)  # also: exactly one summary, and it comes last
     assert live.stdout.count('"stopReason"') == 1
@@ -77,7 +89,7 @@ def test_nothing_is_sent_after_a_signal(nginx: Nginx) -> None:
         with LiveRun("--qps", "3000", "--concurrency", "60", "--timeout", "1s", *LONG_RUN, nginx.url) as live:
             live.wait_for_first_interval()
             live.wait(live.send(signal.SIGTERM))
-        assert live.process.returncode == 0, live.stderr
+        assert live.process.returncode == EXIT_INTERRUPTED, live.stderr
         summary = assert_counts_add_up(live.stdout)  # requests + skipped = the sends due before the stop
         assert summary["stopReason"] == "signal SIGTERM"
 
@@ -123,17 +135,21 @@ def test_sigterm_abandons_requests_in_flight_as_cancelled(stalled_run: StalledRu
     """Stuck requests do not hold the exit up: after a short grace they are cancelled and counted."""
     run = stalled_run
     assert run.exit_s < EXIT_WITHIN_S, f"took {run.exit_s:.2f}s to exit with requests in flight"
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == EXIT_NO_RESPONSE, run.stderr  # stopped by a signal, but not one answer came
     summary = assert_counts_add_up(run.stdout)
     assert summary["stopReason"] == "signal SIGTERM"
     # Each client sent one request and was stuck on it: exactly those are failed, as cancelled.
     assert summary["requests"] == summary["failed"] == run.concurrency
     assert summary["errors"] == {"cancelled": run.concurrency}
     assert run.server_idle and run.server_seen == summary["requests"]
-    # And stderr says so once, with the count.
-    assert run.stderr.splitlines() == [
-        f'GET "{run.url}": cancelled: still in flight when the run stopped ({run.concurrency} times)'
+    # And stderr says so once, with the count; then that nothing came back, and why the run ended.
+    lines = run.stderr.splitlines(keepends=True)
+    assert lines[:2] == [
+        f'GET "{run.url}": cancelled: still in flight when the run stopped ({run.concurrency} times)\n',
+        f"soak: no response at all: {run.concurrency} requests sent, none answered (cancelled {run.concurrency})"
+        f" (exit code {EXIT_NO_RESPONSE})\n",
     ]
+    assert len(lines) == 3 and stopped_line("SIGTERM", code=None).fullmatch(lines[2]), run.stderr
 
 
 def test_sigterm_last_interval_ends_when_sending_stopped(stalled_run: StalledRun) -> None:
@@ -167,7 +183,7 @@ def test_second_signal_cuts_the_grace_short() -> None:
         server.stop()
     # Without the second signal the grace alone would last 1s from the first one.
     assert elapsed < 0.9, f"took {elapsed:.2f}s after the first signal"
-    assert live.process.returncode == 0, live.stderr
+    assert live.process.returncode == EXIT_NO_RESPONSE, live.stderr  # nothing answered: that says more than 7
     summary = assert_counts_add_up(live.stdout)
     assert summary["stopReason"] == "signal SIGTERM"
     assert summary["errors"] == {"cancelled": 3} and summary["requests"] == seen == 3
@@ -186,8 +202,9 @@ def test_a_signal_before_the_first_send_is_a_run_of_0_seconds(nginx: Nginx, spli
         wait_until(lambda: live.stdout.startswith("# sending"), timeout=10)
         time.sleep(delay)
         live.wait(live.send(signal.SIGTERM))
-    assert live.process.returncode == 0, live.stderr
-    assert live.stderr == ""
+    assert live.process.returncode == EXIT_INTERRUPTED, live.stderr  # nothing sent: not "no response"
+    planned = "5h0m0s" if "1h" in split else "5s"
+    assert stopped_line("SIGTERM", planned).fullmatch(live.stderr), live.stderr
     summary = assert_counts_add_up(live.stdout)
     assert summary["requests"] == 0 and nginx.requests_logged() == before
     assert summary["durationSeconds"] == summary["sendingSeconds"] == 0
@@ -209,9 +226,11 @@ def test_a_signal_while_the_last_requests_are_awaited_stops_within_the_grace() -
     finally:
         server.stop()
     assert elapsed < EXIT_WITHIN_S, f"took {elapsed:.2f}s to exit"
-    assert live.process.returncode == 0, live.stderr
+    # The schedule had ended: the run is not interrupted; but the one request never got an answer.
+    assert live.process.returncode == EXIT_NO_RESPONSE, live.stderr
     summary = assert_counts_add_up(live.stdout)
     assert summary["stopReason"] == "iterations" and summary["errors"] == {"cancelled": 1}
+    assert "stopped by" not in live.stderr
 
 
 # A local worker's first moments, as workers.py starts one: SIGTERM held, and already pending

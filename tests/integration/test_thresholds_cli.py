@@ -1,7 +1,8 @@
 """Thresholds from the command line and the config file, in real runs against nginx and a faulty server.
 
 What a Job's operator relies on: the verdict lines before the summary, the summary's section,
-exit code 3 when a threshold is broken (0 when all hold, signal or not), a bad rule refused in
+exit code 3 when a threshold is broken (0 when all hold; 7 when they hold but a signal cut the
+run short), a bad rule refused in
 one line with exit 2 before anything is sent, and a run that stops itself, exactly as after a
 SIGTERM, once its verdict is certain.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS, EXIT_USAGE
+from runner.core.errors import EXIT_INTERRUPTED, EXIT_NO_RESPONSE, EXIT_OK, EXIT_THRESHOLDS, EXIT_USAGE
 from runner.readback.results import load_run
 from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak
 from tests.support.faultserver import FaultServer, refused_port
@@ -97,7 +98,8 @@ def test_stops_early_once_an_interval_threshold_breaks(nginx: Nginx, workers: st
 
 
 def test_stops_early_once_the_runs_errors_cannot_stay_under_the_limit() -> None:
-    """Every send refused: after the first of ten intervals, 1% errors over the run is out of reach."""
+    """Every send refused: after the first of ten intervals, 1% errors over the run is out of reach. Not
+    one response came back, which says more than the broken rule: exit 8 (runner.core.errors)."""
     blocker = refused_port()
     try:
         url = f"http://127.0.0.1:{blocker.getsockname()[1]}/"
@@ -105,7 +107,7 @@ def test_stops_early_once_the_runs_errors_cannot_stay_under_the_limit() -> None:
                        "--abortOnThreshold", url, timeout=30)
     finally:
         blocker.close()
-    assert run.returncode == EXIT_THRESHOLDS, run.stderr
+    assert run.returncode == EXIT_NO_RESPONSE, run.stderr
     summary = assert_counts_add_up(run.stdout)
     assert summary["stopReason"] == "threshold run errors% <= 1"
     assert summary["thresholds"]["stoppedEarly"] == "run errors% <= 1 can no longer hold after interval 0"
@@ -124,16 +126,17 @@ def test_does_not_stop_a_run_that_can_still_pass(fault_server: FaultServer) -> N
     assert summary["bad"] == fault_server.seen("/status/503") > 0
 
 
-@pytest.mark.parametrize(("rule", "code"), [("errors% <= 0", EXIT_OK), ("p50 < 1ns", EXIT_THRESHOLDS)])
+@pytest.mark.parametrize(("rule", "code"), [("errors% <= 0", EXIT_INTERRUPTED), ("p50 < 1ns", EXIT_THRESHOLDS)])
 def test_after_sigterm_the_exit_code_is_the_verdicts(nginx: Nginx, rule: str, code: int) -> None:
-    """A signal still ends a run cleanly with 0 (as before thresholds); a broken threshold makes it 3."""
+    """A signal ends a run cleanly, with 7 (it was 0: a run cut short passed); a broken threshold makes
+    it 3, which says more: the service broke a rule in what did run."""
     with LiveRun("--qps", "50", *LONG_RUN, "--thresholds", rule, nginx.url) as live:
         live.wait_for_first_interval()
         live.wait(live.send(signal.SIGTERM))
     assert live.process.returncode == code, live.stderr
     summary = assert_counts_add_up(live.stdout)
     assert summary["stopReason"] == "signal SIGTERM"
-    assert summary["thresholds"]["passed"] is (code == EXIT_OK)
+    assert summary["thresholds"]["passed"] is (code == EXIT_INTERRUPTED)
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.core.errors import EXIT_NO_RESPONSE
 from runner.load.tls import INSECURE_WARNING
 from tests.conftest import Nginx, assert_counts_add_up, run_soak
 from tests.support.certs import Pki
@@ -52,7 +53,7 @@ def test_without_the_ca_every_send_fails_as_tls_and_the_run_goes_on(tls_nginx: T
     url = tls_nginx.url(tls_nginx.https_port)
     before = len(tls_nginx.logged())
     run = run_soak(*TEN, url)
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == EXIT_NO_RESPONSE, run.stderr  # it went on, and says that nothing answered
     summary = assert_counts_add_up(run.stdout)
     # Every one of the 10 sends was made, failed its certificate check, and was counted.
     assert summary["requests"] == 10 and summary["errors"] == {"tls": 10}
@@ -65,7 +66,7 @@ def test_without_the_ca_every_send_fails_as_tls_and_the_run_goes_on(tls_nginx: T
 
 def test_a_bundle_of_another_ca_does_not_verify_the_server(tls_nginx: TlsNginx, pki: Pki) -> None:
     run = run_soak(*TEN, "--caBundle", str(pki.other_ca), tls_nginx.url(tls_nginx.https_port))
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == EXIT_NO_RESPONSE, run.stderr
     assert run.summary["errors"] == {"tls": 10}
 
 
@@ -109,7 +110,7 @@ def test_a_server_that_refuses_in_the_handshake_counts_tls_failures(pki: Pki) ->
     with StrictTlsServer(pki) as server:
         url = f"https://127.0.0.1:{server.port}/"
         run = run_soak(*TEN, "--caBundle", str(pki.ca), url)
-        assert run.returncode == 0, run.stderr
+        assert run.returncode == EXIT_NO_RESPONSE, run.stderr
         summary = assert_counts_add_up(run.stdout)
         assert summary["errors"] == {"tls": 10}
         assert f'GET "{url}": tls: tlsv13 alert certificate required (10 times)' in run.stderr.splitlines()

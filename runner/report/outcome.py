@@ -1,0 +1,95 @@
+"""The run's exit code, from what the finished run did, and the one line that says why.
+
+A failed Job is read from its exit code: each way a run can go wrong has its own
+(runner.core.errors), and when several apply the precedence there picks one. This reporter
+hears the end of the run last, works out every code that applies (pure: applying()), and
+says on stderr, one line each, those that no other line says: the run was stopped by a
+signal before its planned end, or not one response came back. Broken thresholds have their
+own lines (the verdict's) and a failed worker its own (`soak: worker N failed: ...`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from runner.core.durations import format_duration
+from runner.core.errors import EXIT_INTERRUPTED, EXIT_NO_RESPONSE, EXIT_OK, EXIT_WORKER_FAILED, exit_code
+from runner.report.base import Reporter
+from runner.report.slowcooker import to_ms
+from runner.report.verdict import Verdict
+from runner.stats.runinfo import RunSummary
+
+Said = tuple[int, str]  # an exit code that applies, and its line ("" when another line says it)
+
+
+def applying(summary: RunSummary, verdict_code: int = EXIT_OK, verdict_line: str = "") -> list[Said]:
+    """Every exit code that applies to the finished run, each with the line that says why.
+
+    `verdict_code` is the thresholds' (0, 3 or 9), `verdict_line` what to say of it, if anything.
+    """
+    found: list[Said] = []
+    if summary.failed_workers:
+        found.append((EXIT_WORKER_FAILED, ""))  # each failed worker has had its line
+    if summary.unanswered:
+        found.append((EXIT_NO_RESPONSE, no_response_line(summary)))
+    if verdict_code != EXIT_OK:
+        found.append((verdict_code, verdict_line))
+    if summary.stop_signal is not None:
+        found.append((EXIT_INTERRUPTED, interrupted_line(summary)))
+    return found
+
+
+def no_response_line(summary: RunSummary) -> str:
+    """`no response at all: 10 requests sent, none answered (refused 10)`."""
+    figures = summary.figures
+    kinds = ", ".join(f"{kind} {n}" for kind, n in Counter(figures.errors).most_common() if n)
+    return f"no response at all: {_requests(figures.requests)} sent, none answered ({kinds})"
+
+
+def interrupted_line(summary: RunSummary) -> str:
+    """`stopped by SIGTERM before its planned end, after 12.3s of 1m0s: the results cover only that`."""
+    info = summary.info
+    pace = info.settings.pace
+    sent = format_duration(to_ms(max(summary.sending_ns, 0)))
+    if pace.run_ns is not None:
+        part = f"after {sent} of {format_duration(pace.run_ns)}"
+    elif pace.total_requests:
+        part = f"after {summary.figures.requests} of {_requests(info.shard.share(pace.total_requests))}"
+    else:
+        part = f"after {sent}"
+    return f"stopped by {summary.stop_signal} before its planned end, {part}: the results cover only that"
+
+
+def _requests(n: int) -> str:
+    return f"{n} request" if n == 1 else f"{n} requests"
+
+
+def said_lines(found: list[Said], code: int) -> list[str]:
+    """The lines of `found` as they are said on stderr: the line of `code`, the one the run exits
+    with, ends in `(exit code N)`."""
+    return [f"{text} (exit code {c})" if c == code else text for c, text in found if text]
+
+
+class ExitCode(Reporter):
+    """Hears the finished run last; its `code` is the run's exit code, and it says why with `say`
+    (a line on stderr). `verdict` judges the thresholds, if the run has any. `said` holds what
+    it said for the termination message (commands.termination): the exit code's own line ("" when
+    another says it, as the verdict's lines say a 3), then the others."""
+
+    def __init__(self, say: Callable[[str], None], verdict: Verdict | None = None) -> None:
+        self._say = say
+        self._verdict = verdict
+        self.code = EXIT_OK
+        self.said: list[str] = []
+
+    def finish(self, summary: RunSummary) -> None:
+        verdict = self._verdict
+        if verdict is not None:
+            verdict.judge(summary)  # worked out once; the verdict's own finish has usually done it
+        found = applying(summary, verdict.exit_code if verdict is not None else EXIT_OK)
+        self.code = exit_code(code for code, _ in found)
+        for line in said_lines(found, self.code):
+            self._say(line)
+        own = [text for code, text in found if code == self.code]
+        self.said = [own[0] if own else "", *(text for code, text in found if code != self.code and text)]
