@@ -13,20 +13,21 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from runner.stats.client import PROBE_PERIOD_NS
+from runner.stats.client import PROBE_PERIOD_NS, next_due
 
 
 class LoopProbe:
-    """Calls `record(lag_ns)` every period, with how late the loop ran it."""
+    """Calls `record(due_ns, ran_ns)` every period: when it was due, and when the loop ran it."""
 
-    def __init__(self, record: Callable[[int], None], period_ns: int = PROBE_PERIOD_NS) -> None:
+    def __init__(self, record: Callable[[int, int], None], period_ns: int = PROBE_PERIOD_NS) -> None:
         self._record = record
         self._period_ns = period_ns
         self._handle: asyncio.TimerHandle | None = None
         self._due_ns = 0
 
-    def start(self) -> None:
-        self._due_ns = time.monotonic_ns()
+    def start(self, now_ns: int) -> None:
+        """From `now_ns` on, as the meter was told (ClientMeter.begin): the first tick is a period later."""
+        self._due_ns = now_ns + self._period_ns
         self._schedule()
 
     def stop(self) -> None:
@@ -35,13 +36,11 @@ class LoopProbe:
             self._handle = None
 
     def _schedule(self) -> None:
-        self._due_ns += self._period_ns
         delay_ns = max(self._due_ns - time.monotonic_ns(), 0)
         self._handle = asyncio.get_running_loop().call_later(delay_ns / 1e9, self._tick)
 
     def _tick(self) -> None:
         now = time.monotonic_ns()
-        self._record(now - self._due_ns)
-        if now - self._due_ns > self._period_ns:  # a stall: the next tick is a period from now
-            self._due_ns = now
+        self._record(self._due_ns, now)
+        self._due_ns = next_due(self._due_ns, now, self._period_ns)  # after a stall: a period from now
         self._schedule()

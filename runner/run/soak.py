@@ -75,16 +75,17 @@ class Soak:
     async def run(self) -> RunSummary:
         """Run to the end and return the summary (also given to every reporter)."""
         cpu_before = _cpu_seconds()
-        self._recorder.client.begin(cpu_before, time.monotonic_ns())
         for reporter in self._reporters:
             reporter.bind_stop(self.stop)
             reporter.start(self.info)
         warmup = self._warmup
+        began_ns = time.monotonic_ns()  # the client's own figures from here, the probe's first tick a period on
         if warmup is not None:
-            warmup.start(cpu_before, time.monotonic_ns())
+            warmup.start(cpu_before, began_ns)
         engine = asyncio.ensure_future(self._engine.run())  # its clients wait for the run's first due time
-        probe = LoopProbe(self._loop_lag)
-        probe.start()
+        self._recorder.client.begin(_cpu_seconds(), began_ns)
+        probe = LoopProbe(self._tick)
+        probe.start(began_ns)
         self._install_signals()
         try:
             if warmup is not None:
@@ -123,11 +124,11 @@ class Soak:
             if time.monotonic_ns() >= until:
                 self._emit_warmup(warmup.close(until, _cpu_seconds(), time.monotonic_ns()))
 
-    def _loop_lag(self, lag_ns: int) -> None:
-        """The loop probe's reading, for the warm-up's client figures while it lasts, then the run's."""
+    def _tick(self, due_ns: int, ran_ns: int) -> None:
+        """The loop probe's tick, for the warm-up's client figures while it lasts, then the run's."""
         warmup = self._warmup
         meter = warmup.recorder.client if warmup is not None and not warmup.over else self._recorder.client
-        meter.loop_lag(lag_ns)
+        meter.tick(due_ns, ran_ns)
 
     def _emit_warmup(self, interval: Interval) -> None:
         for reporter in self._reporters:

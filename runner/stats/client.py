@@ -15,10 +15,12 @@ Either means callbacks (sends, reads, timers) waited for the client, not for the
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from runner.core.units import NS_PER_MS, NS_PER_S
 from runner.load.result import ErrorKind, Result
+from runner.load.schedule import Grid
 from runner.stats.histogram import LatencyHistogram
 
 SATURATED_CPU = 0.9  # of one core: a Python event loop uses at most one
@@ -72,51 +74,134 @@ class ClientFigures:
             self.lateness.add(other.lateness)
 
 
+def next_due(due_ns: int, ran_ns: int, period_ns: int = PROBE_PERIOD_NS) -> int:
+    """When the loop-lag probe's next tick is due, after the one due at `due_ns` ran at `ran_ns`:
+    a period after it was due; after a stall longer than a period, a period after it ran (the
+    ticks the stall swallowed are not run one after another, late: ClientMeter.tick counts them)."""
+    return due_ns + period_ns if ran_ns - due_ns <= period_ns else ran_ns + period_ns
+
+
 class ClientMeter:
     """Collects the readings of one process as the run goes, and closes them per interval.
 
-    The run calls begin() once, loop_lag() for every probe tick, late() for every send's
-    client lag, and close() at every interval's end with the CPU time used so far.
+    The run calls begin() once, tick() for every run of the loop-lag probe, late() for every
+    send's client lag, and close() at every interval's end with the CPU time used so far.
+
+    Both figures belong to the interval in which what they measure happened, not to the one
+    being closed when they are read, which differ after a stall (a process stopped, or not run
+    by its node): the intervals that passed meanwhile are closed in a burst when it runs again.
+
+    - The loop lag: each tick is counted in the interval it was due in, and so is every tick a
+      stall swallowed (each due a period after the last, late until the stall ended), as
+      HdrHistogram corrects for coordinated omission: one sample for a 3 s stall would leave
+      the p99 of the intervals it spanned untouched. A tick still not run when its interval is
+      closed counts as late until then.
+    - The CPU share: the CPU time is known only at each close, so between two readings it is
+      taken as spent evenly, and an interval gets what falls within its own span; an interval
+      closed in a burst after a stall gets its share of the stall's (little) CPU, not that of
+      the moment of closing it, when the process is busy (it said 100% of a core).
     """
 
-    def __init__(self, paced: bool = True) -> None:
-        self._lag = LatencyHistogram()
+    def __init__(self, grid: Grid, paced: bool = True, period_ns: int = PROBE_PERIOD_NS) -> None:
+        self._grid = grid
+        self._period_ns = period_ns
+        self._lags: dict[int, LatencyHistogram] = {}  # by interval: the ticks due in it
+        self._next = 0  # the first interval not yet closed
         self._run_lag = LatencyHistogram()
         self.lateness = LatencyHistogram() if paced else None
-        self._cpu_s = self._first_cpu_s = 0.0
-        self._t_ns = self._first_t_ns = 0
+        self._readings: list[tuple[int, float]] = []  # (clock, CPU seconds used by then), oldest first
+        self._first: tuple[int, float] | None = None
+        self._next_due_ns = 0  # when the probe's next tick is due
+        self._counted_ns = 0  # ticks due before this have been counted
         self._saturated = 0
 
     def begin(self, cpu_s: float, t_ns: int) -> None:
-        """The CPU time used and the clock when the run starts."""
-        self._cpu_s = self._first_cpu_s = cpu_s
-        self._t_ns = self._first_t_ns = t_ns
+        """The CPU time used and the clock when the run starts (and the probe with it)."""
+        self._first = (t_ns, cpu_s)
+        self._readings = [self._first]
+        self._next_due_ns = t_ns + self._period_ns
+        self._counted_ns = t_ns
 
-    def loop_lag(self, lag_ns: int) -> None:
-        self._lag.record(max(lag_ns, 0))
+    def tick(self, due_ns: int, ran_ns: int) -> None:
+        """The probe's tick due at `due_ns` ran at `ran_ns`; so did every one a stall swallowed."""
+        period = self._period_ns
+        first = due_ns if due_ns >= self._counted_ns else due_ns + -(-(self._counted_ns - due_ns) // period) * period
+        last = max(ran_ns, due_ns + 1)  # the tick itself counts even when it ran on the dot
+        for d in range(first, last, period):
+            self._lag_at(d).record(max(ran_ns - d, 0))  # a hair early counts as on time
+            self._counted_ns = d + period
+        self._next_due_ns = next_due(due_ns, ran_ns, period)
 
     def late(self, lag_ns: int) -> None:
         if self.lateness is not None:
             self.lateness.record(max(lag_ns, 0))
 
-    def close(self, cpu_s: float | None, t_ns: int) -> ClientFigures:
-        """The interval that ends now; without a CPU reading, its share is unknown (0)."""
-        lag, self._lag = self._lag, LatencyHistogram()
+    def close(self, cpu_s: float | None, t_ns: int, start_ns: int, end_ns: int, *,
+              final: bool = False) -> ClientFigures:
+        """The interval from `start_ns` to `end_ns`, closed at `t_ns` with `cpu_s` used so far (None:
+        its share is unknown, 0). The final one also takes the ticks due after its end."""
+        self._count_pending(t_ns if final else min(max(end_ns, start_ns), t_ns), t_ns)
+        lag = self._lags.pop(self._next, None) or LatencyHistogram()
+        if final:
+            for later in sorted(self._lags):
+                lag.add(self._lags.pop(later))
+        self._next += 1
         self._run_lag.add(lag)
         if cpu_s is None:
             return ClientFigures(loop_lag=lag)
-        figures = ClientFigures.measured(cpu_s - self._cpu_s, t_ns - self._t_ns, lag)
-        self._cpu_s, self._t_ns = cpu_s, t_ns
+        self._read(t_ns, cpu_s)
+        figures = ClientFigures.measured(self._cpu_at(end_ns) - self._cpu_at(start_ns), end_ns - start_ns, lag)
+        self._forget_before(end_ns)
         self._saturated += figures.saturated
         return figures
 
     def run(self, cpu_s: float | None, t_ns: int) -> ClientFigures:
         """The whole run's figures: saturated if any interval was, or the run as a whole."""
-        if cpu_s is None:
+        if cpu_s is None or self._first is None:
             figures = ClientFigures(loop_lag=self._run_lag)
         else:
-            figures = ClientFigures.measured(cpu_s - self._first_cpu_s, t_ns - self._first_t_ns, self._run_lag)
+            first_t, first_cpu = self._first
+            figures = ClientFigures.measured(cpu_s - first_cpu, t_ns - first_t, self._run_lag)
         figures.saturated = figures.saturated or self._saturated > 0
         figures.saturated_intervals = self._saturated
         figures.lateness = self.lateness
         return figures
+
+    def _lag_at(self, due_ns: int) -> LatencyHistogram:
+        """The histogram of the interval a tick due at `due_ns` belongs to (the first open one, if
+        that one has been closed already)."""
+        k = max(self._next, self._grid.index(due_ns))
+        histogram = self._lags.get(k)
+        if histogram is None:
+            histogram = self._lags[k] = LatencyHistogram()
+        return histogram
+
+    def _count_pending(self, until_ns: int, now_ns: int) -> None:
+        """The ticks due before `until_ns` that have not run by `now_ns`: late by at least that much."""
+        period = self._period_ns
+        d = max(self._next_due_ns, self._counted_ns)
+        while d < until_ns:
+            self._lag_at(d).record(now_ns - d)
+            d += period
+            self._counted_ns = d
+
+    def _read(self, t_ns: int, cpu_s: float) -> None:
+        if self._readings and t_ns <= self._readings[-1][0]:
+            self._readings[-1] = (self._readings[-1][0], max(cpu_s, self._readings[-1][1]))
+        else:
+            self._readings.append((t_ns, cpu_s))
+
+    def _cpu_at(self, t_ns: int) -> float:
+        """The CPU time used by `t_ns`, spent evenly between the readings around it."""
+        readings = self._readings
+        if t_ns <= readings[0][0]:
+            return readings[0][1]
+        for (t0, c0), (t1, c1) in itertools.pairwise(readings):
+            if t_ns <= t1:
+                return c0 + (c1 - c0) * (t_ns - t0) / (t1 - t0)
+        return readings[-1][1]
+
+    def _forget_before(self, t_ns: int) -> None:
+        """Drop the readings no later interval needs: all before the last one at or before `t_ns`."""
+        keep = max((i for i, (t, _) in enumerate(self._readings) if t <= t_ns), default=0)
+        del self._readings[:keep]

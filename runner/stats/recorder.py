@@ -374,7 +374,7 @@ class Recorder:
         # Connections opened, by what they speak ("HTTP/2 TLSv1.3"): what the run really measured.
         self.connections: Counter[str] = Counter()
         # The client's own figures: loop lag, CPU, lateness (fed by the run).
-        self.client = ClientMeter(paced=model.paced)
+        self.client = ClientMeter(grid, paced=model.paced)
         # The drain: results that came back after the last interval ended, counted apart from it.
         self._drain_from: int | None = None
         self.drain: Tally | None = None
@@ -504,7 +504,7 @@ class Recorder:
         self._open_interval()
         start = self._grid.end_of(k - 1)
         end = self._grid.end_of(k) if end_ns is None else end_ns
-        client = self.client.close(cpu_s, end if now_ns is None else now_ns)
+        client = self.client.close(cpu_s, end if now_ns is None else now_ns, start, end, final=final)
         due_end = end if sending_end_ns is None else min(end, sending_end_ns)
         due = None if self._due is None else self._due(start, max(start, due_end))
         return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)

@@ -11,12 +11,15 @@ is flagged only when the loop lag it reports shows the node held it back.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
+from datetime import datetime
 
 import pytest
 
+from runner.core.durations import parse_duration
 from runner.report.clientnotes import RUN_NOTE
 from tests.conftest import REPO, Nginx, assert_counts_add_up, run_soak, soak_command
 from tests.support.faultserver import FaultServer
@@ -62,7 +65,7 @@ def test_a_starved_client_is_flagged(nginx: Nginx) -> None:
     assert any(line.startswith("# iter ") and "client saturated" in line for line in stdout.splitlines())
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="raising a process' priority needs root")
+@pytest.mark.skipif(os.geteuid() != 0, reason="a real-time priority needs root")
 def test_a_light_soak_at_high_priority_is_not_flagged(nginx: Nginx) -> None:
     """20 req/s take a few percent of a core, which no load raises (load only lowers the share of
     wall time the process gets): its CPU never flags it. What can is a wake-up 10 ms late, which
@@ -125,3 +128,48 @@ def test_what_comes_back_after_the_end_is_the_drain(fault_server: FaultServer, m
     assert summary["durationSeconds"] >= 2 + drain["durationSeconds"] - 0.001 > 2
     assert [line.split()[5] for line in run.interval_lines] == ["1s", "1s"]  # the last one is not stretched
     assert "# after the last interval: " in run.stdout
+
+
+def covered(summary: dict, since: float, until: float) -> list[int]:
+    """The intervals wholly within [since, until] (Unix times), by the run's start and interval."""
+    start = datetime.fromisoformat(summary["start"].replace("Z", "+00:00")).timestamp()
+    interval = parse_duration(summary["config"]["interval"]) / 1e9
+    return [k for k in range(summary["intervals"]) if since <= start + k * interval
+            and start + (k + 1) * interval <= until]
+
+
+def test_intervals_a_stop_spanned_are_flagged_and_claim_no_cpu(nginx: Nginx) -> None:
+    """Stopped for 2.5 s (SIGSTOP, as a frozen or unscheduled pod is) across several 300 ms intervals:
+    closed in a burst when it ran again, each said `cpu 100% of a core` (the CPU of the moment it was
+    closed) and none had a loop lag. Every interval the stop spanned is flagged, and none claims more
+    CPU than the process can have used in it: it was stopped, so however slow the machine, a small share."""
+    process = subprocess.Popen(soak_command("--qps", "20", "--concurrency", "2", "--interval", "300ms",
+                                            "--iterations", "16", nginx.url),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                               env={**os.environ, "TZ": "UTC"})
+    try:
+        assert process.stdout is not None
+        head = []
+        while not (line := process.stdout.readline())[:1].isdigit():  # the first interval line
+            assert line, "the run ended before its first interval"
+            head.append(line)
+        stopped = time.time()
+        process.send_signal(signal.SIGSTOP)
+        time.sleep(2.5)
+        resumed = time.time()
+        process.send_signal(signal.SIGCONT)
+        rest, err = process.communicate(timeout=60)
+    finally:
+        process.send_signal(signal.SIGCONT)
+        process.kill()
+    stdout = "".join(head) + line + rest
+    summary = assert_counts_add_up(stdout)
+    inside = covered(summary, stopped, resumed)
+    assert len(inside) >= 5, (inside, summary["start"])
+    stats = summary["intervalStats"]
+    assert all(stats[k]["clientSaturated"] for k in inside), [stats[k] for k in inside]
+    notes = {int(m[1]): int(m[2]) for m in re.finditer(r"^# iter (\d+): .*client \w+.*?cpu (\d+)% of a core",
+                                                       stdout, re.MULTILINE)}
+    assert set(inside) <= set(notes), stdout
+    # Stopped for all of it: what it used in the stretch from its last close to its resuming, spread evenly.
+    assert all(notes[k] < 50 for k in inside), {k: notes[k] for k in inside}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import random
 
 import pytest
 
@@ -14,7 +15,16 @@ from runner.load.result import Result
 from runner.load.schedule import Grid
 from runner.report.clientnotes import drain_note, interval_note, run_note, short
 from runner.report.summary import client_dict, drain_dict, latency_clock
-from runner.stats.client import LATE_NS, SATURATED_CPU, SATURATED_LAG_NS, ClientFigures, ClientMeter, is_saturated
+from runner.stats.client import (
+    LATE_NS,
+    PROBE_PERIOD_NS,
+    SATURATED_CPU,
+    SATURATED_LAG_NS,
+    ClientFigures,
+    ClientMeter,
+    is_saturated,
+    next_due,
+)
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import client_from_record, client_record, tally_from_record, tally_record
 from runner.stats.recorder import Interval, Recorder, Tally
@@ -66,29 +76,112 @@ def test_merging_keeps_the_busiest_process_every_sample_and_any_saturation() -> 
     assert empty.lateness is not None and empty.lateness.max >= 7 * MS * 0.999
 
 
+def on_time(meter: ClientMeter, since: int, until: int, lag: int = 100_000) -> int:
+    """The probe's ticks from `since` to `until`, each `lag` late; the next one's due time."""
+    due = since
+    while due < until:
+        meter.tick(due, due + lag)
+        due = next_due(due, due + lag)
+    return due
+
+
+def closed(meter: ClientMeter, k: int, cpu: float | None, at: int, *, final: bool = False,
+           end: int | None = None) -> ClientFigures:
+    """Close interval k of GRID at `at`, with `cpu` seconds used by then."""
+    return meter.close(cpu, at, GRID.end_of(k - 1), GRID.end_of(k) if end is None else end, final=final)
+
+
 def test_the_meter_closes_intervals_and_counts_the_saturated_ones() -> None:
-    meter = ClientMeter()
+    meter = ClientMeter(GRID)
     meter.begin(10.0, START)
-    for _ in range(100):
-        meter.loop_lag(100_000)
-    quiet = meter.close(10.05, START + SECOND)
-    assert quiet.loop_lag.count == 100 and quiet.cpu_share == pytest.approx(0.05) and not quiet.saturated
-    meter.loop_lag(-5)  # a tick a hair early counts as on time
-    busy = meter.close(11.0, START + 2 * SECOND)
-    assert busy.saturated and busy.loop_lag.count == 1 and busy.loop_lag.max == 0
+    due = on_time(meter, START + PROBE_PERIOD_NS, START + SECOND)
+    quiet = closed(meter, 0, 10.05, START + SECOND)
+    assert quiet.loop_lag.count == 99 and quiet.cpu_share == pytest.approx(0.05) and not quiet.saturated
+    meter.tick(due, due - 5)  # a tick a hair early counts as on time
+    busy = closed(meter, 1, 11.0, START + 2 * SECOND)  # 95% of a core; the ticks not run are late
+    assert busy.saturated and busy.cpu_share == pytest.approx(0.95) and busy.loop_lag.min == 0
+    assert busy.loop_lag.count == 100  # the one that ran, and the 99 due that had not run at the close
     meter.late(3 * MS)
     run = meter.run(11.0, START + 2 * SECOND)
-    assert run.saturated and run.saturated_intervals == 1 and run.loop_lag.count == 101
+    assert run.saturated and run.saturated_intervals == 1 and run.loop_lag.count == 199
     assert run.cpu_share == pytest.approx(0.5) and run.lateness is not None and run.lateness.count == 1
 
 
 def test_without_a_cpu_reading_the_share_is_unknown_and_only_the_lag_judges() -> None:
-    meter = ClientMeter(paced=False)
-    meter.loop_lag(20 * MS)
-    figures = meter.close(None, START)
+    meter = ClientMeter(GRID, paced=False)
+    meter.begin(0.0, START)
+    meter.tick(START + PROBE_PERIOD_NS, START + PROBE_PERIOD_NS + 20 * MS)
+    figures = closed(meter, 0, None, START + 30 * MS, end=START + 30 * MS, final=True)
     assert figures.cpu_share == 0.0 and not figures.saturated  # close() judges only with a reading
+    assert figures.loop_lag.count == 2  # the tick 20 ms late, and the one it swallowed, 10 ms late
     meter.late(5 * MS)  # a bench keeps no lateness
     assert meter.run(None, START).lateness is None
+
+
+def test_the_next_tick_is_a_period_on_or_after_a_stall_a_period_from_when_it_ran() -> None:
+    assert next_due(START, START + 3 * MS) == START + PROBE_PERIOD_NS
+    assert next_due(START, START + PROBE_PERIOD_NS) == START + PROBE_PERIOD_NS  # due at once: still on the grid
+    assert next_due(START, START + 3 * SECOND) == START + 3 * SECOND + PROBE_PERIOD_NS
+
+
+STALL_FROM, STALL_TO = START + 500 * MS, START + 3 * SECOND + 200 * MS  # stopped, as SIGSTOP or a busy node does
+
+
+def stalled_meter(tick_first: bool) -> tuple[ClientMeter, list[ClientFigures]]:
+    """Intervals 0 to 3 of a run stopped from 0.5 s to 3.2 s, using 5% of a core when it ran. After the
+    stall the probe's late tick and the burst of closes of intervals 0 to 2 come in either order."""
+    meter = ClientMeter(GRID)
+    meter.begin(0.0, START)
+    due = on_time(meter, START + PROBE_PERIOD_NS, STALL_FROM)
+    figures = []
+    ran = STALL_TO if tick_first else STALL_TO + 5000
+    if tick_first:
+        meter.tick(due, ran)
+    for k, cpu in enumerate((0.025, 0.02501, 0.02502)):  # the burst: microseconds apart
+        figures.append(closed(meter, k, cpu, STALL_TO + k * 1000))
+    if not tick_first:
+        meter.tick(due, ran)
+    on_time(meter, next_due(due, ran), START + 4 * SECOND)
+    figures.append(closed(meter, 3, 0.06503, START + 4 * SECOND))
+    return meter, figures
+
+
+@pytest.mark.parametrize("tick_first", [True, False], ids=["tick-then-closes", "closes-then-tick"])
+def test_a_stall_counts_every_tick_it_swallowed_where_it_was_due(tick_first: bool) -> None:
+    meter, (first, second, third, fourth) = stalled_meter(tick_first)
+    assert [f.saturated for f in (first, second, third)] == [True, True, True]  # was: only the interval it ran in
+    assert second.loop_lag.count == third.loop_lag.count == 100  # every tick due in them, each once
+    assert second.loop_lag.min >= 200 * MS and third.loop_lag.max >= 1200 * MS * 0.999
+    assert first.loop_lag.count == 99 and first.loop_lag.max >= 2700 * MS * 0.999
+    assert fourth.saturated and fourth.loop_lag.max >= 190 * MS  # 3.0 s to 3.2 s: still stopped
+    assert 99 <= fourth.loop_lag.count <= 100  # a period from the late tick's run to the next one
+    run = meter.run(0.06503, START + 4 * SECOND)
+    assert run.saturated_intervals == 4
+    assert run.loop_lag.count == sum(f.loop_lag.count for f in (first, second, third, fourth))  # each once
+
+
+@pytest.mark.parametrize("tick_first", [True, False], ids=["tick-then-closes", "closes-then-tick"])
+def test_intervals_closed_in_a_burst_after_a_stall_do_not_claim_its_cpu(tick_first: bool) -> None:
+    """Closing them took microseconds of a busy process: each said 100% of a core (1000% here)."""
+    _, (first, second, third, fourth) = stalled_meter(tick_first)
+    assert first.cpu_share == pytest.approx(0.025 / 3.2, rel=1e-3)  # what it used, spread over the stall
+    assert second.cpu_share == third.cpu_share == pytest.approx(first.cpu_share, rel=1e-3)
+    assert fourth.cpu_share < 0.05  # the 40 ms it used after, over its second
+
+
+def test_evenly_spent_cpu_gives_every_interval_the_same_share_however_late_it_closes() -> None:
+    """Closes late by random amounts, bursts included: a process using 30% of a core all along
+    is said to have used 30% in every interval, and the shares add up to what it used."""
+    rng = random.Random(20)
+    for _ in range(40):
+        meter = ClientMeter(GRID, period_ns=SECOND)  # few probe ticks: only the CPU is looked at
+        meter.begin(0.0, START)
+        closes, at = [], START
+        for k in range(8):
+            at = max(at + rng.choice([0, 1000, 3 * MS, 2 * SECOND]), GRID.end_of(k))
+            closes.append((k, at))
+        shares = [closed(meter, k, 0.3 * (at - START) / SECOND, at).cpu_share for k, at in closes]
+        assert shares == pytest.approx([0.3] * 8)
 
 
 # --- lateness and the drain in the recorder ------------------------------------------------------
