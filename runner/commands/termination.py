@@ -65,14 +65,19 @@ def _cut(text: str, limit: int) -> str:
 
 def verdict_lines(verdict: Verdict | None) -> list[str]:
     """What the verdict says of the finished run: how many thresholds held, then each that did not,
-    as its line in the log says it (`threshold run errors% <= 1: 100% BROKEN`). Nothing without
-    thresholds, or when no run was judged."""
+    as its line in the log says it (`threshold run errors% <= 1: 100% BROKEN`, or `... INCONCLUSIVE`
+    when it broke only where the client could not keep pace). Nothing without thresholds, or when
+    no run was judged."""
     if verdict is None or verdict.outcomes is None:
         return []
     outcomes = verdict.outcomes
     failing = [o for o in outcomes if not o.ok]
     rules = f"{len(outcomes)} threshold{'s' if len(outcomes) > 1 else ''}"
-    total = f"{len(failing)} of {rules} broken" if failing else f"{len(outcomes)} of {rules} kept"
+    broken = sum(not o.inconclusive for o in failing)
+    parts = [f"{broken} of {rules} broken"] if broken else []
+    if len(failing) > broken:
+        parts.append(f"{len(failing) - broken} of {len(outcomes) if parts else rules} inconclusive")
+    total = ", ".join(parts) or f"{len(outcomes)} of {rules} kept"
     return [total, *(o.line().removeprefix("# ").rstrip("\n") for o in failing)]
 
 

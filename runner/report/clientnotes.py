@@ -10,7 +10,7 @@ a quiet run prints none.
 from __future__ import annotations
 
 from runner.core.durations import format_duration
-from runner.stats.client import SATURATED_CPU, SATURATED_LAG_NS, ClientFigures
+from runner.stats.client import OWN_CPU, SATURATED_CPU, SATURATED_LAG_NS, ClientFigures, starved_by
 from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, Figures
 from runner.stats.recorder import Interval, Tally
 from runner.stats.runinfo import RunSummary
@@ -35,7 +35,7 @@ def interval_note(interval: Interval, before: Figures | None = None) -> str:
     if tally.late:
         parts.append(f"{tally.late} {_sends(tally.late)} left late (up to {short(tally.late_max_ns)}), not skipped")
     if client.saturated:
-        parts.append(f"client saturated: {_figures(client)}: the client set the pace, not the server")
+        parts.append(f"client saturated {_cause(client)}: the client set the pace, not the server")
     if before is not None:
         parts += _fewer_backends(before, interval.figures, interval.index - 1)
     return f"{INTERVAL_NOTE}{interval.index}: {'; '.join(parts)}\n" if parts else ""
@@ -72,6 +72,19 @@ def run_note(summary: RunSummary) -> str:
         return ""
     return (f"{RUN_NOTE}{client.saturated_intervals} of {summary.intervals} intervals"
             f" ({_figures(client)}): the figures of those intervals include the client's own delay\n")
+
+
+def _cause(client: ClientFigures) -> str:
+    """Which it was (stats.client.starved_by), with the figures that say so.
+
+    `by its own CPU: cpu 97% of a core (limit 90%), loop lag p99 14.1ms (limit 10ms)`, or
+    `by its node, which did not run it on time: loop lag p99 2.4s (limit 10ms) while it used 3% of a core`.
+    """
+    p99 = short(client.loop_lag.percentiles([99])[99])
+    if starved_by(client) == OWN_CPU:
+        return f"by its own CPU: {_figures(client)}"
+    return (f"by its node, which did not run it on time: loop lag p99 {p99} (limit {short(SATURATED_LAG_NS)})"
+            f" while it used {client.cpu_share:.0%} of a core")
 
 
 def _figures(client: ClientFigures) -> str:

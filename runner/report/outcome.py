@@ -5,7 +5,9 @@ A failed Job is read from its exit code: each way a run can go wrong has its own
 hears the end of the run last, works out every code that applies (pure: applying()), and
 says on stderr, one line each, those that no other line says: the run was stopped by a
 signal before its planned end, or not one response came back. Broken thresholds have their
-own lines (the verdict's) and a failed worker its own (`soak: worker N failed: ...`).
+own lines (the verdict's) and a failed worker its own (`soak: worker N failed: ...`); an inconclusive
+verdict (its rules broke only where the client could not keep pace) gets one here too, as the
+verdict lines alone would read as a failure of the service.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from collections import Counter
 from collections.abc import Callable
 
 from runner.core.durations import format_duration
-from runner.core.errors import EXIT_INTERRUPTED, EXIT_NO_RESPONSE, EXIT_OK, EXIT_WORKER_FAILED, exit_code
+from runner.core.errors import (
+    EXIT_INCONCLUSIVE,
+    EXIT_INTERRUPTED,
+    EXIT_NO_RESPONSE,
+    EXIT_OK,
+    EXIT_WORKER_FAILED,
+    exit_code,
+)
 from runner.report.base import Reporter
 from runner.report.slowcooker import to_ms
 from runner.report.verdict import Verdict
@@ -87,7 +96,9 @@ class ExitCode(Reporter):
         verdict = self._verdict
         if verdict is not None:
             verdict.judge(summary)  # worked out once; the verdict's own finish has usually done it
-        found = applying(summary, verdict.exit_code if verdict is not None else EXIT_OK)
+        code = verdict.exit_code if verdict is not None else EXIT_OK
+        line = verdict.inconclusive_line() if verdict is not None and code == EXIT_INCONCLUSIVE else ""
+        found = applying(summary, code, line)
         self.code = exit_code(code for code, _ in found)
         for line in said_lines(found, self.code):
             self._say(line)

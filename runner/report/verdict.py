@@ -6,6 +6,15 @@ before the JSON summary, adds a `thresholds` section to that summary, and gives 
 code: 3 when any threshold is broken, so a Job running it shows Failed and the alerts on
 failed Jobs fire. The lines start with `# ` so that slow_cooker-style log readers skip them.
 
+A rule broken only where the client could not keep pace says nothing of the service: its
+verdict is inconclusive (exit code 9), so that a 3 always means the service. The rule,
+pure (run_rule_verdict(), blames_the_service()), in docs/thresholds.md: a run rule broken on the run is
+inconclusive when the run without its client-saturated intervals keeps it (or has nothing
+left to measure); an interval rule, when every interval that broke it was saturated. Either
+way, what the client's pace cannot make worse is the server's alone: a 5xx is an answer,
+however late it is read, so a bad% rule is never excused, nor an errors% rule whose bad
+responses alone break it.
+
 With abortOnThreshold it also stops the run as soon as the verdict is certain: an interval
 rule broken, or a run rule out of reach whatever the rest of the run does. With
 stopAtBrokenRule (the capacity search: stages that ramp up until the service gives) it stops
@@ -26,11 +35,11 @@ from typing import Any, TextIO
 from runner.config.rules import RATE, Rule
 from runner.config.settings import Settings
 from runner.config.targets import matching, url_slots
-from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
+from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS
 from runner.load.model import schedule_of
 from runner.report.base import Reporter
 from runner.report.keys import LAST_GOOD_RATE
-from runner.stats.figures import goal
+from runner.stats.figures import Figures, goal
 from runner.stats.recorder import Interval, Tally
 from runner.stats.runinfo import RunInfo, RunSummary
 from runner.stats.thresholds import Plan, Span, bounds, measure
@@ -50,15 +59,25 @@ class Outcome:
     broken: tuple[int, ...] = ()  # interval rules: the intervals that broke it
     shares: int = 1  # the run was split in this many shards: a rate measured is this one's times that
     elsewhere: bool = False  # a scoped rule whose URLs this shard never sends to: other shards judge it
+    inconclusive: bool = False  # broken, but only where the client could not keep pace (module docstring)
+    kept: float | None = None  # an inconclusive run rule: its value without the client-saturated intervals
+
+    @property
+    def verdict(self) -> str:
+        """`ok`, `BROKEN` or `INCONCLUSIVE`, as the line says it."""
+        return "ok" if self.ok else "INCONCLUSIVE" if self.inconclusive else "BROKEN"
 
     def line(self) -> str:
         """`# threshold run p99 < 50ms: 12.3ms ok`, one line, for the log."""
-        verdict = "ok" if self.ok else "BROKEN"
+        verdict = self.verdict
         rule = f"# threshold {self.rule.scope} {self.rule.text}"
         if self.rule.scope == "run":
             value = "nothing to measure" if self.measured is None else self._shown(self.measured)
             if self.elsewhere:
                 value = "not sent to by this shard (other shards send to it)"
+            elif self.inconclusive:
+                kept = "nothing to measure" if self.kept is None else self._shown(self.kept)
+                value += f" ({kept} where the client kept pace)"
             return f"{rule}: {value} {verdict}\n"
         if self.measured is None:
             return f"{rule}: no interval to measure {verdict}\n"
@@ -67,6 +86,8 @@ class Outcome:
             shown = ", ".join(map(str, self.broken[:_LISTED_INTERVALS]))
             more = ", ..." if len(self.broken) > _LISTED_INTERVALS else ""
             text += f", broken in {len(self.broken)} of {self.judged} intervals ({shown}{more})"
+            if self.inconclusive:
+                text += ", each one where the client could not keep pace"
         return f"{text} {verdict}\n"
 
     def _shown(self, measured: float) -> str:
@@ -86,6 +107,7 @@ class Outcome:
             "measured": None if self.measured is None else self.rule.in_unit(self.measured),
             "unit": self.rule.unit,
             "ok": self.ok,
+            "inconclusive": self.inconclusive,
         }
         if self.rule.url is not None:
             data["url"] = self.rule.url
@@ -100,11 +122,13 @@ class _IntervalRecord:
 
     judged: int = 0
     broken: list[int] = field(default_factory=list)
+    blamed: int = 0  # of the broken intervals, those the service is to blame for (blames_the_service())
     worst: float | None = None
     worst_index: int | None = None
 
-    def judge(self, rule: Rule, index: int, measured: float | None) -> bool:
+    def judge(self, rule: Rule, index: int, span: Span, saturated: bool) -> bool:
         """Count one interval's value; True if it broke the rule."""
+        measured = measure(rule.metric, span)
         if measured is None:
             return False
         self.judged += 1
@@ -113,7 +137,46 @@ class _IntervalRecord:
         if rule.holds(measured):
             return False
         self.broken.append(index)
+        self.blamed += blames_the_service(rule, span, saturated)
         return True
+
+
+def server_alone_holds(rule: Rule, span: Span) -> bool:
+    """Whether what the client's pace cannot change keeps the rule on the span.
+
+    A bad response (5xx) is the server's answer however late the client reads it: a bad% rule
+    is judged on them alone, and so is the bad part of errors% (bad + failed). Every other
+    metric (latencies, goal%, rate, skipped%, failed%) the client's own delay can make worse.
+    """
+    if rule.metric == "bad%":
+        return False  # a broken bad% rule is broken by the server's answers
+    if rule.metric == "errors%":
+        bad = measure("bad%", span)
+        return bad is None or rule.holds(bad)
+    return True
+
+
+def blames_the_service(rule: Rule, span: Span, saturated: bool) -> bool:
+    """Whether an interval that broke an interval rule blames the service: the client kept pace in
+    it, or what the client's pace cannot change broke the rule there all the same."""
+    return not saturated or not server_alone_holds(rule, span)
+
+
+def run_rule_verdict(rule: Rule, run: Span, unsaturated: Span | None) -> tuple[bool, bool, float | None]:
+    """A run rule's verdict: (ok, inconclusive, its value without the saturated intervals).
+
+    `unsaturated` is the run without the intervals in which the client was saturated, or
+    None when there were none (the run is all there is). A broken rule is inconclusive when
+    that part keeps it or has nothing to measure, and what the client's pace cannot change
+    keeps it on the whole run: its breaking is the client's doing, as far as can be told.
+    """
+    measured = measure(rule.metric, run)
+    if measured is not None and rule.holds(measured):
+        return True, False, None
+    if unsaturated is None or not server_alone_holds(rule, run):
+        return False, False, None
+    kept = measure(rule.metric, unsaturated)
+    return False, kept is None or rule.holds(kept), kept
 
 
 def _worse(rule: Rule, a: float, b: float) -> bool:
@@ -139,6 +202,13 @@ class Verdict(Reporter):
         self._plan = Plan(None, None, None)
         self._shares = 1  # the shards the run is split in (RunInfo.shard.count)
         self._stop: Callable[[str], None] = _stop_by_signal
+        # The intervals in which the client kept pace, added up, for the run rules' inconclusive verdict.
+        self._unsaturated = Tally()
+        self._unsaturated_due: float | None = 0.0  # its sends due (None: a bench, nothing is due)
+        self._unsaturated_due_ns = 0
+        self._saturated = 0  # intervals in which it did not
+        self._judged = 0  # intervals heard of
+        self._last_saturated = False
         self.aborted: str | None = None  # why the run was stopped early, if it was
         self.outcomes: list[Outcome] | None = None  # every rule's verdict, once the run has finished
 
@@ -155,8 +225,23 @@ class Verdict(Reporter):
         return self.outcomes is not None and all(o.ok for o in self.outcomes)
 
     @property
+    def inconclusive(self) -> bool:
+        """Whether no rule is broken, but some are inconclusive: nothing is said of the service."""
+        outcomes = self.outcomes or []
+        return any(o.inconclusive for o in outcomes) and all(o.ok or o.inconclusive for o in outcomes)
+
+    @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.passed else EXIT_THRESHOLDS
+        if self.passed:
+            return EXIT_OK
+        return EXIT_INCONCLUSIVE if self.inconclusive else EXIT_THRESHOLDS
+
+    def inconclusive_line(self) -> str:
+        """What to say on stderr of an inconclusive verdict: which rules, and why that is no failure."""
+        rules = ", ".join(f"{o.rule.scope} {o.rule.text}" for o in self.outcomes or [] if o.inconclusive)
+        return (f"inconclusive: {rules} broke only where the client could not keep pace (client-saturated in "
+                f"{self._saturated} of {self._judged} intervals): this says nothing of the service; give the "
+                "runner more CPU or a quieter node")
 
     def bind_stop(self, stop: Callable[[str], None]) -> None:
         self._stop = stop
@@ -167,8 +252,17 @@ class Verdict(Reporter):
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
         span = interval_span(info, interval)
+        saturated = interval.client.saturated
         broke = [rule for rule, record in zip(self._interval_rules, self._records, strict=True)
-                 if record.judge(rule, interval.index, measure(rule.metric, span))]
+                 if record.judge(rule, interval.index, span, saturated)]
+        self._judged += 1
+        self._saturated += saturated
+        self._last_saturated = saturated
+        if not saturated and self._run_rules:
+            self._unsaturated.merge(interval.tally)
+            due = self._unsaturated_due
+            self._unsaturated_due = None if due is None or interval.due is None else due + interval.due
+            self._unsaturated_due_ns += interval.due_span_ns
         if self._so_far is not None:
             self._so_far.merge(interval.tally)
         if self._first_broken is None:
@@ -199,8 +293,13 @@ class Verdict(Reporter):
     def finish(self, summary: RunSummary) -> None:
         outcomes = self.judge(summary)
         lines = [outcome.line() for outcome in outcomes]
-        broken = sum(not o.ok for o in outcomes)
-        total = f"{broken} of {len(outcomes)} broken" if broken else f"all {len(outcomes)} ok"
+        broken = sum(not o.ok and not o.inconclusive for o in outcomes)
+        inconclusive = sum(o.inconclusive for o in outcomes)
+        parts = [f"{broken} of {len(outcomes)} broken"] if broken else []
+        if inconclusive:
+            parts.append(f"{inconclusive} of {len(outcomes)} inconclusive (broken only where the client could not "
+                         "keep pace)")
+        total = ", ".join(parts) or f"all {len(outcomes)} ok"
         lines.append(f"# thresholds: {total}" + (f"; stopped early: {self.aborted}" if self.aborted else "") + "\n")
         if self._stop_at_broken:
             lines.append(self._capacity_line())
@@ -211,17 +310,24 @@ class Verdict(Reporter):
         """Every rule's verdict on the finished run (worked out once)."""
         if self.outcomes is None:
             span = run_span(summary)
+            unsaturated = self._unsaturated_span(summary) if self._saturated else None
             outcomes = []
             for rule in self._run_rules:
                 if rule.url is not None and not sent_to(summary.info, rule.url):
                     outcomes.append(Outcome(rule, True, None, shares=self._shares, elsewhere=True))
                     continue
-                measured = measure(rule.metric, span if rule.url is None else url_span(summary, rule.url))
-                outcomes.append(Outcome(rule, measured is not None and rule.holds(measured), measured,
-                                        shares=self._shares))
+                if rule.url is not None:  # judged on its URLs' sends as they are: never inconclusive
+                    measured = measure(rule.metric, url_span(summary, rule.url))
+                    outcomes.append(Outcome(rule, measured is not None and rule.holds(measured), measured,
+                                            shares=self._shares))
+                    continue
+                ok, inconclusive, kept = run_rule_verdict(rule, span, unsaturated)
+                outcomes.append(Outcome(rule, ok, measure(rule.metric, span), shares=self._shares,
+                                        inconclusive=inconclusive, kept=kept))
             for rule, record in zip(self._interval_rules, self._records, strict=True):
                 outcomes.append(Outcome(rule, not record.broken, record.worst, record.worst_index, record.judged,
-                                        tuple(record.broken), self._shares))
+                                        tuple(record.broken), self._shares,
+                                        inconclusive=bool(record.broken) and not record.blamed))
             self.outcomes = outcomes
         return self.outcomes
 
@@ -241,11 +347,23 @@ class Verdict(Reporter):
             f"interval {self._first_broken[0]} at {rate(self._first_broken[1])} broke one"
         return f"# capacity: {held}; {broke}\n"
 
+    def _unsaturated_span(self, summary: RunSummary) -> Span:
+        """The run without its client-saturated intervals: what the client kept pace in. What came
+        back after the last interval (the drain) goes with it, as it does with its line."""
+        tally = self._unsaturated
+        if summary.drain is not None and not self._last_saturated:
+            tally = Tally()
+            tally.merge(self._unsaturated)
+            tally.merge(summary.drain)
+        due = self._unsaturated_due if summary.due is not None else None
+        return Span(Figures.of(tally, due, self._unsaturated_due_ns), shares=summary.info.shard.count)
+
     def section(self, summary: RunSummary) -> dict[str, Any]:
         """The JSON summary's `thresholds` section (and lastGoodRate, for a capacity search)."""
         outcomes = self.judge(summary)
         data: dict[str, Any] = {"thresholds": {
             "passed": all(o.ok for o in outcomes),
+            "inconclusive": self.inconclusive,
             "stoppedEarly": self.aborted,
             "rules": [o.record() for o in outcomes],
         }}

@@ -42,6 +42,16 @@ def is_saturated(cpu_share: float, loop_lag_p99_ns: int) -> bool:
     return cpu_share >= SATURATED_CPU or loop_lag_p99_ns >= SATURATED_LAG_NS
 
 
+OWN_CPU, NODE = "own CPU", "node"
+
+
+def starved_by(figures: ClientFigures) -> str:
+    """Why a saturated span was: the process's OWN_CPU (it used SATURATED_CPU of a core or more,
+    so its own work set the pace), or its NODE (its loop ran late while it had CPU to spare: it
+    was not run on time, by a busy node, a CPU limit's throttling, or a stop)."""
+    return OWN_CPU if figures.cpu_share >= SATURATED_CPU else NODE
+
+
 @dataclass
 class ClientFigures:
     """How the client fared over one interval, or over the whole run.

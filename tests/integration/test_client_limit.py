@@ -20,6 +20,7 @@ from datetime import datetime
 import pytest
 
 from runner.core.durations import parse_duration
+from runner.core.errors import EXIT_INCONCLUSIVE
 from runner.report.clientnotes import RUN_NOTE
 from tests.conftest import REPO, Nginx, assert_counts_add_up, run_soak, soak_command
 from tests.support.faultserver import FaultServer
@@ -168,8 +169,51 @@ def test_intervals_a_stop_spanned_are_flagged_and_claim_no_cpu(nginx: Nginx) -> 
     assert len(inside) >= 5, (inside, summary["start"])
     stats = summary["intervalStats"]
     assert all(stats[k]["clientSaturated"] for k in inside), [stats[k] for k in inside]
-    notes = {int(m[1]): int(m[2]) for m in re.finditer(r"^# iter (\d+): .*client \w+.*?cpu (\d+)% of a core",
+    notes = {int(m[1]): int(m[2]) for m in re.finditer(r"^# iter (\d+): .*client saturated .*?(\d+)% of a core",
                                                        stdout, re.MULTILINE)}
     assert set(inside) <= set(notes), stdout
     # Stopped for all of it: what it used in the stretch from its last close to its resuming, spread evenly.
     assert all(notes[k] < 50 for k in inside), {k: notes[k] for k in inside}
+
+
+def test_a_rule_broken_only_while_the_client_was_stopped_is_inconclusive(nginx: Nginx) -> None:
+    """Stopped for 2.5 s (SIGSTOP): the intervals it spanned got no answer, and `goal% >= 50` broke
+    there, blaming the server with exit 3. Now the verdict is inconclusive, exit 9, in one line: every
+    interval that broke it was one where the client could not keep pace, and each such interval says
+    its node did not run it (it used little CPU, however busy the machine: it was stopped). Six
+    clients at 20 req/s: nginx would have to be 300 ms late to cost a send."""
+    process = subprocess.Popen(soak_command("--qps", "20", "--concurrency", "6", "--interval", "300ms",
+                                            "--iterations", "16", "--intervalThresholds", "goal% >= 50", nginx.url),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                               env={**os.environ, "TZ": "UTC"})
+    try:
+        assert process.stdout is not None
+        head = []
+        while not (line := process.stdout.readline())[:1].isdigit():  # the first interval line
+            assert line, "the run ended before its first interval"
+            head.append(line)
+        stopped = time.time()
+        process.send_signal(signal.SIGSTOP)
+        time.sleep(2.5)
+        resumed = time.time()
+        process.send_signal(signal.SIGCONT)
+        rest, err = process.communicate(timeout=60)
+    finally:
+        process.send_signal(signal.SIGCONT)
+        process.kill()
+    stdout = "".join(head) + line + rest
+    summary = assert_counts_add_up(stdout)
+    assert process.returncode == EXIT_INCONCLUSIVE, stdout[-3000:] + err
+    (rule,) = summary["thresholds"]["rules"]
+    broken = rule["brokenIntervals"]
+    inside = covered(summary, stopped, resumed)
+    assert set(inside[1:]) <= set(broken), (inside, broken)  # no answer there (the first may have had some)
+    assert all(summary["intervalStats"][k]["clientSaturated"] for k in broken), broken
+    assert summary["thresholds"]["inconclusive"] is True and rule["inconclusive"] is True
+    assert err.splitlines()[-1] == (
+        f"soak: inconclusive: interval goal% >= 50 broke only where the client could not keep pace (client-saturated "
+        f"in {summary['client']['saturatedIntervals']} of {summary['intervals']} intervals): this says nothing of the "
+        f"service; give the runner more CPU or a quieter node (exit code {EXIT_INCONCLUSIVE})"), err
+    for k in inside:
+        (note,) = [n for n in stdout.splitlines() if n.startswith(f"# iter {k}: ")]
+        assert "client saturated by its node, which did not run it on time: loop lag p99 " in note, note

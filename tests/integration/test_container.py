@@ -343,7 +343,7 @@ def test_the_pod_runs_against_nginx_and_keeps_the_shipped_thresholds(docker: Doc
     done = run_pod(docker, image, pod)
     summary = assert_counts_add_up(done.stdout)  # the interval lines, then the summary, adding up
     assert broken_by_the_target(summary) == [], done.stdout[-3000:] + done.stderr  # goal% may be the pace
-    assert done.returncode == (0 if summary["thresholds"]["passed"] else 3), done.stdout[-3000:] + done.stderr
+    assert done.returncode in ((0,) if summary["thresholds"]["passed"] else (3, 9)), done.stdout[-3000:] + done.stderr
     config = json.loads(pod.host_path(pod.args[pod.args.index("--config") + 1]).read_text())
     assert done.stdout.splitlines()[0] == (
         f"# sending {config['qps']} GET req/s with concurrency={config['concurrency']} to {nginx.url} ...")

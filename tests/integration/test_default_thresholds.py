@@ -49,12 +49,13 @@ def test_a_refused_target_fails_the_run_with_the_shipped_configuration(tmp_path:
 
 def test_a_healthy_nginx_keeps_the_shipped_thresholds(nginx: Nginx, tmp_path: Path) -> None:
     """Exit 0, unless the machine was too busy for the client itself to keep pace (then only goal%
-    breaks, by the sends the client skipped, and the run exits 3 saying so)."""
+    breaks, by the sends the client skipped, and the run exits 3 saying so, or 9, inconclusive, when
+    it broke only in intervals where the client was seen not to keep pace)."""
     done = run_pod(nginx.url, tmp_path / "pod")
     summary = assert_counts_add_up(done.stdout)
     assert [rule["rule"] for rule in summary["thresholds"]["rules"]] == SHIPPED_RULES
     assert broken_by_the_target(summary) == [], done.stdout + done.stderr
     passed = summary["thresholds"]["passed"]
-    assert done.returncode == (0 if passed else 3), done.stdout + done.stderr
+    assert done.returncode in ((0,) if passed else (3, 9)), done.stdout + done.stderr
     if passed:
         assert verdict_lines(done.stdout)[-1] == f"# thresholds: all {len(SHIPPED_RULES)} ok"

@@ -17,6 +17,8 @@ from runner.report.clientnotes import drain_note, interval_note, run_note, short
 from runner.report.summary import client_dict, drain_dict, latency_clock
 from runner.stats.client import (
     LATE_NS,
+    NODE,
+    OWN_CPU,
     PROBE_PERIOD_NS,
     SATURATED_CPU,
     SATURATED_LAG_NS,
@@ -24,6 +26,7 @@ from runner.stats.client import (
     ClientMeter,
     is_saturated,
     next_due,
+    starved_by,
 )
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import client_from_record, client_record, tally_from_record, tally_record
@@ -276,9 +279,25 @@ def test_an_interval_note_only_when_sends_left_late_or_the_client_was_saturated(
     assert interval_note(interval()) == ""
     assert interval_note(interval(1, 3 * MS)) == "# iter 7: 1 send left late (up to 3ms), not skipped\n"
     note = interval_note(interval(12, 31_200_000, saturated=True))
-    assert note.startswith("# iter 7: 12 sends left late (up to 31.2ms), not skipped; client saturated: cpu 97%")
+    assert note.startswith("# iter 7: 12 sends left late (up to 31.2ms), not skipped; client saturated by its own "
+                           "CPU: cpu 97% of a core (limit 90%)")
     assert "loop lag p99 14ms (limit 10ms)" in note and note.endswith("the client set the pace, not the server\n")
     assert interval_note(interval(saturated=True)).startswith("# iter 7: client saturated")
+
+
+@pytest.mark.parametrize(("cpu", "cause"), [(0.0, NODE), (0.06, NODE), (SATURATED_CPU - 0.001, NODE),
+                                            (SATURATED_CPU, OWN_CPU), (1.0, OWN_CPU), (1.7, OWN_CPU)])
+def test_a_saturated_interval_says_whether_its_own_cpu_or_its_node_set_the_pace(cpu: float, cause: str) -> None:
+    """`cpu 6% of a core (limit 90%) ... the client set the pace` was said of a process its node did not
+    run: its loop ran late while it had CPU to spare."""
+    figures = ClientFigures(cpu, lags(*[15 * MS] * 10), True)
+    assert starved_by(figures) == cause
+    note = interval_note(Interval(3, START, START + SECOND, Tally(good=1), client=figures))
+    if cause == OWN_CPU:
+        assert f"client saturated by its own CPU: cpu {cpu:.0%} of a core (limit 90%), loop lag p99 15ms" in note
+    else:
+        assert (f"client saturated by its node, which did not run it on time: loop lag p99 15ms (limit 10ms) "
+                f"while it used {cpu:.0%} of a core: the client set the pace") in note
 
 
 def summary(client: ClientFigures | None, drain: Tally | None = None, end: int = START + 3 * SECOND) -> RunSummary:

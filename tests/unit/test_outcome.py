@@ -20,7 +20,8 @@ SECOND = 1_000_000_000
 def test_precedence_holds_every_code_once_and_no_success() -> None:
     assert len(set(PRECEDENCE)) == len(PRECEDENCE) and e.EXIT_OK not in PRECEDENCE
     assert PRECEDENCE == (e.EXIT_USAGE, e.EXIT_PROXY_NOT_READY, e.EXIT_STOPPED_WAITING, e.EXIT_WORKER_FAILED,
-                          e.EXIT_NO_RESPONSE, e.EXIT_THRESHOLDS, e.EXIT_OUTPUT, e.EXIT_INTERRUPTED)
+                          e.EXIT_NO_RESPONSE, e.EXIT_THRESHOLDS, e.EXIT_INCONCLUSIVE, e.EXIT_OUTPUT,
+                          e.EXIT_INTERRUPTED)
 
 
 @pytest.mark.parametrize("size", range(len(PRECEDENCE) + 1))
@@ -38,6 +39,8 @@ def test_the_first_code_in_precedence_wins_for_every_combination(size: int) -> N
     ((e.EXIT_INTERRUPTED, e.EXIT_THRESHOLDS), e.EXIT_THRESHOLDS),  # a signalled run that broke a rule: 3, as before
     ((e.EXIT_INTERRUPTED, e.EXIT_NO_RESPONSE, e.EXIT_THRESHOLDS), e.EXIT_NO_RESPONSE),
     ((e.EXIT_INTERRUPTED, e.EXIT_OUTPUT), e.EXIT_OUTPUT),  # the summary a 7 promises could not be written
+    ((e.EXIT_INCONCLUSIVE, e.EXIT_INTERRUPTED, e.EXIT_OUTPUT), e.EXIT_INCONCLUSIVE),
+    ((e.EXIT_INCONCLUSIVE, e.EXIT_NO_RESPONSE), e.EXIT_NO_RESPONSE),
     ((e.EXIT_USAGE, e.EXIT_OUTPUT), e.EXIT_USAGE),  # a usage error on a full stderr is still a usage error
     ((), e.EXIT_OK), ((e.EXIT_OK,), e.EXIT_OK),
 ])
@@ -77,7 +80,7 @@ def test_unanswered_means_sent_and_not_one_response(requests: int, responses: in
     assert summary(requests=requests, responses=responses).unanswered is unanswered
 
 
-@pytest.mark.parametrize("verdict", [e.EXIT_OK, e.EXIT_THRESHOLDS])
+@pytest.mark.parametrize("verdict", [e.EXIT_OK, e.EXIT_THRESHOLDS, e.EXIT_INCONCLUSIVE])
 def test_every_code_that_applies_is_found(verdict: int) -> None:
     for workers, (requests, responses), stop in itertools.product(
             (False, True), ((0, 0), (10, 0), (10, 3)), STOPS):

@@ -168,11 +168,12 @@ def test_the_summary_section() -> None:
     data = json.loads(out.getvalue())
     assert data["thresholds"] == {
         "passed": False,
+        "inconclusive": False,
         "stoppedEarly": None,
         "rules": [
-            {"rule": "p99 < 1ms", "scope": "run", "measured": 1.0, "unit": "ms", "ok": False},
+            {"rule": "p99 < 1ms", "scope": "run", "measured": 1.0, "unit": "ms", "ok": False, "inconclusive": False},
             {"rule": "errors% <= 0", "scope": "interval", "measured": 10.0, "unit": "%", "ok": False,
-             "worstInterval": 1, "judgedIntervals": 2, "brokenIntervals": [1]},
+             "inconclusive": False, "worstInterval": 1, "judgedIntervals": 2, "brokenIntervals": [1]},
         ],
     }
     assert list(data)[:6] == ["p50", "p75", "p90", "p95", "p99", "p999"]  # slow_cooker's keys stay first
