@@ -16,6 +16,7 @@ Either means callbacks (sends, reads, timers) waited for the client, not for the
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 
 from runner.core.units import NS_PER_MS, NS_PER_S
@@ -115,8 +116,11 @@ class ClientMeter:
     def __init__(self, grid: Grid, paced: bool = True, period_ns: int = PROBE_PERIOD_NS) -> None:
         self._grid = grid
         self._period_ns = period_ns
-        self._lags: dict[int, LatencyHistogram] = {}  # by interval: the ticks due in it
-        self._next = 0  # the first interval not yet closed
+        self._lag = LatencyHistogram()  # the open interval's: the ticks due in it
+        self._next = 0  # the open interval: the first not yet closed
+        # Ticks that ran, due in intervals not yet open: (first due, past the last due, when they ran).
+        # A stall's ticks are counted interval by interval, so memory stays one histogram however long it was.
+        self._spans: list[tuple[int, int, int]] = []
         self._run_lag = LatencyHistogram()
         self.lateness = LatencyHistogram() if paced else None
         self._readings: list[tuple[int, float]] = []  # (clock, CPU seconds used by then), oldest first
@@ -137,9 +141,10 @@ class ClientMeter:
         period = self._period_ns
         first = due_ns if due_ns >= self._counted_ns else due_ns + -(-(self._counted_ns - due_ns) // period) * period
         last = max(ran_ns, due_ns + 1)  # the tick itself counts even when it ran on the dot
-        for d in range(first, last, period):
-            self._lag_at(d).record(max(ran_ns - d, 0))  # a hair early counts as on time
-            self._counted_ns = d + period
+        if first < last:  # not counted yet (as still late, when its interval was closed)
+            self._counted_ns = first + -(-(last - first) // period) * period
+            self._spans.append((first, last, ran_ns))
+            self._count_ran(self._grid.end_of(self._next))
         self._next_due_ns = next_due(due_ns, ran_ns, period)
 
     def late(self, lag_ns: int) -> None:
@@ -150,11 +155,9 @@ class ClientMeter:
               final: bool = False) -> ClientFigures:
         """The interval from `start_ns` to `end_ns`, closed at `t_ns` with `cpu_s` used so far (None:
         its share is unknown, 0). The final one also takes the ticks due after its end."""
+        self._count_ran(math.inf if final else max(end_ns, start_ns))
         self._count_pending(t_ns if final else min(max(end_ns, start_ns), t_ns), t_ns)
-        lag = self._lags.pop(self._next, None) or LatencyHistogram()
-        if final:
-            for later in sorted(self._lags):
-                lag.add(self._lags.pop(later))
+        lag, self._lag = self._lag, LatencyHistogram()
         self._next += 1
         self._run_lag.add(lag)
         if cpu_s is None:
@@ -177,21 +180,25 @@ class ClientMeter:
         figures.lateness = self.lateness
         return figures
 
-    def _lag_at(self, due_ns: int) -> LatencyHistogram:
-        """The histogram of the interval a tick due at `due_ns` belongs to (the first open one, if
-        that one has been closed already)."""
-        k = max(self._next, self._grid.index(due_ns))
-        histogram = self._lags.get(k)
-        if histogram is None:
-            histogram = self._lags[k] = LatencyHistogram()
-        return histogram
+    def _count_ran(self, until_ns: float) -> None:
+        """Count, in the open interval, the ticks that ran and were due before `until_ns` (its end)."""
+        period, kept = self._period_ns, []
+        for first, last, ran in self._spans:
+            d = first
+            while d < last and d < until_ns:
+                self._lag.record(max(ran - d, 0))  # a hair early counts as on time
+                d += period
+            if d < last:
+                kept.append((d, last, ran))
+        self._spans = kept
 
     def _count_pending(self, until_ns: int, now_ns: int) -> None:
-        """The ticks due before `until_ns` that have not run by `now_ns`: late by at least that much."""
+        """Count, in the open interval, the ticks due before `until_ns` (its end) that have not run
+        by `now_ns`: late by at least that much."""
         period = self._period_ns
         d = max(self._next_due_ns, self._counted_ns)
         while d < until_ns:
-            self._lag_at(d).record(now_ns - d)
+            self._lag.record(now_ns - d)
             d += period
             self._counted_ns = d
 

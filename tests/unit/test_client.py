@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 import json
 import random
+import tracemalloc
 
 import pytest
 
@@ -161,6 +162,27 @@ def test_a_stall_counts_every_tick_it_swallowed_where_it_was_due(tick_first: boo
     run = meter.run(0.06503, START + 4 * SECOND)
     assert run.saturated_intervals == 4
     assert run.loop_lag.count == sum(f.loop_lag.count for f in (first, second, third, fourth))  # each once
+
+
+def test_a_long_stall_is_counted_interval_by_interval_in_flat_memory() -> None:
+    """Ten minutes stopped (a frozen pod, a laptop asleep) across sixty 10 s intervals, the late tick
+    run before their burst of closes: each interval counts its thousand ticks as it closes, and the
+    meter never holds more than its open interval's histogram (one of 270 kB per interval was 16 MB)."""
+    grid = Grid(START, 10 * SECOND)
+    meter = ClientMeter(grid)
+    meter.begin(0.0, START)
+    resumed = START + 600 * SECOND
+    tracemalloc.start()
+    try:
+        meter.tick(START + PROBE_PERIOD_NS, resumed)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000, peak
+    figures = [meter.close(0.001, resumed + k, grid.end_of(k - 1), grid.end_of(k)) for k in range(60)]
+    assert all(f.saturated and f.loop_lag.count == 1000 for f in figures[1:])
+    assert figures[0].loop_lag.count == 999  # due from the first tick, a period after the start
+    assert figures[-1].loop_lag.min >= 0 and figures[0].loop_lag.max >= 599 * SECOND
 
 
 @pytest.mark.parametrize("tick_first", [True, False], ids=["tick-then-closes", "closes-then-tick"])
