@@ -11,9 +11,11 @@ verdict is inconclusive (exit code 9), so that a 3 always means the service. The
 pure (run_rule_verdict(), blames_the_service()), in docs/thresholds.md: a run rule broken on the run is
 inconclusive when the run without its client-saturated intervals keeps it (or has nothing
 left to measure); an interval rule, when every interval that broke it was saturated. Either
-way, what the client's pace cannot make worse is the server's alone: a 5xx is an answer,
-however late it is read, so a bad% rule is never excused, nor an errors% rule whose bad
-responses alone break it.
+way, what the client's pace cannot make worse is the server's alone (at_best): a 5xx is an
+answer however late it is read, so a bad% rule is never excused, nor an errors% rule whose bad
+responses alone break it, nor a latency rule that even the fastest response broke, nor a rule
+no client could have kept (a `rate` above the one asked for). A bench runs flat out, saturated as a rule: its
+verdict is judged as measured, never inconclusive.
 
 With abortOnThreshold it also stops the run as soon as the verdict is certain: an interval
 rule broken, or a run rule out of reach whatever the rest of the run does. With
@@ -26,13 +28,14 @@ interval line, the thresholds and the summary are printed exactly once, as after
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from runner.config.rules import RATE, Rule
+from runner.config.rules import LATENCIES, RATE, Rule
 from runner.config.settings import Settings
 from runner.config.targets import matching, url_slots
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS
@@ -141,25 +144,45 @@ class _IntervalRecord:
         return True
 
 
-def server_alone_holds(rule: Rule, span: Span) -> bool:
-    """Whether what the client's pace cannot change keeps the rule on the span.
+def at_best(metric: str, span: Span) -> float | None:
+    """The metric's value on the span had the client's own delay cost nothing: what the server alone
+    decided. A bad response (5xx) is its answer however late it is read, so bad% is as measured and
+    errors% counts the bad responses only. A client's delay comes and goes and only ever adds to a
+    latency, so every latency is at best the fastest response's: one that even it breaks is the
+    server's. The rest is at its best: goal% 100, no failure, no skip, the rate asked for. None
+    when there is nothing to measure."""
+    if metric in ("bad%", "errors%"):
+        return measure("bad%", span)
+    f = span.figures
+    if metric in LATENCIES:
+        return float(f.latency.min_ns) if f.responses else None
+    if metric in ("failed%", "skipped%"):
+        return 0.0
+    if metric == "goal%":
+        return 100.0
+    assert metric == RATE, metric
+    if f.due_seconds <= 0:
+        return None
+    if f.due is None:
+        return math.inf  # a bench: its rate is the client's pace itself
+    return f.due * span.shares / f.due_seconds
 
-    A bad response (5xx) is the server's answer however late the client reads it: a bad% rule
-    is judged on them alone, and so is the bad part of errors% (bad + failed). Every other
-    metric (latencies, goal%, rate, skipped%, failed%) the client's own delay can make worse.
-    """
+
+def could_hold(rule: Rule, span: Span) -> bool:
+    """Whether the rule would have held on the span had the client kept pace (at_best): if not, the
+    server broke it, whatever the client did (5xx answers; latencies even the fastest response
+    broke; a rule no client could keep). A broken bad% rule never could: its value is the
+    server's answers alone."""
     if rule.metric == "bad%":
-        return False  # a broken bad% rule is broken by the server's answers
-    if rule.metric == "errors%":
-        bad = measure("bad%", span)
-        return bad is None or rule.holds(bad)
-    return True
+        return False
+    best = at_best(rule.metric, span)
+    return best is None or rule.holds(best)
 
 
 def blames_the_service(rule: Rule, span: Span, saturated: bool) -> bool:
     """Whether an interval that broke an interval rule blames the service: the client kept pace in
     it, or what the client's pace cannot change broke the rule there all the same."""
-    return not saturated or not server_alone_holds(rule, span)
+    return not saturated or not could_hold(rule, span)
 
 
 def run_rule_verdict(rule: Rule, run: Span, unsaturated: Span | None) -> tuple[bool, bool, float | None]:
@@ -173,7 +196,7 @@ def run_rule_verdict(rule: Rule, run: Span, unsaturated: Span | None) -> tuple[b
     measured = measure(rule.metric, run)
     if measured is not None and rule.holds(measured):
         return True, False, None
-    if unsaturated is None or not server_alone_holds(rule, run):
+    if unsaturated is None or not could_hold(rule, run):
         return False, False, None
     kept = measure(rule.metric, unsaturated)
     return False, kept is None or rule.holds(kept), kept
@@ -208,6 +231,7 @@ class Verdict(Reporter):
         self._unsaturated_due_ns = 0
         self._saturated = 0  # intervals in which it did not
         self._judged = 0  # intervals heard of
+        self._paced = True  # not a bench, whose client runs flat out and is saturated as a rule
         self._last_saturated = False
         self.aborted: str | None = None  # why the run was stopped early, if it was
         self.outcomes: list[Outcome] | None = None  # every rule's verdict, once the run has finished
@@ -249,10 +273,11 @@ class Verdict(Reporter):
     def start(self, info: RunInfo) -> None:
         self._plan = plan_of(info)
         self._shares = info.shard.count
+        self._paced = info.model.paced  # a bench runs flat out: saturated is its normal
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
         span = interval_span(info, interval)
-        saturated = interval.client.saturated
+        saturated = interval.client.saturated and self._paced
         broke = [rule for rule, record in zip(self._interval_rules, self._records, strict=True)
                  if record.judge(rule, interval.index, span, saturated)]
         self._judged += 1

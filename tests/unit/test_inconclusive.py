@@ -3,23 +3,25 @@
 The rule (runner.report.verdict): a run rule broken on the run is inconclusive when the run
 without its client-saturated intervals keeps it, or has nothing left to measure; an interval
 rule, when every interval that broke it was saturated. What the client's pace cannot make
-worse stays the server's: bad responses, alone or as the bad part of errors%. Judged here for
-every combination, against an oracle written from that sentence, and through the reporter.
+worse stays the server's: bad responses, alone or as the bad part of errors%, and a rule no
+client could have kept. Judged here for every combination, against an oracle written from that
+sentence, and through the reporter.
 """
 
 from __future__ import annotations
 
 import io
 import itertools
+import math
 from typing import Any
 
 import pytest
 
 from runner.commands.termination import verdict_lines
-from runner.config.rules import METRICS, parse_rule
+from runner.config.rules import LATENCIES, METRICS, parse_rule
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS
 from runner.report.outcome import ExitCode
-from runner.report.verdict import Verdict, blames_the_service, run_rule_verdict, server_alone_holds
+from runner.report.verdict import Verdict, at_best, blames_the_service, could_hold, run_rule_verdict
 from runner.stats.client import ClientFigures
 from runner.stats.figures import Figures
 from runner.stats.recorder import Interval, Tally
@@ -35,18 +37,25 @@ RULES = {
 }
 
 
-def span(good: int, *, latency_ms: int = 1, bad: int = 0, failed: int = 0, skipped: int = 0,
-         seconds: float = 1.0) -> Span:
-    tally = tally_of(good, latency_ms * MS, bad=bad, failed=failed)
+def counts(good: int, *, latency_ms: int = 1, bad: int = 0, failed: int = 0, skipped: int = 0,
+           fast: int = 0) -> Tally:
+    """`good` responses in `latency_ms` (`fast` of them in 1 ms), `bad` 5xx, `failed` refused, `skipped`."""
+    tally = tally_of(fast, MS)
+    tally.merge(tally_of(good - fast, latency_ms * MS, bad=bad, failed=failed))
     tally.skipped = skipped
-    return Span(Figures.of(tally, 100 * seconds, int(seconds * SECOND)))
+    return tally
+
+
+def span(good: int, *, seconds: float = 1.0, **how: int) -> Span:
+    """counts() over `seconds` at 100 req/s, as the rules see them."""
+    return Span(Figures.of(counts(good, **how), 100 * seconds, int(seconds * SECOND)))
 
 
 # Spans of 1 s at 100 req/s that keep every rule of RULES, that break every one of them but bad% as
 # a slow client would (late, few, failing sends: no 5xx), and that break all with the server's 5xx.
 KEEPS = span(100)
-CLIENT_BREAKS = span(40, latency_ms=50, failed=30, skipped=30)
-SERVER_BREAKS = span(40, latency_ms=50, bad=10, failed=20, skipped=30)
+CLIENT_BREAKS = span(40, latency_ms=50, failed=30, skipped=30, fast=15)  # some answers read at once, most late
+SERVER_BREAKS = span(40, latency_ms=50, bad=10, failed=20, skipped=30)  # every answer slow, and 5xx
 EMPTY = Span(Figures.of(Tally(), 0.0, 0))  # nothing to measure: no sends, no goal
 
 
@@ -60,51 +69,79 @@ def test_every_metric_has_a_rule_here() -> None:
         assert not rule.holds(measure(metric, SERVER_BREAKS))  # type: ignore[arg-type]
 
 
+# Rules no client could keep, however fast: goal% is at most 100, the rate at most the one asked for.
+# Rules no client could keep on KEEPS (a goal% above 100 is refused as it is read: runner.config.rules).
+IMPOSSIBLE = {"rate": "rate >= 1000", "p99": "p99 < 1ns"}
+
+
+@pytest.mark.parametrize("metric", RULES)
+def test_at_best_is_what_the_server_alone_decided(metric: str) -> None:
+    bad = 10 / 70 * 100  # 10 of its 70 requests were answered 5xx
+    expected = {"bad%": bad, "errors%": bad, "goal%": 100.0, "rate": 100.0}.get(metric, 0.0)
+    latency = metric in LATENCIES
+    assert at_best(metric, SERVER_BREAKS) == pytest.approx(50 * MS if latency else expected)  # the fastest: 50 ms
+    assert at_best(metric, CLIENT_BREAKS) == (MS if latency else 100.0 if metric in ("goal%", "rate") else 0.0)
+    nothing = None if metric in ("bad%", "errors%", "rate", *LATENCIES) else at_best(metric, KEEPS)
+    assert at_best(metric, EMPTY) == nothing  # nothing sent, no time: nothing to measure
+    assert at_best("rate", Span(Figures.of(Tally(), None, SECOND))) == math.inf  # a bench: the rate is the client's own pace
+
+
 @pytest.mark.parametrize("metric", RULES)
 def test_what_the_clients_pace_cannot_change_is_the_servers_alone(metric: str) -> None:
     rule = parse_rule(RULES[metric], "run")
     server_metric = metric in ("bad%", "errors%")
-    assert server_alone_holds(rule, CLIENT_BREAKS) is (metric != "bad%")  # no 5xx at all, yet bad% broke
-    assert server_alone_holds(rule, SERVER_BREAKS) is (not server_metric)  # 10% 5xx break bad% and errors%
-    assert server_alone_holds(rule, KEEPS) is (metric != "bad%")
+    # No 5xx at all: had it kept pace, every rule could hold; but bad%, which is the server's answers alone.
+    assert could_hold(rule, CLIENT_BREAKS) is (metric != "bad%")
+    # 14% 5xx break bad% and errors%; every answer slower than 5 ms, the latency rules
+    assert could_hold(rule, SERVER_BREAKS) is not (server_metric or metric in LATENCIES)
+    assert could_hold(rule, KEEPS) is (metric != "bad%")
+    if metric in IMPOSSIBLE:
+        assert not could_hold(parse_rule(IMPOSSIBLE[metric], "run"), KEEPS)
 
 
 @pytest.mark.parametrize("metric", RULES)
 def test_an_interval_blames_the_service_unless_the_client_could_not_keep_pace_there(metric: str) -> None:
     rule = parse_rule(RULES[metric], "interval")
     for broken, saturated in itertools.product((CLIENT_BREAKS, SERVER_BREAKS), (False, True)):
-        expected = not saturated or metric == "bad%" or (metric == "errors%" and broken is SERVER_BREAKS)
+        expected = not saturated or metric == "bad%" or (
+            metric in ("errors%", *LATENCIES) and broken is SERVER_BREAKS)
         assert blames_the_service(rule, broken, saturated) is expected, (broken is SERVER_BREAKS, saturated)
+    if metric in IMPOSSIBLE:  # broken in a saturated interval, but no client could have kept it
+        assert blames_the_service(parse_rule(IMPOSSIBLE[metric], "interval"), CLIENT_BREAKS, True)
 
 
-def oracle(metric: str, run: Span, unsaturated: Span | None) -> tuple[bool, bool]:
+def oracle(text: str, run: Span, unsaturated: Span | None) -> tuple[bool, bool]:
     """(ok, inconclusive), from the rule's sentence."""
-    rule = parse_rule(RULES[metric], "run")
-    value = measure(metric, run)
+    rule = parse_rule(text, "run")
+    value = measure(rule.metric, run)
     if value is not None and rule.holds(value):
         return True, False
     if unsaturated is None:  # no interval was saturated: the service broke it
         return False, False
-    if metric == "bad%":
+    if rule.metric == "bad%":  # 5xx answers: the server's
         return False, False
-    if metric == "errors%":
+    if rule.metric == "errors%":
         bad = measure("bad%", run)
-        if bad is not None and not rule.holds(bad):
+        if bad is not None and not rule.holds(bad):  # its 5xx alone break it
             return False, False
-    kept = measure(metric, unsaturated)
+    if rule.metric in LATENCIES and run.figures.responses and not rule.holds(run.figures.latency.min_ns):
+        return False, False  # even the fastest response broke it
+    if text in IMPOSSIBLE.values():  # no client could have kept it
+        return False, False
+    kept = measure(rule.metric, unsaturated)
     return False, kept is None or rule.holds(kept)
 
 
-@pytest.mark.parametrize("metric", RULES)
-def test_a_run_rule_is_inconclusive_exactly_when_the_oracle_says(metric: str) -> None:
-    rule = parse_rule(RULES[metric], "run")
-    runs = (KEEPS, CLIENT_BREAKS, SERVER_BREAKS, EMPTY)
-    for run, unsaturated in itertools.product(runs, (None, *runs)):
+@pytest.mark.parametrize("text", [*RULES.values(), *IMPOSSIBLE.values()])
+def test_a_run_rule_is_inconclusive_exactly_when_the_oracle_says(text: str) -> None:
+    rule = parse_rule(text, "run")
+    runs = (KEEPS, CLIENT_BREAKS, SERVER_BREAKS)  # and without the saturated intervals, nothing at all
+    for run, unsaturated in itertools.product(runs, (None, *runs, EMPTY)):
         ok, inconclusive, kept = run_rule_verdict(rule, run, unsaturated)
-        assert (ok, inconclusive) == oracle(metric, run, unsaturated), (run, unsaturated)
+        assert (ok, inconclusive) == oracle(text, run, unsaturated), (run, unsaturated)
         assert not (ok and inconclusive)
         if inconclusive:
-            assert unsaturated is not None and kept == measure(metric, unsaturated)
+            assert unsaturated is not None and kept == measure(rule.metric, unsaturated)
 
 
 # --- through the reporter: a run of four 1 s intervals at 100 req/s ------------------------------
@@ -134,7 +171,8 @@ def judged(layer: dict[str, Any], intervals: list[tuple[Tally, bool]]) -> tuple[
     return verdict, out.getvalue(), said
 
 
-HEALTHY, STARVED = tally_of(100), tally_of(40, 50 * MS)  # 40 answers of 100 due, late: the client's doing
+# 40 answers of 100 due, most read late: the client's doing (those it read at once were fast).
+HEALTHY, STARVED = tally_of(100), counts(40, latency_ms=50, fast=15)
 
 
 def test_goal_broken_only_in_saturated_intervals_is_inconclusive() -> None:
@@ -185,6 +223,12 @@ def test_every_interval_saturated_is_inconclusive_and_none_is_broken() -> None:
     assert kept_pace.exit_code == EXIT_THRESHOLDS
     healthy, _, _ = judged(rules, [(HEALTHY, True)] * 3)  # saturated, and yet every rule kept
     assert healthy.exit_code == EXIT_OK and not healthy.inconclusive
+
+
+def test_a_bench_is_judged_as_measured_as_its_client_runs_flat_out() -> None:
+    verdict, _, said = judged({"mode": "bench", "totalRequests": 400, "thresholds": ["p99 < 5ms"]},
+                              [(STARVED, True), (STARVED, True)])
+    assert verdict.exit_code == EXIT_THRESHOLDS and said == []
 
 
 def test_errors_that_are_5xx_answers_are_never_excused() -> None:
