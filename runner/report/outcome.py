@@ -4,7 +4,8 @@ A failed Job is read from its exit code: each way a run can go wrong has its own
 (runner.core.errors), and when several apply the precedence there picks one. This reporter
 hears the end of the run last, works out every code that applies (pure: applying()), and
 says on stderr, one line each, those that no other line says: the run was stopped by a
-signal before its planned end, or not one response came back. Broken thresholds have their
+signal before its planned end, or not one response came back; the line of the code the run
+exits with comes last, the last line of `kubectl logs`. Broken thresholds have their
 own lines (the verdict's) and a failed worker its own (`soak: worker N failed: ...`); an inconclusive
 verdict (its rules broke only where the client could not keep pace) gets one here too, as the
 verdict lines alone would read as a failure of the service.
@@ -76,8 +77,9 @@ def _requests(n: int) -> str:
 
 def said_lines(found: list[Said], code: int) -> list[str]:
     """The lines of `found` as they are said on stderr: the line of `code`, the one the run exits
-    with, ends in `(exit code N)`."""
-    return [f"{text} (exit code {c})" if c == code else text for c, text in found if text]
+    with, last (the last line of `kubectl logs`), ending in `(exit code N)`."""
+    ordered = sorted(found, key=lambda said: said[0] == code)  # stable: the others keep their order
+    return [f"{text} (exit code {c})" if c == code else text for c, text in ordered if text]
 
 
 class ExitCode(Reporter):

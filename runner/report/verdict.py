@@ -11,11 +11,11 @@ verdict is inconclusive (exit code 9), so that a 3 always means the service. The
 pure (run_rule_verdict(), blames_the_service()), in docs/thresholds.md: a run rule broken on the run is
 inconclusive when the run without its client-saturated intervals keeps it (or has nothing
 left to measure); an interval rule, when every interval that broke it was saturated. Either
-way, what the client's pace cannot make worse is the server's alone (at_best): a 5xx is an
-answer however late it is read, so a bad% rule is never excused, nor an errors% rule whose bad
-responses alone break it, nor a latency rule that even the fastest response broke, nor a rule
-no client could have kept (a `rate` above the one asked for). A bench runs flat out, saturated as a rule: its
-verdict is judged as measured, never inconclusive.
+way, what the client's pace cannot make worse is the server's alone (at_best): a 5xx, a refused
+connection or a reset is an answer however late it is read, so a bad% rule is never excused,
+nor an errors% or failed% rule that such answers alone break, nor a latency rule that even the
+fastest response broke, nor a rule no client could have kept (a `rate` above the one asked for).
+A bench runs flat out, saturated as a rule: its verdict is judged as measured, never inconclusive.
 
 With abortOnThreshold it also stops the run as soon as the verdict is certain: an interval
 rule broken, or a run rule out of reach whatever the rest of the run does. With
@@ -40,6 +40,7 @@ from runner.config.settings import Settings
 from runner.config.targets import matching, url_slots
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS
 from runner.load.model import schedule_of
+from runner.load.result import ErrorKind
 from runner.report.base import Reporter
 from runner.report.keys import LAST_GOOD_RATE
 from runner.stats.figures import Figures, goal
@@ -48,6 +49,9 @@ from runner.stats.runinfo import RunInfo, RunSummary
 from runner.stats.thresholds import Plan, Span, bounds, measure
 
 _LISTED_INTERVALS = 10  # broken intervals named on a line; the summary lists them all
+# Failures a client that could not keep pace can cause: a timeout is measured by its own clock,
+# and a request cancelled was abandoned at the run's stop. Every other kind is the server's answer.
+PACE_FAILURES = (ErrorKind.TIMEOUT, ErrorKind.CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -146,17 +150,22 @@ class _IntervalRecord:
 
 def at_best(metric: str, span: Span) -> float | None:
     """The metric's value on the span had the client's own delay cost nothing: what the server alone
-    decided. A bad response (5xx) is its answer however late it is read, so bad% is as measured and
-    errors% counts the bad responses only. A client's delay comes and goes and only ever adds to a
-    latency, so every latency is at best the fastest response's: one that even it breaks is the
-    server's. The rest is at its best: goal% 100, no failure, no skip, the rate asked for. None
-    when there is nothing to measure."""
-    if metric in ("bad%", "errors%"):
-        return measure("bad%", span)
+    decided. A bad response (5xx) is its answer however late it is read, and so is a failure other
+    than a timeout (the client's clock) or a cancel (the run's stop): a refused connection, a
+    reset, a TLS or protocol error; so bad%, errors% and failed% count those. A client's delay
+    comes and goes and only ever adds to a latency, so every latency is at best the fastest
+    response's: one that even it breaks is the server's. The rest is at its best: goal% 100, no
+    skip, the rate asked for. None when there is nothing to measure."""
     f = span.figures
+    if metric in ("bad%", "errors%", "failed%"):
+        if not f.requests:
+            return None
+        bad = f.bad if metric != "failed%" else 0
+        failed = f.failed - sum(f.errors.get(kind, 0) for kind in PACE_FAILURES) if metric != "bad%" else 0
+        return (bad + failed) * 100 / f.requests
     if metric in LATENCIES:
         return float(f.latency.min_ns) if f.responses else None
-    if metric in ("failed%", "skipped%"):
+    if metric == "skipped%":
         return 0.0
     if metric == "goal%":
         return 100.0

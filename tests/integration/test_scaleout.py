@@ -24,7 +24,7 @@ from runner.load.shards import Shard, aligned_start, shard_of
 from runner.report.slowcooker import rounded_goal, shown_percent
 from runner.stats.figures import goal_percent
 from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak, soak_command
-from tests.support.pallet import find, pod_command, render
+from tests.support.pallet import assert_shipped_verdict, find, pod_command, render
 from tests.support.shardlogs import shard_logs
 
 SHARDS = 3
@@ -100,8 +100,14 @@ def pods(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> PodRun:
         for index in range(SHARDS)
     ]
     logs = [p.communicate(timeout=60)[0] for p in processes]
-    assert [p.returncode for p in processes] == [0] * SHARDS, logs
-    return PodRun(logs, [assert_counts_add_up(log) for log in logs], nginx.requests_logged() - before)
+    summaries = []
+    for process, log in zip(processes, logs, strict=True):
+        # stdout and stderr as kubectl logs shows them: a run that does not exit 0 says why last, on stderr
+        body, after = log.rpartition("\n}\n")[0] + "\n}\n", log.rpartition("\n}\n")[2]
+        summaries.append(assert_counts_add_up(body))
+        assert_shipped_verdict(summaries[-1], process.returncode, log)
+        assert all(line.startswith("soak: ") for line in after.splitlines()), after
+    return PodRun(logs, summaries, nginx.requests_logged() - before)
 
 
 def merge(*texts: str, files: list[Path] | None = None) -> subprocess.CompletedProcess[str]:
@@ -131,9 +137,9 @@ def test_each_pod_sends_its_share_from_the_same_instant(pods: PodRun) -> None:
 
 def test_merged_totals_are_the_sum_and_match_what_nginx_saw(pods: PodRun) -> None:
     done = merge(*(prefixed(i, log) for i, log in enumerate(pods.logs)))
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == pods.apart
     merged = assert_counts_add_up(done.stdout)
+    assert_shipped_verdict(merged, done.returncode, done.stderr)
+    assert done.stderr == pods.apart
     for key in ("requests", "good", "bad", "failed", "skipped", "bytesIn"):
         assert merged[key] == sum(s[key] for s in pods.shard_summaries), key
     assert merged["requests"] == pods.logged and merged["requests"] + merged["skipped"] == 600
@@ -277,9 +283,10 @@ def test_logs_of_two_runs_are_refused_saying_what_differs(pods: PodRun) -> None:
 def test_a_pod_one_interval_late_is_still_merged(pods: PodRun) -> None:
     late = another_run(pods.logs[2], 2, later_s=2)
     done = merge(prefixed(0, pods.logs[0]), prefixed(1, pods.logs[1]), late)
-    assert done.returncode == 0, done.stderr
+    merged = assert_counts_add_up(done.stdout)
+    assert_shipped_verdict(merged, done.returncode, done.stderr)
     assert done.stderr == apart_note([*pods.late[:2], pods.late[2] + 1])
-    assert assert_counts_add_up(done.stdout)["shards"]["merged"] == [0, 1, 2]
+    assert merged["shards"]["merged"] == [0, 1, 2]
 
 
 @pytest.mark.parametrize(("old", "new", "said"), [

@@ -142,14 +142,14 @@ def test_sigterm_abandons_requests_in_flight_as_cancelled(stalled_run: StalledRu
     assert summary["requests"] == summary["failed"] == run.concurrency
     assert summary["errors"] == {"cancelled": run.concurrency}
     assert run.server_idle and run.server_seen == summary["requests"]
-    # And stderr says so once, with the count; then that nothing came back, and why the run ended.
+    # And stderr says so once, with the count; then why the run ended, and last, the code it exits with.
     lines = run.stderr.splitlines(keepends=True)
-    assert lines[:2] == [
+    assert len(lines) == 3 and stopped_line("SIGTERM", code=None).fullmatch(lines[1]), run.stderr
+    assert [lines[0], lines[2]] == [
         f'GET "{run.url}": cancelled: still in flight when the run stopped ({run.concurrency} times)\n',
         f"soak: no response at all: {run.concurrency} requests sent, none answered (cancelled {run.concurrency})"
         f" (exit code {EXIT_NO_RESPONSE})\n",
     ]
-    assert len(lines) == 3 and stopped_line("SIGTERM", code=None).fullmatch(lines[2]), run.stderr
 
 
 def test_sigterm_last_interval_ends_when_sending_stopped(stalled_run: StalledRun) -> None:

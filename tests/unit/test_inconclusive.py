@@ -20,6 +20,7 @@ import pytest
 from runner.commands.termination import verdict_lines
 from runner.config.rules import LATENCIES, METRICS, parse_rule
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS
+from runner.load.result import Result
 from runner.report.outcome import ExitCode
 from runner.report.verdict import Verdict, at_best, blames_the_service, could_hold, run_rule_verdict
 from runner.stats.client import ClientFigures
@@ -37,11 +38,20 @@ RULES = {
 }
 
 
-def counts(good: int, *, latency_ms: int = 1, bad: int = 0, failed: int = 0, skipped: int = 0,
+def timed_out(n: int) -> Tally:
+    """`n` sends that timed out: by the client's clock, which a stalled client can make run out."""
+    tally = Tally()
+    for _ in range(n):
+        tally.add(Result(error="timeout", error_text="timeout: no response within 10s"), 0, 0)
+    return tally
+
+
+def counts(good: int, *, latency_ms: int = 1, bad: int = 0, timeouts: int = 0, refused: int = 0, skipped: int = 0,
            fast: int = 0) -> Tally:
-    """`good` responses in `latency_ms` (`fast` of them in 1 ms), `bad` 5xx, `failed` refused, `skipped`."""
+    """`good` responses in `latency_ms` (`fast` of them in 1 ms), `bad` 5xx, and so on."""
     tally = tally_of(fast, MS)
-    tally.merge(tally_of(good - fast, latency_ms * MS, bad=bad, failed=failed))
+    tally.merge(tally_of(good - fast, latency_ms * MS, bad=bad, failed=refused))
+    tally.merge(timed_out(timeouts))
     tally.skipped = skipped
     return tally
 
@@ -54,8 +64,9 @@ def span(good: int, *, seconds: float = 1.0, **how: int) -> Span:
 # Spans of 1 s at 100 req/s that keep every rule of RULES, that break every one of them but bad% as
 # a slow client would (late, few, failing sends: no 5xx), and that break all with the server's 5xx.
 KEEPS = span(100)
-CLIENT_BREAKS = span(40, latency_ms=50, failed=30, skipped=30, fast=15)  # some answers read at once, most late
-SERVER_BREAKS = span(40, latency_ms=50, bad=10, failed=20, skipped=30)  # every answer slow, and 5xx
+CLIENT_BREAKS = span(40, latency_ms=50, timeouts=30, skipped=30, fast=15)  # some answers read at once, most late
+SERVER_BREAKS = span(40, latency_ms=50, bad=10, timeouts=20, skipped=30)  # every answer slow, and 5xx
+REFUSING = span(90, refused=10)  # a tenth of the connections refused: the server's answer, however late read
 EMPTY = Span(Figures.of(Tally(), 0.0, 0))  # nothing to measure: no sends, no goal
 
 
@@ -77,11 +88,12 @@ IMPOSSIBLE = {"rate": "rate >= 1000", "p99": "p99 < 1ns"}
 @pytest.mark.parametrize("metric", RULES)
 def test_at_best_is_what_the_server_alone_decided(metric: str) -> None:
     bad = 10 / 70 * 100  # 10 of its 70 requests were answered 5xx
-    expected = {"bad%": bad, "errors%": bad, "goal%": 100.0, "rate": 100.0}.get(metric, 0.0)
+    expected = {"bad%": bad, "errors%": bad, "goal%": 100.0, "rate": 100.0}.get(metric, 0.0)  # its timeouts aside
     latency = metric in LATENCIES
     assert at_best(metric, SERVER_BREAKS) == pytest.approx(50 * MS if latency else expected)  # the fastest: 50 ms
+    assert at_best(metric, REFUSING) == (10.0 if metric in ("errors%", "failed%") else at_best(metric, KEEPS))
     assert at_best(metric, CLIENT_BREAKS) == (MS if latency else 100.0 if metric in ("goal%", "rate") else 0.0)
-    nothing = None if metric in ("bad%", "errors%", "rate", *LATENCIES) else at_best(metric, KEEPS)
+    nothing = None if metric in ("bad%", "errors%", "failed%", "rate", *LATENCIES) else at_best(metric, KEEPS)
     assert at_best(metric, EMPTY) == nothing  # nothing sent, no time: nothing to measure
     assert at_best("rate", Span(Figures.of(Tally(), None, SECOND))) == math.inf  # a bench: the rate is the client's own pace
 
@@ -95,6 +107,7 @@ def test_what_the_clients_pace_cannot_change_is_the_servers_alone(metric: str) -
     # 14% 5xx break bad% and errors%; every answer slower than 5 ms, the latency rules
     assert could_hold(rule, SERVER_BREAKS) is not (server_metric or metric in LATENCIES)
     assert could_hold(rule, KEEPS) is (metric != "bad%")
+    assert could_hold(rule, REFUSING) is (metric not in ("bad%", "errors%", "failed%"))
     if metric in IMPOSSIBLE:
         assert not could_hold(parse_rule(IMPOSSIBLE[metric], "run"), KEEPS)
 
@@ -102,9 +115,9 @@ def test_what_the_clients_pace_cannot_change_is_the_servers_alone(metric: str) -
 @pytest.mark.parametrize("metric", RULES)
 def test_an_interval_blames_the_service_unless_the_client_could_not_keep_pace_there(metric: str) -> None:
     rule = parse_rule(RULES[metric], "interval")
-    for broken, saturated in itertools.product((CLIENT_BREAKS, SERVER_BREAKS), (False, True)):
-        expected = not saturated or metric == "bad%" or (
-            metric in ("errors%", *LATENCIES) and broken is SERVER_BREAKS)
+    for broken, saturated in itertools.product((CLIENT_BREAKS, SERVER_BREAKS, REFUSING), (False, True)):
+        expected = not saturated or metric == "bad%" or (metric in ("errors%", *LATENCIES) and broken is SERVER_BREAKS) \
+            or (metric in ("errors%", "failed%") and broken is REFUSING)
         assert blames_the_service(rule, broken, saturated) is expected, (broken is SERVER_BREAKS, saturated)
     if metric in IMPOSSIBLE:  # broken in a saturated interval, but no client could have kept it
         assert blames_the_service(parse_rule(IMPOSSIBLE[metric], "interval"), CLIENT_BREAKS, True)
@@ -120,9 +133,10 @@ def oracle(text: str, run: Span, unsaturated: Span | None) -> tuple[bool, bool]:
         return False, False
     if rule.metric == "bad%":  # 5xx answers: the server's
         return False, False
-    if rule.metric == "errors%":
-        bad = measure("bad%", run)
-        if bad is not None and not rule.holds(bad):  # its 5xx alone break it
+    if rule.metric in ("errors%", "failed%"):
+        t = run.figures
+        answers = (t.bad if rule.metric == "errors%" else 0) + t.failed - t.errors.get("timeout", 0)
+        if t.requests and not rule.holds(answers * 100 / t.requests):  # its 5xx and refusals alone break it
             return False, False
     if rule.metric in LATENCIES and run.figures.responses and not rule.holds(run.figures.latency.min_ns):
         return False, False  # even the fastest response broke it
@@ -135,7 +149,7 @@ def oracle(text: str, run: Span, unsaturated: Span | None) -> tuple[bool, bool]:
 @pytest.mark.parametrize("text", [*RULES.values(), *IMPOSSIBLE.values()])
 def test_a_run_rule_is_inconclusive_exactly_when_the_oracle_says(text: str) -> None:
     rule = parse_rule(text, "run")
-    runs = (KEEPS, CLIENT_BREAKS, SERVER_BREAKS)  # and without the saturated intervals, nothing at all
+    runs = (KEEPS, CLIENT_BREAKS, SERVER_BREAKS, REFUSING)  # and without the saturated intervals, nothing at all
     for run, unsaturated in itertools.product(runs, (None, *runs, EMPTY)):
         ok, inconclusive, kept = run_rule_verdict(rule, run, unsaturated)
         assert (ok, inconclusive) == oracle(text, run, unsaturated), (run, unsaturated)
@@ -231,12 +245,17 @@ def test_a_bench_is_judged_as_measured_as_its_client_runs_flat_out() -> None:
     assert verdict.exit_code == EXIT_THRESHOLDS and said == []
 
 
-def test_errors_that_are_5xx_answers_are_never_excused() -> None:
+def test_errors_that_are_the_servers_answers_are_never_excused() -> None:
     served_errors = tally_of(90, bad=10)  # the service's own 5xx, in an interval where the client lagged
     verdict, _, _ = judged({"thresholds": ["errors% <= 1"], "intervalThresholds": ["errors% <= 1"]},
                            [(HEALTHY, False), (served_errors, True), (HEALTHY, False)])
     assert [o.verdict for o in verdict.outcomes or []] == ["BROKEN", "BROKEN"]
-    timeouts = tally_of(90, failed=10)  # sends that failed as the stalled client timed them out
+    timeouts = tally_of(90)  # and sends that failed as the stalled client timed them out
+    timeouts.merge(timed_out(10))
     verdict, _, _ = judged({"thresholds": ["errors% <= 1"], "intervalThresholds": ["errors% <= 1"]},
                            [(HEALTHY, False), (timeouts, True), (HEALTHY, False)])
     assert [o.verdict for o in verdict.outcomes or []] == ["INCONCLUSIVE", "INCONCLUSIVE"]
+    refusals = tally_of(90, failed=10)  # connections refused: an answer, however late it was read
+    verdict, _, _ = judged({"thresholds": ["errors% <= 1"], "intervalThresholds": ["failed% <= 1"]},
+                           [(HEALTHY, False), (refusals, True), (HEALTHY, False)])
+    assert [o.verdict for o in verdict.outcomes or []] == ["BROKEN", "BROKEN"]

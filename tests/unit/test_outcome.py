@@ -113,8 +113,8 @@ def test_the_reporter_says_why_once_and_names_the_code_that_won() -> None:
     reporter = ExitCode(said.append)
     reporter.finish(summary(responses=0, stop="signal SIGTERM"))
     assert reporter.code == e.EXIT_NO_RESPONSE
-    assert said == ["no response at all: 10 requests sent, none answered (refused 9, timeout 1) (exit code 8)",
-                    "stopped by SIGTERM before its planned end, after 12.345s of 1m0s: the results cover only that"]
+    assert said == ["stopped by SIGTERM before its planned end, after 12.345s of 1m0s: the results cover only that",
+                    "no response at all: 10 requests sent, none answered (refused 9, timeout 1) (exit code 8)"]
     said.clear()
     quiet = ExitCode(said.append)
     quiet.finish(summary())
