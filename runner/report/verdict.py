@@ -154,21 +154,21 @@ def at_best(metric: str, span: Span) -> float | None:
     than a timeout (the client's clock) or a cancel (the run's stop): a refused connection, a
     reset, a TLS or protocol error; so bad%, errors% and failed% count those. A client's delay
     comes and goes and only ever adds to a latency, so every latency is at best the fastest
-    response's: one that even it breaks is the server's. The rest is at its best: goal% 100, no
-    skip, the rate asked for. None when there is nothing to measure."""
+    response's: one that even it breaks is the server's. The rest is at its best: every due send
+    answered (goal%) but those the server failed, no skip, the rate asked for. None when there is
+    nothing to measure."""
     f = span.figures
+    refused = f.failed - sum(f.errors.get(kind, 0) for kind in PACE_FAILURES)  # the server's own failures
     if metric in ("bad%", "errors%", "failed%"):
         if not f.requests:
             return None
-        bad = f.bad if metric != "failed%" else 0
-        failed = f.failed - sum(f.errors.get(kind, 0) for kind in PACE_FAILURES) if metric != "bad%" else 0
-        return (bad + failed) * 100 / f.requests
+        return ((f.bad if metric != "failed%" else 0) + (refused if metric != "bad%" else 0)) * 100 / f.requests
     if metric in LATENCIES:
         return float(f.latency.min_ns) if f.responses else None
     if metric == "skipped%":
         return 0.0
-    if metric == "goal%":
-        return 100.0
+    if metric == "goal%":  # every due send answered, but those the server itself failed
+        return min(max(100.0 - refused * 100 / f.due, 0.0), 100.0) if f.due else 100.0
     assert metric == RATE, metric
     if f.due_seconds <= 0:
         return None

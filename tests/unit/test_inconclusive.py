@@ -91,7 +91,8 @@ def test_at_best_is_what_the_server_alone_decided(metric: str) -> None:
     expected = {"bad%": bad, "errors%": bad, "goal%": 100.0, "rate": 100.0}.get(metric, 0.0)  # its timeouts aside
     latency = metric in LATENCIES
     assert at_best(metric, SERVER_BREAKS) == pytest.approx(50 * MS if latency else expected)  # the fastest: 50 ms
-    assert at_best(metric, REFUSING) == (10.0 if metric in ("errors%", "failed%") else at_best(metric, KEEPS))
+    refusals = {"errors%": 10.0, "failed%": 10.0, "goal%": 90.0}  # 10 of the 100 due refused: never answered
+    assert at_best(metric, REFUSING) == refusals.get(metric, at_best(metric, KEEPS))
     assert at_best(metric, CLIENT_BREAKS) == (MS if latency else 100.0 if metric in ("goal%", "rate") else 0.0)
     nothing = None if metric in ("bad%", "errors%", "failed%", "rate", *LATENCIES) else at_best(metric, KEEPS)
     assert at_best(metric, EMPTY) == nothing  # nothing sent, no time: nothing to measure
@@ -107,7 +108,7 @@ def test_what_the_clients_pace_cannot_change_is_the_servers_alone(metric: str) -
     # 14% 5xx break bad% and errors%; every answer slower than 5 ms, the latency rules
     assert could_hold(rule, SERVER_BREAKS) is not (server_metric or metric in LATENCIES)
     assert could_hold(rule, KEEPS) is (metric != "bad%")
-    assert could_hold(rule, REFUSING) is (metric not in ("bad%", "errors%", "failed%"))
+    assert could_hold(rule, REFUSING) is (metric not in ("bad%", "errors%", "failed%", "goal%"))
     if metric in IMPOSSIBLE:
         assert not could_hold(parse_rule(IMPOSSIBLE[metric], "run"), KEEPS)
 
@@ -117,7 +118,7 @@ def test_an_interval_blames_the_service_unless_the_client_could_not_keep_pace_th
     rule = parse_rule(RULES[metric], "interval")
     for broken, saturated in itertools.product((CLIENT_BREAKS, SERVER_BREAKS, REFUSING), (False, True)):
         expected = not saturated or metric == "bad%" or (metric in ("errors%", *LATENCIES) and broken is SERVER_BREAKS) \
-            or (metric in ("errors%", "failed%") and broken is REFUSING)
+            or (metric in ("errors%", "failed%", "goal%") and broken is REFUSING)
         assert blames_the_service(rule, broken, saturated) is expected, (broken is SERVER_BREAKS, saturated)
     if metric in IMPOSSIBLE:  # broken in a saturated interval, but no client could have kept it
         assert blames_the_service(parse_rule(IMPOSSIBLE[metric], "interval"), CLIENT_BREAKS, True)
@@ -137,6 +138,10 @@ def oracle(text: str, run: Span, unsaturated: Span | None) -> tuple[bool, bool]:
         t = run.figures
         answers = (t.bad if rule.metric == "errors%" else 0) + t.failed - t.errors.get("timeout", 0)
         if t.requests and not rule.holds(answers * 100 / t.requests):  # its 5xx and refusals alone break it
+            return False, False
+    if rule.metric == "goal%" and run.figures.due:
+        refused = run.figures.failed - run.figures.errors.get("timeout", 0)
+        if not rule.holds(min(100.0, 100.0 - refused * 100 / run.figures.due)):  # the sends it refused alone break it
             return False, False
     if rule.metric in LATENCIES and run.figures.responses and not rule.holds(run.figures.latency.min_ns):
         return False, False  # even the fastest response broke it
