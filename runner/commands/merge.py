@@ -7,8 +7,9 @@ import sys
 
 from runner.commands.execute import PROG, reporters_for
 from runner.config.files import read_log
-from runner.core.errors import EXIT_OK, EXIT_SHARD_MISSING, UsageError
+from runner.core.errors import EXIT_SHARD_MISSING, UsageError
 from runner.readback.podlogs import read_pods
+from runner.report.outcome import ExitCode
 from runner.report.verdict import Verdict
 from runner.stats.merge import merge_shards
 
@@ -31,7 +32,11 @@ def main(args: argparse.Namespace) -> int:
     for note in merged.notes:
         print(f"{PROG} merge: {note}", file=sys.stderr)
     verdict = Verdict.for_settings(merged.info.settings, sys.stdout)  # the run's thresholds, on the whole run
-    reporters = reporters_for(merged.info.settings, merged.info.model, verdict)
+    # Last, as in a run: the merged run's exit code (a shard stopped by a signal, no response, ...) and its
+    # line; a shard's share unaccounted for fails it too (its line said so), as no verdict can pass it.
+    missing = [] if merged.complete else [EXIT_SHARD_MISSING]
+    outcome = ExitCode(lambda line: print(f"{PROG} merge: {line}", file=sys.stderr), verdict, also=missing)
+    reporters = [*reporters_for(merged.info.settings, merged.info.model, verdict), outcome]
     for reporter in reporters:
         reporter.start(merged.info)
     for interval in merged.intervals:  # merged one at a time, as the reporters take them
@@ -40,9 +45,7 @@ def main(args: argparse.Namespace) -> int:
     summary = merged.summary()
     for reporter in reporters:
         reporter.finish(summary)
-    if not merged.complete:  # a shard's share is unaccounted for: no verdict on the whole run can pass it
-        return EXIT_SHARD_MISSING
-    return verdict.exit_code if verdict is not None else EXIT_OK
+    return outcome.code
 
 
 def _read_text(path: str) -> str:

@@ -14,7 +14,7 @@ verdict lines alone would read as a failure of the service.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from runner.core.durations import format_duration
 from runner.core.errors import (
@@ -88,9 +88,10 @@ class ExitCode(Reporter):
     it said for the termination message (commands.termination): the exit code's own line ("" when
     another says it, as the verdict's lines say a 3), then the others."""
 
-    def __init__(self, say: Callable[[str], None], verdict: Verdict | None = None) -> None:
+    def __init__(self, say: Callable[[str], None], verdict: Verdict | None = None, also: Sequence[int] = ()) -> None:
         self._say = say
         self._verdict = verdict
+        self._also = also  # codes known to apply beforehand, said by lines of their own (a shard missing)
         self.code = EXIT_OK
         self.said: list[str] = []
 
@@ -100,7 +101,7 @@ class ExitCode(Reporter):
             verdict.judge(summary)  # worked out once; the verdict's own finish has usually done it
         code = verdict.exit_code if verdict is not None else EXIT_OK
         line = verdict.inconclusive_line() if verdict is not None and code == EXIT_INCONCLUSIVE else ""
-        found = applying(summary, code, line)
+        found = [*((known, "") for known in self._also), *applying(summary, code, line)]
         self.code = exit_code(code for code, _ in found)
         for line in said_lines(found, self.code):
             self._say(line)

@@ -110,6 +110,17 @@ def pods(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> PodRun:
     return PodRun(logs, summaries, nginx.requests_logged() - before)
 
 
+def shipped_merge(done: subprocess.CompletedProcess[str]) -> str:
+    """A merge of the pods' logs judged by the shipped thresholds (assert_shipped_verdict): its stderr,
+    without the line an inconclusive verdict (exit 9, a machine too busy for the pods) ends it with."""
+    assert_shipped_verdict(assert_counts_add_up(done.stdout), done.returncode, done.stderr)
+    said = done.stderr.splitlines(keepends=True)
+    if done.returncode == 9:
+        assert said[-1].startswith("soak merge: inconclusive: ") and said[-1].endswith(" (exit code 9)\n"), said
+        return "".join(said[:-1])
+    return done.stderr
+
+
 def merge(*texts: str, files: list[Path] | None = None) -> subprocess.CompletedProcess[str]:
     """`soak merge`, reading `texts` on stdin (or the files given)."""
     return subprocess.run(soak_command("merge", *(str(f) for f in files or [])), input="".join(texts),
@@ -137,9 +148,8 @@ def test_each_pod_sends_its_share_from_the_same_instant(pods: PodRun) -> None:
 
 def test_merged_totals_are_the_sum_and_match_what_nginx_saw(pods: PodRun) -> None:
     done = merge(*(prefixed(i, log) for i, log in enumerate(pods.logs)))
+    assert shipped_merge(done) == pods.apart
     merged = assert_counts_add_up(done.stdout)
-    assert_shipped_verdict(merged, done.returncode, done.stderr)
-    assert done.stderr == pods.apart
     for key in ("requests", "good", "bad", "failed", "skipped", "bytesIn"):
         assert merged[key] == sum(s[key] for s in pods.shard_summaries), key
     assert merged["requests"] == pods.logged and merged["requests"] + merged["skipped"] == 600
@@ -181,16 +191,20 @@ def test_merged_percentiles_are_those_of_the_union_of_histograms(pods: PodRun) -
     assert merged["p99"] == expected["p99"], f"not the average of the pods' p99s ({averaged})"
 
 
-def assert_goal_broken(done: subprocess.CompletedProcess[str]) -> None:
+def assert_goal_broken(done: subprocess.CompletedProcess[str]) -> str:
     """The merged verdict: a shard's load not accounted for breaks configuration.json's goal% rule
     (the exit code is 5, the missing part, whatever the verdict). Only when the client was saturated
     in every merged interval (a pod was, on a busy machine) is nothing left to judge the service
-    on: inconclusive."""
+    on: inconclusive, and then merge's last line on stderr says so. stderr without that line."""
     (goal,) = [line for line in done.stdout.splitlines() if line.startswith("# threshold run goal% >= 95: ")]
-    if all(s["clientSaturated"] for s in assert_counts_add_up(done.stdout)["intervalStats"]):
-        assert goal.split()[-1] in ("BROKEN", "INCONCLUSIVE"), goal
-    else:
-        assert goal.endswith(" BROKEN"), goal
+    said = done.stderr.splitlines(keepends=True)
+    if goal.endswith(" INCONCLUSIVE"):
+        assert all(s["clientSaturated"] for s in assert_counts_add_up(done.stdout)["intervalStats"]), goal
+        assert said[-1].startswith("soak merge: inconclusive: run goal% >= 95 broke only where the client could "
+                                   "not keep pace"), done.stderr
+        return "".join(said[:-1])
+    assert goal.endswith(" BROKEN"), goal
+    return done.stderr
 
 
 SHIPPED_THRESHOLDS = '"thresholds": ["errors% <= 1", "goal% >= 95"],'  # configuration.json's, in each pod's config
@@ -200,8 +214,8 @@ def test_a_missing_pod_is_reported_not_dropped_silently(pods: PodRun) -> None:
     """Exit 5, part of the run missing, whatever the verdict on the rest (it was that verdict's 3)."""
     done = merge(prefixed(0, pods.logs[0]), prefixed(2, pods.logs[2]))
     assert done.returncode == 5, done.stderr
-    assert_goal_broken(done)  # the missing third stays in the goal: the shipped goal% threshold breaks
-    assert done.stderr == "soak merge: shard 1 of 3: no output found, not merged\n"
+    stderr = assert_goal_broken(done)  # the missing third stays in the goal: the shipped goal% threshold breaks
+    assert stderr == "soak merge: shard 1 of 3: no output found, not merged\n"
     merged = assert_counts_add_up(done.stdout)
     assert merged["shards"]["missing"] == [1] and merged["shards"]["merged"] == [0, 2]
     assert merged["requests"] == pods.shard_summaries[0]["requests"] + pods.shard_summaries[2]["requests"]
@@ -222,6 +236,42 @@ def test_a_missing_pod_fails_the_merge_without_thresholds_too(pods: PodRun) -> N
     assert whole.returncode == 0, whole.stderr
 
 
+def test_a_pod_stopped_by_a_signal_fails_the_merge(nginx: Nginx, tmp_path: Path) -> None:
+    """A pod evicted mid-run (SIGTERM) prints its summary and exits 7; merged with the others it
+    exited 0, a run that passed with part of a shard's load never sent (issue 20, point 8). Now the
+    merged run is no pass either: 7, and the line saying so last, as the pod's own log ends."""
+    after_a_boundary(1)
+    processes = [subprocess.Popen(soak_command("--qps", "20", "--interval", "1s", "--iterations", "6", "--shards",
+                                               "2", "--shard", str(index), nginx.url),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, "TZ": "UTC"}) for index in range(2)]
+    try:
+        stopped = processes[1]
+        assert stopped.stdout is not None
+        head = ""
+        while not (line := stopped.stdout.readline())[:1].isdigit():  # its first interval line
+            assert line, "shard 1 ended before its first interval"
+            head += line
+        stopped.send_signal(signal.SIGTERM)
+        outputs = [p.communicate(timeout=60) for p in processes]
+    finally:
+        for process in processes:
+            process.kill()
+    outputs[1] = (head + line + outputs[1][0], outputs[1][1])
+    assert [p.returncode for p in processes] == [0, 7], [err for _, err in outputs]
+    files = []
+    for index, (out, _) in enumerate(outputs):
+        files.append(tmp_path / f"shard-{index}.log")
+        files[-1].write_text(out)
+    done = merge(files=files)
+    assert done.returncode == 7, done.stderr
+    merged = assert_counts_add_up(done.stdout)
+    assert merged["shards"]["merged"] == [0, 1] and "signal SIGTERM" in merged["stopReason"]
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("soak merge: stopped by SIGTERM before its planned end, after ") and \
+        last.endswith(" (exit code 7)"), done.stderr
+
+
 def test_a_truncated_pod_log_is_reported_as_incomplete(pods: PodRun, tmp_path: Path) -> None:
     cut = pods.logs[2][: pods.logs[2].index("\n{\n") + 40]  # cut inside its JSON summary
     files = []
@@ -240,7 +290,7 @@ def test_a_truncated_pod_log_is_reported_as_incomplete(pods: PodRun, tmp_path: P
 def test_pods_logs_joined_without_prefixes_merge_as_with_them(pods: PodRun) -> None:
     """`cat pod-0.log pod-1.log pod-2.log | soak merge`: each pod's log in the text is one shard."""
     joined = merge(*pods.logs)
-    assert (joined.returncode, joined.stderr) == (0, pods.apart)
+    assert shipped_merge(joined) == pods.apart
     prefixed_output = merge(*(prefixed(i, log) for i, log in enumerate(pods.logs))).stdout
     assert assert_counts_add_up(joined.stdout) == assert_counts_add_up(prefixed_output)
     assert assert_counts_add_up(joined.stdout)["shards"]["merged"] == [0, 1, 2]
@@ -283,9 +333,8 @@ def test_logs_of_two_runs_are_refused_saying_what_differs(pods: PodRun) -> None:
 def test_a_pod_one_interval_late_is_still_merged(pods: PodRun) -> None:
     late = another_run(pods.logs[2], 2, later_s=2)
     done = merge(prefixed(0, pods.logs[0]), prefixed(1, pods.logs[1]), late)
+    assert shipped_merge(done) == apart_note([*pods.late[:2], pods.late[2] + 1])
     merged = assert_counts_add_up(done.stdout)
-    assert_shipped_verdict(merged, done.returncode, done.stderr)
-    assert done.stderr == apart_note([*pods.late[:2], pods.late[2] + 1])
     assert merged["shards"]["merged"] == [0, 1, 2]
 
 
@@ -302,8 +351,7 @@ def test_a_damaged_summary_is_one_line_naming_it_not_a_traceback(pods: PodRun, t
         files[index].write_text(new.join(log.rsplit(old, 1)) if index == 1 else log)  # the last: in the shard record
     done = merge(files=files)
     assert done.returncode == 5, done.stderr  # shard 1's share is unaccounted for: goal% breaks too
-    assert_goal_broken(done)
-    damage, dropped = done.stderr.splitlines()
+    damage, dropped = assert_goal_broken(done).splitlines()
     assert damage.startswith(f"soak merge: {files[1]}: shard 1's summary cannot be merged: ") and said in damage
     assert dropped == "soak merge: shard 1 of 3: its output has no usable summary (cut off or damaged), not merged"
     assert assert_counts_add_up(done.stdout)["shards"]["incomplete"] == [1]

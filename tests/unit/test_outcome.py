@@ -119,3 +119,29 @@ def test_the_reporter_says_why_once_and_names_the_code_that_won() -> None:
     quiet = ExitCode(said.append)
     quiet.finish(summary())
     assert quiet.code == e.EXIT_OK and said == []
+
+
+def test_the_termination_message_gets_the_codes_own_line_first() -> None:
+    """What the reporter said, for the termination message: the winner's line first (without its
+    `(exit code N)`: the message's head says the code), then the others; "" when another line,
+    the verdict's, says the winner."""
+    reporter = ExitCode(lambda line: None)
+    reporter.finish(summary(responses=0, stop="signal SIGTERM"))
+    assert reporter.said == ["no response at all: 10 requests sent, none answered (refused 9, timeout 1)",
+                             "stopped by SIGTERM before its planned end, after 12.345s of 1m0s: the results cover only that"]
+    quiet = ExitCode(lambda line: None)
+    quiet.finish(summary())
+    assert quiet.said == [""]
+
+
+def test_a_code_known_beforehand_takes_its_place_in_the_precedence() -> None:
+    """`soak merge` with a shard missing (5, said by its own line) and another stopped by a signal:
+    5 wins, and the signal's line does not claim to be the exit code."""
+    said: list[str] = []
+    reporter = ExitCode(said.append, also=[e.EXIT_SHARD_MISSING])
+    reporter.finish(summary(stop="iterations, signal SIGTERM"))
+    assert reporter.code == e.EXIT_SHARD_MISSING
+    assert said == ["stopped by SIGTERM before its planned end, after 12.345s of 1m0s: the results cover only that"]
+    alone = ExitCode(said.append, also=[e.EXIT_SHARD_MISSING])
+    alone.finish(summary())
+    assert alone.code == e.EXIT_SHARD_MISSING
