@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from runner.config.rules import LATENCIES, RATE, Rule
+from runner.config.rules import BACKENDS, LATENCIES, RATE, Rule
 from runner.config.settings import Settings
 from runner.config.targets import matching, url_slots
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS
@@ -167,6 +167,8 @@ def at_best(metric: str, span: Span) -> float | None:
         return float(f.latency.min_ns) if f.responses else None
     if metric == "skipped%":
         return 0.0
+    if metric == BACKENDS:  # how many backends a client that kept pace would have reached: unknown
+        return None
     if metric == "goal%":  # every due send answered, but those the server itself failed
         return min(max(100.0 - refused * 100 / f.due, 0.0), 100.0) if f.due else 100.0
     assert metric == RATE, metric

@@ -71,7 +71,7 @@ EMPTY = Span(Figures.of(Tally(), 0.0, 0))  # nothing to measure: no sends, no go
 
 
 def test_every_metric_has_a_rule_here() -> None:
-    assert set(RULES) == set(METRICS)
+    assert set(RULES) == set(METRICS) - {"backends"}  # below: the spans here name no backend
     for metric, text in RULES.items():
         rule = parse_rule(text, "run")
         assert rule.metric == metric
@@ -264,3 +264,24 @@ def test_errors_that_are_the_servers_answers_are_never_excused() -> None:
     verdict, _, _ = judged({"thresholds": ["errors% <= 1"], "intervalThresholds": ["failed% <= 1"]},
                            [(HEALTHY, False), (refusals, True), (HEALTHY, False)])
     assert [o.verdict for o in verdict.outcomes or []] == ["BROKEN", "BROKEN"]
+
+
+def reached(*backends: str) -> Span:
+    """A span of one fast response from each backend."""
+    tally = Tally()
+    for backend in backends:
+        tally.add(Result(status=200), MS, 0, backend=backend)
+    return Span(Figures.of(tally, float(len(backends)), SECOND))
+
+
+def test_a_backends_rule_is_judged_on_where_the_client_kept_pace() -> None:
+    """How many backends a client that kept pace would have reached is unknown (at_best None): a
+    broken rule is inconclusive only when the client kept pace in no interval (what it did reach
+    includes what those intervals reached), and broken when it kept pace in some."""
+    rule = parse_rule("backends >= 3", "run")
+    few, many = reached("a", "b"), reached("a", "b", "c")
+    assert at_best("backends", few) is None and could_hold(rule, few)
+    assert run_rule_verdict(rule, many, few) == (True, False, None)
+    assert run_rule_verdict(rule, few, None) == (False, False, None)  # the client kept pace throughout
+    assert run_rule_verdict(rule, few, EMPTY) == (False, True, None)  # saturated throughout
+    assert run_rule_verdict(rule, few, reached("a")) == (False, False, 1)
