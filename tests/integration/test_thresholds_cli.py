@@ -147,8 +147,8 @@ def test_after_sigterm_the_exit_code_is_the_verdicts(nginx: Nginx, rule: str, co
          'like "p99 < 50ms"'),
         (("--intervalThresholds", "goal% >= 99, latency < 5ms"),
          'soak: --intervalThresholds: "latency < 5ms" is not allowed; unknown metric "latency": the metrics are '
-         "p50 p75 p90 p95 p99 p999 max mean (latencies), goal% errors% failed% bad% skipped% (percentages) "
-         "or rate (req/s)"),
+         "p50 p75 p90 p95 p99 p999 max mean (latencies), goal% errors% failed% bad% skipped% (percentages), "
+         "rate (req/s) or backends (how many answered)"),
         (("--abortOnThreshold", "--thresholds", "goal% = 99"),
          'soak: --thresholds: "goal% = 99" is not allowed; the comparison must be <, <=, > or >=, like '
          '"p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'),
