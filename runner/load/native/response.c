@@ -1064,6 +1064,14 @@ void soak_response_eof(soak_response *r)
         fail(r, SOAK_KIND_CLOSED, SOAK_ERR_BODY_CUT, NULL);
 }
 
+void soak_response_lost(soak_response *r)
+{
+    r->events = 0;
+    if (r->outcome != SOAK_PENDING)
+        return;
+    fail(r, SOAK_KIND_CLOSED, r->head_done ? SOAK_ERR_BODY_CUT : SOAK_ERR_NO_RESPONSE, NULL);
+}
+
 /* failures._kib: "100 KiB", or the bytes when not a whole number of KiB. */
 static const char *kib(uint32_t size, char *buf, size_t n)
 {
