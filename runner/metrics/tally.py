@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from prometheus_client.utils import floatToGoString
@@ -202,6 +202,28 @@ class MetricsTally:
         copy.good_ns = list(self.good_ns)
         copy.bad_ns = list(self.bad_ns)
         return copy
+
+
+def native_config(slots: UrlSlots) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
+    """What the native engine needs to count as MetricsTally.record does: each URL's slot, the
+    number of slots, and the bucket edges (runner.load.native.engine's MetricsConfig)."""
+    return slots.slot_of, len(slots.labels), EDGES_NS
+
+
+def native_counts(counts: dict[str, Any], *, corrected: bool = False) -> MetricsTally:
+    """The native engine's metrics() as a MetricsTally holding them: what snapshot() would give."""
+    tally = MetricsTally.__new__(MetricsTally)
+    tally._corrected = corrected
+    tally._slot_of = ()
+    tally.skipped = counts["skipped"]
+    tally.late = counts["late"]
+    tally.statuses = counts["statuses"]
+    tally.failures = Counter(counts["failures"])
+    tally.good = counts["good"]
+    tally.bad = counts["bad"]
+    tally.good_ns = counts["good_ns"]
+    tally.bad_ns = counts["bad_ns"]
+    return tally
 
 
 def summed(tallies: Sequence[MetricsTally], slots: UrlSlots) -> MetricsTally:

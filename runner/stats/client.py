@@ -95,6 +95,10 @@ class ClientMeter:
     def loop_lag(self, lag_ns: int) -> None:
         self._lag.record(max(lag_ns, 0))
 
+    def loop_lags(self, lags: LatencyHistogram) -> None:
+        """Many loop-lag readings at once: the native engine's timer, one interval's worth."""
+        self._lag.add(lags)
+
     def late(self, lag_ns: int) -> None:
         if self.lateness is not None:
             self.lateness.record(max(lag_ns, 0))

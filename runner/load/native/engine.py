@@ -1,0 +1,182 @@
+"""The native engine from Python: runner.load.engine.Engine's interface over the C one (_engine).
+
+The C engine (core.c, engine.c) runs one process's clients in a thread of its own, with no
+Python per request; this module only turns the run's parts into its configuration and drives
+its thread from the event loop: `run()` starts it and returns when it has ended (its fd
+becomes readable: no polling), `stop()` and `cancel_in_flight()` pass on at once. What it
+counted is read through runner.stats.native's recorder, which takes the C engine's intervals.
+
+It does what the fast transport does for plain HTTP/1.1 and nothing else: `unsupported()`
+says why a run must take the Python engine instead (TLS, HTTP/2, body hashing). Names are
+looked up once, when the engine is made, as ab does; the Python engine looks a name up for
+each new connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import socket
+import time
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from runner.core.durations import format_duration
+from runner.load.engine import Load
+from runner.load.fast_transport import wire_request
+from runner.load.request import Request
+from runner.load.schedule import Grid, Schedule
+from runner.load.transport import MAX_HEAD_BYTES, Address, TransportOptions, address_text, numeric
+
+MetricsConfig = tuple[tuple[int, ...], int, tuple[int, ...]]  # (URL index -> slot, slots, bucket edges in ns)
+
+
+def module() -> ModuleType | None:
+    """The compiled engine, or None where it was not built (no compiler, not Linux)."""
+    try:
+        return importlib.import_module("runner.load.native._engine")
+    except ImportError:
+        return None
+
+
+def unsupported(load: Load, options: TransportOptions) -> str | None:
+    """Why this load cannot run on the native engine, or None if it can."""
+    if module() is None:
+        return "the native engine is not built here"
+    if any(r.url.startswith("https:") for r in load.requests):
+        return "TLS"
+    if options.http2:
+        return "HTTP/2"
+    if load.hash_sample_rate > 0:
+        return "body hashing"
+    return None
+
+
+@dataclass(frozen=True)
+class Counting:
+    """How the engine counts: what the Python recorder (and metrics tally) would be built with."""
+
+    grid: Grid
+    corrected: bool  # open model: latency from the due time
+    unit_ns: int  # the latency CSV's unit (0: none)
+    late_ns: int  # runner.stats.client.LATE_NS
+    error_groups: int  # runner.stats.recorder.ERROR_GROUPS
+    group_urls: int  # ... GROUP_URLS
+    other_lengths: int  # ... OTHER_LENGTHS
+    metrics: MetricsConfig | None = None  # runner.metrics.tally.native_config(), when metrics are on
+
+
+class NativeEngine:
+    """Runs the clients of one load on one schedule in the C engine's thread."""
+
+    def __init__(self, schedule: Schedule, load: Load, options: TransportOptions, counting: Counting) -> None:
+        reason = unsupported(load, options)
+        if reason is not None:
+            raise ValueError(f"the native engine cannot run this load: {reason}")
+        native = module()
+        assert native is not None
+        self.core: Any = native.Engine(config(schedule, load, options, counting))
+
+    @property
+    def sent(self) -> int:
+        return int(self.core.sent)
+
+    @property
+    def stopped_sending_ns(self) -> int | None:
+        """As Engine.stopped_sending_ns: when sending stopped early (a stop, or the count spent)."""
+        stopped: int | None = self.core.stopped_sending_ns
+        return stopped
+
+    async def run(self) -> None:
+        """Run every client until the schedule ends, the count is reached, or a stop."""
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        fd = self.core.fileno()
+
+        def readable() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        loop.add_reader(fd, readable)
+        try:
+            self.core.start()
+            try:
+                await ended
+            except asyncio.CancelledError:
+                self.core.cancel()  # every request in flight counted, then the thread ends at once
+                raise
+        finally:
+            loop.remove_reader(fd)
+            self.core.join()
+        fatal = self.core.figures()["fatal"]
+        if fatal:
+            raise OSError(fatal, f"the native engine stopped: {os.strerror(fatal)}")
+
+    def stop(self, at_ns: int | None = None) -> None:
+        """Send nothing more from `at_ns` (default: now); requests in flight may finish."""
+        self.core.stop(time.monotonic_ns() if at_ns is None else at_ns)
+
+    def cancel_in_flight(self) -> None:
+        """Abandon requests still in flight; each is counted as a `cancelled` failure."""
+        self.core.cancel()
+
+    def skip_due_before(self, t_ns: int) -> None:
+        """Nothing to do here: the recorder's close has the C engine count these skips (take's until_ns)."""
+
+
+def config(schedule: Schedule, load: Load, options: TransportOptions, counting: Counting) -> dict[str, Any]:
+    """The C engine's configuration (engine.c's header lists every key)."""
+    if load.bench:
+        model = "bench"
+    else:
+        model = "open" if load.open_model else "closed"
+    return {
+        "targets": targets(load.requests, options),
+        "model": model,
+        "clients": schedule.clients,
+        "max_in_flight": load.max_in_flight,
+        "total_requests": load.total_requests,
+        "start_ns": schedule.start_ns,
+        "qps": float(schedule.qps),
+        "end_ns": schedule.end_ns,
+        "stride": schedule.stride,
+        "offset": schedule.offset,
+        "grid_start_ns": counting.grid.start_ns,
+        "interval_ns": counting.grid.interval_ns,
+        "timeout_ns": options.timeout_ns,
+        "timeout_text": format_duration(options.timeout_ns),
+        "keep_alive": not options.no_reuse,
+        "corrected": counting.corrected,
+        "unit_ns": counting.unit_ns,
+        "late_ns": counting.late_ns,
+        "max_head": MAX_HEAD_BYTES,
+        "error_groups": counting.error_groups,
+        "group_urls": counting.group_urls,
+        "other_lengths": counting.other_lengths,
+        "metrics": counting.metrics,
+    }
+
+
+def targets(requests: list[Request], options: TransportOptions) -> list[tuple[Any, ...]]:
+    """Each URL's (family, address, address text, request bytes, is HEAD, body size, origin)."""
+    origins: dict[tuple[str, int], int] = {}
+    found = []
+    for request in requests:
+        data, host, port, _ = wire_request(request, not options.no_reuse, options.compress)
+        origin = origins.setdefault((host, port), len(origins))
+        family, address = _address(host, port)
+        found.append((family, address, address_text(address), data, request.method == "HEAD", len(request.body),
+                      origin))
+    return found
+
+
+def _address(host: str, port: int) -> Address:
+    """host:port's first address: an IP address as it is, a name looked up once (socket.gaierror if it
+    does not resolve)."""
+    known = numeric(host, port)
+    if known is not None:
+        return known[0]
+    family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    return family, address

@@ -1,0 +1,152 @@
+"""The native engine's counts as the recorder's records: Tally, BenchTally and Interval.
+
+The C engine (runner/load/native) counts every result itself, in Recorder's filing rules,
+and hands over one interval at a time. `NativeRecorder` has the part of Recorder's
+interface a run uses (close, drain_from, next_index, and the run-wide figures: run,
+uncorrected, send_lag, in_unit, bench, connections, client, drain, drain_end_ns), so what
+comes after it (reports, thresholds, merges) never knows which engine counted. Each
+interval's counts become a Tally here, once per interval; its histogram's counts array is
+the engine's own, taken over without a copy (LatencyHistogram.from_counts).
+
+`native_run` makes the engine and its recorder from what the Python engine and Recorder are
+made from, with this layer's constants for the rules both must count by.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from runner.core.redact import printable
+from runner.load.engine import Load
+from runner.load.native.engine import Counting, MetricsConfig, NativeEngine
+from runner.load.schedule import Grid, Schedule
+from runner.load.transport import TransportOptions
+from runner.stats.client import LATE_NS, ClientMeter
+from runner.stats.histogram import LatencyHistogram
+from runner.stats.recorder import (
+    ERROR_GROUPS,
+    GROUP_URLS,
+    OTHER_LENGTHS,
+    OTHER_TEXTS,
+    BenchTally,
+    ErrorGroup,
+    Interval,
+    Tally,
+    error_pattern,
+)
+
+PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connections' key)
+
+
+def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: Grid, *, unit_ns: int | None = None,
+               metrics: MetricsConfig | None = None,
+               shown: Callable[[str], str] = printable) -> tuple[NativeEngine, NativeRecorder]:
+    """The native engine for a load and the recorder of what it counts, as Parts.recorder() would count it."""
+    corrected = load.open_model and not load.bench
+    counting = Counting(grid, corrected, unit_ns or 0, LATE_NS, ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, metrics)
+    engine = NativeEngine(schedule, load, options, counting)
+    return engine, NativeRecorder(engine, grid, corrected=corrected, unit_ns=unit_ns, bench=load.bench, shown=shown)
+
+
+class NativeRecorder:
+    """Recorder's interface over the native engine's intervals (see the module's docstring)."""
+
+    def __init__(self, engine: NativeEngine, grid: Grid, *, corrected: bool = False, unit_ns: int | None = None,
+                 bench: bool = False, shown: Callable[[str], str] = printable) -> None:
+        self._engine = engine
+        self._grid = grid
+        self._unit_ns = unit_ns
+        self._shown = shown
+        self._next = 0
+        self.run = Tally()
+        self.uncorrected = LatencyHistogram() if corrected else None
+        self.in_unit = LatencyHistogram.for_unit(unit_ns) if unit_ns else None
+        self.bench = BenchTally() if bench else None
+        self.send_lag = None if bench else LatencyHistogram()
+        self.connections: Counter[str] = Counter()
+        self.client = ClientMeter(paced=not bench)
+        self.drain: Tally | None = None
+        self.drain_end_ns = 0
+
+    @property
+    def next_index(self) -> int:
+        return self._next
+
+    def drain_from(self, t_ns: int) -> None:
+        """As Recorder.drain_from: results ending at or after `t_ns` are the drain."""
+        self._engine.core.drain_from(t_ns)
+
+    def close(self, end_ns: int | None = None, *, final: bool = False, sending_end_ns: int | None = None,
+              cpu_s: float | None = None, now_ns: int | None = None) -> Interval:
+        """As Recorder.close: the next interval, at its grid boundary or at `end_ns` if it ends early.
+
+        The engine first counts the skips of open-model clients waiting for room that fell
+        due before the interval's end (Engine.skip_due_before, which soak.py calls there).
+        """
+        k = self._next
+        start, end = self._grid.end_of(k - 1), self._grid.end_of(k) if end_ns is None else end_ns
+        taken = self._engine.core.take(k, final=final, until_ns=end)
+        tally = self.tally(taken["tally"])
+        if final:
+            for later in taken["later"]:
+                tally.merge(self.tally(later))
+            if taken["drain"] is not None:
+                self.drain = self.tally(taken["drain"])
+                self.drain_end_ns = taken["drain_end_ns"]
+                self.run.merge(self.drain)
+        self.run.merge(tally)
+        self._next += 1
+        self.client.loop_lags(histogram(taken["loop_lag"]))
+        if final or self.bench is not None:  # a bench's figures go with every interval, as Recorder's do
+            self._take_figures()
+        client = self.client.close(cpu_s, end if now_ns is None else now_ns)
+        return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench)
+
+    def tally(self, counts: dict[str, Any]) -> Tally:
+        """One of the engine's tallies as a Tally; its failure texts made printable, as Recorder.record does."""
+        if not counts:
+            return Tally()
+        tally = Tally(
+            good=counts["good"], bad=counts["bad"], failed=counts["failed"], skipped=counts["skipped"],
+            late=counts["late"], late_max_ns=counts["late_max_ns"], kernel_clocked=counts["kernel_clocked"],
+            bytes_in=counts["bytes_in"], bytes_out=counts["bytes_out"], statuses=Counter(counts["statuses"]),
+            errors=Counter(counts["errors"]), latency=histogram(counts["latency"]),
+        )
+        for kind, pattern, count, text, url, urls, more_urls, varied in counts["groups"]:
+            shown = self._shown(text)
+            key = (kind, OTHER_TEXTS if pattern == OTHER_TEXTS else error_pattern(shown))
+            tally.add_group(key, ErrorGroup(count, shown, url, set(urls), more_urls, varied))
+        return tally
+
+    def _take_figures(self) -> None:
+        """The run-wide figures so far (copied by the engine, so they may be kept)."""
+        figures = self._engine.core.figures()
+        if self.send_lag is not None and figures["send_lag"] is not None:
+            self.send_lag = histogram(figures["send_lag"])
+            self.client.lateness = histogram(figures["lateness"])
+        if self.uncorrected is not None and figures["uncorrected"] is not None:
+            self.uncorrected = histogram(figures["uncorrected"])
+        if self.in_unit is not None and figures["in_unit"] is not None:
+            self.in_unit = histogram(figures["in_unit"], self._unit_ns)
+        self.connections = Counter({PROTOCOL: figures["connections"]} if figures["connections"] else {})
+        if self.bench is not None and figures["bench"] is not None:
+            self.bench = self.bench_tally(figures["bench"])
+
+    def bench_tally(self, counts: dict[str, Any]) -> BenchTally:
+        server = counts["server"]
+        return BenchTally(
+            waiting=histogram(counts["waiting"]), total_reused=histogram(counts["total_reused"]),
+            connect_new=histogram(counts["connect_new"]), processing_new=histogram(counts["processing_new"]),
+            total_new=histogram(counts["total_new"]), document_length=counts["document_length"],
+            length_mismatches=counts["length_mismatches"], kept_alive=counts["kept_alive"],
+            header_bytes=counts["header_bytes"], server=self._shown(server) if server else server,
+            last_end_ns=counts["last_end_ns"], first_response_ns=counts["first_response_ns"],
+            server_ns=counts["server_ns"], other_lengths=Counter(counts["other_lengths"]),
+        )
+
+
+def histogram(parts: tuple[Any, ...], unit_ns: int | None = None) -> LatencyHistogram:
+    """The engine's (counts, count, min, max, sum, sum_sq) as a LatencyHistogram over the same counts."""
+    return LatencyHistogram.from_counts(*parts, unit_ns=unit_ns)
