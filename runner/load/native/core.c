@@ -126,14 +126,14 @@ struct soak_engine {
 
 /* --- clocks ----------------------------------------------------------------------------- */
 
-static int64_t clock_ns(clockid_t id)
+static inline int64_t clock_ns(clockid_t id)
 {
     struct timespec t;
     clock_gettime(id, &t);
     return (int64_t)t.tv_sec * SOAK_NS_PER_S + t.tv_nsec;
 }
 
-static int64_t mono(void) { return clock_ns(CLOCK_MONOTONIC); }
+static inline int64_t mono(void) { return clock_ns(CLOCK_MONOTONIC); }
 
 /* http1.Connection._arrived_ns: when the bytes being parsed arrived, on the monotonic clock.
  * The kernel's stamp is on CLOCK_REALTIME; the offset between the clocks is measured once
@@ -730,9 +730,8 @@ static void fail_now(soak_engine *e, conn *c, int kind, const char *text)
 }
 
 /* The response's parser ended it (done or failed). */
-static void parsed(soak_engine *e, conn *c, int leftover)
+static void parsed(soak_engine *e, conn *c, int leftover, int64_t now)
 {
-    int64_t now = mono();
     int64_t end = c->headers ? arrived(e, c, now) : now;
     if (c->r.outcome == SOAK_DONE) {
         /* bytes after the response belong to no request: the connection is out of step */
@@ -753,7 +752,7 @@ static void lost(soak_engine *e, conn *c, int err)
         return;
     }
     soak_response_lost(&c->r);
-    parsed(e, c, 0);
+    parsed(e, c, 0, mono());
 }
 
 /* fast_transport.classify_connect_error for an errno (OSError's subclasses by errno). */
@@ -939,7 +938,7 @@ static void read_response(soak_engine *e, conn *c)
     }
     if (n == 0) {
         soak_response_eof(&c->r);
-        parsed(e, c, 0);
+        parsed(e, c, 0, mono());
         return;
     }
     for (struct cmsghdr *m = CMSG_FIRSTHDR(&msg); m != NULL; m = CMSG_NXTHDR(&msg, m)) {
@@ -951,10 +950,13 @@ static void read_response(soak_engine *e, conn *c)
     }
     c->wire += (uint64_t)n;
     size_t used = soak_response_feed(&c->r, e->buf, (size_t)n);
+    if (!(c->r.events & SOAK_EVENT_HEAD) && c->r.outcome == SOAK_PENDING)
+        return;
+    int64_t now = mono(); /* one reading for the head and the end, when one read held both */
     if (c->r.events & SOAK_EVENT_HEAD)
-        c->headers = arrived(e, c, mono());
+        c->headers = arrived(e, c, now);
     if (c->r.outcome != SOAK_PENDING)
-        parsed(e, c, used < (size_t)n);
+        parsed(e, c, used < (size_t)n, now);
 }
 
 static void conn_event(soak_engine *e, conn *c, uint32_t events)
@@ -1087,7 +1089,8 @@ static void step_open(soak_engine *e, uint32_t c)
 
 static void step_bench(soak_engine *e, uint32_t c)
 {
-    if (e->stopping || !soak_before_end(&e->cfg.schedule, mono()) || !claim(e, -1)) {
+    const soak_schedule *s = &e->cfg.schedule;
+    if (e->stopping || (s->end_ns != SOAK_NO_END && !soak_before_end(s, mono())) || !claim(e, -1)) {
         client_done(e, c);
         return;
     }
@@ -1598,14 +1601,28 @@ static int hist_copy(soak_hist *to, const soak_hist *from)
     return 0;
 }
 
+/* Engine.stopped_sending_ns: a spent count's sending ends with its last send's slot. */
+static int64_t stopped_sending(const soak_engine *e)
+{
+    if (e->stopped_ns != SOAK_NONE && e->count_end_ns != SOAK_NONE && e->count_end_ns > e->stopped_ns)
+        return e->count_end_ns;
+    return e->stopped_ns;
+}
+
+int64_t soak_engine_stopped_sending(soak_engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    int64_t stopped = stopped_sending(e);
+    pthread_mutex_unlock(&e->lock);
+    return stopped;
+}
+
 int soak_engine_figures(soak_engine *e, soak_figures *out)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&e->lock);
     out->sent = e->sent;
-    out->stopped_sending_ns = e->stopped_ns;
-    if (e->stopped_ns != SOAK_NONE && e->count_end_ns != SOAK_NONE && e->count_end_ns > e->stopped_ns)
-        out->stopped_sending_ns = e->count_end_ns; /* Engine.stopped_sending_ns */
+    out->stopped_sending_ns = stopped_sending(e);
     out->connections = e->connections;
     out->opened = e->opened;
     out->finished = e->finished;

@@ -162,6 +162,7 @@ int soak_engine_done_fd(const soak_engine *e);         /* readable once the thre
 void soak_engine_join(soak_engine *e);
 uint64_t soak_engine_sent(const soak_engine *e);
 int64_t soak_engine_next_index(soak_engine *e);
+int64_t soak_engine_stopped_sending(soak_engine *e); /* SOAK_NONE: sending did not stop early */
 const soak_metrics *soak_engine_metrics(const soak_engine *e);
 void soak_tally_free(soak_tally *t);
 void soak_config_free(soak_config *cfg);      /* what a config holds, for one never given to an engine */

@@ -35,7 +35,7 @@
  *                             connections, opened, finished, fatal (an errno), bench
  *   metrics() -> dict | None  MetricsTally's counts, read while the thread runs
  *   join()                    wait for the thread to end
- *   sent, next_index          properties
+ *   sent, next_index, stopped_sending_ns   properties (the last: None, or as Engine's)
  *
  * A tally is a dict of Tally's fields (good, bad, failed, skipped, late, late_max_ns,
  * kernel_clocked, bytes_in, bytes_out, statuses {code: n}, errors {kind: n}, groups
@@ -827,9 +827,26 @@ static PyMethodDef ENGINE_METHODS[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *engine_stopped_sending(EngineObject *self, void *closure)
+{
+    (void)closure;
+    soak_engine *e = configured(self);
+    if (e == NULL)
+        return NULL;
+    int64_t stopped;
+    Py_BEGIN_ALLOW_THREADS
+    stopped = soak_engine_stopped_sending(e);
+    Py_END_ALLOW_THREADS
+    if (stopped == SOAK_NONE)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(stopped);
+}
+
 static PyGetSetDef ENGINE_GETSET[] = {
     {"sent", (getter)engine_sent, NULL, "Requests sent so far.", NULL},
     {"next_index", (getter)engine_next_index, NULL, "The next interval to take.", NULL},
+    {"stopped_sending_ns", (getter)engine_stopped_sending, NULL,
+     "When sending stopped early (Engine.stopped_sending_ns), or None.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
