@@ -9,6 +9,8 @@ named as the Python fast transport names it on the same server: never that the c
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 from collections import Counter
 
@@ -246,3 +248,80 @@ def test_intervals_are_taken_only_in_order(nginx: Nginx) -> None:
     with pytest.raises(ValueError, match="not the next one"):
         ran.engine.core.take(0)
     assert all(isinstance(interval, Interval) for interval in ran.intervals)
+
+
+def test_what_comes_back_after_the_end_is_the_drain(fault_server: FaultServer) -> None:
+    """300 ms answers, a send due every 100 ms: the client is always busy, so a request is in flight at the end."""
+    ran = run_native(Plan([fault_server.url("/slow/300")], qps=10, clients=1, seconds=1.0, interval_s=0.5))
+    assert_accounted(ran)
+    assert ran.drain is not None and ran.drain.good >= 1
+    assert ran.recorder.drain_end_ns >= ran.schedule.end_ns
+    assert all(i.tally.good + i.tally.skipped >= 0 for i in ran.intervals)
+    fault_server.wait_idle()
+    assert fault_server.seen("/slow/300") == ran.requests
+
+
+def test_a_bench_of_varying_lengths_counts_as_the_python_engine() -> None:
+    """ab's Length failures and Keep-Alive counts: the same bench, the same figures, in both engines."""
+    benches = []
+    for run in (run_native, run_python):
+        server = FaultServer().start()  # its own: /varying's lengths take turns server-wide
+        try:
+            ran = run(Plan([server.url("/varying")], clients=1, seconds=None, total_requests=9, bench=True))
+        finally:
+            server.stop()
+        bench = ran.recorder.bench
+        assert bench is not None
+        benches.append((ran.run.good, bench.document_length, bench.length_mismatches, dict(bench.other_lengths),
+                        bench.kept_alive, bench.header_bytes, bench.total.count, bench.connect_new.count))
+    assert benches[0] == benches[1]
+    assert benches[0][:4] == (9, 3, 4, {5: 4})
+
+
+def test_urls_on_two_servers_keep_a_connection_to_each(nginx: Nginx, fault_server: FaultServer) -> None:
+    before = nginx.requests_logged()
+    ran = run_native(Plan([nginx.url, fault_server.url("/status/404")], qps=200, clients=1, seconds=None,
+                          total_requests=40))  # one client: it sends to both servers in turn
+    assert ran.run.statuses == Counter({200: 20, 404: 20})
+    assert ran.recorder.connections["HTTP/1.1"] == 2  # one to each origin, each kept
+    assert _wait_logged(nginx, before + 20) - before == 20
+    fault_server.wait_idle()
+    assert fault_server.seen("/status/404") == 20 and fault_server.connections_accepted == 1
+
+
+def test_ipv6_loopback() -> None:
+    listener = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    listener.bind(("::1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                data = b""
+                while not stop.is_set():
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                    while b"\r\n\r\n" in data:
+                        _, data = data.split(b"\r\n\r\n", 1)
+                        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        ran = run_native(Plan([f"http://[::1]:{port}/"], qps=100, clients=1, seconds=None, total_requests=5))
+        assert ran.run.good == 5 and ran.run.bytes_in == 15
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+    unanswered = run_native(Plan([f"http://[::1]:{port}/"], qps=100, clients=1, seconds=None, total_requests=2))
+    assert unanswered.run.errors == Counter({"refused": 2})
