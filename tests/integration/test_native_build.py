@@ -1,9 +1,10 @@
-"""The native parser builds cleanly, and `pip install .` works with or without a compiler.
+"""The native parser and engine build cleanly, and `pip install .` works with or without a compiler.
 
 The C is held to C11 with -Wall -Wextra -Werror under both compilers the project uses (gcc
 builds the extension, clang the fuzzer). The extension is optional (setup.py): where a
 compiler and the Python headers exist pip builds it, and where they do not it still
-installs the pure-Python package, so the fast transport keeps working there.
+installs the pure-Python package, so the fast transport keeps working there (and the
+native engine's Python side says it is not there).
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ HINTS = {"gcc": "apt-get install -y gcc", "clang": "apt-get install -y clang lib
 def test_the_c_sources_compile_without_a_warning(compiler: str) -> None:
     cc = program(compiler, HINTS[compiler])
     python_headers = sysconfig.get_paths()["include"]
-    for source, extra in ((NATIVE / "response.c", ["-pedantic", "-Wconversion", "-Wshadow"]),
-                          (NATIVE / "_response.c", ["-fPIC", "-I", python_headers])):
+    pure = ["-pedantic", "-Wconversion", "-Wshadow"]
+    binding = ["-fPIC", "-I", python_headers]
+    for source, extra in ((NATIVE / "response.c", pure), (NATIVE / "_response.c", binding),
+                          (NATIVE / "core.c", pure), (NATIVE / "engine.c", [*binding, "-Wshadow"])):
         done = subprocess.run([cc, *STRICT, *extra, str(source)], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0 and not done.stderr, f"{compiler} {source.name}:\n{done.stderr}"
 
@@ -61,10 +64,13 @@ def test_pip_install_builds_the_extension_where_a_compiler_exists(tmp_path: Path
     done = _install(_tree(tmp_path), target)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert sorted((target / "runner" / "load" / "native").glob("_response*.so")), done.stdout[-3000:]
+    assert sorted((target / "runner" / "load" / "native").glob("_engine*.so")), done.stdout[-3000:]
     assert not sorted((target / "runner" / "load" / "native").glob("*.[ch]"))  # sources stay in the sdist
     used = _python_in(target, "from runner.load.native import _response as p; import runner.load.native as n; "
                               "print(n.__file__, p.parse('GET', [b'HTTP/1.1 204 No\\r\\n\\r\\n'], 102400)['status'])")
     assert used.returncode == 0 and used.stdout.startswith(str(target)) and used.stdout.split()[-1] == "204", used
+    engine = _python_in(target, "from runner.load.native.engine import module; print(module().__file__)")
+    assert engine.returncode == 0 and engine.stdout.startswith(str(target)), engine
 
 
 def test_pip_install_without_a_compiler_installs_the_python_package(tmp_path: Path) -> None:
@@ -72,7 +78,11 @@ def test_pip_install_without_a_compiler_installs_the_python_package(tmp_path: Pa
     done = _install(_tree(tmp_path), target, CC="/bin/false")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert 'building extension "runner.load.native._response" failed' in done.stdout + done.stderr
-    assert not sorted((target / "runner" / "load" / "native").glob("_response*.so"))
+    assert 'building extension "runner.load.native._engine" failed' in done.stdout + done.stderr
+    assert not sorted((target / "runner" / "load" / "native").glob("_*.so"))
     used = _python_in(target, "import runner.cli, runner.load.fast_transport\n"
                               "try:\n    import runner.load.native._response\nexcept ImportError:\n    print('python')")
     assert used.returncode == 0 and used.stdout.strip() == "python", used
+    engine = _python_in(target, "from runner.load.native.engine import module, unsupported\n"
+                                "from runner.load.engine import Load\nprint(module())")
+    assert engine.returncode == 0 and engine.stdout.strip() == "None", engine
