@@ -105,8 +105,8 @@ struct soak_engine {
     uint64_t idle_count;
     conn *dl_head, *dl_tail;            /* requests in flight, oldest (earliest deadline) first */
     int64_t armed_ns;                   /* when the timer is set to fire; 0: not armed */
-    int64_t wall_offset;                /* realtime - monotonic for this batch; SOAK_NONE: not measured */
-    int offset_known;
+    int64_t wall_offset;                /* realtime - monotonic; SOAK_NONE: the last measure was unusable */
+    int64_t offset_at;                  /* when it was measured (0: never) */
     unsigned char *buf;
     _Alignas(size_t) char control[CMSG_SPACE(sizeof(struct timespec))]; /* as cmsghdr is aligned */
 
@@ -135,19 +135,24 @@ static inline int64_t clock_ns(clockid_t id)
 
 static inline int64_t mono(void) { return clock_ns(CLOCK_MONOTONIC); }
 
+/* How long a measured offset between the wall clock and the monotonic one is used. */
+#define OFFSET_NS 1000000
+
 /* http1.Connection._arrived_ns: when the bytes being parsed arrived, on the monotonic clock.
- * The kernel's stamp is on CLOCK_REALTIME; the offset between the clocks is measured once
- * per batch (a wall reading between two monotonic ones, close together, as http1.py pairs
- * them), so a step of the wall clock misleads at most one batch. A stamp from before the
+ * The kernel's stamp is on CLOCK_REALTIME; the offset between the clocks is measured afresh
+ * (a wall reading between two monotonic ones, close together, as http1.py pairs them) for
+ * the first response of any millisecond, not for each: at tens of thousands a second the
+ * three readings cost as much as parsing the response (they are slow in a VM), and a step
+ * of the wall clock then misleads the stamps of one millisecond. A stamp from before the
  * request started, or after now, is not used. */
 static int64_t arrived(soak_engine *e, conn *c, int64_t now)
 {
     if (c->stamp == 0)
         return now;
-    if (!e->offset_known) {
+    if (now - e->offset_at >= OFFSET_NS || e->offset_at == 0) {
         int64_t before = mono(), wall = clock_ns(CLOCK_REALTIME), after = mono();
         e->wall_offset = after - before < CLOCK_PAIR_NS ? wall - (before + after) / 2 : SOAK_NONE;
-        e->offset_known = 1;
+        e->offset_at = after;
     }
     if (e->wall_offset == SOAK_NONE)
         return now;
@@ -1169,9 +1174,8 @@ static void timer_fired(soak_engine *e, int64_t now)
 }
 
 /* What is due by now: requests past their deadline end, clients whose send is due get their turn. */
-static void due_now(soak_engine *e)
+static void due_now(soak_engine *e, int64_t now)
 {
-    int64_t now = mono();
     while (e->dl_head != NULL && e->dl_head->deadline <= now)
         time_out(e, e->dl_head, now);
     while (e->heap_len && e->clients[e->heap[0]].due <= now)
@@ -1225,10 +1229,11 @@ static void *engine_thread(void *arg)
     struct epoll_event events[EVENTS];
     pthread_mutex_lock(&e->lock);
     start_clients(e);
+    int64_t now = mono();
     for (;;) {
         if (e->fatal && !e->cancelled)
             cancel_all(e);
-        due_now(e);
+        due_now(e, now);
         run_ready(e);
         if (e->live_clients == 0 && e->in_flight == 0)
             break;
@@ -1241,10 +1246,10 @@ static void *engine_thread(void *arg)
         if (n < 0) {
             if (err != EINTR)
                 fatal(e, err);
+            now = mono();
             continue;
         }
-        e->offset_known = 0;
-        int64_t now = mono();
+        now = mono(); /* one reading per wake-up: the timer's lag, the deadlines, the clients due */
         for (int i = 0; i < n; i++) {
             if (events[i].data.u64 == TIMER_TAG) {
                 timer_fired(e, now);
