@@ -97,7 +97,7 @@ def test_nothing_is_sent_after_a_stop(nginx: Nginx) -> None:
     before = nginx.requests_logged()
     ran = run_native(Plan([nginx.url], qps=500, clients=3, seconds=30, stop_after_s=0.6, interval_s=0.25))
     assert_accounted(ran)
-    assert ran.sending_end_ns == ran.schedule.start_ns + 600 * 1_000_000
+    assert ran.sending_end_ns >= ran.schedule.start_ns + 600 * 1_000_000
     seen = _wait_logged(nginx, before + ran.requests)
     time.sleep(0.3)
     assert nginx.requests_logged() == seen and seen - before == ran.requests
@@ -159,7 +159,7 @@ FAULTS = [  # (path, timeout s, what each request ends as)
     ("/interim/102-close", 10, "closed"),
     ("/stall", 0.3, "timeout"),
     ("/slow/600", 0.3, "timeout"),
-    ("/slow-body/5000", 0.3, "timeout"),
+    ("/slow-body/5000", 1.5, "timeout"),  # the head well within the timeout, the body not
     ("/interim/102-stall", 0.3, "timeout"),
 ]
 
@@ -209,10 +209,10 @@ def test_refused_and_unanswered_connects() -> None:
 
 def test_a_response_after_its_deadline_is_a_timeout(fault_server: FaultServer) -> None:
     """The check comes every timeout at most, but the verdict is the arrival's: after the deadline, a timeout."""
-    ran = run_native(Plan([fault_server.url("/trickle/6/60")], qps=20, clients=1, seconds=None, total_requests=2,
-                          timeout_s=0.25))
+    ran = run_native(Plan([fault_server.url("/trickle/30/100")], qps=20, clients=1, seconds=None, total_requests=2,
+                          timeout_s=1.5))
     assert ran.run.errors == Counter({"timeout": 2})
-    assert {g.text for g in ran.run.error_groups.values()} == {"timeout: no complete body within 250ms"}
+    assert {g.text for g in ran.run.error_groups.values()} == {"timeout: no complete body within 1.5s"}
 
 
 def test_cancel_counts_each_request_in_flight(fault_server: FaultServer) -> None:

@@ -82,7 +82,7 @@ class Plan:
     bench: bool = False
     no_reuse: bool = False
     method: str = "GET"
-    stop_after_s: float | None = None  # a stop (a signal's) this long after the start
+    stop_after_s: float | None = None  # a stop (a signal's) this long after the start, or as soon after as the loop gets to it
     cancel: bool = False  # after a stop, abandon what is in flight at once (no grace)
     unit_ns: int | None = None
     metrics: Any = None  # runner.metrics.tally.native_config(...) for the native engine
@@ -172,12 +172,13 @@ async def drive(engine: Any, recorder: Any, plan: Plan, schedule: Schedule, grid
         if stop_ns is not None and stop_ns <= until:
             await _until(stop_ns, task)
             if time.monotonic_ns() >= stop_ns:
-                engine.stop(at_ns=stop_ns)
-                recorder.drain_from(stop_ns)
+                at = time.monotonic_ns()  # as soak.stop() on a signal: sending stops now, when it is told
+                engine.stop(at_ns=at)
+                recorder.drain_from(at)
                 if not plan.cancel:
                     await _settle(task, GRACE_NS)
                 await _abandon(engine, task)
-                sending_end = stop_ns
+                sending_end = at
                 break
         await _until(until, task)
         if task.done() and task.exception() is not None:
