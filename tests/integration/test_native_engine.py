@@ -9,6 +9,7 @@ named as the Python fast transport names it on the same server: never that the c
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -17,6 +18,7 @@ from collections import Counter
 import pytest
 
 from runner.metrics.tally import MetricsTally, native_config, native_counts, url_slots
+from runner.stats.native import native_run
 from runner.stats.recorder import Interval, Tally
 from tests.conftest import NGINX_PAGE, Nginx, assert_due_sends_accounted
 from tests.support.faultserver import CHUNKED_SIZE, OK_BODY, FaultServer, refused_port, unaccepting_port
@@ -325,3 +327,23 @@ def test_ipv6_loopback() -> None:
         listener.close()
     unanswered = run_native(Plan([f"http://[::1]:{port}/"], qps=100, clients=1, seconds=None, total_requests=2))
     assert unanswered.run.errors == Counter({"refused": 2})
+
+
+def test_a_stop_before_the_start_sends_nothing_and_skips_what_fell_due(nginx: Nginx) -> None:
+    """A signal taken while a worker starts: nothing is sent, and the sends due before it are skipped."""
+    before = nginx.requests_logged()
+    plan = Plan([nginx.url], qps=100, clients=3, seconds=5)
+    schedule, load, options, grid = plan.parts()
+    engine, recorder = native_run(schedule, load, options, grid)
+    at = schedule.start_ns + 200_000_000  # sends 0 to 20 fell due by then
+    engine.stop(at_ns=at)
+    asyncio.run(asyncio.wait_for(engine.run(), 30))
+    interval = recorder.close(at, final=True, sending_end_ns=at)
+    assert engine.sent == 0 and recorder.run.requests == 0
+    assert recorder.run.skipped == 21 == interval.tally.skipped
+    time.sleep(0.2)
+    assert nginx.requests_logged() == before
+    cancelled, _ = native_run(*plan.parts())
+    cancelled.cancel_in_flight()
+    asyncio.run(asyncio.wait_for(cancelled.run(), 30))
+    assert cancelled.sent == 0

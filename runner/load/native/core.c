@@ -1211,8 +1211,8 @@ static void start_clients(soak_engine *e)
 {
     const soak_schedule *s = &e->cfg.schedule;
     for (uint32_t c = 0; c < e->cfg.clients; c++) {
-        clientrec *cl = &e->clients[c];
-        cl->end_k = soak_end_k(s, c);
+        if (e->clients[c].state == CL_DONE)
+            continue; /* a stop or a cancel came before the start */
         if (e->cfg.model == SOAK_BENCH) {
             heap_push(e, c, soak_due(s, 0));
         } else if (soak_in_run(s, soak_send_number(s, c, 0))) {
@@ -1389,6 +1389,8 @@ soak_engine *soak_engine_new(soak_config *config, char *err, size_t err_size)
     e->open_cap = 4;
     e->open = calloc(e->open_cap, sizeof *e->open);
     int failed = !e->conns || !e->clients || !e->heap || !e->ready || !e->room || !e->idle || !e->buf || !e->open;
+    for (uint32_t c = 0; e->clients != NULL && c < cfg->clients; c++)
+        e->clients[c].end_k = soak_end_k(&cfg->schedule, c); /* a stop before the start needs it too */
     if (cfg->model != SOAK_BENCH)
         failed |= soak_hist_init(&e->send_lag, SOAK_HIGHEST_NS) | soak_hist_init(&e->lateness, SOAK_HIGHEST_NS);
     if (cfg->model == SOAK_OPEN && cfg->corrected)
