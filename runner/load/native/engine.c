@@ -37,6 +37,9 @@
  *   join()                    wait for the thread to end
  *   sent, next_index, stopped_sending_ns   properties (the last: None, or as Engine's)
  *
+ * For tests: counts_len(highest) (hdrh's counts_len) and schedule(...) (schedule.h's answers,
+ * to hold to runner/load/schedule.py's on any input).
+ *
  * A tally is a dict of Tally's fields (good, bad, failed, skipped, late, late_max_ns,
  * kernel_clocked, bytes_in, bytes_out, statuses {code: n}, errors {kind: n}, groups
  * [(kind, pattern, count, text, url, urls, more_urls, varied)], latency). A histogram is
@@ -874,8 +877,39 @@ static PyObject *module_counts_len(PyObject *module, PyObject *arg)
     return PyLong_FromUnsignedLong(soak_counts_len(highest));
 }
 
+/* schedule.h's answers for one schedule, client and moment, for tests to hold to schedule.py's. */
+static PyObject *module_schedule(PyObject *module, PyObject *args)
+{
+    (void)module;
+    soak_schedule s;
+    PyObject *end;
+    long long client, k, free_ns, now_ns;
+    if (!PyArg_ParseTuple(args, "LdLOLLLLLL", &s.start_ns, &s.qps, &s.clients, &end, &s.stride, &s.offset, &client,
+                          &k, &free_ns, &now_ns))
+        return NULL;
+    s.end_ns = end == Py_None ? SOAK_NO_END : PyLong_AsLongLong(end);
+    if (s.end_ns == -1 && PyErr_Occurred())
+        return NULL;
+    if (!(s.qps > 0) || s.clients < 1 || s.stride < 1 || client < 0 || client >= s.clients || k < 0) {
+        PyErr_SetString(PyExc_ValueError, "a schedule needs qps > 0, clients and stride >= 1, 0 <= client < clients");
+        return NULL;
+    }
+    int64_t end_k = soak_end_k(&s, client), skipped;
+    int64_t next = soak_catch_up(&s, client, end_k, k, free_ns, now_ns, &skipped);
+    int64_t n = soak_send_number(&s, client, k);
+    return Py_BuildValue("{sLsLsLsLsLsisisLsL}", "send_number", (long long)n, "due_ns", (long long)soak_due(&s, n),
+                         "last_due_by", (long long)soak_last_due_by(&s, client, now_ns), "last_send_by",
+                         (long long)soak_last_send_by(&s, now_ns), "last_in_run",
+                         (long long)soak_last_in_run(&s, client, end_k, k, now_ns), "in_run", soak_in_run(&s, n),
+                         "before_end", soak_before_end(&s, now_ns), "catch_up_k", (long long)next, "catch_up_skipped",
+                         (long long)skipped);
+}
+
 static PyMethodDef MODULE_METHODS[] = {
     {"counts_len", module_counts_len, METH_O, "counts_len(highest): hdrh's counts_len for 1 .. highest, 3 digits."},
+    {"schedule", module_schedule, METH_VARARGS,
+     "schedule(start_ns, qps, clients, end_ns, stride, offset, client, k, free_ns, now_ns) -> dict: schedule.h's "
+     "answers (send k of the client, and the searches at now_ns), for tests."},
     {NULL, NULL, 0, NULL},
 };
 
