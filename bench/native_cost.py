@@ -9,8 +9,10 @@ beside every round because the machine is shared and only same-round ratios coun
    (user + system, from /usr/bin/time, so a tool's CPU is its own; beside it, the native
    client's from its first send, Python's start-up left out), native against wrk -t1;
 2. callgrind: user-space instructions per keep-alive request, c=50, a run of 5,000 requests
-   minus a run of 500, divided by 4,500 (wrk: by duration, the difference in instructions over
-   the difference in requests); the one figure that repeats on a shared machine;
+   minus a run of 500, divided by 4,500, medians of three runs each (Python's own start and
+   end move by about a million instructions from run to run), and the engine thread's share
+   alone (wrk: by duration, the difference in instructions over the difference in requests);
+   the one figure that repeats on a shared machine;
 3. no keep-alive, c=100, -n 20,000 and the seed's -n 100,000: client CPU per request (the
    native client's whole process, and from its first send), and requests per second from
    the first send, native against ab;
@@ -29,17 +31,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.parser_cost import instructions  # noqa: E402
 from bench.run import nginx, timed  # noqa: E402
 
 HOUR_NS = 3_600_000_000_000
@@ -120,19 +123,34 @@ def keep_alive_throughput(url: str, rounds: int, seconds: int) -> None:
 
 def per_request_instructions(url: str) -> None:
     print("\n## 2. user-space instructions per keep-alive request, c=50 (callgrind)\n")
-    big = instructions(native_command(url, clients=50, requests=5000))
-    small = instructions(native_command(url, clients=50, requests=500))
-    native_per = (big - small) / 4500
-    counts = {}
-    for seconds in (1, 4):
-        counts[seconds] = _wrk_instructions(url, seconds)
-    (i1, r1), (i4, r4) = counts[1], counts[4]
+    runs = {n: sorted(_native_instructions(url, n) for _ in range(3)) for n in (5000, 500)}
+    whole = (runs[5000][1][0] - runs[500][1][0]) / 4500  # medians of three
+    thread = (runs[5000][1][1] - runs[500][1][1]) / 4500
+    (i1, r1), (i4, r4) = _wrk_instructions(url, 1), _wrk_instructions(url, 4)
     wrk_per = (i4 - i1) / (r4 - r1)
     print("| client | instructions per request | x wrk |")
     print("|---|---|---|")
-    print(f"| native engine (n=5,000 minus n=500) | {native_per:,.0f} | {native_per / wrk_per:.2f}x |")
+    print(f"| native engine, whole process (n=5,000 minus n=500, medians of 3) | {whole:,.0f} | "
+          f"{whole / wrk_per:.2f}x |")
+    print(f"| native engine, its thread alone (the same runs) | {thread:,.0f} | {thread / wrk_per:.2f}x |")
     print(f"| wrk -t1 -c50 ({r4:,} minus {r1:,} requests) | {wrk_per:,.0f} | 1 |")
     print(f"\n{uptime()}", flush=True)
+
+
+def _native_instructions(url: str, requests: int) -> tuple[int, int]:
+    """(the whole process's instructions, the engine thread's) for one run of `requests`."""
+    with tempfile.TemporaryDirectory() as directory:
+        out = Path(directory) / "callgrind.out"
+        done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                               *native_command(url, clients=50, requests=requests)], capture_output=True, text=True,
+                              timeout=900, env={**os.environ, "PYTHONHASHSEED": "0"})
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        annotated = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
+                                   capture_output=True, text=True).stdout
+    thread = re.search(r"^\s*([\d,]+) .*:start_thread ", annotated, re.MULTILINE)
+    if done.returncode != 0 or found is None or thread is None:
+        raise SystemExit(f"callgrind failed on the native client: {done.stderr[-2000:]}")
+    return int(found.group(1)), int(thread.group(1).replace(",", ""))
 
 
 def _wrk_instructions(url: str, seconds: int) -> tuple[int, int]:
