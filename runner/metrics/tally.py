@@ -185,6 +185,11 @@ class MetricsTally:
             self.bad[slot][place] += 1
             self.bad_ns[slot] += latency
 
+    def native_config(self) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
+        """What the native engine needs to count as record() does: each URL's slot, the number of
+        slots, and the bucket edges (runner.load.native.engine's MetricsConfig)."""
+        return self._slot_of, len(self.statuses), EDGES_NS
+
     def snapshot(self) -> MetricsTally:
         """A copy, taken from another thread while results keep coming (each copy is one C call).
 
@@ -204,16 +209,11 @@ class MetricsTally:
         return copy
 
 
-def native_config(slots: UrlSlots) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
-    """What the native engine needs to count as MetricsTally.record does: each URL's slot, the
-    number of slots, and the bucket edges (runner.load.native.engine's MetricsConfig)."""
-    return slots.slot_of, len(slots.labels), EDGES_NS
-
-
-def native_counts(counts: dict[str, Any], *, corrected: bool = False) -> MetricsTally:
-    """The native engine's metrics() as a MetricsTally holding them: what snapshot() would give."""
+def native_counts(counts: dict[str, Any]) -> MetricsTally:
+    """The native engine's metrics() as a MetricsTally holding them: what snapshot() would give (a
+    copy that records nothing)."""
     tally = MetricsTally.__new__(MetricsTally)
-    tally._corrected = corrected
+    tally._model = None
     tally._slot_of = ()
     tally.skipped = counts["skipped"]
     tally.late = counts["late"]

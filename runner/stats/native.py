@@ -20,6 +20,7 @@ from typing import Any
 
 from runner.core.redact import printable
 from runner.load.engine import Load
+from runner.load.model import LoadModel
 from runner.load.native.engine import Counting, MetricsConfig, NativeEngine
 from runner.load.schedule import Grid, Schedule
 from runner.load.transport import TransportOptions
@@ -44,29 +45,32 @@ def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: 
                metrics: MetricsConfig | None = None,
                shown: Callable[[str], str] = printable) -> tuple[NativeEngine, NativeRecorder]:
     """The native engine for a load and the recorder of what it counts, as Parts.recorder() would count it."""
-    corrected = load.open_model and not load.bench
-    counting = Counting(grid, corrected, unit_ns or 0, LATE_NS, ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, metrics)
+    model = load.model
+    counting = Counting(grid, model.corrected, unit_ns or 0, LATE_NS, ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, metrics)
     engine = NativeEngine(schedule, load, options, counting)
-    return engine, NativeRecorder(engine, grid, corrected=corrected, unit_ns=unit_ns, bench=load.bench, shown=shown)
+    due = schedule.sends_due if model.paced else None
+    return engine, NativeRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown)
 
 
 class NativeRecorder:
     """Recorder's interface over the native engine's intervals (see the module's docstring)."""
 
-    def __init__(self, engine: NativeEngine, grid: Grid, *, corrected: bool = False, unit_ns: int | None = None,
-                 bench: bool = False, shown: Callable[[str], str] = printable) -> None:
+    def __init__(self, engine: NativeEngine, grid: Grid, model: LoadModel, *,
+                 due: Callable[[int, int], float] | None = None, unit_ns: int | None = None,
+                 shown: Callable[[str], str] = printable) -> None:
         self._engine = engine
         self._grid = grid
+        self._due = due  # the sends due between two moments (Schedule.sends_due); None for a bench
         self._unit_ns = unit_ns
         self._shown = shown
         self._next = 0
-        self.run = Tally()
-        self.uncorrected = LatencyHistogram() if corrected else None
+        self.total = Tally()
+        self.uncorrected = LatencyHistogram() if model.corrected else None
         self.in_unit = LatencyHistogram.for_unit(unit_ns) if unit_ns else None
-        self.bench = BenchTally() if bench else None
-        self.send_lag = None if bench else LatencyHistogram()
+        self.bench = BenchTally() if model.ab_phases else None
+        self.send_lag = LatencyHistogram() if model.paced else None
         self.connections: Counter[str] = Counter()
-        self.client = ClientMeter(paced=not bench)
+        self.client = ClientMeter(paced=model.paced)
         self.drain: Tally | None = None
         self.drain_end_ns = 0
 
@@ -95,14 +99,16 @@ class NativeRecorder:
             if taken["drain"] is not None:
                 self.drain = self.tally(taken["drain"])
                 self.drain_end_ns = taken["drain_end_ns"]
-                self.run.merge(self.drain)
-        self.run.merge(tally)
+                self.total.merge(self.drain)
+        self.total.merge(tally)
         self._next += 1
         self.client.loop_lags(histogram(taken["loop_lag"]))
         if final or self.bench is not None:  # a bench's figures go with every interval, as Recorder's do
             self._take_figures()
         client = self.client.close(cpu_s, end if now_ns is None else now_ns)
-        return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench)
+        due_end = end if sending_end_ns is None else min(end, sending_end_ns)
+        due = None if self._due is None else self._due(start, max(start, due_end))
+        return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)
 
     def tally(self, counts: dict[str, Any]) -> Tally:
         """One of the engine's tallies as a Tally; its failure texts made printable, as Recorder.record does."""

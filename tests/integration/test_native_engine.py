@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from runner.metrics.tally import MetricsTally, native_config, native_counts, url_slots
+from runner.metrics.tally import MetricsTally, native_counts, url_slots
 from runner.stats.native import native_run
 from runner.stats.recorder import Interval, Tally
 from tests.conftest import NGINX_PAGE, Nginx, assert_due_sends_accounted
@@ -132,7 +132,7 @@ def test_the_open_model_counts_latency_from_the_due_time(nginx: Nginx) -> None:
 def test_metrics_count_what_the_recorder_counts(nginx: Nginx) -> None:
     urls = [nginx.url, nginx.url + "fail"]
     slots = url_slots(urls)
-    ran = run_native(Plan(urls, qps=200, clients=2, seconds=1.0, metrics=native_config(slots)))
+    ran = run_native(Plan(urls, qps=200, clients=2, seconds=1.0, metrics=MetricsTally(slots).native_config()))
     counts = native_counts(ran.engine.core.metrics())
     assert isinstance(counts, MetricsTally)
     assert sum(counts.statuses[0]) == ran.run.statuses[200] and counts.statuses[1][503] == ran.run.statuses[503]
@@ -339,8 +339,8 @@ def test_a_stop_before_the_start_sends_nothing_and_skips_what_fell_due(nginx: Ng
     engine.stop(at_ns=at)
     asyncio.run(asyncio.wait_for(engine.run(), 30))
     interval = recorder.close(at, final=True, sending_end_ns=at)
-    assert engine.sent == 0 and recorder.run.requests == 0
-    assert recorder.run.skipped == 21 == interval.tally.skipped
+    assert engine.sent == 0 and recorder.total.requests == 0
+    assert recorder.total.skipped == 21 == interval.tally.skipped
     time.sleep(0.2)
     assert nginx.requests_logged() == before
     cancelled, _ = native_run(*plan.parts())

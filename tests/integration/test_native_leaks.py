@@ -35,7 +35,7 @@ sys.path.insert(0, sys.argv[1])
 spec = importlib.util.spec_from_file_location("runner.load.native._engine", sys.argv[2])
 module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
 sys.modules["runner.load.native._engine"] = module
-from runner.metrics.tally import native_config, native_counts, url_slots
+from runner.metrics.tally import MetricsTally, native_counts, url_slots
 from tests.support.nativerun import Plan, run_native
 
 def counts(ran):
@@ -45,7 +45,7 @@ nginx, refused, stall, n = sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6
 found = {}
 slots = url_slots([nginx])
 big = run_native(Plan([nginx], clients=10, seconds=None, total_requests=n, bench=True, interval_s=0.1,
-                      metrics=native_config(slots)), timeout_s=1200)
+                      metrics=MetricsTally(slots).native_config()), timeout_s=1200)
 found["bench"] = counts(big)
 found["metrics_good"] = sum(native_counts(big.engine.core.metrics()).statuses[0])
 found["new"] = counts(run_native(Plan([nginx], qps=500, clients=4, seconds=None, total_requests=500, no_reuse=True,

@@ -29,8 +29,9 @@ import pytest
 
 from runner.load.engine import Engine, Load
 from runner.load.fast_transport import FastTransport
+from runner.load.model import Bench, Closed, LoadModel, Open
 from runner.load.request import Request
-from runner.load.schedule import Grid, Schedule, goal
+from runner.load.schedule import Grid, Schedule
 from runner.load.transport import TransportOptions
 from runner.stats.native import NativeRecorder, native_run
 from runner.stats.recorder import Interval, Recorder, Tally
@@ -85,16 +86,21 @@ class Plan:
     stop_after_s: float | None = None  # a stop (a signal's) this long after the start, or as soon after as the loop gets to it
     cancel: bool = False  # after a stop, abandon what is in flight at once (no grace)
     unit_ns: int | None = None
-    metrics: Any = None  # runner.metrics.tally.native_config(...) for the native engine
+    metrics: Any = None  # MetricsTally.native_config() for the native engine
     lead_s: float = 0.05  # soak.LEAD_NS
+
+    @property
+    def model(self) -> LoadModel:
+        if self.bench:
+            return Bench()
+        return Open(self.max_in_flight) if self.open_model else Closed()
 
     def parts(self) -> tuple[Schedule, Load, TransportOptions, Grid]:
         start = time.monotonic_ns() + int(self.lead_s * 1e9)
         end = None if self.seconds is None else start + int(self.seconds * 1e9)
         schedule = Schedule(start, self.qps, self.clients, end)
         requests = [Request(self.method, url, (), b"") for url in self.urls]
-        load = Load(requests, open_model=self.open_model, max_in_flight=self.max_in_flight,
-                    total_requests=self.total_requests, bench=self.bench)
+        load = Load(requests, self.model, total_requests=self.total_requests)
         options = TransportOptions(timeout_ns=int(self.timeout_s * 1e9), no_reuse=self.no_reuse, compress=False,
                                    max_connections=self.max_in_flight if self.open_model else 1)
         return schedule, load, options, Grid(start, int(self.interval_s * 1e9))
@@ -120,12 +126,12 @@ class Ran:
     @property
     def due(self) -> float:
         """The goal: sends due while this process was sending, the sum of its intervals' `t`."""
-        return sum(goal(self.schedule.qps, interval.due_span_ns) for interval in self.intervals)
+        return sum(interval.figures.due or 0.0 for interval in self.intervals)
 
     def summary(self) -> dict[str, Any]:
         """The figures tests/conftest.py's invariants read, as the JSON summary names them."""
         return {"requests": self.run.requests, "skipped": self.run.skipped,
-                "intervalStats": [{"t": goal(self.schedule.qps, i.due_span_ns)} for i in self.intervals],
+                "intervalStats": [{"t": i.figures.due} for i in self.intervals],
                 "config": {}}
 
 
@@ -137,7 +143,7 @@ def run_native(plan: Plan, timeout_s: float = 60) -> Ran:
 
 def run_python(plan: Plan, timeout_s: float = 60) -> Ran:
     schedule, load, options, grid = plan.parts()
-    recorder = Recorder(grid, corrected=load.open_model, unit_ns=plan.unit_ns, bench=load.bench)
+    recorder = Recorder(grid, load.model, due=schedule.sends_due if load.model.paced else None, unit_ns=plan.unit_ns)
 
     async def go() -> Ran:
         engine = Engine(schedule, load, FastTransport(options), recorder.record)
@@ -202,7 +208,7 @@ async def drive(engine: Any, recorder: Any, plan: Plan, schedule: Schedule, grid
     close(last_end, final=True, sending_end_ns=sending_end)
     if task.done() and not task.cancelled() and task.exception() is not None:
         raise task.exception()  # type: ignore[misc]
-    return Ran(intervals, recorder.run, recorder.drain, sending_end, schedule, recorder, engine,
+    return Ran(intervals, recorder.total, recorder.drain, sending_end, schedule, recorder, engine,
                time.monotonic() - began)
 
 

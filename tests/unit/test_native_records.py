@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from runner.load.model import Closed
 from runner.load.schedule import Grid
 from runner.metrics.tally import native_counts
 from runner.stats.native import NativeRecorder
@@ -13,7 +14,7 @@ EMPTY = (None, 0, 0, 0, 0, 0)
 
 
 def recorder(shown=lambda text: text.replace("s3cret", "***")) -> NativeRecorder:  # noqa: ANN001
-    return NativeRecorder(None, Grid(0, 10**9), shown=shown)  # type: ignore[arg-type]  # tally() needs no engine
+    return NativeRecorder(None, Grid(0, 10**9), Closed(), shown=shown)  # type: ignore[arg-type]  # tally() needs no engine
 
 
 def counts(**changed: object) -> dict:

@@ -26,6 +26,7 @@ from typing import Any
 from runner.core.durations import format_duration
 from runner.load.engine import Load
 from runner.load.fast_transport import wire_request
+from runner.load.model import Open
 from runner.load.request import Request
 from runner.load.schedule import Grid, Schedule
 from runner.load.transport import MAX_HEAD_BYTES, Address, TransportOptions, address_text, numeric
@@ -65,7 +66,7 @@ class Counting:
     error_groups: int  # runner.stats.recorder.ERROR_GROUPS
     group_urls: int  # ... GROUP_URLS
     other_lengths: int  # ... OTHER_LENGTHS
-    metrics: MetricsConfig | None = None  # runner.metrics.tally.native_config(), when metrics are on
+    metrics: MetricsConfig | None = None  # runner.metrics.tally.MetricsTally.native_config(), when metrics are on
 
 
 class NativeEngine:
@@ -128,15 +129,12 @@ class NativeEngine:
 
 def config(schedule: Schedule, load: Load, options: TransportOptions, counting: Counting) -> dict[str, Any]:
     """The C engine's configuration (engine.c's header lists every key)."""
-    if load.bench:
-        model = "bench"
-    else:
-        model = "open" if load.open_model else "closed"
+    model = load.model
     return {
         "targets": targets(load.requests, options),
-        "model": model,
+        "model": model.name,
         "clients": schedule.clients,
-        "max_in_flight": load.max_in_flight,
+        "max_in_flight": model.max_in_flight if isinstance(model, Open) else 1,
         "total_requests": load.total_requests,
         "start_ns": schedule.start_ns,
         "qps": float(schedule.qps),
