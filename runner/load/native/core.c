@@ -90,6 +90,7 @@ struct soak_engine {
     int stopping, cancelled, finished, fatal;
     int64_t stopped_ns, last_claimed, count_end_ns;
     uint64_t sent;          /* read by other threads without the lock */
+    uint64_t done;          /* sends ended (a response or a failure, counted): likewise */
     int64_t in_flight;
     uint32_t live_clients;  /* clients not done */
     int64_t current;        /* the client being stepped: a stop its own claim makes leaves it be */
@@ -438,6 +439,7 @@ static void metrics_add(soak_engine *e, const result *r, int late, int64_t laten
 static void record(soak_engine *e, const result *r)
 {
     const soak_config *cfg = &e->cfg;
+    SOAK_ADD(e->done, 1);
     soak_tally *t = tally_for(e, r->end);
     if (t == NULL)
         return;
@@ -1690,6 +1692,8 @@ void soak_figures_free(soak_figures *f)
 int soak_engine_done_fd(const soak_engine *e) { return e->done_fd; }
 
 uint64_t soak_engine_sent(const soak_engine *e) { return SOAK_LOAD(e->sent); }
+
+uint64_t soak_engine_done(const soak_engine *e) { return SOAK_LOAD(e->done); }
 
 int64_t soak_engine_next_index(soak_engine *e)
 {

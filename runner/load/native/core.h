@@ -161,6 +161,7 @@ void soak_figures_free(soak_figures *f);
 int soak_engine_done_fd(const soak_engine *e);         /* readable once the thread has ended */
 void soak_engine_join(soak_engine *e);
 uint64_t soak_engine_sent(const soak_engine *e);
+uint64_t soak_engine_done(const soak_engine *e); /* sends ended and counted, read from any thread */
 int64_t soak_engine_next_index(soak_engine *e);
 int64_t soak_engine_stopped_sending(soak_engine *e); /* SOAK_NONE: sending did not stop early */
 const soak_metrics *soak_engine_metrics(const soak_engine *e);

@@ -35,7 +35,8 @@
  *                             connections, opened, finished, fatal (an errno), bench
  *   metrics() -> dict | None  MetricsTally's counts, read while the thread runs
  *   join()                    wait for the thread to end
- *   sent, next_index, stopped_sending_ns   properties (the last: None, or as Engine's)
+ *   sent, done, next_index, stopped_sending_ns   properties (done: sends ended and counted;
+ *                             stopped_sending_ns: None, or as Engine's)
  *
  * For tests: counts_len(highest) (hdrh's counts_len) and schedule(...) (schedule.h's answers,
  * to hold to runner/load/schedule.py's on any input).
@@ -803,6 +804,13 @@ static PyObject *engine_sent(EngineObject *self, void *closure)
     return e == NULL ? NULL : PyLong_FromUnsignedLongLong(soak_engine_sent(e));
 }
 
+static PyObject *engine_done(EngineObject *self, void *closure)
+{
+    (void)closure;
+    soak_engine *e = configured(self);
+    return e == NULL ? NULL : PyLong_FromUnsignedLongLong(soak_engine_done(e));
+}
+
 static PyObject *engine_next_index(EngineObject *self, void *closure)
 {
     (void)closure;
@@ -847,6 +855,7 @@ static PyObject *engine_stopped_sending(EngineObject *self, void *closure)
 
 static PyGetSetDef ENGINE_GETSET[] = {
     {"sent", (getter)engine_sent, NULL, "Requests sent so far.", NULL},
+    {"done", (getter)engine_done, NULL, "Requests ended so far, each counted (a response or a failure).", NULL},
     {"next_index", (getter)engine_next_index, NULL, "The next interval to take.", NULL},
     {"stopped_sending_ns", (getter)engine_stopped_sending, NULL,
      "When sending stopped early (Engine.stopped_sending_ns), or None.", NULL},

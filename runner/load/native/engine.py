@@ -85,6 +85,11 @@ class NativeEngine:
         return int(self.core.sent)
 
     @property
+    def done(self) -> int:
+        """Sends ended so far, each counted (a response or a failure): what progress reporters follow."""
+        return int(self.core.done)
+
+    @property
     def stopped_sending_ns(self) -> int | None:
         """As Engine.stopped_sending_ns: when sending stopped early (a stop, or the count spent)."""
         stopped: int | None = self.core.stopped_sending_ns
