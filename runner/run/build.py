@@ -19,6 +19,7 @@ from __future__ import annotations
 import resource
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from runner.config.abflags import AB_FLAGS
 from runner.config.settings import Settings
@@ -28,11 +29,13 @@ from runner.core.units import UNIT_NS
 from runner.load.clients import TRANSPORTS
 from runner.load.engine import Load
 from runner.load.model import Bench, LoadModel, Open, model_for, model_of, schedule_of
+from runner.load.native.engine import MetricsConfig, NativeEngine, unsupported
 from runner.load.request import Request, build_requests, origin
 from runner.load.schedule import Grid, Schedule
 from runner.load.shards import Shard, check_split, shard_of
 from runner.load.transport import Lifetime, Transport, TransportOptions
 from runner.report.csvreport import check_csv_path
+from runner.stats.native import NativeRecorder, native_run
 from runner.stats.recorder import Recorder
 
 
@@ -45,8 +48,10 @@ class Parts:
     url_source: str | None  # the list file the URLs came from, if any
     shard: Shard  # which part of the run this process sends
     requests: list[Request]  # one per URL, resolved once
-    transport: Transport
+    options: TransportOptions  # how every request is sent
+    transport: Transport  # the Python engine's HTTP client
     model: LoadModel  # this process's load model, with its share of the run's maxInFlight
+    engine: EngineChoice  # which engine sends: "native" or "python", and why (engine_for)
 
     def schedule(self, start_ns: int) -> Schedule:
         """When each of this process's sends is due, from the run's start to its planned end."""
@@ -62,17 +67,27 @@ class Parts:
         )
 
     def recorder(self, grid: Grid, schedule: Schedule) -> Recorder:
-        """Counts and histograms on the run's interval grid, each interval's goal from the schedule;
-        secret values kept out of failure texts."""
-        s = self.settings
-        return Recorder(
-            grid,
-            self.model,
-            due=schedule.sends_due if self.model.paced else None,
-            hash_value=s.report.hash_value,
-            unit_ns=UNIT_NS[s.report.latency_unit] if s.report.report_latencies_csv else None,
-            shown=Secrets(value for request in self.requests for value in request.hidden).shown,
-        )
+        """The Python engine's counts and histograms on the run's interval grid, each interval's
+        goal from the schedule; secret values kept out of failure texts."""
+        return Recorder(grid, self.model, due=schedule.sends_due if self.model.paced else None,
+                        hash_value=self.settings.report.hash_value, unit_ns=self.unit_ns, shown=self.shown)
+
+    def native(self, grid: Grid, schedule: Schedule, metrics: MetricsConfig | None) -> tuple[NativeEngine,
+                                                                                            NativeRecorder]:
+        """The native engine and the recorder of what it counts, counted as recorder() counts."""
+        return native_run(schedule, self.load(), self.options, grid, unit_ns=self.unit_ns, metrics=metrics,
+                          shown=self.shown)
+
+    @property
+    def unit_ns(self) -> int | None:
+        """The latency CSV's unit, when there is one: its histogram is kept in it."""
+        report = self.settings.report
+        return UNIT_NS[report.latency_unit] if report.report_latencies_csv else None
+
+    @property
+    def shown(self) -> Callable[[str], str]:
+        """How a server's text is shown: with every secret value of the requests hidden (redact.Secrets)."""
+        return Secrets(value for request in self.requests for value in request.hidden).shown
 
 
 def build(settings: Settings, urls: list[str], source: str | None, shard: Shard | None = None) -> Parts:
@@ -87,10 +102,47 @@ def build(settings: Settings, urls: list[str], source: str | None, shard: Shard 
     origins = len({origin(url) for url in urls})
     check_open_files(settings, shard, origins)  # more connections than the process may open
     requests = build_requests(settings, urls)  # bad headers or body files stop here
-    transport = transport_for(settings, shard, origins)  # and TLS files too
+    options = options_for(settings, shard, origins)
+    transport = transport_for(settings, options)  # and TLS files too
     if settings.report.report_latencies_csv:
         check_csv_path(settings.report.report_latencies_csv)  # opened (and emptied) only once the run starts
-    return Parts(settings, urls, source, shard, requests, transport, model_for(settings.pace, shard))
+    engine = engine_for(settings, requests, options)  # engine: native refuses here what it cannot send
+    return Parts(settings, urls, source, shard, requests, options, transport, model_for(settings.pace, shard), engine)
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Which engine sends a run, and why not the other: said at start-up and in the summary."""
+
+    name: Literal["native", "python"]
+    why: str  # why the Python engine sends an `auto` run ("" when the native engine does, or when asked for)
+
+
+def engine_for(settings: Settings, requests: list[Request], options: TransportOptions) -> EngineChoice:
+    """The engine the settings ask for: `auto` takes the native one wherever it can send the load.
+
+    `engine: native` for a load it cannot send is refused, in one line, before anything is sent:
+    a run never changes what measures it behind the configuration's back.
+    """
+    choice = settings.client.engine
+    if choice == "python":
+        return EngineChoice("python", "")
+    refusal = native_refusal(settings, requests, options)
+    if refusal is None:
+        return EngineChoice("native", "")
+    if choice == "native":
+        raise UsageError(f"engine: native cannot send this run: {refusal}; use engine: auto or python")
+    return EngineChoice("python", refusal)
+
+
+def native_refusal(settings: Settings, requests: list[Request], options: TransportOptions) -> str | None:
+    """Why the native engine cannot send this run (plain HTTP/1.1, the fast transport's), or None if it can."""
+    if settings.client.transport != "fast":
+        return f"the {settings.client.transport} transport"
+    if settings.client.compress:
+        return "compress (the native engine reads no gzip)"
+    load = Load(requests, model_of(settings.pace), hash_sample_rate=settings.report.hash_sample_rate)
+    return unsupported(load, options)
 
 
 def split_of(settings: Settings) -> Shard:
@@ -162,11 +214,11 @@ def check_open_files(settings: Settings, shard: Shard, origins: int) -> None:
         raise UsageError(refusal)
 
 
-def transport_for(settings: Settings, shard: Shard, origins: int = 1) -> Transport:
-    """The HTTP client the settings name, with the options every session shares; `origins`:
-    the servers (scheme, host, port) the URLs name, each of which a client keeps a connection to."""
+def options_for(settings: Settings, shard: Shard, origins: int = 1) -> TransportOptions:
+    """How every request is sent, whichever engine and client send it; `origins`: the servers
+    (scheme, host, port) the URLs name, each of which a client keeps a connection to."""
     client, model = settings.client, model_for(settings.pace, shard)
-    options = TransportOptions(
+    return TransportOptions(
         timeout_ns=client.timeout_ns,
         no_reuse=client.no_reuse,
         compress=client.compress,
@@ -179,5 +231,9 @@ def transport_for(settings: Settings, shard: Shard, origins: int = 1) -> Transpo
         origins=origins,
         lifetime=Lifetime(client.max_requests_per_connection, client.max_connection_age_ns),
     )
-    factory: Callable[[TransportOptions], Transport] = TRANSPORTS[client.transport]
+
+
+def transport_for(settings: Settings, options: TransportOptions) -> Transport:
+    """The Python engine's HTTP client, the one the settings name."""
+    factory: Callable[[TransportOptions], Transport] = TRANSPORTS[settings.client.transport]
     return factory(options)
