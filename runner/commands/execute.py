@@ -56,7 +56,7 @@ def execute(settings: Settings, urls: list[str], source: str | None) -> int:
             if summary.failed_workers:
                 return ended(settings, EXIT_WORKER_FAILED, verdict)
         else:
-            launch.run(parts, reporters, tap=metrics.tap if metrics else None)
+            launch.run(parts, reporters, metrics=metrics.tally if metrics else None)
     return ended(settings, verdict.exit_code if verdict is not None else EXIT_OK, verdict)  # and says why
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Protocol
@@ -151,6 +151,7 @@ class MetricsTally:
         # The latency a response counts with, as the recorder measures it; None for a sum of
         # other tallies (summed(), WorkerTallies), which records nothing itself.
         self._model = model
+        self._native: Callable[[], dict[str, Any] | None] | None = None  # the native engine's counts (follow())
         self._slot_of = slots.slot_of
         count = len(slots.labels)
         self.skipped = 0
@@ -190,13 +191,23 @@ class MetricsTally:
         slots, and the bucket edges (runner.load.native.engine's MetricsConfig)."""
         return self._slot_of, len(self.statuses), EDGES_NS
 
+    def follow(self, counted: Callable[[], dict[str, Any] | None]) -> None:
+        """From now on, hold what the native engine counts (its metrics(), read at each snapshot)
+        instead of counting results here: the engine tells Python of no single result."""
+        self._native = counted
+
     def snapshot(self) -> MetricsTally:
         """A copy, taken from another thread while results keep coming (each copy is one C call).
 
         The copy only holds counts: it records nothing, and a worker sends it home pickled
-        with every interval, so it leaves out the map of every URL to its slot."""
+        with every interval, so it leaves out the map of every URL to its slot. Following the
+        native engine, it is what the engine has counted so far."""
+        if self._native is not None:
+            counted = self._native()
+            return native_counts(counted) if counted is not None else MetricsTally(UrlSlots((), (), 0))
         copy = MetricsTally.__new__(MetricsTally)
         copy._model = self._model
+        copy._native = None
         copy._slot_of = ()
         copy.skipped = self.skipped
         copy.late = self.late
@@ -214,6 +225,7 @@ def native_counts(counts: dict[str, Any]) -> MetricsTally:
     copy that records nothing)."""
     tally = MetricsTally.__new__(MetricsTally)
     tally._model = None
+    tally._native = None
     tally._slot_of = ()
     tally.skipped = counts["skipped"]
     tally.late = counts["late"]

@@ -17,26 +17,32 @@ from typing import Any
 
 from runner.config.settings import Settings
 from runner.load.engine import Engine, Sink
+from runner.load.native.engine import NativeEngine
 from runner.load.result import Result
 from runner.load.schedule import Grid, Skips
 from runner.load.shards import Shard, aligned_start
+from runner.metrics.tally import MetricsTally
 from runner.report.base import Reporter
 from runner.run.build import Parts
 from runner.run.probe import LoopProbe
-from runner.stats.recorder import Interval
+from runner.stats.native import NativeRecorder
+from runner.stats.recorder import Interval, Recorder
 from runner.stats.runinfo import RunInfo, RunSummary
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
 CANCEL_WAIT_S = 2.0  # after cancelling, how long to wait for the clients to wind up
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}  # how Ctrl-C and Kubernetes stop a run
+PROGRESS_EVERY_S = 0.1  # how often a native run's sends are read for the reporters that follow progress
 
 
 class Soak:
     """Runs one soak and tells the reporters about it."""
 
     def __init__(self, parts: Parts, reporters: Sequence[Reporter], start_wall: float | None = None,
-                 tap: Sink | None = None) -> None:
+                 metrics: MetricsTally | None = None) -> None:
+        """`metrics`: this process's Prometheus counts, when metrics are on: the Python engine's sink
+        feeds them every result after the recorder; the native engine counts them itself."""
         settings, shard = parts.settings, parts.shard
         self._settings = settings
         self._reporters = reporters
@@ -46,17 +52,26 @@ class Soak:
         self._end_ns = start_ns + run_ns if run_ns is not None else None
         self._grid = Grid(start_ns, settings.pace.interval_ns)
         self._schedule = parts.schedule(start_ns)
-        self._recorder = parts.recorder(self._grid, self._schedule)
-        if self._end_ns is not None:  # what comes back after the schedule's end is the drain
-            self._recorder.drain_from(self._end_ns)
         self._progress = [r for r in reporters if r.progress_every > 0]
         self._done = 0  # sends finished, for the reporters that follow progress
         self._next_progress = min((r.progress_every for r in self._progress), default=0)
-        sink: Sink = self._record_and_tell if self._progress else self._recorder.record
-        if tap is not None:  # metrics: every result, after the recorder has counted it
-            sink = _both(sink, tap)
-        self._engine = Engine(self._schedule, parts.load(), parts.transport, sink)
-        self.info = RunInfo(settings, parts.urls, parts.url_source, start_ns, wall_start, shard)
+        self._native = parts.engine.name == "native"
+        self._engine: Engine | NativeEngine
+        self._recorder: Recorder | NativeRecorder
+        if self._native:
+            self._engine, self._recorder = parts.native(self._grid, self._schedule,
+                                                        None if metrics is None else metrics.native_config())
+            if metrics is not None:
+                metrics.follow(self._engine.core.metrics)
+        else:
+            self._recorder = recorder = parts.recorder(self._grid, self._schedule)
+            sink: Sink = self._recording_and_telling(recorder) if self._progress else recorder.record
+            if metrics is not None:  # every result, after the recorder has counted it
+                sink = _both(sink, metrics.record)
+            self._engine = Engine(self._schedule, parts.load(), parts.transport, sink)
+        if self._end_ns is not None:  # what comes back after the schedule's end is the drain
+            self._recorder.drain_from(self._end_ns)
+        self.info = RunInfo(settings, parts.urls, parts.url_source, start_ns, wall_start, shard, parts.engine.name)
         self._signal = asyncio.Event()
         self._second_signal = asyncio.Event()
         self._stop_reason = ""
@@ -70,8 +85,12 @@ class Soak:
             reporter.bind_stop(self.stop)
             reporter.start(self.info)
         engine = asyncio.ensure_future(self._engine.run())
-        probe = LoopProbe(self._recorder.client.loop_lag)
-        probe.start()
+        # The Python engine's loop is probed for how late it runs what is due; the native engine
+        # measures its own, on its pacing timer, and Python's loop only waits for it.
+        probe = None if self._native else LoopProbe(self._recorder.client.loop_lag)
+        if probe is not None:
+            probe.start()
+        progress = asyncio.ensure_future(self._follow_progress(engine)) if self._native and self._progress else None
         self._install_signals()
         try:
             sending_end_ns, reason = await self._drive(engine)
@@ -79,7 +98,10 @@ class Soak:
             # slow Pushgateway must not kill the process before the summary and the push are out.
             summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before)
         finally:
-            probe.stop()
+            if probe is not None:
+                probe.stop()
+            if progress is not None:
+                progress.cancel()
             self._remove_signals()
         if engine.done() and not engine.cancelled() and engine.exception() is not None:
             raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
@@ -149,15 +171,30 @@ class Soak:
             self._engine.cancel_in_flight()
             await asyncio.wait([engine], timeout=CANCEL_WAIT_S)
 
-    def _record_and_tell(self, result: Result | Skips) -> None:
-        """The engine's sink when a reporter follows progress: record, then tell at its steps.
+    def _recording_and_telling(self, recorder: Recorder) -> Sink:
+        """The Python engine's sink when a reporter follows progress: record, then tell at its steps.
 
         One comparison per result; the reporters are looked at only when a step is reached.
         """
-        self._recorder.record(result)
-        if not isinstance(result, Skips):
-            self._done += 1
-            if self._done == self._next_progress:
+
+        def sink(result: Result | Skips) -> None:
+            recorder.record(result)
+            if not isinstance(result, Skips):
+                self._done += 1
+                if self._done == self._next_progress:
+                    self._tell_progress()
+
+        return sink
+
+    async def _follow_progress(self, engine: asyncio.Future[None]) -> None:
+        """The native engine's ended sends as progress, read every PROGRESS_EVERY_S (it tells Python
+        of no single result): ab's `Completed N requests` lines come up to that much late, never early."""
+        native = self._engine
+        assert isinstance(native, NativeEngine)
+        while not engine.done():
+            await asyncio.sleep(PROGRESS_EVERY_S)
+            while (step := self._next_progress) <= native.done:
+                self._done = step
                 self._tell_progress()
 
     def _tell_progress(self) -> None:

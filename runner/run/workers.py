@@ -119,7 +119,7 @@ def _work(settings: Settings, urls: list[str], source: str | None, shard: Shard,
 
             tally = MetricsTally(slots, parts.model)
         launch.run(parts, [_Courier(outbox, tally, progress_every)], start_wall,
-                   tap=tally.record if tally is not None else None)
+                   metrics=tally)
     except Exception as e:  # reported by the parent, which prints it; the traceback helps no one
         outbox.put(("failed", shard.worker, f"{type(e).__name__}: {e}"))
     finally:

@@ -29,6 +29,7 @@ class RunInfo:
     start_ns: int  # monotonic time of the grid's start: send 0 is due then
     wall_start: float  # the same moment as a Unix time
     shard: Shard = ALONE  # which part of the run this process sends
+    engine: str = "python"  # which engine sends it: "native" or "python" (runner.run.build.engine_for)
 
     def __post_init__(self) -> None:
         """The URLs with their passwords and secret query values hidden, once for every report:
