@@ -24,7 +24,7 @@ from runner.report.slowcooker import SlowCookerReporter
 from runner.report.summary import JsonSummaryReporter
 from runner.report.verdict import Verdict
 from runner.run import launch, workers
-from runner.run.build import build
+from runner.run.build import EngineChoice, build
 from runner.run.linkerd import proxy_lifecycle
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ def execute(settings: Settings, urls: list[str], source: str | None) -> int:
     split over pods when `shards` does.
     """
     parts = build(settings, urls, source)  # everything a run refuses stops here, before any load
+    say(engine_line(parts.engine))
     if settings.client.insecure:
         say(INSECURE_WARNING)
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
@@ -52,7 +53,7 @@ def execute(settings: Settings, urls: list[str], source: str | None) -> int:
             return ended(settings, EXIT_PROXY_NOT_READY, verdict)
         if settings.split.workers > 1:
             summary = workers.run(settings, urls, source, reporters, parts.shard.pod(),
-                                  metrics.workers if metrics else None)
+                                  metrics.workers if metrics else None, parts.engine.name)
             if summary.failed_workers:
                 return ended(settings, EXIT_WORKER_FAILED, verdict)
         else:
@@ -90,6 +91,11 @@ def _metrics(settings: Settings, model: LoadModel, urls: list[str], verdict: Ver
     from runner.metrics.collector import Metrics
 
     return Metrics(settings, model, urls, verdict, sys.stderr, pod)
+
+
+def engine_line(engine: EngineChoice) -> str:
+    """`engine: native`, or `engine: python (<why not native>)`: which engine measures this run."""
+    return f"engine: {engine.name}" + (f" (the native engine cannot send this run: {engine.why})" if engine.why else "")
 
 
 def say(line: str) -> None:

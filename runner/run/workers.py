@@ -49,8 +49,11 @@ POLL_S = 0.1
 
 
 def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequence[Reporter],
-        pod: Shard, counts: WorkerTallies | None = None) -> RunSummary:
+        pod: Shard, counts: WorkerTallies | None = None, engine: str = "python") -> RunSummary:
     """Run with `settings.split.workers` processes; tell `reporters` about the merged run.
+
+    `engine`: which one the workers send with (each builds its own parts from the same settings,
+    so each chooses as the parent did: runner.run.build.engine_for).
 
     With `counts` (Prometheus metrics), each worker also counts its results for metrics and
     sends its counts home before each interval and its summary, and `counts` gets them.
@@ -81,7 +84,7 @@ def run(settings: Settings, urls: list[str], source: str | None, reporters: Sequ
         for _, theirs in pipes:
             theirs.close()  # the worker holds its own copy: when it exits, this end reads EOF
         info = RunInfo(settings, urls, source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
-                       start_wall, pod)
+                       start_wall, pod, engine)
         with _forwarding_signals(processes):
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
             return _Gather(info, reporters, processes, counts).collect([ours for ours, _ in pipes])
