@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import resource
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from runner.config.abflags import AB_FLAGS
-from runner.config.settings import Settings
+from runner.config.settings import Settings, merge, settings_from
 from runner.core.errors import UsageError
 from runner.core.redact import Secrets
 from runner.core.units import UNIT_NS
@@ -135,14 +135,41 @@ def engine_for(settings: Settings, requests: list[Request], options: TransportOp
     return EngineChoice("python", refusal)
 
 
+# What the native engine does with each ClientSpec and Pacing setting. Honoured: it sends as
+# the Python engine does with it (the differential and lifetime tests hold it to that; the TLS
+# files and insecure only matter for https URLs, which are refused). Every other field, one
+# added later included, refuses the native engine when it is not at its default: a run never
+# quietly loses a setting to the engine that sends it.
+NATIVE_HONOURS = frozenset({
+    "engine", "timeout_ns", "no_reuse", "max_requests_per_connection", "max_connection_age_ns",
+    "ca_bundle", "insecure", "client_cert", "client_key",  # client
+    "mode", "qps", "concurrency", "interval_ns", "iterations", "duration_ns", "total_requests", "load_model",
+    "max_in_flight", "precise",  # pace: precise needs no yielding in C, whose pacing timer is exact
+})
+# Settings the native engine does not do, with what a refusal calls them.
+NATIVE_REFUSES = {"transport": "the {value} transport", "compress": "compress (the native engine reads no gzip)",
+                  "http2": "HTTP/2"}
+
+
 def native_refusal(settings: Settings, requests: list[Request], options: TransportOptions) -> str | None:
-    """Why the native engine cannot send this run (plain HTTP/1.1, the fast transport's), or None if it can."""
-    if settings.client.transport != "fast":
-        return f"the {settings.client.transport} transport"
-    if settings.client.compress:
-        return "compress (the native engine reads no gzip)"
+    """Why the native engine cannot send this run (plain HTTP/1.1, the fast transport's), or None if it can:
+    a setting it does not do (NATIVE_HONOURS), or what the load needs (native.engine.unsupported)."""
+    defaults = settings_from(merge())
+    for group, default in ((settings.client, defaults.client), (settings.pace, defaults.pace)):
+        for field in fields(group):
+            value = getattr(group, field.name)
+            if field.name in NATIVE_HONOURS or value == getattr(default, field.name):
+                continue
+            return NATIVE_REFUSES.get(field.name, "{name} (not in the native engine)").format(
+                value=value, name=setting_name(field.name))
     load = Load(requests, model_of(settings.pace), hash_sample_rate=settings.report.hash_sample_rate)
     return unsupported(load, options)
+
+
+def setting_name(field: str) -> str:
+    """A settings field's name as the configuration spells it: backend_header -> backendHeader."""
+    first, *rest = field.split("_")
+    return first + "".join(part.title() for part in rest)
 
 
 def split_of(settings: Settings) -> Shard:

@@ -116,6 +116,45 @@ def test_without_keep_alive_every_request_has_its_connection(nginx: Nginx) -> No
     assert ran.recorder.connections["HTTP/1.1"] == ran.requests
 
 
+def _by_connection(lines: list[str]) -> dict[str, list[str]]:
+    """nginx's log lines by connection: each request's `Connection` header ("-": none), in order."""
+    found: dict[str, list[str]] = {}
+    for line in lines:
+        fields = line.split()
+        found.setdefault(fields[0], []).append(fields[8].strip("\""))
+    return found
+
+
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_a_request_limit_ends_each_connection_after_its_nth_saying_so(nginx: Nginx, engine: str) -> None:
+    """maxRequestsPerConnection 4: every connection carries exactly 4 requests, the 4th with
+    `Connection: close`, and the next send dials anew; both engines alike, at any load."""
+    before = nginx.requests_logged()
+    plan = Plan([nginx.url], qps=400, clients=2, seconds=None, total_requests=40, max_requests=4)
+    ran = (run_native if engine == "native" else run_python)(plan)
+    assert ran.run.good == 40 and ran.recorder.connections["HTTP/1.1"] == 10
+    _wait_logged(nginx, before + 40)
+    carried = _by_connection(nginx.log_lines()[before:])
+    assert sorted(carried.values()) == [["-"] * 3 + ["close"]] * 10, carried
+
+
+def test_an_age_limit_retires_a_connection_at_its_next_send_never_while_idle(nginx: Nginx) -> None:
+    """maxConnectionAge 1 ms with sends 100 ms apart: a new connection's first request is never
+    its last (it is 0 ms old when it is sent), and the next request on it finds it too old and
+    rides it one last time with `Connection: close`: a connection idle past its age is not
+    closed for that alone. Only a stall of nearly 100 ms between a dial and the next due send
+    lets a connection carry one more before it is old, so that is allowed, never the rest."""
+    before = nginx.requests_logged()
+    ran = run_native(Plan([nginx.url], qps=10, clients=1, seconds=None, total_requests=6, max_age_s=0.001))
+    assert ran.run.good == 6
+    _wait_logged(nginx, before + 6)
+    carried = list(_by_connection(nginx.log_lines()[before:]).values())
+    assert sum(map(len, carried)) == 6 and len(carried) >= 2, carried
+    for said in carried[:-1]:  # each ends with the close its last request said, none sooner
+        assert said[0] == "-" and said[-1] == "close" and set(said[:-1]) == {"-"}, carried
+    assert set(carried[-1][:-1]) <= {"-"}, carried
+
+
 def test_head_has_no_body_and_ends_its_connection(nginx: Nginx) -> None:
     ran = run_native(Plan([nginx.url], qps=100, clients=2, seconds=None, total_requests=10, method="HEAD"))
     assert ran.run.good == 10 and ran.run.bytes_in == 0

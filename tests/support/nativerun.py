@@ -32,7 +32,7 @@ from runner.load.fast_transport import FastTransport
 from runner.load.model import Bench, Closed, LoadModel, Open
 from runner.load.request import Request
 from runner.load.schedule import Grid, Schedule
-from runner.load.transport import TransportOptions
+from runner.load.transport import Lifetime, TransportOptions
 from runner.stats.native import NativeRecorder, native_run
 from runner.stats.recorder import Interval, Recorder, Tally
 
@@ -82,6 +82,8 @@ class Plan:
     total_requests: int = 0
     bench: bool = False
     no_reuse: bool = False
+    max_requests: int = 0  # maxRequestsPerConnection (transport.Lifetime)
+    max_age_s: float = 0.0  # maxConnectionAge
     method: str = "GET"
     stop_after_s: float | None = None  # a stop (a signal's) this long after the start, or as soon after as the loop gets to it
     cancel: bool = False  # after a stop, abandon what is in flight at once (no grace)
@@ -102,7 +104,8 @@ class Plan:
         requests = [Request(self.method, url, (), b"") for url in self.urls]
         load = Load(requests, self.model, total_requests=self.total_requests)
         options = TransportOptions(timeout_ns=int(self.timeout_s * 1e9), no_reuse=self.no_reuse, compress=False,
-                                   max_connections=self.max_in_flight if self.open_model else 1)
+                                   max_connections=self.max_in_flight if self.open_model else 1,
+                                   lifetime=Lifetime(self.max_requests, int(self.max_age_s * 1e9)))
         return schedule, load, options, Grid(start, int(self.interval_s * 1e9))
 
 

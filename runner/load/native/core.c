@@ -50,12 +50,18 @@ typedef struct conn {
     uint8_t out_watched;    /* EPOLLOUT asked for (a request not yet all written) */
     uint8_t kernel_clock;   /* Result.kernel_clock */
     uint8_t new_conn;       /* the request opened this connection (Result.connected_ns set) */
+    uint8_t last;           /* the connection's last request (Lifetime.last): written with Connection: close */
     uint32_t client, target, origin;
+    uint32_t served;        /* requests it has carried (http1.Connection.served) */
+    uint32_t dial_turn, tries; /* the dial's turn at its origin's addresses, and addresses tried */
+    int first_err;          /* the dial's first failure (fast_transport._connect_first) */
+    int64_t opened;         /* when it was made (http1.Connection.opened_ns) */
     int64_t n, due, free_ns, start, connected, written, headers, deadline;
     int64_t stamp;          /* kernel receive time (CLOCK_REALTIME) of the last read that had one */
     uint64_t wire;          /* bytes read for this response */
     size_t write_off;
     struct conn *prev, *next; /* the deadline list while busy, an idle list while idle, the free list */
+    soak_address addr;      /* the address it is connected (or connecting) to */
     soak_response r;
 } conn;
 
@@ -743,7 +749,7 @@ static void finish(soak_engine *e, conn *c, int kind, const char *text, int keep
     record(e, &r);
     dl_remove(e, c);
     uint32_t client = c->client;
-    if (keep && cfg->keep_alive)
+    if (keep && cfg->keep_alive && !c->last) /* a last request's connection closes, whatever the server said */
         idle_push(e, c);
     else
         conn_release(e, c);
@@ -784,16 +790,32 @@ static void lost(soak_engine *e, conn *c, int err)
 }
 
 /* fast_transport.classify_connect_error for an errno (OSError's subclasses by errno). */
+static void dial_next(soak_engine *e, conn *c);
+
 static void connect_failed(soak_engine *e, conn *c, int err)
 {
     char text[SOAK_TEXT_MAX], reason[256];
+    const soak_origin *o = &e->cfg.origins[c->origin];
+    /* fast_transport._connect_first: the next of the name's addresses, else the first's error */
+    if (c->first_err == 0)
+        c->first_err = err;
+    if (c->tries + 1 < o->naddrs) {
+        c->tries++;
+        if (c->fd >= 0) {
+            close(c->fd);
+            c->fd = -1;
+        }
+        dial_next(e, c);
+        return;
+    }
+    err = c->first_err;
     if (err == ECONNREFUSED) {
         fail_now(e, c, SOAK_K_REFUSED, "connection refused");
     } else if (err == ECONNRESET) {
         fail_now(e, c, SOAK_K_RESET, "connection reset by peer");
     } else if (err == ETIMEDOUT) { /* TimeoutError: the connect phase's timeout */
-        snprintf(text, sizeof text, "timeout: connect to %s not made within %s",
-                 e->cfg.targets[c->target].address_text, e->cfg.timeout_text);
+        snprintf(text, sizeof text, "timeout: connect to %s not made within %s", c->addr.text,
+                 e->cfg.timeout_text);
         fail_now(e, c, SOAK_K_TIMEOUT, text);
     } else {
         const char *message = strerror_r(err, reason, sizeof reason);
@@ -808,8 +830,8 @@ static void time_out(soak_engine *e, conn *c, int64_t now)
 {
     char text[SOAK_TEXT_MAX];
     if (c->state == CONN_CONNECTING)
-        snprintf(text, sizeof text, "timeout: connect to %s not made within %s",
-                 e->cfg.targets[c->target].address_text, e->cfg.timeout_text);
+        snprintf(text, sizeof text, "timeout: connect to %s not made within %s", c->addr.text,
+                 e->cfg.timeout_text);
     else
         snprintf(text, sizeof text, c->headers ? "timeout: no complete body within %s"
                                                : "timeout: no response headers within %s", e->cfg.timeout_text);
@@ -831,10 +853,40 @@ static void cancel_request(soak_engine *e, conn *c, int64_t now)
 
 /* --- making a request ------------------------------------------------------------------- */
 
+/* transport.Lifetime.last, decided at the send, as FastSession.send does: the request is the
+ * connection's last if it is the max_requests-th on it, or the connection is max_age_ns old
+ * by now. An idle connection is never closed for its age: the next request retires it. */
+static int lifetime_last(const soak_config *cfg, uint32_t served, int64_t opened, int64_t now)
+{
+    if (!cfg->keep_alive) /* every request already says Connection: close */
+        return 0;
+    if (cfg->max_requests && (uint64_t)served + 1 >= cfg->max_requests)
+        return 1;
+    return cfg->max_age_ns && now - opened >= cfg->max_age_ns;
+}
+
+/* The request on `c` is about to be written at `now`: last or not, and one more served. */
+static void begin_lifetime_request(soak_engine *e, conn *c, int64_t now)
+{
+    c->last = (uint8_t)lifetime_last(&e->cfg, c->served, c->opened, now);
+    c->served++;
+}
+
+/* The k-th address a dial on `turn` tries (transport.in_turn): the first family's, rotated
+ * by the turn, then the others in the resolver's order. */
+static const soak_address *address_at(const soak_origin *o, uint32_t turn, uint32_t k)
+{
+    if (k < o->nown)
+        return &o->addrs[(turn + k) % o->nown];
+    return &o->addrs[k < o->naddrs ? k : o->naddrs - 1];
+}
+
 static void write_request(soak_engine *e, conn *c)
 {
     const soak_target *t = &e->cfg.targets[c->target];
-    ssize_t n = sys_send(c->fd, t->request + c->write_off, t->request_len - c->write_off);
+    const unsigned char *data = c->last ? t->last_request : t->request;
+    size_t len = c->last ? t->last_request_len : t->request_len;
+    ssize_t n = sys_send(c->fd, data + c->write_off, len - c->write_off);
     if (c->written == 0)
         c->written = mono();
     if (n < 0) {
@@ -845,7 +897,7 @@ static void write_request(soak_engine *e, conn *c)
         n = 0;
     }
     c->write_off += (size_t)n;
-    int want_out = c->write_off < t->request_len;
+    int want_out = c->write_off < len;
     if (want_out != c->out_watched) {
         c->out_watched = (uint8_t)want_out;
         if (watch(e, c, EPOLL_CTL_MOD, want_out ? EPOLLIN | EPOLLOUT : EPOLLIN) < 0)
@@ -856,18 +908,24 @@ static void write_request(soak_engine *e, conn *c)
 /* The connection is made: its request goes out. */
 static void connected(soak_engine *e, conn *c)
 {
-    c->connected = mono();
+    c->opened = c->connected = mono();
     c->state = CONN_BUSY;
+    c->served = 0;
+    begin_lifetime_request(e, c, c->connected);
     write_request(e, c);
 }
 
 /* rawsocket.Pump.connect, as ab does it: connect, then connect again to learn that it is
- * done (on loopback it nearly always is), else wait until the socket is writable. */
-static void dial(soak_engine *e, conn *c)
+ * done (on loopback it nearly always is), else wait until the socket is writable. A dial
+ * tries the origin's addresses in its turn's order until one connects. */
+static void dial_next(soak_engine *e, conn *c)
 {
-    const soak_target *t = &e->cfg.targets[c->target];
+    const soak_origin *o = &e->cfg.origins[c->origin];
+    if (c->tries >= o->naddrs) /* the list was replaced by a shorter one meanwhile */
+        c->tries = o->naddrs - 1;
+    c->addr = *address_at(o, c->dial_turn, c->tries);
     int one = 1;
-    c->fd = socket(t->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    c->fd = socket(c->addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
         connect_failed(e, c, errno);
         return;
@@ -877,10 +935,11 @@ static void dial(soak_engine *e, conn *c)
     setsockopt(c->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
     if (e->cfg.keep_alive) /* a request written while an earlier one's ACK is pending must not wait */
         setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    int rc = connect(c->fd, (const struct sockaddr *)&t->addr, t->addr_len);
+    const struct sockaddr *addr = (const struct sockaddr *)&c->addr.addr;
+    int rc = connect(c->fd, addr, c->addr.addr_len);
     int err = rc == 0 ? 0 : errno;
     if (err == EINPROGRESS || err == EALREADY) {
-        rc = connect(c->fd, (const struct sockaddr *)&t->addr, t->addr_len);
+        rc = connect(c->fd, addr, c->addr.addr_len);
         err = rc == 0 || errno == EISCONN ? 0 : errno;
     }
     if (err == EINPROGRESS || err == EALREADY) {
@@ -897,6 +956,16 @@ static void dial(soak_engine *e, conn *c)
         return;
     }
     connected(e, c);
+}
+
+/* A new connection for the request on `c`: the origin's next turn (Answers.next_turn). */
+static void dial(soak_engine *e, conn *c)
+{
+    soak_origin *o = &e->cfg.origins[c->origin];
+    c->dial_turn = (uint32_t)(o->turn++ % o->nown);
+    c->tries = 0;
+    c->first_err = 0;
+    dial_next(e, c);
 }
 
 /* FastSession.send: send n for `client` on an idle connection to its origin, or a new one. */
@@ -926,6 +995,7 @@ static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t du
     c->start = now;
     c->deadline = now + cfg->timeout_ns;
     c->connected = c->written = c->headers = 0;
+    c->last = 0;
     c->wire = 0;
     c->write_off = 0;
     c->kernel_clock = 0;
@@ -936,6 +1006,7 @@ static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t du
     if (c->fd >= 0) {
         c->new_conn = 0;
         c->state = CONN_BUSY;
+        begin_lifetime_request(e, c, now);
         write_request(e, c);
     } else {
         c->new_conn = 1;
@@ -1301,9 +1372,14 @@ static void *engine_thread(void *arg)
 
 void soak_config_free(soak_config *cfg)
 {
-    for (uint32_t i = 0; cfg->targets != NULL && i < cfg->ntargets; i++)
+    for (uint32_t i = 0; cfg->targets != NULL && i < cfg->ntargets; i++) {
         free(cfg->targets[i].request);
+        free(cfg->targets[i].last_request);
+    }
     free(cfg->targets);
+    for (uint32_t i = 0; cfg->origins != NULL && i < cfg->norigins; i++)
+        free(cfg->origins[i].addrs);
+    free(cfg->origins);
     free(cfg->slot_of);
     free(cfg->edges);
     memset(cfg, 0, sizeof *cfg);
@@ -1360,6 +1436,9 @@ static const char *check(const soak_config *cfg)
     for (uint32_t i = 0; i < cfg->ntargets; i++)
         if (cfg->targets[i].origin >= cfg->norigins)
             return "a target's origin is out of range";
+    for (uint32_t i = 0; i < cfg->norigins; i++)
+        if (cfg->origins == NULL || cfg->origins[i].naddrs == 0 || cfg->origins[i].nown == 0)
+            return "an origin has no address";
     if (cfg->clients < 1 || cfg->clients > (1 << 24))
         return "clients must be 1 to 16777216";
     if (cfg->model == SOAK_OPEN && (cfg->max_in_flight < 1 || cfg->max_in_flight > (1 << 24)))
@@ -1531,6 +1610,40 @@ void soak_engine_cancel(soak_engine *e)
     }
     pthread_mutex_unlock(&e->lock);
     wake(e);
+}
+
+uint32_t soak_addresses_order(soak_address *addrs, uint32_t n)
+{
+    /* a stable partition: the first family's addresses, then the others, each in order */
+    int first = addrs[0].family;
+    uint32_t nown = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (addrs[i].family != first)
+            continue;
+        if (i != nown) {
+            soak_address moved = addrs[i];
+            memmove(&addrs[nown + 1], &addrs[nown], (size_t)(i - nown) * sizeof *addrs);
+            addrs[nown] = moved;
+        }
+        nown++;
+    }
+    return nown;
+}
+
+int soak_engine_set_addresses(soak_engine *e, uint32_t o, soak_address *addrs, uint32_t n)
+{
+    if (o >= e->cfg.norigins || n == 0)
+        return -1;
+    uint32_t nown = soak_addresses_order(addrs, n);
+    pthread_mutex_lock(&e->lock);
+    soak_origin *origin = &e->cfg.origins[o];
+    soak_address *old = origin->addrs;
+    origin->addrs = addrs;
+    origin->naddrs = n;
+    origin->nown = nown;
+    pthread_mutex_unlock(&e->lock);
+    free(old);
+    return 0;
 }
 
 void soak_engine_drain_from(soak_engine *e, int64_t t_ns)

@@ -36,23 +36,42 @@ enum soak_model { SOAK_CLOSED, SOAK_OPEN, SOAK_BENCH };
 #define SOAK_MAX_OTHER_LENGTHS 256
 #define SOAK_NONE INT64_MIN /* an unset time */
 
-/* One URL: where its requests go and what they are. */
-typedef struct soak_target {
+/* One address a connection can be made to (as transport.Address: family, sockaddr). */
+typedef struct soak_address {
     struct sockaddr_storage addr;
     socklen_t addr_len;
     int family;
+    char text[80];            /* "127.0.0.1:8080", for the connect timeout's text */
+} soak_address;
+
+/* One origin's addresses, in transport.in_turn's terms: addrs holds those of the resolver's
+ * first family (nown of them) and then the others, each in the resolver's order; a new
+ * connection's turn begins the rotation among the first family's. Replaced whole by
+ * soak_engine_set_addresses (Python looks the name up again at each interval). */
+typedef struct soak_origin {
+    soak_address *addrs;
+    uint32_t naddrs, nown;
+    uint64_t turn;            /* connections dialled to it (Answers.next_turn) */
+} soak_origin;
+
+/* One URL: what its requests are and which origin they go to. */
+typedef struct soak_target {
     uint32_t origin;          /* connections are reused only for targets of the same origin */
     int is_head;              /* a HEAD request: the response has no body, the connection ends */
     uint64_t body_bytes_out;  /* Result.bytes_out */
     unsigned char *request;   /* the exact bytes written (fast_transport.wire_request) */
     size_t request_len;
-    char address_text[80];    /* "127.0.0.1:8080", for the connect timeout's text */
+    unsigned char *last_request; /* the same with `Connection: close`: a connection's last (Lifetime) */
+    size_t last_request_len;
 } soak_target;
 
 /* Everything the engine needs, given once (see engine.c for each one's meaning). */
 typedef struct soak_config {
     soak_target *targets;
     uint32_t ntargets, norigins;
+    soak_origin *origins;     /* [norigins] */
+    uint32_t max_requests;    /* transport.Lifetime: 0, no limit */
+    int64_t max_age_ns;       /* ... 0, no limit */
     int model;
     int64_t clients, max_in_flight, total_requests;
     soak_schedule schedule;
@@ -153,6 +172,10 @@ int soak_engine_start(soak_engine *e);                 /* 0 or an errno */
 void soak_engine_stop(soak_engine *e, int64_t at_ns);  /* any thread */
 void soak_engine_cancel(soak_engine *e);               /* any thread */
 void soak_engine_drain_from(soak_engine *e, int64_t t_ns);
+/* Origin o's addresses from now on (any thread; takes `addrs` over, n > 0); -1: no such origin. */
+int soak_engine_set_addresses(soak_engine *e, uint32_t o, soak_address *addrs, uint32_t n);
+/* Order addrs as soak_origin holds them (own family first); returns nown. */
+uint32_t soak_addresses_order(soak_address *addrs, uint32_t n);
 /* Take interval k (the next one); -1 if k is not the next one; -2 without memory. */
 int soak_engine_take(soak_engine *e, int64_t k, int final, int64_t until_ns, soak_taken *out);
 void soak_taken_free(soak_taken *t);

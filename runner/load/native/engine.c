@@ -8,9 +8,13 @@
  * are the Python side; this is the whole contract between them.
  *
  *   Engine(config: dict)      everything, in plain ints, floats, bytes and tuples:
- *     targets        [(family, sockaddr as connect() takes it, address_text, request bytes,
- *                      is_head, body_bytes_out, origin)], index = URL index (send n goes to
+ *     targets        [(request bytes, last request bytes (with Connection: close), is_head,
+ *                      body_bytes_out, origin)], index = URL index (send n goes to
  *                      targets[n % len]); origin: targets of one origin share connections
+ *     origins        [[(family, sockaddr as connect() takes it, address_text), ...]], index =
+ *                      origin: its addresses in the resolver's order; new connections rotate
+ *                      through them as transport.in_turn does, trying the next on failure
+ *     max_requests, max_age_ns   transport.Lifetime (0: no limit), decided at each send
  *     model          "closed" | "open" | "bench"
  *     clients, max_in_flight (open), total_requests (0: no limit)
  *     start_ns, qps, end_ns (None: no end), stride, offset   runner.load.schedule.Schedule
@@ -24,6 +28,7 @@
  *   stop(at_ns)               send nothing more; the first stop's time counts (Engine.stop)
  *   cancel()                  every request in flight ends as `cancelled` (Engine.cancel_in_flight)
  *   drain_from(t_ns)          results ending at or after t_ns are the drain (Recorder.drain_from)
+ *   set_addresses(origin, addresses)   the origin's addresses from now on (any thread)
  *   take(k, final=False, until_ns=None) -> dict
  *                             interval k (the next untaken one) as Recorder.close files it,
  *                             open clients' skips due before until_ns (default: its end)
@@ -284,65 +289,151 @@ static int get_bool(PyObject *config, const char *key, int *out)
     return 0;
 }
 
-/* One target tuple into `t` (its request bytes copied). */
-static int read_target(PyObject *tuple, soak_target *t)
+/* One address tuple (family, sockaddr as connect() takes it, text) into `a`. */
+static int read_address(PyObject *tuple, soak_address *a)
 {
-    int family, is_head;
+    int family;
     PyObject *address;
-    const char *text, *request;
-    Py_ssize_t text_len, request_len;
-    unsigned long long body_out;
-    unsigned int origin;
-    if (!PyArg_ParseTuple(tuple, "iO!s#y#pKI;a target is (family, address, text, request, is_head, body_out, origin)",
-                          &family, &PyTuple_Type, &address, &text, &text_len, &request, &request_len, &is_head,
-                          &body_out, &origin))
+    const char *text;
+    Py_ssize_t text_len;
+    if (!PyArg_ParseTuple(tuple, "iO!s#;an address is (family, sockaddr, text)", &family, &PyTuple_Type, &address,
+                          &text, &text_len))
         return -1;
     const char *host;
     int port;
     unsigned int flow = 0, scope = 0;
-    if (!PyArg_ParseTuple(address, "si|II;an address is (host, port[, flowinfo, scope_id])", &host, &port, &flow,
+    if (!PyArg_ParseTuple(address, "si|II;a sockaddr is (host, port[, flowinfo, scope_id])", &host, &port, &flow,
                           &scope))
         return -1;
-    memset(&t->addr, 0, sizeof t->addr);
+    memset(a, 0, sizeof *a);
     if (family == AF_INET) {
-        struct sockaddr_in *in = (struct sockaddr_in *)&t->addr;
+        struct sockaddr_in *in = (struct sockaddr_in *)&a->addr;
         in->sin_family = AF_INET;
         in->sin_port = htons((uint16_t)port);
-        t->addr_len = sizeof *in;
+        a->addr_len = sizeof *in;
         if (inet_pton(AF_INET, host, &in->sin_addr) != 1)
             goto bad;
     } else if (family == AF_INET6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&t->addr;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a->addr;
         in6->sin6_family = AF_INET6;
         in6->sin6_port = htons((uint16_t)port);
         in6->sin6_flowinfo = htonl(flow);
         in6->sin6_scope_id = scope;
-        t->addr_len = sizeof *in6;
+        a->addr_len = sizeof *in6;
         if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
             goto bad;
     } else {
         goto bad;
     }
-    if (port < 0 || port > 65535 || (size_t)text_len >= sizeof t->address_text || request_len == 0)
+    if (port < 0 || port > 65535 || (size_t)text_len >= sizeof a->text)
         goto bad;
-    t->family = family;
-    t->origin = origin;
-    t->is_head = is_head;
-    t->body_bytes_out = body_out;
-    memcpy(t->address_text, text, (size_t)text_len);
-    t->address_text[text_len] = '\0';
-    t->request = malloc((size_t)request_len);
-    if (t->request == NULL) {
+    a->family = family;
+    memcpy(a->text, text, (size_t)text_len);
+    a->text[text_len] = '\0';
+    return 0;
+bad:
+    PyErr_Format(PyExc_ValueError, "native engine config: the address %R is not a numeric IPv4/IPv6 one", address);
+    return -1;
+}
+
+/* A list of address tuples into a new array (n >= 1), or NULL with an exception. */
+static soak_address *read_addresses(PyObject *list, uint32_t *n)
+{
+    PyObject *seq = PySequence_Fast(list, "native engine config: an origin's addresses must be a list");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    if (len < 1 || len > 65536) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "native engine config: an origin needs 1 to 65536 addresses");
+        return NULL;
+    }
+    soak_address *addrs = calloc((size_t)len, sizeof *addrs);
+    if (addrs == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        if (read_address(PySequence_Fast_GET_ITEM(seq, i), &addrs[i]) < 0) {
+            free(addrs);
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    *n = (uint32_t)len;
+    return addrs;
+}
+
+static int read_origins(PyObject *config, soak_config *cfg)
+{
+    PyObject *list = item(config, "origins");
+    if (list == NULL)
+        return -1;
+    PyObject *seq = PySequence_Fast(list, "native engine config: origins must be a list");
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if ((uint32_t)n != cfg->norigins) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "native engine config: origins needs one address list per origin");
+        return -1;
+    }
+    cfg->origins = calloc(n ? (size_t)n : 1, sizeof *cfg->origins);
+    if (cfg->origins == NULL) {
+        Py_DECREF(seq);
         PyErr_NoMemory();
         return -1;
     }
-    memcpy(t->request, request, (size_t)request_len);
-    t->request_len = (size_t)request_len;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        soak_origin *o = &cfg->origins[i];
+        o->addrs = read_addresses(PySequence_Fast_GET_ITEM(seq, i), &o->naddrs);
+        if (o->addrs == NULL) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        o->nown = soak_addresses_order(o->addrs, o->naddrs);
+    }
+    Py_DECREF(seq);
     return 0;
-bad:
-    PyErr_Format(PyExc_ValueError, "native engine config: a target's address %R is not a numeric IPv4/IPv6 one",
-                 address);
-    return -1;
+}
+
+static unsigned char *copied(const char *data, Py_ssize_t len)
+{
+    unsigned char *copy = malloc((size_t)len);
+    if (copy == NULL)
+        PyErr_NoMemory();
+    else
+        memcpy(copy, data, (size_t)len);
+    return copy;
+}
+
+/* One target tuple into `t` (its request bytes copied). */
+static int read_target(PyObject *tuple, soak_target *t)
+{
+    int is_head;
+    const char *request, *last;
+    Py_ssize_t request_len, last_len;
+    unsigned long long body_out;
+    unsigned int origin;
+    if (!PyArg_ParseTuple(tuple, "y#y#pKI;a target is (request, last_request, is_head, body_out, origin)",
+                          &request, &request_len, &last, &last_len, &is_head, &body_out, &origin))
+        return -1;
+    if (request_len == 0 || last_len == 0) {
+        PyErr_SetString(PyExc_ValueError, "native engine config: a target's request is empty");
+        return -1;
+    }
+    t->origin = origin;
+    t->is_head = is_head;
+    t->body_bytes_out = body_out;
+    t->request = copied(request, request_len);
+    t->last_request = copied(last, last_len);
+    if (t->request == NULL || t->last_request == NULL)
+        return -1;
+    t->request_len = (size_t)request_len;
+    t->last_request_len = (size_t)last_len;
+    return 0;
 }
 
 static int read_targets(PyObject *config, soak_config *cfg)
@@ -361,16 +452,16 @@ static int read_targets(PyObject *config, soak_config *cfg)
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
+        cfg->ntargets = (uint32_t)i + 1; /* freed with the config from here on */
         if (read_target(PySequence_Fast_GET_ITEM(seq, i), &cfg->targets[i]) < 0) {
             Py_DECREF(seq);
             return -1;
         }
-        cfg->ntargets = (uint32_t)i + 1;
         if (cfg->targets[i].origin >= cfg->norigins)
             cfg->norigins = cfg->targets[i].origin + 1;
     }
     Py_DECREF(seq);
-    return 0;
+    return read_origins(config, cfg);
 }
 
 /* A tuple of ints into a new array of `n` of them. */
@@ -484,8 +575,13 @@ static int read_config(PyObject *config, soak_config *cfg)
         get_bool(config, "keep_alive", &cfg->keep_alive) || get_bool(config, "corrected", &cfg->corrected) ||
         get_i64(config, "unit_ns", &cfg->unit_ns) || get_i64(config, "late_ns", &v) ||
         get_u32(config, "max_head", &cfg->max_head) || get_u32(config, "error_groups", &cfg->error_groups) ||
-        get_u32(config, "group_urls", &cfg->group_urls) || get_u32(config, "other_lengths", &cfg->other_lengths))
+        get_u32(config, "group_urls", &cfg->group_urls) || get_u32(config, "other_lengths", &cfg->other_lengths) ||
+        get_u32(config, "max_requests", &cfg->max_requests) || get_i64(config, "max_age_ns", &cfg->max_age_ns))
         return -1;
+    if (cfg->max_age_ns < 0) {
+        PyErr_SetString(PyExc_ValueError, "native engine config: max_age_ns must be >= 0");
+        return -1;
+    }
     cfg->late_ns = v;
     cfg->schedule.clients = cfg->clients;
     return read_metrics(config, cfg);
@@ -594,6 +690,29 @@ static PyObject *engine_drain_from(EngineObject *self, PyObject *arg)
     Py_BEGIN_ALLOW_THREADS
     soak_engine_drain_from(e, t);
     Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *engine_set_addresses(EngineObject *self, PyObject *args)
+{
+    soak_engine *e = configured(self);
+    unsigned int origin;
+    PyObject *list;
+    if (e == NULL || !PyArg_ParseTuple(args, "IO:set_addresses", &origin, &list))
+        return NULL;
+    uint32_t n;
+    soak_address *addrs = read_addresses(list, &n);
+    if (addrs == NULL)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = soak_engine_set_addresses(e, origin, addrs, n);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        free(addrs);
+        PyErr_Format(PyExc_ValueError, "set_addresses: no origin %u", origin);
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -830,6 +949,8 @@ static PyMethodDef ENGINE_METHODS[] = {
     {"stop", (PyCFunction)engine_stop, METH_O, "stop(at_ns): send nothing more; the first stop's time counts."},
     {"cancel", (PyCFunction)engine_cancel, METH_NOARGS, "Abandon every request in flight (each `cancelled`)."},
     {"drain_from", (PyCFunction)engine_drain_from, METH_O, "drain_from(t_ns): results ending later are the drain."},
+    {"set_addresses", (PyCFunction)engine_set_addresses, METH_VARARGS,
+     "set_addresses(origin, [(family, sockaddr, text), ...]): where the origin's new connections go from now on."},
     {"take", (PyCFunction)(void (*)(void))engine_take, METH_VARARGS | METH_KEYWORDS,
      "take(k, final=False, until_ns=None) -> dict: interval k's aggregates (k: the next untaken one)."},
     {"figures", (PyCFunction)engine_figures, METH_NOARGS, "figures() -> dict: the run-wide figures, copied."},

@@ -7,9 +7,19 @@ becomes readable: no polling), `stop()` and `cancel_in_flight()` pass on at once
 counted is read through runner.stats.native's recorder, which takes the C engine's intervals.
 
 It does what the fast transport does for plain HTTP/1.1 and nothing else: `unsupported()`
-says why a run must take the Python engine instead (TLS, HTTP/2, body hashing). Names are
-looked up once, when the engine is made, as ab does; the Python engine looks a name up for
-each new connection.
+says why a run must take the Python engine instead (TLS, HTTP/2, body hashing).
+
+Connections live as the fast transport's do (transport.Lifetime: a connection's last request
+says `Connection: close`, decided in C at each send), and new ones rotate through a name's
+addresses as transport.in_turn has them. The C engine resolves nothing: Python looks each
+name up when the engine is made and again at each interval (refresh_addresses(), called by
+the run as it closes each interval), and hands C the whole list. Answers are kept for
+RESOLVE_TTL_NS as the Python engine's Resolver keeps them, so the resolver is asked at most
+once per RESOLVE_TTL_NS either way; a new connection goes to addresses at most one interval
+plus RESOLVE_TTL_NS (plus the lookup) old, where the Python engine's are at most
+RESOLVE_TTL_NS old. A lookup that fails leaves the last list in use (the Python engine fails
+each new connection as `dns` instead), and a name that does not resolve at the start is
+refused here (`unsupported`), so the Python engine, which reports each failure, sends it.
 """
 
 from __future__ import annotations
@@ -29,7 +39,15 @@ from runner.load.fast_transport import wire_request
 from runner.load.model import Open
 from runner.load.request import Request
 from runner.load.schedule import Grid, Schedule
-from runner.load.transport import MAX_HEAD_BYTES, Address, TransportOptions, address_text, numeric
+from runner.load.transport import (
+    MAX_HEAD_BYTES,
+    Address,
+    Answers,
+    TransportOptions,
+    address_text,
+    numeric,
+    resolve,
+)
 
 MetricsConfig = tuple[tuple[int, ...], int, tuple[int, ...]]  # (URL index -> slot, slots, bucket edges in ns)
 
@@ -52,6 +70,11 @@ def unsupported(load: Load, options: TransportOptions) -> str | None:
         return "HTTP/2"
     if load.hash_sample_rate > 0:
         return "body hashing"
+    for host, port in origins(load.requests, options):
+        try:
+            lookup(host, port)
+        except OSError as exc:
+            return f"{host} does not resolve ({exc})"
     return None
 
 
@@ -78,7 +101,24 @@ class NativeEngine:
             raise ValueError(f"the native engine cannot run this load: {reason}")
         native = module()
         assert native is not None
+        self._origins = origins(load.requests, options)
         self.core: Any = native.Engine(config(schedule, load, options, counting))
+
+    async def refresh_addresses(self) -> None:
+        """Look each origin's name up again and give C the addresses for its new connections
+        from now on; a lookup that fails leaves the last ones (see the module's docstring)."""
+        for index, (host, port) in enumerate(self._origins):
+            if numeric(host, port) is not None:
+                continue  # an IP address never changes
+            found = _ANSWERS.fresh((host, port), time.monotonic_ns())
+            if found is None:
+                try:
+                    found = await resolve(host, port)
+                except OSError:
+                    continue
+                _ANSWERS.keep((host, port), found, time.monotonic_ns())
+            if found:
+                self.core.set_addresses(index, [_address_tuple(a) for a in found])
 
     @property
     def sent(self) -> int:
@@ -159,27 +199,50 @@ def config(schedule: Schedule, load: Load, options: TransportOptions, counting: 
         "group_urls": counting.group_urls,
         "other_lengths": counting.other_lengths,
         "metrics": counting.metrics,
+        "origins": [[_address_tuple(a) for a in lookup(host, port)] for host, port in origins(load.requests, options)],
+        "max_requests": options.lifetime.max_requests,
+        "max_age_ns": options.lifetime.max_age_ns,
     }
 
 
 def targets(requests: list[Request], options: TransportOptions) -> list[tuple[Any, ...]]:
-    """Each URL's (family, address, address text, request bytes, is HEAD, body size, origin)."""
-    origins: dict[tuple[str, int], int] = {}
+    """Each URL's (request bytes, its bytes as a connection's last, is HEAD, body size, origin index)."""
     found = []
+    known = {origin: index for index, origin in enumerate(origins(requests, options))}
     for request in requests:
         data, host, port, _ = wire_request(request, not options.no_reuse, options.compress)
-        origin = origins.setdefault((host, port), len(origins))
-        family, address = _address(host, port)
-        found.append((family, address, address_text(address), data, request.method == "HEAD", len(request.body),
-                      origin))
+        last = data if options.no_reuse else wire_request(request, False, options.compress)[0]
+        found.append((data, last, request.method == "HEAD", len(request.body), known[(host, port)]))
     return found
 
 
-def _address(host: str, port: int) -> Address:
-    """host:port's first address: an IP address as it is, a name looked up once (socket.gaierror if it
-    does not resolve)."""
+def origins(requests: list[Request], options: TransportOptions) -> list[tuple[str, int]]:
+    """The (host, port) of each origin the URLs name, in the order they first come: index = origin."""
+    seen: dict[tuple[str, int], None] = {}
+    for request in requests:
+        _, host, port, _ = wire_request(request, not options.no_reuse, options.compress)
+        seen.setdefault((host, port), None)
+    return list(seen)
+
+
+_ANSWERS = Answers()  # names looked up for the native engine, kept RESOLVE_TTL_NS as the Resolver keeps them
+
+
+def lookup(host: str, port: int) -> list[Address]:
+    """host:port's addresses in the resolver's order: an IP address as it is, a name as last looked
+    up if that was under RESOLVE_TTL_NS ago, else looked up now (socket.gaierror if it does not resolve).
+    Blocking: only before the run starts (the refusal, then the engine's config)."""
     known = numeric(host, port)
     if known is not None:
-        return known[0]
-    family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    return family, address
+        return list(known)
+    found = _ANSWERS.fresh((host, port), time.monotonic_ns())
+    if found is None:
+        found = [(family, address) for family, _, _, _, address in socket.getaddrinfo(host, port,
+                                                                                       type=socket.SOCK_STREAM)]
+        _ANSWERS.keep((host, port), found, time.monotonic_ns())
+    return list(found)
+
+
+def _address_tuple(address: Address) -> tuple[int, tuple[Any, ...], str]:
+    """An address as the C engine takes it: (family, sockaddr, text)."""
+    return address[0], address[1], address_text(address[1])

@@ -1,0 +1,108 @@
+"""Which engine sends a run (runner/run/build.py's engine_for): the native one never drops a setting.
+
+Every ClientSpec and Pacing field is either one the native engine honours (NATIVE_HONOURS) or
+one whose non-default value refuses it, named; a field added later (backendHeader, say) is
+refused until someone teaches the C engine it and lists it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from runner.config.settings import ClientSpec, Pacing, Settings, merge, settings_from
+from runner.core.errors import UsageError
+from runner.load.native.engine import module
+from runner.load.request import build_requests
+from runner.load.shards import ALONE
+from runner.run import build
+from runner.run.build import NATIVE_HONOURS, engine_for, native_refusal, options_for
+
+URLS = ["http://127.0.0.1:8080/"]
+needs_native = pytest.mark.skipif(module() is None, reason="the native engine is not built here")
+
+
+def settings(**config: Any) -> Settings:
+    return settings_from(merge({"qps": 10, **config}))
+
+
+def refusal(s: Settings) -> str | None:
+    return native_refusal(s, build_requests(s, URLS), options_for(s, ALONE))
+
+
+OTHER = {"transport": "httpx", "engine": "python", "mode": "bench", "load_model": "open"}  # the Literal fields
+
+
+def changed(name: str, value: Any) -> Any:
+    """Some value other than `value`, of its type, that the field may hold."""
+    if name in OTHER:
+        return OTHER[name]
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value * 2
+    if isinstance(value, str):
+        return value + "x"
+    return 1 if value is None else None
+
+
+@needs_native
+@pytest.mark.parametrize(("group", "name"), [("client", f.name) for f in dataclasses.fields(ClientSpec)]
+                         + [("pace", f.name) for f in dataclasses.fields(Pacing)])
+def test_every_setting_is_honoured_by_the_native_engine_or_refuses_it(group: str, name: str) -> None:
+    base = settings()
+    assert refusal(base) is None
+    part = getattr(base, group)
+    other = dataclasses.replace(base, **{group: dataclasses.replace(part, **{name: changed(name, getattr(part, name))})})
+    found = refusal(other)
+    if name in NATIVE_HONOURS:
+        assert found is None, (name, found)
+    else:
+        assert found, name
+
+
+def test_a_setting_the_native_engine_does_not_know_is_refused_by_its_configured_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    base = settings()
+    # A field ClientSpec may get (another branch adds backendHeader): what the rule does with one.
+    spec = dataclasses.make_dataclass("Spec", [*((f.name, f.type) for f in dataclasses.fields(ClientSpec)),
+                                               ("backend_header", str)], frozen=True)
+    own = {f.name: getattr(base.client, f.name) for f in dataclasses.fields(ClientSpec)}
+    default, client = spec(**own, backend_header=""), spec(**own, backend_header="X-Pod")
+    real = build.settings_from
+    monkeypatch.setattr(build, "settings_from", lambda merged: dataclasses.replace(real(merged), client=default))
+    assert refusal(dataclasses.replace(base, client=client)) == "backendHeader (not in the native engine)"
+    if module() is not None:
+        assert refusal(dataclasses.replace(base, client=default)) is None
+
+
+@pytest.mark.parametrize(("config", "why"), [
+    ({"transport": "httpx"}, "the httpx transport"),
+    ({"compress": True}, "compress (the native engine reads no gzip)"),
+    ({"transport": "httpx", "http2": True}, "the httpx transport"),
+])
+def test_what_the_native_engine_does_not_do_is_named(config: dict[str, Any], why: str) -> None:
+    assert refusal(settings(**config)) == why
+
+
+@needs_native
+def test_engine_native_for_a_run_it_cannot_send_is_refused_in_one_line() -> None:
+    s = settings(engine="native", compress=True)
+    with pytest.raises(UsageError) as refused:
+        engine_for(s, build_requests(s, URLS), options_for(s, ALONE))
+    assert str(refused.value) == ("engine: native cannot send this run: compress (the native engine reads no gzip); "
+                                  "use engine: auto or python")
+
+
+@needs_native
+def test_auto_takes_the_native_engine_where_it_can_and_says_why_not_elsewhere() -> None:
+    plain, gzip = settings(), settings(compress=True)
+    assert engine_for(plain, build_requests(plain, URLS), options_for(plain, ALONE)).name == "native"
+    chosen = engine_for(gzip, build_requests(gzip, URLS), options_for(gzip, ALONE))
+    assert (chosen.name, chosen.why) == ("python", "compress (the native engine reads no gzip)")
+    python = settings(engine="python")
+    assert engine_for(python, build_requests(python, URLS), options_for(python, ALONE)).name == "python"
