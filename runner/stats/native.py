@@ -2,7 +2,7 @@
 
 The C engine (runner/load/native) counts every result itself, in Recorder's filing rules,
 and hands over one interval at a time. `NativeRecorder` has the part of Recorder's
-interface a run uses (close, drain_from, next_index, and the run-wide figures: run,
+interface a run uses (close, drain_from, next_index, and the run-wide figures: total,
 uncorrected, send_lag, in_unit, bench, connections, client, drain, drain_end_ns), so what
 comes after it (reports, thresholds, merges) never knows which engine counted. Each
 interval's counts become a Tally here, once per interval; its histogram's counts array is
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from runner.core.redact import printable
@@ -52,6 +53,16 @@ def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: 
     return engine, NativeRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown)
 
 
+@dataclass(frozen=True)
+class ConnectionCounts:
+    """Connections the engine opened (sockets made, one per address a dial tried) and closed (by
+    either side, for any reason: a failure, the server's close, a lifetime's end, the run's end)
+    in an interval (as it was taken: each counts where the engine was when it happened) or a run."""
+
+    opened: int
+    closed: int
+
+
 class NativeRecorder:
     """Recorder's interface over the native engine's intervals (see the module's docstring)."""
 
@@ -73,6 +84,10 @@ class NativeRecorder:
         self.client = ClientMeter(paced=model.paced)
         self.drain: Tally | None = None
         self.drain_end_ns = 0
+        # Connections opened and closed, per interval (index k) and for the run: for the lead to
+        # join into Tally.connections_opened / connections_closed (another branch adds those).
+        self.interval_connections: list[ConnectionCounts] = []
+        self.run_connections = ConnectionCounts(0, 0)
 
     @property
     def next_index(self) -> int:
@@ -102,6 +117,7 @@ class NativeRecorder:
                 self.total.merge(self.drain)
         self.total.merge(tally)
         self._next += 1
+        self.interval_connections.append(ConnectionCounts(taken["opened"], taken["closed"]))
         self.client.loop_lags(histogram(taken["loop_lag"]))
         if final or self.bench is not None:  # a bench's figures go with every interval, as Recorder's do
             self._take_figures()
@@ -137,6 +153,7 @@ class NativeRecorder:
         if self.in_unit is not None and figures["in_unit"] is not None:
             self.in_unit = histogram(figures["in_unit"], self._unit_ns)
         self.connections = Counter({PROTOCOL: figures["connections"]} if figures["connections"] else {})
+        self.run_connections = ConnectionCounts(figures["opened"], figures["closed"])
         if self.bench is not None and figures["bench"] is not None:
             self.bench = self.bench_tally(figures["bench"])
 

@@ -18,7 +18,7 @@ from collections import Counter
 import pytest
 
 from runner.metrics.tally import MetricsTally, native_counts, url_slots
-from runner.stats.native import native_run
+from runner.stats.native import ConnectionCounts, NativeRecorder, native_run
 from runner.stats.recorder import Interval, Tally
 from tests.conftest import NGINX_PAGE, Nginx, assert_due_sends_accounted
 from tests.support.faultserver import CHUNKED_SIZE, OK_BODY, FaultServer, refused_port, unaccepting_port
@@ -136,6 +136,19 @@ def test_a_request_limit_ends_each_connection_after_its_nth_saying_so(nginx: Ngi
     _wait_logged(nginx, before + 40)
     carried = _by_connection(nginx.log_lines()[before:])
     assert sorted(carried.values()) == [["-"] * 3 + ["close"]] * 10, carried
+
+
+def test_connections_opened_and_closed_are_counted_per_interval_and_for_the_run(nginx: Nginx) -> None:
+    ran = run_native(Plan([nginx.url], qps=400, clients=2, seconds=None, total_requests=40, max_requests=4,
+                          interval_s=0.05))
+    recorder = ran.recorder
+    assert isinstance(recorder, NativeRecorder)
+    assert len(recorder.interval_connections) == len(ran.intervals)
+    assert recorder.run_connections == ConnectionCounts(10, 10)  # every one closed by the end
+    assert sum(c.opened for c in recorder.interval_connections) == 10
+    assert sum(c.closed for c in recorder.interval_connections) == 10
+    kept = run_native(Plan([nginx.url], qps=400, clients=3, seconds=None, total_requests=30))
+    assert kept.recorder.run_connections == ConnectionCounts(3, 3)  # type: ignore[union-attr]
 
 
 def test_an_age_limit_retires_a_connection_at_its_next_send_never_while_idle(nginx: Nginx) -> None:

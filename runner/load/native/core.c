@@ -128,7 +128,8 @@ struct soak_engine {
     int64_t drain_end_ns;
     soak_hist send_lag, lateness, uncorrected, in_unit, loop_lag;
     soak_bench *bench;
-    uint64_t connections, opened;
+    uint64_t connections, opened, closed;
+    uint64_t opened_since, closed_since; /* since the previous take */
     soak_metrics metrics;
 };
 
@@ -672,8 +673,11 @@ static void conn_release(soak_engine *e, conn *c)
 {
     if (c->state == CONN_IDLE)
         idle_remove(e, c);
-    if (c->fd >= 0)
+    if (c->fd >= 0) {
         close(c->fd); /* which takes it out of the epoll set */
+        e->closed++;
+        e->closed_since++;
+    }
     c->fd = -1;
     c->state = CONN_FREE;
     c->next = e->free_conns;
@@ -803,6 +807,8 @@ static void connect_failed(soak_engine *e, conn *c, int err)
         c->tries++;
         if (c->fd >= 0) {
             close(c->fd);
+            e->closed++;
+            e->closed_since++;
             c->fd = -1;
         }
         dial_next(e, c);
@@ -931,6 +937,7 @@ static void dial_next(soak_engine *e, conn *c)
         return;
     }
     e->opened++;
+    e->opened_since++;
     c->state = CONN_CONNECTING;
     setsockopt(c->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
     if (e->cfg.keep_alive) /* a request written while an earlier one's ACK is pending must not wait */
@@ -1710,6 +1717,9 @@ int soak_engine_take(soak_engine *e, int64_t k, int final, int64_t until_ns, soa
     }
     out->loop_lag = e->loop_lag;
     e->loop_lag = lag;
+    out->opened = e->opened_since;
+    out->closed = e->closed_since;
+    e->opened_since = e->closed_since = 0;
     e->next++;
     e->current_end = soak_grid_end(&e->cfg.grid, e->next);
     if (e->drain_from != SOAK_NONE && e->drain_from < e->current_end)
@@ -1768,6 +1778,7 @@ int soak_engine_figures(soak_engine *e, soak_figures *out)
     out->stopped_sending_ns = stopped_sending(e);
     out->connections = e->connections;
     out->opened = e->opened;
+    out->closed = e->closed;
     out->finished = e->finished;
     out->fatal = e->fatal;
     int failed = hist_copy(&out->send_lag, &e->send_lag) | hist_copy(&out->lateness, &e->lateness) |

@@ -147,6 +147,7 @@ typedef struct soak_taken {
     soak_tally *drain;        /* final only: the drain, NULL if nothing came back after the end */
     int64_t drain_end_ns;
     soak_hist loop_lag;       /* the timer's lateness since the previous take */
+    uint64_t opened, closed;  /* connections opened and closed since the previous take */
 } soak_taken;
 
 /* Run-wide figures, copied (soak_figures_free). */
@@ -156,6 +157,7 @@ typedef struct soak_figures {
     soak_hist send_lag, lateness, uncorrected, in_unit;  /* counts NULL where not kept */
     uint64_t connections;         /* new connections that carried a response (Recorder.connections) */
     uint64_t opened;              /* sockets opened */
+    uint64_t closed;              /* sockets closed */
     int has_bench;
     soak_bench bench;
     int finished;                 /* the thread has ended */

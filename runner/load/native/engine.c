@@ -34,10 +34,11 @@
  *                             open clients' skips due before until_ns (default: its end)
  *                             counted in it first: {"tally", "later" (final: the later
  *                             intervals' tallies), "drain" (final: a tally or None),
- *                             "drain_end_ns", "loop_lag"}
+ *                             "drain_end_ns", "loop_lag", "opened", "closed" (connections
+ *                             since the previous take)}
  *   figures() -> dict         run-wide, copied (live or after the end): sent,
  *                             stopped_sending_ns, send_lag, lateness, uncorrected, in_unit,
- *                             connections, opened, finished, fatal (an errno), bench
+ *                             connections, opened, closed, finished, fatal (an errno), bench
  *   metrics() -> dict | None  MetricsTally's counts, read while the thread runs
  *   join()                    wait for the thread to end
  *   sent, done, next_index, stopped_sending_ns   properties (done: sends ended and counted;
@@ -730,7 +731,8 @@ static PyObject *taken_dict(soak_taken *t)
     }
     if (put(d, "tally", tally_dict(t->tally)) || PyDict_SetItemString(d, "later", later) ||
         put(d, "drain", t->drain != NULL ? tally_dict(t->drain) : Py_NewRef(Py_None)) ||
-        put_i64(d, "drain_end_ns", t->drain_end_ns) || put(d, "loop_lag", histogram(&t->loop_lag)))
+        put_i64(d, "drain_end_ns", t->drain_end_ns) || put(d, "loop_lag", histogram(&t->loop_lag)) ||
+        put_u64(d, "opened", t->opened) || put_u64(d, "closed", t->closed))
         goto error;
     Py_DECREF(later);
     return d;
@@ -820,7 +822,7 @@ static PyObject *engine_figures(EngineObject *self, PyObject *unused)
                                                                          : PyLong_FromLongLong(f.stopped_sending_ns)) ||
         put(d, "send_lag", kept_histogram(&f.send_lag)) || put(d, "lateness", kept_histogram(&f.lateness)) ||
         put(d, "uncorrected", kept_histogram(&f.uncorrected)) || put(d, "in_unit", kept_histogram(&f.in_unit)) ||
-        put_u64(d, "connections", f.connections) || put_u64(d, "opened", f.opened) ||
+        put_u64(d, "connections", f.connections) || put_u64(d, "opened", f.opened) || put_u64(d, "closed", f.closed) ||
         put(d, "finished", PyBool_FromLong(f.finished)) || put(d, "fatal", PyLong_FromLong(f.fatal)) ||
         put(d, "bench", f.has_bench ? bench_dict(&f.bench) : Py_NewRef(Py_None))) {
         Py_XDECREF(d);
