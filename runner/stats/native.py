@@ -37,6 +37,7 @@ from runner.stats.recorder import (
     Interval,
     Tally,
     error_pattern,
+    interval_due,
 )
 
 PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connections' key)
@@ -122,8 +123,7 @@ class NativeRecorder:
         if final or self.bench is not None:  # a bench's figures go with every interval, as Recorder's do
             self._take_figures()
         client = self.client.close(cpu_s, end if now_ns is None else now_ns)
-        due_end = end if sending_end_ns is None else min(end, sending_end_ns)
-        due = None if self._due is None else self._due(start, max(start, due_end))
+        due = interval_due(self._due, start, end, sending_end_ns)
         return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)
 
     def tally(self, counts: dict[str, Any]) -> Tally:
