@@ -25,9 +25,9 @@ refused here (`unsupported`), so the Python engine, which reports each failure, 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib
 import os
-import socket
 import time
 from dataclasses import dataclass
 from types import ModuleType
@@ -45,6 +45,7 @@ from runner.load.transport import (
     Answers,
     TransportOptions,
     address_text,
+    lookup_soon,
     numeric,
     resolve,
 )
@@ -72,9 +73,11 @@ def unsupported(load: Load, options: TransportOptions) -> str | None:
         return "body hashing"
     for host, port in origins(load.requests, options):
         try:
-            lookup(host, port)
+            lookup(host, port, options.timeout_ns)
         except OSError as exc:
             return f"{host} does not resolve ({exc})"
+        except concurrent.futures.TimeoutError:
+            return f"{host} was not resolved within {format_duration(options.timeout_ns)}"
     return None
 
 
@@ -228,17 +231,19 @@ def origins(requests: list[Request], options: TransportOptions) -> list[tuple[st
 _ANSWERS = Answers()  # names looked up for the native engine, kept RESOLVE_TTL_NS as the Resolver keeps them
 
 
-def lookup(host: str, port: int) -> list[Address]:
+def lookup(host: str, port: int, timeout_ns: int | None = None) -> list[Address]:
     """host:port's addresses in the resolver's order: an IP address as it is, a name as last looked
-    up if that was under RESOLVE_TTL_NS ago, else looked up now (socket.gaierror if it does not resolve).
-    Blocking: only before the run starts (the refusal, then the engine's config)."""
+    up if that was under RESOLVE_TTL_NS ago, else looked up now (socket.gaierror if it does not
+    resolve, concurrent.futures.TimeoutError if no answer came within `timeout_ns`: a DNS server
+    that never answers must not hold the start up for the resolver's own 30 s). Blocking: only
+    before the run starts (the refusal, then the engine's config)."""
     known = numeric(host, port)
     if known is not None:
         return list(known)
     found = _ANSWERS.fresh((host, port), time.monotonic_ns())
     if found is None:
-        found = [(family, address) for family, _, _, _, address in socket.getaddrinfo(host, port,
-                                                                                       type=socket.SOCK_STREAM)]
+        answer = lookup_soon(host, port).result(None if timeout_ns is None else timeout_ns / 1e9)
+        found = [(family, address) for family, _, _, _, address in answer]
         _ANSWERS.keep((host, port), found, time.monotonic_ns())
     return list(found)
 
