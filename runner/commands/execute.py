@@ -40,7 +40,6 @@ def execute(settings: Settings, urls: list[str], source: str | None) -> int:
     split over pods when `shards` does.
     """
     parts = build(settings, urls, source)  # everything a run refuses stops here, before any load
-    say(engine_line(parts.engine))
     if settings.client.insecure:
         say(INSECURE_WARNING)
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
@@ -51,6 +50,7 @@ def execute(settings: Settings, urls: list[str], source: str | None) -> int:
     with proxy_lifecycle(settings, say) as proxy_ready:  # linkerdAwait, linkerdShutdown
         if not proxy_ready:
             return ended(settings, EXIT_PROXY_NOT_READY, verdict)
+        say(engine_line(parts.engine))  # the run starts: which engine measures it (a refused run gets its one line)
         if settings.split.workers > 1:
             summary = workers.run(settings, urls, source, reporters, parts.shard.pod(),
                                   metrics.workers if metrics else None, parts.engine.name)
