@@ -43,9 +43,8 @@ def counts(ran):
 
 nginx, refused, stall, n = sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
 found = {}
-slots = url_slots([nginx])
 big = run_native(Plan([nginx], clients=10, seconds=None, total_requests=n, bench=True, interval_s=0.1,
-                      metrics=MetricsTally(slots).native_config()), timeout_s=1200)
+                      metrics=True), timeout_s=1200)
 found["bench"] = counts(big)
 found["metrics_good"] = sum(native_counts(big.engine.core.metrics()).statuses[0])
 found["new"] = counts(run_native(Plan([nginx], qps=500, clients=4, seconds=None, total_requests=500, no_reuse=True,

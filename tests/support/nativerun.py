@@ -4,11 +4,11 @@
 directory and makes it the one `runner.load.native.engine` imports, so a test always runs the
 C in the tree, however the package was installed (as replay.native_parser does for the parser).
 
-`drive` is runner/run/soak.py's `_drive` and `_finish` without the reporters: it closes an
-interval at every grid boundary, stops sending at the schedule's end, at `stop_after`, or
-when the count is spent, lets requests in flight finish (boundedly), abandons the rest, and
-closes the last interval; `Ran` holds what came out, in the figures the invariants of
-tests/conftest.py are stated in.
+`run_native` and `run_python` run a Plan the way `soak` does: its settings built into the
+run's parts (runner.run.build) and driven by runner.run.soak.Soak itself, with its intervals,
+its stop (a signal's, `stop_after_s`) and its drain, on the engine named; `Ran` holds what came
+out, in the figures the invariants of tests/conftest.py are stated in. `Plan.parts()` gives
+the engines' own inputs, for tests that drive an engine directly.
 """
 
 from __future__ import annotations
@@ -27,19 +27,24 @@ from typing import Any
 
 import pytest
 
+from runner.config.settings import Settings, merge, settings_from
+from runner.core.durations import format_duration
 from runner.load.engine import Engine, Load
-from runner.load.fast_transport import FastTransport
 from runner.load.model import Bench, Closed, LoadModel, Open
 from runner.load.request import Request
 from runner.load.schedule import Grid, Schedule
 from runner.load.transport import Lifetime, TransportOptions
-from runner.stats.native import NativeRecorder, native_run
+from runner.metrics.tally import MetricsTally, url_slots
+from runner.report.base import Reporter
+from runner.run.build import build
+from runner.run.soak import Soak
+from runner.stats.native import NativeRecorder
 from runner.stats.recorder import Interval, Recorder, Tally
+from runner.stats.runinfo import RunInfo
 
 REPO = Path(__file__).resolve().parents[2]
 NATIVE = REPO / "runner" / "load" / "native"
 SOURCES = ("engine.c", "core.c", "response.c")
-GRACE_NS = 1_000_000_000  # soak.STOP_GRACE_NS
 MS = 1_000_000
 
 
@@ -88,7 +93,7 @@ class Plan:
     stop_after_s: float | None = None  # a stop (a signal's) this long after the start, or as soon after as the loop gets to it
     cancel: bool = False  # after a stop, abandon what is in flight at once (no grace)
     unit_ns: int | None = None
-    metrics: Any = None  # MetricsTally.native_config() for the native engine
+    metrics: bool = False  # count Prometheus' metrics too (Soak's `metrics`, a MetricsTally the engine counts into)
     lead_s: float = 0.05  # soak.LEAD_NS
 
     @property
@@ -96,6 +101,26 @@ class Plan:
         if self.bench:
             return Bench()
         return Open(self.max_in_flight) if self.open_model else Closed()
+
+    def settings(self, engine: str) -> Settings:
+        """The run as its configuration says it, for Soak on `engine`."""
+        config: dict[str, Any] = {
+            "mode": "bench" if self.bench else "soak", "qps": self.qps, "concurrency": self.clients,
+            "interval": format_duration(round(self.interval_s * 1e9)),
+            "timeout": format_duration(round(self.timeout_s * 1e9)),
+            "loadModel": "open" if self.open_model else "closed", "maxInFlight": self.max_in_flight,
+            "totalRequests": self.total_requests, "noReuse": self.no_reuse, "method": self.method,
+            "maxRequestsPerConnection": self.max_requests,
+            "maxConnectionAge": format_duration(round(self.max_age_s * 1e9)), "engine": engine,
+        }
+        if self.seconds is None:
+            config["iterations"] = 0
+        else:
+            config["duration"] = format_duration(round(self.seconds * 1e9))
+        if self.unit_ns is not None:
+            config["reportLatenciesCSV"] = "/dev/null"
+            config["latencyUnit"] = {1: "ns", 1000: "us", 1_000_000: "ms"}[self.unit_ns]
+        return settings_from(merge(config))
 
     def parts(self) -> tuple[Schedule, Load, TransportOptions, Grid]:
         start = time.monotonic_ns() + int(self.lead_s * 1e9)
@@ -139,94 +164,44 @@ class Ran:
 
 
 def run_native(plan: Plan, timeout_s: float = 60) -> Ran:
-    schedule, load, options, grid = plan.parts()
-    engine, recorder = native_run(schedule, load, options, grid, unit_ns=plan.unit_ns, metrics=plan.metrics)
-    return asyncio.run(asyncio.wait_for(drive(engine, recorder, plan, schedule, grid), timeout_s))
+    """The plan run as `soak` runs it (runner.run.build and runner.run.soak.Soak), on the native engine."""
+    return run_soak_engine(plan, "native", timeout_s)
 
 
 def run_python(plan: Plan, timeout_s: float = 60) -> Ran:
-    schedule, load, options, grid = plan.parts()
-    recorder = Recorder(grid, load.model, due=schedule.sends_due if load.model.paced else None, unit_ns=plan.unit_ns)
+    """The same on the Python engine with the fast transport: the reference."""
+    return run_soak_engine(plan, "python", timeout_s)
+
+
+class _Intervals(Reporter):
+    """Keeps every interval the run reports."""
+
+    def __init__(self) -> None:
+        self.intervals: list[Interval] = []
+
+    def interval(self, info: RunInfo, interval: Interval) -> None:
+        self.intervals.append(interval)
+
+
+def run_soak_engine(plan: Plan, engine: str, timeout_s: float = 60) -> Ran:
+    """The plan run by Soak itself on `engine`: the same driver, stops and drain as a real run."""
+    settings = plan.settings(engine)
+    parts = build(settings, plan.urls, None)
+    assert parts.engine.name == engine, parts.engine
+    kept = _Intervals()
+    metrics = MetricsTally(url_slots(plan.urls), parts.model) if plan.metrics else None
 
     async def go() -> Ran:
-        engine = Engine(schedule, load, FastTransport(options), recorder.record)
-        return await drive(engine, recorder, plan, schedule, grid)
+        began = time.monotonic()
+        soak = Soak(parts, [kept], metrics=metrics)
+        if plan.stop_after_s is not None:  # as a SIGTERM (and, to cancel at once, a second) that long after the start
+            delay = (soak.info.start_ns - time.monotonic_ns()) / 1e9 + plan.stop_after_s
+            loop = asyncio.get_running_loop()
+            loop.call_later(max(0.0, delay), soak.stop, "signal SIGTERM")
+            if plan.cancel:
+                loop.call_later(max(0.0, delay), soak._second_signal.set)
+        summary = await soak.run()
+        return Ran(kept.intervals, summary.tally, summary.drain, summary.sending_end_ns, soak._schedule,
+                   soak._recorder, soak._engine, time.monotonic() - began)
 
     return asyncio.run(asyncio.wait_for(go(), timeout_s))
-
-
-async def drive(engine: Any, recorder: Any, plan: Plan, schedule: Schedule, grid: Grid) -> Ran:
-    """soak.Soak._drive and _finish, for one engine and its recorder."""
-    began = time.monotonic()
-    end_ns = schedule.end_ns
-    if end_ns is not None:
-        recorder.drain_from(end_ns)
-    stop_ns = None if plan.stop_after_s is None else grid.start_ns + int(plan.stop_after_s * 1e9)
-    task = asyncio.ensure_future(engine.run())
-    intervals: list[Interval] = []
-    timeout_ns = int(plan.timeout_s * 1e9)
-
-    def close(end: int | None = None, **how: Any) -> Interval:
-        if hasattr(engine, "skip_due_before"):
-            engine.skip_due_before(grid.end_of(recorder.next_index) if end is None else end)
-        interval: Interval = recorder.close(end, **how)
-        intervals.append(interval)
-        return interval
-
-    while True:
-        boundary = grid.end_of(recorder.next_index)
-        final = end_ns is not None and boundary >= end_ns
-        until = end_ns if final else boundary
-        assert until is not None
-        if stop_ns is not None and stop_ns <= until:
-            await _until(stop_ns, task)
-            if time.monotonic_ns() >= stop_ns:
-                at = time.monotonic_ns()  # as soak.stop() on a signal: sending stops now, when it is told
-                engine.stop(at_ns=at)
-                recorder.drain_from(at)
-                if not plan.cancel:
-                    await _settle(task, GRACE_NS)
-                await _abandon(engine, task)
-                sending_end = at
-                break
-        await _until(until, task)
-        if task.done() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
-        if task.done() and plan.total_requests and engine.sent >= plan.total_requests:
-            stopped = engine.stopped_sending_ns
-            sending_end = stopped if stopped is not None else time.monotonic_ns()
-            break
-        if time.monotonic_ns() < until:
-            continue
-        if final:
-            await _settle(task, timeout_ns + GRACE_NS)
-            await _abandon(engine, task)
-            sending_end = until
-            break
-        close(sending_end_ns=engine.stopped_sending_ns)
-    while grid.end_of(recorder.next_index) < sending_end:
-        close(sending_end_ns=sending_end)
-    open_start = grid.end_of(recorder.next_index - 1)
-    last_end = sending_end if sending_end >= open_start else time.monotonic_ns()
-    close(last_end, final=True, sending_end_ns=sending_end)
-    if task.done() and not task.cancelled() and task.exception() is not None:
-        raise task.exception()  # type: ignore[misc]
-    return Ran(intervals, recorder.total, recorder.drain, sending_end, schedule, recorder, engine,
-               time.monotonic() - began)
-
-
-async def _until(t_ns: int, task: asyncio.Future[Any]) -> None:
-    delay = t_ns - time.monotonic_ns()
-    if delay > 0 and not task.done():
-        await asyncio.wait([task], timeout=delay / 1e9)
-
-
-async def _settle(task: asyncio.Future[Any], bound_ns: int) -> None:
-    if not task.done():
-        await asyncio.wait([task], timeout=bound_ns / 1e9)
-
-
-async def _abandon(engine: Any, task: asyncio.Future[Any]) -> None:
-    if not task.done():
-        engine.cancel_in_flight()
-        await asyncio.wait([task], timeout=10)
