@@ -220,7 +220,7 @@ def engine_line(why: str | None = None) -> str:
     return "soak: engine: native\n" if why is None else f"soak: engine: python ({_REFUSED}{why})\n"
 
 
-_ENGINE_PREFIX = "soak: engine: "
+_ENGINE_SAID = re.compile(r"soak: engine: (native|python)( \(.+\))?\n")  # not the refusal, `engine: native cannot ...`
 _AUTO_FALLBACK = re.compile(r"soak: engine: python \(the native engine cannot send this run: [^\n]+\)\n")
 
 
@@ -232,7 +232,7 @@ def split_engine_line(stderr: str) -> tuple[str, str]:
     the three a run can print: native, python, or python with the reason `auto` gives."""
     lines = stderr.splitlines(keepends=True)
     for index, line in enumerate(lines):
-        if line.startswith(_ENGINE_PREFIX):
+        if _ENGINE_SAID.fullmatch(line):
             expected = engine_line()
             assert line == expected or (not _transport and (line in ENGINE_LINES.values() or _AUTO_FALLBACK.fullmatch(
                 line))), (line, expected)
