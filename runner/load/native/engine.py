@@ -74,10 +74,10 @@ def unsupported(load: Load, options: TransportOptions) -> str | None:
     for host, port in origins(load.requests, options):
         try:
             lookup(host, port, options.timeout_ns)
+        except concurrent.futures.TimeoutError:  # an OSError too, since 3.11: first
+            return f"{host} was not resolved within {format_duration(options.timeout_ns)}"
         except OSError as exc:
             return f"{host} does not resolve ({exc})"
-        except concurrent.futures.TimeoutError:
-            return f"{host} was not resolved within {format_duration(options.timeout_ns)}"
     return None
 
 
