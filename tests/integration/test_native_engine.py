@@ -128,9 +128,10 @@ def _by_connection(lines: list[str]) -> dict[str, list[str]]:
 @pytest.mark.parametrize("engine", ["native", "python"])
 def test_a_request_limit_ends_each_connection_after_its_nth_saying_so(nginx: Nginx, engine: str) -> None:
     """maxRequestsPerConnection 4: every connection carries exactly 4 requests, the 4th with
-    `Connection: close`, and the next send dials anew; both engines alike, at any load."""
+    `Connection: close`, and the next send dials anew; both engines alike, at any load. One
+    client: how 40 requests split between two is the machine's pace (21 and 19 make 11)."""
     before = nginx.requests_logged()
-    plan = Plan([nginx.url], qps=400, clients=2, seconds=None, total_requests=40, max_requests=4)
+    plan = Plan([nginx.url], qps=400, clients=1, seconds=None, total_requests=40, max_requests=4)
     ran = (run_native if engine == "native" else run_python)(plan)
     assert ran.run.good == 40 and ran.recorder.connections["HTTP/1.1"] == 10
     _wait_logged(nginx, before + 40)
@@ -139,7 +140,7 @@ def test_a_request_limit_ends_each_connection_after_its_nth_saying_so(nginx: Ngi
 
 
 def test_connections_opened_and_closed_are_counted_per_interval_and_for_the_run(nginx: Nginx) -> None:
-    ran = run_native(Plan([nginx.url], qps=400, clients=2, seconds=None, total_requests=40, max_requests=4,
+    ran = run_native(Plan([nginx.url], qps=400, clients=1, seconds=None, total_requests=40, max_requests=4,
                           interval_s=0.05))
     recorder = ran.recorder
     assert isinstance(recorder, NativeRecorder)
@@ -148,7 +149,8 @@ def test_connections_opened_and_closed_are_counted_per_interval_and_for_the_run(
     assert sum(c.opened for c in recorder.interval_connections) == 10
     assert sum(c.closed for c in recorder.interval_connections) == 10
     kept = run_native(Plan([nginx.url], qps=400, clients=3, seconds=None, total_requests=30))
-    assert kept.recorder.run_connections == ConnectionCounts(3, 3)  # type: ignore[union-attr]
+    counts = kept.recorder.run_connections  # type: ignore[union-attr]
+    assert counts.opened == counts.closed and 1 <= counts.opened <= 3  # one kept by each client that sent
 
 
 def test_an_age_limit_retires_a_connection_at_its_next_send_never_while_idle(nginx: Nginx) -> None:
