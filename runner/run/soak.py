@@ -95,6 +95,8 @@ class Soak:
         self._install_signals()
         try:
             sending_end_ns, reason = await self._drive(engine)
+            if progress is not None:
+                self._progress_reached()  # the steps ended since the last look, before "Finished"
             # Still handled while the summary is reported: a SIGTERM during the final push to a
             # slow Pushgateway must not kill the process before the summary and the push are out.
             summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before)
@@ -202,13 +204,17 @@ class Soak:
     async def _follow_progress(self, engine: asyncio.Future[None]) -> None:
         """The native engine's ended sends as progress, read every PROGRESS_EVERY_S (it tells Python
         of no single result): ab's `Completed N requests` lines come up to that much late, never early."""
-        native = self._engine
-        assert isinstance(native, NativeEngine)
         while not engine.done():
             await asyncio.sleep(PROGRESS_EVERY_S)
-            while (step := self._next_progress) <= native.done:
-                self._done = step
-                self._tell_progress()
+            self._progress_reached()
+
+    def _progress_reached(self) -> None:
+        """Tell every progress step the native engine's ended sends have reached, in order."""
+        native = self._engine
+        assert isinstance(native, NativeEngine)
+        while (step := self._next_progress) <= native.done:
+            self._done = step
+            self._tell_progress()
 
     def _tell_progress(self) -> None:
         done = self._done
