@@ -54,6 +54,7 @@ HOUR_NS = 3_600_000_000_000
 async def client(url: str, clients: int, requests: int, seconds: float, qps: float, keep_alive: bool) -> dict:
     """One run of the native engine; its figures, CPU from the first send on."""
     from runner.load.engine import Load
+    from runner.load.model import Bench, Closed
     from runner.load.request import Request
     from runner.load.schedule import Grid, Schedule
     from runner.load.transport import TransportOptions
@@ -63,7 +64,7 @@ async def client(url: str, clients: int, requests: int, seconds: float, qps: flo
     start = time.monotonic_ns() + 50_000_000
     end = start + int(seconds * 1e9) if seconds else None
     schedule = Schedule(start, qps if qps > 0 else 1.0, clients, end)
-    load = Load([Request("GET", url, (), b"")], total_requests=requests, bench=bench)
+    load = Load([Request("GET", url, (), b"")], Bench() if bench else Closed(), total_requests=requests)
     options = TransportOptions(timeout_ns=10_000_000_000, no_reuse=not keep_alive, compress=False, max_connections=1)
     grid = Grid(start, HOUR_NS)
     engine, recorder = native_run(schedule, load, options, grid)
@@ -76,7 +77,8 @@ async def client(url: str, clients: int, requests: int, seconds: float, qps: flo
     await engine.run()
     cpu = _cpu() - cpu_start
     interval = recorder.close(final=True)
-    return {"requests": recorder.run.requests, "good": recorder.run.good, "failed": recorder.run.failed,
+    total = recorder.total
+    return {"requests": total.requests, "good": total.good, "failed": total.failed,
             "cpu_s": cpu, "startup_cpu_s": cpu_start - cpu_before, "interval_good": interval.tally.good,
             "wall_s": (time.monotonic_ns() - start) / 1e9}
 
