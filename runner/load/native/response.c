@@ -466,13 +466,11 @@ static int value_start(soak_response *r, const char **reason)
     }
 }
 
-/* Where the run of header value bytes from `i` ends (at `len` or at a byte that is not one),
- * keeping or scanning it if it is watched. Eight bytes at a time while none of them is a
- * control byte or DEL: header values are most of a head. */
-static size_t scan_value(soak_response *r, const unsigned char *data, size_t i, size_t len)
+/* Where the run of header value bytes (llhttp's HEADER_CHARS) from `i` ends: at `len` or at
+ * the first control byte other than HT, or DEL. Eight bytes at a time: values are most of a head. */
+static size_t value_run(const unsigned char *data, size_t i, size_t len)
 {
     const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-    size_t start = i;
     while (len - i >= 8) {
         uint64_t word = load8(data + i), del = word ^ (0x7f * ones);
         /* The high bit of each byte below 0x20 or equal to 0x7f, and maybe of bytes after it. */
@@ -484,7 +482,7 @@ static size_t scan_value(soak_response *r, const unsigned char *data, size_t i, 
 #if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
         i += (size_t)__builtin_ctzll(stop) / 8; /* the first such byte, exactly: the lowest bit set */
         if (data[i] != '\t')
-            break;
+            return i;
         i++;
 #else
         break;
@@ -492,12 +490,19 @@ static size_t scan_value(soak_response *r, const unsigned char *data, size_t i, 
     }
     while (i < len && IS(data[i], VALUE))
         i++;
-    if (r->watch == W_SERVER || r->watch == W_ENCODING)
-        keep_value(r, data + start, i - start);
-    else if (r->watch == W_TE)
-        for (size_t k = start; k < i; k++)
-            scan_te(r, data[k]);
     return i;
+}
+
+/* Where the run of header value bytes from `i` ends, keeping or scanning it if it is watched. */
+static size_t scan_value(soak_response *r, const unsigned char *data, size_t i, size_t len)
+{
+    size_t end = value_run(data, i, len);
+    if (r->watch == W_SERVER || r->watch == W_ENCODING)
+        keep_value(r, data + i, end - i);
+    else if (r->watch == W_TE)
+        for (size_t k = i; k < end; k++)
+            scan_te(r, data[k]);
+    return end;
 }
 
 /* A status line as nearly all are, "HTTP/d.d ddd", read at once; 0 if it is not one (the
@@ -517,6 +522,105 @@ static int fast_status_line(soak_response *r, const unsigned char *p)
     r->code = (uint16_t)((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
     r->final_head = !(r->code >= 100 && r->code <= 199);
     return 1;
+}
+
+/* --- whole header lines at once ---------------------------------------------------------- */
+
+/* A whole line of one of NAMES whose value is `v[0..n)` (n > 0, its first byte no blank, no
+ * control byte but HT in it), as the byte-by-byte states would read it: 1 when done, 0 (and
+ * nothing changed) when they must read it, for it is one of the rarer or refused forms. */
+static int fast_special(soak_response *r, int id, const unsigned char *v, size_t n)
+{
+    const char *reason;
+    uint64_t length = 0;
+    size_t k = 0;
+    unsigned flag;
+    switch (NAMES[id].header) {
+    case H_GENERAL: /* Server, Content-Encoding: kept whole, as scan_value would keep it */
+    case H_UPGRADE: /* read as any other value (value_start) */
+        field_complete(r, id, &reason);
+        r->header = H_GENERAL;
+        if (r->watch != W_NONE) {
+            keep_value(r, v, n);
+            value_kept(r);
+        }
+        return 1;
+    case H_CONTENT_LENGTH: /* digits, then blanks only */
+        if (r->flags & (F_TRANSFER_ENCODING | F_CONTENT_LENGTH))
+            return 0;
+        for (; k < n && v[k] >= '0' && v[k] <= '9'; k++) {
+            unsigned d = (unsigned)(v[k] - '0');
+            if (length > (UINT64_MAX - d) / 10)
+                return 0;
+            length = length * 10 + d;
+        }
+        flag = F_CONTENT_LENGTH;
+        break;
+    case H_CONNECTION: /* one token of the two that say something, in any case, then blanks */
+        if (n >= 10 && spells(v, "keep-alive", 10))
+            k = 10, flag = F_KEEP_ALIVE;
+        else if (n >= 5 && spells(v, "close", 5))
+            k = 5, flag = F_CLOSE;
+        else
+            return 0;
+        break;
+    default: /* Transfer-Encoding */
+        return 0;
+    }
+    while (k < n && (v[k] == ' ' || v[k] == '\t'))
+        k++;
+    if (k < n)
+        return 0;
+    field_complete(r, id, &reason); /* cannot refuse: the flags that would were looked at */
+    if (flag == F_CONTENT_LENGTH)
+        r->remaining = length;
+    r->flags |= (uint16_t)flag;
+    return 1;
+}
+
+/* Header lines as nearly all are, read a line at a time from a line's start at `i`: a name of
+ * token bytes, a colon, blanks, a value of no control byte but HT that does not start with a
+ * blank, CR LF, and a next line that is no fold; the blank line ends the head. Anything else
+ * (a line a read cuts, an empty value, Transfer-Encoding, whatever is refused) is left to the
+ * byte-by-byte states from the start of its line, with the state as they would have it there,
+ * so the answer is theirs whatever the reads. Returns the offset reached: still in S_FIELD_START
+ * unless the head ended. */
+static size_t fast_fields(soak_response *r, const unsigned char *data, size_t i, size_t len)
+{
+    for (;;) {
+        const unsigned char *p = data + i;
+        size_t left = len - i, n = 0;
+        if (left < 3)
+            return i;
+        if (p[0] == '\r') { /* the blank line: S_HEADERS_LF's ending */
+            if (p[1] != '\n')
+                return i;
+            i += 2;
+            if (r->flags & F_TRAILING)
+                message_complete(r, i);
+            else
+                head_complete(r, i);
+            return i;
+        }
+        while (left - n >= 4 && (CLASS[p[n]] & CLASS[p[n + 1]] & CLASS[p[n + 2]] & CLASS[p[n + 3]] & TOKEN))
+            n += 4;
+        while (n < left && IS(p[n], TOKEN))
+            n++;
+        if (n == 0 || n == left || p[n] != ':')
+            return i;
+        size_t v = n + 1;
+        while (v < left && (p[v] == ' ' || p[v] == '\t'))
+            v++;
+        size_t e = value_run(p, v, left);
+        if (e == v || left - e < 3 || p[e] != '\r' || p[e + 1] != '\n' || p[e + 2] == ' ' || p[e + 2] == '\t')
+            return i;
+        int id = n <= SOAK_NAME_MAX ? name_of(p, n) : -1;
+        if (id < 0)
+            r->header = H_GENERAL;
+        else if (!fast_special(r, id, p + v, e - v))
+            return i;
+        i += e + 2;
+    }
 }
 
 /* --- the parser ------------------------------------------------------------------------- */
@@ -635,12 +739,10 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
                 return invalid(r, i, "Expected LF after CR");
             i++;
             r->state = S_HEADERS_START;
-            break;
-        case S_HEADERS_START:
-            if (c == ' ')
-                return invalid(r, i, "Unexpected space after start line");
-            r->state = S_FIELD_START;
-            break;
+            if (i == len)
+                break;
+            c = data[i];
+            goto headers_start;
         case S_VALUE_WS_CR:
             if (c != '\n')
                 return invalid(r, i, "Expected LF after CR");
@@ -815,8 +917,24 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
             if (r->header >= H_KEEP_ALIVE)
                 set_header_flags(r);
             r->state = S_FIELD_START;
+            goto fields;
+        case S_HEADERS_START:
+        headers_start:
+            if (c == ' ')
+                return invalid(r, i, "Unexpected space after start line");
+            r->state = S_FIELD_START;
             /* fall through */
         case S_FIELD_START:
+        fields:
+            i = fast_fields(r, data, i, len);
+            if (r->state != S_FIELD_START) {
+                if (r->state == S_ENDED)
+                    return i;
+                break;
+            }
+            if (i == len)
+                break;
+            c = data[i];
             if (c == '\r') {
                 i++;
                 r->state = S_HEADERS_LF;
