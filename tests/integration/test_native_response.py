@@ -33,9 +33,10 @@ from tests.support.replay import PythonTransport, compare, native, native_parser
 SHOWN = 10  # differing cases printed at most
 
 
-@pytest.fixture(scope="module")
-def parser(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    return native_parser(tmp_path_factory.mktemp("native"))
+@pytest.fixture(scope="module", params=[(), ("-DSOAK_PORTABLE",)], ids=["native", "portable"])
+def parser(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> ModuleType:
+    """The parser as built here (SSE2 scans on x86-64), and with the scans any machine has."""
+    return native_parser(tmp_path_factory.mktemp("native"), request.param)
 
 
 @pytest.fixture
