@@ -328,7 +328,7 @@ static uint32_t load4(const void *p)
 /* Whether `len` (at least 4) token bytes spell `lower` in any case: among token bytes, c | 0x20
  * is the lower case of a letter and leaves digits and '-' as they are. Compared a word at a
  * time, the last word ending with the name. */
-static int spells(const unsigned char *name, const char *lower, size_t len)
+HOT int spells(const unsigned char *name, const char *lower, size_t len)
 {
     if (len < 8)
         return (load4(name) | 0x20202020u) == load4(lower) &&
@@ -367,7 +367,7 @@ static void hold_name(soak_response *r, const unsigned char *part, size_t len)
 }
 
 /* A name of NAMES ended at its colon (on_header_field_complete). 0, or 1 if llhttp refuses it. */
-static int field_complete(soak_response *r, int n, const char **reason)
+HOT int field_complete(soak_response *r, int n, const char **reason)
 {
     r->header = NAMES[n].header;
     if (r->header == H_TRANSFER_ENCODING && (r->flags & F_CONTENT_LENGTH)) {
