@@ -115,14 +115,19 @@ class PythonTransport:
         return Outcome(result, future.done(), fed, head_chunks)
 
 
+# What a build for a machine without SSE2 (arm64, the other platform the image and wheels are
+# built for) differs in that the parser could notice: the portable scans (-DSOAK_PORTABLE) and,
+# as arm64's ABI has it, an unsigned plain char. The tests build this beside the native one.
+PORTABLE = ("-DSOAK_PORTABLE", "-funsigned-char")
+
+
 def native_parser(build_dir: Path, defines: tuple[str, ...] = ()) -> ModuleType:
     """runner.load.native._response, compiled from the tree's sources into `build_dir`.
 
     With the compiler and flags this Python was built with (sysconfig), not through setup.py:
     the test is of the C code, and a setup.py run would need the build system's own
     setuptools (pyproject's build-system), which a test environment need not have.
-    `defines` go to the compiler: ("-DSOAK_PORTABLE",) builds the scans without SSE2, as
-    on a machine that has none.
+    `defines` go to the compiler: PORTABLE builds the parser as on a machine without SSE2.
     """
     native_dir = REPO / "runner" / "load" / "native"
     target = build_dir / f"_response{sysconfig.get_config_var('EXT_SUFFIX')}"
