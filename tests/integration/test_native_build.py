@@ -40,6 +40,17 @@ def test_the_c_sources_compile_without_a_warning(compiler: str) -> None:
         assert done.returncode == 0 and not done.stderr, f"{compiler} {source.name} {extra}:\n{done.stderr}"
 
 
+def test_the_c_sources_compile_for_arm64_without_a_warning() -> None:
+    """arm64, the other platform the image and the wheels are built for, compiles the engine and
+    the parser too: no SSE2 there, and no epoll_wait system call (only epoll_pwait). Debian's
+    cross compiler checks it here; the image and wheel builds compile it there."""
+    cc = program("aarch64-linux-gnu-gcc", "apt-get install -y gcc-aarch64-linux-gnu libc6-dev-arm64-cross")
+    pure = ["-pedantic", "-Wconversion", "-Wshadow"]
+    for source in (NATIVE / "response.c", NATIVE / "core.c"):
+        done = subprocess.run([cc, *STRICT, "-O2", *pure, str(source)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and not done.stderr, f"arm64 {source.name}:\n{done.stderr}"
+
+
 def _tree(into: Path) -> Path:
     """The project's sources, without anything built from them (a build/ left by an earlier
     install would be reused by setuptools, whatever the compiler)."""

@@ -148,9 +148,15 @@ static ssize_t sys_recvmsg(int fd, struct msghdr *msg)
     return syscall(SYS_recvmsg, fd, msg, 0);
 }
 
+/* arm64 (and every architecture newer than x86-64) has no epoll_wait system call, only
+ * epoll_pwait, which with no signal mask is the same call (glibc's epoll_wait makes it so). */
 static int sys_epoll_wait(int ep, struct epoll_event *events, int max, int timeout)
 {
+#ifdef SYS_epoll_wait
     return (int)syscall(SYS_epoll_wait, ep, events, max, timeout);
+#else
+    return (int)syscall(SYS_epoll_pwait, ep, events, max, timeout, NULL, (size_t)0);
+#endif
 }
 
 /* --- clocks ----------------------------------------------------------------------------- */
