@@ -9,6 +9,7 @@ native engine's Python side says it is not there).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -99,3 +100,27 @@ def test_pip_install_without_a_compiler_installs_the_python_package(tmp_path: Pa
     engine = _python_in(target, "from runner.load.native.engine import module, unsupported\n"
                                 "from runner.load.engine import Load\nprint(module())")
     assert engine.returncode == 0 and engine.stdout.strip() == "None", engine
+
+
+def test_pip_install_in_a_fresh_venv_without_gcc_runs_soak_on_the_python_engine(tmp_path: Path) -> None:
+    """README's `pip install . && soak demo` on a machine with no C compiler (a PATH without
+    gcc or cc): the install succeeds, as pure Python, and soak says at start-up that it runs
+    on the Python engine, and why."""
+    tree = _tree(tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    no_compiler = tmp_path / "bin"  # nothing in it: PATH has the venv and no compiler at all
+    no_compiler.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if k not in ("CC", "LDSHARED")},
+           "PATH": f"{venv / 'bin'}:{no_compiler}"}
+    done = subprocess.run([str(venv / "bin" / "pip"), "install", "-v", "--disable-pip-version-check",
+                           "--constraint", "requirements.lock", "."], cwd=tree, capture_output=True, text=True,
+                          timeout=600, env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert 'building extension "runner.load.native._engine" failed' in done.stdout + done.stderr
+    run = subprocess.run([str(venv / "bin" / "soak"), "demo"], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines()[0].startswith("soak: engine: python ("), run.stderr
+    summary = json.loads(run.stdout[run.stdout.index("\n{"):])
+    assert summary["engine"] == "python" and summary["good"] == summary["requests"] > 0
