@@ -13,13 +13,20 @@ ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
 
 # Build a wheel of every dependency, exactly as requirements.lock pins them, and of the project.
 # Most are downloaded as binary wheels; the rest are compiled here (hdrhistogram has no wheel for
-# Linux arm64), so this stage has a C compiler, which never reaches the final image.
+# Linux arm64), and so is the project's native engine (setup.py: runner/load/native/, C), on
+# each platform from source, so this stage has a C compiler, which never reaches the final image.
+# With buildx, each platform of --platform builds this stage as that platform (under QEMU where
+# the builder's machine is another: docker run --privileged --rm tonistiigi/binfmt --install arm64,
+# or Debian's qemu-user-static); the engine's C has a portable path where there is no SSE2.
 FROM ${PYTHON_IMAGE} AS build
 # Versions are not pinned: the compiler is whatever the base image's Debian release ships, and
-# it builds wheels only; what is installed in the image is pinned by requirements.lock.
+# it builds wheels only; what is installed in the image is pinned by requirements.lock. The
+# Python headers: the official image has its own; a Debian python3 gets python3-dev.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && if ! python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))'; \
+       then apt-get install -y --no-install-recommends python3-dev; fi \
     && rm -rf /var/lib/apt/lists/*
 RUN python3 -m venv /opt/build
 WORKDIR /src
@@ -29,17 +36,22 @@ COPY requirements.lock ./
 ENV PIP_CONSTRAINT=/src/requirements.lock
 RUN /opt/build/bin/pip wheel --no-cache-dir --disable-pip-version-check --use-pep517 --wheel-dir /wheels \
         --requirement requirements.lock
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py MANIFEST.in README.md ./
 COPY runner/ runner/
 RUN /opt/build/bin/pip wheel --no-cache-dir --disable-pip-version-check --no-deps --wheel-dir /wheels .
 
 # The image: the base, and a virtual environment holding the wheels above and nothing else
 # (--no-index: pip may not look anywhere but the build stage's wheels). No compiler, no pip.
+# The extension is optional for `pip install .` (a machine without a compiler still gets soak),
+# not for the image: without the native engine the build fails here, rather than the image
+# quietly running every load on the Python engine.
 FROM ${PYTHON_IMAGE}
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     python3 -m venv /opt/soak \
     && /opt/soak/bin/pip install --no-cache-dir --disable-pip-version-check --no-index --find-links /wheels \
         soak-pallet \
+    && { /opt/soak/bin/python -c 'import runner.load.native._engine' \
+         || { echo 'the wheel has no native engine (runner/load/native/, setup.py): see the build stage' >&2; exit 1; }; } \
     && /opt/soak/bin/pip uninstall --yes --disable-pip-version-check pip
 ENV PATH="/opt/soak/bin:${PATH}" \
     PYTHONUNBUFFERED=1 \

@@ -1,9 +1,10 @@
 """What pyproject.toml cannot say: the optional C extension.
 
 runner.load.native._response (the native response parser, runner/load/native/response.c,
-behind a binding for its tests) is built where a C compiler and the Python headers exist;
-`optional=True` makes a failed build a warning, so `pip install .` still installs the
-pure-Python package where they do not. Everything else is in pyproject.toml.
+behind a binding for its tests) and runner.load.native._engine (the native engine: core.c's
+loop on that parser, engine.c its binding) are built where a C compiler and the Python
+headers exist; `optional=True` makes a failed build a warning, so `pip install .` still
+installs the pure-Python package where they do not. Everything else is in pyproject.toml.
 """
 
 from setuptools import Extension, setup
@@ -16,6 +17,14 @@ setup(
             "runner.load.native._response",
             sources=[f"{NATIVE}/_response.c", f"{NATIVE}/response.c"],
             depends=[f"{NATIVE}/response.h"],
+            optional=True,
+        ),
+        Extension(
+            "runner.load.native._engine",
+            sources=[f"{NATIVE}/engine.c", f"{NATIVE}/core.c", f"{NATIVE}/response.c"],
+            depends=[f"{NATIVE}/{name}" for name in ("core.h", "histogram.h", "schedule.h", "response.h")],
+            extra_compile_args=["-std=c11"],
+            libraries=["m"],
             optional=True,
         ),
     ],

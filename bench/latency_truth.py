@@ -7,7 +7,8 @@ keeps what each answer really took (on a busy machine its thread can be late: wh
 is still the truth). soak's reported p50 is set beside the server's p50, at 100 req/s (5
 clients) and at saturation (`soak bench -k -c 20`, where the client is the limit and its
 event loop is always behind), for the fast transport (kernel receive timestamps where
-the platform has them) and httpx (the loop's clock). The difference is what the client adds:
+the platform has them) on the native engine and on the Python engine (`--engine`), and
+httpx (the loop's clock, the Python engine's only). The difference is what the client adds:
 two loopback transits, plus whatever scheduling delay its clock did not exclude.
 
 Nothing is asserted: the machine is shared; compare figures from the same run. `--repo`
@@ -40,14 +41,19 @@ def run(repo: Path, url: str, args: list[str], seconds: int) -> dict:
     return summary_of(done.stdout)
 
 
-def measure(repo: Path, delay_ms: float, scenario: str, transport: str, seconds: int) -> tuple[float, float, int]:
+# (transport, engine) pairs measured: the fast transport on each engine, and httpx (Python's only).
+CLIENTS = (("fast", "native"), ("fast", "python"), ("httpx", "python"))
+
+
+def measure(repo: Path, delay_ms: float, scenario: str, transport: str, engine: str,
+            seconds: int) -> tuple[float, float, int]:
     """(reported p50 ms, true p50 ms, responses) of one run against a fresh server."""
     with DelayServer(delay_ms) as server:
         if scenario == "100 req/s":
             args = ["--qps", "100", "--concurrency", "5", "--interval", f"{seconds}s", "--iterations", "1"]
         else:
             args = ["bench", "-k", "-c", "20", "-t", str(seconds), "-n", "100000000"]
-        summary = run(repo, server.url, [*args, "--transport", transport], seconds)
+        summary = run(repo, server.url, [*args, "--transport", transport, "--engine", engine], seconds)
         truth = statistics.median(server.served_ns) / 1e6
         return summary["p50"] / 1000, truth, len(server.served_ns)
 
@@ -59,12 +65,14 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=REPO, help="the checkout whose runner is measured")
     args = parser.parse_args()
     print(f"## Reported latency against a server that answers in {args.delay_ms} ms ({args.seconds} s each)\n")
-    print("| load | transport | responses | server's p50 (ms, the truth) | reported p50 (ms) | reported - truth (ms) |")
-    print("|---|---|---|---|---|---|")
+    print("| load | transport | engine | responses | server's p50 (ms, the truth) | reported p50 (ms) | "
+          "reported - truth (ms) |")
+    print("|---|---|---|---|---|---|---|")
     for scenario in ("100 req/s", "saturation (bench -k -c 20)"):
-        for transport in ("fast", "httpx"):
-            reported, truth, count = measure(args.repo, args.delay_ms, scenario, transport, args.seconds)
-            print(f"| {scenario} | {transport} | {count:,} | {truth:.3f} | {reported:.3f} | {reported - truth:+.3f} |")
+        for transport, engine in CLIENTS:
+            reported, truth, count = measure(args.repo, args.delay_ms, scenario, transport, engine, args.seconds)
+            print(f"| {scenario} | {transport} | {engine} | {count:,} | {truth:.3f} | {reported:.3f} | "
+                  f"{reported - truth:+.3f} |")
     print()
 
 

@@ -8,7 +8,8 @@ responses minus a run of --small, divided by the difference, is the cost of one 
 start-up excluded. Instruction counts are the one figure that repeats on a shared machine.
 
 - native: runner/load/native/response.c, built with gcc -O2 into bench/native_parse.c's
-  driver: a fresh parser fed the whole response in one read;
+  driver: a fresh parser fed the whole response in one read; and built as where there is no
+  SSE2 (-DSOAK_PORTABLE, unsigned char: arm64's scans, counted on this machine);
 - httptools: llhttp as the fast transport runs it, one HttpResponseParser fed the response
   again and again, with the three callbacks http1.py has (doing nothing);
 - http1.Connection: the fast transport's whole framing per response on a kept-alive
@@ -84,11 +85,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         response = Path(tmp) / "response"
         response.write_bytes(NGINX_RESPONSE)
-        driver = Path(tmp) / "native_parse"
-        subprocess.run(["gcc", "-std=c11", "-O2", "-I", str(NATIVE), str(REPO / "bench" / "native_parse.c"),
-                        str(NATIVE / "response.c"), "-o", str(driver)], check=True)
+        driver, portable = Path(tmp) / "native_parse", Path(tmp) / "native_parse_portable"
+        for built, flags in ((driver, []), (portable, ["-DSOAK_PORTABLE", "-funsigned-char"])):
+            subprocess.run(["gcc", "-std=c11", "-O2", *flags, "-I", str(NATIVE), str(REPO / "bench" / "native_parse.c"),
+                            str(NATIVE / "response.c"), "-o", str(built)], check=True)
         rows = [
             ("native (response.c)", per_response([str(driver), str(response)], args.big, args.small)),
+            ("native, portable scans (as without SSE2: arm64)",
+             per_response([str(portable), str(response)], args.big, args.small)),
             ("httptools (llhttp and 3 callbacks)",
              per_response([sys.executable, "-c", HTTPTOOLS, str(response)], args.big, args.small)),
             ("http1.Connection (the fast transport's framing)",

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from runner.core.errors import EXIT_NO_RESPONSE, EXIT_OK
+from runner.load.native.engine import module as native_module
 from runner.report.slowcooker import Line
 from tests.support.faultserver import FaultServer
 from tests.support.programs import program
@@ -158,11 +159,23 @@ def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nginx]:
 
 @dataclass
 class Run:
-    """A finished CLI run: exit code, stdout and stderr, and what stdout holds."""
+    """A finished CLI run: exit code, stdout and stderr, and what stdout holds.
+
+    The line a run that starts says which engine sends it with (`soak: engine: ...`) is taken
+    out of stderr into `engine_said`, once it has been checked to be exactly the one the
+    transport under test gives (split_engine_line), so every other assertion on stderr reads
+    what it always did.
+    """
 
     returncode: int
     stdout: str
     stderr: str
+    engine_said: str = ""
+
+    def __post_init__(self) -> None:
+        skip_if_native_refused(self.returncode, self.stderr)
+        if not self.engine_said:
+            self.engine_said, self.stderr = split_engine_line(self.stderr)
 
     @property
     def lines(self) -> list[str]:
@@ -179,10 +192,62 @@ class Run:
         return json.loads("\n".join(lines[lines.index("{"):]))
 
 
-# Both transports must pass the same integration tests: a module that uses the `transport`
-# fixture runs each of its tests once per transport, and every CLI run in it uses that one.
-TRANSPORTS = ("fast", "httpx")
+# Both transports, and the fast one on both engines, must pass the same integration tests: a
+# module that uses the `transport` fixture runs each of its tests once per parameter, and every
+# CLI run in it uses that one. "native" is the fast transport's HTTP/1.1 on the native engine
+# (`--engine native`), "fast" the same on the Python engine; httpx runs on the Python engine,
+# which `auto` takes for it, saying why.
+TRANSPORTS = ("native", "fast", "httpx")
+TRANSPORT_FLAGS = {"native": ("--transport", "fast", "--engine", "native"),
+                   "fast": ("--transport", "fast", "--engine", "python"),
+                   "httpx": ("--transport", "httpx")}
+TRANSPORT_CONFIG = {"native": {"transport": "fast", "engine": "native"},  # the same, as configuration
+                    "fast": {"transport": "fast", "engine": "python"}, "httpx": {"transport": "httpx"}}
+_REFUSED = "the native engine cannot send this run: "
+ENGINE_LINES = {"native": "soak: engine: native\n", "fast": "soak: engine: python\n",
+                "httpx": f"soak: engine: python ({_REFUSED}the httpx transport)\n"}
+_NATIVE_REFUSAL = re.compile(r"soak: engine: native cannot send this run: (.*); use engine: auto or python\n")
 _transport: list[str] = []
+
+
+def engine_line(why: str | None = None) -> str:
+    """The line a run's stderr begins with once it starts (runner.commands.execute.engine_line):
+    which engine sends it, for the `transport` under test; without one, what `auto` takes, the
+    native engine unless `why` (or its not being built) says why not."""
+    if _transport:
+        return ENGINE_LINES[_transport[-1]]
+    if why is None and native_module() is None:
+        why = "the native engine is not built here"
+    return "soak: engine: native\n" if why is None else f"soak: engine: python ({_REFUSED}{why})\n"
+
+
+_ENGINE_SAID = re.compile(r"soak: engine: (native|python)( \(.+\))?\n")  # not the refusal, `engine: native cannot ...`
+_AUTO_FALLBACK = re.compile(r"soak: engine: python \(the native engine cannot send this run: [^\n]+\)\n")
+
+
+def split_engine_line(stderr: str) -> tuple[str, str]:
+    """stderr's engine line (runner.commands.execute.engine_line), checked, and the rest of stderr.
+
+    Under the `transport` fixture the line must be exactly engine_line(); a run without one runs
+    on whatever engine its own flags name (`auto` unless they say), so there the line is one of
+    the three a run can print: native, python, or python with the reason `auto` gives."""
+    lines = stderr.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if _ENGINE_SAID.fullmatch(line):
+            expected = engine_line()
+            assert line == expected or (not _transport and (line in ENGINE_LINES.values() or _AUTO_FALLBACK.fullmatch(
+                line))), (line, expected)
+            return line, "".join(lines[:index] + lines[index + 1:])
+    return "", stderr
+
+
+def skip_if_native_refused(returncode: int | None, stderr: str) -> None:
+    """A run on the native engine that it refused (exit 2, its one line): the test needs what the
+    native engine does not do, so it is skipped on it, with the refusal as the reason."""
+    if _transport and _transport[-1] == "native" and returncode == 2:
+        refused = _NATIVE_REFUSAL.fullmatch(stderr)
+        if refused is not None:
+            pytest.skip(f"the native engine refuses this run: {refused.group(1)}")
 
 
 @pytest.fixture(params=TRANSPORTS)
@@ -199,10 +264,10 @@ def soak_command(*args: str) -> list[str]:
 
 
 def _with_transport(args: list[str]) -> list[str]:
-    """The arguments with `--transport X` added where the command sends requests."""
+    """The arguments with the transport's flags (TRANSPORT_FLAGS) added where the command sends requests."""
     if not _transport:
         return args
-    flag = ["--transport", _transport[-1]]
+    flag = list(TRANSPORT_FLAGS[_transport[-1]])
     if args and args[0] in ("bench", "demo", "run"):
         return [args[0], *flag, *args[1:]]
     if not args or args[0] in ("validate", "merge", "compare", "plot"):

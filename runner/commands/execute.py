@@ -26,7 +26,7 @@ from runner.report.slowcooker import SlowCookerReporter
 from runner.report.summary import JsonSummaryReporter
 from runner.report.verdict import Verdict
 from runner.run import launch, workers
-from runner.run.build import build
+from runner.run.build import EngineChoice, build
 from runner.run.linkerd import proxy_lifecycle
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
     reporters = [OUTPUTS.watch(), *reporters_for(settings, parts.model, verdict)]  # first: stdout's reader may leave
     # Listening before any load is sent.
-    metrics = _metrics(settings, parts.model, urls, verdict, parts.shard.pod(), parts.shown())
+    metrics = _metrics(settings, parts.model, urls, verdict, parts.shard.pod(), parts.shown)
     if metrics is not None:
         reporters.append(metrics.reporter)
     outcome = ExitCode(say, verdict)
@@ -56,10 +56,12 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
     with proxy_lifecycle(settings, say) as proxy_ready:  # linkerdAwait, linkerdShutdown
         if not proxy_ready:
             return ended(settings, EXIT_PROXY_NOT_READY, verdict)
+        say(engine_line(parts.engine))  # the run starts: which engine measures it (a refused run gets its one line)
         if settings.split.workers > 1:
-            workers.run(settings, urls, source, reporters, parts.shard.pod(), metrics.workers if metrics else None)
+            workers.run(settings, urls, source, reporters, parts.shard.pod(), metrics.workers if metrics else None,
+                        parts.engine.name)
         else:
-            launch.run(parts, reporters, tap=metrics.tap if metrics else None)
+            launch.run(parts, reporters, metrics=metrics.tally if metrics else None)
     return ended(settings, outcome.code, verdict, outcome.said)  # and says why, in the termination message too
 
 
@@ -93,6 +95,11 @@ def _metrics(settings: Settings, model: LoadModel, urls: Sequence[str], verdict:
     from runner.metrics.collector import Metrics
 
     return Metrics(settings, model, urls, verdict, sys.stderr, pod, shown)
+
+
+def engine_line(engine: EngineChoice) -> str:
+    """`engine: native`, or `engine: python (<why not native>)`: which engine measures this run."""
+    return f"engine: {engine.name}" + (f" (the native engine cannot send this run: {engine.why})" if engine.why else "")
 
 
 def say(line: str) -> None:

@@ -24,6 +24,7 @@ _STOP_RULES = ("iterations", "duration")
 Mode = Literal["soak", "bench"]  # soak: paced by the schedule; bench: ab's closed loop, no rate limit
 LoadModel = Literal["closed", "open"]
 TransportName = Literal["fast", "httpx"]
+EngineName = Literal["auto", "native", "python"]
 LatencyUnit = Literal["ms", "us", "ns"]
 
 
@@ -73,6 +74,7 @@ class ClientSpec:
     """Which HTTP client sends, and how (runner.load.transport.TransportOptions is made from it)."""
 
     transport: TransportName
+    engine: EngineName  # auto: native where it can, else python (runner.run.build.engine_for)
     timeout_ns: int
     no_reuse: bool
     max_requests_per_connection: int  # 0: no limit (runner.load.transport.Lifetime)
@@ -195,6 +197,7 @@ def settings_from(merged: dict[str, Any]) -> Settings:
                             host=merged["host"]),
         client=ClientSpec(
             transport=merged["transport"],
+            engine=merged["engine"],
             timeout_ns=parse_duration(merged["timeout"]),
             no_reuse=merged["noReuse"],
             max_requests_per_connection=int(merged["maxRequestsPerConnection"]),

@@ -182,6 +182,12 @@ class _Lookups:
 _LOOKUPS = _Lookups()
 
 
+def lookup_soon(host: str, port: int) -> concurrent.futures.Future[Any]:
+    """getaddrinfo(host, port) in one of _Lookups' daemon threads: for a caller outside the event
+    loop that must not wait longer than it chooses (the native engine's look-ups at the start)."""
+    return _LOOKUPS.lookup(host, port)
+
+
 # How long a name's addresses are used before it is looked up again. Long enough that the
 # resolver is not asked per connection (without keep-alive a run dials for every request,
 # thousands a second), short enough that a new connection soon goes where the name now

@@ -58,7 +58,6 @@ from prometheus_client.registry import Collector
 from runner.config.settings import Settings
 from runner.config.targets import as_targets
 from runner.core.redact import printable
-from runner.load.engine import Sink
 from runner.load.model import LoadModel
 from runner.load.shards import ALONE, Shard
 from runner.metrics.push import Pusher
@@ -332,13 +331,14 @@ class Metrics:
     """A run's metrics, wired together: the counts, the reporter, and the endpoint and the
     pusher that the settings ask for. close() when the run has ended.
 
-    In one process, `tap` (for the engine's sink, after the recorder) counts every result.
-    Split over local workers, each worker counts its own and `workers` sums them; `tap` is None.
+    In one process, `tally` counts every result (the run feeds it, or has the native engine
+    count into it). Split over local workers, each worker counts its own and `workers` sums
+    them; `tally` is None.
     """
 
     def __init__(self, settings: Settings, model: LoadModel, urls: Sequence[str], verdict: Verdict | None,
                  err: TextIO, pod: Shard = ALONE, shown: Callable[[str], str] = printable) -> None:
-        self.tap: Sink | None = None
+        self.tally: MetricsTally | None = None
         self.workers: WorkerTallies | None = None
         counts: Counts
         slots = url_slots(urls)
@@ -347,8 +347,7 @@ class Metrics:
         if settings.split.workers > 1:
             counts = self.workers = WorkerTallies(slots)
         else:
-            tally = counts = MetricsTally(slots, model, shown if settings.report.backend_header else None)
-            self.tap = tally.record
+            counts = self.tally = MetricsTally(slots, model, shown if settings.report.backend_header else None)
             sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_S))  # this process sends too
         gauges = Gauges()
         registry = CollectorRegistry(auto_describe=False)

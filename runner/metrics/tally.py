@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Protocol
+from typing import Any, Protocol
 
 from prometheus_client.utils import floatToGoString
 
@@ -115,6 +115,7 @@ class MetricsTally:
         # The latency a response counts with, as the recorder measures it; None for a sum of
         # other tallies (summed(), WorkerTallies), which records nothing itself.
         self._model = model
+        self._native: Callable[[], dict[str, Any] | None] | None = None  # the native engine's counts (follow())
         self._slot_of = slots.slot_of
         self._shown = shown
         self._labels: dict[str, str] = {}  # a backend's raw value -> its label, for the first BACKENDS_KEPT met
@@ -173,13 +174,28 @@ class MetricsTally:
             self._labels[raw] = label
         return label
 
+    def native_config(self) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
+        """What the native engine needs to count as record() does: each URL's slot, the number of
+        slots, and the bucket edges (runner.load.native.engine's MetricsConfig)."""
+        return self._slot_of, len(self.statuses), EDGES_NS
+
+    def follow(self, counted: Callable[[], dict[str, Any] | None]) -> None:
+        """From now on, hold what the native engine counts (its metrics(), read at each snapshot)
+        instead of counting results here: the engine tells Python of no single result."""
+        self._native = counted
+
     def snapshot(self) -> MetricsTally:
         """A copy, taken from another thread while results keep coming (each copy is one C call).
 
         The copy only holds counts: it records nothing, and a worker sends it home pickled
-        with every interval, so it leaves out the map of every URL to its slot."""
+        with every interval, so it leaves out the map of every URL to its slot. Following the
+        native engine, it is what the engine has counted so far."""
+        if self._native is not None:
+            counted = self._native()
+            return native_counts(counted) if counted is not None else MetricsTally(UrlSlots((), (), 0))
         copy = MetricsTally.__new__(MetricsTally)
         copy._model = self._model
+        copy._native = None
         copy._slot_of = ()
         copy._shown = None
         copy._labels = {}
@@ -195,6 +211,29 @@ class MetricsTally:
         copy.good_ns = list(self.good_ns)
         copy.bad_ns = list(self.bad_ns)
         return copy
+
+
+def native_counts(counts: dict[str, Any]) -> MetricsTally:
+    """The native engine's metrics() as a MetricsTally holding them: what snapshot() would give (a
+    copy that records nothing)."""
+    tally = MetricsTally.__new__(MetricsTally)
+    tally._model = None
+    tally._native = None
+    tally._slot_of = ()
+    tally._shown = None
+    tally._labels = {}
+    tally.skipped = counts["skipped"]
+    tally.late = counts["late"]
+    tally.connections_opened = counts["opened"]
+    tally.connections_closed = counts["closed"]
+    tally.backends = Counter()  # the native engine reads no backend header (it refuses backendHeader)
+    tally.statuses = counts["statuses"]
+    tally.failures = Counter(counts["failures"])
+    tally.good = counts["good"]
+    tally.bad = counts["bad"]
+    tally.good_ns = counts["good_ns"]
+    tally.bad_ns = counts["bad_ns"]
+    return tally
 
 
 def summed(tallies: Sequence[MetricsTally], slots: UrlSlots) -> MetricsTally:

@@ -22,6 +22,7 @@ BYTES_IN, BYTES_OUT = "bytesIn", "bytesOut"
 START, END = "start", "end"
 DURATION_SECONDS, SENDING_SECONDS = "durationSeconds", "sendingSeconds"
 INTERVALS, STOP_REASON = "intervals", "stopReason"
+ENGINE = "engine"  # which engine sent the run: native or python
 # What else the run measured.
 CONNECTIONS, UNCORRECTED, SEND_LAG_US = "connections", "uncorrected", "sendLagUs"
 CONNECTIONS_OPENED, CONNECTIONS_CLOSED = "connectionsOpened", "connectionsClosed"  # in each interval's too

@@ -193,6 +193,7 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
         k.SENDING_SECONDS: round(summary.sending_ns / 1e9, 3),
         k.INTERVALS: summary.intervals,
         k.STOP_REASON: summary.stop_reason,
+        k.ENGINE: info.engine,
     }
     if summary.connections is not None:
         data[k.CONNECTIONS] = dict(sorted(summary.connections.items()))

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import resource
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Literal
 
 from runner.config.abflags import AB_FLAGS
-from runner.config.settings import Settings
+from runner.config.settings import Settings, merge, settings_from
 from runner.config.targets import Targets, as_targets, scope_problem, url_slots
 from runner.core.errors import UsageError
 from runner.core.redact import Secrets
@@ -29,11 +30,13 @@ from runner.core.units import UNIT_NS
 from runner.load.clients import TRANSPORTS
 from runner.load.engine import Load
 from runner.load.model import Bench, LoadModel, Open, model_for, model_of, schedule_of
+from runner.load.native.engine import MetricsConfig, NativeEngine, unsupported
 from runner.load.request import Request, build_requests, origin
 from runner.load.schedule import Grid, Schedule
 from runner.load.shards import Shard, check_split, shard_of
 from runner.load.transport import Lifetime, Transport, TransportOptions
 from runner.report.csvreport import check_csv_path
+from runner.stats.native import NativeRecorder, native_run
 from runner.stats.recorder import Recorder
 
 
@@ -46,8 +49,10 @@ class Parts:
     url_source: str | None  # the list file the URLs came from, if any
     shard: Shard  # which part of the run this process sends
     requests: list[Request]  # one per URL, resolved once
-    transport: Transport
+    options: TransportOptions  # how every request is sent
+    transport: Transport  # the Python engine's HTTP client
     model: LoadModel  # this process's load model, with its share of the run's maxInFlight
+    engine: EngineChoice  # which engine sends: "native" or "python", and why (engine_for)
 
     def schedule(self, start_ns: int) -> Schedule:
         """When each of this process's sends is due, from the run's start to its planned end."""
@@ -64,22 +69,28 @@ class Parts:
         )
 
     def recorder(self, grid: Grid, schedule: Schedule) -> Recorder:
-        """Counts and histograms on the run's interval grid, each interval's goal from the schedule;
-        secret values kept out of failure texts."""
+        """The Python engine's counts and histograms on the run's interval grid, each interval's
+        goal from the schedule; secret values kept out of failure texts."""
         s = self.settings
-        return Recorder(
-            grid,
-            self.model,
-            due=schedule.sends_due if self.model.paced else None,
-            hash_value=s.report.hash_value,
-            unit_ns=UNIT_NS[s.report.latency_unit] if s.report.report_latencies_csv else None,
-            shown=self.shown(),
-            slot_of=url_slots(self.urls).slot_of,
-            backends=bool(s.report.backend_header),
-        )
+        return Recorder(grid, self.model, due=schedule.sends_due if self.model.paced else None,
+                        hash_value=s.report.hash_value, unit_ns=self.unit_ns, shown=self.shown,
+                        slot_of=url_slots(self.urls).slot_of, backends=bool(s.report.backend_header))
 
+    def native(self, grid: Grid, schedule: Schedule, metrics: MetricsConfig | None) -> tuple[NativeEngine,
+                                                                                            NativeRecorder]:
+        """The native engine and the recorder of what it counts, counted as recorder() counts."""
+        return native_run(schedule, self.load(), self.options, grid, unit_ns=self.unit_ns, metrics=metrics,
+                          shown=self.shown)
+
+    @property
+    def unit_ns(self) -> int | None:
+        """The latency CSV's unit, when there is one: its histogram is kept in it."""
+        report = self.settings.report
+        return UNIT_NS[report.latency_unit] if report.report_latencies_csv else None
+
+    @property
     def shown(self) -> Callable[[str], str]:
-        """How a server's text may be shown: printable, with every secret value of the requests hidden."""
+        """How a server's text is shown: with every secret value of the requests hidden (redact.Secrets)."""
         return Secrets(value for request in self.requests for value in request.hidden).shown
 
 
@@ -97,10 +108,13 @@ def build(settings: Settings, urls: Sequence[str], source: str | None, shard: Sh
     origins = len({origin(url) for url in urls})
     check_open_files(settings, shard, origins)  # more connections than the process may open
     requests = build_requests(settings, urls)  # bad headers or body files stop here
-    transport = transport_for(settings, shard, origins)  # and TLS files too
+    options = options_for(settings, shard, origins)
+    transport = transport_for(settings, options)  # and TLS files too
     if settings.report.report_latencies_csv:
         check_csv_path(settings.report.report_latencies_csv)  # opened (and emptied) only once the run starts
-    return Parts(settings, targets, source, shard, requests, transport, model_for(settings.pace, shard))
+    engine = engine_for(settings, targets, requests, options)  # engine: native refuses here what it cannot send
+    return Parts(settings, targets, source, shard, requests, options, transport, model_for(settings.pace, shard),
+                 engine)
 
 
 def check_scopes(settings: Settings, urls: Sequence[str]) -> None:
@@ -109,6 +123,75 @@ def check_scopes(settings: Settings, urls: Sequence[str]) -> None:
         problem = "" if rule.url is None else scope_problem(rule.url, urls)
         if problem:
             raise UsageError(f'thresholds: "{rule.text}" {problem}')
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Which engine sends a run, and why not the other: said at start-up and in the summary."""
+
+    name: Literal["native", "python"]
+    why: str  # why the Python engine sends an `auto` run ("" when the native engine does, or when asked for)
+
+
+def engine_for(settings: Settings, targets: Targets, requests: list[Request],
+               options: TransportOptions) -> EngineChoice:
+    """The engine the settings ask for: `auto` takes the native one wherever it can send the load.
+
+    `engine: native` for a load it cannot send is refused, in one line, before anything is sent:
+    a run never changes what measures it behind the configuration's back.
+    """
+    choice = settings.client.engine
+    if choice == "python":
+        return EngineChoice("python", "")
+    refusal = native_refusal(settings, targets, requests, options)
+    if refusal is None:
+        return EngineChoice("native", "")
+    if choice == "native":
+        raise UsageError(f"engine: native cannot send this run: {refusal}; use engine: auto or python")
+    return EngineChoice("python", refusal)
+
+
+# What the native engine does with each ClientSpec and Pacing setting. Honoured: it sends as
+# the Python engine does with it (the differential and lifetime tests hold it to that; the TLS
+# files and insecure only matter for https URLs, which are refused). Every other field, one
+# added later included, refuses the native engine when it is not at its default: a run never
+# quietly loses a setting to the engine that sends it.
+NATIVE_HONOURS = frozenset({
+    "engine", "timeout_ns", "no_reuse", "max_requests_per_connection", "max_connection_age_ns",
+    "ca_bundle", "insecure", "client_cert", "client_key",  # client
+    "mode", "qps", "concurrency", "interval_ns", "iterations", "duration_ns", "total_requests", "load_model",
+    "max_in_flight", "precise",  # pace: precise needs no yielding in C, whose pacing timer is exact
+})
+# Settings the native engine does not do, with what a refusal calls them.
+NATIVE_REFUSES = {"transport": "the {value} transport", "compress": "compress (the native engine reads no gzip)",
+                  "http2": "HTTP/2"}
+
+
+def native_refusal(settings: Settings, targets: Targets, requests: list[Request],
+                   options: TransportOptions) -> str | None:
+    """Why the native engine cannot send this run (plain HTTP/1.1, the fast transport's), or None if it can:
+    a setting it does not do (NATIVE_HONOURS), what it does not count (backends, each URL apart), or
+    what the load needs (native.engine.unsupported)."""
+    if settings.report.backend_header:
+        return "backendHeader (the native engine reads no backend header)"
+    if len(set(targets)) > 1:
+        return "more than one URL (the native engine counts no perUrl section)"
+    defaults = settings_from(merge())
+    for group, default in ((settings.client, defaults.client), (settings.pace, defaults.pace)):
+        for field in fields(group):
+            value = getattr(group, field.name)
+            if field.name in NATIVE_HONOURS or value == getattr(default, field.name):
+                continue
+            return NATIVE_REFUSES.get(field.name, "{name} (not in the native engine)").format(
+                value=value, name=setting_name(field.name))
+    load = Load(requests, model_of(settings.pace), hash_sample_rate=settings.report.hash_sample_rate)
+    return unsupported(load, options)
+
+
+def setting_name(field: str) -> str:
+    """A settings field's name as the configuration spells it: backend_header -> backendHeader."""
+    first, *rest = field.split("_")
+    return first + "".join(part.title() for part in rest)
 
 
 def split_of(settings: Settings) -> Shard:
@@ -180,11 +263,11 @@ def check_open_files(settings: Settings, shard: Shard, origins: int) -> None:
         raise UsageError(refusal)
 
 
-def transport_for(settings: Settings, shard: Shard, origins: int = 1) -> Transport:
-    """The HTTP client the settings name, with the options every session shares; `origins`:
-    the servers (scheme, host, port) the URLs name, each of which a client keeps a connection to."""
+def options_for(settings: Settings, shard: Shard, origins: int = 1) -> TransportOptions:
+    """How every request is sent, whichever engine and client send it; `origins`: the servers
+    (scheme, host, port) the URLs name, each of which a client keeps a connection to."""
     client, model = settings.client, model_for(settings.pace, shard)
-    options = TransportOptions(
+    return TransportOptions(
         timeout_ns=client.timeout_ns,
         no_reuse=client.no_reuse,
         compress=client.compress,
@@ -198,5 +281,9 @@ def transport_for(settings: Settings, shard: Shard, origins: int = 1) -> Transpo
         lifetime=Lifetime(client.max_requests_per_connection, client.max_connection_age_ns),
         backend_header=settings.report.backend_header,
     )
-    factory: Callable[[TransportOptions], Transport] = TRANSPORTS[client.transport]
+
+
+def transport_for(settings: Settings, options: TransportOptions) -> Transport:
+    """The Python engine's HTTP client, the one the settings name."""
+    factory: Callable[[TransportOptions], Transport] = TRANSPORTS[settings.client.transport]
     return factory(options)

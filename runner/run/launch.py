@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from runner.load.engine import Sink
+from runner.metrics.tally import MetricsTally
 from runner.report.base import Reporter
 from runner.run.build import Parts
 from runner.run.soak import Soak
@@ -21,11 +21,12 @@ T = TypeVar("T")
 
 
 def run(parts: Parts, reporters: Sequence[Reporter], start_wall: float | None = None,
-        tap: Sink | None = None) -> RunSummary:
-    """Run the soak (or bench, or this shard of it) to its end, telling `reporters`; `tap` sees every result."""
+        metrics: MetricsTally | None = None) -> RunSummary:
+    """Run the soak (or bench, or this shard of it) to its end, telling `reporters`; `metrics`
+    counts every result for Prometheus."""
 
     async def soak() -> RunSummary:
-        return await Soak(parts, reporters, start_wall, tap).run()
+        return await Soak(parts, reporters, start_wall, metrics).run()
 
     return run_async(soak())
 

@@ -18,27 +18,33 @@ from typing import Any
 
 from runner.config.settings import Settings
 from runner.load.engine import Engine, Sink
+from runner.load.native.engine import NativeEngine
 from runner.load.result import Result
 from runner.load.schedule import Grid, Skips
 from runner.load.shards import Shard, aligned_start
+from runner.metrics.tally import MetricsTally
 from runner.report.base import Reporter
 from runner.run.build import Parts
 from runner.run.probe import LoopProbe
 from runner.run.warmup import WarmUpPhase
-from runner.stats.recorder import Interval
+from runner.stats.native import NativeRecorder
+from runner.stats.recorder import Interval, Recorder
 from runner.stats.runinfo import SIGNAL_STOP, RunInfo, RunSummary, Warmup
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
 CANCEL_WAIT_S = 2.0  # after cancelling, how long to wait for the clients to wind up
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}  # how Ctrl-C and Kubernetes stop a run
+PROGRESS_EVERY_S = 0.1  # how often a native run's sends are read for the reporters that follow progress
 
 
 class Soak:
     """Runs one soak and tells the reporters about it."""
 
     def __init__(self, parts: Parts, reporters: Sequence[Reporter], start_wall: float | None = None,
-                 tap: Sink | None = None) -> None:
+                 metrics: MetricsTally | None = None) -> None:
+        """`metrics`: this process's Prometheus counts, when metrics are on: the Python engine's sink
+        feeds them every result after the recorder; the native engine counts them itself."""
         settings, shard = parts.settings, parts.shard
         self._settings = settings
         self._reporters = reporters
@@ -52,22 +58,32 @@ class Soak:
         self._end_ns = start_ns + run_ns if run_ns is not None else None
         self._grid = Grid(start_ns, settings.pace.interval_ns)
         self._schedule = parts.schedule(start_ns)
-        self._recorder = parts.recorder(self._grid, self._schedule)
-        if self._end_ns is not None:  # what comes back after the schedule's end is the drain
-            self._recorder.drain_from(self._end_ns)
         self._progress = [r for r in reporters if r.progress_every > 0]
         self._done = 0  # sends finished, for the reporters that follow progress
         self._next_progress = min((r.progress_every for r in self._progress), default=0)
-        sink: Sink = self._record_and_tell if self._progress else self._recorder.record
-        if tap is not None:  # metrics: every result, after the recorder has counted it
-            sink = _both(sink, tap)
-        load = parts.load()
-        if self._warmup is not None:  # the run's clients go on over the warm-up's connections
-            load = dataclasses.replace(load, take_sessions=self._warmup.handoff)
-        self._engine = Engine(self._schedule, load, parts.transport, sink)
+        self._native = parts.engine.name == "native"  # never with a warm-up: the native engine refuses one
+        self._engine: Engine | NativeEngine
+        self._recorder: Recorder | NativeRecorder
+        if self._native:
+            self._engine, self._recorder = parts.native(self._grid, self._schedule,
+                                                        None if metrics is None else metrics.native_config())
+            if metrics is not None:
+                metrics.follow(self._engine.core.metrics)
+        else:
+            self._recorder = recorder = parts.recorder(self._grid, self._schedule)
+            sink: Sink = self._recording_and_telling(recorder) if self._progress else recorder.record
+            if metrics is not None:  # every result, after the recorder has counted it
+                sink = _both(sink, metrics.record)
+            load = parts.load()
+            if self._warmup is not None:  # the run's clients go on over the warm-up's connections
+                load = dataclasses.replace(load, take_sessions=self._warmup.handoff)
+            self._engine = Engine(self._schedule, load, parts.transport, sink)
+        if self._end_ns is not None:  # what comes back after the schedule's end is the drain
+            self._recorder.drain_from(self._end_ns)
         self.info = RunInfo(settings, list(parts.urls), parts.url_source, start_ns, wall_start, shard,
-                            parts.urls.weights)
+                            parts.urls.weights, parts.engine.name)
         self._signal = asyncio.Event()
+        self._refreshing: asyncio.Future[None] | None = None  # the native engine's lookups (_refresh_addresses)
         self._second_signal = asyncio.Event()
         self._stop_reason = ""
         self._signal_ns = 0
@@ -84,8 +100,12 @@ class Soak:
             warmup.start(cpu_before, began_ns)
         engine = asyncio.ensure_future(self._engine.run())  # its clients wait for the run's first due time
         self._recorder.client.begin(_cpu_seconds(), began_ns)
-        probe = LoopProbe(self._tick)
-        probe.start(began_ns)
+        # The Python engine's loop is probed for how late it runs what is due; the native engine
+        # measures its own, on its pacing timer, and Python's loop only waits for it.
+        probe = None if self._native else LoopProbe(self._tick)
+        if probe is not None:
+            probe.start(began_ns)
+        progress = asyncio.ensure_future(self._follow_progress(engine)) if self._native and self._progress else None
         self._install_signals()
         try:
             if warmup is not None:
@@ -93,12 +113,19 @@ class Soak:
                 cpu_before = _cpu_seconds()  # the run's CPU and client figures are its own, not the warm-up's
                 self._recorder.client.begin(cpu_before, time.monotonic_ns())
             sending_end_ns, reason = await self._drive(engine)
+            if progress is not None:
+                self._progress_reached()  # the steps ended since the last look, before "Finished"
             warmed = await warmup.finish(CANCEL_WAIT_S) if warmup is not None else None
             # Still handled while the summary is reported: a SIGTERM during the final push to a
             # slow Pushgateway must not kill the process before the summary and the push are out.
             summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before, warmed)
         finally:
-            probe.stop()
+            if probe is not None:
+                probe.stop()
+            if progress is not None:
+                progress.cancel()
+            if self._refreshing is not None:
+                self._refreshing.cancel()
             self._remove_signals()
         if engine.done() and not engine.cancelled() and engine.exception() is not None:
             raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
@@ -165,6 +192,16 @@ class Soak:
                 await self._abandon(engine)
                 return until, _end_reason(self._settings)
             self._emit(self._close(sending_end_ns=self._engine.stopped_sending_ns))
+            self._refresh_addresses()
+
+    def _refresh_addresses(self) -> None:
+        """The native engine's new connections go to the addresses its names have now: looked up
+        again (at most once per RESOLVE_TTL_NS) as each interval closes, one lookup at a time.
+        The Python engine's transport looks names up for each new connection itself."""
+        if not isinstance(self._engine, NativeEngine):
+            return
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.ensure_future(self._engine.refresh_addresses())
 
     async def _wait(self, until_ns: int, engine: asyncio.Future[None]) -> None:
         """Until the clock reaches `until_ns`, the engine finishes, or a signal arrives."""
@@ -198,16 +235,35 @@ class Soak:
             self._engine.cancel_in_flight()
             await asyncio.wait([engine], timeout=CANCEL_WAIT_S)
 
-    def _record_and_tell(self, result: Result | Skips) -> None:
-        """The engine's sink when a reporter follows progress: record, then tell at its steps.
+    def _recording_and_telling(self, recorder: Recorder) -> Sink:
+        """The Python engine's sink when a reporter follows progress: record, then tell at its steps.
 
         One comparison per result; the reporters are looked at only when a step is reached.
         """
-        self._recorder.record(result)
-        if not isinstance(result, Skips):
-            self._done += 1
-            if self._done == self._next_progress:
-                self._tell_progress()
+
+        def sink(result: Result | Skips) -> None:
+            recorder.record(result)
+            if not isinstance(result, Skips):
+                self._done += 1
+                if self._done == self._next_progress:
+                    self._tell_progress()
+
+        return sink
+
+    async def _follow_progress(self, engine: asyncio.Future[None]) -> None:
+        """The native engine's ended sends as progress, read every PROGRESS_EVERY_S (it tells Python
+        of no single result): ab's `Completed N requests` lines come up to that much late, never early."""
+        while not engine.done():
+            await asyncio.sleep(PROGRESS_EVERY_S)
+            self._progress_reached()
+
+    def _progress_reached(self) -> None:
+        """Tell every progress step the native engine's ended sends have reached, in order."""
+        native = self._engine
+        assert isinstance(native, NativeEngine)
+        while (step := self._next_progress) <= native.done:
+            self._done = step
+            self._tell_progress()
 
     def _tell_progress(self) -> None:
         done = self._done

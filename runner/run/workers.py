@@ -50,8 +50,11 @@ POLL_S = 0.1
 
 
 def run(settings: Settings, urls: Sequence[str], source: str | None, reporters: Sequence[Reporter],
-        pod: Shard, counts: WorkerTallies | None = None) -> RunSummary:
+        pod: Shard, counts: WorkerTallies | None = None, engine: str = "python") -> RunSummary:
     """Run with `settings.split.workers` processes; tell `reporters` about the merged run.
+
+    `engine`: which one the workers send with (each builds its own parts from the same settings,
+    so each chooses as the parent did: runner.run.build.engine_for).
 
     With `counts` (Prometheus metrics), each worker also counts its results for metrics and
     sends its counts home before each interval and its summary, and `counts` gets them.
@@ -82,7 +85,7 @@ def run(settings: Settings, urls: Sequence[str], source: str | None, reporters: 
         for _, theirs in pipes:
             theirs.close()  # the worker holds its own copy: when it exits, this end reads EOF
         info = RunInfo(settings, list(urls), source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
-                       start_wall, pod, as_targets(urls).weights)
+                       start_wall, pod, as_targets(urls).weights, engine)
         with _forwarding_signals(processes):
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
             return _Gather(info, reporters, processes, counts).collect([ours for ours, _ in pipes])
@@ -118,9 +121,9 @@ def _work(settings: Settings, urls: Sequence[str], source: str | None, shard: Sh
         if slots is not None:  # the parent's, so every worker counts each URL where the parent labels it
             from runner.metrics.tally import MetricsTally
 
-            tally = MetricsTally(slots, parts.model, parts.shown() if settings.report.backend_header else None)
+            tally = MetricsTally(slots, parts.model, parts.shown if settings.report.backend_header else None)
         launch.run(parts, [_Courier(outbox, tally, progress_every)], start_wall,
-                   tap=tally.record if tally is not None else None)
+                   metrics=tally)
     except Exception as e:  # reported by the parent, which prints it; the traceback helps no one
         outbox.put(("failed", shard.worker, f"{type(e).__name__}: {e}"))
     finally:

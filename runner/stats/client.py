@@ -113,8 +113,11 @@ class ClientMeter:
       the moment of closing it, when the process is busy (it said 100% of a core).
     """
 
-    def __init__(self, grid: Grid, paced: bool = True, period_ns: int = PROBE_PERIOD_NS) -> None:
+    def __init__(self, grid: Grid, paced: bool = True, period_ns: int = PROBE_PERIOD_NS, probed: bool = True) -> None:
+        """`probed`: ticks come from the loop probe (tick()); else the loop lag comes as it was
+        measured elsewhere (loop_lags(): the native engine's timer), and no tick is ever due."""
         self._grid = grid
+        self._probed = probed
         self._period_ns = period_ns
         self._lag = LatencyHistogram()  # the open interval's: the ticks due in it
         self._next = 0  # the open interval: the first not yet closed
@@ -147,6 +150,10 @@ class ClientMeter:
             self._count_ran(self._grid.end_of(self._next))
         self._next_due_ns = next_due(due_ns, ran_ns, period)
 
+    def loop_lags(self, lags: LatencyHistogram) -> None:
+        """Many loop-lag readings at once: the native engine's timer, one interval's worth."""
+        self._lag.add(lags)
+
     def late(self, lag_ns: int) -> None:
         if self.lateness is not None:
             self.lateness.record(max(lag_ns, 0))
@@ -155,8 +162,9 @@ class ClientMeter:
               final: bool = False) -> ClientFigures:
         """The interval from `start_ns` to `end_ns`, closed at `t_ns` with `cpu_s` used so far (None:
         its share is unknown, 0). The final one also takes the ticks due after its end."""
-        self._count_ran(math.inf if final else max(end_ns, start_ns))
-        self._count_pending(t_ns if final else min(max(end_ns, start_ns), t_ns), t_ns)
+        if self._probed:
+            self._count_ran(math.inf if final else max(end_ns, start_ns))
+            self._count_pending(t_ns if final else min(max(end_ns, start_ns), t_ns), t_ns)
         lag, self._lag = self._lag, LatencyHistogram()
         self._next += 1
         self._run_lag.add(lag)

@@ -8,6 +8,7 @@ keeps no per-request data. Values above an hour are recorded as an hour.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import weakref
 from bisect import bisect_left
@@ -187,6 +188,29 @@ class LatencyHistogram:
     def encode(self) -> str:
         """The standard compressed, base64 HdrHistogram encoding ("HISTFAAA...")."""
         return self._synced().encode().decode("ascii")
+
+    @classmethod
+    def from_counts(cls, counts: object, count: int, low: int, high: int, total: int, total_sq: int, *,
+                    unit_ns: int | None = None) -> LatencyHistogram:
+        """A histogram whose counts array is `counts` itself, with its exact statistics.
+
+        `counts` is a writable buffer of hdrhistogram's counts array for this histogram's
+        range (the native engine's, a slot() per value), or None for an empty histogram. It
+        is used in place, not copied: the native engine hands each interval's histogram over
+        this way instead of Python recording every value again. `unit_ns`: a for_unit one.
+        """
+        histogram = cls.for_unit(unit_ns) if unit_ns else cls()
+        if counts is not None:
+            hdr = histogram._hdr
+            array_type = type(hdr.counts)
+            if memoryview(counts).nbytes != ctypes.sizeof(array_type):  # type: ignore[arg-type]
+                raise ValueError(f"counts of {memoryview(counts).nbytes} bytes, "  # type: ignore[arg-type]
+                                 f"expected {ctypes.sizeof(array_type)}")
+            array = array_type.from_buffer(counts)
+            hdr.counts = hdr.encoder.payload.counts = histogram._counts = array
+        histogram.count, histogram.min, histogram.max, histogram.sum, histogram.sum_sq = (
+            count, low, high, total, total_sq)
+        return histogram
 
     @classmethod
     def restored(cls, hdr: str, low: int, high: int, total: int, total_sq: int) -> LatencyHistogram:

@@ -115,7 +115,14 @@ def merged_info(shards: Sequence[ShardRun]) -> RunInfo:
     first = min(shards, key=lambda s: s.index)
     settings: Settings = settings_from(merge(run_settings(first.config)))
     start_wall = min(s.start_wall for s in shards)
-    return RunInfo(settings, first.urls, first.url_source, 0, start_wall)
+    return RunInfo(settings, first.urls, first.url_source, 0, start_wall, engine=merged_engine(shards))
+
+
+def merged_engine(shards: Sequence[ShardRun]) -> str:
+    """The engine that sent the shards: theirs when they agree, "mixed" when they do not (a record
+    from before the engine was recorded counts as the Python engine's, the only one there was)."""
+    engines = {str((s.totals or {}).get("engine", "python")) for s in shards}
+    return engines.pop() if len(engines) == 1 else "mixed"
 
 
 def merge_intervals(info: RunInfo, shards: Sequence[ShardRun], count: int) -> Iterator[Interval]:

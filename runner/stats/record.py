@@ -210,6 +210,7 @@ def run_record(summary: RunSummary, intervals: list[dict[str, Any]]) -> dict[str
         "endNs": summary.end_ns - info.start_ns,
         "sendingEndNs": summary.sending_end_ns - info.start_ns,
         "stopReason": summary.stop_reason,
+        "engine": info.engine,
         "cpuSeconds": summary.cpu_seconds,
         "maxRssBytes": summary.max_rss_bytes,
         "uncorrected": _histogram_record(summary.uncorrected),

@@ -336,6 +336,17 @@ class Interval:
         return max(0, end - self.start_ns)
 
 
+def interval_due(due: Callable[[int, int], float] | None, start_ns: int, end_ns: int,
+                 sending_end_ns: int | None) -> float | None:
+    """The sends due in the interval from `start_ns` to `end_ns` (`due`: Schedule.sends_due; None
+    without a schedule, a bench): none after sending stopped, so the goal stops growing there.
+    One rule for every recorder, whichever engine counted."""
+    if due is None:
+        return None
+    due_end = end_ns if sending_end_ns is None else min(end_ns, sending_end_ns)
+    return due(start_ns, max(start_ns, due_end))
+
+
 class Recorder:
     """Receives every Result (it is the engine's sink) and closes intervals on request.
 
@@ -505,6 +516,5 @@ class Recorder:
         start = self._grid.end_of(k - 1)
         end = self._grid.end_of(k) if end_ns is None else end_ns
         client = self.client.close(cpu_s, end if now_ns is None else now_ns, start, end, final=final)
-        due_end = end if sending_end_ns is None else min(end, sending_end_ns)
-        due = None if self._due is None else self._due(start, max(start, due_end))
+        due = interval_due(self._due, start, end, sending_end_ns)
         return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)

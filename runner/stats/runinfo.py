@@ -34,6 +34,7 @@ class RunInfo:
     wall_start: float  # the same moment as a Unix time
     shard: Shard = ALONE  # which part of the run this process sends
     weights: tuple[int, ...] = ()  # the URLs' weights (runner.config.targets.Targets); () for the even split
+    engine: str = "python"  # which engine sends it: "native" or "python" (runner.run.build.engine_for)
 
     def __post_init__(self) -> None:
         """The URLs with their passwords and secret query values hidden, once for every report:

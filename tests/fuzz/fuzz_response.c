@@ -151,6 +151,7 @@ static void check_same(const struct answer *x, const struct answer *y)
     REQUIRE(x->r.status == y->r.status && x->r.head_done == y->r.head_done);
     REQUIRE(x->r.body_bytes == y->r.body_bytes && x->r.wire_bytes == y->r.wire_bytes);
     REQUIRE(x->r.header_bytes == y->r.header_bytes && x->r.keep_alive == y->r.keep_alive);
+    REQUIRE(x->r.head_done == 0 || x->r.content_length == y->r.content_length);
     REQUIRE(x->r.gzip == y->r.gzip && x->r.server_len == y->r.server_len && x->r.server_cut == y->r.server_cut);
     REQUIRE(memcmp(x->r.server, y->r.server, x->r.server_len) == 0);
     REQUIRE(x->head_at == y->head_at && x->end_at == y->end_at);

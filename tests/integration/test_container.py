@@ -335,6 +335,16 @@ def test_the_default_command_runs_the_demo_read_only_and_without_a_network(docke
     assert done.stdout.startswith("# sending 100 GET req/s with concurrency=5 to http://127.0.0.1:")
 
 
+def test_the_image_runs_the_native_engine(docker: Docker, image: str) -> None:
+    """The image's wheel was built with the native engine (setup.py reaches the build stage, the
+    C compiled there for the image's platform), and a run with the default `engine: auto` takes it."""
+    done = docker("run", "--rm", "--network", "none", "--read-only", image, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0] == "soak: engine: native", done.stderr
+    summary = json.loads(done.stdout[done.stdout.index("\n{"):])
+    assert summary["engine"] == "native" and summary["good"] == summary["requests"] > 0
+
+
 def test_the_pod_runs_against_nginx_and_keeps_the_shipped_thresholds(docker: Docker, image: str, nginx: Nginx,
                                                                      tmp_path: Path) -> None:
     resources = render("base")

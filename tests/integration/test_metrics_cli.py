@@ -340,6 +340,6 @@ def test_metrics_with_local_workers_take_their_counts_from_the_workers() -> None
     settings = settings_from(merge({"metricAddr": "127.0.0.1:0", "workers": 2}))
     metrics = Metrics(settings, Closed(), ["http://a.example/"], None, io.StringIO())
     try:
-        assert metrics.tap is None and isinstance(metrics.workers, WorkerTallies)
+        assert metrics.tally is None and isinstance(metrics.workers, WorkerTallies)
     finally:
         metrics.close()

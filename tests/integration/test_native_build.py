@@ -1,13 +1,15 @@
-"""The native parser builds cleanly, and `pip install .` works with or without a compiler.
+"""The native parser and engine build cleanly, and `pip install .` works with or without a compiler.
 
 The C is held to C11 with -Wall -Wextra -Werror under both compilers the project uses (gcc
 builds the extension, clang the fuzzer). The extension is optional (setup.py): where a
 compiler and the Python headers exist pip builds it, and where they do not it still
-installs the pure-Python package, so the fast transport keeps working there.
+installs the pure-Python package, so the fast transport keeps working there (and the
+native engine's Python side says it is not there).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,6 +21,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.support.programs import program
+from tests.support.replay import PORTABLE
 
 NATIVE = REPO / "runner" / "load" / "native"
 STRICT = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-c", "-o", os.devnull]
@@ -29,10 +32,24 @@ HINTS = {"gcc": "apt-get install -y gcc", "clang": "apt-get install -y clang lib
 def test_the_c_sources_compile_without_a_warning(compiler: str) -> None:
     cc = program(compiler, HINTS[compiler])
     python_headers = sysconfig.get_paths()["include"]
-    for source, extra in ((NATIVE / "response.c", ["-pedantic", "-Wconversion", "-Wshadow"]),
-                          (NATIVE / "_response.c", ["-fPIC", "-I", python_headers])):
+    pure = ["-pedantic", "-Wconversion", "-Wshadow"]
+    binding = ["-fPIC", "-I", python_headers]
+    for source, extra in ((NATIVE / "response.c", pure), (NATIVE / "response.c", [*pure, *PORTABLE]),
+                          (NATIVE / "_response.c", binding),
+                          (NATIVE / "core.c", pure), (NATIVE / "engine.c", [*binding, "-Wshadow"])):
         done = subprocess.run([cc, *STRICT, *extra, str(source)], capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0 and not done.stderr, f"{compiler} {source.name}:\n{done.stderr}"
+        assert done.returncode == 0 and not done.stderr, f"{compiler} {source.name} {extra}:\n{done.stderr}"
+
+
+def test_the_c_sources_compile_for_arm64_without_a_warning() -> None:
+    """arm64, the other platform the image and the wheels are built for, compiles the engine and
+    the parser too: no SSE2 there, and no epoll_wait system call (only epoll_pwait). Debian's
+    cross compiler checks it here; the image and wheel builds compile it there."""
+    cc = program("aarch64-linux-gnu-gcc", "apt-get install -y gcc-aarch64-linux-gnu libc6-dev-arm64-cross")
+    pure = ["-pedantic", "-Wconversion", "-Wshadow"]
+    for source in (NATIVE / "response.c", NATIVE / "core.c"):
+        done = subprocess.run([cc, *STRICT, "-O2", *pure, str(source)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and not done.stderr, f"arm64 {source.name}:\n{done.stderr}"
 
 
 def _tree(into: Path) -> Path:
@@ -61,10 +78,13 @@ def test_pip_install_builds_the_extension_where_a_compiler_exists(tmp_path: Path
     done = _install(_tree(tmp_path), target)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert sorted((target / "runner" / "load" / "native").glob("_response*.so")), done.stdout[-3000:]
+    assert sorted((target / "runner" / "load" / "native").glob("_engine*.so")), done.stdout[-3000:]
     assert not sorted((target / "runner" / "load" / "native").glob("*.[ch]"))  # sources stay in the sdist
     used = _python_in(target, "from runner.load.native import _response as p; import runner.load.native as n; "
                               "print(n.__file__, p.parse('GET', [b'HTTP/1.1 204 No\\r\\n\\r\\n'], 102400)['status'])")
     assert used.returncode == 0 and used.stdout.startswith(str(target)) and used.stdout.split()[-1] == "204", used
+    engine = _python_in(target, "from runner.load.native.engine import module; print(module().__file__)")
+    assert engine.returncode == 0 and engine.stdout.startswith(str(target)), engine
 
 
 def test_pip_install_without_a_compiler_installs_the_python_package(tmp_path: Path) -> None:
@@ -72,7 +92,35 @@ def test_pip_install_without_a_compiler_installs_the_python_package(tmp_path: Pa
     done = _install(_tree(tmp_path), target, CC="/bin/false")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert 'building extension "runner.load.native._response" failed' in done.stdout + done.stderr
-    assert not sorted((target / "runner" / "load" / "native").glob("_response*.so"))
+    assert 'building extension "runner.load.native._engine" failed' in done.stdout + done.stderr
+    assert not sorted((target / "runner" / "load" / "native").glob("_*.so"))
     used = _python_in(target, "import runner.cli, runner.load.fast_transport\n"
                               "try:\n    import runner.load.native._response\nexcept ImportError:\n    print('python')")
     assert used.returncode == 0 and used.stdout.strip() == "python", used
+    engine = _python_in(target, "from runner.load.native.engine import module, unsupported\n"
+                                "from runner.load.engine import Load\nprint(module())")
+    assert engine.returncode == 0 and engine.stdout.strip() == "None", engine
+
+
+def test_pip_install_in_a_fresh_venv_without_gcc_runs_soak_on_the_python_engine(tmp_path: Path) -> None:
+    """README's `pip install . && soak demo` on a machine with no C compiler (a PATH without
+    gcc or cc): the install succeeds, as pure Python, and soak says at start-up that it runs
+    on the Python engine, and why."""
+    tree = _tree(tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    no_compiler = tmp_path / "bin"  # nothing in it: PATH has the venv and no compiler at all
+    no_compiler.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if k not in ("CC", "LDSHARED")},
+           "PATH": f"{venv / 'bin'}:{no_compiler}"}
+    done = subprocess.run([str(venv / "bin" / "pip"), "install", "-v", "--disable-pip-version-check",
+                           "--constraint", "requirements.lock", "."], cwd=tree, capture_output=True, text=True,
+                          timeout=600, env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert 'building extension "runner.load.native._engine" failed' in done.stdout + done.stderr
+    run = subprocess.run([str(venv / "bin" / "soak"), "demo"], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines()[0].startswith("soak: engine: python ("), run.stderr
+    summary = json.loads(run.stdout[run.stdout.index("\n{"):])
+    assert summary["engine"] == "python" and summary["good"] == summary["requests"] > 0

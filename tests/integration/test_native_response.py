@@ -28,14 +28,15 @@ from tests.conftest import Nginx
 from tests.support import responses
 from tests.support.capture import Capture, capture
 from tests.support.faultserver import CHUNKED_SIZE, FaultServer, reset_at_accept_server
-from tests.support.replay import PythonTransport, compare, native, native_parser
+from tests.support.replay import PORTABLE, PythonTransport, compare, native, native_parser
 
 SHOWN = 10  # differing cases printed at most
 
 
-@pytest.fixture(scope="module")
-def parser(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    return native_parser(tmp_path_factory.mktemp("native"))
+@pytest.fixture(scope="module", params=[(), PORTABLE], ids=["native", "portable"])
+def parser(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> ModuleType:
+    """The parser as built here (SSE2 scans on x86-64), and as built where there is no SSE2 (arm64)."""
+    return native_parser(tmp_path_factory.mktemp("native"), request.param)
 
 
 @pytest.fixture

@@ -207,7 +207,9 @@ def test_of_two_runs_in_one_file_the_last_is_read(ours: str) -> None:
     text = golden("100qps-ms.log") + ours
     run = load_run(text, "two")
     assert not run.slow_cooker and len(run.intervals) == 4
-    first = len(golden("100qps-ms.log").splitlines()) + 1
+    # ours starts at its `# sending` line (the engine line its stderr began with may come first)
+    sending = next(i for i, line in enumerate(ours.splitlines()) if line.startswith("# sending"))
+    first = len(golden("100qps-ms.log").splitlines()) + 1 + sending
     assert f"line {first}: another run starts here; only the last run in the file is read" in run.notes
 
 

@@ -23,7 +23,15 @@ from runner.load.schedule import Schedule
 from runner.load.shards import Shard, aligned_start, shard_of
 from runner.report.slowcooker import rounded_goal, shown_percent
 from runner.stats.figures import goal_percent
-from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak, soak_command
+from tests.conftest import (
+    Nginx,
+    assert_counts_add_up,
+    engine_line,
+    parse_interval,
+    run_soak,
+    soak_command,
+    split_engine_line,
+)
 from tests.support.pallet import assert_shipped_verdict, find, pod_command, render
 from tests.support.shardlogs import shard_logs
 
@@ -101,7 +109,7 @@ def pods(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> PodRun:
     ]
     logs = [p.communicate(timeout=60)[0] for p in processes]
     summaries = []
-    for process, log in zip(processes, logs, strict=True):
+    for process, log in zip(processes, [_without_engine_line(log) for log in logs], strict=True):
         # stdout and stderr as kubectl logs shows them: a run that does not exit 0 says why last, on stderr
         body, after = log.rpartition("\n}\n")[0] + "\n}\n", log.rpartition("\n}\n")[2]
         summaries.append(assert_counts_add_up(body))
@@ -121,6 +129,14 @@ def shipped_merge(done: subprocess.CompletedProcess[str]) -> str:
     return done.stderr
 
 
+def _without_engine_line(log: str) -> str:
+    """A pod's log (stdout and stderr in one stream) without the line its run starts with, which
+    must be exactly the one a default run prints (the engine `auto` takes)."""
+    said, rest = split_engine_line(log)
+    assert said == engine_line(), log
+    return rest
+
+
 def merge(*texts: str, files: list[Path] | None = None) -> subprocess.CompletedProcess[str]:
     """`soak merge`, reading `texts` on stdin (or the files given)."""
     return subprocess.run(soak_command("merge", *(str(f) for f in files or [])), input="".join(texts),
@@ -135,8 +151,9 @@ def prefixed(index: int, log: str) -> str:
 def test_each_pod_sends_its_share_from_the_same_instant(pods: PodRun) -> None:
     concurrency = [2, 2, 1]  # configuration.json's 5 clients over 3 pods: the remainder to the first
     for index, (log, summary) in enumerate(zip(pods.logs, pods.shard_summaries, strict=True)):
-        assert f"with concurrency={concurrency[index]} " in log.splitlines()[0]
-        assert log.splitlines()[0].endswith(f"(shard {index} of {SHARDS}) ...")
+        sending = _without_engine_line(log).splitlines()[0]  # the merge below reads the logs as they are
+        assert f"with concurrency={concurrency[index]} " in sending
+        assert sending.endswith(f"(shard {index} of {SHARDS}) ...")
         assert summary["shard"]["index"] == index and summary["shard"]["count"] == SHARDS
     # On one instant, recorded exactly (not a few us apart); a pod that came up after the others'
     # boundary (a busy machine) starts exactly a whole interval later.

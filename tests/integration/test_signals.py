@@ -24,7 +24,7 @@ import pytest
 from runner.core.durations import parse_duration
 from runner.core.errors import EXIT_INTERRUPTED, EXIT_NO_RESPONSE
 from runner.run.soak import STOP_GRACE_NS
-from tests.conftest import REPO, Nginx, assert_counts_add_up, parse_interval
+from tests.conftest import REPO, TRANSPORT_CONFIG, Nginx, assert_counts_add_up, parse_interval
 from tests.support.faultserver import FaultServer
 from tests.support.liverun import EXIT_WITHIN_S, LONG_RUN, LiveRun, wait_until
 
@@ -240,7 +240,7 @@ def test_a_signal_while_the_last_requests_are_awaited_stops_within_the_grace() -
 # (the parent passed a Ctrl-C on while the worker was still starting), and the agreed start
 # already past (the worker started late on a busy machine), so its first sends are due at once.
 _LATE_WORKER = """
-import os, signal, sys, time
+import json, os, signal, sys, time
 from runner.run import launch
 from runner.run.build import build
 from runner.config.settings import merge, settings_from
@@ -250,7 +250,7 @@ from runner.report.summary import JsonSummaryReporter
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 os.kill(os.getpid(), signal.SIGTERM)
 settings = settings_from(merge({"qps": 100, "concurrency": 4, "interval": "1s", "iterations": 2,
-                                "transport": sys.argv[2]}))
+                                **json.loads(sys.argv[2])}))
 parts = build(settings, [sys.argv[1]], None, Shard(0, 1, 0, 2))
 launch.run(parts, [JsonSummaryReporter(sys.stdout)], start_wall=time.time() - 1)
 """
@@ -261,8 +261,8 @@ def test_a_signal_held_while_a_worker_started_late_stops_it_before_any_send(ngin
     loop, it was handled only after clients whose sends were already due had sent them (1 to 3
     requests where none were allowed, in 4 of 6 tries on a busy machine)."""
     before = nginx.requests_logged()
-    done = subprocess.run([sys.executable, "-c", _LATE_WORKER, nginx.url, transport], capture_output=True,
-                          text=True, timeout=60, cwd=REPO)
+    done = subprocess.run([sys.executable, "-c", _LATE_WORKER, nginx.url, json.dumps(TRANSPORT_CONFIG[transport])],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["requests"] == 0 and nginx.requests_logged() == before

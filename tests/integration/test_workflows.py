@@ -103,3 +103,26 @@ def test_the_kustomization_uses_the_published_image_at_the_projects_version() ->
     assert owner, soak["newName"]
     assert published.replace("${{ github.repository_owner }}", owner.group(1)) == soak["newName"]
     assert soak["newTag"] == VERSION, "the tag v<version> publishes <version>"
+
+
+def test_a_version_tag_builds_wheels_for_both_platforms_and_an_sdist_that_needs_no_compiler() -> None:
+    """cp311 manylinux wheels on an x86_64 and an arm64 runner, each tested to run the native
+    engine; an sdist tested to install and say `engine: python` where no compiler is; both
+    attached to the tag's release by a job that alone may write."""
+    jobs = workflow("release.yml")["jobs"]
+    wheels, sdist, publish = jobs["wheels"], jobs["sdist"], jobs["publish"]
+    assert wheels["needs"] == "test" and sdist["needs"] == "test"
+    assert {(m["runner"], m["arch"]) for m in wheels["strategy"]["matrix"]["include"]} == {
+        ("ubuntu-24.04", "x86_64"), ("ubuntu-24.04-arm", "aarch64")}
+    (build,) = steps_using(wheels, "pypa/cibuildwheel")
+    assert build["env"]["CIBW_ARCHS"] == "${{ matrix.arch }}"
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["cibuildwheel"]
+    assert config["build"] == "cp311-manylinux_*"
+    assert "soak demo 2>&1 >/dev/null | head -n 1 | grep -qx 'soak: engine: native'" in config["test-command"]
+    assert any("replay_main.c" in command for command in config["test-command"])
+    (no_compiler,) = [step for step in sdist["steps"] if step.get("env", {}).get("CC") == "/bin/false"]
+    assert "dist/*.tar.gz" in no_compiler["run"] and "'^soak: engine: python '" in no_compiler["run"]
+    assert set(publish["needs"]) == {"wheels", "sdist"}
+    assert publish["permissions"] == {"contents": "write"}
+    assert wheels["permissions"] == sdist["permissions"] == {"contents": "read"}
+    assert "gh release create" in publish["steps"][-1]["run"]

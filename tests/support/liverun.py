@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from tests.conftest import REPO, soak_command
+from tests.conftest import REPO, Run, skip_if_native_refused, soak_command, split_engine_line
 
 EXIT_WITHIN_S = 3.0  # from the signal to the process being gone
 
@@ -65,9 +65,14 @@ class LiveRun:
     def stdout(self) -> str:
         return "".join(self._out)
 
+    def finished(self) -> Run:
+        """The run once it has exited, as run_soak returns one (its engine line checked and set apart)."""
+        return Run(self.process.returncode, self.stdout, "".join(self._err))
+
     @property
     def stderr(self) -> str:
-        return "".join(self._err)
+        """What the run said on stderr, its engine line (checked as Run checks it) left out."""
+        return split_engine_line("".join(self._err))[1]
 
     def __enter__(self) -> LiveRun:
         return self
@@ -76,6 +81,10 @@ class LiveRun:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
+        elif exc[0] is not None:  # a test that needs what the native engine refuses: skipped on it
+            for reader in self._readers:
+                reader.join(timeout=5)
+            skip_if_native_refused(self.process.returncode, "".join(self._err))
 
 
 def wait_until(condition, timeout: float = 3.0) -> None:  # type: ignore[no-untyped-def]

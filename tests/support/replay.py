@@ -115,17 +115,24 @@ class PythonTransport:
         return Outcome(result, future.done(), fed, head_chunks)
 
 
-def native_parser(build_dir: Path) -> ModuleType:
+# What a build for a machine without SSE2 (arm64, the other platform the image and wheels are
+# built for) differs in that the parser could notice: the portable scans (-DSOAK_PORTABLE) and,
+# as arm64's ABI has it, an unsigned plain char. The tests build this beside the native one.
+PORTABLE = ("-DSOAK_PORTABLE", "-funsigned-char")
+
+
+def native_parser(build_dir: Path, defines: tuple[str, ...] = ()) -> ModuleType:
     """runner.load.native._response, compiled from the tree's sources into `build_dir`.
 
     With the compiler and flags this Python was built with (sysconfig), not through setup.py:
     the test is of the C code, and a setup.py run would need the build system's own
     setuptools (pyproject's build-system), which a test environment need not have.
+    `defines` go to the compiler: PORTABLE builds the parser as on a machine without SSE2.
     """
     native_dir = REPO / "runner" / "load" / "native"
     target = build_dir / f"_response{sysconfig.get_config_var('EXT_SUFFIX')}"
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
-    flags = ["-shared", "-fPIC", "-O2", f"-I{sysconfig.get_paths()['include']}", "-o", str(target)]
+    flags = ["-shared", "-fPIC", "-O2", *defines, f"-I{sysconfig.get_paths()['include']}", "-o", str(target)]
     sources = [str(native_dir / "_response.c"), str(native_dir / "response.c")]
     done = subprocess.run([*compiler, *flags, *sources], capture_output=True, text=True, timeout=300)
     if done.returncode != 0 or not target.exists():

@@ -8,7 +8,7 @@ import statistics
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from runner.stats.histogram import DIGITS, HIGHEST_NS, LatencyHistogram
+from runner.stats.histogram import DIGITS, HIGHEST_NS, LatencyHistogram, slot
 
 
 def filled(values: list[int]) -> LatencyHistogram:
@@ -237,3 +237,37 @@ def test_a_dropped_histogram_is_freed_at_once_not_by_the_cyclic_gc() -> None:
         assert hdr() is None
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("unit_ns", [None, 1_000, 1_000_000])
+def test_a_histogram_from_a_counts_buffer_is_the_one_recorded(unit_ns: int | None) -> None:
+    """The native engine hands over counts laid out by slot(): the same histogram as recording."""
+    rng = random.Random(7)
+    values = [rng.randrange(0, 5_000_000) for _ in range(2_000)] + [0, 1, 2047, 2048, HIGHEST_NS]
+    recorded = LatencyHistogram.for_unit(unit_ns) if unit_ns else LatencyHistogram()
+    for value in values:
+        recorded.record(value)
+    highest = recorded._highest
+    clamped = [min(v, highest) for v in values]
+    counts = bytearray(recorded._hdr.counts_len * 8)
+    view = memoryview(counts).cast("Q")
+    for value in clamped:
+        view[slot(value)] += 1
+    view.release()
+    built = LatencyHistogram.from_counts(counts, len(clamped), min(clamped), max(clamped), sum(clamped),
+                                         sum(v * v for v in clamped), unit_ns=unit_ns)
+    wanted = [0, 50, 90, 99, 99.9, 100]
+    assert built.percentiles(wanted) == recorded.percentiles(wanted)
+    assert list(built.buckets()) == list(recorded.buckets())
+    assert (built.count, built.min, built.max, built.mean) == (recorded.count, recorded.min, recorded.max,
+                                                               recorded.mean)
+    assert built.encode() == recorded.encode()
+    merged = LatencyHistogram.merged(built, recorded)
+    assert merged.count == 2 * recorded.count and merged.percentiles([50]) == recorded.percentiles([50])
+
+
+def test_a_counts_buffer_of_the_wrong_size_is_refused() -> None:
+    with pytest.raises(ValueError, match="expected"):
+        LatencyHistogram.from_counts(bytearray(8 * 100), 1, 1, 1, 1, 1)
+    empty = LatencyHistogram.from_counts(None, 0, 0, 0, 0, 0)
+    assert empty.count == 0 and empty.percentiles([50]) == {50: 0}

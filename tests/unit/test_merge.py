@@ -16,7 +16,7 @@ from runner.core.units import rfc3339
 from runner.load.result import Result
 from runner.readback.podlogs import read_pods, split_by_pod, split_runs
 from runner.stats.histogram import LatencyHistogram
-from runner.stats.merge import merge_shards
+from runner.stats.merge import merge_shards, merged_engine, merged_info
 from runner.stats.record import ShardRun, histogram_from_record, histogram_record, tally_from_record, tally_record
 from runner.stats.recorder import Tally
 from runner.stats.runinfo import RunInfo
@@ -486,3 +486,15 @@ def test_many_contradictions_are_said_ten_and_counted() -> None:
     lines = contradictions_of(whole_log(replace(s, intervals=records)))
     assert lines[:10] == [f"interval {k}: kernelClocked is 3, more than its 2 responses" for k in range(10)]
     assert lines[10:] == ["b.log: shard 1: 20 more contradictions"]
+
+
+def test_a_merged_run_says_its_shards_engine_or_mixed() -> None:
+    """The shard record's `engine` (runner.stats.record.run_record): theirs when they agree,
+    `mixed` when not; a record from before the key was the Python engine's, the only one there was."""
+    a, b = shard(0, 2, 1_000.0, [tally_of([1])]), shard(1, 2, 1_000.0, [tally_of([1])])
+    assert merged_engine([a, b]) == "python"
+    assert a.totals is not None and b.totals is not None
+    a.totals["engine"] = b.totals["engine"] = "native"
+    assert merged_engine([a, b]) == "native" == merged_info([a, b]).engine
+    b.totals["engine"] = "python"
+    assert merged_engine([a, b]) == "mixed"

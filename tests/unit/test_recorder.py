@@ -15,7 +15,16 @@ from runner.load.model import Bench, Closed, Open
 from runner.load.result import ErrorKind, Result
 from runner.load.schedule import Grid, Schedule, Skips
 from runner.stats.record import tally_from_record, tally_record
-from runner.stats.recorder import ERROR_GROUPS, GROUP_URLS, OTHER_TEXTS, ErrorGroup, Interval, Recorder, Tally
+from runner.stats.recorder import (
+    ERROR_GROUPS,
+    GROUP_URLS,
+    OTHER_TEXTS,
+    ErrorGroup,
+    Interval,
+    Recorder,
+    Tally,
+    interval_due,
+)
 
 START = 5_000_000_000_000
 SECOND = 1_000_000_000
@@ -490,3 +499,18 @@ def test_one_url_slot_keeps_no_per_url_tallies() -> None:
     """A run of one URL (or one URL listed twice) has nothing to split: its tally is the run's."""
     assert Recorder(GRID, Closed(), slot_of=(0, 0)).per_url is None
     assert Recorder(GRID, Closed()).per_url is None
+
+
+def test_an_intervals_due_sends_stop_where_sending_stopped() -> None:
+    """interval_due: one rule for Recorder's and NativeRecorder's goal `t`."""
+    spans: list[tuple[int, int]] = []
+
+    def due(start: int, end: int) -> float:
+        spans.append((start, end))
+        return (end - start) / 1e8
+
+    assert interval_due(None, 0, 10**9, None) is None  # a bench has no schedule
+    assert interval_due(due, 10**9, 2 * 10**9, None) == 10.0
+    assert interval_due(due, 10**9, 2 * 10**9, 15 * 10**8) == 5.0  # stopped mid-interval
+    assert interval_due(due, 10**9, 2 * 10**9, 5 * 10**8) == 0.0  # stopped before it began: none due
+    assert spans == [(10**9, 2 * 10**9), (10**9, 15 * 10**8), (10**9, 10**9)]

@@ -11,12 +11,31 @@
  * On top of llhttp, what runner/load/http1.py's Connection does with its callbacks is
  * done here too, at the same moments: skipping 1xx heads, failing 101 and statuses below
  * 100, ending a HEAD response at its head, the bounds after each piece, and the close.
+ *
+ * The states are the exact path; in front of them, fast_status_line and fast_fields read a
+ * status line and header lines as nearly all are, a line at a time, and hand anything else
+ * over to the states at the start of its line, with nothing of it done: they only ever
+ * decide what the states would. That is most of what a keep-alive response costs.
  */
 #include "response.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Sixteen bytes at a time where SSE2 is (every x86-64); eight (value_run) or four (token_run)
+ * elsewhere, or with -DSOAK_PORTABLE, which the tests build too. Either way the same answers. */
+#if defined(__SSE2__) && defined(__GNUC__) && !defined(SOAK_PORTABLE)
+#include <emmintrin.h>
+#define SOAK_SSE2 1
+#endif
+
+/* The few small functions each header line runs through, inlined where they are called. */
+#if defined(__GNUC__)
+#define HOT static inline __attribute__((always_inline))
+#else
+#define HOT static inline
+#endif
 
 /* --- character classes ----------------------------------------------------------------- */
 
@@ -103,6 +122,8 @@ static const struct {
     {"server", 6, H_GENERAL, 0},
     {"content-encoding", 16, H_GENERAL, 0},
 };
+/* The lengths of NAMES, a bit each: most names are none of them, and name_of says so at once. */
+#define NAME_LENGTHS (1u << 6 | 1u << 7 | 1u << 10 | 1u << 14 | 1u << 16 | 1u << 17)
 
 static const char *const PROTOCOLS[] = {"HTTP", "RTSP", "ICE"}; /* what llhttp takes before '/' */
 static const struct {
@@ -295,6 +316,13 @@ static uint64_t load8(const void *p)
     return word;
 }
 
+static uint16_t load2(const void *p)
+{
+    uint16_t word;
+    memcpy(&word, p, sizeof word);
+    return word;
+}
+
 static uint32_t load4(const void *p)
 {
     uint32_t word;
@@ -305,7 +333,7 @@ static uint32_t load4(const void *p)
 /* Whether `len` (at least 4) token bytes spell `lower` in any case: among token bytes, c | 0x20
  * is the lower case of a letter and leaves digits and '-' as they are. Compared a word at a
  * time, the last word ending with the name. */
-static int spells(const unsigned char *name, const char *lower, size_t len)
+HOT int spells(const unsigned char *name, const char *lower, size_t len)
 {
     if (len < 8)
         return (load4(name) | 0x20202020u) == load4(lower) &&
@@ -317,9 +345,11 @@ static int spells(const unsigned char *name, const char *lower, size_t len)
 }
 
 /* Which of NAMES a whole header name of `len` token bytes is, in any case; -1 for any other. */
-static int name_of(const unsigned char *name, size_t len)
+HOT int name_of(const unsigned char *name, size_t len)
 {
     int n;
+    if (len > SOAK_NAME_MAX || !(NAME_LENGTHS >> len & 1))
+        return -1;
     switch (len) { /* the names' lengths tell them apart, but for two of 16 */
     case 6: n = N_SERVER; break;
     case 7: n = N_UPGRADE; break;
@@ -342,7 +372,7 @@ static void hold_name(soak_response *r, const unsigned char *part, size_t len)
 }
 
 /* A name of NAMES ended at its colon (on_header_field_complete). 0, or 1 if llhttp refuses it. */
-static int field_complete(soak_response *r, int n, const char **reason)
+HOT int field_complete(soak_response *r, int n, const char **reason)
 {
     r->header = NAMES[n].header;
     if (r->header == H_TRANSFER_ENCODING && (r->flags & F_CONTENT_LENGTH)) {
@@ -466,13 +496,32 @@ static int value_start(soak_response *r, const char **reason)
     }
 }
 
-/* Where the run of header value bytes from `i` ends (at `len` or at a byte that is not one),
- * keeping or scanning it if it is watched. Eight bytes at a time while none of them is a
- * control byte or DEL: header values are most of a head. */
-static size_t scan_value(soak_response *r, const unsigned char *data, size_t i, size_t len)
+#ifdef SOAK_SSE2
+HOT __m128i load16(const unsigned char *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
+
+/* The bytes of x that are in [lo, lo + span], as unsigned bytes: 0xff each, else 0. */
+HOT __m128i within(__m128i x, char lo, char span)
 {
+    __m128i t = _mm_sub_epi8(x, _mm_set1_epi8(lo));
+    return _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(span)), t);
+}
+#endif
+
+/* Where the run of header value bytes (llhttp's HEADER_CHARS) from `i` ends: at `len` or at
+ * the first control byte other than HT, or DEL. Many bytes at a time: values are most of a head. */
+HOT size_t value_run(const unsigned char *data, size_t i, size_t len)
+{
+#ifdef SOAK_SSE2
+    while (len - i >= 16) {
+        __m128i x = load16(data + i);
+        __m128i stop = _mm_andnot_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\t')), within(x, 0, 0x1f));
+        unsigned bits = (unsigned)_mm_movemask_epi8(_mm_or_si128(stop, _mm_cmpeq_epi8(x, _mm_set1_epi8(0x7f))));
+        if (bits != 0)
+            return i + (unsigned)__builtin_ctz(bits);
+        i += 16;
+    }
+#endif
     const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-    size_t start = i;
     while (len - i >= 8) {
         uint64_t word = load8(data + i), del = word ^ (0x7f * ones);
         /* The high bit of each byte below 0x20 or equal to 0x7f, and maybe of bytes after it. */
@@ -484,7 +533,7 @@ static size_t scan_value(soak_response *r, const unsigned char *data, size_t i, 
 #if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
         i += (size_t)__builtin_ctzll(stop) / 8; /* the first such byte, exactly: the lowest bit set */
         if (data[i] != '\t')
-            break;
+            return i;
         i++;
 #else
         break;
@@ -492,31 +541,166 @@ static size_t scan_value(soak_response *r, const unsigned char *data, size_t i, 
     }
     while (i < len && IS(data[i], VALUE))
         i++;
-    if (r->watch == W_SERVER || r->watch == W_ENCODING)
-        keep_value(r, data + start, i - start);
-    else if (r->watch == W_TE)
-        for (size_t k = start; k < i; k++)
-            scan_te(r, data[k]);
     return i;
 }
 
-/* A status line as nearly all are, "HTTP/d.d ddd", read at once; 0 if it is not one (the
+/* Where the run of token bytes (a header name) from `i` ends: at `len` or at the first byte
+ * that is no tchar. With SSE2 sixteen bytes at a time while they are letters, digits or '-'
+ * (nearly every name), the table then saying whether a byte that is not ends the run. */
+HOT size_t token_run(const unsigned char *data, size_t i, size_t len)
+{
+#ifdef SOAK_SSE2
+    while (len - i >= 16) {
+        __m128i x = load16(data + i);
+        __m128i common = _mm_or_si128(within(_mm_or_si128(x, _mm_set1_epi8(0x20)), 'a', 'z' - 'a'),
+                                      _mm_or_si128(within(x, '0', 9), _mm_cmpeq_epi8(x, _mm_set1_epi8('-'))));
+        unsigned other = ~(unsigned)_mm_movemask_epi8(common) & 0xffffu;
+        if (other == 0) {
+            i += 16;
+            continue;
+        }
+        i += (unsigned)__builtin_ctz(other);
+        if (!IS(data[i], TOKEN))
+            return i;
+        i++;
+    }
+#endif
+    while (len - i >= 4 && (CLASS[data[i]] & CLASS[data[i + 1]] & CLASS[data[i + 2]] & CLASS[data[i + 3]] & TOKEN))
+        i += 4;
+    while (i < len && IS(data[i], TOKEN))
+        i++;
+    return i;
+}
+
+/* Where the run of header value bytes from `i` ends, keeping or scanning it if it is watched. */
+static size_t scan_value(soak_response *r, const unsigned char *data, size_t i, size_t len)
+{
+    size_t end = value_run(data, i, len);
+    if (r->watch == W_SERVER || r->watch == W_ENCODING)
+        keep_value(r, data + i, end - i);
+    else if (r->watch == W_TE)
+        for (size_t k = i; k < end; k++)
+            scan_te(r, data[k]);
+    return end;
+}
+
+/* A status line as nearly all are, "HTTP/1.1 ddd" or "HTTP/1.0 ddd", read at once; 0 if it is not one (the
  * byte-by-byte states then read it, and name what is wrong). */
 static int fast_status_line(soak_response *r, const unsigned char *p)
 {
-    if (memcmp(p, "HTTP/", 5) != 0 || p[6] != '.' || p[8] != ' ')
+    uint64_t version = load8(p);
+    unsigned minor, d0 = p[9] - '0', d1 = p[10] - '0', d2 = p[11] - '0';
+    if (version == load8("HTTP/1.1"))
+        minor = 1;
+    else if (version == load8("HTTP/1.0"))
+        minor = 0;
+    else
         return 0;
-    for (int k = 5; k < 12; k++)
-        if ((k == 5 || k == 7 || k >= 9) && (p[k] < '0' || p[k] > '9'))
-            return 0;
-    unsigned major = p[5] - '0', minor = p[7] - '0';
-    if (!((major == 0 && minor == 9) || (major == 1 && minor <= 1) || (major == 2 && minor == 0)))
+    if (p[8] != ' ' || d0 > 9 || d1 > 9 || d2 > 9)
         return 0;
-    r->major = (uint8_t)major;
+    r->major = 1;
     r->minor = (uint8_t)minor;
-    r->code = (uint16_t)((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
+    r->code = (uint16_t)(d0 * 100 + d1 * 10 + d2);
     r->final_head = !(r->code >= 100 && r->code <= 199);
     return 1;
+}
+
+/* --- whole header lines at once ---------------------------------------------------------- */
+
+/* A whole line of one of NAMES whose value is `v[0..n)` (n > 0, its first byte no blank, no
+ * control byte but HT in it), as the byte-by-byte states would read it: 1 when done, 0 (and
+ * nothing changed) when they must read it, for it is one of the rarer or refused forms. */
+static int fast_special(soak_response *r, int id, const unsigned char *v, size_t n)
+{
+    const char *reason;
+    uint64_t length = 0;
+    size_t k = 0;
+    unsigned flag;
+    switch (NAMES[id].header) {
+    case H_GENERAL: /* Server, Content-Encoding: kept whole, as scan_value would keep it */
+    case H_UPGRADE: /* read as any other value (value_start) */
+        field_complete(r, id, &reason);
+        r->header = H_GENERAL;
+        if (r->watch != W_NONE) {
+            keep_value(r, v, n);
+            value_kept(r);
+        }
+        return 1;
+    case H_CONTENT_LENGTH: /* digits, then blanks only */
+        if (r->flags & (F_TRANSFER_ENCODING | F_CONTENT_LENGTH))
+            return 0;
+        for (; k < n && v[k] >= '0' && v[k] <= '9'; k++) {
+            unsigned d = (unsigned)(v[k] - '0');
+            if (length > (UINT64_MAX - d) / 10)
+                return 0;
+            length = length * 10 + d;
+        }
+        flag = F_CONTENT_LENGTH;
+        break;
+    case H_CONNECTION: /* one token of the two that say something, in any case, then blanks */
+        if (n >= 10 && spells(v, "keep-alive", 10))
+            k = 10, flag = F_KEEP_ALIVE;
+        else if (n >= 5 && spells(v, "close", 5))
+            k = 5, flag = F_CLOSE;
+        else
+            return 0;
+        break;
+    default: /* Transfer-Encoding */
+        return 0;
+    }
+    while (k < n && (v[k] == ' ' || v[k] == '\t'))
+        k++;
+    if (k < n)
+        return 0;
+    field_complete(r, id, &reason); /* cannot refuse: the flags that would were looked at */
+    if (flag == F_CONTENT_LENGTH)
+        r->remaining = length;
+    r->flags |= (uint16_t)flag;
+    return 1;
+}
+
+/* Header lines as nearly all are, read a line at a time from a line's start at `i`: a name of
+ * token bytes, a colon, a value of no control byte but HT, CR LF, and a next line that is no
+ * fold; the blank line ends the head. A value is only looked at when the name is one of NAMES
+ * (fast_special); of any other name the byte states do nothing with it, even when it is empty.
+ * Anything else (a line a read cuts, a value of NAMES that is empty or unusual,
+ * Transfer-Encoding, whatever is refused) is left to the byte-by-byte states from the start of
+ * its line, with the state as they would have it there, so the answer is theirs whatever the
+ * reads. Returns the offset reached: still in S_FIELD_START unless the head ended. */
+static size_t fast_fields(soak_response *r, const unsigned char *data, size_t i, size_t len)
+{
+    for (;;) {
+        const unsigned char *p = data + i;
+        size_t left = len - i, n, e, v;
+        if (left < 2)
+            return i;
+        if (p[0] == '\r') { /* the blank line: S_HEADERS_LF's ending */
+            if (p[1] != '\n')
+                return i;
+            i += 2;
+            if (r->flags & F_TRAILING)
+                message_complete(r, i);
+            else
+                head_complete(r, i);
+            return i;
+        }
+        n = token_run(p, 0, left);
+        if (n == 0 || n == left || p[n] != ':')
+            return i;
+        e = value_run(p, n + 1, left); /* the blanks before the value included */
+        if (left - e < 3 || load2(p + e) != load2("\r\n") || p[e + 2] == ' ' || p[e + 2] == '\t')
+            return i;
+        int id = name_of(p, n);
+        if (id < 0) { /* nothing is done with its value, even an empty one */
+            r->header = H_GENERAL;
+        } else {
+            for (v = n + 1; v < e && (p[v] == ' ' || p[v] == '\t'); v++)
+                ;
+            if (v == e || !fast_special(r, id, p + v, e - v))
+                return i;
+        }
+        i += e + 2;
+    }
 }
 
 /* --- the parser ------------------------------------------------------------------------- */
@@ -635,12 +819,10 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
                 return invalid(r, i, "Expected LF after CR");
             i++;
             r->state = S_HEADERS_START;
-            break;
-        case S_HEADERS_START:
-            if (c == ' ')
-                return invalid(r, i, "Unexpected space after start line");
-            r->state = S_FIELD_START;
-            break;
+            if (i == len)
+                break;
+            c = data[i];
+            goto headers_start;
         case S_VALUE_WS_CR:
             if (c != '\n')
                 return invalid(r, i, "Expected LF after CR");
@@ -815,8 +997,24 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
             if (r->header >= H_KEEP_ALIVE)
                 set_header_flags(r);
             r->state = S_FIELD_START;
+            goto fields;
+        case S_HEADERS_START:
+        headers_start:
+            if (c == ' ')
+                return invalid(r, i, "Unexpected space after start line");
+            r->state = S_FIELD_START;
             /* fall through */
         case S_FIELD_START:
+        fields:
+            i = fast_fields(r, data, i, len);
+            if (r->state != S_FIELD_START) {
+                if (r->state == S_ENDED)
+                    return i;
+                break;
+            }
+            if (i == len)
+                break;
+            c = data[i];
             if (c == '\r') {
                 i++;
                 r->state = S_HEADERS_LF;
@@ -832,19 +1030,16 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
         case S_FIELD: { /* header_field and header_field_general */
             size_t start = i;
             int n;
-            while (len - i >= 4 && (CLASS[data[i]] & CLASS[data[i + 1]] & CLASS[data[i + 2]] & CLASS[data[i + 3]] & TOKEN))
-                i += 4;
-            while (i < len && IS(data[i], TOKEN))
-                i++;
+            i = token_run(data, i, len);
             if (i == len) { /* the name goes on in the next read */
                 hold_name(r, data + start, i - start);
                 break;
             }
             if (r->name_len == 0) {
-                n = i - start <= SOAK_NAME_MAX ? name_of(data + start, i - start) : -1;
+                n = name_of(data + start, i - start);
             } else {
                 hold_name(r, data + start, i - start);
-                n = r->name_len <= SOAK_NAME_MAX ? name_of((const unsigned char *)r->name, r->name_len) : -1;
+                n = name_of((const unsigned char *)r->name, r->name_len);
             }
             c = data[i];
             if (c != ':') /* llhttp says it one way after a special name, another after any other */
@@ -1062,6 +1257,14 @@ void soak_response_eof(soak_response *r)
         done(r, 0, 0); /* the close ends the body, and the connection with it */
     else
         fail(r, SOAK_KIND_CLOSED, SOAK_ERR_BODY_CUT, NULL);
+}
+
+void soak_response_lost(soak_response *r)
+{
+    r->events = 0;
+    if (r->outcome != SOAK_PENDING)
+        return;
+    fail(r, SOAK_KIND_CLOSED, r->head_done ? SOAK_ERR_BODY_CUT : SOAK_ERR_NO_RESPONSE, NULL);
 }
 
 /* failures._kib: "100 KiB", or the bytes when not a whole number of KiB. */

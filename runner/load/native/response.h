@@ -131,6 +131,11 @@ size_t soak_response_feed(soak_response *r, const unsigned char *data, size_t le
  * fails anything else not yet complete. A reset is the caller's ("reset"), not this. */
 void soak_response_eof(soak_response *r);
 
+/* The connection was lost with an error other than a reset (http1.Connection._report_loss
+ * with an exception): fails anything not yet complete as closed, even a body that runs to
+ * the close, for a close with an error is no clean end of it. */
+void soak_response_lost(soak_response *r);
+
 /* The failure's text, as runner/load names it, in buf (NUL-ended, cut to size); returns
  * the length the whole text has, as snprintf does. "" when it did not fail. */
 int soak_response_error(const soak_response *r, char *buf, size_t size);

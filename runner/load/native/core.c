@@ -1,0 +1,1847 @@
+/*
+ * The native engine's loop (see core.h): runner/load/engine.py's clients, the fast
+ * transport's connections (fast_transport.py, http1.py, rawsocket.py) and the recorder's
+ * filing (runner/stats/recorder.py), in one thread with no Python in it.
+ *
+ * The thread holds e->lock while it handles a batch (what one epoll_wait returned, then
+ * the clients whose turn it is to send) and lets go of it while it waits, so other
+ * threads stop it, cancel it and take intervals between two batches. Everything that
+ * changes the engine's state happens under that lock, whichever thread does it.
+ *
+ * Order within a batch, as wrk does it: every read first, then the writes of the clients
+ * whose next send is due, so one wake-up answers many responses.
+ */
+#define _GNU_SOURCE
+#include "core.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *const soak_kind_names[SOAK_KINDS] = {
+    "dns", "refused", "connect", "timeout", "reset", "closed", "protocol", "tls", "cancelled", "other",
+};
+
+#define READ_SIZE 65536        /* rawsocket._READ_SIZE */
+#define EVENTS 256             /* events taken per epoll_wait */
+#define CLOCK_PAIR_NS 20000    /* http1._CLOCK_PAIR_NS */
+#define MESSAGE_CHARS 160      /* failures.MESSAGE_CHARS */
+#define TIMER_TAG 0            /* epoll data of the timerfd ... */
+#define WAKE_TAG 1             /* ... and of the eventfd other threads wake the loop with */
+
+static const char CANCELLED_TEXT[] = "cancelled: still in flight when the run stopped";
+
+enum conn_state { CONN_FREE, CONN_CONNECTING, CONN_BUSY, CONN_IDLE };
+enum client_state { CL_WAIT, CL_READY, CL_BUSY, CL_ROOM, CL_DONE };
+
+/* A connection slot; while it carries a request, the request's state too. */
+typedef struct conn {
+    int fd;
+    uint8_t state;          /* enum conn_state */
+    uint8_t out_watched;    /* EPOLLOUT asked for (a request not yet all written) */
+    uint8_t kernel_clock;   /* Result.kernel_clock */
+    uint8_t new_conn;       /* the request opened this connection (Result.connected_ns set) */
+    uint8_t last;           /* the connection's last request (Lifetime.last): written with Connection: close */
+    uint8_t made;           /* its connect completed: counted opened, and closed when it is (Tally.connections_*) */
+    uint32_t client, target, origin;
+    uint32_t served;        /* requests it has carried (http1.Connection.served) */
+    uint32_t dial_turn, tries; /* the dial's turn at its origin's addresses, and addresses tried */
+    int first_err;          /* the dial's first failure (fast_transport._connect_first) */
+    int64_t opened;         /* when it was made (http1.Connection.opened_ns) */
+    int64_t n, due, free_ns, start, connected, written, headers, deadline;
+    int64_t stamp;          /* kernel receive time (CLOCK_REALTIME) of the last read that had one */
+    uint64_t wire;          /* bytes read for this response */
+    size_t write_off;
+    struct conn *prev, *next; /* the deadline list while busy, an idle list while idle, the free list */
+    soak_address addr;      /* the address it is connected (or connecting) to */
+    soak_response r;
+} conn;
+
+typedef struct client {
+    int64_t k;              /* its next send */
+    int64_t free_ns;        /* closed model: when its previous request ended */
+    int64_t end_k;          /* its first k not in the run */
+    int64_t due;            /* when its next send is due, while it waits for it */
+    uint8_t state;          /* enum client_state */
+} clientrec;
+
+/* One send made, as the recorder and the tallies see it (runner.load.result.Result). */
+typedef struct result {
+    int64_t n, due, free_ns, start, connected, written, headers, end;
+    uint64_t bytes_in, bytes_out, header_bytes;
+    uint32_t url;
+    uint16_t status;
+    int kind;               /* SOAK_K_*, or -1 for a response */
+    uint8_t kernel_clock, kept_alive, protocol;
+    const char *text;
+    const soak_response *r; /* the response's parser (its Server header), NULL for a cancelled send */
+} result;
+
+struct soak_engine {
+    soak_config cfg;
+    int ep, timer_fd, wake_fd, done_fd;
+    pthread_t thread;
+    int started, joined;
+    pthread_mutex_t lock;
+
+    /* --- sending (engine.py's Engine) --- */
+    int stopping, cancelled, finished, fatal;
+    int64_t stopped_ns, last_claimed, count_end_ns;
+    uint64_t sent;          /* read by other threads without the lock */
+    uint64_t done;          /* sends ended (a response or a failure, counted): likewise */
+    int64_t in_flight;
+    uint32_t live_clients;  /* clients not done */
+    int64_t current;        /* the client being stepped: a stop its own claim makes leaves it be */
+    clientrec *clients;
+    uint32_t *heap, heap_len;           /* clients waiting for a due time, by due time */
+    uint32_t *ready, ready_head, ready_len; /* clients whose turn it is (a ring) */
+    uint32_t *room, room_len;           /* open model: clients waiting for room in flight */
+
+    /* --- connections --- */
+    conn *conns;
+    uint32_t nconns, unused;            /* slots; the first never used (calloc's pages stay untouched) */
+    conn *free_conns;
+    conn **idle;                        /* per client and origin: its idle connections, newest first */
+    uint64_t idle_count;
+    conn *dl_head, *dl_tail;            /* requests in flight, oldest (earliest deadline) first */
+    int64_t armed_ns;                   /* when the timer is set to fire; 0: not armed */
+    int64_t wall_offset;                /* realtime - monotonic; SOAK_NONE: the last measure was unusable */
+    int64_t offset_at;                  /* when it was measured (0: never) */
+    unsigned char *buf;
+    _Alignas(size_t) char control[CMSG_SPACE(sizeof(struct timespec))]; /* as cmsghdr is aligned */
+
+    /* --- recording (recorder.py's Recorder) --- */
+    int64_t next;                       /* the first interval not taken */
+    int64_t current_end;                /* results ending before this land in interval `next` */
+    int64_t drain_from;                 /* SOAK_NONE: no drain */
+    soak_tally **open;                  /* open[i]: interval next + i (NULL: nothing in it yet) */
+    uint32_t open_cap;
+    soak_tally *drain;
+    int64_t drain_end_ns;
+    soak_hist send_lag, lateness, uncorrected, in_unit, loop_lag;
+    soak_bench *bench;
+    uint64_t connections, opened, closed;
+    uint64_t opened_since, closed_since; /* since the previous take */
+    soak_metrics metrics;
+};
+
+/* --- the three calls of every request --------------------------------------------------- */
+
+/* The engine's thread is never cancelled, so its three calls per request go to the kernel
+ * without glibc's cancellation-point bookkeeping around each (two calls, about 60
+ * instructions a request); errno as ever. */
+static ssize_t sys_send(int fd, const void *data, size_t len)
+{
+    return syscall(SYS_sendto, fd, data, len, MSG_NOSIGNAL, NULL, 0);
+}
+
+static ssize_t sys_recvmsg(int fd, struct msghdr *msg)
+{
+    return syscall(SYS_recvmsg, fd, msg, 0);
+}
+
+/* arm64 (and every architecture newer than x86-64) has no epoll_wait system call, only
+ * epoll_pwait, which with no signal mask is the same call (glibc's epoll_wait makes it so). */
+static int sys_epoll_wait(int ep, struct epoll_event *events, int max, int timeout)
+{
+#ifdef SYS_epoll_wait
+    return (int)syscall(SYS_epoll_wait, ep, events, max, timeout);
+#else
+    return (int)syscall(SYS_epoll_pwait, ep, events, max, timeout, NULL, (size_t)0);
+#endif
+}
+
+/* --- clocks ----------------------------------------------------------------------------- */
+
+static inline int64_t clock_ns(clockid_t id)
+{
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (int64_t)t.tv_sec * SOAK_NS_PER_S + t.tv_nsec;
+}
+
+static inline int64_t mono(void) { return clock_ns(CLOCK_MONOTONIC); }
+
+/* How long a measured offset between the wall clock and the monotonic one is used. */
+#define OFFSET_NS 1000000
+
+/* The offset between the wall clock and the monotonic one, for arrived(); out of line, for
+ * arrived() runs twice a response and is small without it. */
+__attribute__((noinline)) static void measure_offset(soak_engine *e)
+{
+    int64_t before = mono(), wall = clock_ns(CLOCK_REALTIME), after = mono();
+    e->wall_offset = after - before < CLOCK_PAIR_NS ? wall - (before + after) / 2 : SOAK_NONE;
+    e->offset_at = after;
+}
+
+/* http1.Connection._arrived_ns: when the bytes being parsed arrived, on the monotonic clock.
+ * The kernel's stamp is on CLOCK_REALTIME; the offset between the clocks is measured afresh
+ * (a wall reading between two monotonic ones, close together, as http1.py pairs them) for
+ * the first response of any millisecond, not for each: at tens of thousands a second the
+ * three readings cost as much as parsing the response (they are slow in a VM), and a step
+ * of the wall clock then misleads the stamps of one millisecond. A stamp from before the
+ * request started, or after now, is not used. */
+static inline int64_t arrived(soak_engine *e, conn *c, int64_t now)
+{
+    if (c->stamp == 0)
+        return now;
+    if (now - e->offset_at >= OFFSET_NS || e->offset_at == 0)
+        measure_offset(e);
+    if (e->wall_offset == SOAK_NONE)
+        return now;
+    int64_t at = c->stamp - e->wall_offset;
+    if (c->start <= at && at <= now) {
+        c->kernel_clock = 1;
+        return at;
+    }
+    return now;
+}
+
+/* --- tallies ---------------------------------------------------------------------------- */
+
+static void fatal(soak_engine *e, int err)
+{
+    if (!e->fatal)
+        e->fatal = err;
+}
+
+static soak_tally *tally_new(soak_engine *e)
+{
+    soak_tally *t = calloc(1, sizeof *t);
+    if (t == NULL || soak_hist_init(&t->latency, SOAK_HIGHEST_NS) < 0) {
+        free(t);
+        fatal(e, ENOMEM);
+        return NULL;
+    }
+    return t;
+}
+
+void soak_tally_free(soak_tally *t)
+{
+    if (t == NULL)
+        return;
+    soak_hist_free(&t->latency);
+    free(t->groups);
+    free(t);
+}
+
+/* Interval k's tally (k >= next), made if it is the first result there; NULL without memory. */
+static soak_tally *open_tally(soak_engine *e, int64_t k)
+{
+    uint64_t i = (uint64_t)(k - e->next);
+    if (i >= e->open_cap) {
+        uint32_t cap = e->open_cap;
+        while (cap <= i)
+            cap *= 2;
+        soak_tally **grown = realloc(e->open, cap * sizeof *grown);
+        if (grown == NULL) {
+            fatal(e, ENOMEM);
+            return NULL;
+        }
+        memset(grown + e->open_cap, 0, (cap - e->open_cap) * sizeof *grown);
+        e->open = grown;
+        e->open_cap = cap;
+    }
+    if (e->open[i] == NULL)
+        e->open[i] = tally_new(e);
+    return e->open[i];
+}
+
+/* Recorder.record's choice of tally for a result that ended at `end`. */
+static soak_tally *tally_for(soak_engine *e, int64_t end)
+{
+    if (end < e->current_end)
+        return open_tally(e, e->next);
+    if (e->drain_from != SOAK_NONE && end >= e->drain_from) {
+        if (e->drain == NULL)
+            e->drain = tally_new(e);
+        if (end > e->drain_end_ns)
+            e->drain_end_ns = end;
+        return e->drain;
+    }
+    int64_t k = soak_grid_index(&e->cfg.grid, end);
+    return open_tally(e, k > e->next ? k : e->next);
+}
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* ErrorGroup.add: one more failure in a group. */
+static void group_add(const soak_config *cfg, soak_group *g, uint32_t url, const char *text)
+{
+    g->count++;
+    uint32_t i = 0;
+    while (i < g->nurls && g->urls[i] != url)
+        i++;
+    if (i == g->nurls) {
+        if (g->nurls < cfg->group_urls)
+            g->urls[g->nurls++] = url;
+        else
+            g->more_urls = 1;
+    }
+    if (!g->varied && strcmp(text, g->text) != 0)
+        g->varied = 1;
+}
+
+/* Tally._group: count a failure in the group of its kind and pattern (recorder.error_pattern:
+ * runs of digits as '#'), or its kind's overflow group once ERROR_GROUPS groups are kept. */
+static void count_failure(soak_engine *e, soak_tally *t, int kind, uint32_t url, const char *text)
+{
+    const soak_config *cfg = &e->cfg;
+    char pattern[SOAK_TEXT_MAX];
+    size_t j = 0;
+    for (const char *s = text; *s && j + 1 < sizeof pattern; s++) {
+        if (*s >= '0' && *s <= '9') {
+            pattern[j++] = '#';
+            while (s[1] >= '0' && s[1] <= '9')
+                s++;
+        } else {
+            pattern[j++] = *s;
+        }
+    }
+    pattern[j] = '\0';
+    if (t->groups == NULL) {
+        t->groups = calloc(cfg->error_groups + SOAK_KINDS, sizeof *t->groups);
+        if (t->groups == NULL) {
+            fatal(e, ENOMEM);
+            return;
+        }
+    }
+    uint64_t hash = fnv(14695981039346656037u ^ (uint64_t)kind, pattern);
+    for (uint32_t i = 0; i < t->ngroups; i++) {
+        soak_group *g = &t->groups[i];
+        if (g->hash == hash && g->kind == kind && !g->overflow && strcmp(g->pattern, pattern) == 0) {
+            group_add(cfg, g, url, text);
+            return;
+        }
+    }
+    int overflow = t->ngroups >= cfg->error_groups;
+    if (overflow) {
+        for (uint32_t i = 0; i < t->ngroups; i++) {
+            soak_group *g = &t->groups[i];
+            if (g->overflow && g->kind == kind) {
+                group_add(cfg, g, url, text);
+                return;
+            }
+        }
+    }
+    soak_group *g = &t->groups[t->ngroups++];
+    memset(g, 0, offsetof(soak_group, pattern));
+    g->hash = hash;
+    g->kind = (uint8_t)kind;
+    g->overflow = (uint8_t)overflow;
+    g->count = 1;
+    g->url = url;
+    g->urls[0] = url;
+    g->nurls = 1;
+    snprintf(g->pattern, sizeof g->pattern, "%s", overflow ? "*" : pattern);
+    snprintf(g->text, sizeof g->text, "%s", text);
+}
+
+/* Skipped sends of client c, its k-th from `first` up to `end`, in the intervals they were
+ * due in (recorder._skip over schedule.Skips.by_interval): one step per interval spanned,
+ * whatever the count. Returns end. */
+static int64_t skip(soak_engine *e, uint32_t c, int64_t first, int64_t end)
+{
+    const soak_schedule *s = &e->cfg.schedule;
+    if (end <= first)
+        return end;
+    if (e->metrics.slots)
+        SOAK_ADD(e->metrics.skipped, (uint64_t)(end - first));
+    for (int64_t k = first; k < end;) {
+        int64_t index = soak_grid_index(&e->cfg.grid, soak_due(s, soak_send_number(s, c, k)));
+        int64_t upto = soak_last_due_by(s, c, soak_grid_end(&e->cfg.grid, index) - 1) + 1;
+        if (upto > end)
+            upto = end;
+        if (upto <= k) /* cannot happen (send k is due before its interval's end); never loop */
+            upto = k + 1;
+        soak_tally *t = open_tally(e, index > e->next ? index : e->next);
+        if (t != NULL)
+            t->skipped += (uint64_t)(upto - k);
+        k = upto;
+    }
+    return end;
+}
+
+/* BenchTally.add */
+static void bench_add(soak_bench *b, const soak_config *cfg, const result *r)
+{
+    if (r->end > b->last_end_ns)
+        b->last_end_ns = r->end;
+    b->header_bytes += r->header_bytes;
+    if (!b->has_server && r->status && r->r != NULL) {
+        b->has_server = 1;
+        b->server_len = r->r->server_len;
+        memcpy(b->server, r->r->server, r->r->server_len);
+        b->server_ns = r->end;
+    }
+    if (r->kind >= 0)
+        return;
+    int64_t total = r->end - r->start;
+    if (r->connected) {
+        int64_t connect = r->connected - r->start;
+        soak_hist_record(&b->connect_new, connect);
+        soak_hist_record(&b->processing_new, total - connect);
+        soak_hist_record(&b->total_new, total);
+    } else {
+        soak_hist_record(&b->total_reused, total);
+    }
+    soak_hist_record(&b->waiting, r->headers - (r->written ? r->written : r->start));
+    b->kept_alive += r->kept_alive;
+    if (!b->has_document) {
+        b->has_document = 1;
+        b->document_length = r->bytes_in;
+        b->first_response_ns = r->end;
+    } else if (r->bytes_in != b->document_length) {
+        b->length_mismatches++;
+        uint32_t i = 0;
+        while (i < b->nother && b->other_length[i] != r->bytes_in)
+            i++;
+        if (i < b->nother) {
+            b->other_count[i]++;
+        } else if (b->nother < cfg->other_lengths) {
+            b->other_length[b->nother] = r->bytes_in;
+            b->other_count[b->nother++] = 1;
+        }
+    }
+}
+
+/* bisect_left(edges, latency) */
+static uint32_t place_of(const soak_config *cfg, int64_t latency)
+{
+    uint32_t lo = 0, hi = cfg->nedges;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (cfg->edges[mid] < latency)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* MetricsTally.record */
+static void metrics_add(soak_engine *e, const result *r, int late, int64_t latency)
+{
+    soak_metrics *m = &e->metrics;
+    uint32_t slot = e->cfg.slot_of[r->url];
+    if (late)
+        SOAK_ADD(m->late, 1);
+    if (r->kind >= 0) {
+        SOAK_ADD(m->failures[slot * SOAK_KINDS + (uint32_t)r->kind], 1);
+        return;
+    }
+    SOAK_ADD(m->statuses[slot * SOAK_STATUSES + (r->status < SOAK_STATUSES ? r->status : 0)], 1);
+    uint32_t place = place_of(&e->cfg, latency);
+    if (r->status >= 200 && r->status < 500) {
+        SOAK_ADD(m->good[slot * m->places + place], 1);
+        SOAK_ADD(m->good_ns[slot], (uint64_t)latency);
+    } else {
+        SOAK_ADD(m->bad[slot * m->places + place], 1);
+        SOAK_ADD(m->bad_ns[slot], (uint64_t)latency);
+    }
+}
+
+/* Recorder.record (and the metrics tally after it): count one send that was made. */
+static void record(soak_engine *e, const result *r)
+{
+    const soak_config *cfg = &e->cfg;
+    SOAK_ADD(e->done, 1);
+    soak_tally *t = tally_for(e, r->end);
+    if (t == NULL)
+        return;
+    if (e->bench != NULL)
+        bench_add(e->bench, cfg, r);
+    e->connections += r->protocol;
+    int late = 0;
+    if (r->start && r->kind != SOAK_K_CANCELLED) {
+        int64_t lag = r->start - (r->due > r->free_ns ? r->due : r->free_ns); /* Result.client_lag_ns */
+        late = lag >= cfg->late_ns;  /* stats.client.is_late */
+        if (cfg->model != SOAK_BENCH) {
+            soak_hist_record(&e->send_lag, r->start - r->due);
+            soak_hist_record(&e->lateness, lag);
+            if (late) {
+                t->late++;
+                if (lag > t->late_max_ns)
+                    t->late_max_ns = lag;
+            }
+        }
+    }
+    t->bytes_out += r->bytes_out;
+    t->bytes_in += r->bytes_in;
+    int64_t latency = 0;
+    if (r->kind >= 0) {
+        t->failed++;
+        t->errors[r->kind]++;
+        count_failure(e, t, r->kind, r->url, r->text);
+    } else {
+        if (r->status >= 200 && r->status < 500)
+            t->good++;
+        else
+            t->bad++;
+        t->statuses[r->status < SOAK_STATUSES ? r->status : 0]++;
+        t->kernel_clocked += r->kernel_clock;
+        int64_t from = cfg->corrected && r->due < r->start ? r->due : r->start; /* Result.latency_in */
+        latency = r->headers - from;
+        soak_hist_record(&t->latency, latency);
+        if (e->uncorrected.counts != NULL)
+            soak_hist_record(&e->uncorrected, r->headers - r->start);
+        if (e->in_unit.counts != NULL)
+            soak_hist_record(&e->in_unit, soak_floordiv(latency, cfg->unit_ns));
+    }
+    if (e->metrics.slots)
+        metrics_add(e, r, late, latency);
+}
+
+/* --- the schedule's side: claiming, skipping, stopping ---------------------------------- */
+
+static void client_done(soak_engine *e, uint32_t c)
+{
+    if (e->clients[c].state != CL_DONE) {
+        e->clients[c].state = CL_DONE;
+        e->live_clients--;
+    }
+}
+
+/* Engine._skip_missed: the client's sends from its k-th that fell due before the stop. */
+static void skip_missed(soak_engine *e, uint32_t c)
+{
+    clientrec *cl = &e->clients[c];
+    if (e->cfg.model == SOAK_BENCH)
+        return;
+    cl->k = skip(e, c, cl->k,
+                 soak_last_in_run(&e->cfg.schedule, c, cl->end_k, cl->k, e->stopped_ns) + 1);
+}
+
+/* Engine.stop: send nothing more; what fell due before `at` and was not sent is skipped by
+ * each client as it finishes (at once for those not waiting on a request). */
+static void begin_stop(soak_engine *e, int64_t at)
+{
+    if (e->stopped_ns == SOAK_NONE)
+        e->stopped_ns = at;
+    if (e->stopping)
+        return;
+    e->stopping = 1;
+    for (uint32_t c = 0; c < e->cfg.clients; c++) {
+        uint8_t state = e->clients[c].state;
+        if ((int64_t)c == e->current || state == CL_DONE || state == CL_BUSY)
+            continue;
+        skip_missed(e, c);
+        client_done(e, c);
+    }
+    e->heap_len = 0;
+    e->room_len = 0;
+}
+
+/* Engine._claim: take one send from the totalRequests budget (n < 0: a bench send). */
+static int claim(soak_engine *e, int64_t n)
+{
+    int64_t limit = e->cfg.total_requests;
+    if (limit && e->sent >= (uint64_t)limit)
+        return 0;
+    SOAK_ADD(e->sent, 1);
+    if (n >= 0 && n > e->last_claimed)
+        e->last_claimed = n;
+    if (limit && e->sent == (uint64_t)limit) {
+        begin_stop(e, mono());
+        if (n >= 0) {
+            int64_t last = soak_last_send_by(&e->cfg.schedule, e->stopped_ns);
+            e->count_end_ns = soak_slot_end(&e->cfg.schedule, last > e->last_claimed ? last : e->last_claimed);
+        }
+    }
+    return 1;
+}
+
+/* --- the clients' queues ---------------------------------------------------------------- */
+
+static void heap_push(soak_engine *e, uint32_t c, int64_t due)
+{
+    e->clients[c].state = CL_WAIT;
+    e->clients[c].due = due;
+    uint32_t i = e->heap_len++;
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (e->clients[e->heap[parent]].due <= due)
+            break;
+        e->heap[i] = e->heap[parent];
+        i = parent;
+    }
+    e->heap[i] = c;
+}
+
+static uint32_t heap_pop(soak_engine *e)
+{
+    uint32_t top = e->heap[0], last = e->heap[--e->heap_len], i = 0;
+    int64_t due = e->clients[last].due;
+    for (;;) {
+        uint32_t child = 2 * i + 1;
+        if (child >= e->heap_len)
+            break;
+        if (child + 1 < e->heap_len && e->clients[e->heap[child + 1]].due < e->clients[e->heap[child]].due)
+            child++;
+        if (e->clients[e->heap[child]].due >= due)
+            break;
+        e->heap[i] = e->heap[child];
+        i = child;
+    }
+    if (e->heap_len)
+        e->heap[i] = last;
+    return top;
+}
+
+static void make_ready(soak_engine *e, uint32_t c)
+{
+    if (e->clients[c].state == CL_READY || e->clients[c].state == CL_DONE)
+        return;
+    e->clients[c].state = CL_READY;
+    e->ready[(e->ready_head + e->ready_len++) % (uint32_t)e->cfg.clients] = c;
+}
+
+/* Open model: room in flight again. Every client that waited for it skips what fell due
+ * meanwhile (the engine's _open_client after _wait_for_room) and waits for its next send. */
+static void release_room(soak_engine *e)
+{
+    int64_t now = mono();
+    for (uint32_t i = 0; i < e->room_len; i++) {
+        uint32_t c = e->room[i];
+        clientrec *cl = &e->clients[c];
+        cl->k = skip(e, c, cl->k, soak_last_in_run(&e->cfg.schedule, c, cl->end_k, cl->k, now) + 1);
+        cl->state = CL_WAIT; /* make_ready takes it from here */
+        make_ready(e, c);
+    }
+    e->room_len = 0;
+}
+
+/* --- connections ------------------------------------------------------------------------ */
+
+static void dl_append(soak_engine *e, conn *c)
+{
+    c->next = NULL;
+    c->prev = e->dl_tail;
+    if (e->dl_tail)
+        e->dl_tail->next = c;
+    else
+        e->dl_head = c;
+    e->dl_tail = c;
+}
+
+static void dl_remove(soak_engine *e, conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        e->dl_head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        e->dl_tail = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static conn **idle_list(soak_engine *e, uint32_t client, uint32_t origin)
+{
+    return &e->idle[(size_t)client * e->cfg.norigins + origin];
+}
+
+static void idle_push(soak_engine *e, conn *c)
+{
+    conn **head = idle_list(e, c->client, c->origin);
+    c->state = CONN_IDLE;
+    c->prev = NULL;
+    c->next = *head;
+    if (*head)
+        (*head)->prev = c;
+    *head = c;
+    e->idle_count++;
+}
+
+static void idle_remove(soak_engine *e, conn *c)
+{
+    conn **head = idle_list(e, c->client, c->origin);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        *head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    e->idle_count--;
+}
+
+/* Close a connection that carries no request (any more) and free its slot. */
+static void conn_release(soak_engine *e, conn *c)
+{
+    if (c->state == CONN_IDLE)
+        idle_remove(e, c);
+    if (c->fd >= 0) {
+        close(c->fd); /* which takes it out of the epoll set */
+        if (c->made) {
+            e->closed++;
+            e->closed_since++;
+            SOAK_ADD(e->metrics.closed, 1);
+        }
+    }
+    c->made = 0;
+    c->fd = -1;
+    c->state = CONN_FREE;
+    c->next = e->free_conns;
+    e->free_conns = c;
+}
+
+/* A free slot: a never-used one, a freed one, or else the slot of some idle connection. */
+static conn *conn_slot(soak_engine *e)
+{
+    conn *c = e->free_conns;
+    if (c != NULL) {
+        e->free_conns = c->next;
+        return c;
+    }
+    if (e->unused < e->nconns) {
+        c = &e->conns[e->unused++];
+        c->fd = -1;
+        return c;
+    }
+    size_t lists = (size_t)e->cfg.clients * e->cfg.norigins;
+    for (size_t i = 0; i < lists; i++) {
+        if (e->idle[i] != NULL) {
+            conn_release(e, e->idle[i]);
+            c = e->free_conns;
+            e->free_conns = c->next;
+            return c;
+        }
+    }
+    return NULL; /* cannot happen: there are more slots than requests in flight */
+}
+
+static int watch(soak_engine *e, conn *c, int op, uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    return epoll_ctl(e->ep, op, c->fd, &ev);
+}
+
+/* --- ending a request ------------------------------------------------------------------- */
+
+static void request_done(soak_engine *e, uint32_t client, int64_t end);
+
+/* The request on `c` is over: count it, then keep or close the connection and let its
+ * client go on. kind < 0: a response. `keep`: the connection may carry the next request. */
+static void finish(soak_engine *e, conn *c, int kind, const char *text, int keep, int64_t end)
+{
+    const soak_config *cfg = &e->cfg;
+    const soak_target *t = &cfg->targets[c->target];
+    char late_text[SOAK_TEXT_MAX];
+    result r = {
+        .n = c->n, .due = c->due, .free_ns = c->free_ns, .start = c->start, .connected = c->connected,
+        .written = c->written, .headers = c->headers, .end = end,
+        .bytes_in = c->r.body_bytes, .bytes_out = t->body_bytes_out, .url = c->target,
+        .status = c->headers ? c->r.status : 0, .kind = kind, .kernel_clock = c->kernel_clock, .text = text,
+        .r = &c->r,
+    };
+    if (c->r.outcome == SOAK_DONE) {
+        r.header_bytes = t->is_head ? c->wire : c->r.header_bytes;
+        r.kept_alive = t->is_head ? 0 : c->r.keep_alive;
+    }
+    /* http1.Connection._finish: what ends after its deadline is a timeout, whatever it was;
+     * a head that came after it too is forgotten. (A failure to connect is no response.) */
+    if (kind != SOAK_K_TIMEOUT && c->state == CONN_BUSY && end > c->deadline) {
+        if (r.headers > c->deadline)
+            r.headers = r.status = 0;
+        snprintf(late_text, sizeof late_text, r.headers ? "timeout: no complete body within %s"
+                                                        : "timeout: no response headers within %s",
+                 cfg->timeout_text);
+        r.kind = SOAK_K_TIMEOUT;
+        r.text = late_text;
+        keep = 0;
+    }
+    r.protocol = c->new_conn && r.status && r.kind != SOAK_K_TIMEOUT;
+    record(e, &r);
+    dl_remove(e, c);
+    uint32_t client = c->client;
+    if (keep && cfg->keep_alive && !c->last) /* a last request's connection closes, whatever the server said */
+        idle_push(e, c);
+    else
+        conn_release(e, c);
+    e->in_flight--;
+    request_done(e, client, end);
+}
+
+/* A failure before any response byte could time it: it ends now. */
+static void fail_now(soak_engine *e, conn *c, int kind, const char *text)
+{
+    finish(e, c, kind, text, 0, mono());
+}
+
+/* The response's parser ended it (done or failed). */
+static void parsed(soak_engine *e, conn *c, int leftover, int64_t now)
+{
+    int64_t end = c->headers ? arrived(e, c, now) : now;
+    if (c->r.outcome == SOAK_DONE) {
+        /* bytes after the response belong to no request: the connection is out of step */
+        finish(e, c, -1, NULL, c->r.keep_alive && !leftover && !e->cfg.targets[c->target].is_head, end);
+        return;
+    }
+    char text[SOAK_TEXT_MAX];
+    soak_response_error(&c->r, text, sizeof text);
+    finish(e, c, c->r.kind == SOAK_KIND_PROTOCOL ? SOAK_K_PROTOCOL : SOAK_K_CLOSED, text, 0, end);
+}
+
+/* The connection was lost with `err` (http1.Connection._report_loss with an exception). */
+static void lost(soak_engine *e, conn *c, int err)
+{
+    if (err == ECONNRESET) {
+        int64_t now = mono();
+        finish(e, c, SOAK_K_RESET, "connection reset by peer", 0, c->headers ? arrived(e, c, now) : now);
+        return;
+    }
+    soak_response_lost(&c->r);
+    parsed(e, c, 0, mono());
+}
+
+/* fast_transport.classify_connect_error for an errno (OSError's subclasses by errno). */
+static void dial_next(soak_engine *e, conn *c);
+
+static void connect_failed(soak_engine *e, conn *c, int err)
+{
+    char text[SOAK_TEXT_MAX], reason[256];
+    const soak_origin *o = &e->cfg.origins[c->origin];
+    /* fast_transport._connect_first: the next of the name's addresses, else the first's error */
+    if (c->first_err == 0)
+        c->first_err = err;
+    if (c->tries + 1 < o->naddrs) {
+        c->tries++;
+        if (c->fd >= 0) {
+            close(c->fd); /* a dial that failed: never made, never counted */
+            c->fd = -1;
+        }
+        dial_next(e, c);
+        return;
+    }
+    err = c->first_err;
+    if (err == ECONNREFUSED) {
+        fail_now(e, c, SOAK_K_REFUSED, "connection refused");
+    } else if (err == ECONNRESET) {
+        fail_now(e, c, SOAK_K_RESET, "connection reset by peer");
+    } else if (err == ETIMEDOUT) { /* TimeoutError: the connect phase's timeout */
+        snprintf(text, sizeof text, "timeout: connect to %s not made within %s", c->addr.text,
+                 e->cfg.timeout_text);
+        fail_now(e, c, SOAK_K_TIMEOUT, text);
+    } else {
+        const char *message = strerror_r(err, reason, sizeof reason);
+        snprintf(text, sizeof text, "connect: %.*s%s", strlen(message) <= MESSAGE_CHARS ? MESSAGE_CHARS
+                 : MESSAGE_CHARS - 3, message, strlen(message) <= MESSAGE_CHARS ? "" : "...");
+        fail_now(e, c, SOAK_K_CONNECT, text);
+    }
+}
+
+/* The timer check: a request past its deadline times out (http1.Deadlines). */
+static void time_out(soak_engine *e, conn *c, int64_t now)
+{
+    char text[SOAK_TEXT_MAX];
+    if (c->state == CONN_CONNECTING)
+        snprintf(text, sizeof text, "timeout: connect to %s not made within %s", c->addr.text,
+                 e->cfg.timeout_text);
+    else
+        snprintf(text, sizeof text, c->headers ? "timeout: no complete body within %s"
+                                               : "timeout: no response headers within %s", e->cfg.timeout_text);
+    finish(e, c, SOAK_K_TIMEOUT, text, 0, now);
+}
+
+/* Engine._send's CancelledError: a fresh Result, timed from its due time at the latest. */
+static void cancel_request(soak_engine *e, conn *c, int64_t now)
+{
+    result r = {
+        .n = c->n, .due = c->due, .start = c->due < now ? c->due : now, .end = now, .url = c->target,
+        .kind = SOAK_K_CANCELLED, .text = CANCELLED_TEXT,
+    };
+    record(e, &r);
+    dl_remove(e, c);
+    conn_release(e, c);
+    e->in_flight--;
+}
+
+/* --- making a request ------------------------------------------------------------------- */
+
+/* transport.Lifetime.last, decided at the send, as FastSession.send does: the request is the
+ * connection's last if it is the max_requests-th on it, or the connection is max_age_ns old
+ * by now. An idle connection is never closed for its age: the next request retires it. */
+static int lifetime_last(const soak_config *cfg, uint32_t served, int64_t opened, int64_t now)
+{
+    if (!cfg->keep_alive) /* every request already says Connection: close */
+        return 0;
+    if (cfg->max_requests && (uint64_t)served + 1 >= cfg->max_requests)
+        return 1;
+    return cfg->max_age_ns && now - opened >= cfg->max_age_ns;
+}
+
+/* The request on `c` is about to be written at `now`: last or not, and one more served. */
+static void begin_lifetime_request(soak_engine *e, conn *c, int64_t now)
+{
+    c->last = (uint8_t)lifetime_last(&e->cfg, c->served, c->opened, now);
+    c->served++;
+}
+
+/* The k-th address a dial on `turn` tries (transport.in_turn): the first family's, rotated
+ * by the turn, then the others in the resolver's order. */
+static const soak_address *address_at(const soak_origin *o, uint32_t turn, uint32_t k)
+{
+    if (k < o->nown)
+        return &o->addrs[(turn + k) % o->nown];
+    return &o->addrs[k < o->naddrs ? k : o->naddrs - 1];
+}
+
+static void write_request(soak_engine *e, conn *c)
+{
+    const soak_target *t = &e->cfg.targets[c->target];
+    const unsigned char *data = c->last ? t->last_request : t->request;
+    size_t len = c->last ? t->last_request_len : t->request_len;
+    ssize_t n = sys_send(c->fd, data + c->write_off, len - c->write_off);
+    if (c->written == 0)
+        c->written = mono();
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            lost(e, c, errno);
+            return;
+        }
+        n = 0;
+    }
+    c->write_off += (size_t)n;
+    int want_out = c->write_off < len;
+    if (want_out != c->out_watched) {
+        c->out_watched = (uint8_t)want_out;
+        if (watch(e, c, EPOLL_CTL_MOD, want_out ? EPOLLIN | EPOLLOUT : EPOLLIN) < 0)
+            lost(e, c, errno);
+    }
+}
+
+/* The connection is made: its request goes out. */
+static void connected(soak_engine *e, conn *c)
+{
+    c->opened = c->connected = mono();
+    c->made = 1; /* counted as the Python transports count: a connection made, not a socket tried */
+    e->opened++;
+    e->opened_since++;
+    SOAK_ADD(e->metrics.opened, 1);
+    c->state = CONN_BUSY;
+    c->served = 0;
+    begin_lifetime_request(e, c, c->connected);
+    write_request(e, c);
+}
+
+/* rawsocket.Pump.connect, as ab does it: connect, then connect again to learn that it is
+ * done (on loopback it nearly always is), else wait until the socket is writable. A dial
+ * tries the origin's addresses in its turn's order until one connects. */
+static void dial_next(soak_engine *e, conn *c)
+{
+    const soak_origin *o = &e->cfg.origins[c->origin];
+    if (c->tries >= o->naddrs) /* the list was replaced by a shorter one meanwhile */
+        c->tries = o->naddrs - 1;
+    c->addr = *address_at(o, c->dial_turn, c->tries);
+    int one = 1;
+    c->fd = socket(c->addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        connect_failed(e, c, errno);
+        return;
+    }
+    c->state = CONN_CONNECTING;
+    setsockopt(c->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
+    if (e->cfg.keep_alive) /* a request written while an earlier one's ACK is pending must not wait */
+        setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    const struct sockaddr *addr = (const struct sockaddr *)&c->addr.addr;
+    int rc = connect(c->fd, addr, c->addr.addr_len);
+    int err = rc == 0 ? 0 : errno;
+    if (err == EINPROGRESS || err == EALREADY) {
+        rc = connect(c->fd, addr, c->addr.addr_len);
+        err = rc == 0 || errno == EISCONN ? 0 : errno;
+    }
+    if (err == EINPROGRESS || err == EALREADY) {
+        if (watch(e, c, EPOLL_CTL_ADD, EPOLLOUT) < 0)
+            connect_failed(e, c, errno);
+        return;
+    }
+    if (err != 0) {
+        connect_failed(e, c, err);
+        return;
+    }
+    if (watch(e, c, EPOLL_CTL_ADD, EPOLLIN) < 0) {
+        connect_failed(e, c, errno);
+        return;
+    }
+    connected(e, c);
+}
+
+/* A new connection for the request on `c`: the origin's next turn (Answers.next_turn). */
+static void dial(soak_engine *e, conn *c)
+{
+    soak_origin *o = &e->cfg.origins[c->origin];
+    c->dial_turn = (uint32_t)(o->turn++ % o->nown);
+    c->tries = 0;
+    c->first_err = 0;
+    dial_next(e, c);
+}
+
+/* FastSession.send: send n for `client` on an idle connection to its origin, or a new one. */
+static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t due, int64_t free_ns)
+{
+    const soak_config *cfg = &e->cfg;
+    uint32_t target = (uint32_t)(n % cfg->ntargets);
+    conn **idle = idle_list(e, client, cfg->targets[target].origin);
+    conn *c = *idle;
+    int64_t now = mono();
+    if (c != NULL) {
+        idle_remove(e, c);
+    } else {
+        c = conn_slot(e);
+        if (c == NULL) { /* no slot at all: counted as the failure to connect it would be */
+            fatal(e, EMFILE);
+            return;
+        }
+        c->fd = -1;
+    }
+    c->client = client;
+    c->target = target;
+    c->origin = cfg->targets[target].origin;
+    c->n = n;
+    c->due = due < 0 ? now : due; /* a bench send is due when it is sent */
+    c->free_ns = free_ns;
+    c->start = now;
+    c->deadline = now + cfg->timeout_ns;
+    c->connected = c->written = c->headers = 0;
+    c->last = 0;
+    c->wire = 0;
+    c->write_off = 0;
+    c->kernel_clock = 0;
+    c->out_watched = 0;
+    soak_response_init(&c->r, cfg->targets[target].is_head, cfg->max_head);
+    e->in_flight++;
+    dl_append(e, c);
+    if (c->fd >= 0) {
+        c->new_conn = 0;
+        c->state = CONN_BUSY;
+        begin_lifetime_request(e, c, now);
+        write_request(e, c);
+    } else {
+        c->new_conn = 1;
+        dial(e, c);
+    }
+}
+
+/* --- reading ---------------------------------------------------------------------------- */
+
+static void read_response(soak_engine *e, conn *c)
+{
+    struct iovec iov = {.iov_base = e->buf, .iov_len = READ_SIZE};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = e->control,
+                         .msg_controllen = sizeof e->control};
+    ssize_t n = sys_recvmsg(c->fd, &msg);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+            return;
+        if (c->state == CONN_IDLE)
+            conn_release(e, c);
+        else
+            lost(e, c, errno);
+        return;
+    }
+    if (c->state == CONN_IDLE) { /* the server closed it, or sent what nobody asked for */
+        conn_release(e, c);
+        return;
+    }
+    if (n == 0) {
+        soak_response_eof(&c->r);
+        parsed(e, c, 0, mono());
+        return;
+    }
+    for (struct cmsghdr *m = CMSG_FIRSTHDR(&msg); m != NULL; m = CMSG_NXTHDR(&msg, m)) {
+        if (m->cmsg_level == SOL_SOCKET && m->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(m), sizeof ts);
+            c->stamp = (int64_t)ts.tv_sec * SOAK_NS_PER_S + ts.tv_nsec;
+        }
+    }
+    c->wire += (uint64_t)n;
+    size_t used = soak_response_feed(&c->r, e->buf, (size_t)n);
+    if (!(c->r.events & SOAK_EVENT_HEAD) && c->r.outcome == SOAK_PENDING)
+        return;
+    int64_t now = mono(); /* one reading for the head and the end, when one read held both */
+    if (c->r.events & SOAK_EVENT_HEAD)
+        c->headers = arrived(e, c, now);
+    if (c->r.outcome != SOAK_PENDING)
+        parsed(e, c, used < (size_t)n, now);
+}
+
+static void conn_event(soak_engine *e, conn *c, uint32_t events)
+{
+    if (c->state == CONN_FREE)
+        return; /* closed earlier in this batch (slots are reused only after the batch's events) */
+    if (c->state == CONN_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        if (err != 0) {
+            connect_failed(e, c, err);
+            return;
+        }
+        if (watch(e, c, EPOLL_CTL_MOD, EPOLLIN) < 0) {
+            connect_failed(e, c, errno);
+            return;
+        }
+        connected(e, c);
+        return;
+    }
+    if (c->state == CONN_BUSY && (events & EPOLLOUT) && c->out_watched) {
+        write_request(e, c);
+        if (c->state != CONN_BUSY)
+            return;
+    }
+    if (events & ~(uint32_t)EPOLLOUT) /* readable, hung up or an error: recvmsg says which */
+        read_response(e, c);
+}
+
+/* --- clients ---------------------------------------------------------------------------- */
+
+/* A client's request ended at `end`: the engine's client loops, after `await self._send`. */
+static void request_done(soak_engine *e, uint32_t c, int64_t end)
+{
+    clientrec *cl = &e->clients[c];
+    const soak_schedule *s = &e->cfg.schedule;
+    switch (e->cfg.model) {
+    case SOAK_CLOSED:
+        cl->free_ns = end;
+        cl->k++;
+        if (e->stopping) {
+            skip_missed(e, c);
+            client_done(e, c);
+            return;
+        }
+        {
+            int64_t skipped;
+            int64_t k = soak_catch_up(s, c, cl->end_k, cl->k, end, mono(), &skipped);
+            skip(e, c, k - skipped, k);
+            cl->k = k;
+        }
+        cl->state = CL_WAIT;
+        make_ready(e, c);
+        return;
+    case SOAK_BENCH:
+        cl->state = CL_WAIT;
+        make_ready(e, c);
+        return;
+    default: /* open: the client never waited for this request, but others may wait for room */
+        if (e->room_len && e->in_flight < e->cfg.max_in_flight)
+            release_room(e);
+        return;
+    }
+}
+
+static void step_closed(soak_engine *e, uint32_t c)
+{
+    clientrec *cl = &e->clients[c];
+    const soak_schedule *s = &e->cfg.schedule;
+    int64_t n = soak_send_number(s, c, cl->k);
+    if (!soak_in_run(s, n)) {
+        client_done(e, c);
+        return;
+    }
+    int64_t due = soak_due(s, n);
+    if (due > mono()) {
+        heap_push(e, c, due);
+        return;
+    }
+    if (!claim(e, n)) {
+        skip_missed(e, c);
+        client_done(e, c);
+        return;
+    }
+    cl->state = CL_BUSY;
+    start_request(e, c, n, due, cl->free_ns);
+}
+
+static void step_open(soak_engine *e, uint32_t c)
+{
+    clientrec *cl = &e->clients[c];
+    const soak_schedule *s = &e->cfg.schedule;
+    for (;;) {
+        if (e->stopping) {
+            skip_missed(e, c);
+            client_done(e, c);
+            return;
+        }
+        int64_t n = soak_send_number(s, c, cl->k);
+        if (!soak_in_run(s, n)) {
+            client_done(e, c);
+            return;
+        }
+        int64_t due = soak_due(s, n);
+        int64_t now = mono();
+        if (due > now) {
+            heap_push(e, c, due);
+            return;
+        }
+        if (e->in_flight >= e->cfg.max_in_flight) {
+            cl->state = CL_ROOM;
+            e->room[e->room_len++] = c;
+            return;
+        }
+        if (!soak_before_end(s, now)) { /* never sent after the end: skipped */
+            cl->k = skip(e, c, cl->k, soak_last_in_run(s, c, cl->end_k, cl->k, now) + 1);
+            continue;
+        }
+        if (!claim(e, n)) {
+            skip_missed(e, c);
+            client_done(e, c);
+            return;
+        }
+        cl->k++;
+        start_request(e, c, n, due, 0);
+    }
+}
+
+static void step_bench(soak_engine *e, uint32_t c)
+{
+    const soak_schedule *s = &e->cfg.schedule;
+    if (e->stopping || (s->end_ns != SOAK_NO_END && !soak_before_end(s, mono())) || !claim(e, -1)) {
+        client_done(e, c);
+        return;
+    }
+    e->clients[c].state = CL_BUSY;
+    start_request(e, c, (int64_t)e->sent - 1, -1, 0);
+}
+
+/* A client whose turn it is: its next send is due (or it was just freed). */
+static void step(soak_engine *e, uint32_t c)
+{
+    if (e->clients[c].state != CL_READY)
+        return; /* done meanwhile (a stop) */
+    if (e->stopping) {
+        skip_missed(e, c);
+        client_done(e, c);
+        return;
+    }
+    e->current = c;
+    if (e->cfg.model == SOAK_CLOSED)
+        step_closed(e, c);
+    else if (e->cfg.model == SOAK_OPEN)
+        step_open(e, c);
+    else
+        step_bench(e, c);
+    e->current = -1;
+}
+
+/* --- stop and cancel -------------------------------------------------------------------- */
+
+static void wake(soak_engine *e)
+{
+    uint64_t one = 1;
+    ssize_t done = write(e->wake_fd, &one, sizeof one);
+    (void)done; /* a full counter already wakes it */
+}
+
+/* Engine.cancel_in_flight: every request in flight becomes a `cancelled` failure. */
+static void cancel_all(soak_engine *e)
+{
+    int64_t now = mono();
+    begin_stop(e, now);
+    e->cancelled = 1;
+    while (e->dl_head != NULL) {
+        conn *c = e->dl_head;
+        uint32_t client = c->client;
+        cancel_request(e, c, now);
+        if (e->cfg.model != SOAK_OPEN && e->clients[client].state != CL_DONE) {
+            e->clients[client].k++; /* the closed client's `finally: k += 1` */
+            skip_missed(e, client);
+            client_done(e, client);
+        }
+    }
+    for (uint32_t c = 0; c < e->cfg.clients; c++)
+        client_done(e, c);
+}
+
+/* --- the loop --------------------------------------------------------------------------- */
+
+static void arm(soak_engine *e, int64_t at)
+{
+    struct itimerspec spec = {.it_value = {.tv_sec = at / SOAK_NS_PER_S, .tv_nsec = at % SOAK_NS_PER_S}};
+    if (timerfd_settime(e->timer_fd, TFD_TIMER_ABSTIME, &spec, NULL) == 0)
+        e->armed_ns = at;
+    else
+        fatal(e, errno);
+}
+
+/* One firing of the timer: how late it came is the loop's lag (the probe, folded in). */
+static void timer_fired(soak_engine *e, int64_t now)
+{
+    uint64_t expiries;
+    ssize_t done = read(e->timer_fd, &expiries, sizeof expiries);
+    if (done == (ssize_t)sizeof expiries && e->armed_ns)
+        soak_hist_record(&e->loop_lag, now - e->armed_ns);
+    e->armed_ns = 0;
+}
+
+/* What is due by now: requests past their deadline end, clients whose send is due get their turn. */
+static void due_now(soak_engine *e, int64_t now)
+{
+    while (e->dl_head != NULL && e->dl_head->deadline <= now)
+        time_out(e, e->dl_head, now);
+    while (e->heap_len && e->clients[e->heap[0]].due <= now)
+        make_ready(e, heap_pop(e));
+}
+
+/* Each client whose turn it is (those queued before this call), in the order they came. */
+static void run_ready(soak_engine *e)
+{
+    uint32_t todo = e->ready_len;
+    while (todo-- && e->ready_len) {
+        uint32_t c = e->ready[e->ready_head];
+        e->ready_head = (e->ready_head + 1) % (uint32_t)e->cfg.clients;
+        e->ready_len--;
+        step(e, c);
+    }
+}
+
+/* Arm the timer for the earliest of the next due send and the oldest deadline, unless it
+ * is armed for earlier already (it then fires early once, and is armed again). */
+static void rearm(soak_engine *e)
+{
+    int64_t want = INT64_MAX;
+    if (e->heap_len)
+        want = e->clients[e->heap[0]].due;
+    if (e->dl_head != NULL && e->dl_head->deadline < want)
+        want = e->dl_head->deadline;
+    if (want != INT64_MAX && (e->armed_ns == 0 || want < e->armed_ns))
+        arm(e, want > 0 ? want : 1);
+}
+
+static void start_clients(soak_engine *e)
+{
+    const soak_schedule *s = &e->cfg.schedule;
+    for (uint32_t c = 0; c < e->cfg.clients; c++) {
+        if (e->clients[c].state == CL_DONE)
+            continue; /* a stop or a cancel came before the start */
+        if (e->cfg.model == SOAK_BENCH) {
+            heap_push(e, c, soak_due(s, 0));
+        } else if (soak_in_run(s, soak_send_number(s, c, 0))) {
+            heap_push(e, c, soak_due(s, soak_send_number(s, c, 0)));
+        } else {
+            client_done(e, c);
+        }
+    }
+}
+
+static void *engine_thread(void *arg)
+{
+    soak_engine *e = arg;
+    struct epoll_event events[EVENTS];
+    pthread_mutex_lock(&e->lock);
+    start_clients(e);
+    int64_t now = mono();
+    for (;;) {
+        if (e->fatal && !e->cancelled)
+            cancel_all(e);
+        due_now(e, now);
+        run_ready(e);
+        if (e->live_clients == 0 && e->in_flight == 0)
+            break;
+        rearm(e);
+        int timeout = e->ready_len ? 0 : -1;
+        pthread_mutex_unlock(&e->lock);
+        int n = sys_epoll_wait(e->ep, events, EVENTS, timeout);
+        int err = errno;
+        pthread_mutex_lock(&e->lock);
+        if (n < 0) {
+            if (err != EINTR)
+                fatal(e, err);
+            now = mono();
+            continue;
+        }
+        now = mono(); /* one reading per wake-up: the timer's lag, the deadlines, the clients due */
+        for (int i = 0; i < n; i++) {
+            if (events[i].data.u64 == TIMER_TAG) {
+                timer_fired(e, now);
+            } else if (events[i].data.u64 == WAKE_TAG) {
+                uint64_t count;
+                ssize_t done = read(e->wake_fd, &count, sizeof count);
+                (void)done;
+            } else {
+                conn_event(e, events[i].data.ptr, events[i].events);
+            }
+        }
+    }
+    /* FastSession.aclose: the clients' idle connections */
+    for (uint32_t i = 0; i < e->unused; i++)
+        if (e->conns[i].state == CONN_IDLE)
+            conn_release(e, &e->conns[i]);
+    e->finished = 1;
+    pthread_mutex_unlock(&e->lock);
+    uint64_t one = 1;
+    ssize_t done = write(e->done_fd, &one, sizeof one);
+    (void)done;
+    return NULL;
+}
+
+/* --- the API ---------------------------------------------------------------------------- */
+
+void soak_config_free(soak_config *cfg)
+{
+    for (uint32_t i = 0; cfg->targets != NULL && i < cfg->ntargets; i++) {
+        free(cfg->targets[i].request);
+        free(cfg->targets[i].last_request);
+    }
+    free(cfg->targets);
+    for (uint32_t i = 0; cfg->origins != NULL && i < cfg->norigins; i++)
+        free(cfg->origins[i].addrs);
+    free(cfg->origins);
+    free(cfg->slot_of);
+    free(cfg->edges);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+static int metrics_init(soak_metrics *m, const soak_config *cfg)
+{
+    m->slots = cfg->nslots;
+    m->places = cfg->nedges + 1;
+    if (!m->slots)
+        return 0;
+    m->statuses = calloc((size_t)m->slots * SOAK_STATUSES, sizeof(uint64_t));
+    m->failures = calloc((size_t)m->slots * SOAK_KINDS, sizeof(uint64_t));
+    m->good = calloc((size_t)m->slots * m->places, sizeof(uint64_t));
+    m->bad = calloc((size_t)m->slots * m->places, sizeof(uint64_t));
+    m->good_ns = calloc(m->slots, sizeof(uint64_t));
+    m->bad_ns = calloc(m->slots, sizeof(uint64_t));
+    return m->statuses && m->failures && m->good && m->bad && m->good_ns && m->bad_ns ? 0 : -1;
+}
+
+static void metrics_free(soak_metrics *m)
+{
+    free(m->statuses);
+    free(m->failures);
+    free(m->good);
+    free(m->bad);
+    free(m->good_ns);
+    free(m->bad_ns);
+}
+
+static int bench_init(soak_bench *b)
+{
+    memset(b, 0, sizeof *b);
+    soak_hist *all[] = {&b->waiting, &b->total_reused, &b->connect_new, &b->processing_new, &b->total_new};
+    int failed = 0;
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        failed |= soak_hist_init(all[i], SOAK_HIGHEST_NS);
+    return failed;
+}
+
+static void bench_free(soak_bench *b)
+{
+    soak_hist_free(&b->waiting);
+    soak_hist_free(&b->total_reused);
+    soak_hist_free(&b->connect_new);
+    soak_hist_free(&b->processing_new);
+    soak_hist_free(&b->total_new);
+}
+
+static const char *check(const soak_config *cfg)
+{
+    if (cfg->ntargets == 0 || cfg->norigins == 0)
+        return "no targets";
+    for (uint32_t i = 0; i < cfg->ntargets; i++)
+        if (cfg->targets[i].origin >= cfg->norigins)
+            return "a target's origin is out of range";
+    for (uint32_t i = 0; i < cfg->norigins; i++)
+        if (cfg->origins == NULL || cfg->origins[i].naddrs == 0 || cfg->origins[i].nown == 0)
+            return "an origin has no address";
+    if (cfg->clients < 1 || cfg->clients > (1 << 24))
+        return "clients must be 1 to 16777216";
+    if (cfg->model == SOAK_OPEN && (cfg->max_in_flight < 1 || cfg->max_in_flight > (1 << 24)))
+        return "max_in_flight must be 1 to 16777216";
+    if (!(cfg->schedule.qps > 0) || cfg->schedule.stride < 1 || cfg->schedule.offset < 0 ||
+        cfg->schedule.clients != cfg->clients)
+        return "the schedule needs qps > 0, stride >= 1, offset >= 0 and this engine's clients";
+    if (cfg->grid.interval_ns < 1 || cfg->timeout_ns < 1 || cfg->unit_ns < 0 || cfg->total_requests < 0)
+        return "interval, timeout and unit must be positive";
+    if (cfg->group_urls > SOAK_MAX_GROUP_URLS || cfg->other_lengths > SOAK_MAX_OTHER_LENGTHS)
+        return "group_urls or other_lengths is beyond what the engine keeps";
+    for (uint32_t i = 0; cfg->nslots && i < cfg->ntargets; i++)
+        if (cfg->slot_of[i] >= cfg->nslots)
+            return "a URL's metrics slot is out of range";
+    return NULL;
+}
+
+soak_engine *soak_engine_new(soak_config *config, char *err, size_t err_size)
+{
+    const char *bad = check(config);
+    if (bad != NULL) {
+        snprintf(err, err_size, "%s", bad);
+        soak_config_free(config);
+        return NULL;
+    }
+    soak_engine *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        snprintf(err, err_size, "out of memory");
+        soak_config_free(config);
+        return NULL;
+    }
+    e->cfg = *config;
+    memset(config, 0, sizeof *config);
+    soak_config *cfg = &e->cfg;
+    e->ep = e->timer_fd = e->wake_fd = e->done_fd = -1;
+    e->stopped_ns = e->count_end_ns = e->drain_from = SOAK_NONE;
+    e->last_claimed = -1;
+    e->current = -1;
+    e->live_clients = (uint32_t)cfg->clients;
+    e->current_end = soak_grid_end(&cfg->grid, 0);
+    pthread_mutex_init(&e->lock, NULL);
+    e->nconns = (uint32_t)cfg->clients * cfg->norigins + (cfg->model == SOAK_OPEN ? (uint32_t)cfg->max_in_flight : 0);
+    e->conns = calloc(e->nconns, sizeof *e->conns);
+    e->clients = calloc((size_t)cfg->clients, sizeof *e->clients);
+    e->heap = calloc((size_t)cfg->clients, sizeof *e->heap);
+    e->ready = calloc((size_t)cfg->clients, sizeof *e->ready);
+    e->room = calloc((size_t)cfg->clients, sizeof *e->room);
+    e->idle = calloc((size_t)cfg->clients * cfg->norigins, sizeof *e->idle);
+    e->buf = malloc(READ_SIZE);
+    e->open_cap = 4;
+    e->open = calloc(e->open_cap, sizeof *e->open);
+    int failed = !e->conns || !e->clients || !e->heap || !e->ready || !e->room || !e->idle || !e->buf || !e->open;
+    for (uint32_t c = 0; e->clients != NULL && c < cfg->clients; c++)
+        e->clients[c].end_k = soak_end_k(&cfg->schedule, c); /* a stop before the start needs it too */
+    if (cfg->model != SOAK_BENCH)
+        failed |= soak_hist_init(&e->send_lag, SOAK_HIGHEST_NS) | soak_hist_init(&e->lateness, SOAK_HIGHEST_NS);
+    if (cfg->model == SOAK_OPEN && cfg->corrected)
+        failed |= soak_hist_init(&e->uncorrected, SOAK_HIGHEST_NS);
+    if (cfg->unit_ns) {
+        int64_t highest = SOAK_HIGHEST_NS / cfg->unit_ns; /* LatencyHistogram.for_unit */
+        failed |= soak_hist_init(&e->in_unit, highest > 2 ? highest : 2);
+    }
+    failed |= soak_hist_init(&e->loop_lag, SOAK_HIGHEST_NS);
+    if (cfg->model == SOAK_BENCH) {
+        e->bench = malloc(sizeof *e->bench);
+        failed |= e->bench == NULL || bench_init(e->bench);
+    }
+    failed |= metrics_init(&e->metrics, cfg);
+    if (failed) {
+        snprintf(err, err_size, "out of memory");
+        soak_engine_free(e);
+        return NULL;
+    }
+    e->ep = epoll_create1(EPOLL_CLOEXEC);
+    e->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    e->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event timer = {.events = EPOLLIN, .data.u64 = TIMER_TAG};
+    struct epoll_event woken = {.events = EPOLLIN, .data.u64 = WAKE_TAG};
+    if (e->ep < 0 || e->timer_fd < 0 || e->wake_fd < 0 || e->done_fd < 0 ||
+        epoll_ctl(e->ep, EPOLL_CTL_ADD, e->timer_fd, &timer) < 0 ||
+        epoll_ctl(e->ep, EPOLL_CTL_ADD, e->wake_fd, &woken) < 0) {
+        snprintf(err, err_size, "%s", strerror(errno));
+        soak_engine_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+int soak_engine_start(soak_engine *e)
+{
+    sigset_t all, before;
+    if (e->started)
+        return EALREADY;
+    /* the thread takes no signal: SIGINT and SIGTERM are Python's, on its main thread */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &before);
+    int err = pthread_create(&e->thread, NULL, engine_thread, e);
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    if (err == 0)
+        e->started = 1;
+    return err;
+}
+
+void soak_engine_join(soak_engine *e)
+{
+    if (e->started && !e->joined) {
+        pthread_join(e->thread, NULL);
+        e->joined = 1;
+    }
+}
+
+void soak_engine_free(soak_engine *e)
+{
+    if (e == NULL)
+        return;
+    if (e->started && !e->joined) {
+        soak_engine_cancel(e);
+        soak_engine_join(e);
+    }
+    for (uint32_t i = 0; e->conns != NULL && i < e->unused; i++)
+        if (e->conns[i].fd >= 0)
+            close(e->conns[i].fd);
+    int fds[] = {e->ep, e->timer_fd, e->wake_fd, e->done_fd};
+    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    for (uint32_t i = 0; e->open != NULL && i < e->open_cap; i++)
+        soak_tally_free(e->open[i]);
+    soak_tally_free(e->drain);
+    soak_hist *hists[] = {&e->send_lag, &e->lateness, &e->uncorrected, &e->in_unit, &e->loop_lag};
+    for (size_t i = 0; i < sizeof hists / sizeof *hists; i++)
+        soak_hist_free(hists[i]);
+    if (e->bench != NULL)
+        bench_free(e->bench);
+    free(e->bench);
+    metrics_free(&e->metrics);
+    free(e->open);
+    free(e->conns);
+    free(e->clients);
+    free(e->heap);
+    free(e->ready);
+    free(e->room);
+    free(e->idle);
+    free(e->buf);
+    soak_config_free(&e->cfg);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+}
+
+void soak_engine_stop(soak_engine *e, int64_t at_ns)
+{
+    pthread_mutex_lock(&e->lock);
+    if (!e->finished)
+        begin_stop(e, at_ns);
+    else if (e->stopped_ns == SOAK_NONE)
+        e->stopped_ns = at_ns;
+    pthread_mutex_unlock(&e->lock);
+    wake(e);
+}
+
+void soak_engine_cancel(soak_engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    if (!e->finished) {
+        cancel_all(e);
+    } else if (e->stopped_ns == SOAK_NONE) {
+        e->stopped_ns = mono();
+    }
+    pthread_mutex_unlock(&e->lock);
+    wake(e);
+}
+
+uint32_t soak_addresses_order(soak_address *addrs, uint32_t n)
+{
+    /* a stable partition: the first family's addresses, then the others, each in order */
+    int first = addrs[0].family;
+    uint32_t nown = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (addrs[i].family != first)
+            continue;
+        if (i != nown) {
+            soak_address moved = addrs[i];
+            memmove(&addrs[nown + 1], &addrs[nown], (size_t)(i - nown) * sizeof *addrs);
+            addrs[nown] = moved;
+        }
+        nown++;
+    }
+    return nown;
+}
+
+int soak_engine_set_addresses(soak_engine *e, uint32_t o, soak_address *addrs, uint32_t n)
+{
+    if (o >= e->cfg.norigins || n == 0)
+        return -1;
+    uint32_t nown = soak_addresses_order(addrs, n);
+    pthread_mutex_lock(&e->lock);
+    soak_origin *origin = &e->cfg.origins[o];
+    soak_address *old = origin->addrs;
+    origin->addrs = addrs;
+    origin->naddrs = n;
+    origin->nown = nown;
+    pthread_mutex_unlock(&e->lock);
+    free(old);
+    return 0;
+}
+
+void soak_engine_drain_from(soak_engine *e, int64_t t_ns)
+{
+    pthread_mutex_lock(&e->lock);
+    if (e->drain_from == SOAK_NONE || t_ns < e->drain_from)
+        e->drain_from = t_ns;
+    if (e->drain_from < e->current_end)
+        e->current_end = e->drain_from;
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* The engine's skip_due_before: open clients waiting for room skip what fell due before t,
+ * so an interval holds its own skips even while no request ends. */
+static void skip_due_before(soak_engine *e, int64_t t_ns)
+{
+    for (uint32_t i = 0; i < e->room_len; i++) {
+        uint32_t c = e->room[i];
+        clientrec *cl = &e->clients[c];
+        cl->k = skip(e, c, cl->k, soak_last_in_run(&e->cfg.schedule, c, cl->end_k, cl->k, t_ns - 1) + 1);
+    }
+}
+
+int soak_engine_take(soak_engine *e, int64_t k, int final, int64_t until_ns, soak_taken *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&e->lock);
+    if (k != e->next) {
+        pthread_mutex_unlock(&e->lock);
+        return -1;
+    }
+    soak_hist lag;
+    if (soak_hist_init(&lag, SOAK_HIGHEST_NS) < 0) {
+        pthread_mutex_unlock(&e->lock);
+        return -2;
+    }
+    skip_due_before(e, until_ns != SOAK_NONE ? until_ns : soak_grid_end(&e->cfg.grid, k));
+    if (final) {
+        /* the later intervals are taken below, beside this one; open[0] goes first */
+        out->tally = e->open[0];
+        e->open[0] = NULL;
+    } else {
+        out->tally = e->open[0];
+        memmove(e->open, e->open + 1, (e->open_cap - 1) * sizeof *e->open);
+        e->open[e->open_cap - 1] = NULL;
+    }
+    if (final) { /* Recorder.close(final=True): every later interval too, and the drain */
+        out->later = calloc(e->open_cap, sizeof *out->later);
+        if (out->later == NULL) {
+            soak_hist_free(&lag);
+            e->open[0] = out->tally; /* put back: nothing taken */
+            out->tally = NULL;
+            pthread_mutex_unlock(&e->lock);
+            return -2;
+        }
+        for (uint32_t i = 0; i < e->open_cap; i++) {
+            if (e->open[i] != NULL)
+                out->later[out->nlater++] = e->open[i];
+            e->open[i] = NULL;
+        }
+        out->drain = e->drain;
+        out->drain_end_ns = e->drain_end_ns;
+        e->drain = NULL;
+    }
+    out->loop_lag = e->loop_lag;
+    e->loop_lag = lag;
+    out->opened = e->opened_since;
+    out->closed = e->closed_since;
+    e->opened_since = e->closed_since = 0;
+    e->next++;
+    e->current_end = soak_grid_end(&e->cfg.grid, e->next);
+    if (e->drain_from != SOAK_NONE && e->drain_from < e->current_end)
+        e->current_end = e->drain_from;
+    pthread_mutex_unlock(&e->lock);
+    return 0;
+}
+
+void soak_taken_free(soak_taken *t)
+{
+    for (uint32_t i = 0; i < t->nlater; i++)
+        soak_tally_free(t->later[i]);
+    free(t->later);
+    soak_tally_free(t->tally);
+    soak_tally_free(t->drain);
+    soak_hist_free(&t->loop_lag);
+    memset(t, 0, sizeof *t);
+}
+
+/* A copy of `from` into `to`, its counts in a new array (none if `from` has none). */
+static int hist_copy(soak_hist *to, const soak_hist *from)
+{
+    *to = *from;
+    to->counts = NULL;
+    if (from->counts == NULL)
+        return 0;
+    to->counts = calloc(from->len, sizeof *to->counts);
+    if (to->counts == NULL)
+        return -1;
+    if (from->count) /* only the slots up to the max's hold anything */
+        memcpy(to->counts, from->counts, (soak_slot(from->max) + 1) * sizeof *to->counts);
+    return 0;
+}
+
+/* Engine.stopped_sending_ns: a spent count's sending ends with its last send's slot. */
+static int64_t stopped_sending(const soak_engine *e)
+{
+    if (e->stopped_ns != SOAK_NONE && e->count_end_ns != SOAK_NONE && e->count_end_ns > e->stopped_ns)
+        return e->count_end_ns;
+    return e->stopped_ns;
+}
+
+int64_t soak_engine_stopped_sending(soak_engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    int64_t stopped = stopped_sending(e);
+    pthread_mutex_unlock(&e->lock);
+    return stopped;
+}
+
+int soak_engine_figures(soak_engine *e, soak_figures *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&e->lock);
+    out->sent = e->sent;
+    out->stopped_sending_ns = stopped_sending(e);
+    out->connections = e->connections;
+    out->opened = e->opened;
+    out->closed = e->closed;
+    out->finished = e->finished;
+    out->fatal = e->fatal;
+    int failed = hist_copy(&out->send_lag, &e->send_lag) | hist_copy(&out->lateness, &e->lateness) |
+                 hist_copy(&out->uncorrected, &e->uncorrected) | hist_copy(&out->in_unit, &e->in_unit);
+    if (e->bench != NULL) {
+        soak_bench *b = &out->bench;
+        out->has_bench = 1;
+        *b = *e->bench;
+        b->waiting.counts = b->total_reused.counts = b->connect_new.counts = NULL;
+        b->processing_new.counts = b->total_new.counts = NULL;
+        failed |= hist_copy(&b->waiting, &e->bench->waiting) | hist_copy(&b->total_reused, &e->bench->total_reused) |
+                  hist_copy(&b->connect_new, &e->bench->connect_new) |
+                  hist_copy(&b->processing_new, &e->bench->processing_new) |
+                  hist_copy(&b->total_new, &e->bench->total_new);
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (failed) {
+        soak_figures_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void soak_figures_free(soak_figures *f)
+{
+    soak_hist_free(&f->send_lag);
+    soak_hist_free(&f->lateness);
+    soak_hist_free(&f->uncorrected);
+    soak_hist_free(&f->in_unit);
+    if (f->has_bench)
+        bench_free(&f->bench);
+    memset(f, 0, sizeof *f);
+}
+
+int soak_engine_done_fd(const soak_engine *e) { return e->done_fd; }
+
+uint64_t soak_engine_sent(const soak_engine *e) { return SOAK_LOAD(e->sent); }
+
+uint64_t soak_engine_done(const soak_engine *e) { return SOAK_LOAD(e->done); }
+
+int64_t soak_engine_next_index(soak_engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    int64_t next = e->next;
+    pthread_mutex_unlock(&e->lock);
+    return next;
+}
+
+const soak_metrics *soak_engine_metrics(const soak_engine *e) { return &e->metrics; }

@@ -1,0 +1,201 @@
+/*
+ * The native engine's loop: pure C11 and POSIX/Linux, no CPython. engine.c is its Python
+ * binding and documents the API Python sees; this header is what the two share.
+ *
+ * One soak_engine runs one process's clients of a run in its own thread: its sockets in
+ * its own epoll set, one timerfd for pacing and deadlines, responses framed by response.c,
+ * results counted into per-interval tallies under one mutex that the thread holds while it
+ * handles a batch of events (never while it waits), so Python takes an interval between
+ * two batches. Nothing is allocated per request: connection slots, client state and the
+ * read buffer are made at the start; a tally (and its histogram) once per interval.
+ */
+#ifndef SOAK_CORE_H
+#define SOAK_CORE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "histogram.h"
+#include "response.h"
+#include "schedule.h"
+
+/* result.ERROR_KINDS, in its order: the index of a failure's kind. */
+enum soak_kind_index {
+    SOAK_K_DNS, SOAK_K_REFUSED, SOAK_K_CONNECT, SOAK_K_TIMEOUT, SOAK_K_RESET, SOAK_K_CLOSED,
+    SOAK_K_PROTOCOL, SOAK_K_TLS, SOAK_K_CANCELLED, SOAK_K_OTHER, SOAK_KINDS
+};
+extern const char *const soak_kind_names[SOAK_KINDS];
+
+enum soak_model { SOAK_CLOSED, SOAK_OPEN, SOAK_BENCH };
+
+#define SOAK_STATUSES 1000  /* runner.metrics.tally.STATUSES: statuses are 3 digits */
+#define SOAK_TEXT_MAX 256   /* a failure text, and its pattern, are cut to this (they are shorter) */
+#define SOAK_MAX_GROUP_URLS 64
+#define SOAK_MAX_OTHER_LENGTHS 256
+#define SOAK_NONE INT64_MIN /* an unset time */
+
+/* One address a connection can be made to (as transport.Address: family, sockaddr). */
+typedef struct soak_address {
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    int family;
+    char text[80];            /* "127.0.0.1:8080", for the connect timeout's text */
+} soak_address;
+
+/* One origin's addresses, in transport.in_turn's terms: addrs holds those of the resolver's
+ * first family (nown of them) and then the others, each in the resolver's order; a new
+ * connection's turn begins the rotation among the first family's. Replaced whole by
+ * soak_engine_set_addresses (Python looks the name up again at each interval). */
+typedef struct soak_origin {
+    soak_address *addrs;
+    uint32_t naddrs, nown;
+    uint64_t turn;            /* connections dialled to it (Answers.next_turn) */
+} soak_origin;
+
+/* One URL: what its requests are and which origin they go to. */
+typedef struct soak_target {
+    uint32_t origin;          /* connections are reused only for targets of the same origin */
+    int is_head;              /* a HEAD request: the response has no body, the connection ends */
+    uint64_t body_bytes_out;  /* Result.bytes_out */
+    unsigned char *request;   /* the exact bytes written (fast_transport.wire_request) */
+    size_t request_len;
+    unsigned char *last_request; /* the same with `Connection: close`: a connection's last (Lifetime) */
+    size_t last_request_len;
+} soak_target;
+
+/* Everything the engine needs, given once (see engine.c for each one's meaning). */
+typedef struct soak_config {
+    soak_target *targets;
+    uint32_t ntargets, norigins;
+    soak_origin *origins;     /* [norigins] */
+    uint32_t max_requests;    /* transport.Lifetime: 0, no limit */
+    int64_t max_age_ns;       /* ... 0, no limit */
+    int model;
+    int64_t clients, max_in_flight, total_requests;
+    soak_schedule schedule;
+    soak_grid grid;
+    int64_t timeout_ns;
+    char timeout_text[64];
+    int keep_alive, corrected;
+    int64_t unit_ns;          /* 0: no in-unit histogram */
+    int64_t late_ns;          /* runner.stats.client.LATE_NS */
+    uint32_t max_head;        /* runner.load.transport.MAX_HEAD_BYTES */
+    uint32_t error_groups;    /* runner.stats.recorder.ERROR_GROUPS */
+    uint32_t group_urls;      /* ... GROUP_URLS */
+    uint32_t other_lengths;   /* ... OTHER_LENGTHS */
+    /* metrics (runner.metrics.tally.MetricsTally's counts); nslots == 0: off */
+    uint32_t *slot_of;        /* URL index -> slot */
+    uint32_t nslots;
+    int64_t *edges;           /* sorted bucket edges in ns (tally.EDGES_NS) */
+    uint32_t nedges;
+} soak_config;
+
+/* recorder.ErrorGroup, keyed by (kind, pattern). */
+typedef struct soak_group {
+    uint64_t hash;            /* of kind and pattern, to find it fast */
+    uint64_t count;
+    uint32_t url;             /* the example's URL */
+    uint8_t kind, overflow;   /* overflow: the kind's OTHER_TEXTS group ("*") */
+    uint8_t more_urls, varied;
+    uint32_t nurls;
+    uint32_t urls[SOAK_MAX_GROUP_URLS];
+    char pattern[SOAK_TEXT_MAX];
+    char text[SOAK_TEXT_MAX]; /* the first text seen */
+} soak_group;
+
+/* recorder.Tally: one interval's counts, or the drain's. */
+typedef struct soak_tally {
+    uint64_t good, bad, failed, skipped, late, kernel_clocked, bytes_in, bytes_out;
+    int64_t late_max_ns;
+    uint64_t errors[SOAK_KINDS];
+    uint64_t statuses[SOAK_STATUSES];
+    soak_group *groups;       /* allocated at the first failure */
+    uint32_t ngroups;
+    soak_hist latency;
+} soak_tally;
+
+/* recorder.BenchTally. */
+typedef struct soak_bench {
+    soak_hist waiting, total_reused, connect_new, processing_new, total_new;
+    int has_document;
+    uint64_t document_length, length_mismatches, kept_alive, header_bytes;
+    int has_server;
+    uint16_t server_len;
+    char server[SOAK_SERVER_MAX];
+    int64_t last_end_ns, first_response_ns, server_ns;
+    uint32_t nother;
+    uint64_t other_length[SOAK_MAX_OTHER_LENGTHS], other_count[SOAK_MAX_OTHER_LENGTHS];
+} soak_bench;
+
+/* MetricsTally's counts, written by the engine thread and read by any (relaxed atomics). */
+typedef struct soak_metrics {
+    uint32_t slots, places;   /* places: nedges + 1 */
+    uint64_t skipped, late;
+    uint64_t opened, closed;  /* connections, as Tally.connections_opened/closed */
+    uint64_t *statuses;       /* [slot][SOAK_STATUSES] */
+    uint64_t *failures;       /* [slot][SOAK_KINDS] */
+    uint64_t *good, *bad;     /* [slot][places] */
+    uint64_t *good_ns, *bad_ns;
+} soak_metrics;
+
+/* What soak_engine_take hands over; the caller owns it (soak_taken_free). */
+typedef struct soak_taken {
+    soak_tally *tally;        /* the interval's (NULL: nothing in it) */
+    soak_tally **later;       /* final only: the later intervals' that held anything, in order */
+    uint32_t nlater;
+    soak_tally *drain;        /* final only: the drain, NULL if nothing came back after the end */
+    int64_t drain_end_ns;
+    soak_hist loop_lag;       /* the timer's lateness since the previous take */
+    uint64_t opened, closed;  /* connections opened and closed since the previous take */
+} soak_taken;
+
+/* Run-wide figures, copied (soak_figures_free). */
+typedef struct soak_figures {
+    uint64_t sent;
+    int64_t stopped_sending_ns;   /* SOAK_NONE: sending did not stop early */
+    soak_hist send_lag, lateness, uncorrected, in_unit;  /* counts NULL where not kept */
+    uint64_t connections;         /* new connections that carried a response (Recorder.connections) */
+    uint64_t opened;              /* sockets opened */
+    uint64_t closed;              /* sockets closed */
+    int has_bench;
+    soak_bench bench;
+    int finished;                 /* the thread has ended */
+    int fatal;                    /* errno of what ended the thread early, 0 if nothing did */
+} soak_figures;
+
+typedef struct soak_engine soak_engine;
+
+/* The engine for `config`, which it takes over (freed with the engine, also on failure);
+ * NULL with the reason in err. */
+soak_engine *soak_engine_new(soak_config *config, char *err, size_t err_size);
+void soak_engine_free(soak_engine *e);
+int soak_engine_start(soak_engine *e);                 /* 0 or an errno */
+void soak_engine_stop(soak_engine *e, int64_t at_ns);  /* any thread */
+void soak_engine_cancel(soak_engine *e);               /* any thread */
+void soak_engine_drain_from(soak_engine *e, int64_t t_ns);
+/* Origin o's addresses from now on (any thread; takes `addrs` over, n > 0); -1: no such origin. */
+int soak_engine_set_addresses(soak_engine *e, uint32_t o, soak_address *addrs, uint32_t n);
+/* Order addrs as soak_origin holds them (own family first); returns nown. */
+uint32_t soak_addresses_order(soak_address *addrs, uint32_t n);
+/* Take interval k (the next one); -1 if k is not the next one; -2 without memory. */
+int soak_engine_take(soak_engine *e, int64_t k, int final, int64_t until_ns, soak_taken *out);
+void soak_taken_free(soak_taken *t);
+int soak_engine_figures(soak_engine *e, soak_figures *out);  /* 0, or -1 without memory */
+void soak_figures_free(soak_figures *f);
+int soak_engine_done_fd(const soak_engine *e);         /* readable once the thread has ended */
+void soak_engine_join(soak_engine *e);
+uint64_t soak_engine_sent(const soak_engine *e);
+uint64_t soak_engine_done(const soak_engine *e); /* sends ended and counted, read from any thread */
+int64_t soak_engine_next_index(soak_engine *e);
+int64_t soak_engine_stopped_sending(soak_engine *e); /* SOAK_NONE: sending did not stop early */
+const soak_metrics *soak_engine_metrics(const soak_engine *e);
+void soak_tally_free(soak_tally *t);
+void soak_config_free(soak_config *cfg);      /* what a config holds, for one never given to an engine */
+
+/* Relaxed atomic access to counters another thread may read. */
+#define SOAK_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define SOAK_ADD(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
+
+#endif /* SOAK_CORE_H */

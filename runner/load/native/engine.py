@@ -1,0 +1,253 @@
+"""The native engine from Python: runner.load.engine.Engine's interface over the C one (_engine).
+
+The C engine (core.c, engine.c) runs one process's clients in a thread of its own, with no
+Python per request; this module only turns the run's parts into its configuration and drives
+its thread from the event loop: `run()` starts it and returns when it has ended (its fd
+becomes readable: no polling), `stop()` and `cancel_in_flight()` pass on at once. What it
+counted is read through runner.stats.native's recorder, which takes the C engine's intervals.
+
+It does what the fast transport does for plain HTTP/1.1 and nothing else: `unsupported()`
+says why a run must take the Python engine instead (TLS, HTTP/2, body hashing).
+
+Connections live as the fast transport's do (transport.Lifetime: a connection's last request
+says `Connection: close`, decided in C at each send), and new ones rotate through a name's
+addresses as transport.in_turn has them. The C engine resolves nothing: Python looks each
+name up when the engine is made and again at each interval (refresh_addresses(), called by
+the run as it closes each interval), and hands C the whole list. Answers are kept for
+RESOLVE_TTL_NS as the Python engine's Resolver keeps them, so the resolver is asked at most
+once per RESOLVE_TTL_NS either way; a new connection goes to addresses at most one interval
+plus RESOLVE_TTL_NS (plus the lookup) old, where the Python engine's are at most
+RESOLVE_TTL_NS old. A lookup that fails leaves the last list in use (the Python engine fails
+each new connection as `dns` instead), and a name that does not resolve at the start is
+refused here (`unsupported`), so the Python engine, which reports each failure, sends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import importlib
+import os
+import time
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from runner.core.durations import format_duration
+from runner.load.engine import Load
+from runner.load.fast_transport import wire_request
+from runner.load.model import Open
+from runner.load.request import Request
+from runner.load.schedule import Grid, Schedule
+from runner.load.transport import (
+    MAX_HEAD_BYTES,
+    Address,
+    Answers,
+    TransportOptions,
+    address_text,
+    lookup_soon,
+    numeric,
+    resolve,
+)
+
+MetricsConfig = tuple[tuple[int, ...], int, tuple[int, ...]]  # (URL index -> slot, slots, bucket edges in ns)
+
+
+def module() -> ModuleType | None:
+    """The compiled engine, or None where it was not built (no compiler, not Linux)."""
+    try:
+        return importlib.import_module("runner.load.native._engine")
+    except ImportError:
+        return None
+
+
+def unsupported(load: Load, options: TransportOptions) -> str | None:
+    """Why this load cannot run on the native engine, or None if it can."""
+    if module() is None:
+        return "the native engine is not built here"
+    if any(r.url.startswith("https:") for r in load.requests):
+        return "TLS"
+    if options.http2:
+        return "HTTP/2"
+    if load.hash_sample_rate > 0:
+        return "body hashing"
+    for host, port in origins(load.requests, options):
+        try:
+            lookup(host, port, options.timeout_ns)
+        except concurrent.futures.TimeoutError:  # an OSError too, since 3.11: first
+            return f"{host} was not resolved within {format_duration(options.timeout_ns)}"
+        except OSError as exc:
+            return f"{host} does not resolve ({exc})"
+    return None
+
+
+@dataclass(frozen=True)
+class Counting:
+    """How the engine counts: what the Python recorder (and metrics tally) would be built with."""
+
+    grid: Grid
+    corrected: bool  # open model: latency from the due time
+    unit_ns: int  # the latency CSV's unit (0: none)
+    late_ns: int  # runner.stats.client.LATE_NS
+    error_groups: int  # runner.stats.recorder.ERROR_GROUPS
+    group_urls: int  # ... GROUP_URLS
+    other_lengths: int  # ... OTHER_LENGTHS
+    metrics: MetricsConfig | None = None  # runner.metrics.tally.MetricsTally.native_config(), when metrics are on
+
+
+class NativeEngine:
+    """Runs the clients of one load on one schedule in the C engine's thread."""
+
+    def __init__(self, schedule: Schedule, load: Load, options: TransportOptions, counting: Counting) -> None:
+        reason = unsupported(load, options)
+        if reason is not None:
+            raise ValueError(f"the native engine cannot run this load: {reason}")
+        native = module()
+        assert native is not None
+        self._origins = origins(load.requests, options)
+        self.core: Any = native.Engine(config(schedule, load, options, counting))
+
+    async def refresh_addresses(self) -> None:
+        """Look each origin's name up again and give C the addresses for its new connections
+        from now on; a lookup that fails leaves the last ones (see the module's docstring)."""
+        for index, (host, port) in enumerate(self._origins):
+            if numeric(host, port) is not None:
+                continue  # an IP address never changes
+            found = _ANSWERS.fresh((host, port), time.monotonic_ns())
+            if found is None:
+                try:
+                    found = await resolve(host, port)
+                except OSError:
+                    continue
+                _ANSWERS.keep((host, port), found, time.monotonic_ns())
+            if found:
+                self.core.set_addresses(index, [_address_tuple(a) for a in found])
+
+    @property
+    def sent(self) -> int:
+        return int(self.core.sent)
+
+    @property
+    def done(self) -> int:
+        """Sends ended so far, each counted (a response or a failure): what progress reporters follow."""
+        return int(self.core.done)
+
+    @property
+    def stopped_sending_ns(self) -> int | None:
+        """As Engine.stopped_sending_ns: when sending stopped early (a stop, or the count spent)."""
+        stopped: int | None = self.core.stopped_sending_ns
+        return stopped
+
+    async def run(self) -> None:
+        """Run every client until the schedule ends, the count is reached, or a stop."""
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        fd = self.core.fileno()
+
+        def readable() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        loop.add_reader(fd, readable)
+        try:
+            self.core.start()
+            try:
+                await ended
+            except asyncio.CancelledError:
+                self.core.cancel()  # every request in flight counted, then the thread ends at once
+                raise
+        finally:
+            loop.remove_reader(fd)
+            self.core.join()
+        fatal = self.core.figures()["fatal"]
+        if fatal:
+            raise OSError(fatal, f"the native engine stopped: {os.strerror(fatal)}")
+
+    def stop(self, at_ns: int | None = None) -> None:
+        """Send nothing more from `at_ns` (default: now); requests in flight may finish."""
+        self.core.stop(time.monotonic_ns() if at_ns is None else at_ns)
+
+    def cancel_in_flight(self) -> None:
+        """Abandon requests still in flight; each is counted as a `cancelled` failure."""
+        self.core.cancel()
+
+    def skip_due_before(self, t_ns: int) -> None:
+        """Nothing to do here: the recorder's close has the C engine count these skips (take's until_ns)."""
+
+
+def config(schedule: Schedule, load: Load, options: TransportOptions, counting: Counting) -> dict[str, Any]:
+    """The C engine's configuration (engine.c's header lists every key)."""
+    model = load.model
+    return {
+        "targets": targets(load.requests, options),
+        "model": model.name,
+        "clients": schedule.clients,
+        "max_in_flight": model.max_in_flight if isinstance(model, Open) else 1,
+        "total_requests": load.total_requests,
+        "start_ns": schedule.start_ns,
+        "qps": float(schedule.qps),
+        "end_ns": schedule.end_ns,
+        "stride": schedule.stride,
+        "offset": schedule.offset,
+        "grid_start_ns": counting.grid.start_ns,
+        "interval_ns": counting.grid.interval_ns,
+        "timeout_ns": options.timeout_ns,
+        "timeout_text": format_duration(options.timeout_ns),
+        "keep_alive": not options.no_reuse,
+        "corrected": counting.corrected,
+        "unit_ns": counting.unit_ns,
+        "late_ns": counting.late_ns,
+        "max_head": MAX_HEAD_BYTES,
+        "error_groups": counting.error_groups,
+        "group_urls": counting.group_urls,
+        "other_lengths": counting.other_lengths,
+        "metrics": counting.metrics,
+        "origins": [[_address_tuple(a) for a in lookup(host, port)] for host, port in origins(load.requests, options)],
+        "max_requests": options.lifetime.max_requests,
+        "max_age_ns": options.lifetime.max_age_ns,
+    }
+
+
+def targets(requests: list[Request], options: TransportOptions) -> list[tuple[Any, ...]]:
+    """Each URL's (request bytes, its bytes as a connection's last, is HEAD, body size, origin index)."""
+    found = []
+    known = {origin: index for index, origin in enumerate(origins(requests, options))}
+    for request in requests:
+        data, host, port, _ = wire_request(request, not options.no_reuse, options.compress)
+        last = data if options.no_reuse else wire_request(request, False, options.compress)[0]
+        found.append((data, last, request.method == "HEAD", len(request.body), known[(host, port)]))
+    return found
+
+
+def origins(requests: list[Request], options: TransportOptions) -> list[tuple[str, int]]:
+    """The (host, port) of each origin the URLs name, in the order they first come: index = origin."""
+    seen: dict[tuple[str, int], None] = {}
+    for request in requests:
+        _, host, port, _ = wire_request(request, not options.no_reuse, options.compress)
+        seen.setdefault((host, port), None)
+    return list(seen)
+
+
+_ANSWERS = Answers()  # names looked up for the native engine, kept RESOLVE_TTL_NS as the Resolver keeps them
+
+
+def lookup(host: str, port: int, timeout_ns: int | None = None) -> list[Address]:
+    """host:port's addresses in the resolver's order: an IP address as it is, a name as last looked
+    up if that was under RESOLVE_TTL_NS ago, else looked up now (socket.gaierror if it does not
+    resolve, concurrent.futures.TimeoutError if no answer came within `timeout_ns`: a DNS server
+    that never answers must not hold the start up for the resolver's own 30 s). Blocking: only
+    before the run starts (the refusal, then the engine's config)."""
+    known = numeric(host, port)
+    if known is not None:
+        return list(known)
+    found = _ANSWERS.fresh((host, port), time.monotonic_ns())
+    if found is None:
+        answer = lookup_soon(host, port).result(None if timeout_ns is None else timeout_ns / 1e9)
+        found = [(family, address) for family, _, _, _, address in answer]
+        _ANSWERS.keep((host, port), found, time.monotonic_ns())
+    return list(found)
+
+
+def _address_tuple(address: Address) -> tuple[int, tuple[Any, ...], str]:
+    """An address as the C engine takes it: (family, sockaddr, text)."""
+    return address[0], address[1], address_text(address[1])

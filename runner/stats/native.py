@@ -1,0 +1,177 @@
+"""The native engine's counts as the recorder's records: Tally, BenchTally and Interval.
+
+The C engine (runner/load/native) counts every result itself, in Recorder's filing rules,
+and hands over one interval at a time. `NativeRecorder` has the part of Recorder's
+interface a run uses (close, drain_from, next_index, and the run-wide figures: total,
+uncorrected, send_lag, in_unit, bench, connections, client, drain, drain_end_ns), so what
+comes after it (reports, thresholds, merges) never knows which engine counted. Each
+interval's counts become a Tally here, once per interval; its histogram's counts array is
+the engine's own, taken over without a copy (LatencyHistogram.from_counts).
+
+`native_run` makes the engine and its recorder from what the Python engine and Recorder are
+made from, with this layer's constants for the rules both must count by.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from runner.core.redact import printable
+from runner.load.engine import Load
+from runner.load.model import LoadModel
+from runner.load.native.engine import Counting, MetricsConfig, NativeEngine
+from runner.load.schedule import Grid, Schedule
+from runner.load.transport import TransportOptions
+from runner.stats.client import LATE_NS, ClientMeter
+from runner.stats.histogram import LatencyHistogram
+from runner.stats.recorder import (
+    ERROR_GROUPS,
+    GROUP_URLS,
+    OTHER_LENGTHS,
+    OTHER_TEXTS,
+    BenchTally,
+    ErrorGroup,
+    Interval,
+    Tally,
+    error_pattern,
+    interval_due,
+)
+
+PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connections' key)
+
+
+def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: Grid, *, unit_ns: int | None = None,
+               metrics: MetricsConfig | None = None,
+               shown: Callable[[str], str] = printable) -> tuple[NativeEngine, NativeRecorder]:
+    """The native engine for a load and the recorder of what it counts, as Parts.recorder() would count it."""
+    model = load.model
+    counting = Counting(grid, model.corrected, unit_ns or 0, LATE_NS, ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, metrics)
+    engine = NativeEngine(schedule, load, options, counting)
+    due = schedule.sends_due if model.paced else None
+    return engine, NativeRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown)
+
+
+@dataclass(frozen=True)
+class ConnectionCounts:
+    """Connections the engine opened (sockets made, one per address a dial tried) and closed (by
+    either side, for any reason: a failure, the server's close, a lifetime's end, the run's end)
+    in an interval (as it was taken: each counts where the engine was when it happened) or a run."""
+
+    opened: int
+    closed: int
+
+
+class NativeRecorder:
+    """Recorder's interface over the native engine's intervals (see the module's docstring)."""
+
+    def __init__(self, engine: NativeEngine, grid: Grid, model: LoadModel, *,
+                 due: Callable[[int, int], float] | None = None, unit_ns: int | None = None,
+                 shown: Callable[[str], str] = printable) -> None:
+        self._engine = engine
+        self._grid = grid
+        self._due = due  # the sends due between two moments (Schedule.sends_due); None for a bench
+        self._unit_ns = unit_ns
+        self._shown = shown
+        self._next = 0
+        self.total = Tally()
+        self.uncorrected = LatencyHistogram() if model.corrected else None
+        self.in_unit = LatencyHistogram.for_unit(unit_ns) if unit_ns else None
+        self.bench = BenchTally() if model.ab_phases else None
+        self.send_lag = LatencyHistogram() if model.paced else None
+        self.connections: Counter[str] = Counter()
+        self.client = ClientMeter(grid, paced=model.paced, probed=False)  # its loop lag: the engine's timer
+        self.drain: Tally | None = None
+        self.drain_end_ns = 0
+        # Connections opened and closed, per interval (index k) and for the run: for the lead to
+        # join into Tally.connections_opened / connections_closed (another branch adds those).
+        self.per_url: None = None  # one URL only: the native engine refuses a list (build.native_refusal)
+        self.interval_connections: list[ConnectionCounts] = []
+        self.run_connections = ConnectionCounts(0, 0)
+
+    @property
+    def next_index(self) -> int:
+        return self._next
+
+    def drain_from(self, t_ns: int) -> None:
+        """As Recorder.drain_from: results ending at or after `t_ns` are the drain."""
+        self._engine.core.drain_from(t_ns)
+
+    def close(self, end_ns: int | None = None, *, final: bool = False, sending_end_ns: int | None = None,
+              cpu_s: float | None = None, now_ns: int | None = None) -> Interval:
+        """As Recorder.close: the next interval, at its grid boundary or at `end_ns` if it ends early.
+
+        The engine first counts the skips of open-model clients waiting for room that fell
+        due before the interval's end (Engine.skip_due_before, which soak.py calls there).
+        """
+        k = self._next
+        start, end = self._grid.end_of(k - 1), self._grid.end_of(k) if end_ns is None else end_ns
+        taken = self._engine.core.take(k, final=final, until_ns=end)
+        tally = self.tally(taken["tally"])
+        tally.connections_opened, tally.connections_closed = taken["opened"], taken["closed"]
+        if final:
+            for later in taken["later"]:
+                tally.merge(self.tally(later))
+            if taken["drain"] is not None:
+                self.drain = self.tally(taken["drain"])
+                self.drain_end_ns = taken["drain_end_ns"]
+                self.total.merge(self.drain)
+        self.total.merge(tally)
+        self._next += 1
+        self.interval_connections.append(ConnectionCounts(taken["opened"], taken["closed"]))
+        self.client.loop_lags(histogram(taken["loop_lag"]))
+        if final or self.bench is not None:  # a bench's figures go with every interval, as Recorder's do
+            self._take_figures()
+        client = self.client.close(cpu_s, end if now_ns is None else now_ns, start, end, final=final)
+        due = interval_due(self._due, start, end, sending_end_ns)
+        return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)
+
+    def tally(self, counts: dict[str, Any]) -> Tally:
+        """One of the engine's tallies as a Tally; its failure texts made printable, as Recorder.record does."""
+        if not counts:
+            return Tally()
+        tally = Tally(
+            good=counts["good"], bad=counts["bad"], failed=counts["failed"], skipped=counts["skipped"],
+            late=counts["late"], late_max_ns=counts["late_max_ns"], kernel_clocked=counts["kernel_clocked"],
+            bytes_in=counts["bytes_in"], bytes_out=counts["bytes_out"], statuses=Counter(counts["statuses"]),
+            errors=Counter(counts["errors"]), latency=histogram(counts["latency"]),
+        )
+        for kind, pattern, count, text, url, urls, more_urls, varied in counts["groups"]:
+            shown = self._shown(text)
+            key = (kind, OTHER_TEXTS if pattern == OTHER_TEXTS else error_pattern(shown))
+            tally.add_group(key, ErrorGroup(count, shown, url, set(urls), more_urls, varied))
+        return tally
+
+    def _take_figures(self) -> None:
+        """The run-wide figures so far (copied by the engine, so they may be kept)."""
+        figures = self._engine.core.figures()
+        if self.send_lag is not None and figures["send_lag"] is not None:
+            self.send_lag = histogram(figures["send_lag"])
+            self.client.lateness = histogram(figures["lateness"])
+        if self.uncorrected is not None and figures["uncorrected"] is not None:
+            self.uncorrected = histogram(figures["uncorrected"])
+        if self.in_unit is not None and figures["in_unit"] is not None:
+            self.in_unit = histogram(figures["in_unit"], self._unit_ns)
+        self.connections = Counter({PROTOCOL: figures["connections"]} if figures["connections"] else {})
+        self.run_connections = ConnectionCounts(figures["opened"], figures["closed"])
+        if self.bench is not None and figures["bench"] is not None:
+            self.bench = self.bench_tally(figures["bench"])
+
+    def bench_tally(self, counts: dict[str, Any]) -> BenchTally:
+        server = counts["server"]
+        return BenchTally(
+            waiting=histogram(counts["waiting"]), total_reused=histogram(counts["total_reused"]),
+            connect_new=histogram(counts["connect_new"]), processing_new=histogram(counts["processing_new"]),
+            total_new=histogram(counts["total_new"]), document_length=counts["document_length"],
+            length_mismatches=counts["length_mismatches"], kept_alive=counts["kept_alive"],
+            header_bytes=counts["header_bytes"], server=self._shown(server) if server else server,
+            last_end_ns=counts["last_end_ns"], first_response_ns=counts["first_response_ns"],
+            server_ns=counts["server_ns"], other_lengths=Counter(counts["other_lengths"]),
+        )
+
+
+def histogram(parts: tuple[Any, ...], unit_ns: int | None = None) -> LatencyHistogram:
+    """The engine's (counts, count, min, max, sum, sum_sq) as a LatencyHistogram over the same counts."""
+    return LatencyHistogram.from_counts(*parts, unit_ns=unit_ns)

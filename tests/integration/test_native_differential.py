@@ -1,0 +1,145 @@
+"""The same runs through `--engine native` and `--engine python`: identical counts, identical failure kinds.
+
+Issue 22: the Python engine (the fast transport) is the reference the native one must match,
+run through the whole CLI. Each scenario is made so that what it counts does not depend on
+the machine's pace: a count ends it (totalRequests), or every client is stuck on one request
+when the signal comes. Then requests, good, bad, failed, the status codes and the errors by
+kind must be the same number for number on both engines, except where a server's fault is
+itself a race (a reset at accept lands before or after the request is written: `reset` or
+`closed`), where the total and the set of kinds allowed must agree. Skipped sends are never
+compared: how many a client skips is the machine's pace, on either engine.
+
+The scenarios: every server of the fault matrix (tests/integration/test_fault_matrix.py) the
+native engine can send to (TLS and compress are refused by it, and skipped, saying so);
+SIGTERM and SIGINT with requests in flight; totalRequests in each load model; local workers;
+and shards.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+
+from runner.load.native.engine import module
+from tests.conftest import Nginx, Run, assert_counts_add_up, run_soak
+from tests.integration.test_fault_matrix import CASES, Case, _target_url
+from tests.support.faultserver import FaultServer
+from tests.support.liverun import LONG_RUN, LiveRun
+
+pytestmark = pytest.mark.skipif(module() is None, reason="the native engine is not built here")
+
+ENGINES = ("native", "python")
+RACES = {"reset at accept", "reset at accept, noReuse", "reset at accept, 2 workers"}  # reset or closed, by a race
+REFUSED = re.compile(r"soak: engine: native cannot send this run: (.*); use engine: auto or python\n")
+COUNTED = ("requests", "good", "bad", "failed", "statusCodes", "errors")
+
+
+def engine_run(engine: str, *args: str, timeout: float = 120) -> Run:
+    """A run on `engine` with the fast transport, which must start and end well; skipped if the
+    native engine refuses it (with its reason)."""
+    command = list(args[:1]) if args[:1] == ("bench",) else []  # a command first, then its flags
+    run = run_soak(*command, "--transport", "fast", "--engine", engine, *args[len(command):], timeout=timeout)
+    refused = REFUSED.fullmatch(run.stderr) if run.returncode == 2 else None
+    if refused is not None:
+        pytest.skip(f"the native engine refuses this run: {refused.group(1)}")
+    assert run.returncode == 0, run.stderr
+    assert run.engine_said == f"soak: engine: {engine}\n"
+    return run
+
+
+def counted(run: Run) -> dict[str, Any]:
+    """What the two engines must agree on, from a run's summary (whose books must balance)."""
+    bench = any(line.startswith("Benchmarking ") for line in run.lines[:5])  # ab's report: no interval lines
+    summary = run.summary if bench else assert_counts_add_up(run.stdout)
+    return {key: summary.get(key) for key in COUNTED} | {"engine": summary["engine"]}
+
+
+def assert_same(runs: dict[str, Run], race: bool = False) -> None:
+    native, python = (counted(runs[engine]) for engine in ENGINES)
+    assert (native.pop("engine"), python.pop("engine")) == ENGINES
+    if race:  # the kinds a race decides may split differently; the totals may not
+        assert {k: native[k] for k in ("requests", "failed")} == {k: python[k] for k in ("requests", "failed")}
+        native.pop("errors"), python.pop("errors")
+    assert native == python
+
+
+@pytest.mark.parametrize("model", ["closed", "open"])
+@pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+def test_every_fault_server_counts_the_same_on_both_engines(case: Case, model: str) -> None:
+    requests = max(10, case.qps // 5)  # a fifth of a second at the case's rate, at least 10
+    runs = {}
+    for engine in ENGINES:
+        with ExitStack() as stack:
+            url, _ = _target_url(case.target, stack)
+            runs[engine] = engine_run(engine, "--qps", str(case.qps), "--concurrency", str(case.concurrency),
+                                      "--interval", "500ms", "--iterations", "0", "--duration", "100s",
+                                      "--totalRequests", str(requests), "--loadModel", model, *case.flags, url)
+    race = next(name for name, c in CASES.items() if c is case) in RACES
+    assert_same(runs, race=race)
+    summary = assert_counts_add_up(runs["native"].stdout)
+    assert summary["requests"] == requests
+    if case.kinds:
+        assert summary["failed"] == requests and set(summary["errors"]) <= case.kinds, summary["errors"]
+    else:
+        assert summary["good"] == requests
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_with_every_client_stuck_counts_the_same_on_both_engines(sig: signal.Signals) -> None:
+    """Three clients each stuck on /stall when the signal comes: each engine sends three, and
+    after the grace cancels and counts those three, whatever the load."""
+    runs = {}
+    for engine in ENGINES:
+        server = FaultServer().start()
+        try:
+            with LiveRun("--transport", "fast", "--engine", engine, "--qps", "10", "--concurrency", "3",
+                         "--timeout", "60s", *LONG_RUN, server.url("/stall")) as live:
+                live.wait_for_first_interval(timeout=30)
+                time.sleep(0.3)
+                live.wait(live.send(sig), timeout=30)
+            runs[engine] = live.finished()
+            assert server.wait_idle() and server.seen("/stall") == 3
+        finally:
+            server.stop()
+        assert runs[engine].returncode == 0, runs[engine].stderr
+        assert assert_counts_add_up(runs[engine].stdout)["stopReason"] == f"signal {sig.name}"
+    assert_same(runs)
+    assert counted(runs["native"])["errors"] == {"cancelled": 3}
+
+
+@pytest.mark.parametrize("how", [("--loadModel", "closed"), ("--loadModel", "open"), ("bench",)],
+                         ids=["closed", "open", "bench"])
+def test_total_requests_counts_the_same_on_both_engines(nginx: Nginx, how: tuple[str, ...]) -> None:
+    if how == ("bench",):
+        runs = {engine: engine_run(engine, "bench", "-n", "300", "-c", "4", nginx.url) for engine in ENGINES}
+        assert counted(runs["native"])["good"] == 300
+    else:
+        runs = {engine: engine_run(engine, *how, "--qps", "500", "--concurrency", "4", "--interval", "1s",
+                                   "--iterations", "0", "--duration", "100s", "--totalRequests", "137", nginx.url)
+                for engine in ENGINES}
+        assert counted(runs["native"])["good"] == 137
+    assert_same(runs)
+
+
+def test_local_workers_count_the_same_on_both_engines(nginx: Nginx) -> None:
+    runs = {engine: engine_run(engine, "--workers", "2", "--qps", "400", "--concurrency", "4", "--interval", "1s",
+                               "--iterations", "0", "--duration", "100s", "--totalRequests", "120", nginx.url)
+            for engine in ENGINES}
+    assert_same(runs)
+    assert counted(runs["native"])["good"] == 120
+
+
+@pytest.mark.parametrize("shard", ["0", "1"])
+def test_a_shard_counts_the_same_on_both_engines(nginx: Nginx, shard: str) -> None:
+    """One shard of two, each sending its share of totalRequests."""
+    runs = {engine: engine_run(engine, "--shards", "2", "--shard", shard, "--qps", "400", "--concurrency", "4",
+                               "--interval", "1s", "--iterations", "0", "--duration", "100s", "--totalRequests", "80",
+                               nginx.url, timeout=180)
+            for engine in ENGINES}
+    assert_same(runs)
+    assert counted(runs["native"])["good"] > 0

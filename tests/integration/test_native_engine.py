@@ -1,0 +1,405 @@
+"""The native engine (runner/load/native/core.c) driven as a run drives an engine, on loopback.
+
+Against real nginx and the misbehaving servers of tests/support/faultserver.py, through its
+Python side (runner.load.native.engine, runner.stats.native), built from the tree's sources.
+Every assertion holds at any load: counts add up (requests + skipped = the sends due), a
+count is exact, nothing is sent after a stop (the server's own count), and each failure is
+named as the Python fast transport names it on the same server: never that the client kept pace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from runner.metrics.tally import MetricsTally, native_counts
+from runner.stats.native import ConnectionCounts, NativeRecorder, native_run
+from runner.stats.recorder import Interval, Tally
+from tests.conftest import NGINX_PAGE, Nginx, assert_due_sends_accounted
+from tests.support.faultserver import CHUNKED_SIZE, OK_BODY, FaultServer, refused_port, unaccepting_port
+from tests.support.nativerun import Plan, Ran, native_engine_module, run_native, run_python
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine_module(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """The engine compiled from the tree, for every test here."""
+    return native_engine_module(tmp_path_factory.mktemp("native-engine"))
+
+
+def assert_accounted(ran: Ran) -> None:
+    """The run's own books: intervals and drain sum to the run, requests + skipped = due."""
+    parts = Tally()
+    for interval in ran.intervals:
+        parts.merge(interval.tally)
+    if ran.drain is not None:
+        parts.merge(ran.drain)
+    assert (parts.good, parts.bad, parts.failed, parts.skipped) == (ran.run.good, ran.run.bad, ran.run.failed,
+                                                                   ran.run.skipped)
+    assert sum(ran.run.errors.values()) == ran.run.failed
+    assert sum(ran.run.statuses.values()) == ran.run.responses
+    assert ran.run.latency.count == ran.run.responses
+    assert [i.index for i in ran.intervals] == list(range(len(ran.intervals)))
+    assert_due_sends_accounted(ran.summary())
+
+
+def _wait_logged(nginx: Nginx, at_least: int, timeout: float = 5.0) -> int:
+    """nginx's own count of requests, once it has logged `at_least` (or the timeout passed)."""
+    deadline = time.monotonic() + timeout
+    while nginx.requests_logged() < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return nginx.requests_logged()
+
+
+# --- against nginx --------------------------------------------------------------------------
+
+
+def test_a_closed_soak_against_nginx_counts_every_due_send(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    ran = run_native(Plan([nginx.url], qps=200, clients=4, seconds=1.5, interval_s=0.5))
+    assert_accounted(ran)
+    assert ran.requests > 0 and ran.run.failed == 0
+    assert ran.run.statuses == Counter({200: ran.run.good})
+    assert ran.run.bytes_in == len(NGINX_PAGE) * ran.run.good
+    assert _wait_logged(nginx, before + ran.requests) - before == ran.requests  # what nginx saw
+    assert ran.engine.sent == ran.requests
+    assert ran.recorder.send_lag is not None and ran.recorder.send_lag.count == ran.requests
+    assert ran.recorder.connections["HTTP/1.1"] <= 4  # keep-alive: one connection per client
+
+
+def test_total_requests_is_exact_in_every_model(nginx: Nginx) -> None:
+    for plan in (Plan([nginx.url], qps=2000, clients=5, seconds=None, total_requests=137),
+                 Plan([nginx.url], qps=2000, clients=5, seconds=None, total_requests=101, open_model=True),
+                 Plan([nginx.url], clients=7, seconds=None, total_requests=1000, bench=True)):
+        before = nginx.requests_logged()
+        ran = run_native(plan)
+        assert ran.requests == plan.total_requests == ran.engine.sent, plan
+        assert _wait_logged(nginx, before + ran.requests) - before == plan.total_requests
+        if not plan.bench:
+            assert_accounted(ran)
+            assert ran.sending_end_ns == ran.engine.stopped_sending_ns
+
+
+def test_a_bench_counts_abs_figures(nginx: Nginx) -> None:
+    ran = run_native(Plan([nginx.url], clients=3, seconds=None, total_requests=300, bench=True))
+    bench = ran.recorder.bench
+    assert bench is not None and ran.run.good == 300
+    assert bench.document_length == len(NGINX_PAGE) and bench.length_mismatches == 0
+    assert bench.server is not None and bench.server.startswith("nginx")
+    assert bench.total.count == 300 and bench.waiting.count == 300 and bench.connect_new.count == 3
+    assert bench.kept_alive == 300 and bench.header_bytes > 0 and bench.last_end_ns > 0
+    assert ran.recorder.send_lag is None
+
+
+def test_nothing_is_sent_after_a_stop(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    ran = run_native(Plan([nginx.url], qps=500, clients=3, seconds=30, stop_after_s=0.6, interval_s=0.25))
+    assert_accounted(ran)
+    assert ran.sending_end_ns >= ran.schedule.start_ns + 600 * 1_000_000
+    seen = _wait_logged(nginx, before + ran.requests)
+    time.sleep(0.3)
+    assert nginx.requests_logged() == seen and seen - before == ran.requests
+    assert ran.engine.sent == ran.requests
+
+
+def test_without_keep_alive_every_request_has_its_connection(nginx: Nginx) -> None:
+    before = nginx.requests_logged()
+    ran = run_native(Plan([nginx.url], qps=300, clients=3, seconds=1.0, no_reuse=True))
+    assert_accounted(ran)
+    assert ran.run.failed == 0 and ran.requests > 0
+    lines = nginx.log_lines()[before:]
+    assert len({line.split()[0] for line in lines}) == len(lines) == ran.requests  # a connection each
+    assert ran.recorder.connections["HTTP/1.1"] == ran.requests
+
+
+def _by_connection(lines: list[str]) -> dict[str, list[str]]:
+    """nginx's log lines by connection: each request's `Connection` header ("-": none), in order."""
+    found: dict[str, list[str]] = {}
+    for line in lines:
+        fields = line.split()
+        found.setdefault(fields[0], []).append(fields[8].strip("\""))
+    return found
+
+
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_a_request_limit_ends_each_connection_after_its_nth_saying_so(nginx: Nginx, engine: str) -> None:
+    """maxRequestsPerConnection 4: every connection carries exactly 4 requests, the 4th with
+    `Connection: close`, and the next send dials anew; both engines alike, at any load. One
+    client: how 40 requests split between two is the machine's pace (21 and 19 make 11)."""
+    before = nginx.requests_logged()
+    plan = Plan([nginx.url], qps=400, clients=1, seconds=None, total_requests=40, max_requests=4)
+    ran = (run_native if engine == "native" else run_python)(plan)
+    assert ran.run.good == 40 and ran.recorder.connections["HTTP/1.1"] == 10
+    _wait_logged(nginx, before + 40)
+    carried = _by_connection(nginx.log_lines()[before:])
+    assert sorted(carried.values()) == [["-"] * 3 + ["close"]] * 10, carried
+
+
+def test_connections_opened_and_closed_are_counted_per_interval_and_for_the_run(nginx: Nginx) -> None:
+    ran = run_native(Plan([nginx.url], qps=400, clients=1, seconds=None, total_requests=40, max_requests=4,
+                          interval_s=0.05))
+    recorder = ran.recorder
+    assert isinstance(recorder, NativeRecorder)
+    assert len(recorder.interval_connections) == len(ran.intervals)
+    assert recorder.run_connections == ConnectionCounts(10, 10)  # every one closed by the end
+    assert sum(c.opened for c in recorder.interval_connections) == 10
+    assert sum(c.closed for c in recorder.interval_connections) == 10
+    kept = run_native(Plan([nginx.url], qps=400, clients=3, seconds=None, total_requests=30))
+    counts = kept.recorder.run_connections  # type: ignore[union-attr]
+    assert counts.opened == counts.closed and 1 <= counts.opened <= 3  # one kept by each client that sent
+
+
+def test_an_age_limit_retires_a_connection_at_its_next_send_never_while_idle(nginx: Nginx) -> None:
+    """maxConnectionAge 1 ms with sends 100 ms apart: a new connection's first request is never
+    its last (it is 0 ms old when it is sent), and the next request on it finds it too old and
+    rides it one last time with `Connection: close`: a connection idle past its age is not
+    closed for that alone. Only a stall of nearly 100 ms between a dial and the next due send
+    lets a connection carry one more before it is old, so that is allowed, never the rest."""
+    before = nginx.requests_logged()
+    ran = run_native(Plan([nginx.url], qps=10, clients=1, seconds=None, total_requests=6, max_age_s=0.001))
+    assert ran.run.good == 6
+    _wait_logged(nginx, before + 6)
+    carried = list(_by_connection(nginx.log_lines()[before:]).values())
+    assert sum(map(len, carried)) == 6 and len(carried) >= 2, carried
+    for said in carried[:-1]:  # each ends with the close its last request said, none sooner
+        assert said[0] == "-" and said[-1] == "close" and set(said[:-1]) == {"-"}, carried
+    assert set(carried[-1][:-1]) <= {"-"}, carried
+
+
+def test_head_has_no_body_and_ends_its_connection(nginx: Nginx) -> None:
+    ran = run_native(Plan([nginx.url], qps=100, clients=2, seconds=None, total_requests=10, method="HEAD"))
+    assert ran.run.good == 10 and ran.run.bytes_in == 0
+    assert ran.recorder.connections["HTTP/1.1"] == 10  # closed after each, as the fast transport does
+
+
+def test_the_open_model_counts_latency_from_the_due_time(nginx: Nginx) -> None:
+    ran = run_native(Plan([nginx.url], qps=300, clients=3, seconds=1.0, open_model=True))
+    assert_accounted(ran)
+    assert ran.recorder.uncorrected is not None and ran.recorder.uncorrected.count == ran.run.responses
+    assert ran.run.latency.sum >= ran.recorder.uncorrected.sum  # from min(due, start): never later
+
+
+def test_metrics_count_what_the_recorder_counts(nginx: Nginx) -> None:
+    urls = [nginx.url, nginx.url + "fail"]
+    ran = run_native(Plan(urls, qps=200, clients=2, seconds=1.0, metrics=True))
+    counts = native_counts(ran.engine.core.metrics())
+    assert isinstance(counts, MetricsTally)
+    assert sum(counts.statuses[0]) == ran.run.statuses[200] and counts.statuses[1][503] == ran.run.statuses[503]
+    assert sum(sum(places) for places in counts.good) == ran.run.good
+    assert sum(sum(places) for places in counts.bad) == ran.run.bad
+    assert counts.skipped == ran.run.skipped and counts.late == ran.run.late
+    assert sum(counts.good_ns) + sum(counts.bad_ns) == ran.run.latency.sum
+
+
+# --- faults, named as the fast transport names them ------------------------------------------
+
+
+def _failures(ran: Ran) -> tuple[Counter[str], set[tuple[str, str]]]:
+    return ran.run.errors, {(kind, group.text) for (kind, _), group in ran.run.error_groups.items()}
+
+
+FAULTS = [  # (path, timeout s, what each request ends as)
+    ("/close", 10, "closed"),
+    ("/garbage", 10, "protocol"),
+    ("/reset-mid-body", 10, "reset"),
+    ("/close-mid-body", 10, "closed"),
+    ("/switch", 10, "protocol"),
+    ("/bad-chunking", 10, "protocol"),
+    ("/endless-headers", 10, "protocol"),
+    ("/endless-chunk-line", 10, "protocol"),
+    ("/interim/102-close", 10, "closed"),
+    ("/stall", 0.3, "timeout"),
+    ("/slow/600", 0.3, "timeout"),
+    ("/slow-body/5000", 1.5, "timeout"),  # the head well within the timeout, the body not
+    ("/interim/102-stall", 0.3, "timeout"),
+]
+
+
+@pytest.mark.parametrize(("path", "timeout", "kind"), FAULTS, ids=[f[0] for f in FAULTS])
+def test_each_fault_is_named_as_the_fast_transport_names_it(path: str, timeout: float, kind: str) -> None:
+    runs = {}
+    for name, run in (("native", run_native), ("python", run_python)):
+        server = FaultServer().start()
+        try:
+            plan = Plan([server.url(path)], qps=20, clients=2, seconds=None, total_requests=4, timeout_s=timeout)
+            runs[name] = run(plan)
+            server.wait_idle()
+            assert server.seen(path) == 4, name
+        finally:
+            server.stop()
+    native, python = (_failures(runs[name]) for name in ("native", "python"))
+    assert native == python, f"native {native}, python {python}"
+    assert native[0] == Counter({kind: 4})
+
+
+@pytest.mark.parametrize(("path", "length"), [("/ok", len(OK_BODY)), ("/chunked", CHUNKED_SIZE),
+                                              ("/until-close", 3 * len(OK_BODY)), ("/interim/100", len(OK_BODY)),
+                                              ("/status/503", len(b"status 503\n"))])
+def test_bodies_are_framed_as_the_fast_transport_frames_them(fault_server: FaultServer, path: str,
+                                                              length: int) -> None:
+    ran = run_native(Plan([fault_server.url(path)], qps=20, clients=2, seconds=None, total_requests=4))
+    assert ran.run.failed == 0 and ran.run.responses == 4 and ran.run.bytes_in == 4 * length
+    fault_server.wait_idle()
+    assert fault_server.seen(path) == 4
+
+
+def test_refused_and_unanswered_connects() -> None:
+    refused = refused_port()
+    listener, filler = unaccepting_port()
+    try:
+        for port, timeout, kind in ((refused.getsockname()[1], 10, "refused"), (listener.getsockname()[1], 0.3,
+                                                                                "timeout")):
+            url = f"http://127.0.0.1:{port}/"
+            plan = Plan([url], qps=20, clients=2, seconds=None, total_requests=4, timeout_s=timeout)
+            native, python = _failures(run_native(plan)), _failures(run_python(plan))
+            assert native == python and native[0] == Counter({kind: 4}), (native, python)
+    finally:
+        for s in (refused, listener, filler):
+            s.close()
+
+
+def test_a_response_after_its_deadline_is_a_timeout(fault_server: FaultServer) -> None:
+    """The check comes every timeout at most, but the verdict is the arrival's: after the deadline, a timeout."""
+    ran = run_native(Plan([fault_server.url("/trickle/30/100")], qps=20, clients=1, seconds=None, total_requests=2,
+                          timeout_s=1.5))
+    assert ran.run.errors == Counter({"timeout": 2})
+    assert {g.text for g in ran.run.error_groups.values()} == {"timeout: no complete body within 1.5s"}
+
+
+def test_cancel_counts_each_request_in_flight(fault_server: FaultServer) -> None:
+    ran = run_native(Plan([fault_server.url("/stall")], qps=50, clients=3, seconds=30, stop_after_s=0.3,
+                          cancel=True))
+    assert ran.run.errors == Counter({"cancelled": 3})  # each client's first request, stalled
+    assert {g.text for g in ran.run.error_groups.values()} == {"cancelled: still in flight when the run stopped"}
+    assert_accounted(ran)
+    fault_server.wait_idle()
+    assert fault_server.seen("/stall") == 3
+
+
+def test_an_open_run_past_max_in_flight_skips_and_counts(fault_server: FaultServer) -> None:
+    """200 ms answers at 50 req/s need 10 in flight; with 3 allowed, the rest is skipped, whatever the load."""
+    ran = run_native(Plan([fault_server.url("/slow/200")], qps=50, clients=2, seconds=1.5, open_model=True,
+                          max_in_flight=3))
+    assert_accounted(ran)
+    assert ran.run.skipped > 0 and ran.run.failed == 0
+    fault_server.wait_idle()
+    assert fault_server.seen("/slow/200") == ran.requests
+
+
+def test_a_slow_server_makes_a_closed_client_skip(fault_server: FaultServer) -> None:
+    ran = run_native(Plan([fault_server.url("/slow/100")], qps=100, clients=2, seconds=1.5))
+    assert_accounted(ran)
+    assert ran.run.skipped > 0  # 2 clients at 100 ms each can send 20 a second of the 100 due
+    fault_server.wait_idle()
+    assert fault_server.seen("/slow/100") == ran.requests
+
+
+def test_intervals_are_taken_only_in_order(nginx: Nginx) -> None:
+    ran = run_native(Plan([nginx.url], qps=50, clients=1, seconds=0.3, interval_s=0.1))
+    with pytest.raises(ValueError, match="not the next one"):
+        ran.engine.core.take(0)
+    assert all(isinstance(interval, Interval) for interval in ran.intervals)
+
+
+def test_what_comes_back_after_the_end_is_the_drain(fault_server: FaultServer) -> None:
+    """300 ms answers, a send due every 100 ms: the client is always busy, so a request is in flight at the end."""
+    ran = run_native(Plan([fault_server.url("/slow/300")], qps=10, clients=1, seconds=1.0, interval_s=0.5))
+    assert_accounted(ran)
+    assert ran.drain is not None and ran.drain.good >= 1
+    assert ran.recorder.drain_end_ns >= ran.schedule.end_ns
+    assert all(i.tally.good + i.tally.skipped >= 0 for i in ran.intervals)
+    fault_server.wait_idle()
+    assert fault_server.seen("/slow/300") == ran.requests
+
+
+def test_a_bench_of_varying_lengths_counts_as_the_python_engine() -> None:
+    """ab's Length failures and Keep-Alive counts: the same bench, the same figures, in both engines."""
+    benches = []
+    for run in (run_native, run_python):
+        server = FaultServer().start()  # its own: /varying's lengths take turns server-wide
+        try:
+            ran = run(Plan([server.url("/varying")], clients=1, seconds=None, total_requests=9, bench=True))
+        finally:
+            server.stop()
+        bench = ran.recorder.bench
+        assert bench is not None
+        benches.append((ran.run.good, bench.document_length, bench.length_mismatches, dict(bench.other_lengths),
+                        bench.kept_alive, bench.header_bytes, bench.total.count, bench.connect_new.count))
+    assert benches[0] == benches[1]
+    assert benches[0][:4] == (9, 3, 4, {5: 4})
+
+
+def test_urls_on_two_servers_keep_a_connection_to_each(nginx: Nginx, fault_server: FaultServer) -> None:
+    before = nginx.requests_logged()
+    ran = run_native(Plan([nginx.url, fault_server.url("/status/404")], qps=200, clients=1, seconds=None,
+                          total_requests=40))  # one client: send n goes to URL n % 2
+    # Not 20 and 20: a send the client was too late for is skipped, and which ones were is the
+    # machine's pace; each server sees exactly what was counted for it, over one kept connection.
+    ok, missing = ran.run.statuses[200], ran.run.statuses[404]
+    assert ok + missing == 40, ran.run.statuses
+    assert ran.recorder.connections["HTTP/1.1"] == (ok > 0) + (missing > 0)  # one to each origin, each kept
+    assert _wait_logged(nginx, before + ok) - before == ok
+    fault_server.wait_idle()
+    assert fault_server.seen("/status/404") == missing and fault_server.connections_accepted == (missing > 0)
+
+
+def test_ipv6_loopback() -> None:
+    listener = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    listener.bind(("::1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                data = b""
+                while not stop.is_set():
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                    while b"\r\n\r\n" in data:
+                        _, data = data.split(b"\r\n\r\n", 1)
+                        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        ran = run_native(Plan([f"http://[::1]:{port}/"], qps=100, clients=1, seconds=None, total_requests=5))
+        assert ran.run.good == 5 and ran.run.bytes_in == 15
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+    unanswered = run_native(Plan([f"http://[::1]:{port}/"], qps=100, clients=1, seconds=None, total_requests=2))
+    assert unanswered.run.errors == Counter({"refused": 2})
+
+
+def test_a_stop_before_the_start_sends_nothing_and_skips_what_fell_due(nginx: Nginx) -> None:
+    """A signal taken while a worker starts: nothing is sent, and the sends due before it are skipped."""
+    before = nginx.requests_logged()
+    plan = Plan([nginx.url], qps=100, clients=3, seconds=5)
+    schedule, load, options, grid = plan.parts()
+    engine, recorder = native_run(schedule, load, options, grid)
+    at = schedule.start_ns + 200_000_000  # sends 0 to 20 fell due by then
+    engine.stop(at_ns=at)
+    asyncio.run(asyncio.wait_for(engine.run(), 30))
+    interval = recorder.close(at, final=True, sending_end_ns=at)
+    assert engine.sent == 0 and recorder.total.requests == 0
+    assert recorder.total.skipped == 21 == interval.tally.skipped
+    time.sleep(0.2)
+    assert nginx.requests_logged() == before
+    cancelled, _ = native_run(*plan.parts())
+    cancelled.cancel_in_flight()
+    asyncio.run(asyncio.wait_for(cancelled.run(), 30))
+    assert cancelled.sent == 0

@@ -1,0 +1,121 @@
+"""Which engine sends a run (runner/run/build.py's engine_for): the native one never drops a setting.
+
+Every ClientSpec and Pacing field is either one the native engine honours (NATIVE_HONOURS) or
+one whose non-default value refuses it, named; a field added later (backendHeader, say) is
+refused until someone teaches the C engine it and lists it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from runner.config.settings import ClientSpec, Pacing, Settings, merge, settings_from
+from runner.config.targets import as_targets
+from runner.core.errors import UsageError
+from runner.load.native.engine import module
+from runner.load.request import build_requests
+from runner.load.shards import ALONE
+from runner.run import build
+from runner.run.build import NATIVE_HONOURS, engine_for, native_refusal, options_for
+
+URLS = ["http://127.0.0.1:8080/"]
+needs_native = pytest.mark.skipif(module() is None, reason="the native engine is not built here")
+
+
+def settings(**config: Any) -> Settings:
+    return settings_from(merge({"qps": 10, **config}))
+
+
+def refusal(s: Settings, urls: list[str] = URLS) -> str | None:
+    return native_refusal(s, as_targets(urls), build_requests(s, urls), options_for(s, ALONE))
+
+
+OTHER = {"transport": "httpx", "engine": "python", "mode": "bench", "load_model": "open"}  # the Literal fields
+
+
+def changed(name: str, value: Any) -> Any:
+    """Some value other than `value`, of its type, that the field may hold."""
+    if name in OTHER:
+        return OTHER[name]
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value * 2
+    if isinstance(value, str):
+        return value + "x"
+    if isinstance(value, tuple):  # stages
+        return ((60 * 10**9, 10.0),)
+    return 1 if value is None else None
+
+
+@needs_native
+@pytest.mark.parametrize(("group", "name"), [("client", f.name) for f in dataclasses.fields(ClientSpec)]
+                         + [("pace", f.name) for f in dataclasses.fields(Pacing)])
+def test_every_setting_is_honoured_by_the_native_engine_or_refuses_it(group: str, name: str) -> None:
+    base = settings()
+    assert refusal(base) is None
+    part = getattr(base, group)
+    other = dataclasses.replace(base, **{group: dataclasses.replace(part, **{name: changed(name, getattr(part, name))})})
+    found = refusal(other)
+    if name in NATIVE_HONOURS:
+        assert found is None, (name, found)
+    else:
+        assert found, name
+
+
+def test_a_setting_the_native_engine_does_not_know_is_refused_by_its_configured_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    base = settings()
+    # A field ClientSpec may get later: what the rule does with one.
+    spec = dataclasses.make_dataclass("Spec", [*((f.name, f.type) for f in dataclasses.fields(ClientSpec)),
+                                               ("dns_cache", str)], frozen=True)
+    own = {f.name: getattr(base.client, f.name) for f in dataclasses.fields(ClientSpec)}
+    default, client = spec(**own, dns_cache=""), spec(**own, dns_cache="off")
+    real = build.settings_from
+    monkeypatch.setattr(build, "settings_from", lambda merged: dataclasses.replace(real(merged), client=default))
+    assert refusal(dataclasses.replace(base, client=client)) == "dnsCache (not in the native engine)"
+    if module() is not None:
+        assert refusal(dataclasses.replace(base, client=default)) is None
+
+
+@needs_native
+def test_what_the_native_engine_does_not_count_refuses_it() -> None:
+    """The summary is the same whichever engine ran: a backend count and a perUrl section are the
+    Python engine's alone for now, so asking for them takes it."""
+    assert refusal(settings(backendHeader="X-Soak-Backend")) == "backendHeader (the native engine reads no backend header)"
+    two = ["http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b"]
+    assert refusal(settings(), two) == "more than one URL (the native engine counts no perUrl section)"
+    assert refusal(settings(), [URLS[0], URLS[0]]) is None  # one URL listed twice is one URL
+
+
+@pytest.mark.parametrize(("config", "why"), [
+    ({"transport": "httpx"}, "the httpx transport"),
+    ({"compress": True}, "compress (the native engine reads no gzip)"),
+    ({"transport": "httpx", "http2": True}, "the httpx transport"),
+])
+def test_what_the_native_engine_does_not_do_is_named(config: dict[str, Any], why: str) -> None:
+    assert refusal(settings(**config)) == why
+
+
+@needs_native
+def test_engine_native_for_a_run_it_cannot_send_is_refused_in_one_line() -> None:
+    s = settings(engine="native", compress=True)
+    with pytest.raises(UsageError) as refused:
+        engine_for(s, as_targets(URLS), build_requests(s, URLS), options_for(s, ALONE))
+    assert str(refused.value) == ("engine: native cannot send this run: compress (the native engine reads no gzip); "
+                                  "use engine: auto or python")
+
+
+@needs_native
+def test_auto_takes_the_native_engine_where_it_can_and_says_why_not_elsewhere() -> None:
+    plain, gzip = settings(), settings(compress=True)
+    assert engine_for(plain, as_targets(URLS), build_requests(plain, URLS), options_for(plain, ALONE)).name == "native"
+    chosen = engine_for(gzip, as_targets(URLS), build_requests(gzip, URLS), options_for(gzip, ALONE))
+    assert (chosen.name, chosen.why) == ("python", "compress (the native engine reads no gzip)")
+    python = settings(engine="python")
+    assert engine_for(python, as_targets(URLS), build_requests(python, URLS), options_for(python, ALONE)).name == "python"

@@ -1,0 +1,59 @@
+"""The native engine's tallies as the recorder's records: pure conversion, no engine needed."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from runner.load.model import Closed
+from runner.load.schedule import Grid
+from runner.metrics.tally import native_counts
+from runner.stats.native import NativeRecorder
+from runner.stats.recorder import OTHER_TEXTS
+
+EMPTY = (None, 0, 0, 0, 0, 0)
+
+
+def recorder(shown=lambda text: text.replace("s3cret", "***")) -> NativeRecorder:  # noqa: ANN001
+    return NativeRecorder(None, Grid(0, 10**9), Closed(), shown=shown)  # type: ignore[arg-type]  # tally() needs no engine
+
+
+def counts(**changed: object) -> dict:
+    base = {"good": 3, "bad": 1, "failed": 4, "skipped": 2, "late": 1, "late_max_ns": 5_000_000, "kernel_clocked": 3,
+            "bytes_in": 10, "bytes_out": 0, "statuses": {200: 3, 503: 1}, "errors": {"closed": 3, "protocol": 1},
+            "groups": [], "latency": EMPTY}
+    return {**base, **changed}
+
+
+def test_a_tally_keeps_every_count() -> None:
+    tally = recorder().tally(counts())
+    assert (tally.good, tally.bad, tally.failed, tally.skipped, tally.late, tally.late_max_ns) == (3, 1, 4, 2, 1,
+                                                                                                    5_000_000)
+    assert tally.statuses == Counter({200: 3, 503: 1}) and tally.errors == Counter({"closed": 3, "protocol": 1})
+    assert tally.requests == 8 and tally.latency.count == 0
+    assert recorder().tally({}).requests == 0  # an interval nothing landed in
+
+
+def test_failure_texts_are_shown_and_grouped_by_what_is_shown() -> None:
+    groups = [
+        ("closed", "closed: received # bytes", 2, "closed: received 3 bytes", 0, (0, 1), False, True),
+        ("protocol", "protocol: s#cret #", 1, "protocol: s3cret 1", 1, (1,), False, False),
+        ("protocol", "protocol: s#cret #", 1, "protocol: s3cret 2", 0, (0,), True, False),
+        ("closed", OTHER_TEXTS, 1, "closed: whatever", 0, (0,), False, False),
+    ]
+    tally = recorder().tally(counts(groups=groups))
+    assert list(tally.error_groups) == [("closed", "closed: received # bytes"), ("protocol", "protocol: *** #"),
+                                        ("closed", OTHER_TEXTS)]
+    assert tally.error_groups[("closed", "closed: received # bytes")].urls == {0, 1}
+    shown = tally.error_groups[("protocol", "protocol: *** #")]  # two of the engine's groups, one once shown
+    assert (shown.count, shown.text, shown.urls, shown.more_urls, shown.varied) == (2, "protocol: *** 1", {0, 1},
+                                                                                    True, True)
+    assert all("s3cret" not in group.text for group in tally.error_groups.values())
+
+
+def test_metrics_counts_become_a_metrics_tally() -> None:
+    tally = native_counts({"skipped": 1, "late": 2, "opened": 4, "closed": 3, "statuses": [[0] * 1000],
+                           "failures": {(0, "reset"): 3}, "good": [[1, 2]], "bad": [[0, 0]], "good_ns": [30],
+                           "bad_ns": [0]})
+    assert tally.skipped == 1 and tally.late == 2 and tally.failures == Counter({(0, "reset"): 3})
+    assert (tally.connections_opened, tally.connections_closed) == (4, 3)
+    assert tally.snapshot().good == [[1, 2]]
