@@ -27,6 +27,7 @@ from runner.report.base import Reporter
 from runner.run.build import Parts
 from runner.run.probe import LoopProbe
 from runner.run.warmup import WarmUpPhase
+from runner.stats.client import NATIVE_PROBE_PERIOD_NS
 from runner.stats.native import NativeRecorder
 from runner.stats.recorder import Interval, Recorder
 from runner.stats.runinfo import SIGNAL_STOP, RunInfo, RunSummary, Warmup
@@ -100,11 +101,11 @@ class Soak:
             warmup.start(cpu_before, began_ns)
         engine = asyncio.ensure_future(self._engine.run())  # its clients wait for the run's first due time
         self._recorder.client.begin(_cpu_seconds(), began_ns)
-        # The Python engine's loop is probed for how late it runs what is due; the native engine
-        # measures its own, on its pacing timer, and Python's loop only waits for it.
-        probe = None if self._native else LoopProbe(self._tick)
-        if probe is not None:
-            probe.start(began_ns)
+        # The loop is probed for how late it runs what is due: the Python engine's every 10 ms; with
+        # the native engine, which measures its own lag on its pacing timer, only for a stall of the
+        # whole process, every 100 ms (runner.stats.client.NATIVE_PROBE_PERIOD_NS).
+        probe = LoopProbe(self._tick, NATIVE_PROBE_PERIOD_NS) if self._native else LoopProbe(self._tick)
+        probe.start(began_ns)
         progress = asyncio.ensure_future(self._follow_progress(engine)) if self._native and self._progress else None
         self._install_signals()
         try:
@@ -120,8 +121,7 @@ class Soak:
             # slow Pushgateway must not kill the process before the summary and the push are out.
             summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before, warmed)
         finally:
-            if probe is not None:
-                probe.stop()
+            probe.stop()
             if progress is not None:
                 progress.cancel()
             if self._refreshing is not None:

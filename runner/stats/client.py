@@ -28,6 +28,10 @@ SATURATED_CPU = 0.9  # of one core: a Python event loop uses at most one
 SATURATED_LAG_NS = 10 * NS_PER_MS  # loop lag p99: a timer 10 ms late means every callback waits as long
 LATE_NS = 2 * NS_PER_MS  # a send this much after it could and should have left counts as late
 PROBE_PERIOD_NS = 10 * NS_PER_MS  # how often the loop-lag probe asks to be woken
+# With the native engine, Python's loop only waits for it: a probe ten times slower still sees a
+# stall of the process (SIGSTOP, a node that does not run it) interval by interval, for a tenth
+# of the wake-ups; the engine's own timer measures its lag on top (ClientMeter.loop_lags).
+NATIVE_PROBE_PERIOD_NS = 100 * NS_PER_MS
 
 
 def is_late(result: Result) -> bool:
@@ -113,11 +117,8 @@ class ClientMeter:
       the moment of closing it, when the process is busy (it said 100% of a core).
     """
 
-    def __init__(self, grid: Grid, paced: bool = True, period_ns: int = PROBE_PERIOD_NS, probed: bool = True) -> None:
-        """`probed`: ticks come from the loop probe (tick()); else the loop lag comes as it was
-        measured elsewhere (loop_lags(): the native engine's timer), and no tick is ever due."""
+    def __init__(self, grid: Grid, paced: bool = True, period_ns: int = PROBE_PERIOD_NS) -> None:
         self._grid = grid
-        self._probed = probed
         self._period_ns = period_ns
         self._lag = LatencyHistogram()  # the open interval's: the ticks due in it
         self._next = 0  # the open interval: the first not yet closed
@@ -162,9 +163,8 @@ class ClientMeter:
               final: bool = False) -> ClientFigures:
         """The interval from `start_ns` to `end_ns`, closed at `t_ns` with `cpu_s` used so far (None:
         its share is unknown, 0). The final one also takes the ticks due after its end."""
-        if self._probed:
-            self._count_ran(math.inf if final else max(end_ns, start_ns))
-            self._count_pending(t_ns if final else min(max(end_ns, start_ns), t_ns), t_ns)
+        self._count_ran(math.inf if final else max(end_ns, start_ns))
+        self._count_pending(t_ns if final else min(max(end_ns, start_ns), t_ns), t_ns)
         lag, self._lag = self._lag, LatencyHistogram()
         self._next += 1
         self._run_lag.add(lag)

@@ -25,7 +25,7 @@ from runner.load.model import LoadModel
 from runner.load.native.engine import Counting, MetricsConfig, NativeEngine
 from runner.load.schedule import Grid, Schedule
 from runner.load.transport import TransportOptions
-from runner.stats.client import LATE_NS, ClientMeter
+from runner.stats.client import LATE_NS, NATIVE_PROBE_PERIOD_NS, ClientMeter
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import (
     ERROR_GROUPS,
@@ -82,7 +82,7 @@ class NativeRecorder:
         self.bench = BenchTally() if model.ab_phases else None
         self.send_lag = LatencyHistogram() if model.paced else None
         self.connections: Counter[str] = Counter()
-        self.client = ClientMeter(grid, paced=model.paced, probed=False)  # its loop lag: the engine's timer
+        self.client = ClientMeter(grid, paced=model.paced, period_ns=NATIVE_PROBE_PERIOD_NS)  # + the engine's timer
         self.drain: Tally | None = None
         self.drain_end_ns = 0
         # Connections opened and closed, per interval (index k) and for the run: for the lead to
