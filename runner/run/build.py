@@ -172,10 +172,6 @@ def native_refusal(settings: Settings, targets: Targets, requests: list[Request]
     """Why the native engine cannot send this run (plain HTTP/1.1, the fast transport's), or None if it can:
     a setting it does not do (NATIVE_HONOURS), what it does not count (backends, each URL apart), or
     what the load needs (native.engine.unsupported)."""
-    if settings.report.backend_header:
-        return "backendHeader (the native engine reads no backend header)"
-    if len(set(targets)) > 1:
-        return "more than one URL (the native engine counts no perUrl section)"
     defaults = settings_from(merge())
     for group, default in ((settings.client, defaults.client), (settings.pace, defaults.pace)):
         for field in fields(group):
@@ -184,6 +180,10 @@ def native_refusal(settings: Settings, targets: Targets, requests: list[Request]
                 continue
             return NATIVE_REFUSES.get(field.name, "{name} (not in the native engine)").format(
                 value=value, name=setting_name(field.name))
+    if settings.report.backend_header:
+        return "backendHeader (the native engine reads no backend header)"
+    if len(set(targets)) > 1:
+        return "more than one URL (the native engine counts no perUrl section)"
     load = Load(requests, model_of(settings.pace), hash_sample_rate=settings.report.hash_sample_rate)
     return unsupported(load, options)
 
