@@ -17,7 +17,9 @@ from collections import Counter
 
 import pytest
 
+from runner.core.errors import UsageError
 from runner.metrics.tally import MetricsTally, native_counts
+from runner.run.build import build
 from runner.stats.native import ConnectionCounts, NativeRecorder, native_run
 from runner.stats.recorder import Interval, Tally
 from tests.conftest import NGINX_PAGE, Nginx, assert_due_sends_accounted
@@ -184,11 +186,11 @@ def test_the_open_model_counts_latency_from_the_due_time(nginx: Nginx) -> None:
 
 
 def test_metrics_count_what_the_recorder_counts(nginx: Nginx) -> None:
-    urls = [nginx.url, nginx.url + "fail"]
-    ran = run_native(Plan(urls, qps=200, clients=2, seconds=1.0, metrics=True))
+    # one URL: the native engine refuses a list (its runs have no perUrl section yet)
+    ran = run_native(Plan([nginx.url], qps=200, clients=2, seconds=1.0, metrics=True))
     counts = native_counts(ran.engine.core.metrics())
     assert isinstance(counts, MetricsTally)
-    assert sum(counts.statuses[0]) == ran.run.statuses[200] and counts.statuses[1][503] == ran.run.statuses[503]
+    assert sum(counts.statuses[0]) == ran.run.statuses[200] == ran.run.good > 0
     assert sum(sum(places) for places in counts.good) == ran.run.good
     assert sum(sum(places) for places in counts.bad) == ran.run.bad
     assert counts.skipped == ran.run.skipped and counts.late == ran.run.late
@@ -333,18 +335,12 @@ def test_a_bench_of_varying_lengths_counts_as_the_python_engine() -> None:
     assert benches[0][:4] == (9, 3, 4, {5: 4})
 
 
-def test_urls_on_two_servers_keep_a_connection_to_each(nginx: Nginx, fault_server: FaultServer) -> None:
-    before = nginx.requests_logged()
-    ran = run_native(Plan([nginx.url, fault_server.url("/status/404")], qps=200, clients=1, seconds=None,
-                          total_requests=40))  # one client: send n goes to URL n % 2
-    # Not 20 and 20: a send the client was too late for is skipped, and which ones were is the
-    # machine's pace; each server sees exactly what was counted for it, over one kept connection.
-    ok, missing = ran.run.statuses[200], ran.run.statuses[404]
-    assert ok + missing == 40, ran.run.statuses
-    assert ran.recorder.connections["HTTP/1.1"] == (ok > 0) + (missing > 0)  # one to each origin, each kept
-    assert _wait_logged(nginx, before + ok) - before == ok
-    fault_server.wait_idle()
-    assert fault_server.seen("/status/404") == missing and fault_server.connections_accepted == (missing > 0)
+def test_urls_on_two_servers_are_the_python_engines_for_now(nginx: Nginx, fault_server: FaultServer) -> None:
+    """A list's runs carry a perUrl section, which the native engine does not count yet: `engine:
+    native` is refused in one line before anything is sent, and `auto` takes the Python engine."""
+    urls = [nginx.url, fault_server.url("/status/404")]
+    with pytest.raises(UsageError, match="^engine: native cannot send this run: more than one URL"):
+        build(Plan(urls, qps=200, clients=1, seconds=None, total_requests=40).settings("native"), urls, None)
 
 
 def test_ipv6_loopback() -> None:
