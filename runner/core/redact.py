@@ -142,7 +142,7 @@ def _word_shown(found: re.Match[str]) -> str:
     whole when it is written `user:password@host` without one; any other word (`TEXT|@FILE`, an
     e-mail address, `goal%>=99`) as it is."""
     word = found.group()
-    scheme = _SCHEME.search(word)
+    scheme = _SCHEME.search(word) if "://" in word else None  # no backtracking through a long base64 word
     if scheme is not None:
         return word[:scheme.start()] + url(word[scheme.start():])
     return url(word) if _BARE_USERINFO.match(word) else word
