@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from runner.core.errors import EXIT_NO_RESPONSE
 from tests.conftest import assert_counts_add_up, run_soak
 from tests.support.certs import Pki
 from tests.support.tlsservers import Logged, TlsNginx
@@ -138,7 +139,7 @@ def test_bench_phases_come_from_http2_events(tls_nginx: TlsNginx, pki: Pki) -> N
 def test_a_server_without_http2_fails_as_protocol_and_says_why(tls_nginx: TlsNginx, pki: Pki) -> None:
     url = tls_nginx.url(tls_nginx.http1_port)
     run = run_soak(*HTTPX, *TEN, "--caBundle", str(pki.ca), url)
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == EXIT_NO_RESPONSE, run.stderr  # every request failed: no response at all
     assert run.summary["errors"] == {"protocol": 10}
     assert f'GET "{url}": protocol: the server did not agree to HTTP/2 (ALPN: http/1.1) (10 times)' \
         in run.stderr.splitlines()
