@@ -52,6 +52,19 @@ def test_the_c_sources_compile_for_arm64_without_a_warning() -> None:
         assert done.returncode == 0 and not done.stderr, f"arm64 {source.name}:\n{done.stderr}"
 
 
+def test_the_tree_the_tests_run_has_the_native_engine_built() -> None:
+    """The tests run `python -m runner` from the tree (REPO), not from site-packages: installed
+    with `pip install '.[test]'`, the tree had no compiled engine and every native test was
+    skipped as "not built here" while gcc stood by. Where gcc and the Python headers exist, the
+    tree's runner must have it (README's `pip install -e '.[test]'` builds it in place)."""
+    program("gcc", HINTS["gcc"])
+    assert Path(sysconfig.get_paths()["include"], "Python.h").exists(), "no Python headers: apt-get install python3-dev"
+    done = subprocess.run([sys.executable, "-c", "import runner.load.native.engine as e; print(e.module() is not None)"],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.stdout == "True\n", ("the native engine is not built in the tree the tests run "
+                                      f"({REPO}): pip install -e '.[test]' builds it in place", done.stderr)
+
+
 def _tree(into: Path) -> Path:
     """The project's sources, without anything built from them (a build/ left by an earlier
     install would be reused by setuptools, whatever the compiler)."""
