@@ -40,7 +40,9 @@ def test_failures_that_differ_in_their_numbers_are_one_line_per_interval(transpo
     summary = assert_counts_add_up(run.stdout)
     assert summary["failed"] == summary["requests"] > 3
     lines = error_lines(run.stderr)
-    assert len(lines) <= summary["intervals"]  # one line per interval: one group, one URL
+    # One line per interval (one group, one URL), and one for the drain: on a busy machine a
+    # request still in flight when the last interval closed fails after it, on a line of its own.
+    assert len(lines) <= summary["intervals"] + (summary.get("drain") is not None)
     assert counted(lines) == summary["failed"]
     several = [line for line in lines if not line.endswith("(1 time)")]
     assert several, run.stderr
