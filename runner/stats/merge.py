@@ -29,9 +29,16 @@ from runner.load.model import ramp_of
 from runner.load.schedule import Schedule
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import LatencyHistogram
-from runner.stats.record import ShardRun, client_from_record, histogram_from_record, run_settings, tally_from_record
+from runner.stats.record import (
+    ShardRun,
+    client_from_record,
+    histogram_from_record,
+    run_settings,
+    tally_from_record,
+    warmup_from_record,
+)
 from runner.stats.recorder import BenchTally, Interval, Tally
-from runner.stats.runinfo import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary, Warmup
 
 CLOCK_SLACK_NS = 1_000_000  # how far apart the shards' ends of one full interval may be
 
@@ -239,6 +246,7 @@ def merged_summary(info: RunInfo, total: RunTotal, shards: Sequence[ShardRun],
         drain=drain,
         per_url=_merged_per_url([run.get("perUrl") for _, run in runs]),
         last_interval_end_ns=total.last_end_ns,
+        warmup=_merged_warmup(run.get("warmup") for _, run in runs),
     )
 
 
@@ -253,6 +261,22 @@ def _merged_per_url(records: Sequence[Any]) -> tuple[Tally, ...] | None:
         for tally, part in zip(per_url, record, strict=True):
             tally.merge(tally_from_record(part))
     return per_url
+
+
+def _merged_warmup(records: Iterable[Any]) -> Warmup | None:
+    """The shards' warm-ups added up, apart from the run as each shard kept its own: counts and
+    histograms added, sends due added (unknown if one shard's is), the longest span and the most
+    lines (the shards warm up side by side, on one grid); None when no shard warmed up."""
+    parts = [warmup_from_record(r) for r in records if r is not None]
+    if not parts:
+        return None
+    tally = Tally()
+    for part in parts:
+        tally.merge(part.tally)
+    dues = [part.due for part in parts]
+    due = None if any(d is None for d in dues) else sum(d for d in dues if d is not None)
+    return Warmup(tally, due, max(p.span_ns for p in parts), max(p.intervals for p in parts),
+                  _added(p.connections for p in parts) or {})
 
 
 def _merged_drain(records: Iterable[Any]) -> Tally | None:

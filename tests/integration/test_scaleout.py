@@ -644,3 +644,33 @@ def test_the_merged_run_is_judged_by_the_runs_thresholds(pods: PodRun) -> None:
     assert verdict[0].startswith("# threshold run p50 < 1ns: ") and verdict[0].endswith(" BROKEN")
     assert verdict[1] == "# threshold run errors% <= 0: 0% ok"
     assert assert_counts_add_up(done.stdout)["thresholds"]["passed"] is False
+
+
+def test_the_shards_warmups_are_merged_apart_from_the_run(nginx: Nginx, tmp_path: Path) -> None:
+    """Each pod warms up before its share of the run and keeps what its warm-up measured in its
+    summary's warmup section; `soak merge` dropped those sections, so the merged run hid the
+    warm-up's requests (which nginx saw). Now the merged warmup section is the pods' added up,
+    and it stays out of the run's counts as each pod's did."""
+    after_a_boundary(1)
+    before = nginx.requests_logged()
+    processes = [subprocess.Popen(soak_command("--warmup", "2s", "--qps", "10", "--interval", "1s", "--iterations", "2",
+                                               "--shards", "2", "--shard", str(index), nginx.url),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, "TZ": "UTC"}) for index in range(2)]
+    outputs = [p.communicate(timeout=60) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], [err for _, err in outputs]
+    pods = [assert_counts_add_up(out) for out, _ in outputs]
+    files = []
+    for index, (out, _) in enumerate(outputs):
+        files.append(tmp_path / f"shard-{index}.log")
+        files[-1].write_text(out)
+    done = merge(files=files)
+    assert done.returncode == 0, done.stderr
+    merged = assert_counts_add_up(done.stdout)
+    warmup = merged["warmup"]
+    for key in ("requests", "good", "skipped", "intervals"):
+        assert warmup[key] == (sum if key != "intervals" else max)(p["warmup"][key] for p in pods), (key, warmup)
+    assert warmup["requests"] + warmup["skipped"] == 20  # 2 s at 10 req/s, over both pods
+    assert warmup["max"] == max(p["warmup"]["max"] for p in pods)
+    assert merged["requests"] == sum(p["requests"] for p in pods)
+    assert nginx.requests_logged() - before == warmup["requests"] + merged["requests"]
