@@ -173,10 +173,7 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     """
     length = info.settings.pace.interval_ns
     start = slot * length
-    tally, client = Tally(), ClientFigures()
-    for _, record in parts:
-        tally.merge(tally_from_record(record["tally"]))
-        client.merge(client_from_record(record.get("client")))
+    tally, client = _added_up([record for _, record in parts])
     end = max(offset + int(r["endNs"]) for offset, r in parts)
     if abs(end - (start + length)) < CLOCK_SLACK_NS:
         end = start + length
@@ -188,6 +185,26 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     due_ns = round(sum(stop - begin for begin, stop, _ in spans) / shares)
     return Interval(index, start, end, tally, None if None in sending else max(s for s in sending if s is not None),
                     due_ns, client, due=_sends_due(info, shares, spans))
+
+
+def merged_warmup_interval(index: int, parts: Sequence[dict[str, Any]]) -> Interval:
+    """Warm-up interval `index`: the local workers' records (runner.run.workers: one grid, one
+    start) added up, with the sends each one's warm-up schedule made due in it."""
+    tally, client = _added_up(parts)
+    dues = [record["due"] for record in parts]
+    sending = [record["sendingEndNs"] for record in parts]
+    return Interval(index, min(int(r["startNs"]) for r in parts), max(int(r["endNs"]) for r in parts), tally,
+                    None if None in sending else max(sending), max(int(r["dueNs"]) for r in parts), client,
+                    due=None if None in dues else sum(dues))
+
+
+def _added_up(records: Iterable[dict[str, Any]]) -> tuple[Tally, ClientFigures]:
+    """The interval records' tallies and client figures, each added up."""
+    tally, client = Tally(), ClientFigures()
+    for record in records:
+        tally.merge(tally_from_record(record["tally"]))
+        client.merge(client_from_record(record.get("client")))
+    return tally, client
 
 
 def _sends_due(info: RunInfo, shares: int, spans: Sequence[tuple[int, int, int]]) -> float | None:

@@ -674,3 +674,25 @@ def test_the_shards_warmups_are_merged_apart_from_the_run(nginx: Nginx, tmp_path
     assert warmup["max"] == max(p["warmup"]["max"] for p in pods)
     assert merged["requests"] == sum(p["requests"] for p in pods)
     assert nginx.requests_logged() - before == warmup["requests"] + merged["requests"]
+
+
+def test_workers_warm_up_together_and_print_one_merged_warmup(nginx: Nginx) -> None:
+    """A warm-up with local workers was refused. Now each worker warms up its share on the run's
+    grid, and the parent prints one merged warm-up line per interval, as one process would: the
+    lines' goals are the whole run's rate, and the merged warmup section and the run add up to
+    what nginx logged, each apart."""
+    before = nginx.requests_logged()
+    run = run_soak("--warmup", "2s", "--qps", "20", "--concurrency", "4", "--interval", "1s", "--iterations", "2",
+                   "--workers", "2", nginx.url, timeout=60)
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    marked = [line[len("# warmup "):] for line in run.lines if line.startswith("# warmup ")]
+    warmup = summary["warmup"]
+    assert len(marked) == warmup["intervals"] == 2, run.stdout
+    assert [parse_interval(line).target for line in marked] == [20, 20]
+    assert sum(parse_interval(line).requests for line in marked) <= warmup["requests"]  # the rest came back later
+    assert warmup["requests"] + warmup["skipped"] == 40 and summary["requests"] + summary["skipped"] == 40
+    assert [parse_interval(line).target for line in run.interval_lines] == [20, 20]
+    assert nginx.requests_logged() - before == warmup["requests"] + summary["requests"]
+    first_run_line = next(i for i, line in enumerate(run.lines) if line[:1].isdigit())
+    assert all(i < first_run_line for i, line in enumerate(run.lines) if line.startswith("# warmup "))
