@@ -266,9 +266,6 @@ def _check_warmup(merged: dict[str, Any], stages: tuple[tuple[int, float], ...])
     if stages and stages[0][1] == 0:
         raise UsageError(f"warmup: {merged['warmup']} is not allowed when the first stage's qps is 0: the warm-up "
                          f"sends at the first stage's target")
-    if int(merged["workers"]) > 1:
-        raise UsageError(f"warmup: {merged['warmup']} is not allowed with workers: {merged['workers']} yet; split the "
-                         f"run over shards (pods), or run it in one process")
 
 
 def _http2(merged: dict[str, Any]) -> bool:

@@ -34,8 +34,14 @@ from runner.config.settings import Settings
 from runner.config.targets import as_targets
 from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter
-from runner.stats.merge import RunTotal, merged_bench, merged_interval, merged_summary
-from runner.stats.record import ShardRun, bench_from_record, bench_record, interval_record, run_record
+from runner.stats.merge import RunTotal, merged_bench, merged_interval, merged_summary, merged_warmup_interval
+from runner.stats.record import (
+    ShardRun,
+    bench_from_record,
+    bench_record,
+    interval_record,
+    run_record,
+)
 from runner.stats.recorder import Interval
 from runner.stats.runinfo import RunInfo, RunSummary
 
@@ -84,8 +90,11 @@ def run(settings: Settings, urls: Sequence[str], source: str | None, reporters: 
             process.start()
         for _, theirs in pipes:
             theirs.close()  # the worker holds its own copy: when it exits, this end reads EOF
-        info = RunInfo(settings, list(urls), source, time.monotonic_ns() + round((start_wall - time.time()) * 1e9),
-                       start_wall, pod, as_targets(urls).weights, engine)
+        # The run begins where the workers' warm-ups (if any) end, as in each worker (runner.run.soak).
+        warmup_ns = settings.pace.warmup_ns
+        info = RunInfo(settings, list(urls), source,
+                       time.monotonic_ns() + round((start_wall - time.time()) * 1e9) + warmup_ns,
+                       start_wall + warmup_ns / 1e9, pod, as_targets(urls).weights, engine)
         with _forwarding_signals(processes):
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
             return _Gather(info, reporters, processes, counts).collect([ours for ours, _ in pipes])
@@ -183,6 +192,9 @@ class _Courier(Reporter):
             self._outbox.put(("bench", info.shard.worker, bench_record(interval.bench, info.start_ns)))
         self._outbox.put(("interval", info.shard.worker, interval_record(info, interval)))
 
+    def warmup(self, info: RunInfo, interval: Interval) -> None:
+        self._outbox.put(("warmup", info.shard.worker, warmup_interval_record(info, interval)))
+
     def finish(self, summary: RunSummary) -> None:
         self._send_counts(summary.info.shard.worker)
         self._outbox.put(("run", summary.info.shard.worker, run_record(summary, [])))
@@ -205,6 +217,8 @@ class _Gather:
     processes: Sequence[multiprocessing.process.BaseProcess]  # worker w is processes[w]
     counts: WorkerTallies | None
     intervals: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    warmups: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # each worker's warm-up intervals
+    warmed: int = 0  # the warm-up intervals merged and told so far
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     failures: dict[int, str] = field(default_factory=dict)
     benches: dict[int, dict[str, Any]] = field(default_factory=dict)  # each worker's latest bench record
@@ -251,6 +265,8 @@ class _Gather:
     def _receive(self, kind: str, worker: int, payload: Any) -> None:
         if kind == "interval":
             self.intervals.setdefault(worker, []).append(payload)
+        elif kind == "warmup":
+            self.warmups.setdefault(worker, []).append(payload)
         elif kind == "run":
             self.runs[worker] = payload
             if "bench" in payload:
@@ -281,6 +297,7 @@ class _Gather:
 
     def _emit(self, final: bool) -> None:
         """Merge and tell every interval that all still-running workers have closed (all, at the end)."""
+        self._emit_warmups(final)
         while True:
             k = self.merged.intervals
             have = [w for w in range(self.workers) if len(self.intervals.get(w, [])) > k]
@@ -294,6 +311,21 @@ class _Gather:
             self.merged.add(interval)
             for reporter in self.reporters:
                 reporter.interval(self.info, _on_clock(self.info, interval))
+
+    def _emit_warmups(self, final: bool) -> None:
+        """Merge and tell every warm-up interval that all workers still warming up have closed (all, at
+        the end). A worker that has sent a run interval has finished its warm-up: it is waited for no more."""
+        while True:
+            k = self.warmed
+            have = [w for w in range(self.workers) if len(self.warmups.get(w, [])) > k]
+            warming = [w for w in range(self.workers)
+                       if w not in self.runs and w not in self.failures and not self.intervals.get(w)]
+            if not have or (not final and any(w not in have for w in warming)):
+                return
+            interval = merged_warmup_interval(k, [self.warmups[w][k] for w in have])
+            self.warmed += 1
+            for reporter in self.reporters:
+                reporter.warmup(self.info, _on_clock(self.info, interval))
 
     def _finish(self) -> RunSummary:
         self._emit(final=True)
@@ -314,6 +346,12 @@ class _Gather:
         for reporter in self.reporters:
             reporter.finish(summary)
         return summary
+
+
+def warmup_interval_record(info: RunInfo, interval: Interval) -> dict[str, Any]:
+    """A worker's warm-up interval, whole, with the sends its own warm-up schedule made due in it
+    (the run's schedule, which merged_interval works them out from, is not the warm-up's)."""
+    return {**interval_record(info, interval), "due": interval.due, "dueNs": interval.due_span_ns}
 
 
 def _summary_on_clock(summary: RunSummary, shift: int) -> RunSummary:

@@ -29,9 +29,16 @@ from runner.load.model import ramp_of
 from runner.load.schedule import Schedule
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import LatencyHistogram
-from runner.stats.record import ShardRun, client_from_record, histogram_from_record, run_settings, tally_from_record
+from runner.stats.record import (
+    ShardRun,
+    client_from_record,
+    histogram_from_record,
+    run_settings,
+    tally_from_record,
+    warmup_from_record,
+)
 from runner.stats.recorder import BenchTally, Interval, Tally
-from runner.stats.runinfo import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary, Warmup
 
 CLOCK_SLACK_NS = 1_000_000  # how far apart the shards' ends of one full interval may be
 
@@ -166,10 +173,7 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     """
     length = info.settings.pace.interval_ns
     start = slot * length
-    tally, client = Tally(), ClientFigures()
-    for _, record in parts:
-        tally.merge(tally_from_record(record["tally"]))
-        client.merge(client_from_record(record.get("client")))
+    tally, client = _added_up([record for _, record in parts])
     end = max(offset + int(r["endNs"]) for offset, r in parts)
     if abs(end - (start + length)) < CLOCK_SLACK_NS:
         end = start + length
@@ -181,6 +185,26 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     due_ns = round(sum(stop - begin for begin, stop, _ in spans) / shares)
     return Interval(index, start, end, tally, None if None in sending else max(s for s in sending if s is not None),
                     due_ns, client, due=_sends_due(info, shares, spans))
+
+
+def merged_warmup_interval(index: int, parts: Sequence[dict[str, Any]]) -> Interval:
+    """Warm-up interval `index`: the local workers' records (runner.run.workers: one grid, one
+    start) added up, with the sends each one's warm-up schedule made due in it."""
+    tally, client = _added_up(parts)
+    dues = [record["due"] for record in parts]
+    sending = [record["sendingEndNs"] for record in parts]
+    return Interval(index, min(int(r["startNs"]) for r in parts), max(int(r["endNs"]) for r in parts), tally,
+                    None if None in sending else max(sending), max(int(r["dueNs"]) for r in parts), client,
+                    due=None if None in dues else sum(dues))
+
+
+def _added_up(records: Iterable[dict[str, Any]]) -> tuple[Tally, ClientFigures]:
+    """The interval records' tallies and client figures, each added up."""
+    tally, client = Tally(), ClientFigures()
+    for record in records:
+        tally.merge(tally_from_record(record["tally"]))
+        client.merge(client_from_record(record.get("client")))
+    return tally, client
 
 
 def _sends_due(info: RunInfo, shares: int, spans: Sequence[tuple[int, int, int]]) -> float | None:
@@ -239,6 +263,7 @@ def merged_summary(info: RunInfo, total: RunTotal, shards: Sequence[ShardRun],
         drain=drain,
         per_url=_merged_per_url([run.get("perUrl") for _, run in runs]),
         last_interval_end_ns=total.last_end_ns,
+        warmup=_merged_warmup(run.get("warmup") for _, run in runs),
     )
 
 
@@ -253,6 +278,22 @@ def _merged_per_url(records: Sequence[Any]) -> tuple[Tally, ...] | None:
         for tally, part in zip(per_url, record, strict=True):
             tally.merge(tally_from_record(part))
     return per_url
+
+
+def _merged_warmup(records: Iterable[Any]) -> Warmup | None:
+    """The shards' warm-ups added up, apart from the run as each shard kept its own: counts and
+    histograms added, sends due added (unknown if one shard's is), the longest span and the most
+    lines (the shards warm up side by side, on one grid); None when no shard warmed up."""
+    parts = [warmup_from_record(r) for r in records if r is not None]
+    if not parts:
+        return None
+    tally = Tally()
+    for part in parts:
+        tally.merge(part.tally)
+    dues = [part.due for part in parts]
+    due = None if any(d is None for d in dues) else sum(d for d in dues if d is not None)
+    return Warmup(tally, due, max(p.span_ns for p in parts), max(p.intervals for p in parts),
+                  _added(p.connections for p in parts) or {})
 
 
 def _merged_drain(records: Iterable[Any]) -> Tally | None:

@@ -25,7 +25,7 @@ from runner.core.errors import UsageError
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import HIGHEST_NS, LatencyHistogram
 from runner.stats.recorder import GROUP_URLS, BenchTally, ErrorGroup, Interval, Tally, error_pattern
-from runner.stats.runinfo import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary, Warmup
 
 # A tally's counts: attribute, and key in the record.
 _COUNTS = (("good", "good"), ("bad", "bad"), ("failed", "failed"), ("skipped", "skipped"),
@@ -220,6 +220,7 @@ def run_record(summary: RunSummary, intervals: list[dict[str, Any]]) -> dict[str
         "client": None if summary.client is None else client_record(summary.client),
         "drain": None if summary.drain is None else tally_record(summary.drain),
         "perUrl": None if summary.per_url is None else [tally_record(t) for t in summary.per_url],
+        "warmup": None if summary.warmup is None else warmup_record(summary.warmup),
         "intervals": intervals,
     }
     # Here, as the bench's figures are, goes any other run-only figure that local workers must
@@ -227,6 +228,19 @@ def run_record(summary: RunSummary, intervals: list[dict[str, Any]]) -> dict[str
     if summary.bench is not None:
         record["bench"] = bench_record(summary.bench, info.start_ns)
     return record
+
+
+def warmup_record(warmup: Warmup) -> dict[str, Any]:
+    """A shard's warm-up, whole, so a merge keeps it apart from the run as the shard did."""
+    return {"tally": tally_record(warmup.tally), "due": warmup.due, "spanNs": warmup.span_ns,
+            "intervals": warmup.intervals, "connections": dict(sorted(warmup.connections.items()))}
+
+
+def warmup_from_record(record: dict[str, Any]) -> Warmup:
+    """The warm-up a checked warmup_record() was made from."""
+    due = record["due"]
+    return Warmup(tally_from_record(record["tally"]), None if due is None else float(due), int(record["spanNs"]),
+                  int(record["intervals"]), {str(k): int(n) for k, n in (record.get("connections") or {}).items()})
 
 
 def _histogram_record(histogram: LatencyHistogram | None) -> dict[str, Any] | None:
@@ -324,9 +338,24 @@ def check_run_record(record: Mapping[str, Any]) -> None:
                "a list of tally records")
         for k, tally in enumerate(record["perUrl"]):
             _check_tally(tally, f"shard.perUrl[{k}]", len(record["urls"]))
+    if record.get("warmup") is not None:
+        _check_warmup(record["warmup"], len(record["urls"]))
     _value(record, "intervals", _is_list, "a list")
     for k, interval in enumerate(record["intervals"]):
         _check_interval(interval, f"shard.intervals[{k}]", len(record["urls"]))
+
+
+def _check_warmup(record: Any, urls: int) -> None:
+    """ValueError naming what is wrong with a shard's warm-up record (an earlier version's has none)."""
+    where = "shard.warmup"
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: {_shown(record)} is not allowed; must be a warm-up record")
+    _value(record, "tally", lambda v: isinstance(v, dict), "a tally record", where)
+    _check_tally(record["tally"], f"{where}.tally", urls)
+    _value(record, "due", lambda v: v is None or (_is_number(v) and v >= 0), "null or a number, at least 0", where)
+    _whole(record, "spanNs", 0, MAX_NS, where)
+    _whole(record, "intervals", 0, MAX_NS, where)
+    _value(record, "connections", _is_counts, "null or an object of whole numbers", where, required=False)
 
 
 def _check_interval(interval: Any, where: str, urls: int) -> None:

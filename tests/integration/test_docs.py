@@ -241,7 +241,7 @@ OPEN_OBJECTS = {"config", "statusCodes", "errors", "connections", "intervalStats
 RECORD_MAPS = {"bench.phases"}
 # The shard record is for `soak merge`: its tallies and histograms are the recorder's own format.
 CLOSED_BELOW = {"shard.intervals[].tally", "shard.intervals[].client", "shard.uncorrected", "shard.sendLag",
-                "shard.inUnit", "shard.client", "shard.drain", "shard.perUrl"}
+                "shard.inUnit", "shard.client", "shard.drain", "shard.perUrl", "shard.warmup"}
 
 
 def key_paths(data: dict[str, Any], prefix: str = "") -> Iterator[str]:

@@ -644,3 +644,55 @@ def test_the_merged_run_is_judged_by_the_runs_thresholds(pods: PodRun) -> None:
     assert verdict[0].startswith("# threshold run p50 < 1ns: ") and verdict[0].endswith(" BROKEN")
     assert verdict[1] == "# threshold run errors% <= 0: 0% ok"
     assert assert_counts_add_up(done.stdout)["thresholds"]["passed"] is False
+
+
+def test_the_shards_warmups_are_merged_apart_from_the_run(nginx: Nginx, tmp_path: Path) -> None:
+    """Each pod warms up before its share of the run and keeps what its warm-up measured in its
+    summary's warmup section; `soak merge` dropped those sections, so the merged run hid the
+    warm-up's requests (which nginx saw). Now the merged warmup section is the pods' added up,
+    and it stays out of the run's counts as each pod's did."""
+    after_a_boundary(1)
+    before = nginx.requests_logged()
+    processes = [subprocess.Popen(soak_command("--warmup", "2s", "--qps", "10", "--interval", "1s", "--iterations", "2",
+                                               "--shards", "2", "--shard", str(index), nginx.url),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, "TZ": "UTC"}) for index in range(2)]
+    outputs = [p.communicate(timeout=60) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], [err for _, err in outputs]
+    pods = [assert_counts_add_up(out) for out, _ in outputs]
+    files = []
+    for index, (out, _) in enumerate(outputs):
+        files.append(tmp_path / f"shard-{index}.log")
+        files[-1].write_text(out)
+    done = merge(files=files)
+    assert done.returncode == 0, done.stderr
+    merged = assert_counts_add_up(done.stdout)
+    warmup = merged["warmup"]
+    for key in ("requests", "good", "skipped", "intervals"):
+        assert warmup[key] == (sum if key != "intervals" else max)(p["warmup"][key] for p in pods), (key, warmup)
+    assert warmup["requests"] + warmup["skipped"] == 20  # 2 s at 10 req/s, over both pods
+    assert warmup["max"] == max(p["warmup"]["max"] for p in pods)
+    assert merged["requests"] == sum(p["requests"] for p in pods)
+    assert nginx.requests_logged() - before == warmup["requests"] + merged["requests"]
+
+
+def test_workers_warm_up_together_and_print_one_merged_warmup(nginx: Nginx) -> None:
+    """A warm-up with local workers was refused. Now each worker warms up its share on the run's
+    grid, and the parent prints one merged warm-up line per interval, as one process would: the
+    lines' goals are the whole run's rate, and the merged warmup section and the run add up to
+    what nginx logged, each apart."""
+    before = nginx.requests_logged()
+    run = run_soak("--warmup", "2s", "--qps", "20", "--concurrency", "4", "--interval", "1s", "--iterations", "2",
+                   "--workers", "2", nginx.url, timeout=60)
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    marked = [line[len("# warmup "):] for line in run.lines if line.startswith("# warmup ")]
+    warmup = summary["warmup"]
+    assert len(marked) == warmup["intervals"] == 2, run.stdout
+    assert [parse_interval(line).target for line in marked] == [20, 20]
+    assert sum(parse_interval(line).requests for line in marked) <= warmup["requests"]  # the rest came back later
+    assert warmup["requests"] + warmup["skipped"] == 40 and summary["requests"] + summary["skipped"] == 40
+    assert [parse_interval(line).target for line in run.interval_lines] == [20, 20]
+    assert nginx.requests_logged() - before == warmup["requests"] + summary["requests"]
+    first_run_line = next(i for i, line in enumerate(run.lines) if line[:1].isdigit())
+    assert all(i < first_run_line for i, line in enumerate(run.lines) if line.startswith("# warmup "))

@@ -53,8 +53,6 @@ REFUSED = [
      "make them agree"),
     (["--mode", "bench", "--iterations", "0", "--stages", "1s:10"],
      "stages: not allowed with mode bench (a bench sends as fast as it can: no rate to ramp)"),
-    (["--warmup", "1s", "--workers", "2", "--concurrency", "2"],
-     "warmup: 1s is not allowed with workers: 2 yet; split the run over shards (pods), or run it in one process"),
     (["--stopAtBrokenRule"], "stopAtBrokenRule: true needs intervalThresholds, the rules whose first break stops the run"),
     (["--thresholds", "errors <= 1"], '--thresholds: "errors <= 1" is not allowed; errors without % could be a count or '
                                       'a percentage; rules measure percentages of the sends: write "errors% <= 1"'),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
@@ -17,9 +18,18 @@ from runner.load.result import Result
 from runner.readback.podlogs import read_pods, split_by_pod, split_runs
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.merge import merge_shards, merged_engine, merged_info
-from runner.stats.record import ShardRun, histogram_from_record, histogram_record, tally_from_record, tally_record
+from runner.stats.record import (
+    ShardRun,
+    check_run_record,
+    histogram_from_record,
+    histogram_record,
+    tally_from_record,
+    tally_record,
+    warmup_from_record,
+    warmup_record,
+)
 from runner.stats.recorder import Tally
-from runner.stats.runinfo import RunInfo
+from runner.stats.runinfo import RunInfo, Warmup
 
 SECOND = 1_000_000_000
 
@@ -498,3 +508,36 @@ def test_a_merged_run_says_its_shards_engine_or_mixed() -> None:
     assert merged_engine([a, b]) == "native" == merged_info([a, b]).engine
     b.totals["engine"] = "python"
     assert merged_engine([a, b]) == "mixed"
+
+
+def test_a_warmup_record_survives_json_and_the_shards_warmups_add_up() -> None:
+    parts = [Warmup(tally_of([5] * 8, errors=1, seed=1), 10.0, 2 * SECOND, 2, {"HTTP/1.1": 2}),
+             Warmup(tally_of([40] * 3, seed=2), 9.5, 3 * SECOND, 3, {"HTTP/1.1": 1})]
+    records = [json.loads(json.dumps(warmup_record(w))) for w in parts]
+    back = warmup_from_record(records[0])
+    assert warmup_record(back) == warmup_record(parts[0])
+    shards = [shard(i, 2, 1_000.0, [tally_of([1] * 10)]) for i in range(2)]
+    for part, record in zip(shards, records, strict=True):
+        assert part.totals is not None
+        part.totals["warmup"] = record
+    merged = merge_shards(shards).summary()
+    assert merged.warmup is not None
+    w = merged.warmup.tally
+    assert (w.good + w.bad, w.failed) == (11, 1) and (w.good, w.bad) == (sum(p.tally.good for p in parts), sum(p.tally.bad for p in parts))
+    assert merged.warmup.due == 19.5 and merged.warmup.span_ns == 3 * SECOND and merged.warmup.intervals == 3
+    assert merged.warmup.connections == {"HTTP/1.1": 3}
+    assert merged.warmup.tally.latency.max == max(p.tally.latency.max for p in parts)
+    assert merged.tally.good + merged.tally.bad == 20, "the warm-ups stay out of the run's counts"
+
+
+@pytest.mark.parametrize(("key", "value", "said"), [
+    ("spanNs", -1, "shard.warmup.spanNs: -1 is not allowed"),
+    ("due", "x", "shard.warmup.due: \"x\" is not allowed"),
+    ("tally", {"good": 1}, "shard.warmup.tally"),
+])
+def test_a_damaged_warmup_record_is_named(key: str, value: object, said: str) -> None:
+    record = {"index": 0, "count": 1, "startWall": 1_000.0, "urls": ["http://127.0.0.1:9/"], "endNs": 1,
+              "sendingEndNs": 1, "stopReason": "iterations", "cpuSeconds": 1.0, "maxRssBytes": 1, "intervals": [],
+              "warmup": {**warmup_record(Warmup(tally_of([1]), 1.0, SECOND, 1)), key: value}}
+    with pytest.raises(ValueError, match="^" + re.escape(said)):
+        check_run_record(record)

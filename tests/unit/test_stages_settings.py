@@ -92,8 +92,7 @@ def test_a_warmup_at_the_first_stages_rate() -> None:
     assert from_flags().pace.warmup_ns == 0
     assert refusal({"warmup": "5s", "stages": [{"duration": "1s", "qps": 0}, {"duration": "1s", "qps": 5}]}) == (
         "warmup: 5s is not allowed when the first stage's qps is 0: the warm-up sends at the first stage's target")
-    assert refusal({"warmup": "5s", "workers": 2}) == (
-        "warmup: 5s is not allowed with workers: 2 yet; split the run over shards (pods), or run it in one process")
+    assert settings_from(merge({"warmup": "5s", "workers": 2})).pace.warmup_ns == 5 * NS_PER_S  # each worker its share
 
 
 def test_the_capacity_search_needs_interval_rules() -> None:
