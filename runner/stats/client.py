@@ -3,8 +3,8 @@
 A load tester's numbers are true only while it keeps pace. When its event loop runs
 callbacks late or its process has no CPU to spare, its own queueing shows up as the
 server's latency and its late sends as the server's shortfall. So every run measures
-itself, per interval and for the run: how late the loop ran a timer set every few
-milliseconds (the loop lag), how much of a core the process used, and how late sends left
+itself, per interval and for the run: how late the loop ran its pacing timer's wake-ups
+(the loop lag), how much of a core the process used, and how late sends left
 beyond what the server made them wait (the lateness, see Result.client_lag_ns). Pure: the
 run feeds it readings; nothing here reads a clock.
 
