@@ -1287,7 +1287,7 @@ static void arm(soak_engine *e, int64_t at)
 /* A firing due at `due` ran at `ran`: on time within probe_ns, a loop-lag reading; later, a stall
  * whose times are kept (the interval's longest SOAK_STALLS), so Python counts the ticks it
  * swallowed in the intervals they were due in (ClientMeter.tick), as for the Python engine. */
-static void tick(soak_engine *e, int64_t due, int64_t ran)
+static void loop_tick(soak_engine *e, int64_t due, int64_t ran)
 {
     int64_t lag = ran - due;
     e->tick_ns = ran;
@@ -1318,7 +1318,7 @@ static void timer_fired(soak_engine *e, int64_t now)
     uint64_t expiries;
     ssize_t done = read(e->timer_fd, &expiries, sizeof expiries);
     if (done == (ssize_t)sizeof expiries && e->armed_ns)
-        tick(e, e->armed_ns, now);
+        loop_tick(e, e->armed_ns, now);
     e->armed_ns = 0;
 }
 
