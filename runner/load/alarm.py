@@ -9,7 +9,10 @@ most of the process' CPU. A timerfd armed at the absolute due time (CLOCK_MONOTO
 clock of time.monotonic_ns) fires once, never early, and late only by the kernel's wake-up.
 
 One timer serves every client of a loop: it is armed for the earliest due time waited for,
-and each firing wakes everyone whose time has come. Linux only (Python names no timerfd
+and each firing wakes everyone whose time has come. Each firing also says how late it came
+(its due time against when the loop ran it): that is the loop's lag, measured on the wake-ups
+the run makes anyway, so the run needs no timer of its own to measure it (a Pacer, below,
+is told of every firing and arming). Linux only (Python names no timerfd
 before 3.13, so it is reached through libc); elsewhere `Alarm.open` gives None and the
 engine sleeps on the loop's timers as before.
 """
@@ -23,6 +26,7 @@ import itertools
 import os
 import sys
 import time
+from typing import Protocol
 
 from runner.core.units import NS_PER_S
 
@@ -58,12 +62,25 @@ def _libc() -> ctypes.CDLL | None:
 _LIBC = _libc()
 
 
+class Pacer(Protocol):
+    """Who is told of a pacing timer's wake-ups: the run's loop-lag watch (runner.run.probe)."""
+
+    def fired(self, due_ns: int, ran_ns: int, next_ns: int | None) -> None:
+        """A wake-up due at `due_ns` ran at `ran_ns`; the timer's next is due at `next_ns` (None: not set)."""
+        ...
+
+    def armed(self, due_ns: int | None) -> None:
+        """The timer is now set for `due_ns`, sooner than it was; None: it is closed, nothing more comes."""
+        ...
+
+
 class Alarm:
     """Wakes each waiter at or after its due time (time.monotonic_ns), through one timerfd."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
         self._loop = loop
         self._fd = fd
+        self.pacer: Pacer | None = None  # told of every firing and arming (the loop-lag watch)
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []  # a heap by due time
         self._order = itertools.count()  # ties wake in the order they began to wait
         self._armed_ns: int | None = None  # the due time the timer is set for
@@ -86,6 +103,8 @@ class Alarm:
         heapq.heappush(self._waiting, (due_ns, next(self._order), waiter))
         if self._armed_ns is None or due_ns < self._armed_ns:
             self._arm(due_ns)
+            if self.pacer is not None:
+                self.pacer.armed(due_ns)
         await waiter  # a cancelled waiter stays in the heap until its time, then is dropped
 
     def close(self) -> None:
@@ -95,12 +114,15 @@ class Alarm:
         for _, _, waiter in self._waiting:
             waiter.cancel()
         self._waiting.clear()
+        if self.pacer is not None:
+            self.pacer.armed(None)
 
     def _fired(self) -> None:
+        due = self._armed_ns
         try:
             os.read(self._fd, 8)  # the expiry count; reading it re-arms readiness
         except BlockingIOError:
-            pass  # fired for a time since re-armed later
+            due = None  # fired for a time since re-armed later: not a firing of the time it is set for
         self._armed_ns = None
         now = time.monotonic_ns()
         waiting = self._waiting
@@ -110,6 +132,11 @@ class Alarm:
                 waiter.set_result(None)
         if waiting:
             self._arm(waiting[0][0])
+        if self.pacer is not None:
+            if due is not None:
+                self.pacer.fired(due, now, self._armed_ns)
+            else:
+                self.pacer.armed(self._armed_ns)
 
     def _arm(self, due_ns: int) -> None:
         """Set the timer to fire at `due_ns` (absolute, monotonic); one-shot."""

@@ -9,7 +9,8 @@ h11 lesson: give the code `now`).
 
 The real clock sleeps on the kernel timer where there is one (runner.load.alarm) and on
 the loop's timers elsewhere; in precise mode it sleeps to just before the due time and
-yields to the loop for the rest.
+yields to the loop for the rest. Either way its wake-ups are told to a Pacer (the run's
+loop-lag watch), so the loop's lag is measured on the wake-ups pacing makes anyway.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import asyncio
 import time
 from typing import Protocol
 
-from runner.load.alarm import Alarm
+from runner.load.alarm import Alarm, Pacer
 
 # Precise pacing: how long before a due time the sleep ends and yielding begins. Longer than
 # the worst early or late timer wake-up (about a millisecond), so the sleep never overshoots.
@@ -54,8 +55,9 @@ class MonotonicClock:
     on the kernel timer (cause not found).
     """
 
-    def __init__(self, precise: bool = False) -> None:
+    def __init__(self, precise: bool = False, pacer: Pacer | None = None) -> None:
         self._spin_ns = PRECISE_WINDOW_NS if precise else 0
+        self._pacer = pacer  # told how late each wake-up came (alarm.Pacer)
         # The kernel timer, opened on the running loop at the first sleep; precise pacing keeps
         # the loop's timers (above), so it opens none.
         self._alarm: Alarm | None = None
@@ -70,12 +72,16 @@ class MonotonicClock:
             return
         if not self._opened:
             self._alarm, self._opened = Alarm.open(asyncio.get_running_loop()), True
+            if self._alarm is not None:
+                self._alarm.pacer = self._pacer
         if delay <= self._spin_ns:
             await asyncio.sleep(0)
         elif self._alarm is not None:
             await self._alarm.until(due_ns)
         else:
             await asyncio.sleep((delay - self._spin_ns) / 1e9)
+            if self._pacer is not None:  # a loop timer: how late it came, with no promise of the next
+                self._pacer.fired(due_ns - self._spin_ns, time.monotonic_ns(), None)
 
     def close(self) -> None:
         if self._alarm is not None:

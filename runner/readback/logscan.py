@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from runner.core.durations import DurationError, parse_duration
 from runner.report.clientnotes import NOTE_PREFIXES
 from runner.report.slowcooker import COUNT_REACHED, WARMUP_MARK
+from runner.stats.figures import Sends
 
 MAX_LINE_NOTES = 5  # lines noted one by one; the rest are counted
 _QUOTE_CHARS = 60
@@ -57,7 +58,7 @@ _OWN_NOTE = "soak: "  # the runner's own lines on stderr: the Linkerd proxy awai
 
 
 @dataclass(frozen=True)
-class IntervalRow:
+class IntervalRow(Sends):
     """One interval read back from a log: its line's columns (or its intervalStats entry); latencies in
     the run's unit, None where not known. A row, not the figures of runner.stats.figures: a log
     tells only what it printed."""
@@ -87,10 +88,6 @@ class IntervalRow:
             return parse_duration(self.interval) / 1e9
         except DurationError:
             return None
-
-    @property
-    def responses(self) -> int:
-        return self.good + self.bad
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ def contradictions(summary: Mapping[str, Any], shard: ShardRun) -> list[str]:
 def tally_contradictions(tally: Tally) -> list[str]:
     """What in one span's counts contradicts the rest of them; nothing for a tally that was counted."""
     found = []
-    responses = tally.good + tally.bad
+    responses = tally.responses
     if tally.latency.count != responses:
         found.append(f"good + bad is {responses}, its latency histogram holds {tally.latency.count}")
     good, bad = _statuses(tally.statuses)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from runner.config.settings import Settings
+from runner.load.clock import MonotonicClock
 from runner.load.engine import Engine, Sink
 from runner.load.native.engine import NativeEngine
 from runner.load.result import Result
@@ -25,9 +26,9 @@ from runner.load.shards import Shard, aligned_start
 from runner.metrics.tally import MetricsTally
 from runner.report.base import Reporter
 from runner.run.build import Parts
-from runner.run.probe import LoopProbe
+from runner.run.probe import LoopWatch
 from runner.run.warmup import WarmUpPhase
-from runner.stats.client import NATIVE_PROBE_PERIOD_NS
+from runner.stats.client import ClientMeter
 from runner.stats.native import NativeRecorder
 from runner.stats.recorder import Interval, Recorder
 from runner.stats.runinfo import SIGNAL_STOP, RunInfo, RunSummary, Warmup
@@ -51,8 +52,10 @@ class Soak:
         self._reporters = reporters
         self._shard = shard
         start_ns, wall_start = _start(settings, shard, start_wall)
+        # The loop's lag, from the Python engine's pacing wake-ups (the native engine measures its own).
+        self._watch = LoopWatch(lambda due, ran: self._meter().tick(due, ran), lambda due: self._meter().expect(due))
         # A warm-up sends first, from the start agreed on; the measured run begins where it ends.
-        self._warmup = WarmUpPhase(parts, start_ns) if settings.pace.warmup_ns else None
+        self._warmup = WarmUpPhase(parts, start_ns, self._watch) if settings.pace.warmup_ns else None
         self._first_send_ns = start_ns
         start_ns, wall_start = start_ns + settings.pace.warmup_ns, wall_start + settings.pace.warmup_ns / 1e9
         run_ns = settings.pace.run_ns
@@ -78,7 +81,8 @@ class Soak:
             load = parts.load()
             if self._warmup is not None:  # the run's clients go on over the warm-up's connections
                 load = dataclasses.replace(load, take_sessions=self._warmup.handoff)
-            self._engine = Engine(self._schedule, load, parts.transport, sink)
+            self._engine = Engine(self._schedule, load, parts.transport, sink,
+                                  MonotonicClock(load.model.precise, self._watch))
         if self._end_ns is not None:  # what comes back after the schedule's end is the drain
             self._recorder.drain_from(self._end_ns)
         self.info = RunInfo(settings, list(parts.urls), parts.url_source, start_ns, wall_start, shard,
@@ -101,18 +105,19 @@ class Soak:
             warmup.start(cpu_before, began_ns)
         engine = asyncio.ensure_future(self._engine.run())  # its clients wait for the run's first due time
         self._recorder.client.begin(_cpu_seconds(), began_ns)
-        # The loop is probed for how late it runs what is due: the Python engine's every 10 ms; with
-        # the native engine, which measures its own lag on its pacing timer, only for a stall of the
-        # whole process, every 100 ms (runner.stats.client.NATIVE_PROBE_PERIOD_NS).
-        probe = LoopProbe(self._tick, NATIVE_PROBE_PERIOD_NS) if self._native else LoopProbe(self._tick)
-        probe.start(began_ns)
+        # How late the loop runs what is due: told by the Python engine's pacing timer as it fires, with
+        # a fallback tick where none is due for long (probe.LoopWatch); the native engine's own timer
+        # measures its loop's lag the same way, handed over with each interval (NativeRecorder.close).
+        if not self._native:
+            self._watch.start(began_ns)
         progress = asyncio.ensure_future(self._follow_progress(engine)) if self._native and self._progress else None
         self._install_signals()
         try:
             if warmup is not None:
                 await self._warm_up(warmup)
                 cpu_before = _cpu_seconds()  # the run's CPU and client figures are its own, not the warm-up's
-                self._recorder.client.begin(cpu_before, time.monotonic_ns())
+                self._recorder.client.begin(cpu_before, now := time.monotonic_ns())
+                self._watch.start(now)  # its ticks go to the run's meter from here, begun anew
             sending_end_ns, reason = await self._drive(engine)
             if progress is not None:
                 self._progress_reached()  # the steps ended since the last look, before "Finished"
@@ -121,7 +126,7 @@ class Soak:
             # slow Pushgateway must not kill the process before the summary and the push are out.
             summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before, warmed)
         finally:
-            probe.stop()
+            self._watch.stop()
             if progress is not None:
                 progress.cancel()
             if self._refreshing is not None:
@@ -151,11 +156,10 @@ class Soak:
             if time.monotonic_ns() >= until:
                 self._emit_warmup(warmup.close(until, _cpu_seconds(), time.monotonic_ns()))
 
-    def _tick(self, due_ns: int, ran_ns: int) -> None:
-        """The loop probe's tick, for the warm-up's client figures while it lasts, then the run's."""
+    def _meter(self) -> ClientMeter:
+        """Whose client figures the loop's lag goes to: the warm-up's while it lasts, then the run's."""
         warmup = self._warmup
-        meter = warmup.recorder.client if warmup is not None and not warmup.over else self._recorder.client
-        meter.tick(due_ns, ran_ns)
+        return warmup.recorder.client if warmup is not None and not warmup.over else self._recorder.client
 
     def _emit_warmup(self, interval: Interval) -> None:
         for reporter in self._reporters:

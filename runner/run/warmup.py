@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+from runner.load.alarm import Pacer
+from runner.load.clock import MonotonicClock
 from runner.load.engine import Engine, Handoff
 from runner.load.model import warmup_schedule_of
 from runner.load.schedule import Grid
@@ -25,7 +27,8 @@ from runner.stats.runinfo import Warmup
 class WarmUpPhase:
     """One warm-up: from `start_ns` for the settings' warmup, then what it measured."""
 
-    def __init__(self, parts: Parts, start_ns: int) -> None:
+    def __init__(self, parts: Parts, start_ns: int, pacer: Pacer | None = None) -> None:
+        """`pacer`: told of its clock's wake-ups, for the loop's lag (runner.run.probe.LoopWatch)."""
         pace = parts.settings.pace
         self.end_ns = start_ns + pace.warmup_ns
         self.grid = Grid(start_ns, pace.interval_ns)
@@ -36,7 +39,8 @@ class WarmUpPhase:
         self.handoff = Handoff()
         # totalRequests counts the run's sends only.
         load = dataclasses.replace(parts.load(), total_requests=0, give_sessions=self.handoff)
-        self.engine = Engine(self._schedule, load, parts.transport, self.recorder.record)
+        self.engine = Engine(self._schedule, load, parts.transport, self.recorder.record,
+                             MonotonicClock(load.model.precise, pacer))
         self.task: asyncio.Future[None] | None = None
         self._stopped_ns: int | None = None
 

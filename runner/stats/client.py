@@ -3,8 +3,8 @@
 A load tester's numbers are true only while it keeps pace. When its event loop runs
 callbacks late or its process has no CPU to spare, its own queueing shows up as the
 server's latency and its late sends as the server's shortfall. So every run measures
-itself, per interval and for the run: how late the loop ran a timer set every few
-milliseconds (the loop lag), how much of a core the process used, and how late sends left
+itself, per interval and for the run: how late the loop ran its pacing timer's wake-ups
+(the loop lag), how much of a core the process used, and how late sends left
 beyond what the server made them wait (the lateness, see Result.client_lag_ns). Pure: the
 run feeds it readings; nothing here reads a clock.
 
@@ -27,11 +27,14 @@ from runner.stats.histogram import LatencyHistogram
 SATURATED_CPU = 0.9  # of one core: a Python event loop uses at most one
 SATURATED_LAG_NS = 10 * NS_PER_MS  # loop lag p99: a timer 10 ms late means every callback waits as long
 LATE_NS = 2 * NS_PER_MS  # a send this much after it could and should have left counts as late
-PROBE_PERIOD_NS = 10 * NS_PER_MS  # how often the loop-lag probe asks to be woken
-# With the native engine, Python's loop only waits for it: a probe ten times slower still sees a
-# stall of the process (SIGSTOP, a node that does not run it) interval by interval, for a tenth
-# of the wake-ups; the engine's own timer measures its lag on top (ClientMeter.loop_lags).
-NATIVE_PROBE_PERIOD_NS = 100 * NS_PER_MS
+# The loop lag is sampled on the pacing timer's own wake-ups (each firing: due at, ran at), as a
+# probe ticking every PROBE_PERIOD_NS would see it: at most one sample a period, and a firing
+# later than that stands for the ticks the stall swallowed too (ClientMeter.tick).
+PROBE_PERIOD_NS = 10 * NS_PER_MS
+# Where no firing is due sooner (a low rate, a stop), a fallback tick comes this long after the
+# last one, so a stall of the process (SIGSTOP, a node that does not run it) still shows interval
+# by interval, at a tenth of the wake-ups of a probe every period. Both engines, one rule.
+WATCH_GAP_NS = 100 * NS_PER_MS
 
 
 def is_late(result: Result) -> bool:
@@ -99,8 +102,9 @@ def next_due(due_ns: int, ran_ns: int, period_ns: int = PROBE_PERIOD_NS) -> int:
 class ClientMeter:
     """Collects the readings of one process as the run goes, and closes them per interval.
 
-    The run calls begin() once, tick() for every run of the loop-lag probe, late() for every
-    send's client lag, and close() at every interval's end with the CPU time used so far.
+    The run calls begin() once, tick() for every wake-up of the pacing timer (or the fallback
+    tick), expect() with when the next one is due, late() for every send's client lag, and
+    close() at every interval's end with the CPU time used so far.
 
     Both figures belong to the interval in which what they measure happened, not to the one
     being closed when they are read, which differ after a stall (a process stopped, or not run
@@ -129,7 +133,7 @@ class ClientMeter:
         self.lateness = LatencyHistogram() if paced else None
         self._readings: list[tuple[int, float]] = []  # (clock, CPU seconds used by then), oldest first
         self._first: tuple[int, float] | None = None
-        self._next_due_ns = 0  # when the probe's next tick is due
+        self._next_due_ns: int | None = 0  # when the next tick is due (None: none is)
         self._counted_ns = 0  # ticks due before this have been counted
         self._saturated = 0
 
@@ -151,8 +155,15 @@ class ClientMeter:
             self._count_ran(self._grid.end_of(self._next))
         self._next_due_ns = next_due(due_ns, ran_ns, period)
 
+    def expect(self, due_ns: int | None) -> None:
+        """The next tick is due at `due_ns` (the pacing timer's next firing, or the fallback's),
+        not a period on as a probe's would be; None: none is (the engine has ended). A tick not
+        run by an interval's close is late until then from here."""
+        self._next_due_ns = due_ns
+
     def loop_lags(self, lags: LatencyHistogram) -> None:
-        """Many loop-lag readings at once: the native engine's timer, one interval's worth."""
+        """Many loop-lag readings at once, each on time within a period: the native engine's timer,
+        one interval's worth (its later firings come one by one, to tick())."""
         self._lag.add(lags)
 
     def late(self, lag_ns: int) -> None:
@@ -203,6 +214,8 @@ class ClientMeter:
     def _count_pending(self, until_ns: int, now_ns: int) -> None:
         """Count, in the open interval, the ticks due before `until_ns` (its end) that have not run
         by `now_ns`: late by at least that much."""
+        if self._next_due_ns is None:
+            return
         period = self._period_ns
         d = max(self._next_due_ns, self._counted_ns)
         while d < until_ns:

@@ -105,8 +105,8 @@ def share_percent(part: int, whole: int) -> float | None:
     return part * 100 / whole if whole else None
 
 
-class Counted(Protocol):
-    """What figures are made of: a span's tally (runner.stats.recorder.Tally), read only."""
+class Outcomes(Protocol):
+    """A span's sends by outcome: every one made is good, bad or failed."""
 
     @property
     def good(self) -> int: ...
@@ -114,6 +114,26 @@ class Counted(Protocol):
     def bad(self) -> int: ...
     @property
     def failed(self) -> int: ...
+
+
+class Sends:
+    """The one definition of a span's requests and responses, for every record of its outcomes
+    (Figures, runner.stats.recorder.Tally, the log scanner's rows)."""
+
+    @property
+    def requests(self: Outcomes) -> int:
+        """Sends made: every one is good, bad or failed."""
+        return self.good + self.bad + self.failed
+
+    @property
+    def responses(self: Outcomes) -> int:
+        """Sends answered, with any status: good or bad."""
+        return self.good + self.bad
+
+
+class Counted(Outcomes, Protocol):
+    """What figures are made of: a span's tally (runner.stats.recorder.Tally), read only."""
+
     @property
     def skipped(self) -> int: ...
     @property
@@ -150,7 +170,7 @@ def backends_reached(counts: Mapping[str, int]) -> int:
 
 
 @dataclass(frozen=True)
-class Figures:
+class Figures(Sends):
     """One span of a run, an interval or the whole: its counts and the figures made from them.
 
     `due` is the span's goal `t`: the sends the schedule made due in it, to 1/1000 of a send
@@ -180,15 +200,6 @@ class Figures:
                    None if due is None else goal(due), due_ns / 1e9, Latency.of(tally.latency, keys),
                    tally.hash_mismatches, dict(sorted(tally.errors.items())), shown_backends(tally.backends),
                    backends_reached(tally.backends), tally.connections_opened, tally.connections_closed)
-
-    @property
-    def requests(self) -> int:
-        """Sends made: each is good, bad or failed."""
-        return self.good + self.bad + self.failed
-
-    @property
-    def responses(self) -> int:
-        return self.good + self.bad
 
     @property
     def goal_percent(self) -> float | None:

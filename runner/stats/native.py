@@ -25,7 +25,7 @@ from runner.load.model import LoadModel
 from runner.load.native.engine import Counting, MetricsConfig, NativeEngine
 from runner.load.schedule import Grid, Schedule
 from runner.load.transport import TransportOptions
-from runner.stats.client import LATE_NS, NATIVE_PROBE_PERIOD_NS, ClientMeter
+from runner.stats.client import LATE_NS, PROBE_PERIOD_NS, WATCH_GAP_NS, ClientMeter
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import (
     ERROR_GROUPS,
@@ -48,7 +48,8 @@ def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: 
                shown: Callable[[str], str] = printable) -> tuple[NativeEngine, NativeRecorder]:
     """The native engine for a load and the recorder of what it counts, as Parts.recorder() would count it."""
     model = load.model
-    counting = Counting(grid, model.corrected, unit_ns or 0, LATE_NS, ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, metrics)
+    counting = Counting(grid, model.corrected, unit_ns or 0, LATE_NS, ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, metrics,
+                        probe_ns=PROBE_PERIOD_NS, gap_ns=WATCH_GAP_NS)
     engine = NativeEngine(schedule, load, options, counting)
     due = schedule.sends_due if model.paced else None
     return engine, NativeRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown)
@@ -82,7 +83,7 @@ class NativeRecorder:
         self.bench = BenchTally() if model.ab_phases else None
         self.send_lag = LatencyHistogram() if model.paced else None
         self.connections: Counter[str] = Counter()
-        self.client = ClientMeter(grid, paced=model.paced, period_ns=NATIVE_PROBE_PERIOD_NS)  # + the engine's timer
+        self.client = ClientMeter(grid, paced=model.paced)  # the engine's timer is its only source (close)
         self.drain: Tally | None = None
         self.drain_end_ns = 0
         # Connections opened and closed, per interval (index k) and for the run: for the lead to
@@ -121,12 +122,22 @@ class NativeRecorder:
         self.total.merge(tally)
         self._next += 1
         self.interval_connections.append(ConnectionCounts(taken["opened"], taken["closed"]))
-        self.client.loop_lags(histogram(taken["loop_lag"]))
+        self._meter_ticks(taken)
         if final or self.bench is not None:  # a bench's figures go with every interval, as Recorder's do
             self._take_figures()
         client = self.client.close(cpu_s, end if now_ns is None else now_ns, start, end, final=final)
         due = interval_due(self._due, start, end, sending_end_ns)
         return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)
+
+    def _meter_ticks(self, taken: dict[str, Any]) -> None:
+        """The engine timer's firings since the last take, to the client meter as the Python engine's
+        are: those on time within a period in bulk, each later one (a stall) with its times, so the
+        ticks it swallowed count in the intervals they were due in; then when the next is due, so
+        one not yet run by the close counts as late until then (the process was stopped)."""
+        for due, ran in taken["stalls"]:
+            self.client.tick(due, ran)
+        self.client.loop_lags(histogram(taken["loop_lag"]))
+        self.client.expect(taken["next_tick_ns"])
 
     def tally(self, counts: dict[str, Any]) -> Tally:
         """One of the engine's tallies as a Tally; its failure texts made printable, as Recorder.record does."""

@@ -18,7 +18,7 @@ from runner.load.model import LoadModel
 from runner.load.result import ErrorKind, Result, is_good
 from runner.load.schedule import Grid, Skips
 from runner.stats.client import ClientFigures, ClientMeter, is_late
-from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, Figures
+from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, Figures, Sends
 from runner.stats.histogram import LatencyHistogram
 
 # Failures are grouped by kind and by their text with every run of digits as one placeholder:
@@ -86,7 +86,7 @@ class ErrorGroup:
 
 
 @dataclass
-class Tally:
+class Tally(Sends):
     """Counts and latencies of one span of a run: one interval, or the whole run."""
 
     good: int = 0
@@ -107,15 +107,6 @@ class Tally:
     errors: Counter[str] = field(default_factory=Counter)  # failed sends by error kind
     error_groups: dict[tuple[str, str], ErrorGroup] = field(default_factory=dict)  # by (kind, error_pattern)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
-
-    @property
-    def requests(self) -> int:
-        """Sends made: every one is good, bad or failed."""
-        return self.good + self.bad + self.failed
-
-    @property
-    def responses(self) -> int:
-        return self.good + self.bad
 
     def add_late(self, result: Result) -> None:
         """Count a send that left late (stats.client.is_late), and how late."""

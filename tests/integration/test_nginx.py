@@ -11,6 +11,7 @@ from runner.load.fnv import fnv1a64
 from runner.report.slowcooker import interval_line, shown_percent
 from runner.stats.figures import goal_percent
 from tests.conftest import GOLDEN, NGINX_PAGE, Nginx, assert_counts_add_up, parse_interval, run_soak
+from tests.support import nginxlog
 
 # Every test here runs once with each transport (see conftest.transport).
 pytestmark = pytest.mark.usefixtures("transport")
@@ -95,6 +96,7 @@ def test_url_list_spreads_sends_evenly(nginx: Nginx, tmp_path: Path) -> None:
     urls.write_text(f"# three paths\n{nginx.url}\n\n{nginx.url}teapot\n{nginx.url}fail\n")
     # The open model sends every due send however late the client is, so the spread is exact
     # on a busy machine too (the closed model would skip some, unevenly).
+    before = nginx.requests_logged()
     run = run_soak("--qps", "60", "--concurrency", "4", "--interval", "1s", "--iterations", "2",
                    "--loadModel", "open", f"@{urls}")
     assert run.returncode == 0, run.stderr
@@ -102,6 +104,8 @@ def test_url_list_spreads_sends_evenly(nginx: Nginx, tmp_path: Path) -> None:
     summary = run.summary
     assert summary["statusCodes"] == {"200": 40, "418": 40, "503": 40}
     assert (summary["good"], summary["bad"], summary["failed"]) == (80, 40, 0)
+    # nginx's own count, path by path (`/` is served as its index page)
+    assert nginxlog.paths(new_log_lines(nginx, before)) == {"/index.html": 40, "/teapot": 40, "/fail": 40}
 
 
 def test_keep_alive_uses_one_connection_per_client_and_no_reuse_one_per_request(nginx: Nginx) -> None:
@@ -114,18 +118,19 @@ def test_keep_alive_uses_one_connection_per_client_and_no_reuse_one_per_request(
         lines = new_log_lines(nginx, before)
         assert len(lines) == 60 == run.summary["requests"]
         expected_connections = 3 if flag == "--no-noReuse" else 60
-        assert len({line.split()[0] for line in lines}) == expected_connections, flag
+        assert len(nginxlog.connections(lines)) == expected_connections, flag
 
 
-def connections_logged(lines: list[str]) -> list[list[bool]]:
-    """The requests of each connection nginx logged, in order: whether each said Connection: close."""
-    by_connection: dict[str, list[tuple[int, bool]]] = {}
-    for line in lines:
-        fields = line.split()
-        by_connection.setdefault(fields[0], []).append((int(fields[1]), fields[8] == '"close"'))
-    for requests in by_connection.values():
-        assert [n for n, _ in requests] == list(range(1, len(requests) + 1)), "nginx logged a connection's requests in order"
-    return [[closing for _, closing in requests] for requests in by_connection.values()]
+def counted_run(nginx: Nginx, count: int, *args: str) -> tuple[dict, list[list[bool]]]:
+    """A run of `count` requests (totalRequests: a count, not a time, ends it, however slow the
+    machine), all answered and each logged by nginx: its summary, and the connections nginx saw."""
+    before = nginx.requests_logged()
+    run = run_soak("--interval", "1s", "--iterations", "0", "--totalRequests", str(count), *args, nginx.url)
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    lines = new_log_lines(nginx, before)
+    assert len(lines) == count == summary["requests"] == summary["good"]
+    return summary, nginxlog.connections(lines)
 
 
 def assert_each_connection_ended_by_its_last_request(connections: list[list[bool]], clients: int) -> None:
@@ -137,15 +142,8 @@ def assert_each_connection_ended_by_its_last_request(connections: list[list[bool
 
 
 def test_max_requests_per_connection_ends_each_connection_at_its_nth_request(nginx: Nginx) -> None:
-    before = nginx.requests_logged()
-    # A count ends the run: 60 requests however slow the machine; 3 clients, so at least 60 / 7 connections.
-    run = run_soak("--qps", "60", "--concurrency", "3", "--interval", "1s", "--iterations", "0",
-                   "--totalRequests", "60", "--maxRequestsPerConnection", "7", nginx.url)
-    assert run.returncode == 0, run.stderr
-    summary = assert_counts_add_up(run.stdout)
-    lines = new_log_lines(nginx, before)
-    assert len(lines) == 60 == summary["requests"] == summary["good"]
-    connections = connections_logged(lines)
+    # 60 requests, 3 clients, so at least 60 / 7 connections.
+    summary, connections = counted_run(nginx, 60, "--qps", "60", "--concurrency", "3", "--maxRequestsPerConnection", "7")
     assert max(len(requests) for requests in connections) == 7 and len(connections) >= 9
     assert_each_connection_ended_by_its_last_request(connections, clients=3)
     assert all(requests[-1] for requests in connections if len(requests) == 7)  # the 7th said close
@@ -155,28 +153,15 @@ def test_max_requests_per_connection_ends_each_connection_at_its_nth_request(ngi
 def test_max_requests_per_connection_holds_for_the_open_models_overlapping_connections(nginx: Nginx) -> None:
     """In the open model a client opens a connection for each request that overlaps another;
     each is held to the limit on its own."""
-    before = nginx.requests_logged()
-    run = run_soak("--loadModel", "open", "--qps", "200", "--concurrency", "2", "--interval", "1s",
-                   "--iterations", "0", "--totalRequests", "100", "--maxRequestsPerConnection", "4", nginx.url)
-    assert run.returncode == 0, run.stderr
-    summary = assert_counts_add_up(run.stdout)
-    lines = new_log_lines(nginx, before)
-    assert len(lines) == 100 == summary["good"]
-    connections = connections_logged(lines)
+    _, connections = counted_run(nginx, 100, "--loadModel", "open", "--qps", "200", "--concurrency", "2",
+                                 "--maxRequestsPerConnection", "4")
     assert max(len(requests) for requests in connections) <= 4 and len(connections) >= 25
     assert not any(any(requests[:-1]) for requests in connections), "Connection: close before a connection's last"
     assert all(requests[-1] for requests in connections if len(requests) == 4)
 
 
 def test_max_connection_age_ends_each_connection_once_it_is_that_old(nginx: Nginx) -> None:
-    before = nginx.requests_logged()
-    run = run_soak("--qps", "60", "--concurrency", "3", "--interval", "1s", "--iterations", "0",
-                   "--totalRequests", "60", "--maxConnectionAge", "200ms", nginx.url)
-    assert run.returncode == 0, run.stderr
-    summary = assert_counts_add_up(run.stdout)
-    lines = new_log_lines(nginx, before)
-    assert len(lines) == 60 == summary["requests"] == summary["good"]
-    connections = connections_logged(lines)
+    _, connections = counted_run(nginx, 60, "--qps", "60", "--concurrency", "3", "--maxConnectionAge", "200ms")
     assert_each_connection_ended_by_its_last_request(connections, clients=3)
     # At any load some client made at least 20 of the sends, whose due times span 950 ms at 20 req/s
     # each; a client late for some sends its newest due one and skips the rest, so its sends never

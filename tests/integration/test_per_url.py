@@ -14,14 +14,10 @@ from pathlib import Path
 
 from runner.core.errors import EXIT_THRESHOLDS
 from tests.conftest import Nginx, assert_counts_add_up, run_soak
+from tests.support import nginxlog
 from tests.support.faultserver import FaultServer
 
 SHORT = ("--qps", "40", "--concurrency", "4", "--interval", "500ms", "--iterations", "3")
-
-
-def logged_paths(nginx: Nginx, before: int) -> Counter[str]:
-    """The paths nginx logged since it had logged `before` lines (format `soak`: the 4th field is $uri)."""
-    return Counter(line.split()[3] for line in nginx.log_lines()[before:])
 
 
 def assert_per_url_adds_up(summary: dict) -> None:
@@ -55,7 +51,7 @@ def test_a_weighted_list_splits_three_to_one_within_one_send(nginx: Nginx, tmp_p
     requests = summary["requests"]
     assert requests > 0 and echo + teapot == requests
     assert abs(echo - requests * 3 / 4) < 1 and abs(teapot - requests / 4) < 1, counts
-    served = logged_paths(nginx, before)
+    served = nginxlog.paths(nginx.log_lines()[before:])
     assert served == Counter({"/echo": echo, "/teapot": teapot})  # the server's own count agrees
     assert {entry["url"]: entry["statusCodes"] for entry in summary["perUrl"]} == {
         f"{nginx.url}echo": {"200": echo}, f"{nginx.url}teapot": {"418": teapot}}
@@ -65,7 +61,7 @@ def test_weights_on_the_command_line_split_the_same_way(nginx: Nginx) -> None:
     before = nginx.requests_logged()
     done = run_soak(*SHORT, "3", f"{nginx.url}echo", f"{nginx.url}teapot")
     assert done.returncode == 0, done.stderr
-    served = logged_paths(nginx, before)
+    served = nginxlog.paths(nginx.log_lines()[before:])
     requests = done.summary["requests"]
     assert sum(served.values()) == requests and abs(served["/echo"] - requests * 3 / 4) < 1, served
 

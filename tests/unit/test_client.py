@@ -128,6 +128,46 @@ def test_the_next_tick_is_a_period_on_or_after_a_stall_a_period_from_when_it_ran
     assert next_due(START, START + 3 * SECOND) == START + 3 * SECOND + PROBE_PERIOD_NS
 
 
+def test_a_sparse_pacing_timer_counts_no_lateness_between_its_firings() -> None:
+    """The ticks are the pacing timer's firings, 50 ms apart at 20 req/s, and the meter is told when
+    each next one is due: a close between two firings finds none late. Before, it took the next as
+    due a probe period on, and counted the four a probe would have had in the gap as late until the
+    close (up to 40 ms: a light run flagged)."""
+    meter = ClientMeter(GRID)
+    meter.begin(0.0, START)
+    firings = [START + 50 * MS * (i + 1) for i in range(19)]  # the last one due at 950 ms
+    for due in firings:
+        meter.tick(due, due + 100_000)
+        meter.expect(due + 50 * MS)  # the timer's next firing: the next send's due time
+    quiet = closed(meter, 0, 0.01, START + SECOND + 3 * MS)  # closed 3 ms late: the firing due at 1 s is the next's
+    assert quiet.loop_lag.count == 19 and quiet.loop_lag.max < 4 * MS and not quiet.saturated
+
+
+def test_when_no_tick_is_due_none_is_late_however_long_it_waits() -> None:
+    meter = ClientMeter(GRID)
+    meter.begin(0.0, START)
+    meter.tick(START + 5 * MS, START + 5 * MS)
+    meter.expect(None)  # the native engine's thread has ended: its timer fires no more
+    figures = closed(meter, 0, 0.01, START + 3 * SECOND)
+    assert figures.loop_lag.count == 1 and not figures.saturated
+
+
+def test_a_stall_after_a_long_gap_counts_from_the_tick_it_expected() -> None:
+    """Nothing due for 100 ms (the fallback tick then): stopped 30 ms after the last firing, for
+    2 s, and closed before the late tick has run, an interval counts its ticks from the fallback's
+    due time on, each late until the close."""
+    meter = ClientMeter(GRID)
+    meter.begin(0.0, START)
+    meter.tick(START + 400 * MS, START + 400 * MS)
+    meter.expect(START + 500 * MS)
+    first = closed(meter, 0, 0.01, START + 2430 * MS)
+    assert first.saturated and first.loop_lag.count == 1 + 50  # 500 ms to 1 s, a period apart
+    assert first.loop_lag.min == 0 and first.loop_lag.max >= 1930 * MS * 0.999
+    meter.tick(START + 500 * MS, START + 2430 * MS)  # the late tick runs: those counted are not again
+    second = closed(meter, 1, 0.011, START + 2431 * MS)
+    assert second.saturated and second.loop_lag.count == 100
+
+
 STALL_FROM, STALL_TO = START + 500 * MS, START + 3 * SECOND + 200 * MS  # stopped, as SIGSTOP or a busy node does
 
 

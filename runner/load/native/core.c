@@ -114,6 +114,9 @@ struct soak_engine {
     uint64_t idle_count;
     conn *dl_head, *dl_tail;            /* requests in flight, oldest (earliest deadline) first */
     int64_t armed_ns;                   /* when the timer is set to fire; 0: not armed */
+    int64_t tick_ns;                    /* when its last firing ran (the loop's lag, soak_taken) */
+    soak_stall stalls[SOAK_STALLS];     /* since the previous take */
+    uint32_t nstalls;
     int64_t wall_offset;                /* realtime - monotonic; SOAK_NONE: the last measure was unusable */
     int64_t offset_at;                  /* when it was measured (0: never) */
     unsigned char *buf;
@@ -1281,13 +1284,41 @@ static void arm(soak_engine *e, int64_t at)
         fatal(e, errno);
 }
 
+/* A firing due at `due` ran at `ran`: on time within probe_ns, a loop-lag reading; later, a stall
+ * whose times are kept (the interval's longest SOAK_STALLS), so Python counts the ticks it
+ * swallowed in the intervals they were due in (ClientMeter.tick), as for the Python engine. */
+static void loop_tick(soak_engine *e, int64_t due, int64_t ran)
+{
+    int64_t lag = ran - due;
+    e->tick_ns = ran;
+    if (e->cfg.probe_ns <= 0 || lag <= e->cfg.probe_ns) {
+        soak_hist_record(&e->loop_lag, lag);
+        return;
+    }
+    if (e->nstalls < SOAK_STALLS) {
+        e->stalls[e->nstalls++] = (soak_stall){due, ran};
+        return;
+    }
+    soak_stall *least = &e->stalls[0];
+    for (uint32_t i = 1; i < SOAK_STALLS; i++)
+        if (e->stalls[i].ran - e->stalls[i].due < least->ran - least->due)
+            least = &e->stalls[i];
+    if (least->ran - least->due < lag) { /* it keeps its reading, without its times */
+        soak_hist_record(&e->loop_lag, least->ran - least->due);
+        memmove(least, least + 1, (size_t)(&e->stalls[SOAK_STALLS - 1] - least) * sizeof *least);
+        e->stalls[SOAK_STALLS - 1] = (soak_stall){due, ran};
+    } else {
+        soak_hist_record(&e->loop_lag, lag);
+    }
+}
+
 /* One firing of the timer: how late it came is the loop's lag (the probe, folded in). */
 static void timer_fired(soak_engine *e, int64_t now)
 {
     uint64_t expiries;
     ssize_t done = read(e->timer_fd, &expiries, sizeof expiries);
     if (done == (ssize_t)sizeof expiries && e->armed_ns)
-        soak_hist_record(&e->loop_lag, now - e->armed_ns);
+        loop_tick(e, e->armed_ns, now);
     e->armed_ns = 0;
 }
 
@@ -1312,8 +1343,9 @@ static void run_ready(soak_engine *e)
     }
 }
 
-/* Arm the timer for the earliest of the next due send and the oldest deadline, unless it
- * is armed for earlier already (it then fires early once, and is armed again). */
+/* Arm the timer for the earliest of the next due send, the oldest deadline and gap_ns after
+ * its last firing (so a stall shows however little is due: the loop's lag, soak_taken), unless
+ * it is armed for earlier already (it then fires early once, and is armed again). */
 static void rearm(soak_engine *e)
 {
     int64_t want = INT64_MAX;
@@ -1321,6 +1353,8 @@ static void rearm(soak_engine *e)
         want = e->clients[e->heap[0]].due;
     if (e->dl_head != NULL && e->dl_head->deadline < want)
         want = e->dl_head->deadline;
+    if (e->cfg.gap_ns > 0 && e->tick_ns + e->cfg.gap_ns < want)
+        want = e->tick_ns + e->cfg.gap_ns;
     if (want != INT64_MAX && (e->armed_ns == 0 || want < e->armed_ns))
         arm(e, want > 0 ? want : 1);
 }
@@ -1348,6 +1382,7 @@ static void *engine_thread(void *arg)
     pthread_mutex_lock(&e->lock);
     start_clients(e);
     int64_t now = mono();
+    e->tick_ns = now;
     for (;;) {
         if (e->fatal && !e->cancelled)
             cancel_all(e);
@@ -1734,6 +1769,10 @@ int soak_engine_take(soak_engine *e, int64_t k, int final, int64_t until_ns, soa
     }
     out->loop_lag = e->loop_lag;
     e->loop_lag = lag;
+    memcpy(out->stalls, e->stalls, e->nstalls * sizeof *e->stalls);
+    out->nstalls = e->nstalls;
+    e->nstalls = 0;
+    out->next_tick_ns = e->finished || !e->armed_ns ? SOAK_NONE : e->armed_ns;
     out->opened = e->opened_since;
     out->closed = e->closed_since;
     e->opened_since = e->closed_since = 0;

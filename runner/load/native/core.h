@@ -81,6 +81,8 @@ typedef struct soak_config {
     int keep_alive, corrected;
     int64_t unit_ns;          /* 0: no in-unit histogram */
     int64_t late_ns;          /* runner.stats.client.LATE_NS */
+    int64_t probe_ns;         /* ... PROBE_PERIOD_NS: a timer firing later is a stall (soak_taken; 0: none is) */
+    int64_t gap_ns;           /* ... WATCH_GAP_NS: the timer fires at least this often (0: only when due) */
     uint32_t max_head;        /* runner.load.transport.MAX_HEAD_BYTES */
     uint32_t error_groups;    /* runner.stats.recorder.ERROR_GROUPS */
     uint32_t group_urls;      /* ... GROUP_URLS */
@@ -140,6 +142,12 @@ typedef struct soak_metrics {
     uint64_t *good_ns, *bad_ns;
 } soak_metrics;
 
+/* A timer firing later than probe_ns: when it was due and when the loop ran it. */
+typedef struct soak_stall {
+    int64_t due, ran;
+} soak_stall;
+#define SOAK_STALLS 32        /* an interval keeps its longest stalls' times; the rest go to loop_lag */
+
 /* What soak_engine_take hands over; the caller owns it (soak_taken_free). */
 typedef struct soak_taken {
     soak_tally *tally;        /* the interval's (NULL: nothing in it) */
@@ -147,7 +155,10 @@ typedef struct soak_taken {
     uint32_t nlater;
     soak_tally *drain;        /* final only: the drain, NULL if nothing came back after the end */
     int64_t drain_end_ns;
-    soak_hist loop_lag;       /* the timer's lateness since the previous take */
+    soak_hist loop_lag;       /* the timer's lateness since the previous take (ClientMeter.loop_lags) */
+    soak_stall stalls[SOAK_STALLS]; /* ... its firings later than probe_ns, in order (ClientMeter.tick) */
+    uint32_t nstalls;
+    int64_t next_tick_ns;     /* when the timer fires next (ClientMeter.expect); SOAK_NONE: the thread has ended */
     uint64_t opened, closed;  /* connections opened and closed since the previous take */
 } soak_taken;
 

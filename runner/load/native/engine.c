@@ -21,7 +21,8 @@
  *     grid_start_ns, interval_ns                             runner.load.schedule.Grid
  *     timeout_ns, timeout_text (format_duration's), keep_alive, corrected (latency from
  *     the due time), unit_ns (0: no in-unit histogram)
- *     late_ns, max_head, error_groups, group_urls, other_lengths: the Python constants
+ *     late_ns, probe_ns, gap_ns, max_head, error_groups, group_urls, other_lengths: the
+ *     Python constants (probe_ns, gap_ns: the loop lag's, runner.stats.client)
  *     metrics        None, or (slot_of tuple, slots, edges_ns tuple): MetricsTally's counts
  *   start()                   start the thread (once)
  *   fileno() -> int           an eventfd that becomes readable when the thread has ended
@@ -35,7 +36,9 @@
  *                             counted in it first: {"tally", "later" (final: the later
  *                             intervals' tallies), "drain" (final: a tally or None),
  *                             "drain_end_ns", "loop_lag", "opened", "closed" (connections
- *                             since the previous take)}
+ *                             since the previous take), "stalls" ([(due_ns, ran_ns)]: the
+ *                             timer's firings later than probe_ns, not in loop_lag),
+ *                             "next_tick_ns" (when it fires next; None once the thread ended)}
  *   figures() -> dict         run-wide, copied (live or after the end): sent,
  *                             stopped_sending_ns, send_lag, lateness, uncorrected, in_unit,
  *                             connections, opened, closed, finished, fatal (an errno), bench
@@ -575,6 +578,7 @@ static int read_config(PyObject *config, soak_config *cfg)
         get_i64(config, "interval_ns", &cfg->grid.interval_ns) || get_i64(config, "timeout_ns", &cfg->timeout_ns) ||
         get_bool(config, "keep_alive", &cfg->keep_alive) || get_bool(config, "corrected", &cfg->corrected) ||
         get_i64(config, "unit_ns", &cfg->unit_ns) || get_i64(config, "late_ns", &v) ||
+        get_i64(config, "probe_ns", &cfg->probe_ns) || get_i64(config, "gap_ns", &cfg->gap_ns) ||
         get_u32(config, "max_head", &cfg->max_head) || get_u32(config, "error_groups", &cfg->error_groups) ||
         get_u32(config, "group_urls", &cfg->group_urls) || get_u32(config, "other_lengths", &cfg->other_lengths) ||
         get_u32(config, "max_requests", &cfg->max_requests) || get_i64(config, "max_age_ns", &cfg->max_age_ns))
@@ -717,6 +721,21 @@ static PyObject *engine_set_addresses(EngineObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The interval's stalls, [(due, ran)] in order. */
+static PyObject *stalls_list(const soak_taken *t)
+{
+    PyObject *list = PyList_New(t->nstalls);
+    for (uint32_t i = 0; list != NULL && i < t->nstalls; i++) {
+        PyObject *one = Py_BuildValue("(LL)", (long long)t->stalls[i].due, (long long)t->stalls[i].ran);
+        if (one == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, one);
+    }
+    return list;
+}
+
 static PyObject *taken_dict(soak_taken *t)
 {
     PyObject *d = PyDict_New(), *later = PyList_New(0);
@@ -732,6 +751,8 @@ static PyObject *taken_dict(soak_taken *t)
     if (put(d, "tally", tally_dict(t->tally)) || PyDict_SetItemString(d, "later", later) ||
         put(d, "drain", t->drain != NULL ? tally_dict(t->drain) : Py_NewRef(Py_None)) ||
         put_i64(d, "drain_end_ns", t->drain_end_ns) || put(d, "loop_lag", histogram(&t->loop_lag)) ||
+        put(d, "stalls", stalls_list(t)) ||
+        put(d, "next_tick_ns", t->next_tick_ns == SOAK_NONE ? Py_NewRef(Py_None) : PyLong_FromLongLong(t->next_tick_ns)) ||
         put_u64(d, "opened", t->opened) || put_u64(d, "closed", t->closed))
         goto error;
     Py_DECREF(later);

@@ -93,6 +93,8 @@ class Counting:
     group_urls: int  # ... GROUP_URLS
     other_lengths: int  # ... OTHER_LENGTHS
     metrics: MetricsConfig | None = None  # runner.metrics.tally.MetricsTally.native_config(), when metrics are on
+    probe_ns: int = 0  # runner.stats.client.PROBE_PERIOD_NS: a timer firing later is a stall (0: none is)
+    gap_ns: int = 0  # ... WATCH_GAP_NS: the timer fires at least this often, for the loop lag (0: only when due)
 
 
 class NativeEngine:
@@ -197,6 +199,8 @@ def config(schedule: Schedule, load: Load, options: TransportOptions, counting: 
         "corrected": counting.corrected,
         "unit_ns": counting.unit_ns,
         "late_ns": counting.late_ns,
+        "probe_ns": counting.probe_ns,
+        "gap_ns": counting.gap_ns,
         "max_head": MAX_HEAD_BYTES,
         "error_groups": counting.error_groups,
         "group_urls": counting.group_urls,
