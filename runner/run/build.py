@@ -189,8 +189,9 @@ def native_refusal(settings: Settings, targets: Targets, requests: list[Request]
 
 
 def setting_name(field: str) -> str:
-    """A settings field's name as the configuration spells it: backend_header -> backendHeader."""
-    first, *rest = field.split("_")
+    """A settings field's name as the configuration spells it: backend_header -> backendHeader,
+    warmup_ns -> warmup (a duration is kept in ns, written as "30s")."""
+    first, *rest = field.removesuffix("_ns").split("_")
     return first + "".join(part.title() for part in rest)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from runner.config.schema import settings_names
 from runner.config.settings import ClientSpec, Pacing, Settings, merge, settings_from
 from runner.config.targets import as_targets
 from runner.core.errors import UsageError
@@ -19,7 +20,7 @@ from runner.load.native.engine import module
 from runner.load.request import build_requests
 from runner.load.shards import ALONE
 from runner.run import build
-from runner.run.build import NATIVE_HONOURS, engine_for, native_refusal, options_for
+from runner.run.build import NATIVE_HONOURS, NATIVE_REFUSES, engine_for, native_refusal, options_for
 
 URLS = ["http://127.0.0.1:8080/"]
 needs_native = pytest.mark.skipif(module() is None, reason="the native engine is not built here")
@@ -119,3 +120,13 @@ def test_auto_takes_the_native_engine_where_it_can_and_says_why_not_elsewhere() 
     assert (chosen.name, chosen.why) == ("python", "compress (the native engine reads no gzip)")
     python = settings(engine="python")
     assert engine_for(python, as_targets(URLS), build_requests(python, URLS), options_for(python, ALONE)).name == "python"
+
+
+def test_every_setting_a_refusal_can_name_is_named_as_the_configuration_spells_it() -> None:
+    """A refusal named `warmupNs`, a field's name, where the configuration and the flag say `warmup`."""
+    names = set(settings_names())
+    for group in (Pacing, ClientSpec):
+        for field in dataclasses.fields(group):
+            if field.name not in NATIVE_HONOURS and field.name not in NATIVE_REFUSES:
+                assert build.setting_name(field.name) in names, field.name
+    assert refusal(settings(warmup="2s")) == "warmup (not in the native engine)"
