@@ -143,6 +143,14 @@ def merge(*texts: str, files: list[Path] | None = None) -> subprocess.CompletedP
                           capture_output=True, text=True, timeout=60, env={**os.environ, "TZ": "UTC"})
 
 
+def merge_saved(outputs: list[str], into: Path) -> subprocess.CompletedProcess[str]:
+    """`soak merge` of the shards' outputs, each saved first to a file of its own, as a user saves pods' logs."""
+    files = [into / f"shard-{index}.log" for index in range(len(outputs))]
+    for file, out in zip(files, outputs, strict=True):
+        file.write_text(out)
+    return merge(files=files)
+
+
 def prefixed(index: int, log: str) -> str:
     """A pod's log as `kubectl logs --prefix` prints it."""
     return "".join(f"[pod/soak-29400000-{index}-x7k2p/soak] {line}\n" for line in log.splitlines())
@@ -276,11 +284,7 @@ def test_a_pod_stopped_by_a_signal_fails_the_merge(nginx: Nginx, tmp_path: Path)
             process.kill()
     outputs[1] = (head + line + outputs[1][0], outputs[1][1])
     assert [p.returncode for p in processes] == [0, 7], [err for _, err in outputs]
-    files = []
-    for index, (out, _) in enumerate(outputs):
-        files.append(tmp_path / f"shard-{index}.log")
-        files[-1].write_text(out)
-    done = merge(files=files)
+    done = merge_saved([out for out, _ in outputs], tmp_path)
     assert done.returncode == 7, done.stderr
     merged = assert_counts_add_up(done.stdout)
     assert merged["shards"]["merged"] == [0, 1] and "signal SIGTERM" in merged["stopReason"]
@@ -660,11 +664,7 @@ def test_the_shards_warmups_are_merged_apart_from_the_run(nginx: Nginx, tmp_path
     outputs = [p.communicate(timeout=60) for p in processes]
     assert [p.returncode for p in processes] == [0, 0], [err for _, err in outputs]
     pods = [assert_counts_add_up(out) for out, _ in outputs]
-    files = []
-    for index, (out, _) in enumerate(outputs):
-        files.append(tmp_path / f"shard-{index}.log")
-        files[-1].write_text(out)
-    done = merge(files=files)
+    done = merge_saved([out for out, _ in outputs], tmp_path)
     assert done.returncode == 0, done.stderr
     merged = assert_counts_add_up(done.stdout)
     warmup = merged["warmup"]
