@@ -22,7 +22,6 @@ import os
 import re
 from collections import deque
 from collections.abc import Callable, Iterator
-from importlib import resources
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
@@ -141,8 +140,13 @@ def _is_file_path(value: object) -> bool:
 
 @functools.cache
 def schema() -> dict[str, Any]:
-    """The packaged JSON Schema, parsed once."""
-    text = resources.files("runner.config").joinpath("schema.json").read_text(encoding="utf-8")
+    """The packaged JSON Schema, parsed once.
+
+    Read beside this module, as the package is installed (as files: its C extensions cannot load
+    from a zip); importlib.resources would load zipfile, tempfile and shutil for it on every run.
+    """
+    with open(os.path.join(os.path.dirname(__file__), "schema.json"), encoding="utf-8") as file:
+        text = file.read()
     return json.loads(text)
 
 
