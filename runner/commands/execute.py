@@ -25,7 +25,7 @@ from runner.report.outcome import ExitCode
 from runner.report.slowcooker import SlowCookerReporter
 from runner.report.summary import JsonSummaryReporter
 from runner.report.verdict import Verdict
-from runner.run import launch, workers
+from runner.run import launch
 from runner.run.build import EngineChoice, build
 from runner.run.linkerd import proxy_lifecycle
 
@@ -58,6 +58,8 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
             return ended(settings, EXIT_PROXY_NOT_READY, verdict)
         say(engine_line(parts.engine))  # the run starts: which engine measures it (a refused run gets its one line)
         if settings.split.workers > 1:
+            from runner.run import workers  # multiprocessing loads only for a run split over processes
+
             workers.run(settings, urls, source, reporters, parts.shard.pod(), metrics.workers if metrics else None,
                         parts.engine.name)
         else:

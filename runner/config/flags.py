@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.config.jsonfile import read_config_file
-from runner.config.schema import ValidationError, schema, settings_names, validate
+from runner.config.schema import schema, settings_names, validate
 from runner.config.settings import Settings, merge, settings_from
 from runner.config.targets import Targets
 from runner.config.urls import load_targets, targets_from_arguments
 from runner.core.errors import UsageError
 from runner.core.numbers import decimal_number, whole_number
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:

@@ -3,6 +3,13 @@
 `schema.json` ships inside the package. This module loads it, reads the defaults out of it,
 and turns jsonschema's findings into the one-line messages users see: where (JSON path or
 flag), the bad value, and what is allowed.
+
+jsonschema (with referencing, attrs and the metaschemas it reads) costs about a fifth of a
+one-request run's instructions to import and build, so it is loaded only for a layer the
+schema's plain keywords cannot judge alone (_plainly_valid): a layer of a few flags of a
+type, an enum and bounds (`--engine native`, ab's -n and -c) is accepted without it; any
+other layer, and any value those keywords refuse, goes to jsonschema, whose error is the one
+reported, so every message is what it was.
 """
 
 from __future__ import annotations
@@ -15,12 +22,8 @@ import os
 import re
 from collections import deque
 from collections.abc import Callable, Iterator
-from importlib import resources
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
-
-from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
-from jsonschema.exceptions import best_match
 
 from runner.config.rules import ThresholdError, parse_rule
 from runner.config.urls import address_problem, url_problem
@@ -28,10 +31,10 @@ from runner.core import redact
 from runner.core.durations import DURATION_HINT, MAX_NS, DurationError, DurationRangeError, parse_duration
 from runner.core.errors import UsageError, shortened
 
-_FORMATS = FormatChecker(formats=())
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 
 
-@_FORMATS.checks("positive-duration", raises=DurationError)
 def _is_positive_duration(value: object) -> bool:
     """A Go duration greater than zero (an interval or timeout of 0 means nothing).
 
@@ -45,7 +48,6 @@ def _is_positive_duration(value: object) -> bool:
         return True
 
 
-@_FORMATS.checks("duration", raises=DurationError)
 def _is_duration(value: object) -> bool:
     """A Go duration, 0 included: for a limit whose 0s means none (maxConnectionAge).
 
@@ -66,6 +68,8 @@ def _duration_range(validator: Any, bounds: list[str], instance: Any, _schema: A
     9999999999999999999h overflowed what the event loop's timers hold. Values that are not
     durations at all are the format keyword's to report.
     """
+    from jsonschema import ValidationError
+
     if not isinstance(instance, str):
         return
     try:
@@ -79,7 +83,6 @@ def _duration_range(validator: Any, bounds: list[str], instance: Any, _schema: A
         yield ValidationError(f"{instance!r} is not from {low} to {high}")
 
 
-@_FORMATS.checks("threshold", raises=ThresholdError)
 def _is_threshold(value: object) -> bool:
     """A rule thresholds.py can read; its ThresholdError says what is wrong with one it cannot."""
     if isinstance(value, str):
@@ -91,7 +94,6 @@ class UrlError(ValueError):
     """What is wrong with a URL, as a phrase to follow it (see targets.url_problem)."""
 
 
-@_FORMATS.checks("http-url", raises=UrlError)
 def _is_http_url(value: object) -> bool:
     """A URL the runner itself talks to (the Pushgateway): checked as a target URL is, and more.
 
@@ -117,7 +119,6 @@ class AddressError(ValueError):
     """What is wrong with a host:port's host, as a phrase (see urls.address_problem)."""
 
 
-@_FORMATS.checks("host-port", raises=AddressError)
 def _is_host_port(value: object) -> bool:
     """An address whose host is an IP address or a host name (the pattern checks the form and the port)."""
     if isinstance(value, str) and value:
@@ -127,7 +128,6 @@ def _is_host_port(value: object) -> bool:
     return True
 
 
-@_FORMATS.checks("file-path", raises=UnicodeError)
 def _is_file_path(value: object) -> bool:
     """A path the system can take: JSON can spell a lone surrogate (\\ud800), which no file name holds.
 
@@ -140,13 +140,20 @@ def _is_file_path(value: object) -> bool:
 
 @functools.cache
 def schema() -> dict[str, Any]:
-    """The packaged JSON Schema, parsed once."""
-    text = resources.files("runner.config").joinpath("schema.json").read_text(encoding="utf-8")
+    """The packaged JSON Schema, parsed once.
+
+    Read beside this module, as the package is installed (as files: its C extensions cannot load
+    from a zip); importlib.resources would load zipfile, tempfile and shutil for it on every run.
+    """
+    with open(os.path.join(os.path.dirname(__file__), "schema.json"), encoding="utf-8") as file:
+        text = file.read()
     return json.loads(text)
 
 
 def _is_finite_number(checker: Any, instance: object) -> bool:
     """A JSON number. Python's json also reads NaN and Infinity; NaN would pass every bound."""
+    from jsonschema import Draft202012Validator
+
     number = Draft202012Validator.TYPE_CHECKER.is_type(instance, "number")
     return number and math.isfinite(instance)  # type: ignore[arg-type]
 
@@ -164,20 +171,104 @@ def _end_anchored(pattern: str) -> re.Pattern[str]:
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, _schema: Any) -> Iterator[ValidationError]:
+    from jsonschema import ValidationError
+
     if validator.is_type(instance, "string") and not _end_anchored(pattern).search(instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-_Validator = validators.extend(
-    Draft202012Validator,
-    {"pattern": _pattern, "x-durationRange": _duration_range},
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("number", _is_finite_number),
-)
+def _format_checker() -> FormatChecker:
+    """The formats the schema names, each with the error that says what is wrong with a value."""
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker(formats=())
+    for name, check, raises in (("positive-duration", _is_positive_duration, DurationError),
+                                ("duration", _is_duration, DurationError),
+                                ("threshold", _is_threshold, ThresholdError),
+                                ("http-url", _is_http_url, UrlError),
+                                ("host-port", _is_host_port, AddressError),
+                                ("file-path", _is_file_path, UnicodeError)):
+        checker.checks(name, raises=raises)(check)
+    return checker
 
 
 @functools.cache
 def _validator() -> Draft202012Validator:
-    return _Validator(schema(), format_checker=_FORMATS)
+    """jsonschema's validator for the schema, with its formats and keywords: made once, when first needed."""
+    from jsonschema import Draft202012Validator, validators
+
+    extended = validators.extend(
+        Draft202012Validator,
+        {"pattern": _pattern, "x-durationRange": _duration_range},
+        type_checker=Draft202012Validator.TYPE_CHECKER.redefine("number", _is_finite_number),
+    )
+    return cast("Draft202012Validator", extended(schema(), format_checker=_format_checker()))
+
+
+# What a setting's own schema may say for its values to be judged by _plain_value: its type, an
+# enum of strings, inclusive bounds, and words for people. A setting with any other keyword (a
+# format, a pattern, items) is left to jsonschema.
+_PLAIN_KEYWORDS = frozenset({"type", "enum", "minimum", "maximum", "description", "default", "x-allowed"})
+# What the schema's top may say for a layer to be judged key by key: any other keyword there is
+# jsonschema's alone. Its `not` names the keys that are judged together (iterations and duration).
+_PLAIN_ROOT = frozenset({"$schema", "$id", "title", "description", "type", "additionalProperties", "not",
+                         "x-allowed", "properties"})
+
+
+@functools.cache
+def _plain_settings() -> dict[str, dict[str, Any]]:
+    """The settings whose values _plain_value can judge alone, each with its schema; {} if none can."""
+    root = schema()
+    joint = root.get("not", {})
+    if not root.keys() <= _PLAIN_ROOT or root.get("type") != "object" or root.get("additionalProperties") is not False \
+            or not joint.keys() <= {"required", "properties"}:
+        return {}
+    together = {*joint.get("required", ()), *joint.get("properties", {})}
+    return {name: spec for name, spec in root["properties"].items()
+            if name not in together and spec.keys() <= _PLAIN_KEYWORDS and _plain_kind(spec)}
+
+
+def _plain_kind(spec: dict[str, Any]) -> bool:
+    """Whether a setting's values are told by a type _PLAIN_TYPES knows, or by an enum of strings alone."""
+    kind = spec.get("type")
+    if kind is None:
+        return isinstance(spec.get("enum"), list) and all(isinstance(v, str) for v in spec["enum"])
+    return isinstance(kind, str) and kind in _PLAIN_TYPES
+
+
+def _is_number(value: object) -> bool:
+    """A JSON number as the schema's number type takes it: finite (an int of any size is)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+_PLAIN_TYPES: dict[str, Callable[[object], bool]] = {
+    "string": lambda value: isinstance(value, str),
+    "boolean": lambda value: isinstance(value, bool),
+    "integer": lambda value: isinstance(value, int) and not isinstance(value, bool),  # 5.0 is jsonschema's to judge
+    "number": _is_number,
+}
+
+
+def _plain_value(spec: dict[str, Any], value: object) -> bool:
+    """Whether `value` is, by `spec`'s type, enum and bounds, one the schema accepts (False: let jsonschema say)."""
+    if "type" in spec and not _PLAIN_TYPES[spec["type"]](value):
+        return False
+    if "enum" in spec and not (isinstance(value, str) and value in spec["enum"]):
+        return False
+    if "minimum" in spec and not (_is_number(value) and value >= spec["minimum"]):
+        return False
+    return not ("maximum" in spec and not (_is_number(value) and value <= spec["maximum"]))
+
+
+def _plainly_valid(data: Any) -> bool:
+    """Whether every key of `data` is a setting whose value _plain_value accepts: then jsonschema
+    would find nothing either, and need not be loaded. False whenever in doubt."""
+    if not isinstance(data, dict):
+        return False
+    plain = _plain_settings()
+    return all(isinstance(key, str) and key in plain and _plain_value(plain[key], value) for key, value in data.items())
 
 
 def settings_names() -> list[str]:
@@ -197,6 +288,10 @@ def validate(data: Any, where: Callable[[ValidationError], str]) -> None:
     `where` says where a value came from (a JSON path in a file, or a command-line flag),
     so one schema serves both the config file and the command line.
     """
+    if _plainly_valid(data):
+        return
+    from jsonschema.exceptions import best_match
+
     error = best_match(_validator().iter_errors(data))
     if error is not None:
         error = _rooted(_branch_error(error))
@@ -219,6 +314,8 @@ def _branch_error(error: ValidationError) -> ValidationError:
     meant = [e for e in error.context or [] if e.validator != "type" and len(e.relative_schema_path) > 1]
     if not meant:
         return error
+    from jsonschema.exceptions import best_match
+
     return _branch_error(best_match(meant))
 
 
@@ -230,6 +327,8 @@ def _rooted(error: ValidationError) -> ValidationError:
     """
     if error.parent is None:
         return error
+    from jsonschema import ValidationError
+
     rooted = ValidationError.create_from(error)
     rooted.parent = None
     rooted.path = rooted.relative_path = deque(error.absolute_path)

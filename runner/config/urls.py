@@ -8,17 +8,20 @@ then makes each URL's request).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
-
-import yaml
 
 from runner.config.files import URL_LIST_LIMIT, read_bounded
 from runner.config.targets import MAX_TURN, MAX_WEIGHT, Targets, turn_of
 from runner.core import redact
 from runner.core.errors import UsageError, shortened
 from runner.core.numbers import whole_number
+
+if TYPE_CHECKING:  # PyYAML loads only when a file may be a ConfigMap (_as_configmap)
+    import yaml
 
 # The ConfigMap data key holding the URL list; it is also the file name where it is mounted.
 URLS_KEY = "urls.txt"
@@ -282,8 +285,10 @@ def _as_configmap(text: str, path: str) -> tuple[str, int | None] | None:
     """The URL list and its first line number if `text` is a ConfigMap manifest, else None."""
     if not _NOT_A_PLAIN_LINE.search(text):
         return None  # YAML would read it as one string: no need to (24 s for a 16 MiB list)
+    import yaml  # here: a run given its URLs as arguments or plain lines never loads PyYAML
+
     try:
-        documents = list(yaml.compose_all(text, Loader=_BoundedLoader))
+        documents = list(yaml.compose_all(text, Loader=_bounded_loader()))
     except yaml.YAMLError as e:
         if _YAML_KEY.search(text):  # meant as a manifest (`apiVersion: v1`): its lines are no URLs to check
             raise UsageError(_invalid_yaml(path, e)) from None
@@ -348,19 +353,26 @@ class _TooDeep(Exception):
         self.line = line
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing nodes nested beyond MAX_YAML_DEPTH before it recurses into them."""
+@functools.cache
+def _bounded_loader() -> Any:
+    """The loader class, made once, the first time a file may be YAML."""
+    import yaml
 
-    _depth = 0
+    class _BoundedLoader(yaml.SafeLoader):
+        """PyYAML's safe loader, refusing nodes nested beyond MAX_YAML_DEPTH before it recurses into them."""
 
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        self._depth += 1
-        try:
-            if self._depth > MAX_YAML_DEPTH:
-                raise _TooDeep(self.peek_event().start_mark.line + 1)
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+        _depth = 0
+
+        def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+            self._depth += 1
+            try:
+                if self._depth > MAX_YAML_DEPTH:
+                    raise _TooDeep(self.peek_event().start_mark.line + 1)
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+    return _BoundedLoader
 
 
 def _pick_entry(entries: dict[str, yaml.Node], path: str) -> yaml.Node:

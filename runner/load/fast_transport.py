@@ -73,18 +73,25 @@ class FastTransport:
     requests' deadlines.
 
     The TLS context is made at once, so a TLS setting naming a bad file stops the run before
-    any load; it offers only HTTP/1.1 in ALPN, the one protocol this client speaks.
+    any load; it offers only HTTP/1.1 in ALPN, the one protocol this client speaks. A run with
+    no https URL and no TLS file named makes none: loading certifi's CA bundle costs more
+    instructions than the rest of a one-request run's start (OpenSSL 3 decodes each certificate).
     """
 
     def __init__(self, options: TransportOptions) -> None:
         self._options = options
-        self._tls = client_context(options)
-        self._tls.set_alpn_protocols(["http/1.1"])
+        self._tls: ssl.SSLContext | None = None
+        if options.https or options.ca_bundle or options.client_cert or options.client_key:
+            self._tls = self.tls()
         self._deadlines: Deadlines | None = None
         self._pump: Pump | None = None
         self._resolver = Resolver()  # one for all sessions: a name's addresses are dialled in turn across them
 
     def tls(self) -> ssl.SSLContext:
+        """The run's one TLS context, made the first time it is asked for."""
+        if self._tls is None:
+            self._tls = client_context(self._options)
+            self._tls.set_alpn_protocols(["http/1.1"])
         return self._tls
 
     def session(self) -> FastSession:

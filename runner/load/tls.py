@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import ssl
 
-import certifi
-
 from runner.config.files import TLS_FILE_LIMIT, read_bounded
 from runner.core.errors import UsageError
 from runner.load.transport import TransportOptions
@@ -26,6 +24,8 @@ _ENCRYPTED = ("-----BEGIN ENCRYPTED PRIVATE KEY-----", "Proc-Type: 4,ENCRYPTED")
 
 def client_context(options: TransportOptions) -> ssl.SSLContext:
     """The context every HTTPS connection of the run uses; UsageError if a file is unusable."""
+    import certifi  # only where a context is made: a run without https makes none
+
     context = ssl.create_default_context(cafile=certifi.where())
     if options.ca_bundle:
         context = _with_ca_bundle(options.ca_bundle)

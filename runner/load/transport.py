@@ -82,6 +82,7 @@ class TransportOptions:
     origins: int = 1  # distinct (scheme, host, port) among the URLs: a session keeps connections to each
     lifetime: Lifetime = Lifetime()  # when a kept-alive connection is closed for a new one
     backend_header: str = ""  # a response header whose value names the server (Result.backend); "" for none
+    https: bool = True  # whether any URL is https: without one, no TLS context is made unless a TLS file is named
 
 
 class Session(Protocol):

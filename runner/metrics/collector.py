@@ -54,6 +54,7 @@ from prometheus_client.core import (
     UnknownMetricFamily,
 )
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from runner.config.settings import Settings
 from runner.config.targets import as_targets
@@ -65,7 +66,6 @@ from runner.metrics.server import MetricServer
 from runner.metrics.tally import (
     DURATION,
     EDGES_NS,
-    LES,
     OTHER_URLS,
     PLACES,
     SLOW_COOKER_HISTOGRAMS,
@@ -87,6 +87,10 @@ from runner.stats.runinfo import RunInfo, RunSummary
 
 if TYPE_CHECKING:
     from runner.report.verdict import Verdict
+
+# Each histogram's `le` labels, written once rather than at every push (here, not in tally, so that
+# a run without metrics never loads prometheus_client).
+LES = {spec.name: [floatToGoString(b) for b in spec.bounds] for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION)}
 
 
 

@@ -15,8 +15,6 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Protocol
 
-from prometheus_client.utils import floatToGoString
-
 # The url label and its bound are the URL list's (the summary's perUrl counts URLs alike); named here too.
 from runner.config.targets import OTHER_URLS as OTHER_URLS
 from runner.config.targets import URL_SERIES_CAP as URL_SERIES_CAP
@@ -82,10 +80,6 @@ EDGES_NS = tuple(sorted({spec.last_ns(b) for spec in (*SLOW_COOKER_HISTOGRAMS, D
 # Each histogram's bounds, as places among EDGES_NS: bucket i counts the results in places 0 .. PLACES[name][i].
 PLACES = {spec.name: [EDGES_NS.index(spec.last_ns(b)) for b in spec.bounds]
           for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION)}
-
-
-# Each histogram's `le` labels, written once rather than at every push.
-LES = {spec.name: [floatToGoString(b) for b in spec.bounds] for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION)}
 
 
 STATUSES = 1000  # responses are counted per URL in a list indexed by status; any other status as 0

@@ -105,10 +105,11 @@ def build(settings: Settings, urls: Sequence[str], source: str | None, shard: Sh
     targets = as_targets(urls)
     check_scopes(settings, targets)  # a threshold scoped to a URL the run does not send to
     shard = shard if shard is not None else split_of(settings)
-    origins = len({origin(url) for url in urls})
+    found = {origin(url) for url in urls}
+    origins = len(found)
     check_open_files(settings, shard, origins)  # more connections than the process may open
     requests = build_requests(settings, urls)  # bad headers or body files stop here
-    options = options_for(settings, shard, origins)
+    options = options_for(settings, shard, origins, https=any(scheme == "https" for scheme, _, _ in found))
     transport = transport_for(settings, options)  # and TLS files too
     if settings.report.report_latencies_csv:
         check_csv_path(settings.report.report_latencies_csv)  # opened (and emptied) only once the run starts
@@ -264,9 +265,10 @@ def check_open_files(settings: Settings, shard: Shard, origins: int) -> None:
         raise UsageError(refusal)
 
 
-def options_for(settings: Settings, shard: Shard, origins: int = 1) -> TransportOptions:
+def options_for(settings: Settings, shard: Shard, origins: int = 1, https: bool = True) -> TransportOptions:
     """How every request is sent, whichever engine and client send it; `origins`: the servers
-    (scheme, host, port) the URLs name, each of which a client keeps a connection to."""
+    (scheme, host, port) the URLs name, each of which a client keeps a connection to; `https`:
+    whether any of them is https (without one, the fast transport makes no TLS context)."""
     client, model = settings.client, model_for(settings.pace, shard)
     return TransportOptions(
         timeout_ns=client.timeout_ns,
@@ -281,6 +283,7 @@ def options_for(settings: Settings, shard: Shard, origins: int = 1) -> Transport
         origins=origins,
         lifetime=Lifetime(client.max_requests_per_connection, client.max_connection_age_ns),
         backend_header=settings.report.backend_header,
+        https=https,
     )
 
 

@@ -12,7 +12,6 @@ The run itself is unchanged: this only happens before the first send and after t
 
 from __future__ import annotations
 
-import http.client
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -98,6 +97,8 @@ def shutdown(admin: tuple[str, int]) -> str:
 
 def _ask(method: str, admin: tuple[str, int], path: str, timeout_s: float) -> tuple[int, str]:
     """One request to the admin server: (status, 0 without an answer; the answer in a few words)."""
+    import http.client  # here: only a meshed run talks to the proxy (http.client loads email's parser too)
+
     connection = http.client.HTTPConnection(*admin, timeout=timeout_s)
     try:
         connection.request(method, path, headers={"User-Agent": f"soak/{__version__}"})

@@ -699,3 +699,61 @@ def test_shipped_configuration_json_is_the_default_soak() -> None:
     spelled_out = {key: value for key, value in data.items()
                    if key not in ("thresholds", "iterations", "maxRequestsPerConnection", "backendHeader")}
     assert settings_from(merge(spelled_out)) == settings_from(merge())  # the rest spells out the defaults, nothing else
+
+
+# --- the plain check: a layer jsonschema need not be loaded for ---------------------------------
+
+def _candidates(spec: dict[str, Any]) -> list[Any]:
+    """Values near and across each plain setting's rule: its enum, its bounds, other types."""
+    values: list[Any] = [None, True, False, 0, 1, -1, 0.5, 5.0, 2**70, -(2**70), float("nan"), float("inf"),
+                         float("-inf"), "", "x", "1", [], {}, [1], {"a": 1}]
+    values += list(spec.get("enum", [])) + [e.upper() for e in spec.get("enum", [])]
+    for bound in ("minimum", "maximum"):
+        if bound in spec:
+            b = spec[bound]
+            values += [b, b - 1, b + 1, b - 0.001, b + 0.001, float(b), str(b)]
+    return values
+
+
+def test_the_plain_check_accepts_only_what_jsonschema_accepts() -> None:
+    """validate() skips jsonschema for a layer _plainly_valid accepts: jsonschema must find nothing
+    wrong with any such layer, or a bad value would pass unreported."""
+    from runner.config.schema import _plain_settings, _plainly_valid, _validator
+
+    plain = _plain_settings()
+    assert {"engine", "concurrency", "totalRequests", "qps", "mode", "noReuse"} <= set(plain)  # ab's flags and --engine
+    assert not {"iterations", "duration", "interval", "headers", "body", "thresholds"} & set(plain)
+    accepted = 0
+    for name, spec in plain.items():
+        for value in _candidates(spec):
+            errors = list(_validator().iter_errors({name: value}))
+            if _plainly_valid({name: value}):
+                accepted += 1
+                assert not errors, (name, value, errors[0].message)
+    assert accepted > 50  # the check does accept most values a run is given
+
+
+@pytest.mark.parametrize("layer", [
+    {"engine": "native"}, {"totalRequests": 20000, "concurrency": 100}, {"qps": 0.5, "mode": "bench"}, {},
+])
+def test_a_plain_layer_is_valid_without_jsonschema(layer: dict[str, Any]) -> None:
+    from runner.config.schema import _plainly_valid, _validator
+
+    assert _plainly_valid(layer)
+    assert not list(_validator().iter_errors(layer))
+
+
+@pytest.mark.parametrize("layer", [
+    {"engine": "fast"}, {"concurrency": 0}, {"concurrency": True}, {"concurrency": 5.0}, {"qps": float("nan")},
+    {"iterations": 5}, {"duration": "1m"}, {"interval": "1s"}, {"nosuch": 1}, {"engine": "native", "nosuch": 1}, [],
+])
+def test_anything_else_goes_to_jsonschema(layer: Any) -> None:
+    """A value the plain check refuses, a setting it does not judge, an unknown key: jsonschema's to say."""
+    from runner.config.schema import _plainly_valid
+
+    assert not _plainly_valid(layer)
+
+
+def test_a_bad_flag_still_gets_jsonschemas_one_line() -> None:
+    with pytest.raises(UsageError, match=r'^--concurrency: 0 is not allowed; must be at least 1$'):
+        validate({"engine": "native", "concurrency": 0}, lambda error: f"--{error.path[0]}")

@@ -1,0 +1,79 @@
+"""A run loads only what the run at hand needs (issue 22: a short run's cost is mostly its start).
+
+Each case runs the real CLI (runner.cli.main, what `python -m runner` runs) in a fresh
+interpreter against loopback nginx, then writes out the modules it loaded. A plain run over
+HTTP with settings given as plain flags must load none of OPTIONAL: each is what only some runs
+use, and importing it (or what it stands for: certifi's CA bundle made into a TLS context) cost
+more instructions than the run itself. Each module's control is a run with the setting that needs
+it, which must load it: the check sees a module when it is there.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, Nginx, free_port
+
+# What each module is for: the flags (before the URL) of a run that needs it.
+OPTIONAL: dict[str, tuple[str, ...]] = {
+    "prometheus_client": ("bench", "-n", "1", "--metricAddr", "127.0.0.1:{port}"),  # metrics
+    "httpx": ("bench", "-n", "1", "--transport", "httpx"),  # the httpx transport
+    "yaml": ("bench", "-n", "1", "--urls", "{configmap}"),  # a URL list that is a ConfigMap
+    "jsonschema": ("bench", "-n", "1", "--timeout", "5s"),  # a setting with a format: the schema's validator
+    "multiprocessing": ("bench", "-n", "2", "-c", "2", "--workers", "2"),  # local workers
+    "certifi": ("validate", "{https}"),  # an https URL: the TLS context, made from certifi's CA bundle
+    "http.client": ("bench", "-n", "1", "--linkerdAwait", "--linkerdAwaitTimeout", "1s",
+                    "--linkerdAdmin", "127.0.0.1:{port}"),  # the Linkerd proxy's admin server
+}
+
+PLAIN = {
+    "bench, native engine": ("bench", "-n", "1", "--engine", "native"),
+    "bench, Python engine": ("bench", "-n", "1", "-c", "1", "--engine", "python"),
+    "soak": ("run", "--qps", "20", "--concurrency", "1", "--totalRequests", "2"),
+}
+
+LOADED = """
+import json, sys
+from runner.cli import main
+code = main(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    json.dump(sorted(sys.modules), out)
+sys.exit(code)
+"""
+
+
+def loaded(tmp_path: Path, *args: str) -> tuple[int, set[str], str]:
+    """(exit code, the modules loaded, stderr) of one CLI run with `args`."""
+    out = tmp_path / "modules.json"
+    done = subprocess.run([sys.executable, "-c", LOADED, str(out), *args], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    assert out.exists(), done.stderr
+    return done.returncode, set(json.loads(out.read_text())), done.stderr
+
+
+@pytest.mark.parametrize("case", list(PLAIN))
+def test_a_plain_run_loads_no_optional_module(case: str, nginx: Nginx, tmp_path: Path) -> None:
+    code, modules, stderr = loaded(tmp_path, *PLAIN[case], nginx.url)
+    if code == 2 and "native engine" in stderr:
+        pytest.skip(f"the native engine is not built here: {stderr.strip()}")
+    assert code == 0, stderr
+    assert "runner.run.soak" in modules  # it ran
+    assert sorted(m for m in OPTIONAL if m in modules) == []
+
+
+@pytest.mark.parametrize("module", list(OPTIONAL))
+def test_a_run_that_needs_it_loads_it(module: str, nginx: Nginx, tmp_path: Path) -> None:
+    configmap = tmp_path / "urls.yaml"
+    configmap.write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: urls\ndata:\n  urls.txt: |\n"
+                         f"    {nginx.url}\n")
+    args = [a.format(port=free_port(), configmap=configmap, https=nginx.url.replace("http:", "https:"))
+            for a in OPTIONAL[module]]
+    if "{https}" not in OPTIONAL[module] and "--urls" not in args:
+        args.append(nginx.url)
+    _, modules, stderr = loaded(tmp_path, *args)
+    assert module in modules, stderr
