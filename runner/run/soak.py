@@ -396,7 +396,8 @@ def _both(first: Sink, second: Sink) -> Sink:
 def _start(settings: Settings, shard: Shard, start_wall: float | None) -> tuple[int, float]:
     """When send 0 is due: on the monotonic clock, and as a Unix time.
 
-    Alone, right away (after a short lead so every client is waiting). As one of several
+    Alone, right away: a paced run after a short lead so every client is waiting when its
+    first send is due; a bench (flat out, nothing due) with none, as ab starts. As one of several
     shards, at the wall-clock instant they all agree on, so their intervals coincide; that
     instant is kept exactly as the run's start (not re-read from the clock, which would put
     each shard a few microseconds off the others in the merge), unless it had already passed.
@@ -404,7 +405,8 @@ def _start(settings: Settings, shard: Shard, start_wall: float | None) -> tuple[
     now_ns, now_wall = time.monotonic_ns(), time.time()
     if start_wall is None:
         if shard.alone:
-            return now_ns + LEAD_NS, now_wall + LEAD_NS / 1e9
+            lead = LEAD_NS if settings.pace.mode != "bench" else 0
+            return now_ns + lead, now_wall + lead / 1e9
         start_wall = aligned_start(now_wall, settings.pace.interval_ns / 1e9)
     if start_wall <= now_wall:
         return now_ns, now_wall
