@@ -20,6 +20,7 @@ from runner.load.schedule import Grid, Skips
 from runner.stats.client import ClientFigures, ClientMeter, is_late
 from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, Figures
 from runner.stats.histogram import LatencyHistogram
+from runner.stats.phases import PhaseTally, waiting_ns
 
 # Failures are grouped by kind and by their text with every run of digits as one placeholder:
 # a server's numbers ("received 3 bytes, expected 1042") would otherwise make each failure a
@@ -107,6 +108,9 @@ class Tally:
     errors: Counter[str] = field(default_factory=Counter)  # failed sends by error kind
     error_groups: dict[tuple[str, str], ErrorGroup] = field(default_factory=dict)  # by (kind, error_pattern)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    # Where the responses' time went (runner.stats.phases): the recorder's intervals, drain and run
+    # have it; a per-URL tally does not (a phase is the run's figure), nor one read from a record without it.
+    phases: PhaseTally | None = None
 
     @property
     def requests(self) -> int:
@@ -152,6 +156,8 @@ class Tally:
             self.hash_checked += 1
             self.hash_mismatches += result.body_hash != hash_value
         self.latency.record(latency_ns)
+        if self.phases is not None:
+            self.phases.add(result)
 
     def merge(self, other: Tally) -> None:
         """Add another span's counts and latencies to this one."""
@@ -166,6 +172,10 @@ class Tally:
         for key, group in other.error_groups.items():
             self.add_group(key, group.copy())
         self.latency.add(other.latency)
+        if other.phases is not None:
+            if self.phases is None:
+                self.phases = PhaseTally()
+            self.phases.merge(other.phases)
 
     def count_backend(self, backend: str, count: int = 1) -> None:
         """Count responses of one backend: by its name among the first BACKENDS_KEPT, else as OTHER_BACKENDS,
@@ -217,6 +227,11 @@ class Tally:
     def stdev_ns(self) -> float:
         """Population standard deviation of the latencies."""
         return self.latency.stdev()
+
+
+def phased() -> Tally:
+    """An empty tally that times its responses' phases, as the recorder's intervals and run do."""
+    return Tally(phases=PhaseTally())
 
 
 @dataclass
@@ -274,7 +289,7 @@ class BenchTally:
             self.total_new.record(total)
         else:
             self.total_reused.record(total)
-        self.waiting.record(result.headers_ns - (result.written_ns or start))
+        self.waiting.record(waiting_ns(result))
         if result.kept_alive:
             self.kept_alive += 1
         if self.document_length is None:
@@ -372,7 +387,7 @@ class Recorder:
         self._hash_value = hash_value
         self._open: dict[int, Tally] = {}
         self._next = 0  # the first interval not yet closed
-        self.total = Tally()  # every closed interval's, added up (and the drain, once the last has closed)
+        self.total = phased()  # every closed interval's, added up (and the drain, once the last has closed)
         # Open model: latency from the actual send too, beside the corrected one.
         self.uncorrected = LatencyHistogram() if model.corrected else None
         # For the latency CSV: the run's latencies truncated to the unit, as slow_cooker records them.
@@ -405,7 +420,7 @@ class Recorder:
 
     def _open_interval(self) -> None:
         """Make the next interval the current one: most results land in it, found without a lookup."""
-        self._current = self._open.setdefault(self._next, Tally())
+        self._current = self._open.get(self._next) or self._open.setdefault(self._next, phased())
         self._current_end = self._grid.end_of(self._next)
         if self._drain_from is not None:
             self._current_end = min(self._current_end, self._drain_from)
@@ -431,7 +446,7 @@ class Recorder:
             tally = self._drained(end)
         else:
             k = max(self._next, self._grid.index(end))
-            tally = self._open.get(k) or self._open.setdefault(k, Tally())
+            tally = self._open.get(k) or self._open.setdefault(k, phased())
         if self.bench is not None:
             self.bench.add(result, self._shown(result.server))
         if result.protocol:
@@ -474,12 +489,12 @@ class Recorder:
         before the end), or in the open one if theirs has closed: arithmetic per interval, not per send."""
         for index, count in skips.by_interval(self._grid):
             k = max(self._next, index)
-            tally = self._open.get(k) or self._open.setdefault(k, Tally())
+            tally = self._open.get(k) or self._open.setdefault(k, phased())
             tally.skipped += count
 
     def _drained(self, end_ns: int) -> Tally:
         if self.drain is None:
-            self.drain = Tally()
+            self.drain = phased()
         self.drain_end_ns = max(self.drain_end_ns, end_ns)
         return self.drain
 
@@ -504,7 +519,7 @@ class Recorder:
         client's own figures.
         """
         k = self._next
-        tally = self._open.pop(k, None) or Tally()
+        tally = self._open.pop(k, None) or phased()
         if final:
             for later in sorted(self._open):
                 tally.merge(self._open.pop(later))
