@@ -146,7 +146,8 @@ class FastSession:
                 dial = _Dial(server[0], deadline)
                 connection = await self._dial(dial, server)
                 connection.opened_ns = result.connected_ns = _now()
-                result.resolved_ns, result.tcp_ns = dial.resolved_ns, dial.tcp_ns or result.connected_ns  # plain: no TLS
+                result.resolved_ns = dial.resolved_ns
+                result.tcp_ns = dial.tcp_ns or result.connected_ns  # plain HTTP: no TLS
             if self._lifetime is not None:
                 last = self._lifetime.last(connection.served, connection.opened_ns, _now())
                 if last:
@@ -220,8 +221,8 @@ class FastSession:
         Done step by step (rather than by one create_connection with the name and ssl) so that
         a timeout can say which step ran out of time.
         """
-        addresses = numeric(host, port)
-        if not addresses:
+        addresses: Sequence[Address] | None = numeric(host, port)
+        if addresses is None:
             addresses = await self._resolver.resolve(host, port)
             dial.resolved_ns = _now()
         transport, connection = await self._connect_first(dial, addresses, raw=not https and self._pump is not None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -31,7 +31,15 @@ from runner.load.failures import causes, message, os_failure
 from runner.load.request import Request
 from runner.load.result import BACKEND_CHARS, ErrorKind, Result
 from runner.load.tls import client_context
-from runner.load.transport import MAX_HEAD_BYTES, Lifetime, Resolver, TransportOptions, address_text, numeric
+from runner.load.transport import (
+    MAX_HEAD_BYTES,
+    Address,
+    Lifetime,
+    Resolver,
+    TransportOptions,
+    address_text,
+    numeric,
+)
 
 USER_AGENT = f"soak/{__version__}"
 
@@ -125,8 +133,8 @@ class _Backend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         trace = _current_trace.get() or _Trace()
         trace.phase, trace.target = failures.DNS_PHASE, host
-        addresses = numeric(host, port)
-        if not addresses:
+        addresses: Sequence[Address] | None = numeric(host, port)
+        if addresses is None:
             try:
                 addresses = await self._resolver.resolve(host, port)
             except OSError as exc:

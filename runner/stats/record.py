@@ -105,7 +105,9 @@ def phases_from_record(record: Any) -> PhaseTally:
     """The PhaseTally a phases_record() was made from; ValueError if the record is not one."""
     if not isinstance(record, dict):
         raise ValueError("not a phases record")
-    phases = PhaseTally(**{name: histogram_from_record(record.get(key)) for name, key in _PHASE_HISTOGRAMS})
+    phases = PhaseTally()
+    for name, key in _PHASE_HISTOGRAMS:
+        setattr(phases, name, histogram_from_record(record.get(key, {})))
     reused = record.get("reused")
     if type(reused) is not int or reused < 0:
         raise ValueError(f"not a phases record: reused {_shown(reused)}")
