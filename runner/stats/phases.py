@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from runner.config.rules import PHASES
 from runner.load.result import Result
 from runner.stats.histogram import LatencyHistogram
 
-PHASES = ("dns", "connect", "tls", "ttfb", "body")
+__all__ = ["PHASES", "PhaseTally", "waiting_ns"]
 
 
 def waiting_ns(result: Result) -> int:
