@@ -169,7 +169,8 @@ def phase_family(phases: PhaseBuckets) -> Metric:
                                    "tls (0 on a reused connection), ttfb (request written to the headers) and body "
                                    "(headers to the last byte); as of the last closed interval.", labels=["phase"])
     for name in PHASES:
-        buckets = [*zip(LES[DURATION.name], map(float, phases.below[name]), strict=True), ("+Inf", float(phases.count[name]))]
+        below = zip(LES[DURATION.name], map(float, phases.below[name]), strict=True)
+        buckets = [*below, ("+Inf", float(phases.count[name]))]
         family.add_metric([name], buckets, phases.sum_ns[name] / 1e9)
     return family
 
