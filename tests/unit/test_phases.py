@@ -222,3 +222,30 @@ def test_counts_up_to_against_brute_force() -> None:
     for edge, found in zip(edges, histogram.counts_up_to(edges), strict=True):
         assert found == sum(1 for v in values if slot(v) <= slot(edge)), edge
     assert LatencyHistogram().counts_up_to([1, 2]) == [0, 0]
+
+
+def test_phase_metric_buckets_add_up_each_interval() -> None:
+    from runner.metrics.collector import PhaseBuckets, phase_family
+    from runner.metrics.tally import DURATION
+
+    rng = random.Random(7)
+    buckets, values = PhaseBuckets.empty(), []
+    for _ in range(3):  # three intervals
+        tally = PhaseTally()
+        for _ in range(200):
+            ttfb = rng.choice((rng.randrange(10**5), rng.randrange(10**9), rng.randrange(10**11)))
+            values.append(ttfb)
+            tally.add(response(0, written=1, headers=1 + ttfb, end=2 + ttfb))
+        buckets.add(tally)
+    family = phase_family(buckets)
+    samples = {(s.name, s.labels["phase"], s.labels.get("le")): s.value for s in family.samples}
+    assert samples[("soak_phase_seconds_count", "ttfb", None)] == len(values)
+    assert samples[("soak_phase_seconds_sum", "ttfb", None)] == pytest.approx(sum(values) / 1e9)
+    assert samples[("soak_phase_seconds_bucket", "connect", "+Inf")] == len(values)
+    assert samples[("soak_phase_seconds_bucket", "connect", "0.0001")] == len(values)  # reused: all 0
+    for bound in DURATION.bounds:
+        edge = DURATION.last_ns(bound)
+        le = [key for key in samples if key[1] == "ttfb" and key[2] not in (None, "+Inf")
+              and float(key[2]) == bound][0]
+        # Exact to the HDR bucket: a value in the edge's own bucket counts as at or below it.
+        assert samples[le] == sum(1 for v in values if slot(v) <= slot(edge)), bound
