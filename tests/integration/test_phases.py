@@ -144,3 +144,27 @@ def test_a_known_connect_delay_lands_in_connect_and_breaks_the_rule(slow_syn_nam
     assert lines[1].endswith(" ok"), lines
     rule = summary["thresholds"]["rules"][0]
     assert (rule["phase"], rule["ok"]) == ("connect", False) and rule["measured"] >= RTO_MS
+
+
+def test_local_workers_and_soak_merge_add_the_phases_up(fault_server: FaultServer, tmp_path: Path) -> None:
+    url = fault_server.url(f"/phased/{HEAD_MS}/{BODY_MS}")
+    common = ("--qps", "20", "--concurrency", "2", "--interval", "1s", "--iterations", "1")
+    workers = run_soak(*common, "--workers", "2", url)
+    assert workers.returncode == EXIT_OK, workers.stderr
+    summary = phases_of(workers)
+    assert all(p["count"] == summary["good"] + summary["bad"] > 0 for p in summary["phases"].values())
+    assert summary["phases"]["ttfb"]["min"] >= HEAD_MS and summary["phases"]["body"]["min"] >= BODY_MS
+    shards = []
+    for index in (0, 1):
+        shard = run_soak(*common, "--shards", "2", "--shard", str(index), url)
+        assert shard.returncode == EXIT_OK, shard.stderr
+        shards.append(phases_of(shard))
+        (tmp_path / f"shard{index}.log").write_text(shard.stdout)
+    merged = subprocess.run(soak_command("merge", str(tmp_path / "shard0.log"), str(tmp_path / "shard1.log")),
+                            capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert merged.returncode == EXIT_OK, merged.stderr
+    whole = phases_of(Run(merged.returncode, merged.stdout, merged.stderr))
+    for phase, figures in whole["phases"].items():
+        parts = [s["phases"][phase] for s in shards]
+        assert figures["count"] == sum(p["count"] for p in parts) == whole["good"] + whole["bad"], phase
+        assert figures["min"] == min(p["min"] for p in parts) and figures["max"] == max(p["max"] for p in parts)
