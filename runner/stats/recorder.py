@@ -269,9 +269,10 @@ class BenchTally:
     server_ns: int = 0
     other_lengths: Counter[int] = field(default_factory=Counter)
 
-    def add(self, result: Result, server: str | None = None) -> None:
+    def add(self, result: Result, server: str | None = None, *, waiting: bool = True) -> None:
         """Count one send that was made (a response or a failure; never a skip); `server`: its
-        Server header as it may be shown (by default the result's own)."""
+        Server header as it may be shown (by default the result's own). `waiting=False`: its
+        Waiting is left to the caller, the recorder, which times it once as the ttfb phase."""
         if result.end_ns > self.last_end_ns:
             self.last_end_ns = result.end_ns
         self.header_bytes += result.header_bytes
@@ -289,7 +290,8 @@ class BenchTally:
             self.total_new.record(total)
         else:
             self.total_reused.record(total)
-        self.waiting.record(waiting_ns(result))
+        if waiting:
+            self.waiting.record(waiting_ns(result))
         if result.kept_alive:
             self.kept_alive += 1
         if self.document_length is None:
@@ -448,7 +450,7 @@ class Recorder:
             k = max(self._next, self._grid.index(end))
             tally = self._open.get(k) or self._open.setdefault(k, phased())
         if self.bench is not None:
-            self.bench.add(result, self._shown(result.server))
+            self.bench.add(result, self._shown(result.server), waiting=False)
         if result.protocol:
             self.connections[result.protocol] += 1
         if self.send_lag is not None and result.start_ns and result.error != ErrorKind.CANCELLED:
@@ -532,4 +534,16 @@ class Recorder:
         end = self._grid.end_of(k) if end_ns is None else end_ns
         client = self.client.close(cpu_s, end if now_ns is None else now_ns, start, end, final=final)
         due = interval_due(self._due, start, end, sending_end_ns)
+        if self.bench is not None:
+            self._bench_waiting(tally, final)
         return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)
+
+    def _bench_waiting(self, closed: Tally, final: bool) -> None:
+        """ab's Waiting is the ttfb phase (phases.waiting_ns), timed once per response: the closed
+        interval's are added to the bench's, and at the end the drain's, so that when the run ends
+        it holds every response's, as if the bench had recorded each (between intervals, up to the
+        last closed one)."""
+        assert self.bench is not None
+        for tally in (closed, self.drain if final else None):
+            if tally is not None and tally.phases is not None:
+                self.bench.waiting.add(tally.phases.ttfb)

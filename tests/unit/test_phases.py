@@ -249,3 +249,27 @@ def test_phase_metric_buckets_add_up_each_interval() -> None:
               and float(key[2]) == bound][0]
         # Exact to the HDR bucket: a value in the edge's own bucket counts as at or below it.
         assert samples[le] == sum(1 for v in values if slot(v) <= slot(edge)), bound
+
+
+def test_a_bench_waiting_is_the_ttfb_timed_once_per_response() -> None:
+    from runner.load.model import Bench
+    from runner.load.schedule import Grid
+    from runner.stats.recorder import BenchTally, Recorder
+
+    rng = random.Random(3)
+    recorder, alone = Recorder(Grid(0, 10 * MS), Bench()), BenchTally()
+    recorder.drain_from(30 * MS)
+    for _ in range(300):  # three intervals, the drain after them
+        start = rng.randrange(35 * MS)
+        written = start + rng.randrange(1000)
+        result = response(start, written=written, headers=written + rng.randrange(MS), end=written + 2 * MS)
+        recorder.record(result)
+        alone.add(result)
+    for k in range(3):
+        recorder.close(final=k == 2)
+    assert recorder.bench is not None and recorder.drain is not None
+    mine, theirs = recorder.bench.waiting, alone.waiting
+    assert (mine.count, mine.min, mine.max, mine.sum, mine.sum_sq) == (theirs.count, theirs.min, theirs.max,
+                                                                        theirs.sum, theirs.sum_sq) == (
+        300, theirs.min, theirs.max, theirs.sum, theirs.sum_sq)
+    assert recorder.bench.total.count == 300
