@@ -23,9 +23,11 @@ from runner.core.errors import EXIT_OK, UsageError
 from runner.core.units import UNIT_NS
 from runner.readback.figures import RunFigures
 from runner.readback.results import LoadedRun
-from runner.stats.figures import SUMMARY_PERCENTILES
+from runner.stats.figures import PHASE_PERCENTILES, SUMMARY_PERCENTILES
+from runner.stats.phases import PHASES
 
 LATENCY_ROWS = (*SUMMARY_PERCENTILES, "min", "mean", "max")  # the summary's percentiles, then the rest
+PHASE_ROWS = (*PHASE_PERCENTILES, "mean")  # each phase's, from the summary's phases section
 UNKNOWN = "-"
 ESTIMATED = "~"
 
@@ -44,6 +46,11 @@ def _latency_row(key: str) -> Row:
     return Row(key, lambda f: f.latency_ns.get(key), latency=key)
 
 
+def _phase_row(phase: str, key: str) -> Row:
+    """A phase's latency (the summary's phases section): `ttfb p50`."""
+    return Row(f"{phase} {key}", lambda f: f.phases_ns.get(phase, {}).get(key), latency=f"{phase}.{key}")
+
+
 ROWS = (
     Row("requests", lambda f: f.requests),
     Row("rate achieved (req/s)", lambda f: f.rate_achieved),
@@ -57,6 +64,7 @@ ROWS = (
     Row("connections opened", lambda f: f.connections_opened),
     Row("connections closed", lambda f: f.connections_closed),
     *(_latency_row(key) for key in LATENCY_ROWS),
+    *(_phase_row(phase, key) for phase in PHASES for key in PHASE_ROWS),
     Row("duration (s)", lambda f: f.duration_seconds),
 )
 

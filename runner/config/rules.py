@@ -8,6 +8,7 @@ metric, a comparison and a number with its unit, one rule per string.
     rate >= 95/s    backends >= 10
 
 A rule is judged on the whole run (`thresholds`) or on every interval (`intervalThresholds`).
+A latency rule may name a phase of the responses' time (PHASES): `connect.p99 < 5ms`, `ttfb.p50 < 50ms`.
 A run rule may be scoped to one URL, as k6 scopes a threshold by tag: `p99{url=/checkout} < 200ms`
 is judged on the sends to the URLs whose path (or whole URL) is /checkout only. This module
 reads rules; runner.stats.thresholds measures them on a run, runner.config.targets finds the
@@ -33,6 +34,9 @@ RATE = "rate"
 # that did not reach ten of a Service's pods.
 BACKENDS = "backends"
 METRICS = (*LATENCIES, *PERCENTAGES, RATE, BACKENDS)
+# Where the time went (runner.stats.phases): a latency rule may name a phase, `connect.p99 < 5ms`,
+# and is then judged on that phase of every response instead of its whole latency.
+PHASES = ("dns", "connect", "tls", "ttfb", "body")
 
 # The units a latency rule may be written in: Go's, up to seconds.
 TIME_UNITS = {unit: units.TIME_UNITS[unit] for unit in ("ns", "us", "µs", "ms", "s")}
@@ -64,6 +68,7 @@ class Rule:
     unit: str  # the unit the rule was written in, for showing measured values: ms, %, req/s, ...
     scope: str = "run"  # run: judged on the whole run; interval: on every interval
     url: str | None = None  # `{url=...}`: judged on the sends to the URLs this names (targets.matching)
+    phase: str | None = None  # `connect.p99`: judged on this phase (PHASES) of the responses, not their latency
 
     def holds(self, measured: float) -> bool:
         limit = self.limit
@@ -113,11 +118,31 @@ def parse_rule(text: str, scope: str = "run") -> Rule:
     found = _RULE.match(tidy)
     if not found:
         raise ThresholdError(f"must be a metric, a comparison and a number, {_EXAMPLES}")
-    rule = _read(tidy, found, scope)
+    phase, metric = _phase(found["metric"])
+    rule = _read(tidy, found, scope, metric)
     _check_can_break_and_hold(rule)
+    if phase is not None:
+        if rule.metric not in LATENCIES:
+            raise ThresholdError(f"{phase} is a phase of the responses' time: name one of its latencies, "
+                                 f'{" ".join(LATENCIES)}, like "{phase}.p99 < 5ms"')
+        if found["scope"] is not None:
+            raise ThresholdError(f"a phase rule is judged on the whole run's responses: {phase} is not timed per "
+                                 "URL; leave out the {url=...} scope")
+        rule = replace(rule, phase=phase)
     if found["scope"] is not None:
         rule = replace(rule, url=_url_scope(found["scope"], rule.metric))
     return rule
+
+
+def _phase(word: str) -> tuple[str | None, str]:
+    """A metric's phase, if it names one (`connect.p99`), and the metric itself. A dot in a
+    percentile (`p99.9`) names none; an unknown name before a dot is refused, with the phases."""
+    name, dot, rest = word.partition(".")
+    if not dot or _PERCENTILE.match(word.lower()):
+        return None, word
+    if name.lower() not in PHASES:
+        raise ThresholdError(f'unknown phase "{name}": the phases are {" ".join(PHASES)}, like "connect.p99 < 5ms"')
+    return name.lower(), rest
 
 
 # What a scope may measure: the sends made to a URL. Sends are due, and skipped, for the whole
@@ -138,9 +163,10 @@ def _url_scope(text: str, metric: str) -> str:
     return found["dq"] or found["sq"] or found["bare"]
 
 
-def _read(tidy: str, found: re.Match[str], scope: str) -> Rule:
-    """The rule of a string that has a rule's shape: its metric, comparison and limit in base units."""
-    metric = _metric(found["metric"])
+def _read(tidy: str, found: re.Match[str], scope: str, word: str) -> Rule:
+    """The rule of a string that has a rule's shape (`word`: its metric, without a phase): its metric,
+    comparison and limit in base units."""
+    metric = _metric(word)
     op = found["op"]
     if op not in OPERATORS:
         raise ThresholdError(f"the comparison must be <, <=, > or >=, {_EXAMPLES}")
@@ -160,8 +186,8 @@ def _read(tidy: str, found: re.Match[str], scope: str) -> Rule:
     if unit not in ("", "%"):
         raise ThresholdError(f'{metric} is a percentage: write a number like "{metric} <= 0.1" or '
                              f'"{metric} <= 0.1%", without "{unit}"')
-    if not found["metric"].endswith("%") and unit != "%":  # `errors <= 1`: one error, or 1%?
-        raise ThresholdError(f'{found["metric"]} without % could be a count or a percentage; rules measure '
+    if not word.endswith("%") and unit != "%":  # `errors <= 1`: one error, or 1%?
+        raise ThresholdError(f'{word} without % could be a count or a percentage; rules measure '
                              f'percentages of the sends: write "{metric} {op} {found["value"]}"')
     return Rule(tidy, metric, op, value, "%", scope)
 

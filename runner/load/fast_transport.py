@@ -153,6 +153,8 @@ class FastSession:
                 dial = _Dial(server[0], deadline)
                 connection = await self._dial(dial, server)
                 connection.opened_ns = result.connected_ns = _now()
+                result.resolved_ns = dial.resolved_ns
+                result.tcp_ns = dial.tcp_ns or result.connected_ns  # plain HTTP: no TLS
             if self._lifetime is not None:
                 last = self._lifetime.last(connection.served, connection.opened_ns, _now())
                 if last:
@@ -226,9 +228,13 @@ class FastSession:
         Done step by step (rather than by one create_connection with the name and ssl) so that
         a timeout can say which step ran out of time.
         """
-        addresses = numeric(host, port) or await self._resolver.resolve(host, port)
+        addresses: Sequence[Address] | None = numeric(host, port)
+        if addresses is None:
+            addresses = await self._resolver.resolve(host, port)
+            dial.resolved_ns = _now()
         transport, connection = await self._connect_first(dial, addresses, raw=not https and self._pump is not None)
         if https:
+            dial.tcp_ns = _now()
             dial.phase = failures.TLS_PHASE
             try:
                 tls = await self._loop.start_tls(transport, connection, self._tls(), server_hostname=host)
@@ -282,7 +288,7 @@ class _Dial:
     that dials, and the dial raises TimeoutError.
     """
 
-    __slots__ = ("phase", "host", "address", "deadline", "task", "timed_out")
+    __slots__ = ("phase", "host", "address", "deadline", "task", "timed_out", "resolved_ns", "tcp_ns")
 
     def __init__(self, host: str, deadline: float) -> None:
         self.phase: str | None = failures.DNS_PHASE  # None once the connection is made
@@ -291,6 +297,8 @@ class _Dial:
         self.deadline = deadline
         self.task: asyncio.Task[Any] | None = None
         self.timed_out = False
+        self.resolved_ns = 0  # when the name lookup ended (Result.resolved_ns; 0: a numeric host)
+        self.tcp_ns = 0  # when the TCP connect completed before a TLS handshake (Result.tcp_ns; 0: plain HTTP)
 
     @property
     def target(self) -> str:

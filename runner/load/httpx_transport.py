@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -31,7 +31,15 @@ from runner.load.failures import causes, message, os_failure
 from runner.load.request import Request
 from runner.load.result import BACKEND_CHARS, ErrorKind, Result
 from runner.load.tls import client_context
-from runner.load.transport import MAX_HEAD_BYTES, Lifetime, Resolver, TransportOptions, address_text
+from runner.load.transport import (
+    MAX_HEAD_BYTES,
+    Address,
+    Lifetime,
+    Resolver,
+    TransportOptions,
+    address_text,
+    numeric,
+)
 
 USER_AGENT = f"soak/{__version__}"
 
@@ -70,9 +78,11 @@ class _Trace:
     """httpcore's trace hook: notes when the connection was ready, the request written, the headers in,
     and which protocol the server chose in the TLS handshake (ALPN)."""
 
-    __slots__ = ("connected_ns", "written_ns", "headers_ns", "alpn", "phase", "target")
+    __slots__ = ("resolved_ns", "tcp_ns", "connected_ns", "written_ns", "headers_ns", "alpn", "phase", "target")
 
     def __init__(self) -> None:
+        self.resolved_ns = 0  # when _Backend's name lookup ended (0: none, or a numeric host)
+        self.tcp_ns = 0  # when the TCP connect completed (before any TLS handshake)
         self.connected_ns = 0
         self.written_ns = 0
         self.headers_ns = 0
@@ -89,6 +99,8 @@ class _Trace:
             self.written_ns = time.monotonic_ns()  # headers, then body: the last one wins
         elif event in _CONNECTED_EVENTS:
             self.connected_ns = time.monotonic_ns()
+            if event == "connection.connect_tcp.complete":
+                self.tcp_ns = self.connected_ns
             if event == "connection.start_tls.complete":
                 tls = info["return_value"].get_extra_info("ssl_object")
                 self.alpn = (tls.selected_alpn_protocol() if tls is not None else None) or ""
@@ -121,10 +133,13 @@ class _Backend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         trace = _current_trace.get() or _Trace()
         trace.phase, trace.target = failures.DNS_PHASE, host
-        try:
-            addresses = await self._resolver.resolve(host, port)
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc)) from exc
+        addresses: Sequence[Address] | None = numeric(host, port)
+        if addresses is None:
+            try:
+                addresses = await self._resolver.resolve(host, port)
+            except OSError as exc:
+                raise httpcore.ConnectError(str(exc)) from exc
+            trace.resolved_ns = time.monotonic_ns()
         first_error: httpcore.ConnectError | None = None
         for _, address in addresses:
             trace.phase, trace.target = failures.CONNECT_PHASE, address_text(address)
@@ -378,6 +393,8 @@ class HttpxSession:
             result.error = ErrorKind.PROTOCOL
             result.error_text = f"protocol: the server did not agree to HTTP/2 (ALPN: {trace.alpn or 'none'})"
         result.connected_ns = trace.connected_ns
+        if trace.connected_ns:
+            result.resolved_ns, result.tcp_ns = trace.resolved_ns, trace.tcp_ns
         result.written_ns = trace.written_ns
         result.end_ns = time.monotonic_ns()
         if result.connected_ns:

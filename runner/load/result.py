@@ -48,6 +48,8 @@ class Result:
     due_ns: int = 0  # when the schedule wanted it sent
     free_ns: int = 0  # closed model: when the client's previous request ended (0 for its first)
     start_ns: int = 0  # when it was actually sent
+    resolved_ns: int = 0  # when a new connection's name lookup ended (0: none, a reused connection or a numeric host)
+    tcp_ns: int = 0  # when a new connection's TCP connect completed, before any TLS (0 if one was reused)
     connected_ns: int = 0  # when a new connection became ready (0 if one was reused)
     written_ns: int = 0  # when the whole request (head and body) had been written (0 if it never was)
     headers_ns: int = 0  # when the response headers had arrived (0 if none did)

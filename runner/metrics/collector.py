@@ -20,6 +20,8 @@ conventions, with labels for the URL and the status class:
     soak_connections_opened_total, soak_connections_closed_total
     soak_backend_responses_total{backend}     responses by backend, with a backendHeader
     soak_request_duration_seconds{url}        histogram of responses' latencies, good and bad
+    soak_phase_seconds{phase}                 histogram of where the responses' time went (dns, connect,
+                                              tls, ttfb, body), as of the last closed interval
     soak_other_urls                           URLs counted under url="other" (see below)
     soak_target_requests_per_second, soak_concurrency, soak_start_time_seconds,
     soak_intervals_total and soak_interval_* (the last closed interval's figures),
@@ -82,6 +84,7 @@ from runner.metrics.tally import (
 from runner.report.base import Reporter
 from runner.stats.client import ClientFigures
 from runner.stats.figures import BACKENDS_SHOWN, GAUGE_PERCENTILES, OTHER_BACKENDS, PERCENTILES, Figures
+from runner.stats.phases import PHASES, PhaseTally
 from runner.stats.recorder import Interval
 from runner.stats.runinfo import RunInfo, RunSummary
 
@@ -135,6 +138,45 @@ class Gauges:
     last: LastInterval | None = None
     finished: bool = False
     thresholds: list[tuple[str, str, bool]] | None = None  # (rule, scope, ok), once the run has finished
+    phases: PhaseBuckets | None = None  # the closed intervals' phases, in DURATION's buckets
+
+
+@dataclass
+class PhaseBuckets:
+    """soak_phase_seconds: each phase's responses at or below each of DURATION's bounds, their
+    count and sum, added up at each closed interval from its phase histograms (runner.stats.phases):
+    no cost per request, and the same on either engine and over local workers. A bucket is exact
+    to the HDR histogram's (0.1%): a value that close above a bound counts below it."""
+
+    below: dict[str, list[int]]  # by phase, per DURATION bound
+    count: dict[str, int]
+    sum_ns: dict[str, int]
+
+    @classmethod
+    def empty(cls) -> PhaseBuckets:
+        return cls({p: [0] * len(_PHASE_BOUNDS_NS) for p in PHASES}, dict.fromkeys(PHASES, 0), dict.fromkeys(PHASES, 0))
+
+    def add(self, phases: PhaseTally) -> None:
+        for name, histogram in phases.histograms().items():
+            self.below[name] = [a + b for a, b in zip(self.below[name], histogram.counts_up_to(_PHASE_BOUNDS_NS),
+                                                      strict=True)]
+            self.count[name] += histogram.count
+            self.sum_ns[name] += histogram.sum
+
+
+_PHASE_BOUNDS_NS = [DURATION.last_ns(bound) for bound in DURATION.bounds]
+
+
+def phase_family(phases: PhaseBuckets) -> Metric:
+    """soak_phase_seconds{phase}, in soak_request_duration_seconds' buckets."""
+    family = HistogramMetricFamily("soak_phase_seconds", "Where the responses' time went, by phase: dns, connect and "
+                                   "tls (0 on a reused connection), ttfb (request written to the headers) and body "
+                                   "(headers to the last byte); as of the last closed interval.", labels=["phase"])
+    for name in PHASES:
+        below = zip(LES[DURATION.name], map(float, phases.below[name]), strict=True)
+        buckets = [*below, ("+Inf", float(phases.count[name]))]
+        family.add_metric([name], buckets, phases.sum_ns[name] / 1e9)
+    return family
 
 
 class MetricsReporter(Reporter):
@@ -163,6 +205,10 @@ class MetricsReporter(Reporter):
         if info.settings.pace.stages and interval.figures.rate_target is not None:
             self._gauges.target_rate = interval.figures.rate_target  # a ramp: the rate of the interval just closed
         self._gauges.intervals += 1
+        if interval.tally.phases is not None and interval.tally.phases.count:
+            if self._gauges.phases is None:
+                self._gauges.phases = PhaseBuckets.empty()
+            self._gauges.phases.add(interval.tally.phases)
         if self._pusher is not None:
             self._pusher.push_soon()
 
@@ -288,6 +334,8 @@ def gauge_families(f: Gauges) -> Iterator[Metric]:
     yield CounterMetricFamily("soak_intervals", "Intervals closed (interval lines printed).", value=f.intervals)
     yield GaugeMetricFamily("soak_run_finished", "1 once the run has finished and its summary is printed, else 0.",
                             value=1 if f.finished else 0)
+    if f.phases is not None:
+        yield phase_family(f.phases)
     if f.last is not None:
         yield from _interval_families(f.last)
     if f.thresholds is not None:

@@ -53,6 +53,8 @@ class RunFigures:
     connections_closed: int | None = None
     latency_ns: Mapping[str, float] = field(default_factory=dict)  # p50 ... p999, min, mean, max
     estimated: frozenset[str] = frozenset()  # latency keys that are estimates from interval rows
+    # Where the time went: the summary's phases section, in ns, by phase and key (min, mean, p50 ...).
+    phases_ns: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     @property
     def failed_percent(self) -> float | None:
@@ -141,7 +143,20 @@ def _from_summary(summary: Mapping[str, Any], unit: str, slow_cooker: bool, note
         connections_opened=_count(summary.get(k.CONNECTIONS_OPENED)),
         connections_closed=_count(summary.get(k.CONNECTIONS_CLOSED)),
         latency_ns=latency,
+        phases_ns=_phases(summary),
     )
+
+
+def _phases(summary: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """The summary's phases section in ns (it is in ms): each number a phase has, the rest left out."""
+    found: dict[str, dict[str, float]] = {}
+    for phase, values in _section(summary, k.PHASES).items():
+        if isinstance(values, dict):
+            numbers = {key: n * 1e6 for key, value in values.items()
+                       if key != k.COUNT and (n := json_number(value)) is not None}
+            if numbers:
+                found[str(phase)] = numbers
+    return found
 
 
 def _histogram_latencies(summary: Mapping[str, Any], notes: list[str]) -> dict[str, float]:

@@ -32,6 +32,9 @@ HISTOGRAM, HISTOGRAM_UNIT, HISTOGRAM_HDR = "histogram", "unit", "hdr"
 PROCESS, CPU_SECONDS, MAX_RSS_BYTES = "process", "cpuSeconds", "maxRssBytes"
 CONFIG, SHARDS, FAILED_WORKERS, SHARD = "config", "shards", "failedWorkers", "shard"
 DRAIN = "drain"  # what came back after the last interval ended
+# Where the time went: per phase (runner.stats.phases.PHASES), COUNT and MIN, MEAN, MAX and the
+# PHASE_PERCENTILES in ms.
+PHASES, COUNT = "phases", "count"
 # Per URL (a list, one entry per url label, beside REQUESTS, GOOD, BAD, FAILED, ERRORS, STATUS_CODES,
 # MIN, MEAN, MAX and the percentiles).
 PER_URL, URL, URLS = "perUrl", "url", "urls"

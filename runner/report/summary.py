@@ -10,7 +10,7 @@ everything ab's report shows, so that report too can be rebuilt from a saved sum
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
@@ -23,7 +23,7 @@ from runner.report.base import Reporter
 from runner.report.compactjson import compact_json
 from runner.report.slowcooker import shown_percent, to_ms
 from runner.stats.client import ClientFigures
-from runner.stats.figures import LINE_PERCENTILES, SUMMARY_PERCENTILES, Figures, Latency
+from runner.stats.figures import LINE_PERCENTILES, PHASE_PERCENTILES, SUMMARY_PERCENTILES, Figures, Latency
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import interval_record, run_record
 from runner.stats.recorder import BenchTally, Interval, Tally
@@ -198,6 +198,8 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     if summary.connections is not None:
         data[k.CONNECTIONS] = dict(sorted(summary.connections.items()))
     data |= connection_keys(info, f)
+    if f.phases:
+        data[k.PHASES] = phases_dict(f.phases)
     if summary.uncorrected is not None:
         data[k.UNCORRECTED] = percentile_keys(Latency.of(summary.uncorrected, SUMMARY_PERCENTILES), unit)
     if summary.send_lag is not None:
@@ -223,6 +225,13 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     if not info.shard.alone:
         data[k.SHARD] = run_record(summary, shard_intervals or [])
     return data
+
+
+def phases_dict(phases: Mapping[str, Latency]) -> dict[str, dict[str, float]]:
+    """Where the responses' time went: each phase's count and latencies in ms, to the microsecond."""
+    return {name: {k.COUNT: latency.count, k.MIN: _ms(latency.min_ns), k.MEAN: _ms(latency.mean_ns),
+                   **{key: _ms(latency.percentiles[key]) for key in PHASE_PERCENTILES}, k.MAX: _ms(latency.max_ns)}
+            for name, latency in phases.items()}
 
 
 def per_url_list(summary: RunSummary) -> list[dict[str, Any]]:

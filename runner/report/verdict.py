@@ -118,6 +118,8 @@ class Outcome:
         }
         if self.rule.url is not None:
             data["url"] = self.rule.url
+        if self.rule.phase is not None:
+            data["phase"] = self.rule.phase
         if self.rule.scope == "interval":
             data |= {"worstInterval": self.worst, "judgedIntervals": self.judged, "brokenIntervals": list(self.broken)}
         return data
@@ -135,7 +137,7 @@ class _IntervalRecord:
 
     def judge(self, rule: Rule, index: int, span: Span, saturated: bool) -> bool:
         """Count one interval's value; True if it broke the rule."""
-        measured = measure(rule.metric, span)
+        measured = measure(rule.metric, span, rule.phase)
         if measured is None:
             return False
         self.judged += 1
@@ -148,7 +150,7 @@ class _IntervalRecord:
         return True
 
 
-def at_best(metric: str, span: Span) -> float | None:
+def at_best(metric: str, span: Span, phase: str | None = None) -> float | None:
     """The metric's value on the span had the client's own delay cost nothing: what the server alone
     decided. A bad response (5xx) is its answer however late it is read, and so is a failure other
     than a timeout (the client's clock) or a cancel (the run's stop): a refused connection, a
@@ -158,6 +160,9 @@ def at_best(metric: str, span: Span) -> float | None:
     answered (goal%) but those the server failed, no skip, the rate asked for. None when there is
     nothing to measure."""
     f = span.figures
+    if phase is not None:  # a phase's latency too is at best its fastest response's
+        latency = f.phases.get(phase)
+        return float(latency.min_ns) if latency is not None and latency.count else None
     refused = f.failed - sum(f.errors.get(kind, 0) for kind in PACE_FAILURES)  # the server's own failures
     if metric in ("bad%", "errors%", "failed%"):
         if not f.requests:
@@ -186,7 +191,7 @@ def could_hold(rule: Rule, span: Span) -> bool:
     server's answers alone."""
     if rule.metric == "bad%":
         return False
-    best = at_best(rule.metric, span)
+    best = at_best(rule.metric, span, rule.phase)
     return best is None or rule.holds(best)
 
 
@@ -204,12 +209,12 @@ def run_rule_verdict(rule: Rule, run: Span, unsaturated: Span | None) -> tuple[b
     that part keeps it or has nothing to measure, and what the client's pace cannot change
     keeps it on the whole run: its breaking is the client's doing, as far as can be told.
     """
-    measured = measure(rule.metric, run)
+    measured = measure(rule.metric, run, rule.phase)
     if measured is not None and rule.holds(measured):
         return True, False, None
     if unsaturated is None or not could_hold(rule, run):
         return False, False, None
-    kept = measure(rule.metric, unsaturated)
+    kept = measure(rule.metric, unsaturated, rule.phase)
     return False, kept is None or rule.holds(kept), kept
 
 
@@ -318,7 +323,7 @@ class Verdict(Reporter):
         for rule in self._run_rules:
             if rule.url is not None:
                 continue  # the closed intervals' tallies are the run's, not the URL's: judged at the end
-            if not rule.can_hold(*bounds(rule.metric, so_far, self._plan)):
+            if not rule.can_hold(*bounds(rule.metric, so_far, self._plan, rule.phase)):
                 self._abort_run(rule, f"can no longer hold after interval {interval.index}")
                 return
 
@@ -358,7 +363,7 @@ class Verdict(Reporter):
                                             shares=self._shares))
                     continue
                 ok, inconclusive, kept = run_rule_verdict(rule, span, unsaturated)
-                outcomes.append(Outcome(rule, ok, measure(rule.metric, span), shares=self._shares,
+                outcomes.append(Outcome(rule, ok, measure(rule.metric, span, rule.phase), shares=self._shares,
                                         inconclusive=inconclusive, kept=kept))
             for rule, record in zip(self._interval_rules, self._records, strict=True):
                 outcomes.append(Outcome(rule, not record.broken, record.worst, record.worst_index, record.judged,

@@ -22,12 +22,14 @@ from typing import Protocol
 
 from runner.core.percentiles import PERCENTILES
 from runner.stats.histogram import LatencyHistogram
+from runner.stats.phases import PhaseTally
 
 # Which percentiles each output shows, in its order. The interval line's columns are
 # slow_cooker's, and so are the summary's first keys; the gauges show the line's.
 LINE_PERCENTILES = ("p50", "p95", "p99", "p999")
 SUMMARY_PERCENTILES = ("p50", "p75", "p90", "p95", "p99", "p999")
 GAUGE_PERCENTILES = LINE_PERCENTILES
+PHASE_PERCENTILES = ("p50", "p90", "p99")  # the summary's `phases` section, and `soak compare`'s phase rows
 # The line's change column compares this percentile with the previous intervals' (slow_cooker's).
 CHANGE_PERCENTILE = "p99"
 
@@ -150,6 +152,8 @@ class Counted(Outcomes, Protocol):
     def connections_opened(self) -> int: ...
     @property
     def connections_closed(self) -> int: ...
+    @property
+    def phases(self) -> PhaseTally | None: ...
 
 
 def shown_backends(counts: Mapping[str, int], shown: int = BACKENDS_SHOWN) -> dict[str, int]:
@@ -167,6 +171,14 @@ def backends_reached(counts: Mapping[str, int]) -> int:
     Exact up to the names a tally keeps (runner.stats.recorder.BACKENDS_KEPT), and a lower bound beyond.
     """
     return sum(1 for backend, n in counts.items() if n and backend not in (OTHER_BACKENDS, NO_BACKEND))
+
+
+def phase_figures(phases: PhaseTally | None, keys: Iterable[str] = PERCENTILES) -> dict[str, Latency]:
+    """Each phase's latencies (PHASES' order), or none when no response was timed."""
+    if phases is None or not phases.count:
+        return {}
+    keys = tuple(keys)
+    return {name: Latency.of(histogram, keys) for name, histogram in phases.histograms().items()}
 
 
 @dataclass(frozen=True)
@@ -192,6 +204,9 @@ class Figures(Sends):
     backends_reached: int = 0  # backends that answered (backends_reached); 0 without a backendHeader
     connections_opened: int = 0
     connections_closed: int = 0
+    # Where the responses' time went (runner.stats.phases), by phase name in PHASES' order; empty when
+    # none was timed (a per-URL span, or a record that has no phases).
+    phases: Mapping[str, Latency] = field(default_factory=dict)
 
     @classmethod
     def of(cls, tally: Counted, due: float | None, due_ns: int, keys: Iterable[str] = PERCENTILES) -> Figures:
@@ -199,7 +214,8 @@ class Figures(Sends):
         return cls(tally.good, tally.bad, tally.failed, tally.skipped, tally.late,
                    None if due is None else goal(due), due_ns / 1e9, Latency.of(tally.latency, keys),
                    tally.hash_mismatches, dict(sorted(tally.errors.items())), shown_backends(tally.backends),
-                   backends_reached(tally.backends), tally.connections_opened, tally.connections_closed)
+                   backends_reached(tally.backends), tally.connections_opened, tally.connections_closed,
+                   phase_figures(tally.phases, keys))
 
     @property
     def goal_percent(self) -> float | None:

@@ -176,6 +176,14 @@ class LatencyHistogram:
                                  else hdr.get_lowest_equivalent_value(value))
         return found
 
+    def counts_up_to(self, values_ns: Iterable[int]) -> list[int]:
+        """How many values were recorded at or below each of `values_ns` (sorted), to the bucket: a
+        value in the same bucket as one of them counts as at or below it (0.1% of it at most)."""
+        if not self.count:
+            return [0 for _ in values_ns]
+        totals = list(accumulate(self._counts[: slot(self.max) + 1]))
+        return [totals[min(slot(max(v, 0)), len(totals) - 1)] for v in values_ns]
+
     def buckets(self) -> Iterator[tuple[int, int, int]]:
         """(lowest value, highest value, count) of every bucket from the first to the highest used.
 

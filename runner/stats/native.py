@@ -27,6 +27,7 @@ from runner.load.schedule import Grid, Schedule
 from runner.load.transport import TransportOptions
 from runner.stats.client import LATE_NS, PROBE_PERIOD_NS, WATCH_GAP_NS, ClientMeter
 from runner.stats.histogram import LatencyHistogram
+from runner.stats.phases import PhaseTally
 from runner.stats.recorder import (
     ERROR_GROUPS,
     GROUP_URLS,
@@ -38,6 +39,7 @@ from runner.stats.recorder import (
     Tally,
     error_pattern,
     interval_due,
+    phased,
 )
 
 PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connections' key)
@@ -77,7 +79,7 @@ class NativeRecorder:
         self._unit_ns = unit_ns
         self._shown = shown
         self._next = 0
-        self.total = Tally()
+        self.total = phased()
         self.uncorrected = LatencyHistogram() if model.corrected else None
         self.in_unit = LatencyHistogram.for_unit(unit_ns) if unit_ns else None
         self.bench = BenchTally() if model.ab_phases else None
@@ -142,12 +144,13 @@ class NativeRecorder:
     def tally(self, counts: dict[str, Any]) -> Tally:
         """One of the engine's tallies as a Tally; its failure texts made printable, as Recorder.record does."""
         if not counts:
-            return Tally()
+            return phased()
         tally = Tally(
             good=counts["good"], bad=counts["bad"], failed=counts["failed"], skipped=counts["skipped"],
             late=counts["late"], late_max_ns=counts["late_max_ns"], kernel_clocked=counts["kernel_clocked"],
             bytes_in=counts["bytes_in"], bytes_out=counts["bytes_out"], statuses=Counter(counts["statuses"]),
             errors=Counter(counts["errors"]), latency=histogram(counts["latency"]),
+            phases=phases(counts["phases"]),
         )
         for kind, pattern, count, text, url, urls, more_urls, varied in counts["groups"]:
             shown = self._shown(text)
@@ -181,6 +184,16 @@ class NativeRecorder:
             last_end_ns=counts["last_end_ns"], first_response_ns=counts["first_response_ns"],
             server_ns=counts["server_ns"], other_lengths=Counter(counts["other_lengths"]),
         )
+
+
+def phases(parts: tuple[Any, ...]) -> PhaseTally:
+    """The engine's (connect_new, ttfb, body, reused) as a PhaseTally: it looks no name up (Python
+    does, between intervals) and speaks no TLS, so each new connection's dns and tls are 0."""
+    connect_new, ttfb, body, reused = parts
+    tally = PhaseTally(connect_new=histogram(connect_new), ttfb=histogram(ttfb), body=histogram(body), reused=reused)
+    tally.dns_new.record(0, tally.connect_new.count)
+    tally.tls_new.record(0, tally.connect_new.count)
+    return tally
 
 
 def histogram(parts: tuple[Any, ...], unit_ns: int | None = None) -> LatencyHistogram:

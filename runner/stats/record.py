@@ -24,6 +24,7 @@ from runner.config.settings import merge, settings_from
 from runner.core.errors import UsageError
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import HIGHEST_NS, LatencyHistogram
+from runner.stats.phases import PhaseTally
 from runner.stats.recorder import GROUP_URLS, BenchTally, ErrorGroup, Interval, Tally, error_pattern
 from runner.stats.runinfo import RunInfo, RunSummary, Warmup
 
@@ -83,7 +84,35 @@ def tally_record(tally: Tally) -> dict[str, Any]:
     record["backends"] = dict(sorted(tally.backends.items()))
     record["errorGroups"] = [error_group_record(*key, group) for key, group in sorted(tally.error_groups.items())]
     record["latency"] = histogram_record(tally.latency)
+    if tally.phases is not None:
+        record["phases"] = phases_record(tally.phases)
     return record
+
+
+# A tally's phase histograms (runner.stats.phases.PhaseTally): attribute, and key in the record.
+_PHASE_HISTOGRAMS = (("dns_new", "dnsNew"), ("connect_new", "connectNew"), ("tls_new", "tlsNew"), ("ttfb", "ttfb"),
+                     ("body", "body"))
+
+
+def phases_record(phases: PhaseTally) -> dict[str, Any]:
+    """The phase histograms, whole, and the count of responses on reused connections."""
+    record: dict[str, Any] = {key: histogram_record(getattr(phases, name)) for name, key in _PHASE_HISTOGRAMS}
+    record["reused"] = phases.reused
+    return record
+
+
+def phases_from_record(record: Any) -> PhaseTally:
+    """The PhaseTally a phases_record() was made from; ValueError if the record is not one."""
+    if not isinstance(record, dict):
+        raise ValueError("not a phases record")
+    phases = PhaseTally()
+    for name, key in _PHASE_HISTOGRAMS:
+        setattr(phases, name, histogram_from_record(record.get(key, {})))
+    reused = record.get("reused")
+    if type(reused) is not int or reused < 0:
+        raise ValueError(f"not a phases record: reused {_shown(reused)}")
+    phases.reused = reused
+    return phases
 
 
 def tally_from_record(record: dict[str, Any]) -> Tally:
@@ -107,6 +136,8 @@ def tally_from_record(record: dict[str, Any]) -> Tally:
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ValueError(f"not a tally record: {e}") from None
     tally.latency = histogram_from_record(record["latency"] if isinstance(record, dict) else {})
+    if isinstance(record, dict) and record.get("phases") is not None:  # none in an earlier version's record
+        tally.phases = phases_from_record(record["phases"])
     return tally
 
 
@@ -374,6 +405,9 @@ def _check_interval(interval: Any, where: str, urls: int) -> None:
 def _check_tally(record: dict[str, Any], where: str, urls: int) -> None:
     """ValueError unless the tally reads back with counts of at least 0 and errors of the shard's URLs."""
     _histogram(record.get("latency"), f"{where}.latency", required=True)
+    if isinstance(record.get("phases"), dict):
+        for _, key in _PHASE_HISTOGRAMS:
+            _histogram(record["phases"].get(key), f"{where}.phases.{key}", required=True)
     try:
         tally = tally_record(tally_from_record(record))
     except (ValueError, OverflowError) as e:  # int(Infinity) is an OverflowError

@@ -20,6 +20,7 @@ from runner.load.schedule import Grid, Skips
 from runner.stats.client import ClientFigures, ClientMeter, is_late
 from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, Figures, Sends
 from runner.stats.histogram import LatencyHistogram
+from runner.stats.phases import PhaseTally, waiting_ns
 
 # Failures are grouped by kind and by their text with every run of digits as one placeholder:
 # a server's numbers ("received 3 bytes, expected 1042") would otherwise make each failure a
@@ -107,6 +108,9 @@ class Tally(Sends):
     errors: Counter[str] = field(default_factory=Counter)  # failed sends by error kind
     error_groups: dict[tuple[str, str], ErrorGroup] = field(default_factory=dict)  # by (kind, error_pattern)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    # Where the responses' time went (runner.stats.phases): the recorder's intervals, drain and run
+    # have it; a per-URL tally does not (a phase is the run's figure), nor one read from a record without it.
+    phases: PhaseTally | None = None
 
     def add_late(self, result: Result) -> None:
         """Count a send that left late (stats.client.is_late), and how late."""
@@ -143,6 +147,8 @@ class Tally(Sends):
             self.hash_checked += 1
             self.hash_mismatches += result.body_hash != hash_value
         self.latency.record(latency_ns)
+        if self.phases is not None:
+            self.phases.add(result)
 
     def merge(self, other: Tally) -> None:
         """Add another span's counts and latencies to this one."""
@@ -157,6 +163,10 @@ class Tally(Sends):
         for key, group in other.error_groups.items():
             self.add_group(key, group.copy())
         self.latency.add(other.latency)
+        if other.phases is not None:
+            if self.phases is None:
+                self.phases = PhaseTally()
+            self.phases.merge(other.phases)
 
     def count_backend(self, backend: str, count: int = 1) -> None:
         """Count responses of one backend: by its name among the first BACKENDS_KEPT, else as OTHER_BACKENDS,
@@ -210,6 +220,11 @@ class Tally(Sends):
         return self.latency.stdev()
 
 
+def phased() -> Tally:
+    """An empty tally that times its responses' phases, as the recorder's intervals and run do."""
+    return Tally(phases=PhaseTally())
+
+
 @dataclass
 class BenchTally:
     """ab's figures for a whole bench run: per-phase timings and the counts its report needs.
@@ -245,9 +260,10 @@ class BenchTally:
     server_ns: int = 0
     other_lengths: Counter[int] = field(default_factory=Counter)
 
-    def add(self, result: Result, server: str | None = None) -> None:
+    def add(self, result: Result, server: str | None = None, *, waiting: bool = True) -> None:
         """Count one send that was made (a response or a failure; never a skip); `server`: its
-        Server header as it may be shown (by default the result's own)."""
+        Server header as it may be shown (by default the result's own). `waiting=False`: its
+        Waiting is left to the caller, the recorder, which times it once as the ttfb phase."""
         if result.end_ns > self.last_end_ns:
             self.last_end_ns = result.end_ns
         self.header_bytes += result.header_bytes
@@ -265,7 +281,8 @@ class BenchTally:
             self.total_new.record(total)
         else:
             self.total_reused.record(total)
-        self.waiting.record(result.headers_ns - (result.written_ns or start))
+        if waiting:
+            self.waiting.record(waiting_ns(result))
         if result.kept_alive:
             self.kept_alive += 1
         if self.document_length is None:
@@ -363,7 +380,7 @@ class Recorder:
         self._hash_value = hash_value
         self._open: dict[int, Tally] = {}
         self._next = 0  # the first interval not yet closed
-        self.total = Tally()  # every closed interval's, added up (and the drain, once the last has closed)
+        self.total = phased()  # every closed interval's, added up (and the drain, once the last has closed)
         # Open model: latency from the actual send too, beside the corrected one.
         self.uncorrected = LatencyHistogram() if model.corrected else None
         # For the latency CSV: the run's latencies truncated to the unit, as slow_cooker records them.
@@ -396,7 +413,7 @@ class Recorder:
 
     def _open_interval(self) -> None:
         """Make the next interval the current one: most results land in it, found without a lookup."""
-        self._current = self._open.setdefault(self._next, Tally())
+        self._current = self._open.get(self._next) or self._open.setdefault(self._next, phased())
         self._current_end = self._grid.end_of(self._next)
         if self._drain_from is not None:
             self._current_end = min(self._current_end, self._drain_from)
@@ -422,9 +439,9 @@ class Recorder:
             tally = self._drained(end)
         else:
             k = max(self._next, self._grid.index(end))
-            tally = self._open.get(k) or self._open.setdefault(k, Tally())
+            tally = self._open.get(k) or self._open.setdefault(k, phased())
         if self.bench is not None:
-            self.bench.add(result, self._shown(result.server))
+            self.bench.add(result, self._shown(result.server), waiting=False)
         if result.protocol:
             self.connections[result.protocol] += 1
         if self.send_lag is not None and result.start_ns and result.error != ErrorKind.CANCELLED:
@@ -465,12 +482,12 @@ class Recorder:
         before the end), or in the open one if theirs has closed: arithmetic per interval, not per send."""
         for index, count in skips.by_interval(self._grid):
             k = max(self._next, index)
-            tally = self._open.get(k) or self._open.setdefault(k, Tally())
+            tally = self._open.get(k) or self._open.setdefault(k, phased())
             tally.skipped += count
 
     def _drained(self, end_ns: int) -> Tally:
         if self.drain is None:
-            self.drain = Tally()
+            self.drain = phased()
         self.drain_end_ns = max(self.drain_end_ns, end_ns)
         return self.drain
 
@@ -495,7 +512,7 @@ class Recorder:
         client's own figures.
         """
         k = self._next
-        tally = self._open.pop(k, None) or Tally()
+        tally = self._open.pop(k, None) or phased()
         if final:
             for later in sorted(self._open):
                 tally.merge(self._open.pop(later))
@@ -508,4 +525,16 @@ class Recorder:
         end = self._grid.end_of(k) if end_ns is None else end_ns
         client = self.client.close(cpu_s, end if now_ns is None else now_ns, start, end, final=final)
         due = interval_due(self._due, start, end, sending_end_ns)
+        if self.bench is not None:
+            self._bench_waiting(tally, final)
         return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)
+
+    def _bench_waiting(self, closed: Tally, final: bool) -> None:
+        """ab's Waiting is the ttfb phase (phases.waiting_ns), timed once per response: the closed
+        interval's are added to the bench's, and at the end the drain's, so that when the run ends
+        it holds every response's, as if the bench had recorded each (between intervals, up to the
+        last closed one)."""
+        assert self.bench is not None
+        for tally in (closed, self.drain if final else None):
+            if tally is not None and tally.phases is not None:
+                self.bench.waiting.add(tally.phases.ttfb)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from runner.config.rules import BACKENDS, LATENCIES, RATE
 from runner.stats.figures import Figures, backends_reached
+from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import Tally
 
 
@@ -24,14 +25,18 @@ class Span:
     shares: int = 1  # one shard of a run split in this many: its rate, times this, is the run's
 
 
-def measure(metric: str, span: Span) -> float | None:
+def measure(metric: str, span: Span, phase: str | None = None) -> float | None:
     """The metric's value over the span, in its base unit (ns, %, req/s); None with nothing to measure.
 
     Each is the span's figure of that name (runner.stats.figures: the same number the line,
     the summary and the gauges show, before they round it). goal%, rate and backends are judged
-    only on a whole span; a shard's rate stands for the whole run's.
+    only on a whole span; a shard's rate stands for the whole run's. A latency of a `phase`
+    (a rule like `connect.p99`) is that phase's figure; None where no response's phases were timed.
     """
     f = span.figures
+    if phase is not None:
+        latency = f.phases.get(phase)
+        return latency.ns(metric) if latency is not None and latency.count else None
     if metric in LATENCIES:
         return f.latency.ns(metric) if f.responses else None
     if metric == "goal%":
@@ -47,14 +52,14 @@ def measure(metric: str, span: Span) -> float | None:
     return percent[metric]
 
 
-def _latency(metric: str, tally: Tally) -> float:
+def _latency(metric: str, histogram: LatencyHistogram) -> float:
     percentile = LATENCIES[metric]
     if metric == "max":
-        return float(tally.max_ns)
+        return float(histogram.max)
     if metric == "mean":
-        return tally.mean_ns
+        return histogram.mean
     assert percentile is not None
-    return float(tally.latency.percentiles([percentile])[percentile])
+    return float(histogram.percentiles([percentile])[percentile])
 
 
 def _share(metric: str, tally: Tally) -> int:
@@ -76,22 +81,27 @@ class Plan:
 UNBOUNDED = (-math.inf, math.inf)
 
 
-def bounds(metric: str, so_far: Tally, plan: Plan) -> tuple[float, float]:
+def bounds(metric: str, so_far: Tally, plan: Plan, phase: str | None = None) -> tuple[float, float]:
     """The lowest and highest value the metric can still have at the end of the run.
 
     `so_far` is what the closed intervals hold. Every send not yet in it (in flight, or not
     yet due) may still turn out either way: all answered at once, or all failed. A rule
     that neither end satisfies is certainly broken. Without a planned end only `max` is
-    bounded (it never falls).
+    bounded (it never falls). A `phase`'s latency is bounded as the latency is, on its histogram.
     """
+    histogram = so_far.latency
+    if phase is not None:
+        if so_far.phases is None:
+            return UNBOUNDED
+        histogram = so_far.phases.histograms()[phase]
     if metric == BACKENDS:
         return _backends_bounds(so_far, plan)
     if plan.sends is None:
-        return (float(so_far.max_ns), math.inf) if metric == "max" and so_far.responses else UNBOUNDED
+        return (float(histogram.max), math.inf) if metric == "max" and histogram.count else UNBOUNDED
     if plan.counted:
-        return _counted_bounds(metric, so_far, plan)
+        return _counted_bounds(metric, so_far, plan, histogram)
     rest = max(plan.sends - so_far.requests - so_far.skipped, 0)
-    return _bounds_with(metric, so_far, plan, rest)
+    return _bounds_with(metric, so_far, plan, rest, histogram)
 
 
 def _backends_bounds(so_far: Tally, plan: Plan) -> tuple[float, float]:
@@ -103,7 +113,7 @@ def _backends_bounds(so_far: Tally, plan: Plan) -> tuple[float, float]:
     return reached, math.inf if rest > 0 else reached
 
 
-def _counted_bounds(metric: str, so_far: Tally, plan: Plan) -> tuple[float, float]:
+def _counted_bounds(metric: str, so_far: Tally, plan: Plan, histogram: LatencyHistogram) -> tuple[float, float]:
     """Bounds in a run that ends after `plan.sends` requests made: skipped sends do not bring
     its end nearer but push it later, adding to its goal (t = sends made + skipped) and skipped%."""
     assert plan.sends is not None
@@ -117,14 +127,15 @@ def _counted_bounds(metric: str, so_far: Tally, plan: Plan) -> tuple[float, floa
         return (so_far.skipped / due * 100 if due else 0.0), 100.0
     if metric == RATE:
         return UNBOUNDED
-    return _bounds_with(metric, so_far, plan, rest)  # latencies and errors%: as any run, with `rest` to come
+    return _bounds_with(metric, so_far, plan, rest, histogram)  # latencies and errors%: as any run, `rest` to come
 
 
-def _bounds_with(metric: str, so_far: Tally, plan: Plan, rest: int) -> tuple[float, float]:
-    """Bounds when `rest` more sends (made or skipped) are to come."""
+def _bounds_with(metric: str, so_far: Tally, plan: Plan, rest: int,
+                 histogram: LatencyHistogram) -> tuple[float, float]:
+    """Bounds when `rest` more sends (made or skipped) are to come; `histogram`: the latencies judged."""
     assert plan.sends is not None
     if metric in LATENCIES:
-        return _latency_bounds(metric, so_far, rest)
+        return _latency_bounds(metric, histogram, rest)
     if metric == "goal%":
         if not plan.target or plan.target <= 0:
             return UNBOUNDED
@@ -145,16 +156,16 @@ def _bounds_with(metric: str, so_far: Tally, plan: Plan, rest: int) -> tuple[flo
     return share / (requests + rest) * 100, 100.0 if rest else share / requests * 100
 
 
-def _latency_bounds(metric: str, so_far: Tally, rest: int) -> tuple[float, float]:
+def _latency_bounds(metric: str, histogram: LatencyHistogram, rest: int) -> tuple[float, float]:
     """A latency's bounds: at best, every send to come is answered at once (in 0 ns)."""
-    n = so_far.responses
+    n = histogram.count
     if not n:
         return UNBOUNDED
-    high = math.inf if rest else _latency(metric, so_far)
+    high = math.inf if rest else _latency(metric, histogram)
     if metric == "max":
-        return float(so_far.max_ns), high
+        return float(histogram.max), high
     if metric == "mean":
-        return so_far.latency.sum / (n + rest), high
+        return histogram.sum / (n + rest), high
     percentile = LATENCIES[metric]
     assert percentile is not None
     # The rank HdrHistogram takes the percentile at, among the measured values and `rest`
@@ -164,4 +175,4 @@ def _latency_bounds(metric: str, so_far: Tally, rest: int) -> tuple[float, float
     if rank <= 0:
         return 0.0, high
     wanted = rank / n * 100
-    return float(so_far.latency.percentiles([wanted])[wanted]), high
+    return float(histogram.percentiles([wanted])[wanted]), high

@@ -18,6 +18,8 @@ Paths:
     /status/N         status N with a small body; a 3xx also gets `Location: /ok`, so a
                       runner that followed redirects would show up as requests to /ok
     /slow/MS          200 after MS milliseconds
+    /phased/H/B       headers H milliseconds after the request was read, then the body B ms
+                      after them (keep-alive): a known ttfb (at least H) and body phase (at least B)
     /slow-first/MS/S  200 after MS milliseconds for requests that arrive within S seconds of
                       this path's first one, at once after: a target that starts cold (a warm-up)
     /fail-after/N     200 for this path's first N requests, 503 for every one after: a target
@@ -213,6 +215,15 @@ class FaultServer:
             if self._stopping.wait(int(path.rsplit("/", 1)[1]) / 1000):
                 return False
             return _respond(conn, 200, OK_BODY)
+        if path.startswith("/phased/"):
+            head_ms, body_ms = (int(part) for part in path.split("/")[2:4])
+            if self._stopping.wait(head_ms / 1000):
+                return False
+            _send_head(conn, 200, [("Content-Length", str(len(OK_BODY)))])
+            if self._stopping.wait(body_ms / 1000):
+                return False
+            conn.sendall(OK_BODY)
+            return True
         if path.startswith("/slow-first/"):
             delay_ms, seconds = (int(part) for part in path.split("/")[2:4])
             with self._lock:

@@ -20,7 +20,7 @@ def recorder(shown=lambda text: text.replace("s3cret", "***")) -> NativeRecorder
 def counts(**changed: object) -> dict:
     base = {"good": 3, "bad": 1, "failed": 4, "skipped": 2, "late": 1, "late_max_ns": 5_000_000, "kernel_clocked": 3,
             "bytes_in": 10, "bytes_out": 0, "statuses": {200: 3, 503: 1}, "errors": {"closed": 3, "protocol": 1},
-            "groups": [], "latency": EMPTY}
+            "groups": [], "latency": EMPTY, "phases": (EMPTY, EMPTY, EMPTY, 0)}
     return {**base, **changed}
 
 
@@ -31,6 +31,16 @@ def test_a_tally_keeps_every_count() -> None:
     assert tally.statuses == Counter({200: 3, 503: 1}) and tally.errors == Counter({"closed": 3, "protocol": 1})
     assert tally.requests == 8 and tally.latency.count == 0
     assert recorder().tally({}).requests == 0  # an interval nothing landed in
+
+
+def test_a_tally_takes_the_engines_phases_dns_and_tls_0() -> None:
+    connect, ttfb, body = ((None, 2, 5, 9, 14, 106), (None, 4, 1, 7, 16, 70), (None, 4, 2, 2, 8, 16))
+    phases = recorder().tally(counts(phases=(connect, ttfb, body, 2))).phases
+    assert phases is not None and phases.reused == 2
+    found = phases.histograms()
+    assert {name: (h.count, h.min, h.max, h.sum) for name, h in found.items()} == {
+        "dns": (4, 0, 0, 0), "connect": (4, 0, 9, 14), "tls": (4, 0, 0, 0), "ttfb": (4, 1, 7, 16),
+        "body": (4, 2, 2, 8)}
 
 
 def test_failure_texts_are_shown_and_grouped_by_what_is_shown() -> None:

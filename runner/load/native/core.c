@@ -217,11 +217,30 @@ static void fatal(soak_engine *e, int err)
         e->fatal = err;
 }
 
+/* The phase histograms of a new tally; 0, or -1 without memory. */
+static int phases_init(soak_tally *t)
+{
+    if (soak_hist_init(&t->phase_connect, SOAK_HIGHEST_NS) < 0 || soak_hist_init(&t->phase_ttfb, SOAK_HIGHEST_NS) < 0)
+        return -1;
+    return soak_hist_init(&t->phase_body, SOAK_HIGHEST_NS);
+}
+
+/* PhaseTally.add: one response's phases (runner.stats.phases), ttfb as bench_add's waiting. */
+static void phases_add(soak_tally *t, const result *r)
+{
+    if (r->connected)
+        soak_hist_record(&t->phase_connect, r->connected - r->start);
+    else
+        t->phase_reused++;
+    soak_hist_record(&t->phase_ttfb, r->headers - (r->written ? r->written : r->start));
+    soak_hist_record(&t->phase_body, r->end - r->headers);
+}
+
 static soak_tally *tally_new(soak_engine *e)
 {
     soak_tally *t = calloc(1, sizeof *t);
-    if (t == NULL || soak_hist_init(&t->latency, SOAK_HIGHEST_NS) < 0) {
-        free(t);
+    if (t == NULL || soak_hist_init(&t->latency, SOAK_HIGHEST_NS) < 0 || phases_init(t) < 0) {
+        soak_tally_free(t);
         fatal(e, ENOMEM);
         return NULL;
     }
@@ -232,6 +251,9 @@ void soak_tally_free(soak_tally *t)
 {
     if (t == NULL)
         return;
+    soak_hist_free(&t->phase_connect);
+    soak_hist_free(&t->phase_ttfb);
+    soak_hist_free(&t->phase_body);
     soak_hist_free(&t->latency);
     free(t->groups);
     free(t);
@@ -500,6 +522,7 @@ static void record(soak_engine *e, const result *r)
         int64_t from = cfg->corrected && r->due < r->start ? r->due : r->start; /* Result.latency_in */
         latency = r->headers - from;
         soak_hist_record(&t->latency, latency);
+        phases_add(t, r);
         if (e->uncorrected.counts != NULL)
             soak_hist_record(&e->uncorrected, r->headers - r->start);
         if (e->in_unit.counts != NULL)

@@ -116,6 +116,10 @@ typedef struct soak_tally {
     soak_group *groups;       /* allocated at the first failure */
     uint32_t ngroups;
     soak_hist latency;
+    /* runner.stats.phases.PhaseTally: dns and tls are 0 here (Python looks names up; no TLS), so
+     * connect is kept for the responses that opened a connection, and the others only counted. */
+    soak_hist phase_connect, phase_ttfb, phase_body;
+    uint64_t phase_reused;
 } soak_tally;
 
 /* recorder.BenchTally. */

@@ -52,7 +52,8 @@
  *
  * A tally is a dict of Tally's fields (good, bad, failed, skipped, late, late_max_ns,
  * kernel_clocked, bytes_in, bytes_out, statuses {code: n}, errors {kind: n}, groups
- * [(kind, pattern, count, text, url, urls, more_urls, varied)], latency). A histogram is
+ * [(kind, pattern, count, text, url, urls, more_urls, varied)], latency, phases: (connect_new,
+ * ttfb, body, reused) as runner.stats.phases.PhaseTally keeps them). A histogram is
  * (counts, count, min, max, sum, sum_sq): counts a Counts object (a writable buffer of
  * hdrhistogram's counts array, owned by it, handed over without a copy) or None when
  * empty; LatencyHistogram.from_counts takes it as it is.
@@ -193,6 +194,20 @@ static PyObject *group_tuple(const soak_group *g)
                          g->varied ? Py_True : Py_False);
 }
 
+/* A tally's phases (PhaseTally's parts): (connect_new, ttfb, body, reused), histograms taken over. */
+static PyObject *phases_tuple(soak_tally *t)
+{
+    PyObject *connect = histogram(&t->phase_connect), *ttfb = histogram(&t->phase_ttfb),
+             *body = histogram(&t->phase_body);
+    if (connect == NULL || ttfb == NULL || body == NULL) {
+        Py_XDECREF(connect);
+        Py_XDECREF(ttfb);
+        Py_XDECREF(body);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNK)", connect, ttfb, body, (unsigned long long)t->phase_reused);
+}
+
 /* A tally as a dict (None for an interval nothing landed in is an empty dict's job: {}). */
 static PyObject *tally_dict(soak_tally *t)
 {
@@ -232,7 +247,8 @@ static PyObject *tally_dict(soak_tally *t)
             goto error;
     }
     if (PyDict_SetItemString(d, "statuses", statuses) || PyDict_SetItemString(d, "errors", errors) ||
-        PyDict_SetItemString(d, "groups", groups) || put(d, "latency", histogram(&t->latency)))
+        PyDict_SetItemString(d, "groups", groups) || put(d, "latency", histogram(&t->latency)) ||
+        put(d, "phases", phases_tuple(t)))
         goto error;
     Py_DECREF(statuses);
     Py_DECREF(errors);
