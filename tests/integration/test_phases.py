@@ -48,10 +48,12 @@ def test_a_known_header_and_body_delay_land_in_their_phases(fault_server: FaultS
     phases, responses = summary["phases"], summary["good"] + summary["bad"]
     assert responses > 0 and all(p["count"] == responses for p in phases.values())
     ttfb, body = phases["ttfb"], phases["body"]
-    # The server waited this long at least, whatever the load: exact lower bounds.
-    assert ttfb["min"] >= HEAD_MS and body["min"] >= BODY_MS, (ttfb, body)
-    # Each phase holds its own delay and not the other's.
-    assert ttfb["p50"] < HEAD_MS + MARGIN_MS and body["p50"] < BODY_MS + MARGIN_MS, (ttfb, body)
+    # Each phase holds its own delay and not the other's: the medians within MARGIN_MS of their
+    # delays. Not the minimums: where the split falls depends on the client reading at once (a
+    # client held back reads headers and body in one go, from one kernel timestamp) and on its
+    # stamp of the request written, taken after the write; with both cores busy a ttfb of 37 ms
+    # and a body of 26 ms were seen. What holds at any load is the latency from the send, below.
+    assert abs(ttfb["p50"] - HEAD_MS) < MARGIN_MS and abs(body["p50"] - BODY_MS) < MARGIN_MS, (ttfb, body)
     # A numeric host, plain HTTP: no lookup, no handshake; two kept-alive connections for all
     # the responses, so the median connect is a reused connection's 0.
     assert phases["dns"]["max"] == 0 and phases["tls"]["max"] == 0
@@ -59,7 +61,7 @@ def test_a_known_header_and_body_delay_land_in_their_phases(fault_server: FaultS
     # The phases up to the headers are the latency less the writing of the request (in none).
     up_to_headers = sum(phases[p]["mean"] for p in ("dns", "connect", "tls", "ttfb"))
     assert up_to_headers <= summary["mean"] + 0.005  # both in ms, to the microsecond
-    assert summary["min"] >= HEAD_MS
+    assert summary["min"] >= HEAD_MS  # the server waited this long at least after the send, whatever the load
     # soak compare shows the phase rows, from the summary alone.
     saved = tmp_path / "run.log"
     saved.write_text(run.stdout)
