@@ -41,6 +41,16 @@ _SERVER = """server {{
     }}"""
 
 
+@contextmanager
+def named_nginx(directory: Path, index: int) -> Iterator[str]:
+    """One backend alone, without HAProxy: nginx naming itself `nginx-<index>` in HEADER; its URL.
+    For runs whose backends must come out the same every time (a URL per backend)."""
+    port = free_port()
+    server = _SERVER.format(port=port, index=index)
+    with running_nginx(directory, _NGINX_HTTP.format(dir=directory, server=server), [port]):
+        yield f"http://127.0.0.1:{port}/"
+
+
 def name(index: int) -> str:
     """Backend `index`'s name, as it says it in its header."""
     return f"nginx-{index}"

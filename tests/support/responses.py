@@ -58,7 +58,8 @@ VALID: dict[str, bytes] = {
     "te-xchunked": _head(OK, b"Transfer-Encoding: xchunked") + b"until the close",
     "te-identity": _head(OK, b"Transfer-Encoding: identity") + b"until the close",
     "close-delimited": _head(OK) + b"until the close",
-    # the backendHeader (tests/support/replay.BACKEND), in every form http1._header reads
+    # the backendHeader X-Soak-Backend (both sides of the differential test read it), in every form
+    # http1._header reads
     "backend": _head(OK, b"Content-Length: 2", b"X-Soak-Backend: web-7d9f-abcde") + b"ok",
     "backend-case-blanks": _head(OK, b"Content-Length: 2", b"x-SOAK-backend: \t\x85\xa0pod-1\xa0 \t") + b"ok",
     "backend-long": _head(OK, b"Content-Length: 2", b"X-Soak-Backend: " + b"p" * 63 + b" past 64") + b"ok",
