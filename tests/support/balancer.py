@@ -42,12 +42,13 @@ _SERVER = """server {{
 
 
 @contextmanager
-def named_nginx(directory: Path, index: int) -> Iterator[str]:
-    """One backend alone, without HAProxy: nginx naming itself `nginx-<index>` in HEADER; its URL.
-    For runs whose backends must come out the same every time (a URL per backend)."""
+def named_nginx(directory: Path, index: int, server: Callable[[int, int], str] | None = None) -> Iterator[str]:
+    """One backend alone, without HAProxy: nginx naming itself `nginx-<index>` in HEADER (or running
+    `server(index, port)`, as balanced() takes it); its URL. For runs whose backends must come out
+    the same every time (a URL per backend)."""
     port = free_port()
-    server = _SERVER.format(port=port, index=index)
-    with running_nginx(directory, _NGINX_HTTP.format(dir=directory, server=server), [port]):
+    block = server(index, port) if server is not None else _SERVER.format(port=port, index=index)
+    with running_nginx(directory, _NGINX_HTTP.format(dir=directory, server=block), [port]):
         yield f"http://127.0.0.1:{port}/"
 
 
