@@ -3,8 +3,8 @@
 The C engine (runner/load/native) counts every result itself, in Recorder's filing rules,
 and hands over one interval at a time. `NativeRecorder` has the part of Recorder's
 interface a run uses (close, drain_from, next_index, and the run-wide figures: total,
-uncorrected, send_lag, in_unit, bench, connections, client, drain, drain_end_ns), so what
-comes after it (reports, thresholds, merges) never knows which engine counted. Each
+uncorrected, send_lag, in_unit, bench, connections, client, drain, drain_end_ns, per_url),
+so what comes after it (reports, thresholds, merges) never knows which engine counted. Each
 interval's counts become a Tally here, once per interval; its histogram's counts array is
 the engine's own, taken over without a copy (LatencyHistogram.from_counts).
 

@@ -133,6 +133,7 @@ struct soak_engine {
     uint64_t opened_since, closed_since; /* since the previous take */
     soak_metrics metrics;
     soak_tally **per_url;               /* [cfg.nurl_slots] for the run, each made at its first result */
+    int apart;                          /* backends or URLs counted apart (count_apart) */
 };
 
 /* --- the three calls of every request --------------------------------------------------- */
@@ -486,6 +487,16 @@ static void url_add(soak_engine *e, const result *r, int64_t latency)
         count_backend(e, u, r->r->backend, r->r->backend_len);
 }
 
+/* What a run counts apart, beside the interval's counts: backends (in the interval's tally and
+ * the URL's) and each URL's tally. */
+static void count_apart(soak_engine *e, soak_tally *t, const result *r, int64_t latency)
+{
+    if (e->cfg.backend_len && r->kind < 0)
+        count_backend(e, t, r->r->backend, r->r->backend_len);
+    if (e->cfg.nurl_slots)
+        url_add(e, r, latency);
+}
+
 /* A connection made or closed, counted in the tally of the URL whose send made it or sent last on it. */
 static void url_connection(soak_engine *e, const conn *c, int opened)
 {
@@ -576,11 +587,9 @@ static void record(soak_engine *e, const result *r)
             soak_hist_record(&e->uncorrected, r->headers - r->start);
         if (e->in_unit.counts != NULL)
             soak_hist_record(&e->in_unit, soak_floordiv(latency, cfg->unit_ns));
-        if (cfg->backend_len)
-            count_backend(e, t, r->r->backend, r->r->backend_len);
     }
-    if (cfg->nurl_slots)
-        url_add(e, r, latency);
+    if (e->apart) /* one test for both, so that a run with neither pays one */
+        count_apart(e, t, r, latency);
     if (e->metrics.slots)
         metrics_add(e, r, late, latency);
 }
@@ -1081,7 +1090,9 @@ static void dial(soak_engine *e, conn *c)
 static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t due, int64_t free_ns)
 {
     const soak_config *cfg = &e->cfg;
-    uint32_t target = cfg->wheel != NULL ? cfg->wheel[n % cfg->nwheel] : (uint32_t)(n % cfg->ntargets);
+    uint32_t target = (uint32_t)(n % cfg->nwheel); /* nwheel: ntargets without a wheel */
+    if (cfg->wheel != NULL)
+        target = cfg->wheel[target];
     conn **idle = idle_list(e, client, cfg->targets[target].origin);
     conn *c = *idle;
     int64_t now = mono();
@@ -1569,6 +1580,8 @@ static const char *check(const soak_config *cfg)
             return "the wheel names a URL out of range";
     if (cfg->wheel != NULL && cfg->nwheel == 0)
         return "the wheel is empty";
+    if (cfg->wheel == NULL && cfg->nwheel != cfg->ntargets)
+        return "without a wheel, nwheel must be ntargets";
     for (uint32_t i = 0; cfg->nurl_slots && i < cfg->ntargets; i++)
         if (cfg->url_slot == NULL || cfg->url_slot[i] >= cfg->nurl_slots)
             return "a URL's slot is out of range";
@@ -1616,6 +1629,7 @@ soak_engine *soak_engine_new(soak_config *config, char *err, size_t err_size)
     e->open = calloc(e->open_cap, sizeof *e->open);
     if (cfg->nurl_slots)
         e->per_url = calloc(cfg->nurl_slots, sizeof *e->per_url);
+    e->apart = cfg->backend_len || cfg->nurl_slots;
     int failed = (cfg->nurl_slots && !e->per_url) || !e->conns || !e->clients || !e->heap || !e->ready || !e->room || !e->idle || !e->buf || !e->open;
     for (uint32_t c = 0; e->clients != NULL && c < cfg->clients; c++)
         e->clients[c].end_k = soak_end_k(&cfg->schedule, c); /* a stop before the start needs it too */

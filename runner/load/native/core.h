@@ -95,7 +95,7 @@ typedef struct soak_config {
     char backend[SOAK_BACKEND_MAX];
     uint8_t backend_len;
     /* the URL of each send of a turn (runner.config.targets.Targets.wheel): send n goes to
-     * wheel[n % nwheel]; NULL: to n % ntargets */
+     * wheel[n % nwheel]; NULL: to n % ntargets (nwheel is ntargets then) */
     uint32_t *wheel;
     uint32_t nwheel;
     /* per URL (Recorder.per_url): URL index -> slot (targets.url_slots); nurl_slots 0: none kept */

@@ -596,6 +596,7 @@ static int read_counting(PyObject *config, soak_config *cfg)
     for (Py_ssize_t i = 0; i < len; i++)
         cfg->backend[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] | 0x20 : name[i]);
     cfg->backend_len = (uint8_t)len;
+    cfg->nwheel = cfg->ntargets; /* no wheel: send n goes to n % ntargets */
     if (wheel != Py_None) {
         cfg->wheel = index_array(wheel, "wheel", cfg->ntargets, &cfg->nwheel);
         if (cfg->wheel == NULL)
