@@ -51,7 +51,7 @@ class Targets(Sequence[str]):
 
     @property
     def weighted(self) -> bool:
-        """Whether the split is not the even one, URL n mod count: the native engine refuses such a list."""
+        """Whether the split is not the even one, URL n mod count (the engines then send by the wheel)."""
         return len(set(self.weights)) > 1
 
     def url_of(self, n: int) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Protocol
@@ -168,6 +168,17 @@ class MetricsTally:
             self._labels[raw] = label
         return label
 
+    def add_backends(self, counts: Mapping[str, int]) -> None:
+        """Count responses by backend, already named as shown (a native interval's Tally.backends, in
+        the order met): labelled as _backend_label labels them. A new Counter each time, so that a
+        snapshot taken from another thread meanwhile reads one whole."""
+        backends = Counter(self.backends)
+        for name, n in counts.items():
+            named = len(backends) - (OTHER_BACKENDS in backends)
+            label = name if name in backends or named < BACKENDS_SHOWN else OTHER_BACKENDS
+            backends[label] += n
+        self.backends = backends
+
     def native_config(self) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
         """What the native engine needs to count as record() does: each URL's slot, the number of
         slots, and the bucket edges (runner.load.native.engine's MetricsConfig)."""
@@ -186,7 +197,9 @@ class MetricsTally:
         native engine, it is what the engine has counted so far."""
         if self._native is not None:
             counted = self._native()
-            return native_counts(counted) if counted is not None else MetricsTally(UrlSlots((), (), 0))
+            copy = native_counts(counted) if counted is not None else MetricsTally(UrlSlots((), (), 0))
+            copy.backends = Counter(self.backends)  # add_backends' (the native recorder's, per interval)
+            return copy
         copy = MetricsTally.__new__(MetricsTally)
         copy._model = self._model
         copy._native = None
@@ -220,7 +233,7 @@ def native_counts(counts: dict[str, Any]) -> MetricsTally:
     tally.late = counts["late"]
     tally.connections_opened = counts["opened"]
     tally.connections_closed = counts["closed"]
-    tally.backends = Counter()  # the native engine reads no backend header (it refuses backendHeader)
+    tally.backends = Counter()  # counted per interval instead (add_backends), which snapshot() adds
     tally.statuses = counts["statuses"]
     tally.failures = Counter(counts["failures"])
     tally.good = counts["good"]

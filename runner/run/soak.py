@@ -73,6 +73,7 @@ class Soak:
                                                         None if metrics is None else metrics.native_config())
             if metrics is not None:
                 metrics.follow(self._engine.core.metrics)
+                self._recorder.backends_counted = metrics.add_backends
         else:
             self._recorder = recorder = parts.recorder(self._grid, self._schedule)
             sink: Sink = self._recording_and_telling(recorder) if self._progress else recorder.record

@@ -3,8 +3,8 @@
 The C engine (runner/load/native) counts every result itself, in Recorder's filing rules,
 and hands over one interval at a time. `NativeRecorder` has the part of Recorder's
 interface a run uses (close, drain_from, next_index, and the run-wide figures: total,
-uncorrected, send_lag, in_unit, bench, connections, client, drain, drain_end_ns), so what
-comes after it (reports, thresholds, merges) never knows which engine counted. Each
+uncorrected, send_lag, in_unit, bench, connections, client, drain, drain_end_ns, per_url),
+so what comes after it (reports, thresholds, merges) never knows which engine counted. Each
 interval's counts become a Tally here, once per interval; its histogram's counts array is
 the engine's own, taken over without a copy (LatencyHistogram.from_counts).
 
@@ -15,7 +15,7 @@ made from, with this layer's constants for the rules both must count by.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +26,11 @@ from runner.load.native.engine import Counting, MetricsConfig, NativeEngine
 from runner.load.schedule import Grid, Schedule
 from runner.load.transport import TransportOptions
 from runner.stats.client import LATE_NS, PROBE_PERIOD_NS, WATCH_GAP_NS, ClientMeter
+from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.phases import PhaseTally
 from runner.stats.recorder import (
+    BACKENDS_KEPT,
     ERROR_GROUPS,
     GROUP_URLS,
     OTHER_LENGTHS,
@@ -46,12 +48,13 @@ PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connectio
 
 
 def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: Grid, *, unit_ns: int | None = None,
-               metrics: MetricsConfig | None = None,
-               shown: Callable[[str], str] = printable) -> tuple[NativeEngine, NativeRecorder]:
-    """The native engine for a load and the recorder of what it counts, as Parts.recorder() would count it."""
+               metrics: MetricsConfig | None = None, shown: Callable[[str], str] = printable,
+               slot_of: Sequence[int] = ()) -> tuple[NativeEngine, NativeRecorder]:
+    """The native engine for a load and the recorder of what it counts, as Parts.recorder() would count it
+    (`slot_of`: each URL's slot, as Recorder takes it; backends counted when the options name a backendHeader)."""
     model = load.model
     counting = Counting(grid, model.corrected, unit_ns or 0, LATE_NS, ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, metrics,
-                        probe_ns=PROBE_PERIOD_NS, gap_ns=WATCH_GAP_NS)
+                        probe_ns=PROBE_PERIOD_NS, gap_ns=WATCH_GAP_NS, url_slots=tuple(slot_of))
     engine = NativeEngine(schedule, load, options, counting)
     due = schedule.sends_due if model.paced else None
     return engine, NativeRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown)
@@ -88,9 +91,13 @@ class NativeRecorder:
         self.client = ClientMeter(grid, paced=model.paced)  # the engine's timer is its only source (close)
         self.drain: Tally | None = None
         self.drain_end_ns = 0
-        # Connections opened and closed, per interval (index k) and for the run: for the lead to
-        # join into Tally.connections_opened / connections_closed (another branch adds those).
-        self.per_url: None = None  # one URL only: the native engine refuses a list (build.native_refusal)
+        # Per URL slot, for the whole run (as Recorder.per_url): the engine's, taken at the final close.
+        self.per_url: list[Tally] | None = None
+        # Each backend's name as shown (Recorder._backend), for the first BACKENDS_KEPT values met.
+        self._backends: dict[bytes, str] = {}
+        # Told each taken tally's backends (the metrics' soak_backend_responses_total), when set.
+        self.backends_counted: Callable[[Mapping[str, int]], None] | None = None
+        # Connections opened and closed, per interval (index k) and for the run.
         self.interval_connections: list[ConnectionCounts] = []
         self.run_connections = ConnectionCounts(0, 0)
 
@@ -112,15 +119,17 @@ class NativeRecorder:
         k = self._next
         start, end = self._grid.end_of(k - 1), self._grid.end_of(k) if end_ns is None else end_ns
         taken = self._engine.core.take(k, final=final, until_ns=end)
-        tally = self.tally(taken["tally"])
+        tally = self._counted(self.tally(taken["tally"]))
         tally.connections_opened, tally.connections_closed = taken["opened"], taken["closed"]
         if final:
             for later in taken["later"]:
-                tally.merge(self.tally(later))
+                tally.merge(self._counted(self.tally(later)))
             if taken["drain"] is not None:
-                self.drain = self.tally(taken["drain"])
+                self.drain = self._counted(self.tally(taken["drain"]))
                 self.drain_end_ns = taken["drain_end_ns"]
                 self.total.merge(self.drain)
+            if taken["per_url"] is not None:
+                self.per_url = [self.tally(counts) for counts in taken["per_url"]]
         self.total.merge(tally)
         self._next += 1
         self.interval_connections.append(ConnectionCounts(taken["opened"], taken["closed"]))
@@ -151,11 +160,32 @@ class NativeRecorder:
             bytes_in=counts["bytes_in"], bytes_out=counts["bytes_out"], statuses=Counter(counts["statuses"]),
             errors=Counter(counts["errors"]), latency=histogram(counts["latency"]),
             phases=phases(counts["phases"]),
+            connections_opened=counts["opened"], connections_closed=counts["closed"],
         )
+        for raw, count in counts["backends"]:  # in the order met, as Recorder met them
+            tally.count_backend(self._backend(raw), count)
+        if counts["other_backends"]:
+            tally.count_backend(OTHER_BACKENDS, counts["other_backends"])
         for kind, pattern, count, text, url, urls, more_urls, varied in counts["groups"]:
             shown = self._shown(text)
             key = (kind, OTHER_TEXTS if pattern == OTHER_TEXTS else error_pattern(shown))
             tally.add_group(key, ErrorGroup(count, shown, url, set(urls), more_urls, varied))
+        return tally
+
+    def _backend(self, raw: bytes) -> str:
+        """A backend's value as Recorder counts it: shown (redacted, printable) as http1.py decodes it
+        (latin-1), NO_BACKEND for a response without it."""
+        shown = self._backends.get(raw)
+        if shown is None:
+            shown = self._shown(raw.decode("latin-1")) or NO_BACKEND
+            if len(self._backends) < BACKENDS_KEPT:
+                self._backends[raw] = shown
+        return shown
+
+    def _counted(self, tally: Tally) -> Tally:
+        """A taken tally, its backends told to whoever counts them too (the metrics)."""
+        if tally.backends and self.backends_counted is not None:
+            self.backends_counted(tally.backends)
         return tally
 
     def _take_figures(self) -> None:

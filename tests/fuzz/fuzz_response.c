@@ -7,7 +7,8 @@
  *
  * An input is two control bytes, then the bytes a server sends:
  *     byte 0: bit 0 the request was HEAD, bit 1 the server closes after the bytes,
- *             bit 2 a small bound on heads (so that inputs this short reach it)
+ *             bit 2 a small bound on heads (so that inputs this short reach it),
+ *             bit 3 the value of the backendHeader X-Soak-Backend is kept (BACKEND)
  *     byte 1: where the bytes are cut into reads (0: one read; else a seed for the cuts)
  * Each input is parsed three times, in those reads, in one read, and a byte per read, and
  * every feed is checked against what the parser promises (see check_* below); the answer
@@ -22,6 +23,7 @@
 
 #define SMALL_BOUND 64u
 #define BIG_BOUND 100u * 1024u
+static const char BACKEND[] = "x-soak-backend"; /* the pallet's backendHeader, in lower case */
 
 /* A failed promise: say which, and crash, so that libFuzzer keeps the input. */
 #define REQUIRE(cond)                                                                     \
@@ -77,6 +79,10 @@ static void check_end(const soak_response *r, int head_request)
     int n = soak_response_error(r, text, sizeof text);
     REQUIRE(n >= 0 && (size_t)n < sizeof text);
     REQUIRE(r->server_len <= SOAK_SERVER_MAX && (r->server_cut == 0 || r->server_len == SOAK_SERVER_MAX));
+    REQUIRE(r->backend_len <= SOAK_BACKEND_MAX && (r->backend_name_len || r->backend_len == 0));
+    if (r->backend_len) /* trimmed at its start: no SP, HT, NEL or NBSP */
+        REQUIRE(r->backend[0] != ' ' && r->backend[0] != '\t' && (unsigned char)r->backend[0] != 0x85 &&
+                (unsigned char)r->backend[0] != 0xa0);
     switch (r->outcome) {
     case SOAK_DONE:
         REQUIRE(r->head_done && r->status >= 200 && r->status <= 999 && r->kind == SOAK_KIND_NONE && n == 0);
@@ -98,13 +104,17 @@ static void check_end(const soak_response *r, int head_request)
 enum cuts { ONE_READ, BYTE_PER_READ, SEEDED };
 
 /* Parse `data` cut into reads as `cuts` says (SEEDED: from `seed`). */
-static void parse(const uint8_t *data, size_t size, int head_request, int eof, uint32_t bound, enum cuts cuts,
-                  uint32_t seed, struct answer *a)
+static void parse(const uint8_t *data, size_t size, int head_request, int eof, int backend, uint32_t bound,
+                  enum cuts cuts, uint32_t seed, struct answer *a)
 {
     soak_response *r = &a->r;
     size_t at = 0;
     a->head_at = a->end_at = UINT64_MAX;
+    r->backend_name = NULL, r->backend_name_len = 0;
+    if (backend)
+        REQUIRE(soak_response_want_backend(r, BACKEND, sizeof BACKEND - 1) == 0);
     soak_response_init(r, head_request, bound);
+    REQUIRE(r->backend_len == 0 && r->backend_name_len == (backend ? sizeof BACKEND - 1 : 0));
     while (at < size || (at == 0 && size == 0)) {
         size_t len = size - at;
         if (cuts == BYTE_PER_READ && len > 1) {
@@ -154,6 +164,7 @@ static void check_same(const struct answer *x, const struct answer *y)
     REQUIRE(x->r.head_done == 0 || x->r.content_length == y->r.content_length);
     REQUIRE(x->r.gzip == y->r.gzip && x->r.server_len == y->r.server_len && x->r.server_cut == y->r.server_cut);
     REQUIRE(memcmp(x->r.server, y->r.server, x->r.server_len) == 0);
+    REQUIRE(x->r.backend_len == y->r.backend_len && memcmp(x->r.backend, y->r.backend, x->r.backend_len) == 0);
     REQUIRE(x->head_at == y->head_at && x->end_at == y->end_at);
 }
 
@@ -162,19 +173,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct answer cut, whole, bytewise;
     if (size < 2)
         return 0;
-    int head_request = data[0] & 1, eof = data[0] >> 1 & 1;
+    int head_request = data[0] & 1, eof = data[0] >> 1 & 1, backend = data[0] >> 3 & 1;
     uint32_t bound = data[0] & 4 ? SMALL_BOUND : BIG_BOUND;
     enum cuts cuts = data[1] == 0 ? ONE_READ : data[1] == 1 ? BYTE_PER_READ : SEEDED;
     uint32_t seed = data[1] * 2654435761u;
     data += 2, size -= 2;
-    parse(data, size, head_request, eof, bound, cuts, seed, &cut);
+    parse(data, size, head_request, eof, backend, bound, cuts, seed, &cut);
     /* With a bound no input reaches, how the bytes were cut cannot matter. */
     if (size < BIG_BOUND) {
-        parse(data, size, head_request, eof, UINT32_MAX, cuts, seed, &cut);
-        parse(data, size, head_request, eof, UINT32_MAX, ONE_READ, 0, &whole);
-        parse(data, size, head_request, eof, UINT32_MAX, BYTE_PER_READ, 0, &bytewise);
+        parse(data, size, head_request, eof, backend, UINT32_MAX, cuts, seed, &cut);
+        parse(data, size, head_request, eof, backend, UINT32_MAX, ONE_READ, 0, &whole);
+        parse(data, size, head_request, eof, backend, UINT32_MAX, BYTE_PER_READ, 0, &bytewise);
         check_same(&cut, &whole);
         check_same(&whole, &bytewise);
+    }
+    /* The parser refuses the names it reads itself, and anything that is not a header name. */
+    if (size == 0) {
+        soak_response probe;
+        REQUIRE(soak_response_want_backend(&probe, "server", 6) < 0);
+        REQUIRE(soak_response_want_backend(&probe, "content-length", 14) < 0);
+        REQUIRE(soak_response_want_backend(&probe, "x soak", 6) < 0);
+        REQUIRE(soak_response_want_backend(&probe, "X-Soak", 6) < 0);
     }
     return 0;
 }

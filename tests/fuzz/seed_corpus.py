@@ -23,7 +23,7 @@ from tests.support.faultserver import FaultServer  # noqa: E402
 from tests.support.responses import HOSTILE, VALID  # noqa: E402
 
 CORPUS = REPO / "tests" / "fuzz" / "corpus" / "response"
-HEAD, CLOSE, SMALL_BOUND = 1, 2, 4  # fuzz_response.c's control bits
+HEAD, CLOSE, SMALL_BOUND, BACKEND = 1, 2, 4, 8  # fuzz_response.c's control bits
 MOST = 4096  # bytes of a seed at most: longer bodies teach the fuzzer nothing more
 
 # The fault server's paths, as the differential test replays them (tests/integration/test_native_response.py).
@@ -37,6 +37,33 @@ def seed(name: str, control: int, cuts: int, data: bytes) -> None:
     (CORPUS / f"seed-{name}").write_bytes(bytes([control, cuts]) + data[:MOST])
 
 
+# Responses that carry the backendHeader (X-Soak-Backend), in every form http1._header reads:
+# any case, blanks (NEL and NBSP too) at either end, cut at 64, empty, twice, in a 1xx head
+# or in trailers (neither counts), and names that only start like it.
+_OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+BACKEND_RESPONSES = {
+    "plain": _OK + b"X-Soak-Backend: web-7d9f-abcde\r\n\r\nok",
+    "case": _OK + b"x-SOAK-backend:\tpod-1 \r\n\r\nok",
+    "blanks": _OK + b"X-Soak-Backend: \x85\xa0pod-2\xa0 \t\r\n\r\nok",
+    "long": _OK + b"X-Soak-Backend: " + b"p" * 63 + b" tail-past-64\r\n\r\nok",
+    "empty": _OK + b"X-Soak-Backend:\r\n\r\nok",
+    "twice": _OK + b"X-Soak-Backend: first\r\nX-Soak-Backend: second\r\n\r\nok",
+    "prefix": _OK + b"X-Soak-Backends: no\r\nX-Soak-Backen: no\r\nX-Soak-Backend: yes\r\n\r\nok",
+    "interim": b"HTTP/1.1 100 Continue\r\nX-Soak-Backend: early\r\n\r\n" + _OK + b"\r\nok",
+    "trailer": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n"
+               b"X-Soak-Backend: trailer\r\n\r\n",
+    "none": _OK + b"Server: nginx\r\n\r\nok",
+}
+
+
+def backend_seeds() -> None:
+    """The backendHeader's seeds: each response whole, cut at random, and a byte per read."""
+    for i, (name, data) in enumerate(BACKEND_RESPONSES.items()):
+        for cuts in (0, 1, 2 + i):
+            seed(f"backend-{name}-{cuts}", BACKEND | CLOSE, cuts, data)
+    seed("backend-head", BACKEND | HEAD, 3, BACKEND_RESPONSES["plain"])
+
+
 def main() -> None:
     CORPUS.mkdir(parents=True, exist_ok=True)
     for old in CORPUS.glob("seed-*"):
@@ -46,6 +73,7 @@ def main() -> None:
         seed(f"{name}-head", HEAD, 0, data)
     seed("endless-headers-small-bound", SMALL_BOUND, 2, VALID["nginx"])
     seed("chunk-lines-small-bound", SMALL_BOUND, 3, VALID["chunked-ext"] + b"0" * 200)
+    backend_seeds()
     server = FaultServer().start()
     try:
         for path in FAULT_PATHS:

@@ -12,7 +12,7 @@ compared: how many a client skips is the machine's pace, on either engine.
 The scenarios: every server of the fault matrix (tests/integration/test_fault_matrix.py) the
 native engine can send to (TLS and compress are refused by it, and skipped, saying so);
 SIGTERM and SIGINT with requests in flight; totalRequests in each load model; local workers;
-and shards.
+shards; a backendHeader, and a weighted list of two URLs (each URL's counts alike too).
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from __future__ import annotations
 import re
 import signal
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +31,7 @@ from runner.core.errors import EXIT_NO_RESPONSE, EXIT_OK
 from runner.load.native.engine import module
 from tests.conftest import Nginx, Run, assert_counts_add_up, run_soak
 from tests.integration.test_fault_matrix import CASES, Case, _target_url
+from tests.support.balancer import HEADER, name, named_nginx
 from tests.support.faultserver import FaultServer
 from tests.support.liverun import LONG_RUN, LiveRun
 
@@ -40,13 +43,13 @@ REFUSED = re.compile(r"soak: engine: native cannot send this run: (.*); use engi
 COUNTED = ("requests", "good", "bad", "failed", "statusCodes", "errors")
 
 
-def engine_run(engine: str, *args: str, timeout: float = 120) -> Run:
+def engine_run(engine: str, *args: str, timeout: float = 120, refusable: bool = True) -> Run:
     """A run on `engine` with the fast transport, which must start and end well; skipped if the
-    native engine refuses it (with its reason)."""
+    native engine refuses it (with its reason), unless it must not (`refusable` False: it fails)."""
     command = list(args[:1]) if args[:1] == ("bench",) else []  # a command first, then its flags
     run = run_soak(*command, "--transport", "fast", "--engine", engine, *args[len(command):], timeout=timeout)
     refused = REFUSED.fullmatch(run.stderr) if run.returncode == 2 else None
-    if refused is not None:
+    if refused is not None and refusable:
         pytest.skip(f"the native engine refuses this run: {refused.group(1)}")
     assert run.returncode in (EXIT_OK, EXIT_NO_RESPONSE), run.stderr  # a server that never answers: 8
     assert run.engine_said == f"soak: engine: {engine}\n"
@@ -145,3 +148,56 @@ def test_a_shard_counts_the_same_on_both_engines(nginx: Nginx, shard: str) -> No
             for engine in ENGINES}
     assert_same(runs)
     assert counted(runs["native"])["good"] > 0
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    """Two nginx, each naming itself in X-Backend (nginx-0, nginx-1): a URL per backend, so that
+    which backend answers each send is the wheel's choice, the same on both engines."""
+    with ExitStack() as stack:
+        yield [stack.enter_context(named_nginx(tmp_path_factory.mktemp(f"named-{i}"), i)) for i in range(2)]
+
+
+PER_URL = ("url", "requests", "good", "bad", "failed", "statusCodes", "errors", "backends", "backendsReached")
+
+
+def counted_per_url(run: Run) -> dict[str, Any]:
+    """counted(), with the backends, the connections opened and each URL's counts (perUrl) beside.
+    Not the connections closed: the native engine counts the idle ones it closes at the run's end
+    too (stats.native.ConnectionCounts), the Python engine those a send saw end."""
+    summary = run.summary
+    return counted(run) | {key: summary.get(key) for key in ("backends", "backendsReached", "connectionsOpened")} | {
+        "perUrl": [{key: entry.get(key) for key in PER_URL} for entry in summary["perUrl"]]}
+
+
+def test_backends_count_the_same_on_both_engines(named: list[str]) -> None:
+    """backendHeader over two URLs, each a backend: 200 sends split by the wheel, every response
+    named. Both engines count each backend, per run and per URL, and the connections a lifetime of
+    7 requests opens, number for number; and the native engine does send it (no refusal)."""
+    runs = {engine: engine_run(engine, "--qps", "400", "--concurrency", "4", "--interval", "1s",
+                               "--iterations", "0", "--duration", "100s", "--totalRequests", "200",
+                               "--backendHeader", HEADER, "--maxRequestsPerConnection", "7", *named, refusable=False)
+            for engine in ENGINES}
+    native, python = (counted_per_url(runs[engine]) for engine in ENGINES)
+    assert (native.pop("engine"), python.pop("engine")) == ENGINES
+    assert python["backends"] == {name(0): 100, name(1): 100} and python["backendsReached"] == 2
+    assert native == python
+
+
+def test_a_weighted_list_counts_the_same_on_both_engines(named: list[str], tmp_path: Path) -> None:
+    """3:1 over two URLs (the wheel a a b a), 120 sends, a rule scoped to each: both engines send the
+    same URL at each send, so each URL's counts, and the scoped rules' verdicts, are the same."""
+    urls = tmp_path / "urls.txt"
+    urls.write_text(f"3 {named[0]}\n{named[1]}\n")
+    port = named[1].rsplit(":", 1)[1].rstrip("/")
+    rules = f"errors%{{url={named[0]}}} <= 0,errors%{{url=http://127.0.0.1:{port}/}} <= 0"
+    runs = {engine: engine_run(engine, "--qps", "400", "--concurrency", "3", "--interval", "1s",
+                               "--iterations", "0", "--duration", "100s", "--totalRequests", "120",
+                               "--thresholds", rules, "--urls", str(urls), refusable=False) for engine in ENGINES}
+    native, python = (counted_per_url(runs[engine]) for engine in ENGINES)
+    assert (native.pop("engine"), python.pop("engine")) == ENGINES
+    assert [entry["requests"] for entry in python["perUrl"]] == [90, 30]
+    assert native == python
+    verdicts = {engine: [(r["rule"], r["ok"], r.get("url")) for r in runs[engine].summary["thresholds"]["rules"]]
+                for engine in ENGINES}
+    assert verdicts["native"] == verdicts["python"] and len(verdicts["python"]) == 2

@@ -14,15 +14,18 @@ import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack
 
 import pytest
 
-from runner.core.errors import UsageError
+from runner.config.targets import Targets
 from runner.metrics.tally import MetricsTally, native_counts
-from runner.run.build import build
 from runner.stats.native import ConnectionCounts, NativeRecorder, native_run
 from runner.stats.recorder import Interval, Tally
 from tests.conftest import NGINX_PAGE, Nginx, assert_due_sends_accounted
+from tests.support.balancer import HEADER, named_nginx
+from tests.support.balancer import name as backend_name
 from tests.support.faultserver import CHUNKED_SIZE, OK_BODY, FaultServer, refused_port, unaccepting_port
 from tests.support.nativerun import Plan, Ran, native_engine_module, run_native, run_python
 
@@ -335,12 +338,52 @@ def test_a_bench_of_varying_lengths_counts_as_the_python_engine() -> None:
     assert benches[0][:4] == (9, 3, 4, {5: 4})
 
 
-def test_urls_on_two_servers_are_the_python_engines_for_now(nginx: Nginx, fault_server: FaultServer) -> None:
-    """A list's runs carry a perUrl section, which the native engine does not count yet: `engine:
-    native` is refused in one line before anything is sent, and `auto` takes the Python engine."""
+def test_urls_on_two_servers_are_counted_apart_as_the_python_engine_counts_them(nginx: Nginx,
+                                                                              fault_server: FaultServer) -> None:
+    """A list of two URLs on two servers (connections per origin): 40 sends, every other one to
+    each; each URL's tally (Recorder.per_url) holds its own sends, the same on both engines, and
+    each server saw as many as its URL counted."""
     urls = [nginx.url, fault_server.url("/status/404")]
-    with pytest.raises(UsageError, match="^engine: native cannot send this run: more than one URL"):
-        build(Plan(urls, qps=200, clients=1, seconds=None, total_requests=40).settings("native"), urls, None)
+    plan = Plan(urls, qps=200, clients=2, seconds=None, total_requests=40)
+    before = nginx.requests_logged()
+    native = run_native(plan)
+    python = run_python(plan)
+    assert isinstance(native.recorder.per_url, list) and isinstance(python.recorder.per_url, list)
+
+    def per_url(ran: Ran) -> list[tuple[object, ...]]:
+        assert ran.recorder.per_url is not None
+        return [(t.requests, t.good, t.bad, t.failed, dict(t.statuses), dict(t.errors), t.bytes_in, t.latency.count,
+                 t.connections_opened) for t in ran.recorder.per_url]
+
+    assert per_url(native) == per_url(python)
+    assert [t.statuses for t in native.recorder.per_url] == [Counter({200: 20}), Counter({404: 20})]
+    assert sum(t.requests for t in native.recorder.per_url) == native.run.requests == 40
+    assert nginx.requests_logged() - before == 40 and fault_server.seen("/status/404") == 40  # 20 per engine
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    """Two nginx naming themselves in X-Backend (nginx-0, nginx-1): a URL each."""
+    with ExitStack() as stack:
+        yield [stack.enter_context(named_nginx(tmp_path_factory.mktemp(f"named-{i}"), i)) for i in range(2)]
+
+
+def test_backends_are_counted_per_interval_per_url_and_in_the_metrics(named: list[str]) -> None:
+    """backendHeader over two URLs, each a backend, 3:1 by weight (the wheel): every interval's
+    backends add up to its responses, the run's are 30 and 10, each URL's its own backend's, and
+    the metrics' soak_backend_responses_total counts are the run's, on both engines alike."""
+    urls = Targets((named[0], named[1]), (3, 1))
+    plan = Plan(urls, qps=200, clients=2, seconds=None, total_requests=40, metrics=True,  # type: ignore[arg-type]
+                backend_header=HEADER)
+    runs = {"native": run_native(plan), "python": run_python(plan)}
+    for ran in runs.values():
+        for interval in ran.intervals:
+            assert sum(interval.tally.backends.values()) == interval.tally.responses
+        assert ran.run.backends == Counter({backend_name(0): 30, backend_name(1): 10})
+        assert ran.recorder.per_url is not None
+        assert [dict(t.backends) for t in ran.recorder.per_url] == [{backend_name(0): 30}, {backend_name(1): 10}]
+        assert ran.metrics is not None and ran.metrics.snapshot().backends == ran.run.backends
+    assert isinstance(runs["native"].recorder, NativeRecorder)
 
 
 def test_ipv6_loopback() -> None:

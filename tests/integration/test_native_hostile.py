@@ -34,11 +34,15 @@ sys.path.insert(0, sys.argv[1])
 spec = importlib.util.spec_from_file_location("runner.load.native._engine", sys.argv[2])
 module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
 sys.modules["runner.load.native._engine"] = module
+from runner.config.targets import Targets
 from tests.support.nativerun import Plan, run_native
 found = {}
-for model in ("closed", "open"):
-    ran = run_native(Plan([sys.argv[3]], qps=1000, clients=4, seconds=None, total_requests=int(sys.argv[4]),
-                          timeout_s=1.0, open_model=model == "open", max_in_flight=6), timeout_s=300)
+url = sys.argv[3]
+for model in ("closed", "open", "backends"):  # backends: closed, a backendHeader read, two URLs by weight
+    urls = Targets((url, url + "b"), (2, 1)) if model == "backends" else [url]
+    ran = run_native(Plan(urls, qps=1000, clients=4, seconds=None, total_requests=int(sys.argv[4]),
+                          timeout_s=1.0, open_model=model == "open", max_in_flight=6,
+                          backend_header="X-Soak-Backend" if model == "backends" else ""), timeout_s=300)
     found[model] = {"requests": ran.requests, "responses": ran.run.responses, "errors": dict(ran.run.errors),
                     "statuses": {str(k): v for k, v in ran.run.statuses.items()}}
 print(json.dumps(found))

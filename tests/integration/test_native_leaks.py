@@ -4,7 +4,8 @@ A child Python runs the engine (built from the tree with -O1 -g) under memcheck:
 bench of 100,000 requests with an interval taken every 100 ms (every Counts buffer handed to
 Python and dropped again), the run-wide figures and the metrics read while it runs; then
 runs that open a connection per request, fail on a refused port, and cancel requests stalled
-on the fault server. memcheck then says what was never freed: a loss record with any frame
+on the fault server, and one over two URLs by weight that counts backends (each URL's tally
+and each interval's table of values handed over). memcheck then says what was never freed: a loss record with any frame
 in the engine's sources is a leak of ours (a leaked Python object that the engine made
 counts too: with PYTHONMALLOC=malloc its memory is malloc's, allocated from engine.c), and
 so is any invalid read or write there. Python's own unfreed memory at exit is not ours.
@@ -35,6 +36,7 @@ sys.path.insert(0, sys.argv[1])
 spec = importlib.util.spec_from_file_location("runner.load.native._engine", sys.argv[2])
 module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
 sys.modules["runner.load.native._engine"] = module
+from runner.config.targets import Targets
 from runner.metrics.tally import MetricsTally, native_counts, url_slots
 from tests.support.nativerun import Plan, run_native
 
@@ -52,6 +54,11 @@ found["new"] = counts(run_native(Plan([nginx], qps=500, clients=4, seconds=None,
 found["open"] = counts(run_native(Plan([nginx], qps=500, clients=3, seconds=0.5, open_model=True, interval_s=0.1)))
 found["refused"] = counts(run_native(Plan([refused], qps=200, clients=2, seconds=None, total_requests=50)))
 found["cancelled"] = counts(run_native(Plan([stall], qps=50, clients=3, seconds=30, stop_after_s=0.5, cancel=True)))
+urls = Targets((nginx, nginx + "teapot"), (3, 1))  # two URLs by weight, each response's Content-Type its backend
+kept = run_native(Plan(urls, qps=1000, clients=4, seconds=None, total_requests=2000, interval_s=0.1, metrics=True,
+                       backend_header="Content-Type"))
+found["backends"] = counts(kept) | {"backends": dict(kept.run.backends),
+                                    "per_url": [t.requests for t in kept.recorder.per_url]}
 print(json.dumps(found))
 """
 
@@ -83,6 +90,8 @@ def test_no_leak_and_no_invalid_access_over_100000_requests(nginx: Nginx, tmp_pa
     assert found["bench"]["requests"] == found["bench"]["good"] == found["metrics_good"] == REQUESTS, found
     assert found["new"]["requests"] == 500 and found["refused"]["errors"] == {"refused": 50}, found
     assert found["cancelled"]["errors"] == {"cancelled": 3}, found
+    assert found["backends"]["requests"] == sum(found["backends"]["per_url"]) == 2000, found  # each client has its URL
+    assert sum(found["backends"]["backends"].values()) == 2000, found
     report = log.read_text()
     blocks = re.split(r"\n==\d+== \n", report)
     ours = [b for b in blocks if ("lost in loss record" in b or "Invalid " in b or "uninitialised" in b)

@@ -12,10 +12,16 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from runner.core.errors import EXIT_THRESHOLDS
 from tests.conftest import Nginx, assert_counts_add_up, run_soak
 from tests.support import nginxlog
 from tests.support.faultserver import FaultServer
+
+# Every test on each transport, the fast one on both engines (tests/conftest.py's `transport`):
+# the native engine sends by the same wheel and counts each URL apart as the Python engine does.
+pytestmark = pytest.mark.usefixtures("transport")
 
 SHORT = ("--qps", "40", "--concurrency", "4", "--interval", "500ms", "--iterations", "3")
 

@@ -25,8 +25,9 @@ from pathlib import Path
 import pytest
 
 from runner.core.errors import EXIT_INTERRUPTED
-from tests.conftest import Run, assert_counts_add_up, run_soak, soak_command
-from tests.support.balancer import BACKENDS, HEADER, Balanced, balanced, name
+from runner.load.native.engine import module as native_module
+from tests.conftest import Run, assert_counts_add_up, engine_line, run_soak, soak_command
+from tests.support.balancer import BACKENDS, HEADER, Balanced, balanced, name, named_nginx
 from tests.support.liverun import LONG_RUN, LiveRun, wait_until
 from tests.support.pallet import find, mounted_files, nginx_server, render
 from tests.support.pushgateway import Pushgateway
@@ -313,3 +314,41 @@ def test_the_shipped_configuration_reaches_every_replica_of_the_10_replica_compo
         assert summary["backendsReached"] == BACKENDS and summary["thresholds"]["passed"] is True
         assert summary["backends"] == served_by_name(backends, tag)
         assert summary["connectionsOpened"] == len(backends.connections(tag)) >= requests / per_connection
+
+
+def test_the_shipped_configuration_and_url_list_run_on_the_native_engine(tmp_path: Path) -> None:
+    """The base pallet's configuration.json and URL list (urlsconfigmap.yaml), as the pod mounts
+    them, the Service's name pointed at a loopback nginx running the rendered server block: the
+    run is the native engine's where it is built (its backendHeader and its URL list no longer
+    refuse it), and it counts the pod's name on every response."""
+    resources = render("base")
+    files = mounted_files(resources)
+    config = json.loads(files["/etc/soak/config/configuration.json"])
+    assert config.get("backendHeader") and config.get("maxRequestsPerConnection")
+    config["thresholds"] = ["errors% <= 1"]  # goal% is the client's pace, which a replay does not promise
+    shipped = tmp_path / "configuration.json"
+    shipped.write_text(json.dumps(config))
+    listed = files["/etc/soak/urls/urls.txt"]
+    service = "http://nginx.soak-target.svc.cluster.local"
+    assert service in listed
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / "index.html").write_text("the page\n")
+    pods = nginx_server(resources)
+
+    def server(index: int, port: int) -> str:
+        return (pods.replace("listen 8080;", f"listen 127.0.0.1:{port};").replace("$hostname", name(index))
+                .replace("root /usr/share/nginx/html;", f"root {www};"))
+
+    (tmp_path / "pod").mkdir()
+    with named_nginx(tmp_path / "pod", 0, server) as url:
+        urls = tmp_path / "urls.txt"
+        urls.write_text(listed.replace(service, url.rstrip("/")))
+        run = run_soak("--config", str(shipped), "--urls", str(urls), "--qps", "1000", "--interval", "1s",
+                       "--iterations", "0", "--duration", "150s", "--totalRequests", "150", timeout=180)
+    assert run.returncode == 0, run.stderr
+    assert run.engine_said == engine_line()
+    summary = assert_counts_add_up(run.stdout)
+    assert summary["engine"] == ("native" if native_module() is not None else "python")
+    assert summary["requests"] == summary["good"] == 150
+    assert summary["backends"] == {name(0): 150} and summary["backendsReached"] == 1

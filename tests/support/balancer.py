@@ -41,6 +41,17 @@ _SERVER = """server {{
     }}"""
 
 
+@contextmanager
+def named_nginx(directory: Path, index: int, server: Callable[[int, int], str] | None = None) -> Iterator[str]:
+    """One backend alone, without HAProxy: nginx naming itself `nginx-<index>` in HEADER (or running
+    `server(index, port)`, as balanced() takes it); its URL. For runs whose backends must come out
+    the same every time (a URL per backend)."""
+    port = free_port()
+    block = server(index, port) if server is not None else _SERVER.format(port=port, index=index)
+    with running_nginx(directory, _NGINX_HTTP.format(dir=directory, server=block), [port]):
+        yield f"http://127.0.0.1:{port}/"
+
+
 def name(index: int) -> str:
     """Backend `index`'s name, as it says it in its header."""
     return f"nginx-{index}"

@@ -94,6 +94,7 @@ class Plan:
     cancel: bool = False  # after a stop, abandon what is in flight at once (no grace)
     unit_ns: int | None = None
     metrics: bool = False  # count Prometheus' metrics too (Soak's `metrics`, a MetricsTally the engine counts into)
+    backend_header: str = ""  # backendHeader: responses counted by its value
     lead_s: float = 0.05  # soak.LEAD_NS
 
     @property
@@ -112,6 +113,7 @@ class Plan:
             "totalRequests": self.total_requests, "noReuse": self.no_reuse, "method": self.method,
             "maxRequestsPerConnection": self.max_requests,
             "maxConnectionAge": format_duration(round(self.max_age_s * 1e9)), "engine": engine,
+            "backendHeader": self.backend_header,
         }
         if self.seconds is None:
             config["iterations"] = 0
@@ -130,7 +132,8 @@ class Plan:
         load = Load(requests, self.model, total_requests=self.total_requests)
         options = TransportOptions(timeout_ns=int(self.timeout_s * 1e9), no_reuse=self.no_reuse, compress=False,
                                    max_connections=self.max_in_flight if self.open_model else 1,
-                                   lifetime=Lifetime(self.max_requests, int(self.max_age_s * 1e9)))
+                                   lifetime=Lifetime(self.max_requests, int(self.max_age_s * 1e9)),
+                                   backend_header=self.backend_header)
         return schedule, load, options, Grid(start, int(self.interval_s * 1e9))
 
 
@@ -146,6 +149,7 @@ class Ran:
     recorder: Recorder | NativeRecorder
     engine: Engine | Any
     wall_s: float
+    metrics: MetricsTally | None = None  # what the metrics counted, with Plan.metrics
 
     @property
     def requests(self) -> int:
@@ -189,7 +193,8 @@ def run_soak_engine(plan: Plan, engine: str, timeout_s: float = 60) -> Ran:
     parts = build(settings, plan.urls, None)
     assert parts.engine.name == engine, parts.engine
     kept = _Intervals()
-    metrics = MetricsTally(url_slots(plan.urls), parts.model) if plan.metrics else None
+    shown = parts.shown if plan.backend_header else None
+    metrics = MetricsTally(url_slots(plan.urls), parts.model, shown) if plan.metrics else None
 
     async def go() -> Ran:
         began = time.monotonic()
@@ -202,6 +207,6 @@ def run_soak_engine(plan: Plan, engine: str, timeout_s: float = 60) -> Ran:
                 loop.call_later(max(0.0, delay), soak._second_signal.set)
         summary = await soak.run()
         return Ran(kept.intervals, summary.tally, summary.drain, summary.sending_end_ns, soak._schedule,
-                   soak._recorder, soak._engine, time.monotonic() - began)
+                   soak._recorder, soak._engine, time.monotonic() - began, metrics)
 
     return asyncio.run(asyncio.wait_for(go(), timeout_s))

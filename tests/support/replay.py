@@ -35,6 +35,8 @@ from runner.load.result import Result
 from runner.load.transport import MAX_HEAD_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
+# Both sides read this backendHeader (the pallet's) from every response they compare.
+BACKEND = "X-Soak-Backend"
 
 
 class Wire(asyncio.Transport):
@@ -94,7 +96,7 @@ class PythonTransport:
 
     def outcome(self, method: str, chunks: list[bytes], eof: bool = False, reset: bool = False) -> Outcome:
         """Feed `chunks` to a new Connection as its socket would, then the close (or a reset)."""
-        connection = http1.Connection(set(), self._loop, False, self._deadlines)
+        connection = http1.Connection(set(), self._loop, False, self._deadlines, http1.header_pattern(BACKEND))
         wire = Wire()
         connection.connection_made(wire)
         result = Result(start_ns=time.monotonic_ns())
@@ -146,7 +148,7 @@ def native_parser(build_dir: Path, defines: tuple[str, ...] = ()) -> ModuleType:
 
 
 def native(parser: ModuleType, method: str, chunks: list[bytes], eof: bool = False) -> dict[str, Any]:
-    return parser.parse(method, chunks, MAX_HEAD_BYTES, eof)  # type: ignore[no-any-return]
+    return parser.parse(method, chunks, MAX_HEAD_BYTES, eof, BACKEND)  # type: ignore[no-any-return]
 
 
 def compare(method: str, chunks: list[bytes], eof: bool, reset: bool, py: Outcome, c: dict[str, Any]) -> list[str]:
@@ -198,6 +200,7 @@ def compare(method: str, chunks: list[bytes], eof: bool, reset: bool, py: Outcom
         differ("server", result.server[: len(c["server"])] if c["server_cut"] else result.server, c["server"])
         differ("server cut", len(result.server) > len(c["server"]), c["server_cut"])
         differ("gzip", is_gzip(http1._header(http1._CONTENT_ENCODING, head)), c["gzip"])
+        differ("backend", result.backend, c["backend"])
     return got
 
 

@@ -58,6 +58,18 @@ VALID: dict[str, bytes] = {
     "te-xchunked": _head(OK, b"Transfer-Encoding: xchunked") + b"until the close",
     "te-identity": _head(OK, b"Transfer-Encoding: identity") + b"until the close",
     "close-delimited": _head(OK) + b"until the close",
+    # the backendHeader X-Soak-Backend (both sides of the differential test read it), in every form
+    # http1._header reads
+    "backend": _head(OK, b"Content-Length: 2", b"X-Soak-Backend: web-7d9f-abcde") + b"ok",
+    "backend-case-blanks": _head(OK, b"Content-Length: 2", b"x-SOAK-backend: \t\x85\xa0pod-1\xa0 \t") + b"ok",
+    "backend-long": _head(OK, b"Content-Length: 2", b"X-Soak-Backend: " + b"p" * 63 + b" past 64") + b"ok",
+    "backend-empty": _head(OK, b"Content-Length: 2", b"X-Soak-Backend:") + b"ok",
+    "backend-twice": _head(OK, b"Content-Length: 2", b"X-Soak-Backend: one", b"X-Soak-Backend: two") + b"ok",
+    "backend-near-names": _head(OK, b"X-Soak-Backends: no", b"X-Soak-Backen: no", b"X-Soak-Backend: yes",
+                                b"Content-Length: 2") + b"ok",
+    "backend-interim": _head(b"HTTP/1.1 100 Continue", b"X-Soak-Backend: early")
+                       + _head(OK, b"Content-Length: 2", b"X-Soak-Backend: final") + b"ok",
+    "backend-trailer": _head(OK, TE) + _chunked(b"hello", trailers=b"X-Soak-Backend: trailing\r\n"),
     "close-delimited-empty": _head(OK),
     "connection-close": _head(OK, b"Content-Length: 2", b"Connection: close") + b"ok",
     "connection-tokens": _head(OK, b"Content-Length: 2", b"Connection: keep-alive, CLOSE, upgrade") + b"ok",

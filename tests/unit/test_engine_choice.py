@@ -85,13 +85,24 @@ def test_a_setting_the_native_engine_does_not_know_is_refused_by_its_configured_
 
 
 @needs_native
-def test_what_the_native_engine_does_not_count_refuses_it() -> None:
-    """The summary is the same whichever engine ran: a backend count and a perUrl section are the
-    Python engine's alone for now, so asking for them takes it."""
-    assert refusal(settings(backendHeader="X-Soak-Backend")) == "backendHeader (the native engine reads no backend header)"
+def test_backends_and_urls_counted_apart_take_the_native_engine() -> None:
+    """The native engine counts backends and each URL apart as the Python engine does (issue 22):
+    a backendHeader, a list of URLs and weights no longer refuse it."""
+    assert refusal(settings(backendHeader="X-Soak-Backend")) is None
     two = ["http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b"]
-    assert refusal(settings(), two) == "more than one URL (the native engine counts no perUrl section)"
-    assert refusal(settings(), [URLS[0], URLS[0]]) is None  # one URL listed twice is one URL
+    assert refusal(settings(), two) is None
+    assert refusal(settings(backendHeader="X-Soak-Backend"), two) is None
+    assert refusal(settings(), [URLS[0], URLS[0]]) is None
+
+
+@needs_native
+@pytest.mark.parametrize("header", ["Server", "content-length", "Connection", "Transfer-Encoding", "Upgrade",
+                                    "Content-Encoding", "Proxy-Connection"])
+def test_a_backend_header_the_native_parser_reads_itself_takes_the_python_engine(header: str) -> None:
+    """response.c keeps no backendHeader among the names it reads for its own ends (its NAMES):
+    the Python engine, which reads any header, sends that run, saying why."""
+    assert refusal(settings(backendHeader=header)) == (
+        f"backendHeader {header} (a header the native parser reads for itself)")
 
 
 @pytest.mark.parametrize(("config", "why"), [

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+from runner.config.targets import url_slots
 from runner.load.model import Closed
 from runner.load.schedule import Grid
-from runner.metrics.tally import native_counts
+from runner.metrics.tally import MetricsTally, native_counts
+from runner.stats.figures import BACKENDS_SHOWN, NO_BACKEND, OTHER_BACKENDS
 from runner.stats.native import NativeRecorder
-from runner.stats.recorder import OTHER_TEXTS
+from runner.stats.recorder import BACKENDS_KEPT, OTHER_TEXTS, Tally
 
 EMPTY = (None, 0, 0, 0, 0, 0)
 
@@ -20,7 +22,8 @@ def recorder(shown=lambda text: text.replace("s3cret", "***")) -> NativeRecorder
 def counts(**changed: object) -> dict:
     base = {"good": 3, "bad": 1, "failed": 4, "skipped": 2, "late": 1, "late_max_ns": 5_000_000, "kernel_clocked": 3,
             "bytes_in": 10, "bytes_out": 0, "statuses": {200: 3, 503: 1}, "errors": {"closed": 3, "protocol": 1},
-            "groups": [], "latency": EMPTY, "phases": (EMPTY, EMPTY, EMPTY, 0)}
+            "groups": [], "latency": EMPTY, "phases": (EMPTY, EMPTY, EMPTY, 0), "backends": [], "other_backends": 0,
+            "opened": 0, "closed": 0}
     return {**base, **changed}
 
 
@@ -41,6 +44,45 @@ def test_a_tally_takes_the_engines_phases_dns_and_tls_0() -> None:
     assert {name: (h.count, h.min, h.max, h.sum) for name, h in found.items()} == {
         "dns": (4, 0, 0, 0), "connect": (4, 0, 9, 14), "tls": (4, 0, 0, 0), "ttfb": (4, 1, 7, 16),
         "body": (4, 2, 2, 8)}
+
+
+def test_backends_are_counted_as_the_recorder_counts_them() -> None:
+    """The engine's raw values, in the order met: shown (secrets hidden), "" as NO_BACKEND, and the
+    count beyond the engine's SOAK_BACKENDS_KEPT values as OTHER_BACKENDS, as Tally.count_backend."""
+    raw = [(b"pod-1", 3), (b"", 2), (b"s3cret-pod", 1), (b"caf\xe9", 1)]
+    tally = recorder().tally(counts(backends=raw, other_backends=4))
+    assert list(tally.backends.items()) == [("pod-1", 3), (NO_BACKEND, 2), ("***-pod", 1), ("caf\u00e9", 1),
+                                            (OTHER_BACKENDS, 4)]
+    python = Tally()  # the Python engine's recorder, counting the same responses one by one
+    for name, n in [("pod-1", 3), (NO_BACKEND, 2), ("***-pod", 1), ("caf\u00e9", 1)]:
+        for _ in range(n):
+            python.count_backend(name)
+    python.count_backend(OTHER_BACKENDS, 4)
+    assert tally.backends == python.backends
+
+
+def test_a_full_engine_table_spills_into_other_as_a_full_tally_does() -> None:
+    raw = [(f"pod-{i}".encode(), 1) for i in range(BACKENDS_KEPT)]
+    tally = recorder().tally(counts(backends=raw, other_backends=7))
+    assert len(tally.backends) == BACKENDS_KEPT + 1 and tally.backends[OTHER_BACKENDS] == 7
+
+
+def test_a_url_tally_keeps_its_connections() -> None:
+    tally = recorder().tally(counts(opened=5, closed=4))
+    assert (tally.connections_opened, tally.connections_closed) == (5, 4)
+
+
+def test_metrics_label_each_intervals_backends_as_the_first_met() -> None:
+    """MetricsTally.add_backends: the first BACKENDS_SHOWN names met keep their label, any later
+    one is OTHER_BACKENDS, as record() labels them; a snapshot following the engine carries them."""
+    metrics = MetricsTally(url_slots(["http://a/"]), shown=str)
+    first = {f"pod-{i}": 1 for i in range(BACKENDS_SHOWN)}
+    metrics.add_backends(first)
+    metrics.add_backends({"pod-late": 2, "pod-0": 1})
+    assert metrics.backends[OTHER_BACKENDS] == 2 and metrics.backends["pod-0"] == 2
+    assert "pod-late" not in metrics.backends
+    metrics.follow(lambda: None)
+    assert metrics.snapshot().backends == metrics.backends
 
 
 def test_failure_texts_are_shown_and_grouped_by_what_is_shown() -> None:

@@ -4,10 +4,12 @@
  * this module exists so that tests can feed the parser the same bytes as the Python
  * transport and compare what each made of them.
  *
- *     parse(method, chunks, max_head, eof=False) -> dict
+ *     parse(method, chunks, max_head, eof=False, backend="") -> dict
  *
  * feeds each bytes-like object of `chunks` in turn (one soak_response_feed each, as the
  * engine will feed each read), then the close if `eof`, and returns what the parser says.
+ * `backend`: a backendHeader name, whose value it keeps ("backend"; ValueError for a name the
+ * parser refuses to keep, soak_response_want_backend).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -60,6 +62,7 @@ static PyObject *describe(const soak_response *r, const struct events *e, PyObje
         put(d, "gzip", PyBool_FromLong(r->gzip)) ||
         put(d, "server", PyUnicode_DecodeLatin1(r->server, r->server_len, NULL)) ||
         put(d, "server_cut", PyBool_FromLong(r->server_cut)) ||
+        put(d, "backend", PyUnicode_DecodeLatin1(r->backend, r->backend_len, NULL)) ||
         put(d, "head_at", position(e->head_chunk, e->head_at)) ||
         put(d, "end_at", position(e->end_chunk, e->end_at)) ||
         PyDict_SetItemString(d, "consumed", consumed)) {
@@ -71,16 +74,29 @@ static PyObject *describe(const soak_response *r, const struct events *e, PyObje
 
 static PyObject *parse(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"method", "chunks", "max_head", "eof", NULL};
-    const char *method;
+    static char *keywords[] = {"method", "chunks", "max_head", "eof", "backend", NULL};
+    const char *method, *backend = "";
+    Py_ssize_t backend_len = 0;
+    char name[SOAK_BACKEND_MAX];
     PyObject *chunks, *sequence, *consumed, *result;
     unsigned long max_head;
     int eof = 0;
     soak_response r;
     struct events e = {-1, -1, 0, 0};
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sOk|p", keywords, &method, &chunks, &max_head, &eof))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sOk|ps#", keywords, &method, &chunks, &max_head, &eof, &backend,
+                                     &backend_len))
         return NULL;
+    r.backend_name = NULL;
+    r.backend_name_len = 0;
+    if (backend_len > 0) {
+        for (Py_ssize_t i = 0; i < backend_len && i < SOAK_BACKEND_MAX; i++)
+            name[i] = (char)(backend[i] >= 'A' && backend[i] <= 'Z' ? backend[i] | 0x20 : backend[i]);
+        if (soak_response_want_backend(&r, name, (size_t)backend_len) < 0) {
+            PyErr_Format(PyExc_ValueError, "the parser keeps no backend header named %s", backend);
+            return NULL;
+        }
+    }
     if (max_head > UINT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "max_head must fit in 32 bits");
         return NULL;

@@ -135,6 +135,8 @@ struct soak_engine {
     uint64_t connections, opened, closed;
     uint64_t opened_since, closed_since; /* since the previous take */
     soak_metrics metrics;
+    soak_tally **per_url;               /* [cfg.nurl_slots] for the run, each made at its first result */
+    int apart;                          /* backends or URLs counted apart (count_apart) */
 };
 
 /* --- the three calls of every request --------------------------------------------------- */
@@ -256,6 +258,7 @@ void soak_tally_free(soak_tally *t)
     soak_hist_free(&t->phase_body);
     soak_hist_free(&t->latency);
     free(t->groups);
+    free(t->backends);
     free(t);
 }
 
@@ -444,6 +447,89 @@ static void bench_add(soak_bench *b, const soak_config *cfg, const result *r)
     }
 }
 
+/* Tally.count_backend: one response more of the backend `name` (len bytes), in t. */
+static void count_backend(soak_engine *e, soak_tally *t, const char *name, uint8_t len)
+{
+    soak_backends *b = t->backends;
+    if (b == NULL) {
+        b = t->backends = malloc(sizeof *b);
+        if (b == NULL) {
+            fatal(e, ENOMEM);
+            return;
+        }
+        b->n = 0;
+        b->other = 0;
+    }
+    for (uint32_t i = 0; i < b->n; i++) {
+        soak_backend *k = &b->kept[i];
+        if (k->len == len && memcmp(k->name, name, len) == 0) {
+            k->count++;
+            return;
+        }
+    }
+    if (b->n == SOAK_BACKENDS_KEPT) {
+        b->other++;
+        return;
+    }
+    soak_backend *k = &b->kept[b->n++];
+    k->count = 1;
+    k->len = len;
+    memcpy(k->name, name, len);
+}
+
+/* URL slot s's tally for the run (Recorder.per_url[s]); NULL without memory. */
+static soak_tally *url_tally(soak_engine *e, uint32_t s)
+{
+    if (e->per_url == NULL)
+        return NULL;
+    if (e->per_url[s] == NULL)
+        e->per_url[s] = tally_new(e);
+    return e->per_url[s];
+}
+
+/* Recorder.record's second count: the send in its URL's tally too (no skips or lateness there). */
+static void url_add(soak_engine *e, const result *r, int64_t latency)
+{
+    soak_tally *u = url_tally(e, e->cfg.url_slot[r->url]);
+    if (u == NULL)
+        return;
+    u->bytes_out += r->bytes_out;
+    u->bytes_in += r->bytes_in;
+    if (r->kind >= 0) {
+        u->failed++;
+        u->errors[r->kind]++;
+        count_failure(e, u, r->kind, r->url, r->text);
+        return;
+    }
+    if (r->status >= 200 && r->status < 500)
+        u->good++;
+    else
+        u->bad++;
+    u->statuses[r->status < SOAK_STATUSES ? r->status : 0]++;
+    u->kernel_clocked += r->kernel_clock;
+    soak_hist_record(&u->latency, latency);
+    if (e->cfg.backend_len)
+        count_backend(e, u, r->r->backend, r->r->backend_len);
+}
+
+/* What a run counts apart, beside the interval's counts: backends (in the interval's tally and
+ * the URL's) and each URL's tally. */
+static void count_apart(soak_engine *e, soak_tally *t, const result *r, int64_t latency)
+{
+    if (e->cfg.backend_len && r->kind < 0)
+        count_backend(e, t, r->r->backend, r->r->backend_len);
+    if (e->cfg.nurl_slots)
+        url_add(e, r, latency);
+}
+
+/* A connection made or closed, counted in the tally of the URL whose send made it or sent last on it. */
+static void url_connection(soak_engine *e, const conn *c, int opened)
+{
+    soak_tally *u = url_tally(e, e->cfg.url_slot[c->target]);
+    if (u != NULL)
+        *(opened ? &u->opened : &u->closed) += 1;
+}
+
 /* bisect_left(edges, latency) */
 static uint32_t place_of(const soak_config *cfg, int64_t latency)
 {
@@ -528,6 +614,8 @@ static void record(soak_engine *e, const result *r)
         if (e->in_unit.counts != NULL)
             soak_hist_record(&e->in_unit, soak_floordiv(latency, cfg->unit_ns));
     }
+    if (e->apart) /* one test for both, so that a run with neither pays one */
+        count_apart(e, t, r, latency);
     if (e->metrics.slots)
         metrics_add(e, r, late, latency);
 }
@@ -718,6 +806,8 @@ static void conn_release(soak_engine *e, conn *c)
             e->closed++;
             e->closed_since++;
             SOAK_ADD(e->metrics.closed, 1);
+            if (e->cfg.nurl_slots)
+                url_connection(e, c, 0);
         }
     }
     c->made = 0;
@@ -738,6 +828,8 @@ static conn *conn_slot(soak_engine *e)
     if (e->unused < e->nconns) {
         c = &e->conns[e->unused++];
         c->fd = -1;
+        if (e->cfg.backend_len) /* kept across soak_response_init */
+            soak_response_want_backend(&c->r, e->cfg.backend, e->cfg.backend_len);
         return c;
     }
     size_t lists = (size_t)e->cfg.clients * e->cfg.norigins;
@@ -960,6 +1052,8 @@ static void connected(soak_engine *e, conn *c)
     e->opened++;
     e->opened_since++;
     SOAK_ADD(e->metrics.opened, 1);
+    if (e->cfg.nurl_slots)
+        url_connection(e, c, 1);
     c->state = CONN_BUSY;
     c->served = 0;
     begin_lifetime_request(e, c, c->connected);
@@ -1022,7 +1116,9 @@ static void dial(soak_engine *e, conn *c)
 static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t due, int64_t free_ns)
 {
     const soak_config *cfg = &e->cfg;
-    uint32_t target = (uint32_t)(n % cfg->ntargets);
+    uint32_t target = (uint32_t)(n % cfg->nwheel); /* nwheel: ntargets without a wheel */
+    if (cfg->wheel != NULL)
+        target = cfg->wheel[target];
     conn **idle = idle_list(e, client, cfg->targets[target].origin);
     conn *c = *idle;
     int64_t now = mono();
@@ -1464,6 +1560,8 @@ void soak_config_free(soak_config *cfg)
     free(cfg->origins);
     free(cfg->slot_of);
     free(cfg->edges);
+    free(cfg->wheel);
+    free(cfg->url_slot);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -1535,6 +1633,21 @@ static const char *check(const soak_config *cfg)
     for (uint32_t i = 0; cfg->nslots && i < cfg->ntargets; i++)
         if (cfg->slot_of[i] >= cfg->nslots)
             return "a URL's metrics slot is out of range";
+    for (uint32_t i = 0; cfg->wheel != NULL && i < cfg->nwheel; i++)
+        if (cfg->wheel[i] >= cfg->ntargets)
+            return "the wheel names a URL out of range";
+    if (cfg->wheel != NULL && cfg->nwheel == 0)
+        return "the wheel is empty";
+    if (cfg->wheel == NULL && cfg->nwheel != cfg->ntargets)
+        return "without a wheel, nwheel must be ntargets";
+    for (uint32_t i = 0; cfg->nurl_slots && i < cfg->ntargets; i++)
+        if (cfg->url_slot == NULL || cfg->url_slot[i] >= cfg->nurl_slots)
+            return "a URL's slot is out of range";
+    if (cfg->backend_len) {
+        soak_response probe;
+        if (soak_response_want_backend(&probe, cfg->backend, cfg->backend_len) < 0)
+            return "the backend header is no name the parser keeps";
+    }
     return NULL;
 }
 
@@ -1572,7 +1685,10 @@ soak_engine *soak_engine_new(soak_config *config, char *err, size_t err_size)
     e->buf = malloc(READ_SIZE);
     e->open_cap = 4;
     e->open = calloc(e->open_cap, sizeof *e->open);
-    int failed = !e->conns || !e->clients || !e->heap || !e->ready || !e->room || !e->idle || !e->buf || !e->open;
+    if (cfg->nurl_slots)
+        e->per_url = calloc(cfg->nurl_slots, sizeof *e->per_url);
+    e->apart = cfg->backend_len || cfg->nurl_slots;
+    int failed = (cfg->nurl_slots && !e->per_url) || !e->conns || !e->clients || !e->heap || !e->ready || !e->room || !e->idle || !e->buf || !e->open;
     for (uint32_t c = 0; e->clients != NULL && c < cfg->clients; c++)
         e->clients[c].end_k = soak_end_k(&cfg->schedule, c); /* a stop before the start needs it too */
     if (cfg->model != SOAK_BENCH)
@@ -1651,6 +1767,9 @@ void soak_engine_free(soak_engine *e)
     for (uint32_t i = 0; e->open != NULL && i < e->open_cap; i++)
         soak_tally_free(e->open[i]);
     soak_tally_free(e->drain);
+    for (uint32_t i = 0; e->per_url != NULL && i < e->cfg.nurl_slots; i++)
+        soak_tally_free(e->per_url[i]);
+    free(e->per_url);
     soak_hist *hists[] = {&e->send_lag, &e->lateness, &e->uncorrected, &e->in_unit, &e->loop_lag};
     for (size_t i = 0; i < sizeof hists / sizeof *hists; i++)
         soak_hist_free(hists[i]);
@@ -1789,6 +1908,11 @@ int soak_engine_take(soak_engine *e, int64_t k, int final, int64_t until_ns, soa
         out->drain = e->drain;
         out->drain_end_ns = e->drain_end_ns;
         e->drain = NULL;
+        if (e->per_url != NULL) { /* the run's per-URL tallies, taken whole: later results count in new ones */
+            out->per_url = e->per_url;
+            out->nper_url = e->cfg.nurl_slots;
+            e->per_url = calloc(e->cfg.nurl_slots, sizeof *e->per_url);
+        }
     }
     out->loop_lag = e->loop_lag;
     e->loop_lag = lag;
@@ -1812,6 +1936,9 @@ void soak_taken_free(soak_taken *t)
     for (uint32_t i = 0; i < t->nlater; i++)
         soak_tally_free(t->later[i]);
     free(t->later);
+    for (uint32_t i = 0; t->per_url != NULL && i < t->nper_url; i++)
+        soak_tally_free(t->per_url[i]);
+    free(t->per_url);
     soak_tally_free(t->tally);
     soak_tally_free(t->drain);
     soak_hist_free(&t->loop_lag);

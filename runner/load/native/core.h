@@ -35,6 +35,7 @@ enum soak_model { SOAK_CLOSED, SOAK_OPEN, SOAK_BENCH };
 #define SOAK_MAX_GROUP_URLS 64
 #define SOAK_MAX_OTHER_LENGTHS 256
 #define SOAK_NONE INT64_MIN /* an unset time */
+#define SOAK_BACKENDS_KEPT 100 /* runner.stats.recorder.BACKENDS_KEPT: names a tally counts apart */
 
 /* One address a connection can be made to (as transport.Address: family, sockaddr). */
 typedef struct soak_address {
@@ -92,7 +93,32 @@ typedef struct soak_config {
     uint32_t nslots;
     int64_t *edges;           /* sorted bucket edges in ns (tally.EDGES_NS) */
     uint32_t nedges;
+    /* backendHeader: its name in lower case (backend_len 0: none); each response's value counted */
+    char backend[SOAK_BACKEND_MAX];
+    uint8_t backend_len;
+    /* the URL of each send of a turn (runner.config.targets.Targets.wheel): send n goes to
+     * wheel[n % nwheel]; NULL: to n % ntargets (nwheel is ntargets then) */
+    uint32_t *wheel;
+    uint32_t nwheel;
+    /* per URL (Recorder.per_url): URL index -> slot (targets.url_slots); nurl_slots 0: none kept */
+    uint32_t *url_slot;
+    uint32_t nurl_slots;
 } soak_config;
+
+/* Tally.backends: responses by backendHeader value, the first SOAK_BACKENDS_KEPT values met
+ * by name (in the order met: Counter's order), any later ones as other. "" is a response
+ * without the header (NO_BACKEND, once Python names it). */
+typedef struct soak_backend {
+    uint64_t count;
+    uint8_t len;
+    char name[SOAK_BACKEND_MAX];
+} soak_backend;
+
+typedef struct soak_backends {
+    uint32_t n;
+    uint64_t other;
+    soak_backend kept[SOAK_BACKENDS_KEPT];
+} soak_backends;
 
 /* recorder.ErrorGroup, keyed by (kind, pattern). */
 typedef struct soak_group {
@@ -120,6 +146,8 @@ typedef struct soak_tally {
      * connect is kept for the responses that opened a connection, and the others only counted. */
     soak_hist phase_connect, phase_ttfb, phase_body;
     uint64_t phase_reused;
+    soak_backends *backends;  /* allocated at the first response, with a backendHeader */
+    uint64_t opened, closed;  /* a URL's tally only: connections its sends opened, and closed */
 } soak_tally;
 
 /* recorder.BenchTally. */
@@ -164,6 +192,8 @@ typedef struct soak_taken {
     uint32_t nstalls;
     int64_t next_tick_ns;     /* when the timer fires next (ClientMeter.expect); SOAK_NONE: the thread has ended */
     uint64_t opened, closed;  /* connections opened and closed since the previous take */
+    soak_tally **per_url;     /* final only, with url slots: each slot's tally for the run (NULL: empty) */
+    uint32_t nper_url;
 } soak_taken;
 
 /* Run-wide figures, copied (soak_figures_free). */

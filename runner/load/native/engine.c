@@ -24,6 +24,11 @@
  *     late_ns, probe_ns, gap_ns, max_head, error_groups, group_urls, other_lengths: the
  *     Python constants (probe_ns, gap_ns: the loop lag's, runner.stats.client)
  *     metrics        None, or (slot_of tuple, slots, edges_ns tuple): MetricsTally's counts
+ *     backend_header "" or a header name (a token, at most 64 bytes, none the parser reads
+ *                      itself): each response's value of it counted in the tallies' backends
+ *     wheel          None, or a tuple of URL indices: send n goes to targets[wheel[n % len]]
+ *                      (runner.config.targets.Targets.wheel) instead of targets[n % len]
+ *     url_slots      None, or (slot_of tuple, slots): a tally per slot for the run (Recorder.per_url)
  *   start()                   start the thread (once)
  *   fileno() -> int           an eventfd that becomes readable when the thread has ended
  *   stop(at_ns)               send nothing more; the first stop's time counts (Engine.stop)
@@ -38,7 +43,9 @@
  *                             "drain_end_ns", "loop_lag", "opened", "closed" (connections
  *                             since the previous take), "stalls" ([(due_ns, ran_ns)]: the
  *                             timer's firings later than probe_ns, not in loop_lag),
- *                             "next_tick_ns" (when it fires next; None once the thread ended)}
+ *                             "next_tick_ns" (when it fires next; None once the thread ended),
+ *                             "per_url" (final with url_slots: each slot's tally for the
+ *                             run, else None)}
  *   figures() -> dict         run-wide, copied (live or after the end): sent,
  *                             stopped_sending_ns, send_lag, lateness, uncorrected, in_unit,
  *                             connections, opened, closed, finished, fatal (an errno), bench
@@ -53,7 +60,9 @@
  * A tally is a dict of Tally's fields (good, bad, failed, skipped, late, late_max_ns,
  * kernel_clocked, bytes_in, bytes_out, statuses {code: n}, errors {kind: n}, groups
  * [(kind, pattern, count, text, url, urls, more_urls, varied)], latency, phases: (connect_new,
- * ttfb, body, reused) as runner.stats.phases.PhaseTally keeps them). A histogram is
+ * ttfb, body, reused) as runner.stats.phases.PhaseTally keeps them), backends [(value
+ * bytes, count)] in the order met and other_backends (the count beyond SOAK_BACKENDS_KEPT
+ * values), opened and closed (a URL's tally: its connections)). A histogram is
  * (counts, count, min, max, sum, sum_sq): counts a Counts object (a writable buffer of
  * hdrhistogram's counts array, owned by it, handed over without a copy) or None when
  * empty; LatencyHistogram.from_counts takes it as it is.
@@ -208,6 +217,23 @@ static PyObject *phases_tuple(soak_tally *t)
     return Py_BuildValue("(NNNK)", connect, ttfb, body, (unsigned long long)t->phase_reused);
 }
 
+/* A tally's backends as [(value bytes, count)], in the order met. */
+static PyObject *backends_list(const soak_backends *b)
+{
+    PyObject *list = PyList_New(0);
+    for (uint32_t i = 0; list != NULL && b != NULL && i < b->n; i++) {
+        PyObject *one = Py_BuildValue("(y#K)", b->kept[i].name, (Py_ssize_t)b->kept[i].len,
+                                      (unsigned long long)b->kept[i].count);
+        if (one == NULL || PyList_Append(list, one) < 0) {
+            Py_XDECREF(one);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(one);
+    }
+    return list;
+}
+
 /* A tally as a dict (None for an interval nothing landed in is an empty dict's job: {}). */
 static PyObject *tally_dict(soak_tally *t)
 {
@@ -215,7 +241,10 @@ static PyObject *tally_dict(soak_tally *t)
     if (d == NULL || t == NULL)
         return d;
     PyObject *statuses = PyDict_New(), *errors = PyDict_New(), *groups = PyList_New(0);
-    if (put_u64(d, "good", t->good) || put_u64(d, "bad", t->bad) || put_u64(d, "failed", t->failed) ||
+    if (put(d, "backends", backends_list(t->backends)) ||
+        put_u64(d, "other_backends", t->backends != NULL ? t->backends->other : 0) ||
+        put_u64(d, "opened", t->opened) || put_u64(d, "closed", t->closed) || put_u64(d, "good", t->good) ||
+        put_u64(d, "bad", t->bad) || put_u64(d, "failed", t->failed) ||
         put_u64(d, "skipped", t->skipped) || put_u64(d, "late", t->late) || put_i64(d, "late_max_ns", t->late_max_ns) ||
         put_u64(d, "kernel_clocked", t->kernel_clocked) || put_u64(d, "bytes_in", t->bytes_in) ||
         put_u64(d, "bytes_out", t->bytes_out) || statuses == NULL || errors == NULL || groups == NULL)
@@ -545,6 +574,73 @@ static int read_metrics(PyObject *config, soak_config *cfg)
     return 0;
 }
 
+/* A tuple of URL indices (or slots), each below `below`, into a new array; NULL with an error. */
+static uint32_t *index_array(PyObject *tuple, const char *what, uint32_t below, uint32_t *n)
+{
+    int64_t *values = int_array(tuple, what, n);
+    if (values == NULL)
+        return NULL;
+    uint32_t *indices = malloc((*n ? *n : 1) * sizeof *indices);
+    if (indices == NULL)
+        PyErr_NoMemory();
+    for (uint32_t i = 0; indices != NULL && i < *n; i++) {
+        if (values[i] < 0 || values[i] >= below) {
+            PyErr_Format(PyExc_ValueError, "native engine config: %s out of range", what);
+            free(indices);
+            indices = NULL;
+            break;
+        }
+        indices[i] = (uint32_t)values[i];
+    }
+    free(values);
+    return indices;
+}
+
+/* backend_header, wheel and url_slots: what counting backends and URLs apart needs. */
+static int read_counting(PyObject *config, soak_config *cfg)
+{
+    PyObject *header = item(config, "backend_header"), *wheel = item(config, "wheel");
+    PyObject *slots = item(config, "url_slots");
+    if (header == NULL || wheel == NULL || slots == NULL)
+        return -1;
+    Py_ssize_t len;
+    const char *name = PyUnicode_Check(header) ? PyUnicode_AsUTF8AndSize(header, &len) : NULL;
+    if (name == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "native engine config: backend_header must be a str");
+        return -1;
+    }
+    if (len > SOAK_BACKEND_MAX) {
+        PyErr_SetString(PyExc_ValueError, "native engine config: backend_header is longer than 64");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++)
+        cfg->backend[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] | 0x20 : name[i]);
+    cfg->backend_len = (uint8_t)len;
+    cfg->nwheel = cfg->ntargets; /* no wheel: send n goes to n % ntargets */
+    if (wheel != Py_None) {
+        cfg->wheel = index_array(wheel, "wheel", cfg->ntargets, &cfg->nwheel);
+        if (cfg->wheel == NULL)
+            return -1;
+    }
+    if (slots == Py_None)
+        return 0;
+    PyObject *slot_of;
+    unsigned int nslots;
+    if (!PyArg_ParseTuple(slots, "OI;url_slots is (slot_of, slots)", &slot_of, &nslots))
+        return -1;
+    uint32_t n;
+    cfg->url_slot = index_array(slot_of, "url_slots", nslots, &n);
+    if (cfg->url_slot == NULL)
+        return -1;
+    if (n != cfg->ntargets) {
+        PyErr_SetString(PyExc_ValueError, "native engine config: url_slots needs a slot per target");
+        return -1;
+    }
+    cfg->nurl_slots = nslots;
+    return 0;
+}
+
 static int read_config(PyObject *config, soak_config *cfg)
 {
     int64_t v;
@@ -605,6 +701,8 @@ static int read_config(PyObject *config, soak_config *cfg)
     }
     cfg->late_ns = v;
     cfg->schedule.clients = cfg->clients;
+    if (read_counting(config, cfg) < 0)
+        return -1;
     return read_metrics(config, cfg);
 }
 
@@ -754,9 +852,21 @@ static PyObject *stalls_list(const soak_taken *t)
 
 static PyObject *taken_dict(soak_taken *t)
 {
-    PyObject *d = PyDict_New(), *later = PyList_New(0);
+    PyObject *d = PyDict_New(), *later = PyList_New(0), *per_url = Py_NewRef(Py_None);
     if (d == NULL || later == NULL)
         goto error;
+    if (t->per_url != NULL) {
+        Py_SETREF(per_url, PyList_New(0));
+        for (uint32_t i = 0; per_url != NULL && i < t->nper_url; i++) {
+            PyObject *one = tally_dict(t->per_url[i]);
+            int failed = one == NULL || PyList_Append(per_url, one) < 0;
+            Py_XDECREF(one);
+            if (failed)
+                goto error;
+        }
+        if (per_url == NULL)
+            goto error;
+    }
     for (uint32_t i = 0; i < t->nlater; i++) {
         PyObject *one = tally_dict(t->later[i]);
         int failed = one == NULL || PyList_Append(later, one) < 0;
@@ -769,12 +879,15 @@ static PyObject *taken_dict(soak_taken *t)
         put_i64(d, "drain_end_ns", t->drain_end_ns) || put(d, "loop_lag", histogram(&t->loop_lag)) ||
         put(d, "stalls", stalls_list(t)) ||
         put(d, "next_tick_ns", t->next_tick_ns == SOAK_NONE ? Py_NewRef(Py_None) : PyLong_FromLongLong(t->next_tick_ns)) ||
-        put_u64(d, "opened", t->opened) || put_u64(d, "closed", t->closed))
+        put_u64(d, "opened", t->opened) || put_u64(d, "closed", t->closed) ||
+        PyDict_SetItemString(d, "per_url", per_url))
         goto error;
     Py_DECREF(later);
+    Py_DECREF(per_url);
     return d;
 error:
     Py_XDECREF(later);
+    Py_XDECREF(per_url);
     Py_XDECREF(d);
     return NULL;
 }

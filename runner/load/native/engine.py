@@ -95,6 +95,7 @@ class Counting:
     metrics: MetricsConfig | None = None  # runner.metrics.tally.MetricsTally.native_config(), when metrics are on
     probe_ns: int = 0  # runner.stats.client.PROBE_PERIOD_NS: a timer firing later is a stall (0: none is)
     gap_ns: int = 0  # ... WATCH_GAP_NS: the timer fires at least this often, for the loop lag (0: only when due)
+    url_slots: tuple[int, ...] = ()  # each URL's slot (targets.url_slots), as Recorder(slot_of=...): () for none
 
 
 class NativeEngine:
@@ -206,10 +207,20 @@ def config(schedule: Schedule, load: Load, options: TransportOptions, counting: 
         "group_urls": counting.group_urls,
         "other_lengths": counting.other_lengths,
         "metrics": counting.metrics,
+        "backend_header": options.backend_header,
+        "wheel": None if load.wheel is None or load.wheel == range(len(load.requests)) else tuple(load.wheel),
+        "url_slots": url_slots(counting.url_slots),
         "origins": [[_address_tuple(a) for a in lookup(host, port)] for host, port in origins(load.requests, options)],
         "max_requests": options.lifetime.max_requests,
         "max_age_ns": options.lifetime.max_age_ns,
     }
+
+
+def url_slots(slot_of: tuple[int, ...]) -> tuple[tuple[int, ...], int] | None:
+    """(slot of each URL, slots) for the C engine's per-URL tallies; None with one slot, as Recorder
+    keeps no per_url then."""
+    slots = max(slot_of, default=0) + 1
+    return (slot_of, slots) if slots > 1 else None
 
 
 def targets(requests: list[Request], options: TransportOptions) -> list[tuple[Any, ...]]:

@@ -133,8 +133,8 @@ static const struct {
 static const char CHUNKED[] = "chunked";
 
 /* What a kept header value is for; one per head at most of each. */
-enum { W_NONE, W_SERVER, W_ENCODING, W_TE };
-enum { SEEN_SERVER = 1, SEEN_ENCODING = 2 };
+enum { W_NONE, W_SERVER, W_ENCODING, W_TE, W_BACKEND };
+enum { SEEN_SERVER = 1, SEEN_ENCODING = 2, SEEN_BACKEND = 4 };
 
 /* How the current message's body ends. */
 enum { B_NONE, B_LENGTH, B_CHUNKED, B_EOF };
@@ -362,10 +362,33 @@ HOT int name_of(const unsigned char *name, size_t len)
     return len == NAMES[n].len && spells(name, NAMES[n].text, len) ? n : -1;
 }
 
+/* Whether a whole header name of `len` token bytes is the backendHeader's, in any case. */
+static int is_backend(const soak_response *r, const unsigned char *name, size_t len)
+{
+    if (len != r->backend_name_len)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (lower(name[i]) != (unsigned char)r->backend_name[i])
+            return 0;
+    return 1;
+}
+
+/* Part of a header name that a read cut, against the backendHeader's: backend_match says how
+ * many of its bytes the name has spelled so far, or 0xff once it cannot be it. */
+static void match_backend(soak_response *r, const unsigned char *part, size_t len)
+{
+    size_t m = r->backend_match;
+    for (size_t i = 0; i < len && m != 0xff; i++)
+        m = m < r->backend_name_len && lower(part[i]) == (unsigned char)r->backend_name[m] ? m + 1 : 0xff;
+    r->backend_match = (uint8_t)m;
+}
+
 /* Part of a header name that a read cut: keep its start (a longer name is none of NAMES). */
 static void hold_name(soak_response *r, const unsigned char *part, size_t len)
 {
     size_t held = r->name_len;
+    if (r->backend_name_len)
+        match_backend(r, part, len);
     for (size_t i = 0; i < len && held + i < SOAK_NAME_MAX; i++)
         r->name[held + i] = (char)part[i];
     r->name_len = (uint16_t)(len > SOAK_NAME_MAX + 1 - held ? SOAK_NAME_MAX + 1 : held + len);
@@ -398,12 +421,26 @@ HOT int field_complete(soak_response *r, int n, const char **reason)
     return 0;
 }
 
-/* Keep what http1.py keeps of a Server or Content-Encoding value: its bytes with the blanks
- * at either end taken off (str.strip()), the Server's up to SOAK_SERVER_MAX. */
+/* The backendHeader's name ended at its colon: keep its value if it is the first in the final
+ * head (http1._header: the first match in the final head, never the trailers). */
+static void backend_field(soak_response *r)
+{
+    if (!r->final_head || (r->flags & F_TRAILING) || (r->seen & SEEN_BACKEND))
+        return;
+    r->watch = W_BACKEND, r->seen |= SEEN_BACKEND;
+    r->value_len = r->value_end = 0;
+    r->kept_len = 0;
+    r->value_started = 0;
+}
+
+/* Keep what http1.py keeps of a Server, Content-Encoding or backendHeader value: its bytes
+ * with the blanks at either end taken off (str.strip()), the Server's up to SOAK_SERVER_MAX,
+ * the backend's up to SOAK_BACKEND_MAX. */
 static void keep_value(soak_response *r, const unsigned char *s, size_t n)
 {
-    char *copy = r->watch == W_SERVER ? r->server : r->encoding;
-    size_t cap = r->watch == W_SERVER ? sizeof r->server : sizeof r->encoding;
+    char *copy = r->watch == W_SERVER ? r->server : r->watch == W_BACKEND ? r->backend : r->encoding;
+    size_t cap = r->watch == W_SERVER ? sizeof r->server : r->watch == W_BACKEND ? sizeof r->backend
+                                                                                 : sizeof r->encoding;
     size_t i = 0, last = n;
     if (!r->value_started) { /* the blanks before the value */
         while (i < n && IS(s[i], BLANK))
@@ -428,6 +465,8 @@ static void value_kept(soak_response *r)
     if (r->watch == W_SERVER) {
         r->server_cut = r->value_end > sizeof r->server;
         r->server_len = (uint16_t)(r->server_cut ? sizeof r->server : r->value_end);
+    } else if (r->watch == W_BACKEND) { /* BACKEND_CHARS of the stripped value */
+        r->backend_len = (uint8_t)(r->value_end > sizeof r->backend ? sizeof r->backend : r->value_end);
     } else if (r->watch == W_ENCODING) {
         size_t n = (size_t)r->value_end;
         char v[sizeof r->encoding];
@@ -576,7 +615,7 @@ HOT size_t token_run(const unsigned char *data, size_t i, size_t len)
 static size_t scan_value(soak_response *r, const unsigned char *data, size_t i, size_t len)
 {
     size_t end = value_run(data, i, len);
-    if (r->watch == W_SERVER || r->watch == W_ENCODING)
+    if (r->watch == W_SERVER || r->watch == W_ENCODING || r->watch == W_BACKEND)
         keep_value(r, data + i, end - i);
     else if (r->watch == W_TE)
         for (size_t k = i; k < end; k++)
@@ -610,7 +649,7 @@ static int fast_status_line(soak_response *r, const unsigned char *p)
 /* A whole line of one of NAMES whose value is `v[0..n)` (n > 0, its first byte no blank, no
  * control byte but HT in it), as the byte-by-byte states would read it: 1 when done, 0 (and
  * nothing changed) when they must read it, for it is one of the rarer or refused forms. */
-static int fast_special(soak_response *r, int id, const unsigned char *v, size_t n)
+HOT int fast_special(soak_response *r, int id, const unsigned char *v, size_t n)
 {
     const char *reason;
     uint64_t length = 0;
@@ -666,8 +705,10 @@ static int fast_special(soak_response *r, int id, const unsigned char *v, size_t
  * Anything else (a line a read cuts, a value of NAMES that is empty or unusual,
  * Transfer-Encoding, whatever is refused) is left to the byte-by-byte states from the start of
  * its line, with the state as they would have it there, so the answer is theirs whatever the
- * reads. Returns the offset reached: still in S_FIELD_START unless the head ended. */
-static size_t fast_fields(soak_response *r, const unsigned char *data, size_t i, size_t len)
+ * reads. Returns the offset reached: still in S_FIELD_START unless the head ended.
+ * `backend` (a constant: fast_fields picks the copy once per call): a backendHeader is kept,
+ * so that a run without one pays nothing per header line for it. */
+HOT size_t fast_fields_as(soak_response *r, const unsigned char *data, size_t i, size_t len, const int backend)
 {
     for (;;) {
         const unsigned char *p = data + i;
@@ -691,8 +732,15 @@ static size_t fast_fields(soak_response *r, const unsigned char *data, size_t i,
         if (left - e < 3 || load2(p + e) != load2("\r\n") || p[e + 2] == ' ' || p[e + 2] == '\t')
             return i;
         int id = name_of(p, n);
-        if (id < 0) { /* nothing is done with its value, even an empty one */
+        if (id < 0) { /* nothing is done with its value, even an empty one, unless it is the backend's */
             r->header = H_GENERAL;
+            if (backend && n == r->backend_name_len && is_backend(r, p, n)) {
+                backend_field(r);
+                if (r->watch == W_BACKEND) {
+                    keep_value(r, p + n + 1, e - n - 1);
+                    value_kept(r);
+                }
+            }
         } else {
             for (v = n + 1; v < e && (p[v] == ' ' || p[v] == '\t'); v++)
                 ;
@@ -703,6 +751,13 @@ static size_t fast_fields(soak_response *r, const unsigned char *data, size_t i,
     }
 }
 
+static size_t fast_fields(soak_response *r, const unsigned char *data, size_t i, size_t len)
+{
+    if (__builtin_expect(r->backend_name_len != 0, 0))
+        return fast_fields_as(r, data, i, len, 1);
+    return fast_fields_as(r, data, i, len, 0);
+}
+
 /* --- the parser ------------------------------------------------------------------------- */
 
 void soak_response_init(soak_response *r, int head_request, uint32_t max_head)
@@ -711,6 +766,18 @@ void soak_response_init(soak_response *r, int head_request, uint32_t max_head)
     r->head_request = head_request != 0;
     r->max_head = max_head;
     r->state = S_START;
+}
+
+int soak_response_want_backend(soak_response *r, const char *name, size_t len)
+{
+    if (len == 0 || len > SOAK_BACKEND_MAX || name_of((const unsigned char *)name, len) >= 0)
+        return -1;
+    for (size_t i = 0; i < len; i++)
+        if (!IS(name[i], TOKEN) || lower((unsigned char)name[i]) != (unsigned char)name[i])
+            return -1;
+    r->backend_name = name;
+    r->backend_name_len = (uint8_t)len;
+    return 0;
 }
 
 /* Parse `data` until it ends or the response does; returns the offset reached. */
@@ -1025,11 +1092,12 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
             if (c == ':')
                 return invalid(r, i, "Invalid header token");
             r->name_len = 0;
+            r->backend_match = 0;
             r->state = S_FIELD;
             /* fall through */
         case S_FIELD: { /* header_field and header_field_general */
             size_t start = i;
-            int n;
+            int n, backend;
             i = token_run(data, i, len);
             if (i == len) { /* the name goes on in the next read */
                 hold_name(r, data + start, i - start);
@@ -1037,17 +1105,21 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
             }
             if (r->name_len == 0) {
                 n = name_of(data + start, i - start);
+                backend = r->backend_name_len && is_backend(r, data + start, i - start);
             } else {
                 hold_name(r, data + start, i - start);
                 n = name_of((const unsigned char *)r->name, r->name_len);
+                backend = r->backend_name_len && r->backend_match == r->backend_name_len;
             }
             c = data[i];
             if (c != ':') /* llhttp says it one way after a special name, another after any other */
                 return invalid(r, i, c == ' ' && n >= 0 && NAMES[n].special ? "Invalid header field char"
                                                                              : "Invalid header token");
-            if (n < 0)
-                r->header = H_GENERAL; /* and nothing of it is watched */
-            else if (field_complete(r, n, &reason))
+            if (n < 0) {
+                r->header = H_GENERAL; /* and nothing of it is watched, but the backendHeader */
+                if (backend)
+                    backend_field(r);
+            } else if (field_complete(r, n, &reason))
                 return invalid(r, i, reason);
             r->state = S_VALUE_WS;
             if (++i == len)

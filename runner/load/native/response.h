@@ -34,6 +34,10 @@ extern "C" {
 /* The most bytes of the Server header's value kept; a longer value is cut (server_cut). */
 #define SOAK_SERVER_MAX 256
 
+/* The most bytes of a backendHeader's value kept (runner.load.result.BACKEND_CHARS), and the
+ * longest backendHeader name (the schema's maxLength). */
+#define SOAK_BACKEND_MAX 64
+
 /* The longest header name the parser tells apart (Transfer-Encoding). */
 #define SOAK_NAME_MAX 17
 
@@ -102,6 +106,8 @@ typedef struct soak_response {
     uint8_t body_mode;      /* how the current body ends */
     uint8_t final_head;     /* the current head is the final one (not 1xx) */
     uint8_t value_started;  /* a kept value has had a non-blank byte */
+    uint8_t backend_match;  /* bytes of a name cut by a read that spell backend_name so far (0xff: not it) */
+    uint8_t backend_len;    /* bytes in backend: the backendHeader's value, once the final head is read */
     uint16_t flags;         /* llhttp's F_* of the current message */
     uint16_t code;          /* status of the current message */
     uint16_t name_len;      /* bytes of a header name cut by a read (at most SOAK_NAME_MAX + 1) */
@@ -116,11 +122,23 @@ typedef struct soak_response {
 
     /* --- read by the caller, last: init does not clear it ------------------------------ */
     char server[SOAK_SERVER_MAX]; /* the first Server value of the final head, trimmed: server_len bytes */
+    /* The backendHeader (soak_response_want_backend): the name, kept across inits, and its first
+     * value in the final head, trimmed as http1._header trims it and cut to SOAK_BACKEND_MAX
+     * bytes: backend_len of them ("" when the head has none, as http1.py has it). */
+    char backend[SOAK_BACKEND_MAX];
+    const char *backend_name; /* in lower case, backend_name_len bytes; NULL: no backendHeader */
+    uint8_t backend_name_len;
 } soak_response;
 
 /* Ready `r` for the response to a request; `head_request`: it was HEAD. `max_head` is
  * the bound on the head and on runs of framing, runner.load.transport.MAX_HEAD_BYTES. */
 void soak_response_init(soak_response *r, int head_request, uint32_t max_head);
+
+/* Keep the value of the header `name` (`len` bytes, in lower case, not copied: it must outlive
+ * `r`) from every response `r` is inited for from now on: the backendHeader. -1 (nothing changed)
+ * if it is no header name, longer than SOAK_BACKEND_MAX, or one the parser already reads
+ * for itself (Connection, Content-Length, Server, ...): those stay with the Python engine. */
+int soak_response_want_backend(soak_response *r, const char *name, size_t len);
 
 /* Parse the next `len` bytes of the connection. Returns how many were part of this
  * response: all of them, unless it ended (SOAK_DONE: the rest belongs to no request) or
