@@ -16,8 +16,8 @@ figures from the same minutes are compared.
 1. throughput at c=5 and c=50: requests per second, and requests per client CPU-second
    (the client's user + system time, from /usr/bin/time, so a tool's CPU is its own);
 2. callgrind: user-space instructions per keep-alive request at c=50, a run of 5,000 requests
-   minus a run of 500, divided by 4,500 (wrk: by duration), the one figure that repeats on a
-   shared machine;
+   minus a run of 500, divided by 4,500 (the native engine: 50,000 minus 5,000; wrk: by
+   duration), the one figure that repeats on a shared machine;
 3. a 100 req/s soak for --soak-seconds from 5 clients: client CPU after start-up (soak's
    summary's process.cpuSeconds, from its run's start; hey's whole CPU, a few ms of it its
    start), RSS after 5 s and at the end, achieved rate and p50/p99, next to hey at that rate;
@@ -287,6 +287,9 @@ def instructions_and_threads(command: list[str], timeout: float = 900) -> tuple[
     return int(found.group(1)), int(thread.group(1).replace(",", "")) if thread else 0, done.stdout
 
 
+NATIVE_BIG, NATIVE_SMALL = 50_000, 5_000  # the native engine's runs for its instructions per request
+
+
 def per_request_instructions(url: str, big: int = 5000, small: int = 500, repeats: int = 3) -> list[tuple[str, float]]:
     """(client, instructions per keep-alive request at c=50): a run of `big` requests minus one of
     `small` (soak and the minimal client: medians of `repeats`, Python's start and end move by
@@ -296,7 +299,10 @@ def per_request_instructions(url: str, big: int = 5000, small: int = 500, repeat
                                                                  "--interval", "1h", "--engine", engine, url))
         return whole, thread
 
-    native = {n: [soak_runs("native", n) for _ in range(repeats)] for n in (big, small)}
+    # The native engine's runs are ten times longer: its whole process costs about 1,000 M
+    # instructions, most of them Python's start and end, which move by tens of millions run to
+    # run (a run of 5,000 once counted fewer than one of 500), about 6,000 a request at 4,500.
+    native = {n: [soak_runs("native", n) for _ in range(repeats)] for n in (NATIVE_BIG, NATIVE_SMALL)}
 
     def soak(engine: str, n: int) -> int:
         return instructions(soak_command("bench", "-k", "-c", "50", "-n", str(n), "--interval", "1h",
@@ -316,9 +322,11 @@ def per_request_instructions(url: str, big: int = 5000, small: int = 500, repeat
     def median_of(n: int, which: int) -> float:
         return statistics.median(run[which] for run in native[n])
 
-    rows = [(NATIVE, (median_of(big, 0) - median_of(small, 0)) / (big - small)),
+    apart = NATIVE_BIG - NATIVE_SMALL
+    rows = [(f"{NATIVE} (n={NATIVE_BIG:,} minus n={NATIVE_SMALL:,})",
+             (median_of(NATIVE_BIG, 0) - median_of(NATIVE_SMALL, 0)) / apart),
             (f"{NATIVE}, its engine thread alone (the same runs)",
-             (median_of(big, 1) - median_of(small, 1)) / (big - small)),
+             (median_of(NATIVE_BIG, 1) - median_of(NATIVE_SMALL, 1)) / apart),
             (PYTHON, difference(lambda n: soak("python", n), 1))]
     (i1, out1), (i4, out4) = (instructions(["wrk", "-t1", "-c50", f"-d{d}s", url]) for d in (1, 4))
     r1, r4 = (int(re.search(r"(\d+) requests in", out).group(1)) for out in (out1, out4))  # type: ignore[union-attr]
@@ -345,14 +353,17 @@ def soak_steady(url: str, engine: str, seconds: int) -> Steady:
     """soak at 100 req/s from 5 clients for `seconds` on one engine, its RSS sampled once a second."""
     command = soak_command("--qps", "100", "--concurrency", "5", "--interval", "10s", "--duration", f"{seconds}s",
                            "--latencyUnit", "us", "--engine", engine, url)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started = time.monotonic()
     samples = []
     while process.poll() is None and time.monotonic() < started + seconds + 60:
         samples.append(rss_mib(process.pid))
         time.sleep(1)
-    out, _ = process.communicate(timeout=60)
+    out, err = process.communicate(timeout=60)
     wall = time.monotonic() - started
+    if "\n{\n" not in out:
+        raise SystemExit(f"soak --engine {engine} at 100 req/s printed no summary (exit {process.returncode}): "
+                         f"{err[-2000:]}")
     summary = summary_of(out)
     samples = [x for x in samples if x] or [0.0]
     cpu = summary["process"]["cpuSeconds"]
@@ -556,7 +567,8 @@ def report_instructions(url: str) -> None:
     print("## User-space instructions per keep-alive request, c=50 (callgrind)\n")
     rows = per_request_instructions(url)
     wrk = next(cost for name, cost in rows if name.startswith("wrk"))
-    print("| client (n=5,000 run minus n=500 run, / 4,500; whole process) | instructions per request | x wrk's |")
+    print("| client (n=5,000 run minus n=500 run, / 4,500, unless it says; whole process) | instructions per request "
+          "| x wrk's |")
     print("|---|---|---|")
     for name, cost in rows:
         print(f"| {name} | {cost:,.0f} | {ratio(cost, wrk)} |")
