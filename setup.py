@@ -16,13 +16,13 @@ setup(
         Extension(
             "runner.load.native._response",
             sources=[f"{NATIVE}/_response.c", f"{NATIVE}/response.c"],
-            depends=[f"{NATIVE}/response.h"],
+            depends=[f"{NATIVE}/response.h", f"{NATIVE}/pyput.h"],
             optional=True,
         ),
         Extension(
             "runner.load.native._engine",
             sources=[f"{NATIVE}/engine.c", f"{NATIVE}/core.c", f"{NATIVE}/response.c"],
-            depends=[f"{NATIVE}/{name}" for name in ("core.h", "histogram.h", "schedule.h", "response.h")],
+            depends=[f"{NATIVE}/{name}" for name in ("core.h", "histogram.h", "schedule.h", "response.h", "pyput.h")],
             extra_compile_args=["-std=c11"],
             libraries=["m"],
             optional=True,

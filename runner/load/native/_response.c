@@ -15,19 +15,10 @@
 #include <Python.h>
 
 #include "response.h"
+#include "pyput.h"
 
 static const char *const OUTCOMES[] = {"pending", "done", "failed"};
 static const char *const KINDS[] = {"", "protocol", "closed"};
-
-/* Put `value` (a new reference, or NULL after an error) in `dict`; 0, or -1 on error. */
-static int put(PyObject *dict, const char *key, PyObject *value)
-{
-    if (value == NULL)
-        return -1;
-    int failed = PyDict_SetItemString(dict, key, value);
-    Py_DECREF(value);
-    return failed;
-}
 
 /* Where an event happened: (index of the chunk, offset in it), or None. */
 static PyObject *position(Py_ssize_t chunk, size_t offset)

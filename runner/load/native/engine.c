@@ -75,6 +75,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "pyput.h"
 
 /* --- Counts: a histogram's counts array, as a buffer ---------------------------------- */
 
@@ -164,15 +165,6 @@ static PyObject *kept_histogram(soak_hist *h)
     if (h->len == 0)
         Py_RETURN_NONE;
     return histogram(h);
-}
-
-static int put(PyObject *dict, const char *key, PyObject *value)
-{
-    if (value == NULL)
-        return -1;
-    int failed = PyDict_SetItemString(dict, key, value);
-    Py_DECREF(value);
-    return failed;
 }
 
 static int put_u64(PyObject *dict, const char *key, uint64_t value)
