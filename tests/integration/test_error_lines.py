@@ -72,7 +72,10 @@ def test_many_urls_against_a_refused_port_print_a_few_lines(transport: str, tmp_
                line.endswith(" times)") for line in lines), run.stderr
     for interval in summary["shard"]["intervals"]:
         groups = interval["tally"]["errorGroups"]
-        assert len(groups) == 1 and len(groups[0]["urls"]) <= GROUP_URLS
+        # One group wherever something failed; on a busy machine an interval can go by with every
+        # send skipped (both cores kept busy: interval 0 sent none), and it has no group at all.
+        assert len(groups) == (1 if interval["tally"]["failed"] else 0), groups
+        assert all(len(group["urls"]) <= GROUP_URLS for group in groups)
         assert len(json.dumps(groups)) < 1000
 
     log = tmp_path / "shard-0.log"
