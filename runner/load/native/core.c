@@ -487,28 +487,33 @@ static soak_tally *url_tally(soak_engine *e, uint32_t s)
     return e->per_url[s];
 }
 
+/* Tally.add: one send made, in `t` (the interval's or its URL's): its bytes, and its failure or
+ * its response (`latency`: Result.latency_in). 0 for a failure, 1 for a response. */
+static int tally_add(soak_engine *e, soak_tally *t, const result *r, int64_t latency)
+{
+    t->bytes_out += r->bytes_out;
+    t->bytes_in += r->bytes_in;
+    if (r->kind >= 0) {
+        t->failed++;
+        t->errors[r->kind]++;
+        count_failure(e, t, r->kind, r->url, r->text);
+        return 0;
+    }
+    if (r->status >= 200 && r->status < 500)
+        t->good++;
+    else
+        t->bad++;
+    t->statuses[r->status < SOAK_STATUSES ? r->status : 0]++;
+    t->kernel_clocked += r->kernel_clock;
+    soak_hist_record(&t->latency, latency);
+    return 1;
+}
+
 /* Recorder.record's second count: the send in its URL's tally too (no skips or lateness there). */
 static void url_add(soak_engine *e, const result *r, int64_t latency)
 {
     soak_tally *u = url_tally(e, e->cfg.url_slot[r->url]);
-    if (u == NULL)
-        return;
-    u->bytes_out += r->bytes_out;
-    u->bytes_in += r->bytes_in;
-    if (r->kind >= 0) {
-        u->failed++;
-        u->errors[r->kind]++;
-        count_failure(e, u, r->kind, r->url, r->text);
-        return;
-    }
-    if (r->status >= 200 && r->status < 500)
-        u->good++;
-    else
-        u->bad++;
-    u->statuses[r->status < SOAK_STATUSES ? r->status : 0]++;
-    u->kernel_clocked += r->kernel_clock;
-    soak_hist_record(&u->latency, latency);
-    if (e->cfg.backend_len)
+    if (u != NULL && tally_add(e, u, r, latency) && e->cfg.backend_len)
         count_backend(e, u, r->r->backend, r->r->backend_len);
 }
 
@@ -591,23 +596,9 @@ static void record(soak_engine *e, const result *r)
             }
         }
     }
-    t->bytes_out += r->bytes_out;
-    t->bytes_in += r->bytes_in;
-    int64_t latency = 0;
-    if (r->kind >= 0) {
-        t->failed++;
-        t->errors[r->kind]++;
-        count_failure(e, t, r->kind, r->url, r->text);
-    } else {
-        if (r->status >= 200 && r->status < 500)
-            t->good++;
-        else
-            t->bad++;
-        t->statuses[r->status < SOAK_STATUSES ? r->status : 0]++;
-        t->kernel_clocked += r->kernel_clock;
-        int64_t from = cfg->corrected && r->due < r->start ? r->due : r->start; /* Result.latency_in */
-        latency = r->headers - from;
-        soak_hist_record(&t->latency, latency);
+    int64_t from = cfg->corrected && r->due < r->start ? r->due : r->start; /* Result.latency_in */
+    int64_t latency = r->kind >= 0 ? 0 : r->headers - from;
+    if (tally_add(e, t, r, latency)) {
         phases_add(t, r);
         if (e->uncorrected.counts != NULL)
             soak_hist_record(&e->uncorrected, r->headers - r->start);
