@@ -17,11 +17,9 @@ formats or builds a part of a run.
 from __future__ import annotations
 
 import argparse
-import difflib
 import gc
 import importlib
 import sys
-import textwrap
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, TextIO
@@ -86,12 +84,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message}{self._suggestion(message)} (see {self.prog} --help)")
 
     def format_help(self) -> str:
+        import textwrap  # here and difflib below: only help and mistakes need them, not a run's start
+
         if self.prog == PROG:  # `soak --help` lists the other commands (imported only for that)
             self.epilog = _other_commands()
+        self.description = textwrap.fill(self.description or "", 79)
         return super().format_help()
 
     def _suggestion(self, message: str) -> str:
         """For a mistyped flag, the flag it most likely meant."""
+        import difflib
+
         if not message.startswith("unrecognized arguments:"):
             return ""
         flags = [f for action in self._actions for f in action.option_strings if f.startswith("--")]
@@ -105,7 +108,7 @@ class _Parser(argparse.ArgumentParser):
 def _parser(name: str, command: ModuleType) -> argparse.ArgumentParser:
     prog = PROG if name == "run" else f"{PROG} {name}"
     # No abbreviations: `--conf` must not quietly mean --config in a manifest or a script.
-    parser = _Parser(prog=prog, description=textwrap.fill(command.DESCRIPTION, 79), allow_abbrev=False,
+    parser = _Parser(prog=prog, description=command.DESCRIPTION, allow_abbrev=False,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     command.arguments(parser)

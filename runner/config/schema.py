@@ -14,7 +14,6 @@ reported, so every message is what it was.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import math
@@ -398,6 +397,8 @@ def _unknown_key(obj: dict[str, Any], known: dict[str, Any]) -> str:
     """Name the first unknown key and the known key it most likely misspells."""
     unknown = [key for key in obj if key not in known]
     key = unknown[0]
+    import difflib  # only a mistake needs it, not a run's start
+
     close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
     if not close:
         close = [k for k in known if k.lower() == key.lower()]

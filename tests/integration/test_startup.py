@@ -129,3 +129,15 @@ def test_the_collector_skips_start_up_and_exit_and_runs_during_the_run(engine: s
         assert seen["during_run"] > 0
     assert seen["at_start"] == 0  # none while the command's modules were imported and its flags parsed
     assert seen["frozen_at_end"] > 0
+
+
+@pytest.mark.parametrize(("engine", "loads_uvloop"), [("native", False), ("python", True)])
+def test_uvloop_carries_the_python_engine_only(engine: str, loads_uvloop: bool, nginx: Nginx,
+                                              tmp_path: Path) -> None:
+    """The Python engine's loop carries every request, the native engine's only closes intervals:
+    uvloop is loaded where it pays (launch.run_async)."""
+    code, modules, stderr = loaded(tmp_path, "bench", "-n", "1", "--engine", engine, nginx.url)
+    if code == 2 and "native engine" in stderr:
+        pytest.skip(f"the native engine is not built here: {stderr.strip()}")
+    assert code == 0, stderr
+    assert ("uvloop" in modules) is loads_uvloop
