@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from runner.report.base import Reporter
 from runner.run.build import Parts
+from runner.run.memory import steady_heap
 from runner.run.soak import Soak
 from runner.stats.runinfo import RunSummary
 
@@ -29,6 +30,8 @@ def run(parts: Parts, reporters: Sequence[Reporter], start_wall: float | None = 
 
     async def soak() -> RunSummary:
         return await Soak(parts, reporters, start_wall, metrics).run()
+
+    steady_heap()  # RSS flat from the first interval on
 
     return run_async(soak(), busy_loop=parts.engine.name == "python")
 

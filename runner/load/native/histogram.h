@@ -18,7 +18,8 @@
 __extension__ typedef unsigned __int128 soak_u128;
 
 typedef struct soak_hist {
-    uint64_t *counts; /* `len` slots (calloc: untouched pages cost nothing); NULL until allocated */
+    uint64_t *counts; /* `len` slots, NULL until allocated; calloc'd from mmap (runner.run.memory's
+                       * steady_heap pins glibc's threshold), so untouched pages cost nothing */
     uint32_t len;     /* hdrh's counts_len for `highest` */
     int64_t highest;  /* values above are recorded as this, as LatencyHistogram clamps them */
     uint64_t count;
