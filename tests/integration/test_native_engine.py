@@ -150,12 +150,13 @@ def test_connections_opened_and_closed_are_counted_per_interval_and_for_the_run(
     recorder = ran.recorder
     assert isinstance(recorder, NativeRecorder)
     assert len(recorder.interval_connections) == len(ran.intervals)
-    assert recorder.run_connections == ConnectionCounts(10, 10)  # every one closed by the end
+    assert recorder.run_connections == ConnectionCounts(10, 10)  # each closed by its lifetime, after its 4th
     assert sum(c.opened for c in recorder.interval_connections) == 10
     assert sum(c.closed for c in recorder.interval_connections) == 10
     kept = run_native(Plan([nginx.url], qps=400, clients=3, seconds=None, total_requests=30))
     counts = kept.recorder.run_connections  # type: ignore[union-attr]
-    assert counts.opened == counts.closed and 1 <= counts.opened <= 3  # one kept by each client that sent
+    assert 1 <= counts.opened <= 3  # one kept by each client that sent
+    assert counts.closed == 0  # still open at the end, as the Python engine counts them (docs/output.md)
 
 
 def test_an_age_limit_retires_a_connection_at_its_next_send_never_while_idle(nginx: Nginx) -> None:

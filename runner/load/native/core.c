@@ -1525,10 +1525,13 @@ static void *engine_thread(void *arg)
             }
         }
     }
-    /* FastSession.aclose: the clients' idle connections */
+    /* FastSession.aclose: the clients' idle connections, closed uncounted as it closes them:
+     * connectionsClosed counts what ended during the run, not what was open at its end */
     for (uint32_t i = 0; i < e->unused; i++)
-        if (e->conns[i].state == CONN_IDLE)
+        if (e->conns[i].state == CONN_IDLE) {
+            e->conns[i].made = 0;
             conn_release(e, &e->conns[i]);
+        }
     e->finished = 1;
     pthread_mutex_unlock(&e->lock);
     uint64_t one = 1;
