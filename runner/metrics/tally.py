@@ -200,46 +200,36 @@ class MetricsTally:
             copy = native_counts(counted) if counted is not None else MetricsTally(UrlSlots((), (), 0))
             copy.backends = Counter(self.backends)  # add_backends' (the native recorder's, per interval)
             return copy
-        copy = MetricsTally.__new__(MetricsTally)
-        copy._model = self._model
-        copy._native = None
-        copy._slot_of = ()
-        copy._shown = None
-        copy._labels = {}
-        copy.skipped = self.skipped
-        copy.late = self.late
-        copy.connections_opened = self.connections_opened
-        copy.connections_closed = self.connections_closed
-        copy.backends = Counter(dict(self.backends))
-        copy.statuses = [list(counts) for counts in self.statuses]
-        copy.failures = Counter(dict(self.failures))
-        copy.good = [list(places) for places in self.good]
-        copy.bad = [list(places) for places in self.bad]
-        copy.good_ns = list(self.good_ns)
-        copy.bad_ns = list(self.bad_ns)
-        return copy
+        return _holding(self._model, {
+            "skipped": self.skipped, "late": self.late, "opened": self.connections_opened,
+            "closed": self.connections_closed, "backends": self.backends, "failures": self.failures,
+            "statuses": [list(counts) for counts in self.statuses], "good": [list(places) for places in self.good],
+            "bad": [list(places) for places in self.bad], "good_ns": list(self.good_ns), "bad_ns": list(self.bad_ns),
+        })
 
 
 def native_counts(counts: dict[str, Any]) -> MetricsTally:
     """The native engine's metrics() as a MetricsTally holding them: what snapshot() would give (a
-    copy that records nothing)."""
+    copy that records nothing). Its backends are counted per interval instead (add_backends),
+    which snapshot() adds."""
+    return _holding(None, {**counts, "backends": ()})
+
+
+def _holding(model: LoadModel | None, counts: dict[str, Any]) -> MetricsTally:
+    """A MetricsTally that only holds `counts` (keyed as the native engine's metrics() are, plus
+    backends): it records nothing and has no map of URLs to slots, so a worker's copy pickles small."""
     tally = MetricsTally.__new__(MetricsTally)
-    tally._model = None
+    tally._model = model
     tally._native = None
     tally._slot_of = ()
     tally._shown = None
     tally._labels = {}
-    tally.skipped = counts["skipped"]
-    tally.late = counts["late"]
-    tally.connections_opened = counts["opened"]
-    tally.connections_closed = counts["closed"]
-    tally.backends = Counter()  # counted per interval instead (add_backends), which snapshot() adds
-    tally.statuses = counts["statuses"]
+    tally.skipped, tally.late = counts["skipped"], counts["late"]
+    tally.connections_opened, tally.connections_closed = counts["opened"], counts["closed"]
+    tally.backends = Counter(counts["backends"])
     tally.failures = Counter(counts["failures"])
-    tally.good = counts["good"]
-    tally.bad = counts["bad"]
-    tally.good_ns = counts["good_ns"]
-    tally.bad_ns = counts["bad_ns"]
+    tally.statuses, tally.good, tally.bad = counts["statuses"], counts["good"], counts["bad"]
+    tally.good_ns, tally.bad_ns = counts["good_ns"], counts["bad_ns"]
     return tally
 
 
