@@ -1405,21 +1405,9 @@ static void loop_tick(soak_engine *e, int64_t due, int64_t ran)
         soak_hist_record(&e->loop_lag, lag);
         return;
     }
-    if (e->nstalls < SOAK_STALLS) {
-        e->stalls[e->nstalls++] = (soak_stall){due, ran};
-        return;
-    }
-    soak_stall *least = &e->stalls[0];
-    for (uint32_t i = 1; i < SOAK_STALLS; i++)
-        if (e->stalls[i].ran - e->stalls[i].due < least->ran - least->due)
-            least = &e->stalls[i];
-    if (least->ran - least->due < lag) { /* it keeps its reading, without its times */
-        soak_hist_record(&e->loop_lag, least->ran - least->due);
-        memmove(least, least + 1, (size_t)(&e->stalls[SOAK_STALLS - 1] - least) * sizeof *least);
-        e->stalls[SOAK_STALLS - 1] = (soak_stall){due, ran};
-    } else {
-        soak_hist_record(&e->loop_lag, lag);
-    }
+    int64_t instead = soak_keep_stall(e->stalls, &e->nstalls, (soak_stall){due, ran});
+    if (instead >= 0) /* a stall past the interval's SOAK_STALLS keeps its reading, without its times */
+        soak_hist_record(&e->loop_lag, instead);
 }
 
 /* One firing of the timer: how late it came is the loop's lag (the probe, folded in). */

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "histogram.h"
@@ -179,6 +180,28 @@ typedef struct soak_stall {
     int64_t due, ran;
 } soak_stall;
 #define SOAK_STALLS 32        /* an interval keeps its longest stalls' times; the rest go to loop_lag */
+
+/* Keep the stall {due, ran} among an interval's `*n` kept ones (at most SOAK_STALLS, in order):
+ * while there is room it is kept; then, if it is longer than the shortest kept, that one gives
+ * way to it. Returns the lateness that goes to the loop-lag histogram instead (the one given
+ * way, or this one), or -1 if none does. Pure: the engine's loop_tick, and tests (stalls()). */
+static inline int64_t soak_keep_stall(soak_stall *kept, uint32_t *n, soak_stall stall)
+{
+    if (*n < SOAK_STALLS) {
+        kept[(*n)++] = stall;
+        return -1;
+    }
+    soak_stall *least = &kept[0];
+    for (uint32_t i = 1; i < SOAK_STALLS; i++)
+        if (kept[i].ran - kept[i].due < least->ran - least->due)
+            least = &kept[i];
+    int64_t lag = stall.ran - stall.due, shortest = least->ran - least->due;
+    if (shortest >= lag)
+        return lag;
+    memmove(least, least + 1, (size_t)(&kept[SOAK_STALLS - 1] - least) * sizeof *least);
+    kept[SOAK_STALLS - 1] = stall;
+    return shortest;
+}
 
 /* What soak_engine_take hands over; the caller owns it (soak_taken_free). */
 typedef struct soak_taken {

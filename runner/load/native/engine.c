@@ -1180,11 +1180,47 @@ static PyObject *module_schedule(PyObject *module, PyObject *args)
                          (long long)skipped);
 }
 
+/* soak_keep_stall over `stalls` [(due, ran)], as loop_tick meets them in one interval: (the
+ * stalls kept, in order; the latenesses that went to the loop-lag histogram instead). For tests. */
+static PyObject *module_stalls(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    PyObject *seq = PySequence_Fast(arg, "stalls() takes a sequence of (due_ns, ran_ns)");
+    if (seq == NULL)
+        return NULL;
+    soak_stall kept[SOAK_STALLS];
+    uint32_t n = 0;
+    PyObject *instead = PyList_New(0);
+    for (Py_ssize_t i = 0; instead != NULL && i < PySequence_Fast_GET_SIZE(seq); i++) {
+        long long due, ran;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "LL", &due, &ran)) {
+            Py_CLEAR(instead);
+            break;
+        }
+        int64_t lag = soak_keep_stall(kept, &n, (soak_stall){due, ran});
+        if (lag < 0)
+            continue;
+        PyObject *value = PyLong_FromLongLong(lag);
+        if (value == NULL || PyList_Append(instead, value) < 0)
+            Py_CLEAR(instead);
+        Py_XDECREF(value);
+    }
+    Py_DECREF(seq);
+    if (instead == NULL)
+        return NULL;
+    soak_taken t = {.nstalls = n};
+    memcpy(t.stalls, kept, n * sizeof *kept);
+    return Py_BuildValue("(NN)", stalls_list(&t), instead);
+}
+
 static PyMethodDef MODULE_METHODS[] = {
     {"counts_len", module_counts_len, METH_O, "counts_len(highest): hdrh's counts_len for 1 .. highest, 3 digits."},
     {"schedule", module_schedule, METH_VARARGS,
      "schedule(start_ns, qps, clients, end_ns, stride, offset, client, k, free_ns, now_ns) -> dict: schedule.h's "
      "answers (send k of the client, and the searches at now_ns), for tests."},
+    {"stalls", module_stalls, METH_O,
+     "stalls([(due_ns, ran_ns), ...]) -> (kept, to_loop_lag): one interval's stalls as the engine keeps them, for "
+     "tests."},
     {NULL, NULL, 0, NULL},
 };
 
