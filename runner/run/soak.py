@@ -182,7 +182,10 @@ class Soak:
             if self._signal.is_set():
                 await self._settle(engine, STOP_GRACE_NS, self._second_signal)
                 await self._abandon(engine)
-                return max(self._signal_ns, self._grid.start_ns), self._stop_reason  # before send 0: 0 s
+                # The engine's own stop time: C's thread may have sent on while the stop waited for it.
+                stopped = self._engine.stopped_sending_ns
+                stopped_ns = self._signal_ns if stopped is None else stopped
+                return max(stopped_ns, self._grid.start_ns), self._stop_reason  # before send 0: 0 s
             if engine.done() and engine.exception() is not None:
                 return time.monotonic_ns(), "error"
             if engine.done() and self._count_reached():

@@ -111,6 +111,16 @@ def test_nothing_is_sent_after_a_stop(nginx: Nginx) -> None:
     assert ran.engine.sent == ran.requests
 
 
+def test_a_stop_asked_for_while_the_engine_went_on_sending_takes_effect_after_its_sends(nginx: Nginx) -> None:
+    """A signal's stop is dated when Python handles it, and reaches C's thread once it lets go of
+    its lock: at 3,000 req/s the thread had sent sends due after that date (requests + skipped
+    over the due sends by 2, under load). Dated 100 ms back, every such send is one of ~300:
+    the stop must take effect after the last send made, so the books still balance."""
+    ran = run_native(Plan([nginx.url], qps=3000, clients=30, seconds=30, stop_after_s=0.5, stop_dated_back_s=0.1))
+    assert_accounted(ran)  # requests + skipped = the sends due before the stop
+    assert ran.engine.sent == ran.requests
+
+
 def test_without_keep_alive_every_request_has_its_connection(nginx: Nginx) -> None:
     before = nginx.requests_logged()
     ran = run_native(Plan([nginx.url], qps=300, clients=3, seconds=1.0, no_reuse=True))

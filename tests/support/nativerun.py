@@ -92,6 +92,7 @@ class Plan:
     method: str = "GET"
     stop_after_s: float | None = None  # a stop (a signal's) this long after the start, or as soon after as the loop gets to it
     cancel: bool = False  # after a stop, abandon what is in flight at once (no grace)
+    stop_dated_back_s: float = 0.0  # the stop asked for at a time this long before it reaches the engine (a wait)
     unit_ns: int | None = None
     metrics: bool = False  # count Prometheus' metrics too (Soak's `metrics`, a MetricsTally the engine counts into)
     backend_header: str = ""  # backendHeader: responses counted by its value
@@ -202,7 +203,8 @@ def run_soak_engine(plan: Plan, engine: str, timeout_s: float = 60) -> Ran:
         if plan.stop_after_s is not None:  # as a SIGTERM (and, to cancel at once, a second) that long after the start
             delay = (soak.info.start_ns - time.monotonic_ns()) / 1e9 + plan.stop_after_s
             loop = asyncio.get_running_loop()
-            loop.call_later(max(0.0, delay), soak.stop, "signal SIGTERM")
+            back_ns = round(plan.stop_dated_back_s * 1e9)  # a stop that waited for the engine: asked for that long ago
+            loop.call_later(max(0.0, delay), lambda: soak.stop("signal SIGTERM", at_ns=time.monotonic_ns() - back_ns))
             if plan.cancel:
                 loop.call_later(max(0.0, delay), soak._second_signal.set)
         summary = await soak.run()

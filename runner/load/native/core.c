@@ -632,9 +632,17 @@ static void skip_missed(soak_engine *e, uint32_t c)
 }
 
 /* Engine.stop: send nothing more; what fell due before `at` and was not sent is skipped by
- * each client as it finishes (at once for those not waiting on a request). */
+ * each client as it finishes (at once for those not waiting on a request). A stop another
+ * thread asked for at `at` waited for the lock while this one went on sending: it takes effect
+ * after the last send made, so that nothing sent is due at or after the stop (requests +
+ * skipped = the sends due before it; in the Python engine a stop runs between two sends). */
 static void begin_stop(soak_engine *e, int64_t at)
 {
+    if (e->last_claimed >= 0 && e->cfg.model != SOAK_BENCH) {
+        int64_t after_last = soak_due(&e->cfg.schedule, e->last_claimed) + 1;
+        if (at < after_last)
+            at = after_last;
+    }
     if (e->stopped_ns == SOAK_NONE)
         e->stopped_ns = at;
     if (e->stopping)
