@@ -827,12 +827,12 @@ static PyObject *engine_set_addresses(EngineObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* The interval's stalls, [(due, ran)] in order. */
-static PyObject *stalls_list(const soak_taken *t)
+/* Stalls as [(due, ran)] in order: an interval's (taken_dict), or the test hook's (module_stalls). */
+static PyObject *stalls_list(const soak_stall *stalls, uint32_t n)
 {
-    PyObject *list = PyList_New(t->nstalls);
-    for (uint32_t i = 0; list != NULL && i < t->nstalls; i++) {
-        PyObject *one = Py_BuildValue("(LL)", (long long)t->stalls[i].due, (long long)t->stalls[i].ran);
+    PyObject *list = PyList_New(n);
+    for (uint32_t i = 0; list != NULL && i < n; i++) {
+        PyObject *one = Py_BuildValue("(LL)", (long long)stalls[i].due, (long long)stalls[i].ran);
         if (one == NULL) {
             Py_CLEAR(list);
             break;
@@ -869,7 +869,7 @@ static PyObject *taken_dict(soak_taken *t)
     if (put(d, "tally", tally_dict(t->tally)) || PyDict_SetItemString(d, "later", later) ||
         put(d, "drain", t->drain != NULL ? tally_dict(t->drain) : Py_NewRef(Py_None)) ||
         put_i64(d, "drain_end_ns", t->drain_end_ns) || put(d, "loop_lag", histogram(&t->loop_lag)) ||
-        put(d, "stalls", stalls_list(t)) ||
+        put(d, "stalls", stalls_list(t->stalls, t->nstalls)) ||
         put(d, "next_tick_ns", t->next_tick_ns == SOAK_NONE ? Py_NewRef(Py_None) : PyLong_FromLongLong(t->next_tick_ns)) ||
         put_u64(d, "opened", t->opened) || put_u64(d, "closed", t->closed) ||
         PyDict_SetItemString(d, "per_url", per_url))
@@ -1208,9 +1208,7 @@ static PyObject *module_stalls(PyObject *module, PyObject *arg)
     Py_DECREF(seq);
     if (instead == NULL)
         return NULL;
-    soak_taken t = {.nstalls = n};
-    memcpy(t.stalls, kept, n * sizeof *kept);
-    return Py_BuildValue("(NN)", stalls_list(&t), instead);
+    return Py_BuildValue("(NN)", stalls_list(kept, n), instead);
 }
 
 static PyMethodDef MODULE_METHODS[] = {
