@@ -64,12 +64,16 @@ def test_many_urls_against_a_refused_port_print_a_few_lines(transport: str, tmp_
         blocker.close()
     assert run.returncode == EXIT_NO_RESPONSE, run.stderr  # every send refused
     summary = assert_counts_add_up(run.stdout)
-    assert summary["failed"] == summary["requests"] > 100
+    assert summary["failed"] == summary["requests"] > 0
     lines = error_lines(run.stderr)
     assert len(lines) <= summary["intervals"] * (MAX_ERROR_LINES + 1)
     assert counted(lines) == summary["failed"]
-    assert any(line.startswith(f'GET more than {GROUP_URLS} URLs, e.g. "http://127.0.0.1:{port}/u') and
-               line.endswith(" times)") for line in lines), run.stderr
+    # Each send goes to another URL, so an interval with more failures than a group names says
+    # "more than". How many an interval gets is the machine's pace (300 due, 70 sent, with both
+    # cores kept busy), so the line is asked of the intervals that had them.
+    crowded = sum(interval["tally"]["failed"] > GROUP_URLS for interval in summary["shard"]["intervals"])
+    assert sum(line.startswith(f'GET more than {GROUP_URLS} URLs, e.g. "http://127.0.0.1:{port}/u') and
+               line.endswith(" times)") for line in lines) == crowded, run.stderr
     for interval in summary["shard"]["intervals"]:
         groups = interval["tally"]["errorGroups"]
         # One group wherever something failed; on a busy machine an interval can go by with every

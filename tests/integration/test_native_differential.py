@@ -64,8 +64,11 @@ def counted(run: Run) -> dict[str, Any]:
 
 
 def assert_same(runs: dict[str, Run], race: bool = False, connections: bool = True) -> None:
-    """`connections` False: the connection counts may differ (a send cancelled at a hard stop:
-    the Python engine makes its Result anew and forgets the connection, which C counts)."""
+    """`connections` False: the connection counts may differ. A send cancelled at a hard stop:
+    the Python engine makes its Result anew and forgets the connection, which C counts. Or the
+    open model: it opens a connection for each request that finds none idle, so how many it
+    opens is how many requests overlapped, which the machine's pace decides (with both cores
+    kept busy: 4 on one engine and 6 on the other, for the same 137 requests)."""
     assert runs["native"].returncode == runs["python"].returncode
     native, python = (counted(runs[engine]) for engine in ENGINES)
     assert (native.pop("engine"), python.pop("engine")) == ENGINES
@@ -90,7 +93,7 @@ def test_every_fault_server_counts_the_same_on_both_engines(case: Case, model: s
                                       "--interval", "500ms", "--iterations", "0", "--duration", "100s",
                                       "--totalRequests", str(requests), "--loadModel", model, *case.flags, url)
     race = next(name for name, c in CASES.items() if c is case) in RACES
-    assert_same(runs, race=race)
+    assert_same(runs, race=race, connections=model == "closed")
     summary = assert_counts_add_up(runs["native"].stdout)
     assert summary["requests"] == requests
     if case.kinds:
@@ -133,7 +136,7 @@ def test_total_requests_counts_the_same_on_both_engines(nginx: Nginx, how: tuple
                                    "--iterations", "0", "--duration", "100s", "--totalRequests", "137", nginx.url)
                 for engine in ENGINES}
         assert counted(runs["native"])["good"] == 137
-    assert_same(runs)
+    assert_same(runs, connections=how != ("--loadModel", "open"))
 
 
 def test_local_workers_count_the_same_on_both_engines(nginx: Nginx) -> None:
