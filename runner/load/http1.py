@@ -160,10 +160,11 @@ class Connection(asyncio.Protocol):
         if self._lost:
             self._report_loss(self._lost_exc)
         elif not self._transport.is_closing():  # closing: connection_lost is on its way and says why
-            if not result.connected_ns:  # on a reused connection the request starts here, at the write
-                result.start_ns = _now()
-            self._transport.write(data)
+            # Read before the write: the server may read the request, and start on it, before write() returns.
             result.written_ns = _now()
+            if not result.connected_ns:  # on a reused connection the request starts here, at the write
+                result.start_ns = result.written_ns
+            self._transport.write(data)
         return waiter
 
     def _arrived_ns(self, result: Result) -> int:

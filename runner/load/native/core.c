@@ -1040,9 +1040,9 @@ static void write_request(soak_engine *e, conn *c)
     const soak_target *t = &e->cfg.targets[c->target];
     const unsigned char *data = c->last ? t->last_request : t->request;
     size_t len = c->last ? t->last_request_len : t->request_len;
-    ssize_t n = sys_send(c->fd, data + c->write_off, len - c->write_off);
-    if (c->written == 0)
+    if (c->written == 0) /* before the send: the server may read it, and start on it, before send() returns */
         c->written = mono();
+    ssize_t n = sys_send(c->fd, data + c->write_off, len - c->write_off);
     if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             lost(e, c, errno);
