@@ -189,7 +189,7 @@ def test_a_stalled_client_counts_its_late_sends_and_its_loop_lag(nginx: Nginx, e
                        nginx.url], 0.6, lambda line: line.startswith("#  "), after_s=0.3)  # the header: sending has begun
     assert run.returncode == 0, run.stderr
     summary = assert_counts_add_up(run.stdout)
-    start = datetime.fromisoformat(summary["start"].replace("Z", "+00:00")).timestamp()
+    start = started(summary)
     assert start <= run.stopped and run.resumed <= start + 6, (summary["start"], run.stopped, run.resumed)
     assert summary["client"]["loopLagMs"]["max"] >= 500
     assert summary["late"] >= 1 and summary["client"]["latenessMs"]["max"] >= 100
@@ -216,9 +216,14 @@ def test_what_comes_back_after_the_end_is_the_drain(fault_server: FaultServer, m
     assert "# after the last interval: " in run.stdout
 
 
+def started(summary: dict) -> float:
+    """The run's start, from its summary, as a Unix time."""
+    return datetime.fromisoformat(summary["start"].replace("Z", "+00:00")).timestamp()
+
+
 def covered(summary: dict, since: float, until: float) -> list[int]:
     """The intervals wholly within [since, until] (Unix times), by the run's start and interval."""
-    start = datetime.fromisoformat(summary["start"].replace("Z", "+00:00")).timestamp()
+    start = started(summary)
     interval = parse_duration(summary["config"]["interval"]) / 1e9
     return [k for k in range(summary["intervals"]) if since <= start + k * interval
             and start + (k + 1) * interval <= until]

@@ -845,7 +845,7 @@ static conn *conn_slot(soak_engine *e)
 
 /* A watch for reading alone is edge-triggered: a level-triggered one is put back on epoll's
  * ready list after every report and polled again at the next epoll_wait, one more tcp_poll per
- * response for nothing (2-3% of a keep-alive request's CPU, measured). So a read that may have
+ * response for nothing (1-3% of a keep-alive request's CPU, measured). So a read that may have
  * left something behind re-arms the watch (rewatch), and the next epoll_wait reports the rest,
  * as a level-triggered watch would have: bytes, when the read filled the buffer; the end, when
  * the report said the server had closed (EPOLLRDHUP) and the read returned bytes before it.
@@ -1255,9 +1255,10 @@ static void conn_event(soak_engine *e, conn *c, uint32_t events)
         if (c->state != CONN_BUSY)
             return;
     }
+    /* readable, hung up or an error: recvmsg says which */
     if ((events & ~(uint32_t)EPOLLOUT) && read_response(e, c, events & (EPOLLRDHUP | EPOLLHUP)) &&
         rewatch(e, c) < 0)
-        broken(e, c, errno); /* readable, hung up or an error: recvmsg says which */
+        broken(e, c, errno);
 }
 
 /* --- clients ---------------------------------------------------------------------------- */
