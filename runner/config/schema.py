@@ -7,9 +7,9 @@ flag), the bad value, and what is allowed.
 jsonschema (with referencing, attrs and the metaschemas it reads) costs about a fifth of a
 one-request run's instructions to import and build, so it is loaded only for a layer the
 schema's plain keywords cannot judge alone (_plainly_valid): a layer of a few flags of a
-type, an enum and bounds (`--engine native`, ab's -n and -c) is accepted without it; any
-other layer, and any value those keywords refuse, goes to jsonschema, whose error is the one
-reported, so every message is what it was.
+type, an enum, bounds or a duration in its range (`--engine native`, `--interval 10s`, ab's
+-n, -c and -t) is accepted without it; any other layer, and any value those keywords refuse,
+goes to jsonschema, whose error is the one reported, so every message is what it was.
 """
 
 from __future__ import annotations
@@ -205,9 +205,12 @@ def _validator() -> Draft202012Validator:
 
 
 # What a setting's own schema may say for its values to be judged by _plain_value: its type, an
-# enum of strings, inclusive bounds, and words for people. A setting with any other keyword (a
-# format, a pattern, items) is left to jsonschema.
-_PLAIN_KEYWORDS = frozenset({"type", "enum", "minimum", "maximum", "description", "default", "x-allowed"})
+# enum of strings, inclusive bounds, a duration format with its range, and words for people. A
+# setting with any other keyword (another format, a pattern, items) is left to jsonschema.
+_PLAIN_KEYWORDS = frozenset({"type", "enum", "minimum", "maximum", "description", "default", "x-allowed",
+                             "format", "x-durationRange"})
+# The formats _plain_value judges, by whether a duration of 0 is one the format takes.
+_PLAIN_FORMATS = {"positive-duration": False, "duration": True}
 # What the schema's top may say for a layer to be judged key by key: any other keyword there is
 # jsonschema's alone. Its `not` names the keys that are judged together (iterations and duration).
 _PLAIN_ROOT = frozenset({"$schema", "$id", "title", "description", "type", "additionalProperties", "not",
@@ -218,21 +221,44 @@ _PLAIN_ROOT = frozenset({"$schema", "$id", "title", "description", "type", "addi
 def _plain_settings() -> dict[str, dict[str, Any]]:
     """The settings whose values _plain_value can judge alone, each with its schema; {} if none can."""
     root = schema()
-    joint = root.get("not", {})
     if not root.keys() <= _PLAIN_ROOT or root.get("type") != "object" or root.get("additionalProperties") is not False \
-            or not joint.keys() <= {"required", "properties"}:
+            or _joint_keys() is None:
         return {}
-    together = {*joint.get("required", ()), *joint.get("properties", {})}
     return {name: spec for name, spec in root["properties"].items()
-            if name not in together and spec.keys() <= _PLAIN_KEYWORDS and _plain_kind(spec)}
+            if spec.keys() <= _PLAIN_KEYWORDS and _plain_kind(spec)}
+
+
+@functools.cache
+def _joint_keys() -> frozenset[str] | None:
+    """The keys the schema's `not` judges together (iterations and duration): a layer that has them
+    all is jsonschema's to judge. None if the `not` says more than which keys and their values."""
+    joint = schema().get("not", {})
+    if not joint.keys() <= {"required", "properties"} or not joint.get("required"):
+        return None if joint else frozenset()
+    return frozenset(joint["required"]) if set(joint.get("properties", {})) <= set(joint["required"]) else None
 
 
 def _plain_kind(spec: dict[str, Any]) -> bool:
-    """Whether a setting's values are told by a type _PLAIN_TYPES knows, or by an enum of strings alone."""
+    """Whether a setting's values are told by a type _PLAIN_TYPES knows, or by an enum of strings alone,
+    and by a format only if it is one _PLAIN_FORMATS knows, with its range (and only with it)."""
+    if ("format" in spec or "x-durationRange" in spec) and not (
+            spec.get("format") in _PLAIN_FORMATS and spec.get("type") == "string" and _range_of(spec) is not None):
+        return False
     kind = spec.get("type")
     if kind is None:
         return isinstance(spec.get("enum"), list) and all(isinstance(v, str) for v in spec["enum"])
     return isinstance(kind, str) and kind in _PLAIN_TYPES
+
+
+def _range_of(spec: dict[str, Any]) -> tuple[int, int] | None:
+    """A duration setting's x-durationRange in nanoseconds, or None if it has none or it does not parse."""
+    bounds = spec.get("x-durationRange")
+    if not (isinstance(bounds, list) and len(bounds) == 2 and all(isinstance(b, str) for b in bounds)):
+        return None
+    try:
+        return parse_duration(bounds[0]), parse_duration(bounds[1])
+    except DurationError:
+        return None
 
 
 def _is_number(value: object) -> bool:
@@ -258,7 +284,21 @@ def _plain_value(spec: dict[str, Any], value: object) -> bool:
         return False
     if "minimum" in spec and not (_is_number(value) and value >= spec["minimum"]):
         return False
-    return not ("maximum" in spec and not (_is_number(value) and value <= spec["maximum"]))
+    if "maximum" in spec and not (_is_number(value) and value <= spec["maximum"]):
+        return False
+    return "format" not in spec or _plain_duration(spec, value)
+
+
+def _plain_duration(spec: dict[str, Any], value: object) -> bool:
+    """Whether `value` is a duration the setting's format and x-durationRange take, as
+    _is_positive_duration, _is_duration and _duration_range would judge it (a string: the type
+    was checked first). 0 is outside the range but taken where the format takes it (none)."""
+    try:
+        ns = parse_duration(cast(str, value))
+    except DurationError:  # misspelt, or longer than Go holds: jsonschema's message says which
+        return False
+    low, high = cast("tuple[int, int]", _range_of(spec))
+    return (ns == 0 and _PLAIN_FORMATS[spec["format"]]) or low <= ns <= high
 
 
 def _plainly_valid(data: Any) -> bool:
@@ -267,7 +307,9 @@ def _plainly_valid(data: Any) -> bool:
     if not isinstance(data, dict):
         return False
     plain = _plain_settings()
-    return all(isinstance(key, str) and key in plain and _plain_value(plain[key], value) for key, value in data.items())
+    joint = _joint_keys()
+    return not (joint and joint <= data.keys()) and \
+        all(isinstance(key, str) and key in plain and _plain_value(plain[key], value) for key, value in data.items())
 
 
 def settings_names() -> list[str]:

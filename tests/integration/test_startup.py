@@ -24,7 +24,7 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
     "prometheus_client": ("bench", "-n", "1", "--metricAddr", "127.0.0.1:{port}"),  # metrics
     "httpx": ("bench", "-n", "1", "--transport", "httpx"),  # the httpx transport
     "yaml": ("bench", "-n", "1", "--urls", "{configmap}"),  # a URL list that is a ConfigMap
-    "jsonschema": ("bench", "-n", "1", "--timeout", "5s"),  # a setting with a format: the schema's validator
+    "jsonschema": ("bench", "-n", "1", "-H", "X-Soak: 1"),  # a setting the plain check leaves to the validator
     "multiprocessing": ("bench", "-n", "2", "-c", "2", "--workers", "2"),  # local workers
     "certifi": ("validate", "{https}"),  # an https URL: the TLS context, made from certifi's CA bundle
     "http.client": ("bench", "-n", "1", "--linkerdAwait", "--linkerdAwaitTimeout", "1s",
@@ -34,7 +34,8 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
 PLAIN = {
     "bench, native engine": ("bench", "-n", "1", "--engine", "native"),
     "bench, Python engine": ("bench", "-n", "1", "-c", "1", "--engine", "python"),
-    "soak": ("run", "--qps", "20", "--concurrency", "1", "--totalRequests", "2"),
+    "soak": ("run", "--qps", "20", "--concurrency", "1", "--totalRequests", "2", "--interval", "1s", "--timeout", "5s"),
+    "bench -t, keep-alive": ("bench", "-k", "-c", "2", "-t", "0.2", "--interval", "70s", "--engine", "native"),
 }
 
 LOADED = """

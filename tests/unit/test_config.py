@@ -708,6 +708,10 @@ def _candidates(spec: dict[str, Any]) -> list[Any]:
     values: list[Any] = [None, True, False, 0, 1, -1, 0.5, 5.0, 2**70, -(2**70), float("nan"), float("inf"),
                          float("-inf"), "", "x", "1", [], {}, [1], {"a": 1}]
     values += list(spec.get("enum", [])) + [e.upper() for e in spec.get("enum", [])]
+    if "x-durationRange" in spec:  # each bound, a step either side, 0 and what is not a Go duration
+        values += [*spec["x-durationRange"], "0s", "0", "1ns", "999us", "1ms1ns", "24h", "24h0m0.000000001s",
+                   "8760h", "8760h1ns", "9999999999999999999h", "-1s", "1.5h", "1h30m", " 1s", "1s ", "1", "5 s",
+                   "1S", "1d", ".5s", "1e3s"]
     for bound in ("minimum", "maximum"):
         if bound in spec:
             b = spec[bound]
@@ -722,7 +726,8 @@ def test_the_plain_check_accepts_only_what_jsonschema_accepts() -> None:
 
     plain = _plain_settings()
     assert {"engine", "concurrency", "totalRequests", "qps", "mode", "noReuse"} <= set(plain)  # ab's flags and --engine
-    assert not {"iterations", "duration", "interval", "headers", "body", "thresholds"} & set(plain)
+    assert {"iterations", "duration", "interval", "timeout", "warmup", "maxConnectionAge"} <= set(plain)  # durations
+    assert not {"headers", "body", "thresholds", "stages", "pushgateway", "reportLatenciesCSV"} & set(plain)
     accepted = 0
     for name, spec in plain.items():
         for value in _candidates(spec):
@@ -730,11 +735,25 @@ def test_the_plain_check_accepts_only_what_jsonschema_accepts() -> None:
             if _plainly_valid({name: value}):
                 accepted += 1
                 assert not errors, (name, value, errors[0].message)
-    assert accepted > 50  # the check does accept most values a run is given
+    assert accepted > 100  # the check does accept most values a run is given
+
+
+def test_iterations_with_a_duration_is_jsonschemas_to_judge() -> None:
+    """The schema's `not` refuses iterations above 0 beside a duration: a layer with both is never judged
+    plainly, and one with either alone is judged as any other."""
+    from runner.config.schema import _plainly_valid, _validator
+
+    for iterations in (0, 1, 5):
+        for duration in ("1m", "0s", "x"):
+            assert not _plainly_valid({"iterations": iterations, "duration": duration})
+    assert list(_validator().iter_errors({"iterations": 5, "duration": "1m"}))
+    assert _plainly_valid({"iterations": 5}) and _plainly_valid({"duration": "1m", "interval": "10s"})
 
 
 @pytest.mark.parametrize("layer", [
     {"engine": "native"}, {"totalRequests": 20000, "concurrency": 100}, {"qps": 0.5, "mode": "bench"}, {},
+    {"mode": "bench", "duration": "10s", "totalRequests": 50000, "noReuse": False},  # ab -k -t 10
+    {"interval": "70s", "timeout": "5s", "warmup": "0s", "maxConnectionAge": "0s"},
 ])
 def test_a_plain_layer_is_valid_without_jsonschema(layer: dict[str, Any]) -> None:
     from runner.config.schema import _plainly_valid, _validator
@@ -745,7 +764,9 @@ def test_a_plain_layer_is_valid_without_jsonschema(layer: dict[str, Any]) -> Non
 
 @pytest.mark.parametrize("layer", [
     {"engine": "fast"}, {"concurrency": 0}, {"concurrency": True}, {"concurrency": 5.0}, {"qps": float("nan")},
-    {"iterations": 5}, {"duration": "1m"}, {"interval": "1s"}, {"nosuch": 1}, {"engine": "native", "nosuch": 1}, [],
+    {"iterations": 5, "duration": "1m"}, {"interval": "0s"}, {"interval": "1us"}, {"interval": "25h"},
+    {"timeout": "5x"}, {"duration": "9999999999999999999h"}, {"interval": 5}, {"headers": {"X": "1"}},
+    {"nosuch": 1}, {"engine": "native", "nosuch": 1}, [],
 ])
 def test_anything_else_goes_to_jsonschema(layer: Any) -> None:
     """A value the plain check refuses, a setting it does not judge, an unknown key: jsonschema's to say."""
