@@ -63,8 +63,10 @@ def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: 
 @dataclass(frozen=True)
 class ConnectionCounts:
     """Connections the engine opened (sockets made, one per address a dial tried) and closed (by
-    either side, for any reason: a failure, the server's close, a lifetime's end, the run's end)
-    in an interval (as it was taken: each counts where the engine was when it happened) or a run."""
+    either side, for any reason: a failure, the server's close, a lifetime's end, a stop that cut
+    a request off; the idle ones left at the run's end are closed uncounted, as FastSession.aclose
+    closes them) in an interval (as it was taken: each counts where the engine was when it
+    happened) or a run."""
 
     opened: int
     closed: int

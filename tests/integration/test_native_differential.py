@@ -171,8 +171,10 @@ PER_URL = ("url", "requests", "good", "bad", "failed", "statusCodes", "errors", 
 
 def counted_per_url(run: Run) -> dict[str, Any]:
     """counted(), with the backends, the connections opened and each URL's counts (perUrl) beside.
-    Not the connections closed: the native engine counts the idle ones it closes at the run's end
-    too (stats.native.ConnectionCounts), the Python engine those a send saw end."""
+    Not the connections closed: the native engine counts a close when epoll reports it, an idle
+    connection's too (stats.native.ConnectionCounts), the Python engine when a send sees it end
+    (Result.connections_closed), so a server's close of an idle connection is one engine's count
+    before it is the other's."""
     summary = run.summary
     return counted(run) | {key: summary.get(key) for key in ("backends", "backendsReached", "connectionsOpened")} | {
         "perUrl": [{key: entry.get(key) for key in PER_URL} for entry in summary["perUrl"]]}
