@@ -77,9 +77,15 @@ def _duration_range(validator: Any, bounds: list[str], instance: Any, _schema: A
         ns = MAX_NS + 1
     except DurationError:
         return
+    if _outside(ns, bounds):
+        yield ValidationError(f"{instance!r} is not from {bounds[0]} to {bounds[1]}")
+
+
+def _outside(ns: int, bounds: list[str]) -> bool:
+    """Whether a duration of `ns` lies outside x-durationRange's [low, high]. 0 never does: whether
+    a setting takes 0 is its format's to say (positive-duration does not, duration does)."""
     low, high = bounds
-    if ns and not parse_duration(low) <= ns <= parse_duration(high):
-        yield ValidationError(f"{instance!r} is not from {low} to {high}")
+    return bool(ns) and not parse_duration(low) <= ns <= parse_duration(high)
 
 
 def _is_threshold(value: object) -> bool:
@@ -176,17 +182,22 @@ def _pattern(validator: Any, pattern: str, instance: Any, _schema: Any) -> Itera
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
+# The formats the schema names, each with its check and the error that says what is wrong with a value.
+_FORMATS: tuple[tuple[str, Callable[[object], bool], type[Exception]], ...] = (
+    ("positive-duration", _is_positive_duration, DurationError),
+    ("duration", _is_duration, DurationError),
+    ("threshold", _is_threshold, ThresholdError),
+    ("http-url", _is_http_url, UrlError),
+    ("host-port", _is_host_port, AddressError),
+    ("file-path", _is_file_path, UnicodeError))
+
+
 def _format_checker() -> FormatChecker:
-    """The formats the schema names, each with the error that says what is wrong with a value."""
+    """jsonschema's checker for _FORMATS."""
     from jsonschema import FormatChecker
 
     checker = FormatChecker(formats=())
-    for name, check, raises in (("positive-duration", _is_positive_duration, DurationError),
-                                ("duration", _is_duration, DurationError),
-                                ("threshold", _is_threshold, ThresholdError),
-                                ("http-url", _is_http_url, UrlError),
-                                ("host-port", _is_host_port, AddressError),
-                                ("file-path", _is_file_path, UnicodeError)):
+    for name, check, raises in _FORMATS:
         checker.checks(name, raises=raises)(check)
     return checker
 
@@ -209,8 +220,9 @@ def _validator() -> Draft202012Validator:
 # setting with any other keyword (another format, a pattern, items) is left to jsonschema.
 _PLAIN_KEYWORDS = frozenset({"type", "enum", "minimum", "maximum", "description", "default", "x-allowed",
                              "format", "x-durationRange"})
-# The formats _plain_value judges, by whether a duration of 0 is one the format takes.
-_PLAIN_FORMATS = {"positive-duration": False, "duration": True}
+# The formats _plain_value judges, with their checks: the durations, which it judges as jsonschema
+# does, by the format's check and then _outside.
+_PLAIN_FORMATS = {name: check for name, check, _ in _FORMATS if name in ("positive-duration", "duration")}
 # What the schema's top may say for a layer to be judged key by key: any other keyword there is
 # jsonschema's alone. Its `not` names the keys that are judged together (iterations and duration).
 _PLAIN_ROOT = frozenset({"$schema", "$id", "title", "description", "type", "additionalProperties", "not",
@@ -242,23 +254,12 @@ def _plain_kind(spec: dict[str, Any]) -> bool:
     """Whether a setting's values are told by a type _PLAIN_TYPES knows, or by an enum of strings alone,
     and by a format only if it is one _PLAIN_FORMATS knows, with its range (and only with it)."""
     if ("format" in spec or "x-durationRange" in spec) and not (
-            spec.get("format") in _PLAIN_FORMATS and spec.get("type") == "string" and _range_of(spec) is not None):
+            spec.get("format") in _PLAIN_FORMATS and spec.get("type") == "string" and "x-durationRange" in spec):
         return False
     kind = spec.get("type")
     if kind is None:
         return isinstance(spec.get("enum"), list) and all(isinstance(v, str) for v in spec["enum"])
     return isinstance(kind, str) and kind in _PLAIN_TYPES
-
-
-def _range_of(spec: dict[str, Any]) -> tuple[int, int] | None:
-    """A duration setting's x-durationRange in nanoseconds, or None if it has none or it does not parse."""
-    bounds = spec.get("x-durationRange")
-    if not (isinstance(bounds, list) and len(bounds) == 2 and all(isinstance(b, str) for b in bounds)):
-        return None
-    try:
-        return parse_duration(bounds[0]), parse_duration(bounds[1])
-    except DurationError:
-        return None
 
 
 def _is_number(value: object) -> bool:
@@ -290,15 +291,13 @@ def _plain_value(spec: dict[str, Any], value: object) -> bool:
 
 
 def _plain_duration(spec: dict[str, Any], value: object) -> bool:
-    """Whether `value` is a duration the setting's format and x-durationRange take, as
-    _is_positive_duration, _is_duration and _duration_range would judge it (a string: the type
-    was checked first). 0 is outside the range but taken where the format takes it (none)."""
+    """Whether `value` passes the setting's format and x-durationRange, by the checks jsonschema
+    runs for them: the format's and _outside (`value` is a string: the type was checked first)."""
+    text = cast(str, value)
     try:
-        ns = parse_duration(cast(str, value))
+        return _PLAIN_FORMATS[spec["format"]](text) and not _outside(parse_duration(text), spec["x-durationRange"])
     except DurationError:  # misspelt, or longer than Go holds: jsonschema's message says which
         return False
-    low, high = cast("tuple[int, int]", _range_of(spec))
-    return (ns == 0 and _PLAIN_FORMATS[spec["format"]]) or low <= ns <= high
 
 
 def _plainly_valid(data: Any) -> bool:
