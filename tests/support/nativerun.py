@@ -97,6 +97,9 @@ class Plan:
     metrics: bool = False  # count Prometheus' metrics too (Soak's `metrics`, a MetricsTally the engine counts into)
     backend_header: str = ""  # backendHeader: responses counted by its value
     lead_s: float = 0.05  # soak.LEAD_NS
+    # False: each interval is dropped once reported, as a real run drops it, so the process's memory
+    # does not grow with the count of intervals (Ran.intervals is then empty and Ran.due 0).
+    keep_intervals: bool = True
 
     @property
     def model(self) -> LoadModel:
@@ -179,13 +182,15 @@ def run_python(plan: Plan, timeout_s: float = 60) -> Ran:
 
 
 class _Intervals(Reporter):
-    """Keeps every interval the run reports."""
+    """Keeps every interval the run reports (each with its tally and histograms), or none."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: bool) -> None:
+        self.keep = keep
         self.intervals: list[Interval] = []
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
-        self.intervals.append(interval)
+        if self.keep:
+            self.intervals.append(interval)
 
 
 def run_soak_engine(plan: Plan, engine: str, timeout_s: float = 60) -> Ran:
@@ -193,7 +198,7 @@ def run_soak_engine(plan: Plan, engine: str, timeout_s: float = 60) -> Ran:
     settings = plan.settings(engine)
     parts = build(settings, plan.urls, None)
     assert parts.engine.name == engine, parts.engine
-    kept = _Intervals()
+    kept = _Intervals(plan.keep_intervals)
     shown = parts.shown if plan.backend_header else None
     metrics = MetricsTally(url_slots(plan.urls), parts.model, shown) if plan.metrics else None
 
