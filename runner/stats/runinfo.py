@@ -15,7 +15,7 @@ from runner.config.targets import Targets
 from runner.core import redact
 from runner.load.model import LoadModel, model_for
 from runner.load.shards import ALONE, Shard
-from runner.stats.client import ClientFigures
+from runner.stats.client import ClientFigures, PaceTerms
 from runner.stats.figures import Figures
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import BenchTally, Tally
@@ -65,6 +65,11 @@ class RunInfo:
     def concurrency(self) -> int:
         """This process's clients: all of the run's, or its shard's part."""
         return self.shard.share(self.settings.pace.concurrency)
+
+    @property
+    def pace_terms(self) -> PaceTerms:
+        """What judging an interval's pace needs of this run (stats.client.pace_of)."""
+        return PaceTerms.of(self.settings, self.shard)
 
 
 @dataclass(frozen=True)
