@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -33,6 +34,7 @@ from runner.load.schedule import Grid
 from runner.load.shards import Shard
 from runner.stats.figures import LINE_PERCENTILES, Figures, Latency
 from runner.stats.histogram import LatencyHistogram
+from runner.stats.phases import PhaseTally
 
 
 class PacedTally(Protocol):
@@ -51,6 +53,8 @@ class PacedTally(Protocol):
     def errors(self) -> Mapping[str, int]: ...
     @property
     def latency(self) -> LatencyHistogram: ...
+    @property
+    def phases(self) -> PhaseTally | None: ...
 
 
 SATURATED_CPU = 0.9  # of one core: a Python event loop uses at most one; at this share its own work sets its pace
@@ -163,9 +167,9 @@ def pace_of(tally: PacedTally, figures: Figures, client: ClientFigures, terms: P
 
     - Latency: a response timed by the kernel's receive time, on a connection it did not open,
       ran from the write of its request to the arrival of its answer: no delay of the client's is
-      in it. One timed by the loop's clock (TLS, httpx), or that opened a connection (the connect
-      is seen by the loop), may hold up to the loop's longest lag; in the open model a late send's
-      lateness too, latency being timed from the due time.
+      in it. One timed by the loop's clock (TLS, httpx) may hold up to the loop's longest lag; one
+      that opened a connection, as much of it as its setup took at most (the connect is seen by
+      the loop); in the open model a late send's lateness too, latency being timed from the due time.
     - Skips: a closed-model client skips a send that fell due while its request was in flight.
       A request that ended within the gap between a client's sends (clients / rate; maxInFlight /
       rate in the open model) would have left room for the next, had it gone on time: so skips
@@ -214,17 +218,28 @@ def _moved(measured: Latency, best: Latency | None) -> tuple[str, int]:
 
 def _latency_delay(tally: PacedTally, client: ClientFigures, terms: PaceTerms) -> tuple[int, int, Latency | None]:
     """(the most of the client's delay in a response's latency, how many responses may hold it, the
-    latencies without it), or (0, 0, None)."""
+    latencies without it), or (0, 0, None). A kernel-timed response that opened its connection may
+    hold it only in its connection's setup: no more than the slowest setup took."""
     responses = tally.good + tally.bad
-    by_loop = min(responses, responses - tally.kernel_clocked + tally.connections_opened)
-    lag = client.loop_lag.max if by_loop else 0
-    delayed = by_loop
+    by_loop = responses - tally.kernel_clocked
+    opened = min(responses - by_loop, tally.connections_opened)
+    lag = client.loop_lag.max if by_loop else min(client.loop_lag.max, _setup_max(tally)) if opened else 0
+    delayed = by_loop + opened
     if terms.corrected and tally.late:  # timed from the due time: a late send's lateness is in its latency
         lag += tally.late_max_ns
-        delayed = min(responses, by_loop + tally.late)
+        delayed = min(responses, delayed + tally.late)
     if not delayed or lag <= 0:
         return 0, 0, None
     return lag, delayed, _best_latency(tally.latency, delayed, lag)
+
+
+def _setup_max(tally: PacedTally) -> int:
+    """The longest a connection's setup (name lookup, connect, TLS) may have taken in the span; a
+    tally without phases (a record of an earlier version) says nothing: no bound."""
+    phases = tally.phases
+    if phases is None or not phases.connect_new.count:
+        return sys.maxsize
+    return phases.dns_new.max + phases.connect_new.max + phases.tls_new.max
 
 
 def _best_latency(histogram: LatencyHistogram, delayed: int, lag_ns: int) -> Latency:

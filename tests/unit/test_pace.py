@@ -27,7 +27,7 @@ from runner.stats.client import (
 )
 from runner.stats.figures import Figures
 from runner.stats.histogram import LatencyHistogram
-from runner.stats.recorder import Tally
+from runner.stats.recorder import Tally, phased
 
 MS = 1_000_000
 SECOND = 1_000_000_000
@@ -83,6 +83,23 @@ def test_answers_timed_by_the_loop_or_that_opened_a_connection_may_hold_its_lag(
     assert opened.delayed == 5 and opened.best is not None
     assert opened.best.ns("p50") == 20 * MS and opened.best.ns("max") == 20 * MS  # 95 answers still took 20 ms
     assert opened.moved == ("p50", 0) and not opened.saturated  # a few answers: no figure of the line moves
+
+
+def test_a_kernel_timed_answer_that_opened_its_connection_holds_no_more_delay_than_its_setup_took() -> None:
+    """Connected in 50 us (the native engine's connect on loopback returns at once): a loop 40 ms late
+    may be in no more than those 50 us of it, whatever p999 nginx's own stalls made."""
+    tally = phased()
+    for i in range(1000):
+        start = 10 * SECOND + i * MS
+        connected = start + 50_000 if i < 5 else 0
+        latency = 15 * MS if i % 250 == 7 else MS  # nginx's own: four slow answers, none a new connection's
+        tally.add(Result(status=200, kernel_clock=True, start_ns=start, connected_ns=connected,
+                         tcp_ns=connected, written_ns=connected or start, headers_ns=start + latency,
+                         end_ns=start + latency), latency, 0)
+    pace = judged(tally, lagging(40 * MS), due=1000.0)
+    assert (pace.delayed, pace.lag_ns) == (5, 50_000) and pace.moved[1] <= 50_000 and not pace.saturated
+    unknown = answered(*[MS] * 996, *[15 * MS] * 4, opened=5)  # no phases timed: no bound but the lag
+    assert judged(unknown, lagging(40 * MS), due=1000.0).lag_ns == 40 * MS
 
 
 def test_in_the_open_model_a_late_sends_lateness_is_in_its_latency() -> None:
