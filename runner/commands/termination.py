@@ -66,8 +66,8 @@ def _cut(text: str, limit: int) -> str:
 def verdict_lines(verdict: Verdict | None) -> list[str]:
     """What the verdict says of the finished run: how many thresholds held, then each that did not,
     as its line in the log says it (`threshold run errors% <= 1: 100% BROKEN`, or `... INCONCLUSIVE`
-    when it broke only where the client could not keep pace). Nothing without thresholds, or when
-    no run was judged."""
+    when it broke only where the client's own delay may have changed its figure). Nothing without
+    thresholds, or when no run was judged."""
     if verdict is None or verdict.outcomes is None:
         return []
     outcomes = verdict.outcomes

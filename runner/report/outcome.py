@@ -7,8 +7,8 @@ says on stderr, one line each, those that no other line says: the run was stoppe
 signal before its planned end, or not one response came back; the line of the code the run
 exits with comes last, the last line of `kubectl logs`. Broken thresholds have their
 own lines (the verdict's) and a failed worker its own (`soak: worker N failed: ...`); an inconclusive
-verdict (its rules broke only where the client could not keep pace) gets one here too, as the
-verdict lines alone would read as a failure of the service.
+verdict (its rules broke only where the client's own delay may have changed their figures) gets one
+here too, as the verdict lines alone would read as a failure of the service.
 """
 
 from __future__ import annotations
