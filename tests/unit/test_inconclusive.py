@@ -325,14 +325,19 @@ def reached(*backends: str, skipped: int = 0) -> Tally:
     return tally
 
 
-def test_a_backends_rule_is_judged_as_measured_unless_the_client_may_have_cost_sends() -> None:
-    """How many backends a client that kept pace would have reached is unknown (at_best None) where
-    its delay may have cost sends: a broken rule is inconclusive only there."""
+def test_a_backends_rule_counts_a_backend_more_for_each_send_the_client_may_have_cost() -> None:
+    """Five clients that keep their connections reach five backends, however many sends a busy node
+    pushed past an interval's end: `backends >= 10` is broken. A stop that cost a hundred sends may
+    have cost the backends they would have met: inconclusive there."""
     rule = parse_rule("backends >= 3", "run")
     few = Span(Figures.of(reached("a", "b"), 2.0, SECOND))
     assert at_best("backends", few) == 2 and not could_hold(rule, few)
+    late = Span(few.figures, pace=Pace(crossed=0))
+    assert at_best("backends", late) == 2 and blames_the_service(parse_rule("backends >= 3", "interval"), late)
     cut = Span(few.figures, pace=Pace(skipped=5))
-    assert at_best("backends", cut) is None and could_hold(rule, cut)
+    assert at_best("backends", cut) == 7 and could_hold(rule, cut)
+    assert not could_hold(parse_rule("backends >= 10", "run"), cut)
+    assert not could_hold(parse_rule("backends <= 1", "run"), cut)  # more sends never reach fewer
     many = Span(Figures.of(reached("a", "b", "c"), 3.0, SECOND))
     assert run_rule_verdict(rule, many, few) == (True, False, None)
     assert run_rule_verdict(rule, cut, None) == (False, False, None)  # its delay changed nothing anywhere
