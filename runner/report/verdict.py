@@ -161,8 +161,9 @@ def at_best(metric: str, span: Span, phase: str | None = None) -> float | None:
     server alone decided, as far as can be told. A latency without the delay its Pace may have put
     in it (Pace.best; a phase's, less the most of it); goal%, rate and skipped% with the sends its
     delay may have cost as if made and answered, and backends with one more for each; errors% and
-    failed% without the timeouts it may have caused. Everything else is the server's answer however late it is read (a bad%, a 5xx, a
-    refused connection): as measured. None when there is nothing to measure."""
+    failed% without the timeouts it may have caused. Everything else is the server's answer however
+    late it is read (a bad%, a 5xx, a refused connection): as measured. None when there is nothing
+    to measure."""
     f, pace = span.figures, span.pace
     measured = measure(metric, span, phase)
     if measured is None:

@@ -47,6 +47,7 @@ class PacedTally(Protocol):
     late: int
     late_max_ns: int
     kernel_clocked: int
+    delayed_max_ns: int
     connections_opened: int
 
     @property
@@ -82,6 +83,14 @@ def is_late(result: Result) -> bool:
     Only sends that went out count (a skip has no start), and not those cancelled at a stop.
     """
     return bool(result.start_ns) and result.error != ErrorKind.CANCELLED and result.client_lag_ns >= LATE_NS
+
+
+def holds_delay(result: Result) -> bool:
+    """Whether a response's latency may hold some of the client's own delay: it was timed by the
+    loop's clock, not the kernel's receive time, or it opened its connection (the loop sees the
+    connect). One timed from its due time (the open model) holds its lateness too: the recorder
+    counts those where it knows the model. Tally.delayed_max_ns keeps the slowest."""
+    return not result.kernel_clock or bool(result.connected_ns)
 
 
 OWN_CPU, NODE = "own CPU", "node"
@@ -202,7 +211,8 @@ def pace_of(tally: PacedTally, figures: Figures, client: ClientFigures, terms: P
 def run_pace(tally: PacedTally, intervals: Pace) -> Pace:
     """A whole run's Pace: its intervals' added up (`intervals`), with the latencies at best worked
     out on the run's own histogram, its delayed responses each as late as the latest was."""
-    best = _best_latency(tally.latency, intervals.delayed, intervals.lag_ns) if intervals.delayed else None
+    best = _best_latency(tally.latency, intervals.delayed, intervals.lag_ns, tally.delayed_max_ns) \
+        if intervals.delayed else None
     return replace(intervals, best=best, moved=_moved(Latency.of(tally.latency), best))
 
 
@@ -219,7 +229,8 @@ def _moved(measured: Latency, best: Latency | None) -> tuple[str, int]:
 def _latency_delay(tally: PacedTally, client: ClientFigures, terms: PaceTerms) -> tuple[int, int, Latency | None]:
     """(the most of the client's delay in a response's latency, how many responses may hold it, the
     latencies without it), or (0, 0, None). A kernel-timed response that opened its connection may
-    hold it only in its connection's setup: no more than the slowest setup took."""
+    hold it only in its connection's setup: no more than the slowest setup took. None holds more
+    than the slowest of them took in all (Tally.delayed_max_ns)."""
     responses = tally.good + tally.bad
     by_loop = responses - tally.kernel_clocked
     opened = min(responses - by_loop, tally.connections_opened)
@@ -228,9 +239,10 @@ def _latency_delay(tally: PacedTally, client: ClientFigures, terms: PaceTerms) -
     if terms.corrected and tally.late:  # timed from the due time: a late send's lateness is in its latency
         lag += tally.late_max_ns
         delayed = min(responses, delayed + tally.late)
+    lag = min(lag, tally.delayed_max_ns)
     if not delayed or lag <= 0:
         return 0, 0, None
-    return lag, delayed, _best_latency(tally.latency, delayed, lag)
+    return lag, delayed, _best_latency(tally.latency, delayed, lag, tally.delayed_max_ns)
 
 
 def _setup_max(tally: PacedTally) -> int:
@@ -242,24 +254,27 @@ def _setup_max(tally: PacedTally) -> int:
     return phases.dns_new.max + phases.connect_new.max + phases.tls_new.max
 
 
-def _best_latency(histogram: LatencyHistogram, delayed: int, lag_ns: int) -> Latency:
-    """The latencies had `delayed` of the responses each been up to `lag_ns` faster: a lower bound
-    of each. A percentile falls by at most the lag, and no lower than the value as many ranks below
-    as there are delayed responses (the others are as measured)."""
+def _best_latency(histogram: LatencyHistogram, delayed: int, lag_ns: int, delayed_max_ns: int | None = None) -> Latency:
+    """The latencies had `delayed` of the responses, none slower than `delayed_max_ns`, each been up
+    to `lag_ns` faster: a lower bound of each. A percentile slower than every delayed response is
+    as measured; any other falls by at most the lag, and no lower than the value as many ranks
+    down as there are delayed responses (the others are as measured)."""
     n = histogram.count
     if not n:
         return Latency()
+    # Slower than the slowest delayed response, by more than a histogram bucket (0.1%): no delay in it.
+    fixed = math.inf if delayed_max_ns is None else delayed_max_ns + delayed_max_ns // 500
     ranks = {key: max(int(p.rank * n / 100 + 0.5), 1) for key, p in PERCENTILES.items()}
     shifted = {key: rank - delayed for key, rank in ranks.items()}
     lower = histogram.percentiles(s * 100 / n for s in (*shifted.values(), n - delayed) if s > 0)
     measured = histogram.percentiles(p.rank for p in PERCENTILES.values())
 
-    def floor(rank: int) -> int:
-        return lower[rank * 100 / n] if rank > 0 else 0
+    def at_best(value: int, rank: int) -> int:
+        return value if value > fixed else max(value - lag_ns, lower[rank * 100 / n] if rank > 0 else 0, 0)
 
-    best = {key: max(measured[p.rank] - lag_ns, floor(shifted[key]), 0) for key, p in PERCENTILES.items()}
-    return Latency(n, max(histogram.min - lag_ns, 0), max(histogram.max - lag_ns, floor(n - delayed), 0),
-                   max(histogram.mean - lag_ns * delayed / n, 0.0), 0.0, best)
+    best = {key: at_best(measured[p.rank], shifted[key]) for key, p in PERCENTILES.items()}
+    return Latency(n, at_best(histogram.min, 0) if histogram.min <= fixed else histogram.min,
+                   at_best(histogram.max, n - delayed), max(histogram.mean - lag_ns * delayed / n, 0.0), 0.0, best)
 
 
 def _may_skip(tally: PacedTally, gap: float, behind_ns: int, lag_ns: int) -> bool:

@@ -164,6 +164,7 @@ class NativeRecorder:
         tally = Tally(
             good=counts["good"], bad=counts["bad"], failed=counts["failed"], skipped=counts["skipped"],
             late=counts["late"], late_max_ns=counts["late_max_ns"], kernel_clocked=counts["kernel_clocked"],
+            delayed_max_ns=counts["delayed_max_ns"],
             bytes_in=counts["bytes_in"], bytes_out=counts["bytes_out"], statuses=Counter(counts["statuses"]),
             errors=Counter(counts["errors"]), latency=histogram(counts["latency"]),
             phases=phases(counts["phases"]),

@@ -17,7 +17,7 @@ from runner.core.redact import printable
 from runner.load.model import LoadModel
 from runner.load.result import ErrorKind, Result, is_good
 from runner.load.schedule import Grid, Skips
-from runner.stats.client import ClientFigures, ClientMeter, Pace, PaceTerms, is_late, pace_of
+from runner.stats.client import ClientFigures, ClientMeter, Pace, PaceTerms, holds_delay, is_late, pace_of
 from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, Figures, Sends
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.phases import PhaseTally, waiting_ns
@@ -97,6 +97,7 @@ class Tally(Sends):
     late: int = 0  # sends that left late (stats.client.is_late): the client's own delay
     late_max_ns: int = 0  # the latest of them
     kernel_clocked: int = 0  # responses timed by the kernel's receive timestamps (Result.kernel_clock)
+    delayed_max_ns: int = 0  # the slowest response whose latency the client's delay may be in (holds_delay)
     hash_checked: int = 0
     hash_mismatches: int = 0
     bytes_in: int = 0
@@ -143,6 +144,8 @@ class Tally(Sends):
             self.count_backend(backend or NO_BACKEND)
         if result.kernel_clock:
             self.kernel_clocked += 1
+        if holds_delay(result):
+            self.delayed_max_ns = max(self.delayed_max_ns, latency_ns)
         if result.body_hash is not None:
             self.hash_checked += 1
             self.hash_mismatches += result.body_hash != hash_value
@@ -156,6 +159,7 @@ class Tally(Sends):
                      "bytes_in", "bytes_out", "connections_opened", "connections_closed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.late_max_ns = max(self.late_max_ns, other.late_max_ns)
+        self.delayed_max_ns = max(self.delayed_max_ns, other.delayed_max_ns)
         self.statuses.update(other.statuses)
         for backend, count in other.backends.items():
             self.count_backend(backend, count)
@@ -467,6 +471,8 @@ class Recorder:
         latency = self._model.latency_ns(result)
         backend = self._backend(result.backend)
         tally.add(result, latency, self._hash_value, backend=backend)
+        if self._model.corrected and is_late(result):  # timed from its due time: its lateness is in it
+            tally.delayed_max_ns = max(tally.delayed_max_ns, latency)
         if per_url is not None:
             per_url[self._slot_of[result.url_index]].add(result, latency, self._hash_value, backend=backend)
         if self.uncorrected is not None:

@@ -131,6 +131,20 @@ def test_without_keep_alive_every_request_has_its_connection(nginx: Nginx) -> No
     assert ran.recorder.connections["HTTP/1.1"] == ran.requests
 
 
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_the_slowest_answer_the_clients_delay_may_be_in_is_counted_alike(nginx: Nginx, engine: str) -> None:
+    """stats.client.holds_delay, as both engines file it: without keep-alive every answer opened its
+    connection (the loop saw the connect), so the slowest of them is the slowest of all; with it,
+    only the first answer of each connection did (the rest, timed by the kernel, hold none), so
+    it is some answer's latency, no more than the slowest's, and the intervals' make the run's."""
+    run = run_native if engine == "native" else run_python
+    fresh = run(Plan([nginx.url], qps=300, clients=3, seconds=None, total_requests=60, no_reuse=True))
+    assert fresh.run.good == 60 and fresh.run.delayed_max_ns == fresh.run.latency.max > 0
+    kept = run(Plan([nginx.url], qps=300, clients=3, seconds=None, total_requests=60))
+    assert kept.run.good == 60 and 0 < kept.run.delayed_max_ns <= kept.run.latency.max
+    assert kept.run.delayed_max_ns == max(i.tally.delayed_max_ns for i in kept.intervals)
+
+
 def _by_connection(lines: list[str]) -> dict[str, list[str]]:
     """nginx's log lines by connection: each request's `Connection` header ("-": none), in order."""
     found: dict[str, list[str]] = {}

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from runner.config.settings import merge, settings_from
-from runner.load.model import Closed
+from runner.load.model import Closed, Open
 from runner.load.result import ErrorKind, Result
 from runner.load.schedule import Grid
 from runner.report.clientnotes import backend_note, drain_note, interval_note, run_note, short
@@ -345,6 +345,33 @@ def test_late_counts_round_trip_and_old_records_read_as_none_late() -> None:
     merged = Tally(late=1, late_max_ns=50 * MS)
     merged.merge(back)
     assert (merged.late, merged.late_max_ns) == (3, 50 * MS)
+
+
+def test_the_slowest_answer_that_may_hold_the_clients_delay_is_kept_merged_and_recorded() -> None:
+    """Answers the kernel timed on a kept connection hold none of it; one timed by the loop or that
+    opened its connection may (stats.client.holds_delay), and so may, in the open model, one sent
+    late (its latency runs from the due time). A record without it (an earlier version) says any may."""
+    recorder = Recorder(GRID, Open(1000))
+    recorder.record(Result(status=200, kernel_clock=True, due_ns=START, start_ns=START, headers_ns=START + 90 * MS,
+                           end_ns=START + 90 * MS))
+    recorder.record(Result(status=200, kernel_clock=False, due_ns=START, start_ns=START, headers_ns=START + 7 * MS,
+                           end_ns=START + 7 * MS))
+    recorder.record(Result(status=200, kernel_clock=True, connected_ns=START + MS, due_ns=START, start_ns=START,
+                           headers_ns=START + 9 * MS, end_ns=START + 9 * MS))
+    recorder.record(Result(status=200, kernel_clock=True, due_ns=START, start_ns=START + 3 * MS,
+                           headers_ns=START + 14 * MS, end_ns=START + 14 * MS))  # 3 ms late: 14 ms from its due time
+    tally = recorder.close().tally
+    assert tally.delayed_max_ns == 14 * MS and tally.latency.max >= 90 * MS * 0.999
+    back = tally_from_record(json.loads(json.dumps(tally_record(tally))))
+    assert back.delayed_max_ns == 14 * MS
+    old = tally_record(tally)
+    del old["delayedMaxNs"]
+    assert tally_from_record(old).delayed_max_ns == tally.latency.max
+    with pytest.raises(ValueError, match="delayedMaxNs"):
+        tally_from_record({**tally_record(tally), "delayedMaxNs": -1})
+    merged = Tally(delayed_max_ns=20 * MS)
+    merged.merge(back)
+    assert merged.delayed_max_ns == 20 * MS
 
 
 def test_short_durations_to_a_tenth_of_a_millisecond() -> None:
