@@ -273,8 +273,8 @@ def _best_latency(histogram: LatencyHistogram, delayed: int, lag_ns: int, delaye
         return value if value > fixed else max(value - lag_ns, lower[rank * 100 / n] if rank > 0 else 0, 0)
 
     best = {key: at_best(measured[p.rank], shifted[key]) for key, p in PERCENTILES.items()}
-    return Latency(n, at_best(histogram.min, 0) if histogram.min <= fixed else histogram.min,
-                   at_best(histogram.max, n - delayed), max(histogram.mean - lag_ns * delayed / n, 0.0), 0.0, best)
+    return Latency(n, at_best(histogram.min, 0), at_best(histogram.max, n - delayed),
+                   max(histogram.mean - lag_ns * delayed / n, 0.0), 0.0, best)
 
 
 def _may_skip(tally: PacedTally, gap: float, behind_ns: int, lag_ns: int) -> bool:
@@ -295,6 +295,8 @@ def _may_skip(tally: PacedTally, gap: float, behind_ns: int, lag_ns: int) -> boo
     if fast_failures or not (histogram.count or tally.failed):
         return behind_ns >= gap
     return False  # every request of the span was slower than the gap: the server's
+
+
 @dataclass
 class ClientFigures:
     """How the client fared over one interval, or over the whole run.
