@@ -107,7 +107,7 @@ class RunSummary:
     connections: dict[str, int] | None = None  # connections opened, by protocol: {"HTTP/1.1 TLSv1.3": 5}
     shards: dict[str, Any] | None = None  # a merged run: how many shards, which were merged, missing, cut
     failed_workers: dict[int, str] | None = None  # local workers that died or raised: what happened to each
-    client: ClientFigures | None = None  # how the client itself fared: loop lag, CPU, lateness, saturation
+    client: ClientFigures | None = None  # how the client itself fared: lag, CPU, lateness, saturated intervals
     drain: Tally | None = None  # what came back after the last interval ended (in `tally` too)
     last_interval_end_ns: int | None = None  # when the last interval ended (end_ns adds the drain)
     # The sends the schedule made due over the run (Schedule.sends_due, unrounded; a merged
