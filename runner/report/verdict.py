@@ -30,6 +30,7 @@ interval line, the thresholds and the summary are printed exactly once, as after
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 from collections import Counter
@@ -160,8 +161,9 @@ def at_best(metric: str, span: Span, phase: str | None = None) -> float | None:
     """The metric's value on the span had the client's own delay cost nothing (span.pace): what the
     server alone decided, as far as can be told. A latency without the delay its Pace may have put
     in it (Pace.best; a phase's, less the most of it); goal%, rate and skipped% with the sends its
-    delay may have cost as if made and answered, and backends with one more for each; errors% and
-    failed% without the timeouts it may have caused. Everything else is the server's answer however
+    delay may have cost as if made and answered, and backends with one more for each that would have
+    opened a connection (as often as the span's sends did); errors% and failed% without the
+    timeouts it may have caused. Everything else is the server's answer however
     late it is read (a bad%, a 5xx, a refused connection): as measured. None when there is nothing
     to measure."""
     f, pace = span.figures, span.pace
@@ -179,8 +181,9 @@ def at_best(metric: str, span: Span, phase: str | None = None) -> float | None:
         return (f.skipped - pace.skipped) * 100 / (f.requests + f.skipped)
     if metric == "goal%":
         return goal_percent(f.responses + pace.sends, f.due)
-    if metric == BACKENDS:  # each send it may have cost could have met one backend more, at most
-        return measured + pace.sends
+    if metric == BACKENDS:  # a send it may have cost met a new backend only on a new connection
+        opening = f.connections_opened / f.requests if f.requests else 1.0  # as often as the span's sends opened one
+        return measured + math.ceil(pace.sends * opening)
     if metric == RATE and f.due is not None:  # the sends it may have cost as made, never beyond those due
         made = min(f.requests + pace.skipped + pace.crossed, f.due)
         return max(measured, made * span.shares / f.due_seconds)

@@ -327,19 +327,28 @@ def reached(*backends: str, skipped: int = 0) -> Tally:
 
 def test_a_backends_rule_counts_a_backend_more_for_each_send_the_client_may_have_cost() -> None:
     """Five clients that keep their connections reach five backends, however many sends a busy node
-    pushed past an interval's end: `backends >= 10` is broken. A stop that cost a hundred sends may
-    have cost the backends they would have met: inconclusive there."""
+    pushed past an interval's end: a send meets a new backend only on a new connection, and they
+    opened one for a few of their sends. `backends >= 10` is broken. A stop that cost a hundred
+    sends of a run that opened a connection each time may have cost the backends they would have
+    met: inconclusive there."""
     rule = parse_rule("backends >= 3", "run")
     few = Span(Figures.of(reached("a", "b"), 2.0, SECOND))
     assert at_best("backends", few) == 2 and not could_hold(rule, few)
-    late = Span(few.figures, pace=Pace(crossed=0))
-    assert at_best("backends", late) == 2 and blames_the_service(parse_rule("backends >= 3", "interval"), late)
     cut = Span(few.figures, pace=Pace(skipped=5))
+    assert at_best("backends", cut) == 2 and not could_hold(rule, cut)  # on kept connections: none new
+    fresh = reached("a", "b")
+    fresh.connections_opened = 2  # each send opened its connection
+    cut = Span(Figures.of(fresh, 2.0, SECOND), pace=Pace(skipped=5))
     assert at_best("backends", cut) == 7 and could_hold(rule, cut)
     assert not could_hold(parse_rule("backends >= 10", "run"), cut)
     assert not could_hold(parse_rule("backends <= 1", "run"), cut)  # more sends never reach fewer
+    kept = reached(*"abcdefghij")
+    kept.connections_opened = 5  # five clients' connections for 10 sends: one send in two opened one
+    assert at_best("backends", Span(Figures.of(kept, 10.0, SECOND), pace=Pace(crossed=3))) == 12  # 10 + ceil(1.5)
     many = Span(Figures.of(reached("a", "b", "c"), 3.0, SECOND))
     assert run_rule_verdict(rule, many, few) == (True, False, None)
     assert run_rule_verdict(rule, cut, None) == (False, False, None)  # its delay changed nothing anywhere
     assert run_rule_verdict(rule, cut, EMPTY) == (False, True, None)  # it may have cost sends throughout
     assert run_rule_verdict(rule, cut, Span(Figures.of(reached("a"), 1.0, SECOND))) == (False, False, 1)
+    stalled = Span(Figures.of(Tally(), 6.0, SECOND), pace=Pace(crossed=6))  # nothing sent: any send might have
+    assert at_best("backends", stalled) is None  # nothing to measure
