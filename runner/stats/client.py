@@ -74,6 +74,9 @@ WATCH_GAP_NS = 100 * NS_PER_MS
 # the server had not answered in more than half the time the run gives it.
 TIMEOUT_SHARE = 0.5
 WITHIN_GAP = 0.998  # of the gap between a client's sends: a request that took less ended within it (_may_skip)
+# Of a span's goal: the least its client's lateness alone must be able to cost it to count as
+# changing it (a line shows goal% to the whole percent).
+GOAL_NOTED = 0.01
 NAMED_INTERVALS = 10  # saturated intervals a run keeps the numbers of, for its note (ClientFigures.named)
 
 
@@ -186,9 +189,9 @@ def pace_of(tally: PacedTally, figures: Figures, client: ClientFigures, terms: P
       the delay its latency may hold), behind. Requests all slower than the gap: the server's.
     - Timeouts: only when the loop lagged TIMEOUT_SHARE of the timeout or more.
     - The goal: sends due within `behind` of the span's end may have been sent, or answered, after
-      it (`crossed`: as many as the server answered of those it got). As responses cross a line's
+      it (`crossed`: as many as the span answered of its due sends). As responses cross a line's
       edges both ways, that is the client's cut of a goal not met (`short`) only once it ran a
-      whole gap behind, as a stopped client does.
+      whole gap behind, as a stopped client does, and could cost GOAL_NOTED of the goal.
     """
     behind = max(tally.late_max_ns, client.loop_lag.max) if terms.paced else 0
     behind = behind if behind >= LATE_NS else 0
@@ -199,11 +202,12 @@ def pace_of(tally: PacedTally, figures: Figures, client: ClientFigures, terms: P
     timeouts = figures.errors.get(ErrorKind.TIMEOUT, 0) if client.loop_lag.max >= terms.timeout_ns * TIMEOUT_SHARE \
         else 0
     due = figures.due or 0.0
-    answered = figures.responses / figures.requests if figures.requests else 1.0  # what a send met, if any was made
+    answered = min(figures.responses / due, 1.0) if due and figures.requests else 1.0  # of its due sends
     unskipped = max(math.ceil(due) - tally.skipped, 0)  # the span's due sends that were not skipped
     crossed = min(unskipped, math.ceil(rate * behind / NS_PER_S * answered)) if behind and rate else 0
     missing = max(math.ceil(due - figures.responses - 1e-9), 0)
-    short = min(missing, skipped + timeouts + (crossed if gap and behind >= gap else 0))
+    edges = crossed if gap and behind >= gap and crossed >= due * GOAL_NOTED else 0  # beyond its edges' jitter
+    short = min(missing, skipped + timeouts + edges)
     return Pace(behind, lag, delayed, skipped, timeouts, crossed, short, client.cpu_share, best,
                 _moved(figures.latency, best))
 
