@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from runner.config.rules import BACKENDS, LATENCIES, RATE, Rule
+from runner.config.rules import BACKENDS, LATENCIES, RATE, Rule, status_codes
 from runner.config.settings import Settings
 from runner.config.targets import matching, url_slots
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS
@@ -154,7 +154,8 @@ def at_best(metric: str, span: Span, phase: str | None = None) -> float | None:
     """The metric's value on the span had the client's own delay cost nothing: what the server alone
     decided. A bad response (5xx) is its answer however late it is read, and so is a failure other
     than a timeout (the client's clock) or a cancel (the run's stop): a refused connection, a
-    reset, a TLS or protocol error; so bad%, errors% and failed% count those. A client's delay
+    reset, a TLS or protocol error; so bad%, errors% and failed% count those, and a status rule
+    (`4xx%`, a share of the responses alone) is as measured. A client's delay
     comes and goes and only ever adds to a latency, so every latency is at best the fastest
     response's: one that even it breaks is the server's. The rest is at its best: every due send
     answered (goal%) but those the server failed, no skip, the rate asked for. None when there is
@@ -163,6 +164,9 @@ def at_best(metric: str, span: Span, phase: str | None = None) -> float | None:
     if phase is not None:  # a phase's latency too is at best its fastest response's
         latency = f.phases.get(phase)
         return float(latency.min_ns) if latency is not None and latency.count else None
+    codes = status_codes(metric)
+    if codes is not None:  # a status is the server's answer, however late it was read: as measured
+        return f.status_percent(codes)
     refused = f.failed - sum(f.errors.get(kind, 0) for kind in PACE_FAILURES)  # the server's own failures
     if metric in ("bad%", "errors%", "failed%"):
         if not f.requests:
@@ -187,9 +191,9 @@ def at_best(metric: str, span: Span, phase: str | None = None) -> float | None:
 def could_hold(rule: Rule, span: Span) -> bool:
     """Whether the rule would have held on the span had the client kept pace (at_best): if not, the
     server broke it, whatever the client did (5xx answers; latencies even the fastest response
-    broke; a rule no client could keep). A broken bad% rule never could: its value is the
-    server's answers alone."""
-    if rule.metric == "bad%":
+    broke; a rule no client could keep). A broken bad% or status rule (`4xx%`) never could: its
+    value is the server's answers alone, and with none at all there was not one status to keep it."""
+    if rule.metric == "bad%" or status_codes(rule.metric) is not None:
         return False
     best = at_best(rule.metric, span, rule.phase)
     return best is None or rule.holds(best)

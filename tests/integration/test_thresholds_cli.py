@@ -147,11 +147,18 @@ def test_after_sigterm_the_exit_code_is_the_verdicts(nginx: Nginx, rule: str, co
          'like "p99 < 50ms"'),
         (("--intervalThresholds", "goal% >= 99, latency < 5ms"),
          'soak: --intervalThresholds: "latency < 5ms" is not allowed; unknown metric "latency": the metrics are '
-         "p50 p75 p90 p95 p99 p999 max mean (latencies), goal% errors% failed% bad% skipped% (percentages), "
-         "rate (req/s) or backends (how many answered)"),
+         "p50 p75 p90 p95 p99 p999 max mean (latencies), goal% errors% failed% bad% skipped% (percentages of the "
+         "sends), 2xx% 3xx% 4xx% 5xx% or one status like 401% (percentages of the responses), rate (req/s) or "
+         "backends (how many answered)"),
         (("--abortOnThreshold", "--thresholds", "goal% = 99"),
-         'soak: --thresholds: "goal% = 99" is not allowed; the comparison must be <, <=, > or >=, like '
-         '"p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'),
+         'soak: --thresholds: "goal% = 99" is not allowed; the comparison must be <, <=, >, >= or == (== only for a '
+         'percentage at 0 or 100: "5xx% == 0"), like "p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'),
+        (("--thresholds", "4xx <= 1"),
+         'soak: --thresholds: "4xx <= 1" is not allowed; 4xx without % could be a count or a percentage; rules '
+         'measure percentages of the responses: write "4xx% <= 1"'),
+        (("--intervalThresholds", "p99 == 50ms"),
+         'soak: --intervalThresholds: "p99 == 50ms" is not allowed; p99 is measured, never exactly one value: use <, '
+         '<=, > or >= (== is for a percentage at 0 or 100, like "5xx% == 0")'),
     ],
 )
 def test_a_bad_rule_is_one_line_and_exit_2_before_anything_is_sent(nginx: Nginx, args: tuple[str, ...],

@@ -223,6 +223,28 @@ def test_figures_and_the_verdict_as_gauges() -> None:
                                           (("rule", "errors% <= 0"), ("scope", "run")): 0}
 
 
+def test_status_rules_are_exported_as_every_rule_is() -> None:
+    """soak_threshold_passed names each rule as written: a status rule, `==` and scope included."""
+    figures = Gauges()
+    rules = ["errors% <= 1", "4xx% <= 1", "401% == 0", "5xx% == 0", "4xx%{url=/} <= 50"]
+    verdict = Verdict.for_settings(settings_from(merge({"thresholds": rules})), io.StringIO())
+    reporter = MetricsReporter(figures, verdict)
+    info = RunInfo(settings_from(merge({"qps": 50, "interval": "1s"})), URLS, None, START, 1_767_225_600.0)
+    reporter.start(info)
+    tally = Tally()
+    for status in (200, 200, 200, 401):
+        tally.add(Result(status=status), 3 * MS, 0)
+    reporter.interval(info, Interval(0, START, START + 1_000_000_000, tally, due=4.0))
+    summary = RunSummary(info, 1, START + 10**9, START + 10**9, tally, None, None, None, "iterations", 0.1, 1)
+    assert verdict is not None
+    verdict.finish(summary)
+    reporter.finish(summary)
+    s = scrape(MetricsTally(ONE, Closed()), figures)
+    assert s["soak_thresholds_passed"][()] == 0
+    assert s["soak_threshold_passed"] == {(("rule", rule), ("scope", "run")): ok
+                                          for rule, ok in zip(rules, (1, 0, 0, 1, 1), strict=True)}
+
+
 def test_both_exposition_formats_parse() -> None:
     """Prometheus asks for OpenMetrics when it can: that format must hold these families too."""
     tally = MetricsTally(TWO, Closed())

@@ -172,6 +172,15 @@ def test_outputs() -> None:
         assert "verdict" not in plan({"terminationMessagePath": quiet})[-1]
 
 
+def test_the_thresholds_are_listed_as_written_status_rules_too() -> None:
+    """Each rule as the verdict lines will name it: a status rule, its `==` and its scope as written."""
+    lines = plan({"thresholds": ["errors% <= 1", "4xx% <= 1", "401%{url=/api} == 0"],
+                  "intervalThresholds": ["5xx% == 0"], "abortOnThreshold": True}, ["http://h/api"])
+    assert lines[-5:] == ["threshold (run): errors% <= 1", "threshold (run): 4xx% <= 1",
+                          "threshold (run): 401%{url=/api} == 0", "threshold (interval): 5xx% == 0",
+                          "exit code 3 if any threshold is broken; stops as soon as one can no longer be met"]
+
+
 # --- headers -------------------------------------------------------------------------------------
 
 

@@ -329,3 +329,86 @@ def test_without_the_option_there_is_no_capacity_line_or_key() -> None:
     verdict, text = run_through({"intervalThresholds": ["p99 < 50ms"]}, [tally_of(100, 90 * MS)], Stops())
     assert "# capacity" not in text
     assert "lastGoodRate" not in verdict.section(summary_of(info_for({}), [tally_of(1)]))
+
+
+# --- status rules ----------------------------------------------------------------------------------
+
+
+def with_statuses(good: int, **statuses: int) -> Tally:
+    """`good` 200s, then each `s401=n` status n times (1 ms each)."""
+    tally = tally_of(good)
+    for name, count in statuses.items():
+        for _ in range(count):
+            tally.add(Result(status=int(name[1:])), MS, 0)
+    return tally
+
+
+def test_a_token_that_expires_keeps_errors_but_breaks_the_status_rules() -> None:
+    """401s are good responses (slow_cooker's 200-499): errors% stays 0 while every send after the
+    expiry is refused by the service; 4xx%, 401% and the interval rule see it, and exit 3."""
+    tallies = [tally_of(100), with_statuses(40, s401=60), with_statuses(0, s401=100)]
+    verdict, text = run_through(
+        {"thresholds": ["errors% <= 1", "4xx% <= 1", "401% == 0", "5xx% == 0", "2xx% >= 99"],
+         "intervalThresholds": ["4xx% <= 1"]},
+        tallies,
+    )
+    assert text.splitlines() == [
+        "# threshold run errors% <= 1: 0% ok",
+        "# threshold run 4xx% <= 1: 53.333% BROKEN",
+        "# threshold run 401% == 0: 53.333% BROKEN",
+        "# threshold run 5xx% == 0: 0% ok",
+        "# threshold run 2xx% >= 99: 46.667% BROKEN",
+        "# threshold interval 4xx% <= 1: worst 100% (interval 2), broken in 2 of 3 intervals (1, 2) BROKEN",
+        "# thresholds: 4 of 6 broken",
+    ]
+    assert verdict.exit_code == EXIT_THRESHOLDS
+    records = verdict.section(summary_of(info_for({}), tallies))["thresholds"]["rules"]
+    assert records[2] == {"rule": "401% == 0", "scope": "run", "measured": 53.333333, "unit": "%", "ok": False,
+                          "inconclusive": False}
+    assert records[5]["brokenIntervals"] == [1, 2] and records[5]["worstInterval"] == 2
+
+
+def test_a_status_rule_over_failed_sends_alone_has_nothing_to_measure() -> None:
+    """No response, no status: the run rule breaks (nothing to measure, as a latency rule), an interval
+    without a response is not judged, and the interval that has responses is."""
+    verdict, text = run_through({"thresholds": ["4xx% <= 1"], "intervalThresholds": ["4xx% <= 1", "5xx% == 0"]},
+                                [tally_of(0, failed=100), tally_of(0, failed=100)])
+    assert text.splitlines()[:3] == ["# threshold run 4xx% <= 1: nothing to measure BROKEN",
+                                     "# threshold interval 4xx% <= 1: no interval to measure ok",
+                                     "# threshold interval 5xx% == 0: no interval to measure ok"]
+    _, text = run_through({"intervalThresholds": ["5xx% == 0"]}, [tally_of(0, failed=100), tally_of(99, bad=1)])
+    assert text.splitlines()[0] == "# threshold interval 5xx% == 0: worst 1% (interval 1), broken in 1 of 1 intervals (1) BROKEN"
+
+
+def test_a_status_rule_stops_a_run_once_out_of_reach() -> None:
+    """10 intervals of 100 sends: 11 401s make `4xx% <= 1` impossible (11 of at most 1000 responses)."""
+    stops = Stops()
+    verdict, _ = run_through({"thresholds": ["4xx% <= 1"], "abortOnThreshold": True},
+                             [tally_of(100), with_statuses(90, s401=10)], stops)
+    assert stops.reasons == []  # 10 of 1000: can still hold
+    verdict, _ = run_through({"thresholds": ["4xx% <= 1", "401% == 0"], "abortOnThreshold": True},
+                             [tally_of(100), with_statuses(89, s401=11)], stops)
+    assert stops.reasons == ["threshold run 4xx% <= 1"]
+    assert verdict.aborted == "run 4xx% <= 1 can no longer hold after interval 1"
+
+
+def test_a_scoped_status_rule_is_judged_on_its_urls_answers_alone() -> None:
+    """/login answers 401 to every other send; /ok never: each URL's rule sees its own, the run's both."""
+    per_url = (Tally(), Tally())
+    total = Tally()
+    for n in range(100):
+        status = 401 if n % 4 == 1 else 200  # half of /login's sends (url 1: odd n)
+        for tally in (per_url[n % 2], total):
+            tally.add(Result(start_ns=1, headers_ns=2, end_ns=3, status=status, url_index=n % 2), MS, 0)
+    settings = settings_from(merge({"thresholds": ["4xx%{url=/login} <= 1", "401%{url=/ok} == 0", "4xx% <= 30",
+                                                   "errors%{url=/login} <= 0"]}))
+    info = RunInfo(settings, ["http://h/ok", "http://h/login"], None, 0, 1e9)
+    summary = RunSummary(info, 1, 10**9, 10**9, total, None, None, None, "iterations", 0.0, 0, per_url=per_url)
+    verdict = Verdict.for_settings(settings, io.StringIO())
+    assert verdict is not None
+    outcomes = verdict.judge(summary)
+    assert [(o.rule.text, o.ok, o.measured) for o in outcomes] == [
+        ("4xx%{url=/login} <= 1", False, 50.0), ("401%{url=/ok} == 0", True, 0.0), ("4xx% <= 30", True, 25.0),
+        ("errors%{url=/login} <= 0", True, 0.0)]
+    assert outcomes[0].line() == "# threshold run 4xx%{url=/login} <= 1: 50% BROKEN\n"
+    assert outcomes[1].record()["url"] == "/ok"
