@@ -24,6 +24,8 @@ Paths:
                       this path's first one, at once after: a target that starts cold (a warm-up)
     /fail-after/N     200 for this path's first N requests, 503 for every one after: a target
                       that gives way under load (a capacity search)
+    /fail-after/N/S   the same with status S after them: `/fail-after/20/401`, a token that
+                      expires after 20 requests (each path counts its own)
     /stall            reads the request and never answers (for timeouts and cancellation)
     /close            reads the request and closes the connection without answering
     /reset-mid-body   headers with Content-Length 100000, part of the body, then a TCP RST
@@ -87,8 +89,8 @@ ENDLESS_CAP = 256 << 20  # most bytes an endless head or chunk line sends if the
 LISTEN_BACKLOG = 4096
 GZIP_PLAIN = b"soak gzip body\n" * 100  # /gzip's body, before compression
 GZIP_LIE = b"this body is not gzip, whatever the headers say\n"
-_REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 404: "Not Found", 418: "I'm a teapot",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 401: "Unauthorized", 404: "Not Found",
+            418: "I'm a teapot", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 
 class FaultServer:
@@ -232,9 +234,10 @@ class FaultServer:
                 return False
             return _respond(conn, 200, OK_BODY)
         if path.startswith("/fail-after/"):
+            count, _, status = path[len("/fail-after/"):].partition("/")
             with self._lock:
-                over = self._seen[path] > int(path.rsplit("/", 1)[1])
-            return _respond(conn, 503, b"given way\n") if over else _respond(conn, 200, OK_BODY)
+                over = self._seen[path] > int(count)
+            return _respond(conn, int(status or 503), b"given way\n") if over else _respond(conn, 200, OK_BODY)
         if path == "/stall":
             _drain(conn)
             return False
