@@ -55,6 +55,7 @@ def test_validate_describes_the_shipped_pallet_without_sending(tmp_path: Path) -
         "output: interval lines on stdout, a JSON summary on stdout, failures on stderr",
         "threshold (run): errors% <= 1",
         "threshold (run): goal% >= 95",
+        "threshold (run): 4xx% <= 1",
         "exit code 3 if any threshold is broken",
     ]
 

@@ -232,7 +232,7 @@ def assert_goal_broken(done: subprocess.CompletedProcess[str]) -> str:
     return done.stderr
 
 
-SHIPPED_THRESHOLDS = '"thresholds": ["errors% <= 1", "goal% >= 95"],'  # configuration.json's, in each pod's config
+SHIPPED_THRESHOLDS = '"thresholds": ["errors% <= 1", "goal% >= 95", "4xx% <= 1"],'  # configuration.json's, in each pod's config
 
 
 def test_a_missing_pod_is_reported_not_dropped_silently(pods: PodRun) -> None:
