@@ -239,13 +239,21 @@ def pod_templates(resource: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+# Empty maps the API server keeps as written: a NetworkPolicy's label selectors.
+KEPT_EMPTY = {"namespaceSelector", "podSelector"}
+
+
 @pytest.mark.parametrize("variant", EVERY_VARIANT)
 def test_what_is_applied_is_what_the_api_server_keeps(variant: str) -> None:
     """The API server drops an empty list or map (Go's omitempty): `ingress: []` came back without it,
     so every `kubectl apply -k .` found the live object changed and said "configured". Nothing
-    rendered is empty, so a second apply says "unchanged"."""
+    rendered is empty, so a second apply says "unchanged". But an empty label selector: a
+    NetworkPolicy's selectors are pointers to a LabelSelector, which omitempty keeps when set, and
+    `{}` there means "every namespace" (or pod), as the soak's egress to any pod says it."""
     def empties(value: Any, path: str) -> list[str]:
         if isinstance(value, dict):
+            if not value and path.rsplit(".", 1)[-1] in KEPT_EMPTY:
+                return []
             return ([path] if not value else []) + [e for k, v in value.items() for e in empties(v, f"{path}.{k}")]
         if isinstance(value, list):
             return ([path] if not value else []) + [e for i, v in enumerate(value) for e in empties(v, f"{path}[{i}]")]
