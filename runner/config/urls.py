@@ -376,8 +376,14 @@ def _bounded_loader() -> Any:
 
 
 def _pick_entry(entries: dict[str, yaml.Node], path: str) -> yaml.Node:
+    """The URL list: the key the pod reads, however many others there are.
+
+    The CronJob mounts the ConfigMap's keys as files and reads the one named URLS_KEY; a
+    ConfigMap whose only key had another name passed validate, and every run then failed
+    without the file.
+    """
     if URLS_KEY in entries:
         return entries[URLS_KEY]
-    if len(entries) == 1:
-        return next(iter(entries.values()))
-    raise UsageError(f"{path}: the ConfigMap has keys {', '.join(sorted(entries))}; put the URLs under {URLS_KEY}")
+    keys = "key" if len(entries) == 1 else "keys"
+    raise UsageError(f"{path}: the ConfigMap has no key {URLS_KEY}, which is the file the soak pod reads (it has the "
+                     f"{keys} {', '.join(sorted(entries))}); put the URLs under {URLS_KEY}")

@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -20,8 +21,9 @@ import yaml
 import runner
 from runner.config.jsonfile import read_config_file
 from runner.config.settings import merge, settings_from
-from runner.config.urls import load_url_file
-from tests.conftest import REPO
+from runner.config.urls import URLS_KEY, load_url_file
+from runner.core.errors import EXIT_USAGE
+from tests.conftest import REPO, run_soak
 from tests.support.pallet import VARIANTS, find, mounted_files, nginx_server, pod_specs, render, soak_container
 
 # Native sidecars (the linkerd component) need 1.29; the schemas we validate against end at 1.37.
@@ -279,6 +281,26 @@ def test_config_mounts_are_where_the_runner_reads() -> None:
     for mount in soak_container(resources)["volumeMounts"]:
         if mount["mountPath"].startswith("/etc/soak"):
             assert mount["readOnly"] is True
+
+
+def test_validate_reads_the_urls_key_the_pod_reads(tmp_path: Path) -> None:
+    """A urlsconfigmap.yaml whose list sits under another key passed validate (its only key was
+    read), while the rendered CronJob reads /etc/soak/urls/urls.txt, which it then has not."""
+    renamed = ("urlsconfigmap.yaml", "  urls.txt: |", "  targets.txt: |")
+    args = soak_container(render("base"))["args"]
+    urls_path = args[args.index("--urls") + 1]
+    assert urls_path.rsplit("/", 1)[1] == URLS_KEY
+    assert urls_path in mounted_files(render("base"))
+    assert urls_path not in mounted_files(render("base", (renamed,))), "the pod would find no list"
+    edited = tmp_path / "urlsconfigmap.yaml"
+    edited.write_text((REPO / "urlsconfigmap.yaml").read_text().replace(renamed[1], renamed[2]))
+    done = run_soak("validate", "--config", str(REPO / "configuration.json"), "--urls", str(edited))
+    assert (done.returncode, done.stdout) == (EXIT_USAGE, "")
+    assert done.stderr == (f"soak: {edited}: the ConfigMap has no key urls.txt, which is the file the soak pod reads "
+                           "(it has the key targets.txt); put the URLs under urls.txt\n")
+    shipped = run_soak("validate", "--config", str(REPO / "configuration.json"), "--urls",
+                       str(REPO / "urlsconfigmap.yaml"))
+    assert shipped.returncode == 0, shipped.stderr
 
 
 def test_the_image_is_set_in_one_place_and_matches_the_dockerfile_user() -> None:
