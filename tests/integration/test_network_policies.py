@@ -234,3 +234,11 @@ def test_the_rule_validate_gives_for_a_host_outside_the_cluster_lets_the_soak_re
         assert not allowed(after, soak, host(address), port + 1) and not allowed(after, soak, outside(), port)
         assert allowed(after, soak, nginx, nginx.named_ports["http"]) and allowed(after, soak, USERS_SERVICE, 8443)
 
+
+
+def test_the_example_in_deploy_md_is_what_validate_prints() -> None:
+    text = (REPO / "docs" / "deploy.md").read_text()
+    (block,) = re.findall(r"^```\n(network policy:.*?)^```$", text, re.S | re.M)
+    said = run_soak("validate", "https://api.example.com/")
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.endswith(block), said.stdout
