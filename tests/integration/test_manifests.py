@@ -303,6 +303,21 @@ def test_validate_reads_the_urls_key_the_pod_reads(tmp_path: Path) -> None:
     assert shipped.returncode == 0, shipped.stderr
 
 
+def test_the_docs_say_how_an_eviction_past_the_pods_own_limit_shows() -> None:
+    """docs/deploy.md said every evicted soak pod carries the condition DisruptionTarget; the kubelet's
+    eviction of a pod past its own emptyDir's sizeLimit adds none (its evictPod is given no condition):
+    only status.reason Evicted and a message that names the volume and the limit, as the docs now
+    say for the rendered pod's own volume."""
+    spec = find(render("base"), "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (volume,) = [v for v in spec["volumes"] if "emptyDir" in v]
+    # the kubelet's words (pkg/kubelet/eviction: emptyDirMessageFmt), for this volume and limit
+    message = f'Usage of EmptyDir volume "{volume["name"]}" exceeds the limit "{volume["emptyDir"]["sizeLimit"]}".'
+    text = " ".join((REPO / "docs" / "deploy.md").read_text().split())
+    assert f"`{message}`" in text
+    assert "no `DisruptionTarget` condition" in text and "`status.reason` is `Evicted`" in text
+    assert "A preempted or evicted soak pod says so: its status carries the condition `DisruptionTarget`" not in text
+
+
 def test_the_image_is_set_in_one_place_and_matches_the_dockerfile_user() -> None:
     kustomization = yaml.safe_load((REPO / "kustomization.yaml").read_text())
     (soak_image,) = [i for i in kustomization["images"] if i["name"] == "soak"]
