@@ -338,6 +338,20 @@ def test_linkerd_component_injects_native_sidecars_in_both_namespaces() -> None:
     assert "annotations" not in find(render("base"), "Namespace", "soak")["metadata"]
 
 
+def test_the_linkerd_docs_read_the_runners_log_as_everywhere_else() -> None:
+    """docs/linkerd.md told users to pass `-c soak`: the rendered meshed pod names the runner its default
+    container, so `kubectl logs job/...` reads it, as README's command does; `-c` is for the proxy."""
+    template = find(render("linkerd"), "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]
+    assert template["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == "soak"
+    # one container: Linkerd injects its proxy at admission, as a native sidecar (an init container)
+    assert [c["name"] for c in template["spec"]["containers"]] == ["soak"]
+    docs = (REPO / "docs" / "linkerd.md").read_text()
+    commands = re.findall(r"^kubectl logs .*$", docs, re.M)
+    assert "kubectl logs -n soak job/soak-<time>" in commands
+    assert all(" -c soak" not in command for command in commands), commands
+    assert "-c soak`" not in docs
+
+
 @pytest.mark.parametrize("variant", ["base", "nginx-10-replicas", "linkerd+nginx-10-replicas"])
 def test_nginx_names_its_pod_in_the_header_the_shipped_configuration_counts_backends_by(variant: str) -> None:
     """Each pod adds X-Soak-Backend: its name ($hostname), always (a 5xx too), and the soak counts by it."""
