@@ -318,6 +318,19 @@ def test_the_docs_say_how_an_eviction_past_the_pods_own_limit_shows() -> None:
     assert "A preempted or evicted soak pod says so: its status carries the condition `DisruptionTarget`" not in text
 
 
+@pytest.mark.parametrize("path", ["README.md", "docs/kubernetes.md"])
+def test_where_the_docs_suggest_a_job_by_hand_they_say_the_history_limits_delete_it(path: str) -> None:
+    """`kubectl create job --from=cronjob/soak` makes the CronJob the Job's controller, so its history
+    limits delete that Job with the hourly ones; the docs that suggest it did not say so."""
+    spec = find(render("base"), "CronJob", "soak")["spec"]
+    (limit,) = {spec["successfulJobsHistoryLimit"], spec["failedJobsHistoryLimit"]}
+    text = " ".join((REPO / path).read_text().split())
+    after = text[text.index("kubectl create job -n soak --from=cronjob/soak"):][:1500]
+    for said in ("successfulJobsHistoryLimit", "failedJobsHistoryLimit", "ttlSecondsAfterFinished", f"{limit}"):
+        assert said in after, said
+    assert "> soak-now.log" in after, "how to keep its log"
+
+
 def test_the_image_is_set_in_one_place_and_matches_the_dockerfile_user() -> None:
     kustomization = yaml.safe_load((REPO / "kustomization.yaml").read_text())
     (soak_image,) = [i for i in kustomization["images"] if i["name"] == "soak"]
