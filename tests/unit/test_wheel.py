@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from fractions import Fraction
 
 import pytest
@@ -144,6 +145,35 @@ def test_a_bad_weight_on_the_command_line(arguments: list[str], message: str) ->
     with pytest.raises(UsageError) as caught:
         targets_from_arguments(arguments)
     assert str(caught.value).startswith(message)
+
+
+NOT_A_URL = "is not an http:// or https:// URL"
+
+
+@pytest.mark.parametrize("written", ["127.0.0.1:18471/", "127.0.0.1:18471", "127.0.0.1", "10.0.0.1/x", "1.2.3", "0:80",
+                                     "8080/"])
+def test_an_address_without_its_scheme_is_said_to_be_no_url_not_a_bad_weight(written: str) -> None:
+    """Issue 32: `soak 127.0.0.1:18471/` said `weight '127.0.0.1:18471/' is not allowed`, where
+    `soak localhost:18471` says what is wrong. A word that reads as a host (a colon, a slash, a second
+    dot) is a URL, however it starts: on the command line, alone or after a weight, and in a file."""
+    for arguments in ([written], ["3", written], [written, "http://a/"]):
+        with pytest.raises(UsageError) as caught:
+            targets_from_arguments(arguments)
+        assert str(caught.value) == f"URL argument: {written!r} {NOT_A_URL}"
+    with pytest.raises(UsageError) as caught:
+        targets_from_arguments(["localhost:18471"])
+    assert str(caught.value) == f"URL argument: 'localhost:18471' {NOT_A_URL}"  # the line both now get
+    with pytest.raises(UsageError) as caught:
+        parse_targets(f"{written} http://a/\n", "urls.txt")
+    assert str(caught.value) == f"urls.txt:1: '{written} http://a/' contains a space"
+
+
+@pytest.mark.parametrize("word", ["0", "1001", "-2", "+2", "1.5", ".5", "3x"])
+def test_what_reads_as_a_number_is_still_a_weight(word: str) -> None:
+    """Only words that read as a host changed: a number, well or badly written, is still judged as a weight."""
+    with pytest.raises(UsageError, match=rf"^URL argument: weight '{re.escape(word)}' is not allowed"):
+        targets_from_arguments([word, "http://a/"])
+    assert targets_from_arguments(["7", "http://a/", "http://b/"]).weights == (7, 1)
 
 
 def test_a_long_list_without_weights_builds_no_wheel() -> None:
