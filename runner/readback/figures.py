@@ -194,7 +194,8 @@ def _from_intervals(intervals: Sequence[IntervalRow], unit: str, startup: Startu
     skipped = [i.skipped for i in intervals]
     goals = [i.t for i in intervals]
     goal = sum(t for t in goals if t is not None) if None not in goals else None  # a bench has none
-    rate_target = startup.rate if startup is not None else (goal / duration if goal and duration else None)
+    rate_target = startup.rate if startup is not None and startup.rate is not None else (
+        goal / duration if goal and duration else None)
     return RunFigures(
         requests=good + bad + failed,
         good=good,

@@ -18,7 +18,7 @@ from runner.core import redact
 from runner.core.durations import format_duration
 from runner.load.model import model_of, ramp_of, schedule_of, warmup_rate
 from runner.load.shards import ALONE, INDEX_ENV, Shard
-from runner.report.slowcooker import WARMUP_MARK, format_rate
+from runner.report.slowcooker import WARMUP_MARK, format_rate, rate_text
 from runner.stats.figures import BACKENDS_SHOWN, NO_BACKEND, OTHER_BACKENDS
 
 _LISTED_URLS = 5  # a shard's own URLs named one by one; the rest counted
@@ -185,12 +185,10 @@ def _rate_line(s: Settings) -> str:
         model = f"closed model: {clients}, one request in flight per client"
     else:
         model = f"open model: {clients}, at most {s.pace.max_in_flight} in flight"
+    sends = f"would send {rate_text(s.pace.qps, s.request.method, len(s.pace.stages))} ({model})"
     if s.pace.stages:
-        count = len(s.pace.stages)
-        return (f"would send up to {format_rate(s.pace.qps)} {s.request.method} req/s in {count} "
-                f"stage{'s' if count != 1 else ''} ({model}), each ramping linearly from the one before "
-                "(the first from 0):")
-    return f"would send {format_rate(s.pace.qps)} {s.request.method} req/s ({model})"
+        return f"{sends}, each ramping linearly from the one before (the first from 0):"
+    return sends
 
 
 def _bench_line(s: Settings) -> str:

@@ -38,6 +38,8 @@ def test_a_ramps_interval_goals_add_up_to_its_sends_and_nginx_saw_them(nginx: Ng
     assert run.returncode == 0, run.stderr
     summary = assert_counts_add_up(run.stdout)
     assert summary["stopReason"] == "stages"
+    # Its shape, not its peak as if it were its rate (issue 32: `sending 20 GET req/s`).
+    assert run.lines[0] == f"# sending up to 20 GET req/s in 3 stages with concurrency=2 to {nginx.url} ..."
     stats = summary["intervalStats"]
     assert len(stats) == 6
     # Each interval's goal is the ramp's sends due in it, exactly: 2.5, 7.5, 10, 10, 7.5, 2.5.
