@@ -242,6 +242,19 @@ def test_the_histogram_min_is_never_below_the_summary_min_it_rounds_under() -> N
     assert latency["max"] >= 80_000 and latency["p50"] >= latency["min"]
 
 
+def test_a_summary_whose_latencies_have_three_decimals_reads_back_in_order() -> None:
+    """Issue 32: the summary's keys are no longer truncated to the unit but kept to three decimals
+    of it, so its min (123.6 us, in ms: 0.124) can be over the exact min by half a microsecond, and
+    over the histogram's p50 when every latency shares a bucket. Read back, min stays the lowest."""
+    histogram = LatencyHistogram()
+    for _ in range(10):
+        histogram.record(123_600)
+    text = summary_text("ms", min=0.124, histogram={"unit": "ns", "hdr": histogram.encode()})
+    latency = load_run(text, "s.json").figures.latency_ns
+    assert latency["min"] <= latency["p50"] <= latency["max"]
+    assert abs(latency["min"] - 123_600) < 500
+
+
 WARMED_LOG = """\
 # sending 20 GET req/s with concurrency=5 to http://127.0.0.1:35137/ ...
 #                    iter   good/b/f t   goal%  min [p50 p95 p99  p999]  max bhash change
