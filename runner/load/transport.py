@@ -94,6 +94,11 @@ class Session(Protocol):
         """Close the session's connections."""
         ...
 
+    def held(self) -> list[str]:
+        """What each connection the session holds open between requests speaks ("HTTP/1.1 TLSv1.3"):
+        the connections a warm-up's client hands on with it (engine.Handoff), which the run counts."""
+        ...
+
 
 class Transport(Protocol):
     def session(self) -> Session:

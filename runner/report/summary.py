@@ -110,6 +110,9 @@ def warmup_dict(summary: RunSummary) -> dict[str, Any]:
         k.DURATION_SECONDS: round(warmup.span_ns / 1e9, 3),
         k.INTERVALS: warmup.intervals,
         k.CONNECTIONS: dict(sorted(warmup.connections.items())),
+        # Those still open at its end go on in the run, which counts them as opened too (Recorder.took_over).
+        k.CONNECTIONS_OPENED: f.connections_opened,
+        k.CONNECTIONS_CLOSED: f.connections_closed,
     }
 
 

@@ -13,7 +13,7 @@ import dataclasses
 import resource
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.config.settings import Settings
@@ -80,8 +80,11 @@ class Soak:
             if metrics is not None:  # every result, after the recorder has counted it
                 sink = _both(sink, metrics.record)
             load = parts.load()
-            if self._warmup is not None:  # the run's clients go on over the warm-up's connections
-                load = dataclasses.replace(load, take_sessions=self._warmup.handoff)
+            if self._warmup is not None:  # the run's clients go on over the warm-up's connections, its own
+                handoff = self._warmup.handoff
+                handoff.taken = recorder.took_over if metrics is None else _both_taken(recorder.took_over,
+                                                                                       metrics.took_over)
+                load = dataclasses.replace(load, take_sessions=handoff)
             self._engine = Engine(self._schedule, load, parts.transport, sink,
                                   MonotonicClock(load.model.precise, self._watch))
         if self._end_ns is not None:  # what comes back after the schedule's end is the drain
@@ -395,6 +398,17 @@ def _both(first: Sink, second: Sink) -> Sink:
         second(result)
 
     return sink
+
+
+def _both_taken(first: Callable[[list[str], int], None],
+                second: Callable[[list[str], int], None]) -> Callable[[list[str], int], None]:
+    """Connections taken over from a warm-up, told to `first`, then to `second` (as _both does results)."""
+
+    def taken(protocols: list[str], free_ns: int) -> None:
+        first(protocols, free_ns)
+        second(protocols, free_ns)
+
+    return taken
 
 
 def _start(settings: Settings, shard: Shard, start_wall: float | None) -> tuple[int, float]:

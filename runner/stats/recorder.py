@@ -433,13 +433,7 @@ class Recorder:
             self._skip(result)
             return
         end = result.end_ns
-        if end < self._current_end:
-            tally = self._current
-        elif self._drain_from is not None and end >= self._drain_from:
-            tally = self._drained(end)
-        else:
-            k = max(self._next, self._grid.index(end))
-            tally = self._open.get(k) or self._open.setdefault(k, phased())
+        tally = self._current if end < self._current_end else self._tally_at(end)
         if self.bench is not None:
             self.bench.add(result, self._shown(result.server), waiting=False)
         if result.protocol:
@@ -464,6 +458,22 @@ class Recorder:
             self.uncorrected.record(result.latency_ns)
         if self.in_unit is not None:
             self.in_unit.record(latency // self._unit_ns)
+
+    def _tally_at(self, t_ns: int) -> Tally:
+        """Where what happened at `t_ns` counts: its interval, the open one if that has closed, or the drain."""
+        if self._drain_from is not None and t_ns >= self._drain_from:
+            return self._drained(t_ns)
+        k = max(self._next, self._grid.index(t_ns))
+        return self._open.get(k) or self._open.setdefault(k, phased())
+
+    def took_over(self, protocols: list[str], free_ns: int) -> None:
+        """Connections a warm-up's client handed on (engine.Handoff), by what they speak, free from
+        `free_ns`: the run goes on over them, so they count as opened in it, in the interval they
+        joined it (0, unless the warm-up's last request outlived the run's start), and its
+        connectionsClosed, which counts their ends, stays at most its connectionsOpened."""
+        if protocols:
+            self._tally_at(free_ns).connections_opened += len(protocols)
+            self.connections.update(protocols)
 
     def _backend(self, raw: str) -> str | None:
         """A response's backend as it may be shown (redacted and printable); None when none is counted."""
