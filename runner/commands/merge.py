@@ -5,13 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from runner.commands.execute import PROG, reporters_for
 from runner.config.files import read_log
 from runner.core.errors import EXIT_SHARD_MISSING, UsageError
-from runner.readback.podlogs import read_pods
-from runner.report.outcome import ExitCode
-from runner.report.verdict import Verdict
-from runner.stats.merge import merge_shards
 
 DESCRIPTION = ("Merge the logs of a run's shards (pods of an Indexed Job, or processes) into one output: "
                "the same interval lines and JSON summary as one process, counts added, histograms merged.")
@@ -23,6 +18,13 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # Here, not above: `--help` builds this command's parser without loading a run's parts.
+    from runner.commands.execute import PROG, reporters_for
+    from runner.readback.podlogs import read_pods
+    from runner.report.outcome import ExitCode
+    from runner.report.verdict import Verdict
+    from runner.stats.merge import merge_shards
+
     found = read_pods((path, _read_text(path)) for path in args.files or ["-"])
     for note in found.notes:
         print(f"{PROG} merge: {note}", file=sys.stderr)
