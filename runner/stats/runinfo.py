@@ -6,8 +6,9 @@ hold counts and histograms, never a Result.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from runner.config.settings import Settings
@@ -46,6 +47,13 @@ class RunInfo:
         if self.shard.alone:
             return frozenset(range(len(self.urls)))
         return frozenset(self.shard.urls(Targets(tuple(self.urls), self.weights).wheel))
+
+    def part_of(self, urls: Collection[int]) -> Fraction:
+        """This process's shard's part of the run's sends to these URLs (indices): 1 for a run not split
+        over shards; else as the wheel splits them (runner.load.shards.Shard.part_of), not 1/shards."""
+        if self.shard.count == 1:
+            return Fraction(1)
+        return self.shard.pod().part_of(Targets(tuple(self.urls), self.weights).wheel, urls)
 
     @property
     def model(self) -> LoadModel:

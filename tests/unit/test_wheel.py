@@ -87,6 +87,34 @@ def test_shards_urls_are_the_urls_their_sends_reach(weights: list[int]) -> None:
         assert reached == set(range(len(weights)))  # together, the processes send to every URL
 
 
+def part_by_brute_force(targets: Targets, shard: Shard, urls: set[int]) -> Fraction:
+    """The shard's part of the sends to `urls`, counted over every send of the least common turn."""
+    length = math.lcm(len(targets.wheel), shard.stride)
+    everyone = sum(1 for n in range(length) if targets.url_of(n) in urls)
+    mine = sum(1 for n in range(shard.offset, length, shard.stride) if targets.url_of(n) in urls)
+    return Fraction(mine, everyone) if everyone else Fraction(0)
+
+
+@pytest.mark.parametrize("weights", [w for w in WEIGHTS if len(w) <= 3] + LONGER[:3], ids=str)
+def test_a_shards_part_of_a_urls_sends_is_what_its_sends_make_and_the_parts_add_up(weights: list[int]) -> None:
+    """A scoped rate rule's shard multiplies its rate by 1 / part: 3 shards of 3 URLs each make all of
+    one URL's sends (not a third), so the extrapolation must not be x 3 there."""
+    targets = Targets(tuple(f"http://h/{i}" for i in range(len(weights))), tuple(weights))
+    groups = [set(g) for n in range(1, min(len(weights), 2) + 1) for g in itertools.combinations(range(len(weights)), n)]
+    for count, workers in SPLITS:
+        for urls in groups:
+            parts = []
+            for index in range(count):
+                for worker in range(workers):
+                    shard = Shard(index, count, worker, workers)
+                    part = shard.part_of(targets.wheel, urls)
+                    assert part == part_by_brute_force(targets, shard, urls), (shard, urls)
+                    assert (part > 0) == bool(urls & set(shard.urls(targets.wheel)))
+                    parts.append(part)
+            assert sum(parts) == 1, (count, workers, urls)
+    assert Shard(1, 3).part_of(3, {1}) == 1 and Shard(1, 2).part_of(3, {1}) == Fraction(1, 2)
+
+
 def test_unweighted_targets_keep_the_old_split() -> None:
     """No weights, or all equal: the wheel is the URLs in order (send n to URL n mod count), as the
     native engine sends; `weighted` says when a list is not that."""
