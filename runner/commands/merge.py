@@ -34,6 +34,8 @@ def main(args: argparse.Namespace) -> int:
     for note in merged.notes:
         print(f"{PROG} merge: {note}", file=sys.stderr)
     verdict = Verdict.for_settings(merged.info.settings, sys.stdout)  # the run's thresholds, on the whole run
+    if verdict is not None:  # a stop it asks for (abortOnThreshold, stopAtBrokenRule) has nothing to stop:
+        verdict.bind_stop(_finished)  # the shards stopped themselves; by default it would SIGTERM this process
     # Last, as in a run: the merged run's exit code (a shard stopped by a signal, no response, ...) and its
     # line; a shard's share unaccounted for fails it too (its line said so), as no verdict can pass it.
     missing = [] if merged.complete else [EXIT_SHARD_MISSING]
@@ -48,6 +50,10 @@ def main(args: argparse.Namespace) -> int:
     for reporter in reporters:
         reporter.finish(summary)
     return outcome.code
+
+
+def _finished(reason: str) -> None:
+    """The merged run's stop: it has ended already, each shard where its own verdict stopped it."""
 
 
 def _read_text(path: str) -> str:

@@ -650,6 +650,31 @@ def test_the_merged_run_is_judged_by_the_runs_thresholds(pods: PodRun) -> None:
     assert assert_counts_add_up(done.stdout)["thresholds"]["passed"] is False
 
 
+def test_a_capacity_search_split_over_pods_merges(nginx: Nginx, tmp_path: Path) -> None:
+    """Each shard of a stopAtBrokenRule run stops itself at the first interval that breaks its rule;
+    their merge judged the merged intervals with the same rule and stopped "the run" by sending
+    itself SIGTERM: exit 143 after the first interval line, no verdict, no summary, no word."""
+    after_a_boundary(1)
+    processes = [subprocess.Popen(soak_command("--qps", "20", "--interval", "1s", "--iterations", "5", "--shards", "2",
+                                               "--shard", str(index), "--intervalThresholds", "p99 < 1ns",
+                                               "--stopAtBrokenRule", nginx.url),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, "TZ": "UTC"}) for index in range(2)]
+    try:
+        outputs = [p.communicate(timeout=60) for p in processes]
+    finally:
+        for process in processes:
+            process.kill()
+    assert [p.returncode for p in processes] == [3, 3], [err for _, err in outputs]
+    done = merge_saved([out for out, _ in outputs], tmp_path)
+    assert done.returncode == 3, (done.returncode, done.stderr)
+    merged = assert_counts_add_up(done.stdout)
+    assert merged["shards"]["merged"] == [0, 1]
+    assert merged["stopReason"] == "threshold interval p99 < 1ns"
+    assert merged["thresholds"]["stoppedEarly"] == "interval p99 < 1ns broken in interval 0"
+    assert "lastGoodRate" in merged and any(line.startswith("# capacity: ") for line in done.stdout.splitlines())
+
+
 def test_the_shards_warmups_are_merged_apart_from_the_run(nginx: Nginx, tmp_path: Path) -> None:
     """Each pod warms up before its share of the run and keeps what its warm-up measured in its
     summary's warmup section; `soak merge` dropped those sections, so the merged run hid the
