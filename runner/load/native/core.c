@@ -458,6 +458,7 @@ static void count_backend(soak_engine *e, soak_tally *t, const char *name, uint8
             return;
         }
         b->n = 0;
+        b->none = 0;
         b->other = 0;
     }
     for (uint32_t i = 0; i < b->n; i++) {
@@ -467,7 +468,9 @@ static void count_backend(soak_engine *e, soak_tally *t, const char *name, uint8
             return;
         }
     }
-    if (b->n == SOAK_BACKENDS_KEPT) {
+    if (len == 0) {
+        b->none = 1;
+    } else if (b->n - b->none == SOAK_BACKENDS_KEPT) {
         b->other++;
         return;
     }

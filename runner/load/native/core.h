@@ -108,7 +108,8 @@ typedef struct soak_config {
 
 /* Tally.backends: responses by backendHeader value, the first SOAK_BACKENDS_KEPT values met
  * by name (in the order met: Counter's order), any later ones as other. "" is a response
- * without the header (NO_BACKEND, once Python names it). */
+ * without the header (NO_BACKEND, once Python names it): kept beside them, never in their
+ * place, so that `other` only ever follows SOAK_BACKENDS_KEPT names, as in Tally.count_backend. */
 typedef struct soak_backend {
     uint64_t count;
     uint8_t len;
@@ -116,9 +117,10 @@ typedef struct soak_backend {
 } soak_backend;
 
 typedef struct soak_backends {
-    uint32_t n;
+    uint32_t n;        /* kept, "" among them once met */
+    uint32_t none;     /* 1 once "" is kept */
     uint64_t other;
-    soak_backend kept[SOAK_BACKENDS_KEPT];
+    soak_backend kept[SOAK_BACKENDS_KEPT + 1];
 } soak_backends;
 
 /* recorder.ErrorGroup, keyed by (kind, pattern). */
