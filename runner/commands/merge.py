@@ -20,6 +20,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     # Here, not above: `--help` builds this command's parser without loading a run's parts.
     from runner.commands.execute import PROG, reporters_for
+    from runner.commands.outputs import OUTPUTS
     from runner.readback.podlogs import read_pods
     from runner.report.outcome import ExitCode
     from runner.report.verdict import Verdict
@@ -39,7 +40,8 @@ def main(args: argparse.Namespace) -> int:
     # Last, as in a run: the merged run's exit code (a shard stopped by a signal, no response, ...) and its
     # line; a shard's share unaccounted for fails it too (its line said so), as no verdict can pass it.
     missing = [] if merged.complete else [EXIT_SHARD_MISSING]
-    outcome = ExitCode(lambda line: print(f"{PROG} merge: {line}", file=sys.stderr), verdict, also=missing)
+    outcome = ExitCode(lambda line: print(f"{PROG} merge: {line}", file=sys.stderr), verdict, also=missing,
+                       output_lost=lambda: OUTPUTS.failed)
     reporters = [*reporters_for(merged.info.settings, merged.info.model, verdict), outcome]
     for reporter in reporters:
         reporter.start(merged.info)

@@ -22,6 +22,7 @@ from runner.core.errors import (
     EXIT_INTERRUPTED,
     EXIT_NO_RESPONSE,
     EXIT_OK,
+    EXIT_OUTPUT,
     EXIT_WORKER_FAILED,
     exit_code,
 )
@@ -88,10 +89,14 @@ class ExitCode(Reporter):
     it said for the termination message (commands.termination): the exit code's own line ("" when
     another says it, as the verdict's lines say a 3), then the others."""
 
-    def __init__(self, say: Callable[[str], None], verdict: Verdict | None = None, also: Sequence[int] = ()) -> None:
+    def __init__(self, say: Callable[[str], None], verdict: Verdict | None = None, also: Sequence[int] = (),
+                 output_lost: Callable[[], bool] = lambda: False) -> None:
         self._say = say
         self._verdict = verdict
         self._also = also  # codes known to apply beforehand, said by lines of their own (a shard missing)
+        # Whether an output could not be written (6: its own line said which) by the time the run ends,
+        # so that no line here claims a code of lower precedence (a signal's 7) for the exit code.
+        self._output_lost = output_lost
         self.code = EXIT_OK
         self.said: list[str] = []
 
@@ -102,6 +107,8 @@ class ExitCode(Reporter):
         code = verdict.exit_code if verdict is not None else EXIT_OK
         line = verdict.inconclusive_line() if verdict is not None and code == EXIT_INCONCLUSIVE else ""
         found = [*((known, "") for known in self._also), *applying(summary, code, line)]
+        if self._output_lost():
+            found.append((EXIT_OUTPUT, ""))
         self.code = exit_code(code for code, _ in found)
         for line in said_lines(found, self.code):
             self._say(line)
