@@ -47,8 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments = _parser(name, command).parse_args(argv)
         _started()
         code = command.main(arguments)
-    except UsageError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+    except UsageError as e:  # one line, printable: it may quote what it refused (a log's text, a file's)
+        print(f"{PROG}: {redact.printable(str(e))}", file=sys.stderr)
         code = EXIT_USAGE
     except KeyboardInterrupt:  # SIGINT (or SIGTERM, waiting for the Linkerd proxy) before the run took its own
         code = EXIT_STOPPED_WAITING

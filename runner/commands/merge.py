@@ -7,6 +7,7 @@ import sys
 
 from runner.config.files import read_log
 from runner.core.errors import EXIT_SHARD_MISSING, UsageError
+from runner.core.redact import printable
 
 DESCRIPTION = ("Merge the logs of a run's shards (pods of an Indexed Job, or processes) into one output: "
                "the same interval lines and JSON summary as one process, counts added, histograms merged.")
@@ -27,13 +28,13 @@ def main(args: argparse.Namespace) -> int:
     from runner.stats.merge import merge_shards
 
     found = read_pods((path, _read_text(path)) for path in args.files or ["-"])
-    for note in found.notes:
-        print(f"{PROG} merge: {note}", file=sys.stderr)
+    for note in found.notes:  # they quote the logs (pods' names, sources), which anyone may have written
+        print(f"{PROG} merge: {printable(note)}", file=sys.stderr)
     if not found.shards:
         raise UsageError("merge: no shard's summary found in the input: nothing to merge")
     merged = merge_shards(found.shards, found.expected, found.incomplete)
     for note in merged.notes:
-        print(f"{PROG} merge: {note}", file=sys.stderr)
+        print(f"{PROG} merge: {printable(note)}", file=sys.stderr)
     verdict = Verdict.for_settings(merged.info.settings, sys.stdout)  # the run's thresholds, on the whole run
     if verdict is not None:  # a stop it asks for (abortOnThreshold, stopAtBrokenRule) has nothing to stop:
         verdict.bind_stop(_finished)  # the shards stopped themselves; by default it would SIGTERM this process

@@ -26,6 +26,7 @@ from runner.core.errors import (
     EXIT_WORKER_FAILED,
     exit_code,
 )
+from runner.core.redact import printable
 from runner.report.base import Reporter
 from runner.report.slowcooker import to_ms
 from runner.report.verdict import Verdict
@@ -54,7 +55,8 @@ def applying(summary: RunSummary, verdict_code: int = EXIT_OK, verdict_line: str
 def no_response_line(summary: RunSummary) -> str:
     """`no response at all: 10 requests sent, none answered (refused 10)`."""
     figures = summary.figures
-    kinds = ", ".join(f"{kind} {n}" for kind, n in Counter(figures.errors).most_common() if n)
+    # printable: a merged run's kinds come from logs, which anyone may have written
+    kinds = ", ".join(f"{printable(kind)} {n}" for kind, n in Counter(figures.errors).most_common() if n)
     return f"no response at all: {_requests(figures.requests)} sent, none answered ({kinds})"
 
 

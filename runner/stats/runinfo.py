@@ -39,8 +39,10 @@ class RunInfo:
 
     def __post_init__(self) -> None:
         """The URLs with their passwords and secret query values hidden, once for every report:
-        the startup line, failure lines, the summary and a shard's record all print these."""
-        object.__setattr__(self, "urls", [redact.url(url) for url in self.urls])
+        the startup line, failure lines, the summary and a shard's record all print these. Made
+        printable too: a run's own URLs always are, but a merged run's come from logs, which anyone
+        may have written (an ESC in one reached the terminal through `soak merge`)."""
+        object.__setattr__(self, "urls", [redact.printable(redact.url(url)) for url in self.urls])
 
     def reached(self) -> frozenset[int]:
         """The URLs (indices) this process sends to: all, unless it is a shard whose stride skips some."""

@@ -7,6 +7,7 @@ JOB_COMPLETION_INDEX set as Kubernetes sets it, against real nginx; their logs g
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -410,6 +411,27 @@ def test_a_pod_whose_figures_contradict_each_other_is_named_and_left_out(pods: P
     merged = assert_counts_add_up(done.stdout)
     assert merged["shards"]["incomplete"] == [1] and merged["shards"]["merged"] == [0, 2]
     assert merged["good"] == pods.shard_summaries[0]["good"] + pods.shard_summaries[2]["good"]
+
+
+def test_texts_from_the_logs_reach_the_terminal_escaped(pods: PodRun) -> None:
+    """A log is text anyone may have written: an ESC in a shard's URL, or in a pod's name that a note
+    or a refusal quotes, reached the terminal raw through `soak merge` (a live run escapes them)."""
+    url = pods.shard_summaries[0]["shard"]["urls"][0]
+    crafted = [log.replace(json.dumps(url), json.dumps(url + "\x1b[2J\x07")) for log in pods.logs]
+    assert all(crafted[i] != pods.logs[i] for i in range(SHARDS))
+    cut = crafted[2][: crafted[2].index("\n{\n") + 40]  # cut inside its summary: a note names the pod
+    named = "".join(f"[pod/soak-29400000-2-\x1b[31m/soak] {line}\n" for line in cut.splitlines())
+    done = merge(prefixed(0, crafted[0]), prefixed(1, crafted[1]), named)
+    assert done.returncode == 5, done.stderr
+    assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stdout + done.stderr
+    assert f"to {url}\\x1b[2J\\x07 ..." in done.stdout.splitlines()[0]
+    assert "soak merge: pod/soak-29400000-2-\\x1b[31m/soak: shard 2's log has no complete summary (cut off?)" \
+        in done.stderr.splitlines()
+    later = re.sub(r'"startWall": ([0-9.]+)', lambda m: f'"startWall": {float(m[1]) + 3600}', crafted[0], count=1)
+    refused = merge(prefixed(0, crafted[0]), "".join(f"[pod/soak-1-\x1b[31m/soak] {line}\n"
+                                                      for line in later.splitlines()))
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "\x1b" not in refused.stderr and "pod/soak-1-\\x1b[31m/soak" in refused.stderr, refused.stderr
 
 
 def test_stdin_that_is_not_utf8_is_read_anyway() -> None:

@@ -57,6 +57,24 @@ def test_a_tally_survives_json_exactly() -> None:
     assert back.error_groups == tally.error_groups and back.statuses == tally.statuses
 
 
+def test_texts_read_back_from_a_record_are_printable_as_a_runs_own() -> None:
+    """A shard's record comes from a log anyone may have written: its backend names and failure
+    texts are made printable as a run makes its own (they reached the terminal raw in a merge);
+    what a run wrote comes back the same."""
+    tally = tally_of([1, 2], errors=2)
+    tally.count_backend("pod-a", 2)
+    record = json.loads(json.dumps(tally_record(tally)))
+    assert tally_record(tally_from_record(record)) == tally_record(tally)
+    record["backends"] = {"pod-\x1b[2J": 2}
+    record["errorGroups"][0] |= {"text": "timeout\x07 \u202e", "pattern": "timeout\x07"}
+    back = tally_from_record(record)
+    assert list(back.backends) == ["pod-\\x1b[2J"]
+    assert [(key, group.text) for key, group in back.error_groups.items()] == [
+        (("timeout", "timeout\\x07"), "timeout\\x07 \\u202e")]
+    info = RunInfo(settings_from(merge_layers({})), ["http://h/\x1b[31m"], None, 0, 1e9)
+    assert info.urls == ["http://h/\\x1b[31m"]
+
+
 def test_an_empty_histogram_survives_too() -> None:
     back = histogram_from_record(histogram_record(LatencyHistogram()))
     assert back.count == 0 and back.percentiles([50]) == {50: 0}
