@@ -28,7 +28,7 @@ from runner.stats.record import (
     warmup_from_record,
     warmup_record,
 )
-from runner.stats.recorder import Tally
+from runner.stats.recorder import Tally, phased
 from runner.stats.runinfo import RunInfo, Warmup
 
 SECOND = 1_000_000_000
@@ -514,6 +514,55 @@ def test_many_contradictions_are_said_ten_and_counted() -> None:
     lines = contradictions_of(whole_log(replace(s, intervals=records)))
     assert lines[:10] == [f"interval {k}: kernelClocked is 3, more than its 2 responses" for k in range(10)]
     assert lines[10:] == ["b.log: shard 1: 20 more contradictions"]
+
+
+def without(s: ShardRun, *keys: str, intervals: Sequence[int] | None = None) -> ShardRun:
+    """The shard with `keys` taken out of its interval records' tallies, as an earlier version wrote them."""
+    records = [json.loads(json.dumps(r)) for r in s.intervals]
+    for index, record in enumerate(records):
+        if intervals is None or index in intervals:
+            for key in keys:
+                del record["tally"][key]
+    return replace(s, intervals=records)
+
+
+def phased_shard(index: int) -> ShardRun:
+    """A shard whose records carry phase timings and backend counts, as this version writes them."""
+    tallies = []
+    for _ in range(2):
+        tally = phased()
+        for ms in (1, 2, 3):
+            result = Result(start_ns=0, connected_ns=1, headers_ns=ms * 1_000_000, end_ns=ms * 1_000_000 + 5,
+                            status=200, backend="pod-a")
+            tally.add(result, result.headers_ns, 0, backend="pod-a")
+        tallies.append(tally)
+    return replace(shard(index, 2, 1_000.0, tallies), urls=URLS)
+
+
+def test_shards_of_two_versions_are_refused_naming_the_one_without_what_the_other_has() -> None:
+    """A shard written before phases and backends were recorded, merged with one written after: the
+    merged phases and backends counted one shard's responses, every other figure both (exit 0)."""
+    new, old = phased_shard(0), without(phased_shard(1), "phases", "backends")
+    for logs in ([("a.log", whole_log(new)), ("b.log", whole_log(old))],
+                 [("b.log", whole_log(old)), ("a.log", whole_log(new))]):
+        with pytest.raises(UsageError) as refused:
+            read_pods(logs)
+        assert str(refused.value) == (
+            "merge: shard 1's records (b.log) have no phase timings nor backend counts, which shard 0's (a.log) have: "
+            "an earlier version wrote it, and merged, their figures would contradict each other; merge logs of one "
+            "version")
+    only_phases = without(phased_shard(1), "phases")
+    with pytest.raises(UsageError, match=r"^merge: shard 1's records \(b.log\) have no phase timings, which shard 0's"):
+        read_pods([("a.log", whole_log(new)), ("b.log", whole_log(only_phases))])
+    both_old = read_pods([("a.log", whole_log(without(new, "phases", "backends"))), ("b.log", whole_log(old))])
+    assert [s.index for s in both_old.shards] == [0, 1]  # one version: merged as they are
+
+
+def test_a_shard_whose_records_differ_in_what_they_carry_contradicts_itself() -> None:
+    lines = contradictions_of(whole_log(without(phased_shard(1), "phases", intervals=[1])))
+    assert lines == ["interval 1: its record has no phase timings, which interval 0's has"]
+    lines = contradictions_of(whole_log(without(phased_shard(1), "phases", "backends", intervals=[0])))
+    assert lines == ["interval 1: its record has phase timings and backend counts, which interval 0's has not"]
 
 
 def test_a_merged_run_says_its_shards_engine_or_mixed() -> None:
