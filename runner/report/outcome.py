@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from runner.core.durations import format_duration
 from runner.core.errors import (
@@ -30,7 +31,7 @@ from runner.core.redact import printable
 from runner.report.base import Reporter
 from runner.report.slowcooker import to_ms
 from runner.report.verdict import Verdict
-from runner.stats.runinfo import RunSummary
+from runner.stats.runinfo import SIGNAL_STOP, RunSummary, before_the_others
 
 Said = tuple[int, str]  # an exit code that applies, and its line ("" when another line says it)
 
@@ -61,9 +62,14 @@ def no_response_line(summary: RunSummary) -> str:
 
 
 def interrupted_line(summary: RunSummary) -> str:
-    """`stopped by SIGTERM before its planned end, after 12.3s of 1m0s: the results cover only that`."""
+    """`stopped by SIGTERM before its planned end, after 12.3s of 1m0s: the results cover only that`;
+    for a merged run, which shards were stopped and when (`... before its planned end: shard 1 of 3
+    after 10m0s of 59m0s: its share of the rest was not sent`), for the run's own end may be planned."""
     info = summary.info
     pace = info.settings.pace
+    stopped = (summary.shards or {}).get("stopped")
+    if stopped:
+        return _shards_interrupted_line(summary, stopped)
     sent = format_duration(to_ms(max(summary.sending_ns, 0)))
     if pace.run_ns is not None:
         part = f"after {sent} of {format_duration(pace.run_ns)}"
@@ -72,6 +78,22 @@ def interrupted_line(summary: RunSummary) -> str:
     else:
         part = f"after {sent}"
     return f"stopped by {summary.stop_signal} before its planned end, {part}: the results cover only that"
+
+
+def _shards_interrupted_line(summary: RunSummary, stopped: Sequence[dict[str, Any]]) -> str:
+    """interrupted_line() of a merged run, from its summary's `shards.stopped` (runner.stats.merge)."""
+    info = summary.info
+    planned = info.settings.pace.run_ns
+    of = f" of {format_duration(planned)}" if planned is not None else ""
+    count = (summary.shards or {}).get("count")
+    parts = [f"shard {stop['shard']} of {count} after {format_duration(to_ms(round(stop['sendingSeconds'] * 1e9)))}{of}"
+             for stop in stopped]
+    signals = sorted({str(stop["stopReason"]).removeprefix(SIGNAL_STOP) for stop in stopped})
+    early = sum(before_the_others(stop, info.settings.pace.interval_ns) for stop in stopped)
+    why = ("the results cover only that" if not early else
+           f"{'its share' if early == 1 else 'their shares'} of the rest was not sent while the others went on, and "
+           "stays in the goal")
+    return f"stopped by {' and '.join(signals)} before its planned end: {', '.join(parts)}: {why}"
 
 
 def _requests(n: int) -> str:

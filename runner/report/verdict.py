@@ -353,6 +353,8 @@ class Verdict(Reporter):
                          "keep pace)")
         total = ", ".join(parts) or f"all {len(outcomes)} ok"
         lines.append(f"# thresholds: {total}" + (f"; stopped early: {self.aborted}" if self.aborted else "") + "\n")
+        lines += [f"# thresholds judged with {stop}: its share of the rest counts as due and not sent\n"
+                  for stop in summary.stopped_before_the_others()]  # a merged run's goal% says so, this says why
         if self._stop_at_broken:
             lines.append(self._capacity_line())
         self._out.write("".join(lines))

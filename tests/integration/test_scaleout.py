@@ -181,7 +181,7 @@ def test_merged_totals_are_the_sum_and_match_what_nginx_saw(pods: PodRun) -> Non
     assert merged["requests"] == pods.logged and merged["requests"] + merged["skipped"] == 600
     due = sum(i["t"] for i in merged["intervalStats"])
     assert merged["goalPercent"] == shown_percent(goal_percent(merged["good"] + merged["bad"], due))
-    assert merged["shards"] == {"count": SHARDS, "merged": [0, 1, 2], "missing": [], "incomplete": []}
+    assert merged["shards"] == {"count": SHARDS, "merged": [0, 1, 2], "missing": [], "incomplete": [], "stopped": []}
     assert done.stdout.splitlines()[0].startswith("# sending 100 GET req/s with concurrency=5 to http://127.0.0.1:")
     assert "shard" not in merged, "the merged run is the whole run, not a shard"
 
@@ -264,11 +264,13 @@ def test_a_missing_pod_fails_the_merge_without_thresholds_too(pods: PodRun) -> N
 
 def test_a_pod_stopped_by_a_signal_fails_the_merge(nginx: Nginx, tmp_path: Path) -> None:
     """A pod evicted mid-run (SIGTERM) prints its summary and exits 7; merged with the others it
-    exited 0, a run that passed with part of a shard's load never sent (issue 20, point 8). Now the
-    merged run is no pass either: 7, and the line saying so last, as the pod's own log ends."""
+    exited 0, a run that passed with part of a shard's load never sent (issue 20, point 8); then 7,
+    with a goal that counted only the pods still sending, so goal% read 99.9% "ok" (issue 32). Its
+    share stays in the goal to the run's end, as a missing pod's does, and the merge says which pod
+    stopped and when, first and last on stderr: part of the run is missing, exit 5."""
     after_a_boundary(1)
     processes = [subprocess.Popen(soak_command("--qps", "20", "--interval", "1s", "--iterations", "6", "--shards",
-                                               "2", "--shard", str(index), nginx.url),
+                                               "2", "--shard", str(index), "--thresholds", "goal% >= 95", nginx.url),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   env={**os.environ, "TZ": "UTC"}) for index in range(2)]
     try:
@@ -284,14 +286,26 @@ def test_a_pod_stopped_by_a_signal_fails_the_merge(nginx: Nginx, tmp_path: Path)
         for process in processes:
             process.kill()
     outputs[1] = (head + line + outputs[1][0], outputs[1][1])
-    assert [p.returncode for p in processes] == [0, 7], [err for _, err in outputs]
+    assert processes[1].returncode in (3, 7), outputs[1][1]  # 3: its own goal% broken by a busy machine
     done = merge_saved([out for out, _ in outputs], tmp_path)
-    assert done.returncode == 7, done.stderr
+    assert done.returncode == 5, done.stderr
     merged = assert_counts_add_up(done.stdout)
     assert merged["shards"]["merged"] == [0, 1] and "signal SIGTERM" in merged["stopReason"]
-    last = done.stderr.splitlines()[-1]
-    assert last.startswith("soak merge: stopped by SIGTERM before its planned end, after ") and \
-        last.endswith(" (exit code 7)"), done.stderr
+    (stop,) = merged["shards"]["stopped"]
+    assert stop["shard"] == 1 and stop["stopReason"] == "signal SIGTERM" and stop["notSentSeconds"] >= 1
+    said = done.stderr.splitlines()
+    early = re.fullmatch(r"soak merge: shard 1 of 2 stopped by SIGTERM after ([0-9.]+m?s) of 6s, ([0-9.]+m?s) before "
+                         r"the others: its share of the rest was not sent, and stays in the goal", said[0])
+    assert early is not None, done.stderr
+    assert said[-1] == (f"soak merge: stopped by SIGTERM before its planned end: shard 1 of 2 after {early[1]} of 6s: "
+                        "its share of the rest was not sent while the others went on, and stays in the goal")
+    verdict = [line for line in done.stdout.splitlines() if line.startswith("# threshold")]
+    assert verdict[0].startswith("# threshold run goal% >= 95: ") and verdict[0].endswith(" BROKEN"), verdict
+    assert verdict[-1] == (f"# thresholds judged with shard 1 of 2 stopped by SIGTERM after {early[1]} of 6s, "
+                           f"{early[2]} before the others: its share of the rest counts as due and not sent")
+    starts = {s["shard"]["startWall"] for s in (assert_counts_add_up(out) for out, _ in outputs)}
+    if len(starts) == 1:  # started together (a busy machine may start one an interval late): every shard's goal
+        assert sum(s["t"] for s in merged["intervalStats"]) == pytest.approx(20 * 6, abs=0.01)
 
 
 def test_a_truncated_pod_log_is_reported_as_incomplete(pods: PodRun, tmp_path: Path) -> None:
@@ -507,7 +521,7 @@ def test_a_long_run_merges_in_the_memory_of_one_interval_per_shard(long_shards: 
     assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
     merged = assert_counts_add_up(done.stdout)
     shards = [assert_counts_add_up(log.read_text()) for log in long_shards]
-    assert merged["shards"] == {"count": 2, "merged": [0, 1], "missing": [], "incomplete": []}
+    assert merged["shards"] == {"count": 2, "merged": [0, 1], "missing": [], "incomplete": [], "stopped": []}
     for key in ("requests", "good", "bad", "failed", "skipped"):
         assert merged[key] == sum(s[key] for s in shards), key
     late = round(abs(shards[1]["shard"]["startWall"] - shards[0]["shard"]["startWall"]) * 1000)  # in 1 ms intervals
