@@ -408,7 +408,8 @@ def assert_due_sends_accounted(summary: dict) -> None:
         return
     due = sum(s["t"] for s in stats)
     config = summary.get("config") or {}
-    processes = max(1, config.get("workers") or 1) * max(1, config.get("shards") or 1)
+    # A merged run's config is the run's, whose shards setting each shard had alone: its shards say how many.
+    processes = max(1, config.get("workers") or 1) * max(1, shards.get("count") or config.get("shards") or 1)
     assert abs(summary["requests"] + summary["skipped"] - due) <= processes, (
         f"requests {summary['requests']} + skipped {summary['skipped']} != due {due} ({processes} processes)")
 

@@ -293,14 +293,15 @@ def test_a_pod_stopped_by_a_signal_fails_the_merge(nginx: Nginx, tmp_path: Path)
     assert merged["shards"]["merged"] == [0, 1] and "signal SIGTERM" in merged["stopReason"]
     (stop,) = merged["shards"]["stopped"]
     assert stop["shard"] == 1 and stop["stopReason"] == "signal SIGTERM" and stop["notSentSeconds"] >= 1
-    said = done.stderr.splitlines()
+    said = [line for line in done.stderr.splitlines() if not line.startswith("soak merge: the shards did not start")]
     early = re.fullmatch(r"soak merge: shard 1 of 2 stopped by SIGTERM after ([0-9.]+m?s) of 6s, ([0-9.]+m?s) before "
                          r"the others: its share of the rest was not sent, and stays in the goal", said[0])
     assert early is not None, done.stderr
     assert said[-1] == (f"soak merge: stopped by SIGTERM before its planned end: shard 1 of 2 after {early[1]} of 6s: "
                         "its share of the rest was not sent while the others went on, and stays in the goal")
     verdict = [line for line in done.stdout.splitlines() if line.startswith("# threshold")]
-    assert verdict[0].startswith("# threshold run goal% >= 95: ") and verdict[0].endswith(" BROKEN"), verdict
+    # Not ok: BROKEN, or INCONCLUSIVE where a busy machine saturated the client in every interval.
+    assert verdict[0].startswith("# threshold run goal% >= 95: ") and not verdict[0].endswith(" ok"), verdict
     assert verdict[-1] == (f"# thresholds judged with shard 1 of 2 stopped by SIGTERM after {early[1]} of 6s, "
                            f"{early[2]} before the others: its share of the rest counts as due and not sent")
     starts = {s["shard"]["startWall"] for s in (assert_counts_add_up(out) for out, _ in outputs)}
