@@ -420,13 +420,16 @@ def test_backends_beyond_the_names_kept_read_as_100_on_both_engines(tmp_path_fac
     with named_nginx(directory, 0, lambda _, port: _EVERY_RESPONSE_ITS_OWN.format(port=port)) as url:
         urls = Targets((url + "none", url), (1, 50))
         assert urls.wheel.index(0) < 50  # the response without the header is met among the first values
-        plan = Plan(urls, qps=2000, clients=2, seconds=None, total_requests=306,  # type: ignore[arg-type]
+        plan = Plan(urls, qps=500, clients=2, seconds=None, total_requests=306,  # type: ignore[arg-type]
                     backend_header=HEADER)
         for ran in (run_native(plan), run_python(plan)):
             assert ran.run.responses == 306, ran.run.errors
-            assert ran.run.backends[NO_BACKEND] == 6
+            assert ran.recorder.per_url is not None
+            none, named = (tally.responses for tally in ran.recorder.per_url)  # skipped sends move the wheel on
+            assert none > 0 and named > BACKENDS_KEPT
+            assert ran.run.backends[NO_BACKEND] == none
             assert backends_reached(ran.run.backends) == BACKENDS_KEPT
-            assert ran.run.backends[OTHER_BACKENDS] == 300 - BACKENDS_KEPT
+            assert ran.run.backends[OTHER_BACKENDS] == named - BACKENDS_KEPT
             for interval in ran.intervals:
                 assert (OTHER_BACKENDS in interval.tally.backends) <= \
                     (backends_reached(interval.tally.backends) == BACKENDS_KEPT)
