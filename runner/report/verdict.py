@@ -101,7 +101,8 @@ class Outcome:
 
     def _shown(self, measured: float) -> str:
         """The value; a shard's rate, which stands for the whole run's, says so and what it was
-        made of, lest `rate >= 90: 100 req/s` be read as what this pod sent."""
+        made of, lest `rate >= 90: 100 req/s` be read as what this pod sent: its own times the
+        shards, or for a scoped rule divided by its part of its URLs' sends (url_part)."""
         text = self.rule.show(measured)
         if self.rule.metric != RATE or self.shares == 1:
             return text
