@@ -12,12 +12,14 @@ compared: how many a client skips is the machine's pace, on either engine.
 The scenarios: every server of the fault matrix (tests/integration/test_fault_matrix.py) the
 native engine can send to (TLS and compress are refused by it, and skipped, saying so);
 SIGTERM and SIGINT with requests in flight; totalRequests in each load model; local workers;
-shards; a backendHeader, and a weighted list of two URLs (each URL's counts alike too).
+shards; a backendHeader, and a weighted list of two URLs (each URL's counts alike too); a
+server that answers a large upload before it is all written.
 """
 
 from __future__ import annotations
 
 import re
+import resource
 import signal
 import time
 from collections.abc import Iterator
@@ -226,3 +228,41 @@ def test_a_weighted_list_counts_the_same_on_both_engines(named: list[str], tmp_p
     verdicts = {engine: [(r["rule"], r["ok"], r.get("url")) for r in runs[engine].summary["thresholds"]["rules"]]
                 for engine in ENGINES}
     assert verdicts["native"] == verdicts["python"] and len(verdicts["python"]) == 2
+
+
+EARLY_BODY = 16 << 20  # more than a loopback socket's buffers take before the server reads (4 MiB + its window)
+
+
+def test_an_answer_before_the_body_is_written_counts_the_same_on_both_engines(tmp_path: Path) -> None:
+    """/early/200 answers a 16 MiB POST as soon as its head has come and reads the body only 200 ms
+    later, so the response is whole while most of the body is still unwritten. Neither engine
+    reuses that connection (the server reads the rest of the body first, and would take a request
+    written instead of it for body bytes): each send is a good response on a connection of its
+    own, counted alike. And the native engine does not spin on the idle socket meanwhile (it did
+    while it kept such a connection, until the next send): two sends 10 s apart take its process
+    a few percent of a core, start-up included. The CPU is the child's own (RUSAGE_CHILDREN around
+    a run the test waits for), held to a fifth of the run's wall time: a busy machine stretches
+    the wall time, not the CPU the run needs (3-7% here), while a loop spinning for 10 s of the
+    run's 11 gets more than a fifth of a core even with two spinning processes beside it."""
+    body = tmp_path / "upload"
+    body.write_bytes(b"b" * EARLY_BODY)
+    runs, cpu, seen = {}, {}, {}
+    for engine in ENGINES:
+        server = FaultServer().start()
+        try:
+            before, began = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+            runs[engine] = engine_run(engine, "--method", "POST", "--body", f"@{body}", "--qps", "0.1",
+                                      "--concurrency", "1", "--interval", "1s", "--iterations", "0", "--duration",
+                                      "100s", "--timeout", "2s", "--totalRequests", "2", server.url("/early/200"),
+                                      refusable=False)
+            after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic() - began
+            assert server.wait_idle()
+            seen[engine] = server.seen("/early/200")
+        finally:
+            server.stop()
+        cpu[engine] = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / wall
+    assert_same(runs)
+    assert {key: counted(runs["native"])[key] for key in ("good", "connectionsOpened")} == {
+        "good": 2, "connectionsOpened": 2}
+    assert seen == {"native": 2, "python": 2}
+    assert cpu["native"] < 0.2, f"{cpu['native']:.0%} of a core for two sends 10 s apart"

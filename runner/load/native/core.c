@@ -854,7 +854,9 @@ static conn *conn_slot(soak_engine *e)
  * the report said the server had closed (EPOLLRDHUP) and the read returned bytes before it.
  * One read per connection per wake-up, so a server that never stops sending cannot keep the
  * loop from its timer. Writing waits level-triggered, as before (rare: a request larger than
- * the socket's buffer). */
+ * the socket's buffer), and only while a request is being written: a connection is kept for
+ * the next one only once its request was all written (parsed), so an idle one, whose socket
+ * is writable, never wakes the loop for it. */
 static int watch(soak_engine *e, conn *c, int op, uint32_t events)
 {
     struct epoll_event ev = {.events = events == EPOLLIN ? EPOLLIN | EPOLLRDHUP | EPOLLET : events,
@@ -925,8 +927,11 @@ static void parsed(soak_engine *e, conn *c, int leftover, int64_t now)
 {
     int64_t end = c->headers ? arrived(e, c, now) : now;
     if (c->r.outcome == SOAK_DONE) {
-        /* bytes after the response belong to no request: the connection is out of step */
-        finish(e, c, -1, NULL, c->r.keep_alive && !leftover && !e->cfg.targets[c->target].is_head, end);
+        /* bytes after the response belong to no request: the connection is out of step; so is
+         * one whose request the server answered before it was all written (a large body): the
+         * server reads the rest, or not, before the next request (http1.Connection._complete) */
+        int keep = c->r.keep_alive && !leftover && !c->out_watched && !e->cfg.targets[c->target].is_head;
+        finish(e, c, -1, NULL, keep, end);
         return;
     }
     char text[SOAK_TEXT_MAX];
@@ -1163,7 +1168,7 @@ static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t du
     c->wire = 0;
     c->write_off = 0;
     c->kernel_clock = 0;
-    c->out_watched = 0;
+    c->out_watched = 0; /* so it is: a connection is kept only once its request was all written (parsed) */
     soak_response_init(&c->r, cfg->targets[target].is_head, cfg->max_head);
     e->in_flight++;
     dl_append(e, c);
