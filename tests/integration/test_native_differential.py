@@ -13,7 +13,8 @@ The scenarios: every server of the fault matrix (tests/integration/test_fault_ma
 native engine can send to (TLS and compress are refused by it, and skipped, saying so);
 SIGTERM and SIGINT with requests in flight; totalRequests in each load model; local workers;
 shards; a backendHeader, and a weighted list of two URLs (each URL's counts alike too); a
-server that answers a large upload before it is all written.
+server that answers a large upload before it is all written; bytes after a response (`soak
+bench`'s Total transferred, against ab's).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import re
 import resource
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -33,9 +35,11 @@ from runner.core.errors import EXIT_NO_RESPONSE, EXIT_OK
 from runner.load.native.engine import module
 from tests.conftest import Nginx, Run, assert_counts_add_up, run_soak
 from tests.integration.test_fault_matrix import CASES, Case, _target_url
+from tests.support.abparse import parse_ab
 from tests.support.balancer import HEADER, name, named_nginx
-from tests.support.faultserver import FaultServer
+from tests.support.faultserver import OK_BODY, FaultServer
 from tests.support.liverun import LONG_RUN, LiveRun
+from tests.support.programs import program
 
 pytestmark = pytest.mark.skipif(module() is None, reason="the native engine is not built here")
 
@@ -266,3 +270,27 @@ def test_an_answer_before_the_body_is_written_counts_the_same_on_both_engines(tm
         "good": 2, "connectionsOpened": 2}
     assert seen == {"native": 2, "python": 2}
     assert cpu["native"] < 0.2, f"{cpu['native']:.0%} of a core for two sends 10 s apart"
+
+
+def test_bytes_after_a_response_are_transferred_bytes_on_both_engines_as_in_ab() -> None:
+    """/extra/100 writes 100 bytes after each response's body, in the same write, so they come in
+    the read that ends the response. ab's Total transferred counts the bytes it read, these too;
+    so does each engine's `soak bench` (the native engine counted only the response's own), with
+    keep-alive and without (neither engine reuses a connection that sent what nobody asked for).
+    ab without -k only: with it, ab waits for ever for the response it takes the bytes for."""
+    server = FaultServer().start()
+    try:
+        url = server.url("/extra/100")
+        done = subprocess.run([program("ab", "apt-get install -y apache2-utils"), "-n", "10", "-c", "1", url],
+                              capture_output=True, text=True, timeout=60)
+        ab = parse_ab(done.stdout)["bench"]["totalTransferred"]
+        transferred = {}
+        for keep_alive in ((), ("-k",)):
+            runs = {engine: engine_run(engine, "bench", "-n", "10", "-c", "1", *keep_alive, url) for engine in ENGINES}
+            assert_same(runs)
+            transferred[keep_alive] = {engine: run.summary["bench"]["totalTransferred"] for engine, run in runs.items()}
+    finally:
+        server.stop()
+    head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(OK_BODY)}\r\n\r\n"  # what /extra/N writes before its body
+    assert ab == 10 * (len(head) + len(OK_BODY) + 100)
+    assert transferred == {keep_alive: {"native": ab, "python": ab} for keep_alive in ((), ("-k",))}

@@ -889,7 +889,9 @@ static void finish(soak_engine *e, conn *c, int kind, const char *text, int keep
         .r = &c->r,
     };
     if (c->r.outcome == SOAK_DONE) {
-        r.header_bytes = t->is_head ? c->wire : c->r.header_bytes;
+        /* http1.Connection: whole reads, so the rest of the read that ended the response counts
+         * too (bytes read, as ab's Total transferred counts them), though no response owns it */
+        r.header_bytes = c->wire - (t->is_head ? 0 : c->r.body_bytes);
         r.kept_alive = t->is_head ? 0 : c->r.keep_alive;
     }
     /* http1.Connection._finish: what ends after its deadline is a timeout, whatever it was;
