@@ -235,6 +235,11 @@ class Answers:
             return None
         return known[1]
 
+    def expires(self, key: tuple[str, int]) -> int | None:
+        """When the addresses kept for `key` stop being fresh (monotonic ns), or None if none are kept."""
+        known = self._known.get(key)
+        return None if known is None else known[0] + self.ttl_ns
+
     def keep(self, key: tuple[str, int], addresses: Sequence[Address], now_ns: int) -> None:
         """Keep `addresses`, looked up at `now_ns` (an answer with none is not kept)."""
         if addresses:

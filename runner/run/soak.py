@@ -92,7 +92,6 @@ class Soak:
         self.info = RunInfo(settings, list(parts.urls), parts.url_source, start_ns, wall_start, shard,
                             parts.urls.weights, parts.engine.name)
         self._signal = asyncio.Event()
-        self._refreshing: asyncio.Future[None] | None = None  # the native engine's lookups (_refresh_addresses)
         self._second_signal = asyncio.Event()
         self._stop_reason = ""
         self._signal_ns = 0
@@ -133,8 +132,6 @@ class Soak:
             self._watch.stop()
             if progress is not None:
                 progress.cancel()
-            if self._refreshing is not None:
-                self._refreshing.cancel()
             self._remove_signals()
         if engine.done() and not engine.cancelled() and engine.exception() is not None:
             raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
@@ -203,16 +200,6 @@ class Soak:
                 await self._abandon(engine)
                 return until, _end_reason(self._settings)
             self._emit(self._close(sending_end_ns=self._engine.stopped_sending_ns))
-            self._refresh_addresses()
-
-    def _refresh_addresses(self) -> None:
-        """The native engine's new connections go to the addresses its names have now: looked up
-        again (at most once per RESOLVE_TTL_NS) as each interval closes, one lookup at a time.
-        The Python engine's transport looks names up for each new connection itself."""
-        if not isinstance(self._engine, NativeEngine):
-            return
-        if self._refreshing is None or self._refreshing.done():
-            self._refreshing = asyncio.ensure_future(self._engine.refresh_addresses())
 
     async def _wait(self, until_ns: int, engine: asyncio.Future[None]) -> None:
         """Until the clock reaches `until_ns`, the engine finishes, or a signal arrives."""

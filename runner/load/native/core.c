@@ -1127,10 +1127,15 @@ static void dial_next(soak_engine *e, conn *c)
     connected(e, c);
 }
 
-/* A new connection for the request on `c`: the origin's next turn (Answers.next_turn). */
+/* A new connection for the request on `c`: the origin's next turn (Answers.next_turn), or
+ * the failure of the name's last lookup, as the Python engine's dial fails after one. */
 static void dial(soak_engine *e, conn *c)
 {
     soak_origin *o = &e->cfg.origins[c->origin];
+    if (o->naddrs == 0) {
+        fail_now(e, c, SOAK_K_DNS, o->failure);
+        return;
+    }
     c->dial_turn = (uint32_t)(o->turn++ % o->nown);
     c->tries = 0;
     c->first_err = 0;
@@ -1860,17 +1865,19 @@ uint32_t soak_addresses_order(soak_address *addrs, uint32_t n)
     return nown;
 }
 
-int soak_engine_set_addresses(soak_engine *e, uint32_t o, soak_address *addrs, uint32_t n)
+int soak_engine_set_addresses(soak_engine *e, uint32_t o, soak_address *addrs, uint32_t n, const char *failure)
 {
-    if (o >= e->cfg.norigins || n == 0)
+    if (o >= e->cfg.norigins)
         return -1;
-    uint32_t nown = soak_addresses_order(addrs, n);
+    uint32_t nown = n ? soak_addresses_order(addrs, n) : 0;
     pthread_mutex_lock(&e->lock);
     soak_origin *origin = &e->cfg.origins[o];
     soak_address *old = origin->addrs;
     origin->addrs = addrs;
     origin->naddrs = n;
     origin->nown = nown;
+    if (n == 0)
+        snprintf(origin->failure, sizeof origin->failure, "%s", failure);
     pthread_mutex_unlock(&e->lock);
     free(old);
     return 0;
