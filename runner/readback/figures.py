@@ -239,9 +239,12 @@ def _section(summary: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 def json_number(value: Any) -> float | None:
-    """A finite JSON number, or None for anything else (strings, booleans, null, NaN)."""
+    """A finite JSON number, or None for anything else (strings, booleans, null, NaN, and integers
+    beyond the 64 bits every run counts in, which no float arithmetic could take)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    if isinstance(value, int):
+        return value if abs(value) < 2**63 else None
     return value if math.isfinite(value) else None
 
 
