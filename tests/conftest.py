@@ -192,17 +192,23 @@ class Run:
         return json.loads("\n".join(lines[lines.index("{"):]))
 
 
-# Both transports, and the fast one on both engines, must pass the same integration tests: a
-# module that uses the `transport` fixture runs each of its tests once per parameter, and every
+# Both transports, and the fast one on both engines, must pass the same integration tests where
+# the transport is what is tested (faults, the protocol, TLS, connection lifetimes, what each
+# engine counts): a test that uses the `transport` fixture runs once per parameter, and every
 # CLI run in it uses that one. "native" is the fast transport's HTTP/1.1 on the native engine
 # (`--engine native`), "fast" the same on the Python engine; httpx runs on the Python engine,
-# which `auto` takes for it, saying why.
+# which `auto` takes for it, saying why. Where the transport is not what is tested, a test or
+# module narrows the parameters with `pytest.mark.transports(...)`: DEFAULT alone runs it as a
+# user's run goes, with no transport or engine flag (the fast transport, on the native engine
+# unless it refuses the run), once.
 TRANSPORTS = ("native", "fast", "httpx")
+DEFAULT = "auto"
 TRANSPORT_FLAGS = {"native": ("--transport", "fast", "--engine", "native"),
                    "fast": ("--transport", "fast", "--engine", "python"),
                    "httpx": ("--transport", "httpx")}
 TRANSPORT_CONFIG = {"native": {"transport": "fast", "engine": "native"},  # the same, as configuration
-                    "fast": {"transport": "fast", "engine": "python"}, "httpx": {"transport": "httpx"}}
+                    "fast": {"transport": "fast", "engine": "python"}, "httpx": {"transport": "httpx"},
+                    DEFAULT: {}}
 _REFUSED = "the native engine cannot send this run: "
 ENGINE_LINES = {"native": "soak: engine: native\n", "fast": "soak: engine: python\n",
                 "httpx": f"soak: engine: python ({_REFUSED}the httpx transport)\n"}
@@ -250,8 +256,21 @@ def skip_if_native_refused(returncode: int | None, stderr: str) -> None:
             pytest.skip(f"the native engine refuses this run: {refused.group(1)}")
 
 
-@pytest.fixture(params=TRANSPORTS)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The `transport` parameters: TRANSPORTS, or those the closest `transports` marker names."""
+    if "transport" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("transports")
+        chosen = marker.args if marker is not None else TRANSPORTS
+        assert chosen and set(chosen) <= {*TRANSPORTS, DEFAULT}, chosen
+        metafunc.parametrize("transport", chosen, indirect=True)
+
+
+@pytest.fixture
 def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The transport (and engine) every CLI run of the test uses; DEFAULT: the run's own flags alone."""
+    if request.param == DEFAULT:
+        yield request.param
+        return
     _transport.append(request.param)
     try:
         yield request.param
