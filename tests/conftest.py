@@ -24,8 +24,14 @@ import pytest
 from runner.core.errors import EXIT_NO_RESPONSE, EXIT_OK
 from runner.load.native.engine import module as native_module
 from runner.report.slowcooker import Line
+from tests.support import reaper
 from tests.support.faultserver import FaultServer
 from tests.support.programs import program
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Every daemon a test starts is written down and stopped, however the run ends (tests/support/reaper.py).
+    config.pluginmanager.register(reaper, "soak-reaper")
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"  # real slow_cooker output, copied from shared/reference
@@ -132,14 +138,13 @@ def running_nginx(directory: Path, http: str, ports: list[int]) -> Iterator[subp
     user = "user root;" if os.geteuid() == 0 else ""
     conf = directory / "nginx.conf"
     conf.write_text(NGINX_FRAME.format(dir=directory, user=user, http=http))
-    process = subprocess.Popen([_nginx_binary(), "-c", str(conf), "-p", str(directory)])
+    process = reaper.spawn([_nginx_binary(), "-c", str(conf), "-p", str(directory)], "nginx")
     try:
         for port in ports:
             wait_for_port(port)
         yield process
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        reaper.stop(process)
 
 
 def _nginx_binary() -> str:
