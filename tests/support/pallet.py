@@ -26,6 +26,8 @@ COMPONENTS = {"linkerd": "manifests/components/linkerd", "nginx-10-replicas": "m
 VARIANTS = ["base", "linkerd", "nginx-10-replicas", "linkerd+nginx-10-replicas", "scale-out", "linkerd+scale-out",
             "metrics", "linkerd+scale-out+metrics"]
 PALLET_FILES = ["kustomization.yaml", "configuration.json", "urlsconfigmap.yaml", "manifests"]
+# Native sidecars (the linkerd component) need 1.29; the schemas we validate against end at 1.37.
+KUBERNETES_VERSIONS = [f"1.{minor}.0" for minor in range(29, 38)]
 
 
 def kubectl() -> str:

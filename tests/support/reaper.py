@@ -175,7 +175,7 @@ def _naming(paths: Sequence[Path]) -> set[tuple[int, int | None]]:
     """The processes whose command line names one of `paths` (a shim that left its daemon's session)."""
     if not paths:
         return set()
-    found = set()
+    found: set[tuple[int, int | None]] = set()
     for pid, fields in _processes():
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
