@@ -220,9 +220,12 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """SIGTERM (`timeout`'s, a CI runner's) ends the run as Ctrl-C does: fixtures' teardowns run."""
+    """SIGTERM (`timeout`'s, a CI runner's) ends the run as Ctrl-C does: fixtures' teardowns run.
+    A pytest started by a test (tests/integration/test_reaper.py) is a run of its own."""
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminated)
+    if not _worker(config):
+        os.environ.pop(RUN_ENV, None)
     run_directory()
 
 
@@ -233,15 +236,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """At the end of the run (its controller, under xdist), after every teardown: what a killed worker left."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    if not _worker(session.config):
         _report(session.config, sweep(), "swept what a killed worker left")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The run's directory goes with the run (its builds too), unless a daemon is still written there."""
     directory = run_directory()
-    if not os.environ.get("PYTEST_XDIST_WORKER") and not any((directory / "daemons").glob("*.json")):
+    if not _worker(config) and not any((directory / "daemons").glob("*.json")):
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _worker(config: pytest.Config) -> bool:
+    """Whether this process is an xdist worker (the controller began the run, and ends it)."""
+    return hasattr(config, "workerinput")
 
 
 def _report(config: pytest.Config, swept: list[str], what: str) -> None:
