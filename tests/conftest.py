@@ -43,13 +43,34 @@ NGINX_PAGE = b"x" * 611 + b"\n"  # 612 bytes, the size of nginx's default page i
 _NGINX_FIXTURES = {"nginx", "tls_nginx"}
 
 
+# The longest tests (minutes each: valgrind over 100,000 requests, the image built and run, pip
+# installs in fresh environments, the fuzzer, an hour of shards), started first: under xdist each
+# then takes a process while the rest share the others, instead of one starting last and
+# keeping the whole run waiting for it.
+LONGEST_FIRST = ("test_native_leaks.py", "test_container.py", "test_native_build.py", "test_image.py",
+                 "test_scaleout.py", "test_native_fuzz.py", "test_results_of_a_run.py", "test_input_bounds.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads xdist_group
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: LONGEST_FIRST.index(item.path.name) if item.path.name in LONGEST_FIRST
+               else len(LONGEST_FIRST))  # stable: the rest keep their order
     for item in items:
         tier = item.path.relative_to(REPO / "tests").parts[0]
         if tier in ("unit", "integration"):
             item.add_marker(tier)
         if _NGINX_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker("nginx")
+        if _uses_a_module_fixture(item):  # under xdist (--dist loadgroup), the module's tests go to one worker
+            item.add_marker(pytest.mark.xdist_group(str(item.path.relative_to(REPO))))
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a module-scoped fixture: a Docker engine, a fuzz harness, a run of
+    many pods, made once for the module's tests, where one worker has them all."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    return any(definition.scope == "module" for chain in definitions for definition in chain)
 
 
 def free_port() -> int:

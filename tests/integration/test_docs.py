@@ -94,7 +94,9 @@ def quickstart() -> list[str]:
 def test_quick_start_is_two_commands_a_soak_and_the_tests() -> None:
     soak, tests = quickstart()
     assert soak == "pip install . && soak demo"
-    assert tests.endswith("python -m pytest")
+    assert tests.endswith(" && tests/run-all")
+    run_all = (REPO / "tests" / "run-all").read_text()
+    assert "python -m tests.checks" in run_all and "python -m pytest -n" in run_all
 
 
 def apt_packages(command: str) -> list[str]:
@@ -111,7 +113,7 @@ def test_development_installs_what_the_quick_start_does() -> None:
 
 def test_ci_runs_the_quick_starts_test_command() -> None:
     ci = (REPO / ".ci" / "run").read_text()
-    assert "quickstart" in ci and "pytest" in ci
+    assert "quickstart" in ci and "*tests/run-all*" in ci
 
 
 def test_readmes_sample_is_what_soak_demo_prints_on_a_busy_machine() -> None:
