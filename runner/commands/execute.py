@@ -51,7 +51,7 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
     metrics = _metrics(settings, parts.model, urls, verdict, parts.shard.pod(), parts.shown)
     if metrics is not None:
         reporters.append(metrics.reporter)
-    outcome = ExitCode(say, verdict)
+    outcome = ExitCode(say, verdict, output_lost=lambda: OUTPUTS.failed)
     reporters.append(outcome)  # last: its line comes after everything else the run prints
     with proxy_lifecycle(settings, say) as proxy_ready:  # linkerdAwait, linkerdShutdown
         if not proxy_ready:

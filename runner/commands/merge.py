@@ -5,13 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from runner.commands.execute import PROG, reporters_for
 from runner.config.files import read_log
 from runner.core.errors import EXIT_SHARD_MISSING, UsageError
-from runner.readback.podlogs import read_pods
-from runner.report.outcome import ExitCode
-from runner.report.verdict import Verdict
-from runner.stats.merge import merge_shards
+from runner.core.redact import printable
 
 DESCRIPTION = ("Merge the logs of a run's shards (pods of an Indexed Job, or processes) into one output: "
                "the same interval lines and JSON summary as one process, counts added, histograms merged.")
@@ -23,19 +19,30 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # Here, not above: `--help` builds this command's parser without loading a run's parts.
+    from runner.commands.execute import PROG, reporters_for
+    from runner.commands.outputs import OUTPUTS
+    from runner.readback.podlogs import read_pods
+    from runner.report.outcome import ExitCode
+    from runner.report.verdict import Verdict
+    from runner.stats.merge import merge_shards
+
     found = read_pods((path, _read_text(path)) for path in args.files or ["-"])
-    for note in found.notes:
-        print(f"{PROG} merge: {note}", file=sys.stderr)
+    for note in found.notes:  # they quote the logs (pods' names, sources), which anyone may have written
+        print(f"{PROG} merge: {printable(note)}", file=sys.stderr)
     if not found.shards:
         raise UsageError("merge: no shard's summary found in the input: nothing to merge")
     merged = merge_shards(found.shards, found.expected, found.incomplete)
     for note in merged.notes:
-        print(f"{PROG} merge: {note}", file=sys.stderr)
+        print(f"{PROG} merge: {printable(note)}", file=sys.stderr)
     verdict = Verdict.for_settings(merged.info.settings, sys.stdout)  # the run's thresholds, on the whole run
+    if verdict is not None:  # a stop it asks for (abortOnThreshold, stopAtBrokenRule) has nothing to stop:
+        verdict.bind_stop(_finished)  # the shards stopped themselves; by default it would SIGTERM this process
     # Last, as in a run: the merged run's exit code (a shard stopped by a signal, no response, ...) and its
     # line; a shard's share unaccounted for fails it too (its line said so), as no verdict can pass it.
     missing = [] if merged.complete else [EXIT_SHARD_MISSING]
-    outcome = ExitCode(lambda line: print(f"{PROG} merge: {line}", file=sys.stderr), verdict, also=missing)
+    outcome = ExitCode(lambda line: print(f"{PROG} merge: {line}", file=sys.stderr), verdict, also=missing,
+                       output_lost=lambda: OUTPUTS.failed)
     reporters = [*reporters_for(merged.info.settings, merged.info.model, verdict), outcome]
     for reporter in reporters:
         reporter.start(merged.info)
@@ -46,6 +53,10 @@ def main(args: argparse.Namespace) -> int:
     for reporter in reporters:
         reporter.finish(summary)
     return outcome.code
+
+
+def _finished(reason: str) -> None:
+    """The merged run's stop: it has ended already, each shard where its own verdict stopped it."""
 
 
 def _read_text(path: str) -> str:

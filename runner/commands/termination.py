@@ -19,6 +19,7 @@ terminationMessagePath setting) is created, so the message can be read anywhere.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Sequence
 
@@ -88,10 +89,24 @@ def write_termination_message(path: str, code: int, lines: Sequence[str]) -> Non
         return
     text = termination_message(code, [OUTPUTS.shown("stdout", line) for line in lines])
     try:
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(text)
+        _write(path, text.encode())
     except OSError as error:
+        if error.errno == errno.ENXIO:  # what a FIFO opened without waiting says when no one reads it
+            error = OSError(error.errno, "a FIFO that nothing reads")
         OUTPUTS.failure(f"terminationMessagePath: {path}", error)
+
+
+def _write(path: str, data: bytes) -> None:
+    """`data` as the whole of the file at `path`, never waiting: a FIFO nothing reads would hold the
+    run for ever at its end (an open for writing waits for a reader), and one whose reader is slow
+    fails (EAGAIN) rather than wait; a regular file or a device is written as open() writes it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o666)
+    try:
+        written = os.write(fd, data)
+        if written < len(data):
+            raise OSError(errno.EAGAIN, f"its reader took {written} of {len(data)} bytes")
+    finally:
+        os.close(fd)
 
 
 def ended(settings: Settings, code: int, verdict: Verdict | None, said: Sequence[str] = ()) -> int:

@@ -7,10 +7,8 @@ import os
 
 from runner.config.flags import add_source_arguments, settings_of, urls_of
 from runner.core.errors import EXIT_OK
-from runner.report.plan import describe, memory_line
-from runner.run.build import build
-from runner.run.memory import memory_limit
 
+USAGE = "%(prog)s [--config FILE] [--urls FILE] [--SETTING VALUE ...] [URL | @FILE ...]"
 DESCRIPTION = "Check the configuration and URL list and print what the run would do, without sending anything."
 
 
@@ -19,6 +17,11 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # Here, not above: `--help` builds this command's parser without loading a run's parts.
+    from runner.report.plan import describe, memory_line
+    from runner.run.build import build
+    from runner.run.memory import memory_limit
+
     settings = settings_of(args)
     urls, source = urls_of(args)
     parts = build(settings, urls, source)  # what a run would refuse before sending, validate refuses too

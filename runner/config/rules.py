@@ -5,7 +5,12 @@ metric, a comparison and a number with its unit, one rule per string.
 
     p99 < 50ms      p999 <= 0.2s      max < 1s          mean < 800us      p(95) < 20ms
     goal% >= 99     errors% <= 0.1    failed% <= 0.1%   bad% <= 0         skipped% <= 1
+    4xx% <= 1       5xx% == 0         401% == 0         2xx% >= 99.9
     rate >= 95/s    backends >= 10
+
+A status rule (`4xx%`, `401%`) measures a share of the responses, not of the sends: a failed send
+has no status. `==` states a percentage at its end, 0 or 100 (`5xx% == 0`: none), and is judged
+as `<= 0` or `>= 100`; a measured latency or rate is never exactly one value.
 
 A rule is judged on the whole run (`thresholds`) or on every interval (`intervalThresholds`).
 A latency rule may name a phase of the responses' time (PHASES): `connect.p99 < 5ms`, `ttfb.p50 < 50ms`.
@@ -29,10 +34,19 @@ from runner.core.percentiles import PERCENTILES
 LATENCIES: dict[str, float | None] = {**{key: p.rank for key, p in PERCENTILES.items()}, "max": None, "mean": None}
 # Percentages of a span's sends, 0 to 100.
 PERCENTAGES = ("goal%", "errors%", "failed%", "bad%", "skipped%")
+# Shares of the responses by status (the summary's statusCodes), as the metrics' status_class
+# labels them: a class, `4xx%` (400 to 499), or one status, `401%`. A final status is 200 or more:
+# a 1xx is interim, never counted as a response (and a 101 fails). STATUS_CLASSES are HTTP's; a
+# status up to 999, and its class (`9xx%`), is read too, as servers send them (LinkedIn's 999).
+STATUS_CLASSES = ("2xx%", "3xx%", "4xx%", "5xx%")
+_STATUS = re.compile(r"^([2-9])(xx|\d\d)%\Z", re.ASCII)
 RATE = "rate"
 # How many backends answered (backendHeader): a count, with no unit. `backends >= 10` fails a run
 # that did not reach ten of a Service's pods.
 BACKENDS = "backends"
+# The backends a tally counts by name (runner.stats.recorder.Tally.count_backend, the native engine's
+# SOAK_BACKENDS_KEPT): up to this many, how many answered is exact; beyond, it is this, "at least".
+BACKENDS_KEPT = 100
 METRICS = (*LATENCIES, *PERCENTAGES, RATE, BACKENDS)
 # Where the time went (runner.stats.phases): a latency rule may name a phase, `connect.p99 < 5ms`,
 # and is then judged on that phase of every response instead of its whole latency.
@@ -49,7 +63,8 @@ _RULE = re.compile(r"^(?P<metric>[^<>=!\s{]+)(?:\s*\{(?P<scope>[^}]*)\})?"
                    r"\s*(?P<op>[<>=!]=?)\s*(?P<value>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>\S*)\Z", re.ASCII)
 _PERCENTILE = re.compile(r"^p\(?(\d+(?:\.\d+)?)\)?\Z", re.ASCII)  # p99, p(99), p99.9, p(99.9)
 _EXAMPLES = 'like "p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'
-_LIST = (f"{' '.join(LATENCIES)} (latencies), {' '.join(PERCENTAGES)} (percentages), {RATE} (req/s) "
+_LIST = (f"{' '.join(LATENCIES)} (latencies), {' '.join(PERCENTAGES)} (percentages of the sends), "
+         f"{' '.join(STATUS_CLASSES)} or one status like 401% (percentages of the responses), {RATE} (req/s) "
          f"or {BACKENDS} (how many answered)")
 
 
@@ -62,8 +77,8 @@ class Rule:
     """One threshold: `metric op limit`, the limit in the metric's base unit (ns, %, req/s)."""
 
     text: str  # as written, spaces tidied: what the lines, the summary and the metrics show
-    metric: str  # one of METRICS
-    op: str  # one of OPERATORS
+    metric: str  # one of METRICS, or a status rule's (`4xx%`, `401%`: status_codes)
+    op: str  # one of OPERATORS, as judged: a rule written with == has the bound it states (_equal_as_bound)
     limit: float
     unit: str  # the unit the rule was written in, for showing measured values: ms, %, req/s, ...
     scope: str = "run"  # run: judged on the whole run; interval: on every interval
@@ -92,7 +107,8 @@ class Rule:
         if self.metric == RATE:
             return number(measured) + " req/s"
         if self.metric == BACKENDS:
-            return number(measured) + (" backend" if measured == 1 else " backends")
+            least = "at least " if measured >= BACKENDS_KEPT else ""  # more were not counted by name
+            return least + number(measured) + (" backend" if measured == 1 else " backends")
         return number(measured) + "%"
 
     def in_unit(self, measured: float) -> float:
@@ -134,6 +150,25 @@ def parse_rule(text: str, scope: str = "run") -> Rule:
     return rule
 
 
+def status_codes(metric: str) -> range | None:
+    """The statuses a status rule counts (`4xx%`: 400 to 499, `401%`: 401 alone); None for any other metric.
+
+    The one reading of a status metric's name: runner.stats.thresholds measures it by this."""
+    found = _STATUS.match(metric)
+    if found is None:
+        return None
+    if found[2] == "xx":
+        low = int(found[1]) * 100
+        return range(low, low + 100)
+    code = int(found[0][:3])
+    return range(code, code + 1)
+
+
+def is_percentage(metric: str) -> bool:
+    """Whether a metric is a percentage, of the sends (PERCENTAGES) or of the responses (a status rule)."""
+    return metric in PERCENTAGES or status_codes(metric) is not None
+
+
 def _phase(word: str) -> tuple[str | None, str]:
     """A metric's phase, if it names one (`connect.p99`), and the metric itself. A dot in a
     percentile (`p99.9`) names none; an unknown name before a dot is refused, with the phases."""
@@ -159,7 +194,7 @@ def _url_scope(text: str, metric: str) -> str:
                              f'< 200ms"; not {{{text}}}')
     if metric in _RUN_ONLY:
         raise ThresholdError(f"{metric} is the run's, not a URL's: sends are due and skipped for the whole run; "
-                             "scope a latency, errors%, failed%, bad% or rate")
+                             "scope a latency, errors%, failed%, bad%, a status (4xx%, 401%) or rate")
     return found["dq"] or found["sq"] or found["bare"]
 
 
@@ -167,10 +202,13 @@ def _read(tidy: str, found: re.Match[str], scope: str, word: str) -> Rule:
     """The rule of a string that has a rule's shape (`word`: its metric, without a phase): its metric,
     comparison and limit in base units."""
     metric = _metric(word)
-    op = found["op"]
-    if op not in OPERATORS:
-        raise ThresholdError(f"the comparison must be <, <=, > or >=, {_EXAMPLES}")
     value, unit = float(found["value"]), found["unit"]
+    op = found["op"]
+    if op == "==":
+        op = _equal_as_bound(metric, value)
+    elif op not in OPERATORS:
+        raise ThresholdError(f'the comparison must be <, <=, >, >= or == (== only for a percentage at 0 or 100: '
+                             f'"5xx% == 0"), {_EXAMPLES}')
     if metric in LATENCIES:
         return Rule(tidy, metric, op, value * _time_unit(metric, unit), "us" if unit == "µs" else unit, scope)
     if metric == RATE:
@@ -187,13 +225,31 @@ def _read(tidy: str, found: re.Match[str], scope: str, word: str) -> Rule:
         raise ThresholdError(f'{metric} is a percentage: write a number like "{metric} <= 0.1" or '
                              f'"{metric} <= 0.1%", without "{unit}"')
     if not word.endswith("%") and unit != "%":  # `errors <= 1`: one error, or 1%?
+        of = "responses" if status_codes(metric) else "sends"
         raise ThresholdError(f'{word} without % could be a count or a percentage; rules measure '
-                             f'percentages of the sends: write "{metric} {op} {found["value"]}"')
+                             f'percentages of the {of}: write "{metric} {found["op"]} {found["value"]}"')
     return Rule(tidy, metric, op, value, "%", scope)
 
 
+def _equal_as_bound(metric: str, value: float) -> str:
+    """The comparison `metric == value` states: a percentage at 0 is at most 0 (`5xx% == 0`: no 5xx),
+    at 100 at least 100. Any other value is refused: a measured figure is never exactly it, and a
+    rule that holds only there would break on a rounding."""
+    if is_percentage(metric) and value in (0, 100):
+        return "<=" if value == 0 else ">="
+    if is_percentage(metric):
+        raise ThresholdError(f'== is for a percentage at 0 or 100 ("{metric} == 0": none); {metric} is seldom exactly '
+                             f"{number(value)}%: use <, <=, > or >=")
+    if metric == BACKENDS:
+        raise ThresholdError(f'== is for a percentage at 0 or 100; say which way backends may not go: '
+                             f'"backends >= {number(value)}" or "backends <= {number(value)}"')
+    raise ThresholdError(f'{metric} is measured, never exactly one value: use <, <=, > or >= (== is for a percentage '
+                         'at 0 or 100, like "5xx% == 0")')
+
+
 # What each kind of metric can measure, from low to high: a percentage of sends, a latency, a rate.
-_RANGES = {**{m: (0.0, 100.0, "a percentage, from 0 to 100") for m in PERCENTAGES},
+_PERCENT_RANGE = (0.0, 100.0, "a percentage, from 0 to 100")
+_RANGES = {**{m: _PERCENT_RANGE for m in PERCENTAGES},
            **{m: (0.0, math.inf, "a latency, never below 0") for m in LATENCIES},
            RATE: (0.0, math.inf, "in requests per second, never below 0"),
            BACKENDS: (0.0, math.inf, "a count of backends, never below 0")}
@@ -202,7 +258,7 @@ _RANGES = {**{m: (0.0, 100.0, "a percentage, from 0 to 100") for m in PERCENTAGE
 def _check_can_break_and_hold(rule: Rule) -> None:
     """Refuse a rule that no measured value could keep (`skipped% > 100`, `max < 0ns`), or none could
     break (`goal% <= 100`): either says nothing about the run, and is most likely a typo."""
-    low, high, words = _RANGES[rule.metric]
+    low, high, words = _RANGES.get(rule.metric, _PERCENT_RANGE)  # a status rule is a percentage
     if not rule.can_hold(low, high):
         raise ThresholdError(f"{rule.metric} is {words}, so this rule can never hold")
     if rule.holds(high if rule.op in ("<", "<=") else low):
@@ -210,14 +266,17 @@ def _check_can_break_and_hold(rule: Rule) -> None:
 
 
 def _metric(word: str) -> str:
-    """The metric a rule names: p(99) and p99.9 are p99 and p999; errors is errors%."""
+    """The metric a rule names: p(99) and p99.9 are p99 and p999; errors is errors%, 4XX is 4xx%."""
     name = word.lower()
     percentile = _PERCENTILE.match(name)
     if percentile:
         name = "p" + percentile[1].replace(".", "")
-    if name + "%" in PERCENTAGES:
+    if is_percentage(name + "%"):
         name += "%"
-    if name not in METRICS:
+    if name == "status":  # k6 and Prometheus users write status{401}: say how this language writes it
+        raise ThresholdError('a status is judged as its share of the responses, written like "401% == 0" or '
+                             '"4xx% <= 1" (with {url=...} after the % for one URL)')
+    if name not in METRICS and status_codes(name) is None:
         raise ThresholdError(f'unknown metric "{word}": the metrics are {_LIST}')
     return name
 
@@ -248,4 +307,9 @@ def rules_for(run: list[str], interval: list[str], mode: str, backend_header: st
         if rule.metric == BACKENDS and not backend_header:
             raise UsageError(f'{setting}: "{rule.text}" needs backendHeader, the response header that names the '
                              "backend that answered (the pallet's nginx sends X-Soak-Backend)")
+        if rule.metric == BACKENDS and rule.holds(BACKENDS_KEPT) != rule.holds(math.inf):
+            raise UsageError(f'{setting}: "{rule.text}" is not allowed: backends are counted by name up to '
+                             f'{BACKENDS_KEPT} and beyond that only as "at least {BACKENDS_KEPT}", so this rule '
+                             f"could not be judged: >= and < take a number up to {BACKENDS_KEPT}, > and <= up to "
+                             f"{BACKENDS_KEPT - 1}")
     return rules

@@ -121,9 +121,12 @@ def _from_summary(summary: Mapping[str, Any], unit: str, slow_cooker: bool, note
     told = {key: value * scale for key in LATENCY_KEYS if (value := json_number(summary.get(key))) is not None}
     latency = told | _histogram_latencies(summary, notes)
     if "min" in told:
-        # The histogram's min is the lowest value of its bucket, up to 0.1% under the exact
-        # min that the summary's key truncates to its unit: the true min is at least the key.
-        latency["min"] = max(latency["min"], told["min"])
+        # The histogram's min is the lowest value of its bucket, up to 0.1% under the exact min.
+        # The summary's key is that min truncated to the unit (older summaries, slow_cooker's) or
+        # to three decimals of it, up to half a thousandth over: the larger of the two, and never
+        # above a percentile (the highest value of its bucket), as the exact min is not.
+        lowest = [latency[key] for key in SUMMARY_PERCENTILES if key in latency]
+        latency["min"] = min(max(latency["min"], told["min"]), *lowest) if lowest else max(latency["min"], told["min"])
     if slow_cooker:
         latency.pop("p999", None)
     rate, bench = _section(summary, k.RATE), _section(summary, k.BENCH)
@@ -162,7 +165,7 @@ def _phases(summary: Mapping[str, Any]) -> dict[str, dict[str, float]]:
 def _histogram_latencies(summary: Mapping[str, Any], notes: list[str]) -> dict[str, float]:
     """p50 ... p999, min and max in ns from the summary's HDR histogram.
 
-    To 0.1%, where the summary's own keys are truncated to whole units: a 0.4 ms p50 is 0
+    To 0.1%, where older summaries' own keys are truncated to whole units: a 0.4 ms p50 is 0
     there. Taking min and max from the same histogram keeps every percentile between them.
     """
     histogram = _section(summary, k.HISTOGRAM)
@@ -194,7 +197,8 @@ def _from_intervals(intervals: Sequence[IntervalRow], unit: str, startup: Startu
     skipped = [i.skipped for i in intervals]
     goals = [i.t for i in intervals]
     goal = sum(t for t in goals if t is not None) if None not in goals else None  # a bench has none
-    rate_target = startup.rate if startup is not None else (goal / duration if goal and duration else None)
+    rate_target = startup.rate if startup is not None and startup.rate is not None else (
+        goal / duration if goal and duration else None)
     return RunFigures(
         requests=good + bad + failed,
         good=good,
@@ -235,9 +239,12 @@ def _section(summary: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 def json_number(value: Any) -> float | None:
-    """A finite JSON number, or None for anything else (strings, booleans, null, NaN)."""
+    """A finite JSON number, or None for anything else (strings, booleans, null, NaN, and integers
+    beyond the 64 bits every run counts in, which no float arithmetic could take)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    if isinstance(value, int):
+        return value if abs(value) < 2**63 else None
     return value if math.isfinite(value) else None
 
 

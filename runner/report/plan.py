@@ -7,6 +7,7 @@ without printing any secret.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
@@ -17,7 +18,7 @@ from runner.core import redact
 from runner.core.durations import format_duration
 from runner.load.model import model_of, ramp_of, schedule_of, warmup_rate
 from runner.load.shards import ALONE, INDEX_ENV, Shard
-from runner.report.slowcooker import WARMUP_MARK, format_rate
+from runner.report.slowcooker import WARMUP_MARK, format_rate, rate_text
 from runner.stats.figures import BACKENDS_SHOWN, NO_BACKEND, OTHER_BACKENDS
 
 _LISTED_URLS = 5  # a shard's own URLs named one by one; the rest counted
@@ -47,6 +48,7 @@ def describe(settings: Settings, urls: Sequence[str], environ: Mapping[str, str]
         lines.append(f"checks the FNV-1a hash of {percent}% of bodies against {s.report.hash_value}")
     lines.append(_outputs(s))
     lines += _judged(s) + _metrics(s)
+    lines += _network_policy([*urls, *([s.metrics.pushgateway] if s.metrics.pushgateway else [])])
     return lines
 
 
@@ -183,12 +185,10 @@ def _rate_line(s: Settings) -> str:
         model = f"closed model: {clients}, one request in flight per client"
     else:
         model = f"open model: {clients}, at most {s.pace.max_in_flight} in flight"
+    sends = f"would send {rate_text(s.pace.qps, s.request.method, len(s.pace.stages))} ({model})"
     if s.pace.stages:
-        count = len(s.pace.stages)
-        return (f"would send up to {format_rate(s.pace.qps)} {s.request.method} req/s in {count} "
-                f"stage{'s' if count != 1 else ''} ({model}), each ramping linearly from the one before "
-                "(the first from 0):")
-    return f"would send {format_rate(s.pace.qps)} {s.request.method} req/s ({model})"
+        return f"{sends}, each ramping linearly from the one before (the first from 0):"
+    return sends
 
 
 def _bench_line(s: Settings) -> str:
@@ -365,3 +365,74 @@ def memory_line(workers: int, limit_bytes: int | None) -> str | None:
         "run it in one process (workers: 1), or raise the limit" if fit else "raise the limit"
     return (f"memory: {what} about {need} MiB, MORE than the {limit} this runs under (its cgroup's limit): "
             f"the kernel would kill the run (OOMKilled); {advice}")
+
+
+# The pallet's NetworkPolicy for the soak pods: DNS, and TCP to any pod of the cluster. A Service's
+# address is translated to its pods' before the network plugin judges it, so every in-cluster
+# Service passes; a host outside the cluster does not. docs/deploy.md, "Network policies".
+POLICY_FILE = "manifests/soak/networkpolicy.yaml"
+_SHOWN_HOSTS = 5  # hosts outside the cluster given their rule one by one; the rest counted
+
+
+def cluster_guess(host: str) -> str | None:
+    """Why the pallet's NetworkPolicy may block `host` (a URL's, lower case), as a phrase to follow it;
+    None where it lets it through: a Service's name, a pod's, or the pod itself.
+
+    Offline, so by the name's form only: a cluster resolves `<service>`, `<service>.<namespace>`
+    and `<service>.<namespace>.svc[.<cluster domain>]`; a name of another form, or a public
+    address, is most likely outside. A private address may be a pod's or a Service's, or not.
+    """
+    name = host.strip("[]").removesuffix(".")
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        labels = name.split(".")
+        # "svc" third: a Service (<service>.<namespace>.svc...), or fourth: a pod of a headless one
+        if len(labels) == 1 or "svc" in labels[2:4] or name.endswith(".cluster.local") or labels[-1] == "localhost":
+            return None
+        if len(labels) == 2:
+            return "may be outside the cluster (unless it is a Service written <service>.<namespace>)"
+        return ("looks outside the cluster (a Service is <service>, <service>.<namespace> or "
+                "<service>.<namespace>.svc.cluster.local)")
+    if address.is_loopback:
+        return None  # the pod itself: no policy applies
+    if address.is_global:
+        return "is a public address, most likely outside the cluster"
+    return ("may be outside the cluster (a private address: a pod's or a Service's passes, a node's or another "
+            "host's not)")
+
+
+def _network_policy(urls: Sequence[str]) -> list[str]:
+    """What the pallet's NetworkPolicy would block of these URLs (the pushgateway's too), each host
+    with the egress rule that allows it, ready to paste into the policy's `egress:` list."""
+    found: dict[tuple[str, int], str] = {}
+    for url in urls:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        why = cluster_guess(host)
+        if why is not None:
+            found.setdefault((host, port), why)
+    if not found:
+        return []
+    lines = [f"network policy: the pallet's NetworkPolicy ({POLICY_FILE}) lets the soak reach DNS and the "
+             "cluster's pods only; where a network plugin enforces it, requests to a host outside the cluster fail "
+             "unless you add its rule under the policy's egress:"]
+    for (host, port), why in list(found.items())[:_SHOWN_HOSTS]:
+        lines.append(f"  {host} {why}:")
+        lines += [f"    {line}" for line in egress_rule(host, port)]
+    if len(found) > _SHOWN_HOSTS:
+        more = len(found) - _SHOWN_HOSTS
+        lines.append(f"  ... and {more} more {'host' if more == 1 else 'hosts'} that may be outside the cluster")
+    return lines
+
+
+def egress_rule(host: str, port: int) -> list[str]:
+    """The egress rule, as lines of YAML, that lets the soak reach `host` (its addresses) on `port`."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:  # its addresses are the resolver's to say: a placeholder, and what to put there
+        to = f"- to: [{{ipBlock: {{cidr: <address>/32}}}}]  # one for each address {host} has; 0.0.0.0/0: any"
+    else:
+        to = f"- to: [{{ipBlock: {{cidr: {address}/{address.max_prefixlen}}}}}]"
+    return [to, f"  ports: [{{port: {port}, protocol: TCP}}]"]

@@ -145,6 +145,8 @@ class Counted(Outcomes, Protocol):
     @property
     def errors(self) -> Mapping[str, int]: ...
     @property
+    def statuses(self) -> Mapping[int, int]: ...
+    @property
     def latency(self) -> LatencyHistogram: ...
     @property
     def backends(self) -> Mapping[str, int]: ...
@@ -200,6 +202,7 @@ class Figures(Sends):
     latency: Latency
     bhash: int = 0
     errors: Mapping[str, int] = field(default_factory=dict)  # failed sends by kind
+    statuses: Mapping[int, int] = field(default_factory=dict)  # responses by status (the summary's statusCodes)
     backends: Mapping[str, int] = field(default_factory=dict)  # responses by backend, as shown (shown_backends)
     backends_reached: int = 0  # backends that answered (backends_reached); 0 without a backendHeader
     connections_opened: int = 0
@@ -213,7 +216,8 @@ class Figures(Sends):
         """A tally's figures, `due` sends (unrounded, from the schedule) due over `due_ns`."""
         return cls(tally.good, tally.bad, tally.failed, tally.skipped, tally.late,
                    None if due is None else goal(due), due_ns / 1e9, Latency.of(tally.latency, keys),
-                   tally.hash_mismatches, dict(sorted(tally.errors.items())), shown_backends(tally.backends),
+                   tally.hash_mismatches, dict(sorted(tally.errors.items())), dict(sorted(tally.statuses.items())),
+                   shown_backends(tally.backends),
                    backends_reached(tally.backends), tally.connections_opened, tally.connections_closed,
                    phase_figures(tally.phases, keys))
 
@@ -232,6 +236,12 @@ class Figures(Sends):
     @property
     def bad_percent(self) -> float | None:
         return share_percent(self.bad, self.requests)
+
+    def status_percent(self, codes: range) -> float | None:
+        """The responses whose status is in `codes` (a class, 400 to 499, or one status) against all
+        responses, good and bad; None when none came back. A failed send has no status: it is
+        failed%'s, not a status rule's, so the share of 401s does not fall while the target is down."""
+        return share_percent(sum(n for code, n in self.statuses.items() if code in codes), self.responses)
 
     @property
     def skipped_percent(self) -> float | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from runner.config.rules import BACKENDS, LATENCIES, RATE
+from runner.config.rules import BACKENDS, LATENCIES, RATE, status_codes
 from runner.stats.figures import Figures, backends_reached
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import Tally
@@ -22,7 +22,7 @@ class Span:
 
     figures: Figures
     whole: bool = True  # False for a partial interval, too short to judge goal% and rate on
-    shares: int = 1  # one shard of a run split in this many: its rate, times this, is the run's
+    shares: float = 1  # its rate, times this, is the run's: the shards of a split run (a scoped rule: see verdict)
 
 
 def measure(metric: str, span: Span, phase: str | None = None) -> float | None:
@@ -32,8 +32,12 @@ def measure(metric: str, span: Span, phase: str | None = None) -> float | None:
     the summary and the gauges show, before they round it). goal%, rate and backends are judged
     only on a whole span; a shard's rate stands for the whole run's. A latency of a `phase`
     (a rule like `connect.p99`) is that phase's figure; None where no response's phases were timed.
+    A status rule (`4xx%`) is a share of the responses, None where none came back.
     """
     f = span.figures
+    codes = status_codes(metric)
+    if codes is not None:
+        return f.status_percent(codes)
     if phase is not None:
         latency = f.phases.get(phase)
         return latency.ns(metric) if latency is not None and latency.count else None
@@ -150,10 +154,23 @@ def _bounds_with(metric: str, so_far: Tally, plan: Plan, rest: int,
             return UNBOUNDED
         return (so_far.requests * plan.shares / plan.seconds,
                 (so_far.requests + rest) * plan.shares / plan.seconds)
+    codes = status_codes(metric)
+    if codes is not None:
+        return _status_bounds(so_far, codes, rest)
     share, requests = _share(metric, so_far), so_far.requests
     if requests + rest == 0:
         return UNBOUNDED
     return share / (requests + rest) * 100, 100.0 if rest else share / requests * 100
+
+
+def _status_bounds(so_far: Tally, codes: range, rest: int) -> tuple[float, float]:
+    """A status rule's bounds: each send to come is a response of another status, or of this one
+    (a failure, which has none, leaves the share as it is, between the two)."""
+    count = sum(n for code, n in so_far.statuses.items() if code in codes)
+    responses = so_far.responses
+    if responses + rest == 0:
+        return UNBOUNDED
+    return count / (responses + rest) * 100, (count + rest) / (responses + rest) * 100
 
 
 def _latency_bounds(metric: str, histogram: LatencyHistogram, rest: int) -> tuple[float, float]:

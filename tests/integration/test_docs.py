@@ -99,6 +99,15 @@ def test_quick_start_is_two_commands_a_soak_and_the_tests() -> None:
     assert "python -m tests.checks" in run_all and "python -m pytest -n" in run_all
 
 
+def test_quick_start_says_before_its_block_that_the_second_line_is_the_test_suite() -> None:
+    """Issue 32: a new user took the second line for set-up and ran the contributors' whole suite.
+    The text just above the block says what it is, what it installs and how long it takes."""
+    above = " ".join(README.read_text().split("<!-- quickstart", 1)[0].rsplit("## Quick start", 1)[1].split())
+    assert "not set-up" in above and "test suite" in above
+    assert re.search(r"\babout \d+ minutes\b", above)
+    assert all(program in above for program in ("as root", "nginx", "HAProxy", "Prometheus", "Docker", "compilers"))
+
+
 def apt_packages(command: str) -> list[str]:
     """The packages an `apt-get install -y ...` in a command names."""
     found = re.search(r"apt-get install -y ((?:[\w.+-]+ ?)+)", command)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +20,9 @@ import yaml
 import runner
 from runner.config.jsonfile import read_config_file
 from runner.config.settings import merge, settings_from
-from runner.config.urls import load_url_file
-from tests.conftest import REPO
+from runner.config.urls import URLS_KEY, load_url_file
+from runner.core.errors import EXIT_USAGE
+from tests.conftest import REPO, run_soak
 from tests.support.pallet import (
     KUBERNETES_VERSIONS,
     VARIANTS,
@@ -227,13 +229,21 @@ def pod_templates(resource: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+# Empty maps the API server keeps as written: a NetworkPolicy's label selectors.
+KEPT_EMPTY = {"namespaceSelector", "podSelector"}
+
+
 @pytest.mark.parametrize("variant", EVERY_VARIANT)
 def test_what_is_applied_is_what_the_api_server_keeps(variant: str) -> None:
     """The API server drops an empty list or map (Go's omitempty): `ingress: []` came back without it,
     so every `kubectl apply -k .` found the live object changed and said "configured". Nothing
-    rendered is empty, so a second apply says "unchanged"."""
+    rendered is empty, so a second apply says "unchanged". But an empty label selector: a
+    NetworkPolicy's selectors are pointers to a LabelSelector, which omitempty keeps when set, and
+    `{}` there means "every namespace" (or pod), as the soak's egress to any pod says it."""
     def empties(value: Any, path: str) -> list[str]:
         if isinstance(value, dict):
+            if not value and path.rsplit(".", 1)[-1] in KEPT_EMPTY:
+                return []
             return ([path] if not value else []) + [e for k, v in value.items() for e in empties(v, f"{path}.{k}")]
         if isinstance(value, list):
             return ([path] if not value else []) + [e for i, v in enumerate(value) for e in empties(v, f"{path}[{i}]")]
@@ -261,6 +271,54 @@ def test_config_mounts_are_where_the_runner_reads() -> None:
             assert mount["readOnly"] is True
 
 
+def test_validate_reads_the_urls_key_the_pod_reads(tmp_path: Path) -> None:
+    """A urlsconfigmap.yaml whose list sits under another key passed validate (its only key was
+    read), while the rendered CronJob reads /etc/soak/urls/urls.txt, which it then has not."""
+    renamed = ("urlsconfigmap.yaml", "  urls.txt: |", "  targets.txt: |")
+    args = soak_container(render("base"))["args"]
+    urls_path = args[args.index("--urls") + 1]
+    assert urls_path.rsplit("/", 1)[1] == URLS_KEY
+    assert urls_path in mounted_files(render("base"))
+    assert urls_path not in mounted_files(render("base", (renamed,))), "the pod would find no list"
+    edited = tmp_path / "urlsconfigmap.yaml"
+    edited.write_text((REPO / "urlsconfigmap.yaml").read_text().replace(renamed[1], renamed[2]))
+    done = run_soak("validate", "--config", str(REPO / "configuration.json"), "--urls", str(edited))
+    assert (done.returncode, done.stdout) == (EXIT_USAGE, "")
+    assert done.stderr == (f"soak: {edited}: the ConfigMap has no key urls.txt, which is the file the soak pod reads "
+                           "(it has the key targets.txt); put the URLs under urls.txt\n")
+    shipped = run_soak("validate", "--config", str(REPO / "configuration.json"), "--urls",
+                       str(REPO / "urlsconfigmap.yaml"))
+    assert shipped.returncode == 0, shipped.stderr
+
+
+def test_the_docs_say_how_an_eviction_past_the_pods_own_limit_shows() -> None:
+    """docs/deploy.md said every evicted soak pod carries the condition DisruptionTarget; the kubelet's
+    eviction of a pod past its own emptyDir's sizeLimit adds none (its evictPod is given no condition):
+    only status.reason Evicted and a message that names the volume and the limit, as the docs now
+    say for the rendered pod's own volume."""
+    spec = find(render("base"), "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (volume,) = [v for v in spec["volumes"] if "emptyDir" in v]
+    # the kubelet's words (pkg/kubelet/eviction: emptyDirMessageFmt), for this volume and limit
+    message = f'Usage of EmptyDir volume "{volume["name"]}" exceeds the limit "{volume["emptyDir"]["sizeLimit"]}".'
+    text = " ".join((REPO / "docs" / "deploy.md").read_text().split())
+    assert f"`{message}`" in text
+    assert "no `DisruptionTarget` condition" in text and "`status.reason` is `Evicted`" in text
+    assert "A preempted or evicted soak pod says so: its status carries the condition `DisruptionTarget`" not in text
+
+
+@pytest.mark.parametrize("path", ["README.md", "docs/kubernetes.md"])
+def test_where_the_docs_suggest_a_job_by_hand_they_say_the_history_limits_delete_it(path: str) -> None:
+    """`kubectl create job --from=cronjob/soak` makes the CronJob the Job's controller, so its history
+    limits delete that Job with the hourly ones; the docs that suggest it did not say so."""
+    spec = find(render("base"), "CronJob", "soak")["spec"]
+    (limit,) = {spec["successfulJobsHistoryLimit"], spec["failedJobsHistoryLimit"]}
+    text = " ".join((REPO / path).read_text().split())
+    after = text[text.index("kubectl create job -n soak --from=cronjob/soak"):][:1500]
+    for said in ("successfulJobsHistoryLimit", "failedJobsHistoryLimit", "ttlSecondsAfterFinished", f"{limit}"):
+        assert said in after, said
+    assert "> soak-now.log" in after, "how to keep its log"
+
+
 def test_the_image_is_set_in_one_place_and_matches_the_dockerfile_user() -> None:
     kustomization = yaml.safe_load((REPO / "kustomization.yaml").read_text())
     (soak_image,) = [i for i in kustomization["images"] if i["name"] == "soak"]
@@ -279,6 +337,20 @@ def test_linkerd_component_injects_native_sidecars_in_both_namespaces() -> None:
         assert metadata["annotations"]["config.alpha.linkerd.io/proxy-enable-native-sidecar"] == "true"
         assert metadata["labels"]["pod-security.kubernetes.io/warn"] == "restricted"
     assert "annotations" not in find(render("base"), "Namespace", "soak")["metadata"]
+
+
+def test_the_linkerd_docs_read_the_runners_log_as_everywhere_else() -> None:
+    """docs/linkerd.md told users to pass `-c soak`: the rendered meshed pod names the runner its default
+    container, so `kubectl logs job/...` reads it, as README's command does; `-c` is for the proxy."""
+    template = find(render("linkerd"), "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]
+    assert template["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == "soak"
+    # one container: Linkerd injects its proxy at admission, as a native sidecar (an init container)
+    assert [c["name"] for c in template["spec"]["containers"]] == ["soak"]
+    docs = (REPO / "docs" / "linkerd.md").read_text()
+    commands = re.findall(r"^kubectl logs .*$", docs, re.M)
+    assert "kubectl logs -n soak job/soak-<time>" in commands
+    assert all(" -c soak" not in command for command in commands), commands
+    assert "-c soak`" not in docs
 
 
 @pytest.mark.parametrize("variant", ["base", "nginx-10-replicas", "linkerd+nginx-10-replicas"])

@@ -159,3 +159,55 @@ def test_where_the_docs_and_the_metrics_component_point_for_a_podmonitor_there_i
     assert shipped["kind"] == "PodMonitor"
     rendered = only(render("metrics", "monitoring"), "PodMonitor")
     assert rendered["spec"] == shipped["spec"] and rendered["metadata"]["name"] == shipped["metadata"]["name"]
+
+
+def crd_defaults(value: Any, schema: dict[str, Any], definitions: dict[str, Any]) -> Any:
+    """`value` with every default its CRD schema declares filled in where the field is missing, as the
+    API server fills them in (structural schema defaulting), read from the schema models."""
+    schema = _resolved(schema, definitions)
+    if isinstance(value, dict) and "properties" in schema:
+        filled = {key: crd_defaults(item, schema["properties"].get(key, {}), definitions) for key, item in value.items()}
+        for key, field_schema in schema["properties"].items():
+            default = _resolved(field_schema, definitions).get("default", field_schema.get("default"))
+            if key not in filled and default is not None:  # pydantic writes None for "optional": no default
+                filled[key] = default
+        return filled
+    if isinstance(value, list) and "items" in schema:
+        return [crd_defaults(item, schema["items"], definitions) for item in value]
+    return value
+
+
+def _resolved(schema: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
+    """A schema with its $ref followed; of an anyOf (Optional[X] is [X, null]; int-or-string), the
+    alternative that is an object or a list, the only kind that holds fields with defaults."""
+    if "$ref" in schema:
+        return _resolved(definitions[schema["$ref"].rsplit("/", 1)[1]], definitions)
+    if "anyOf" in schema:
+        shaped = [r for r in (_resolved(s, definitions) for s in schema["anyOf"]) if "properties" in r or "items" in r]
+        assert len(shaped) <= 1, schema
+        return shaped[0] if shaped else {}
+    return schema
+
+
+def defaulted(resource: dict[str, Any]) -> dict[str, Any]:
+    schema = CRD_MODELS[resource["kind"]].model_json_schema(by_alias=True)
+    return crd_defaults(resource, schema, schema.get("$defs", {}))
+
+
+def test_every_default_the_crd_schemas_add_is_written_out() -> None:
+    """The PodMonitor said "configured" on every `kubectl apply -k .`: the API server filled in its
+    relabelings' `action: replace`, and a list whose items differ is a changed list to a JSON merge
+    patch (what kubectl applies to a custom resource). With every default written, the live object is
+    the applied one and each apply says "unchanged"."""
+    for names in [(), ("metrics",), ("linkerd", "scale-out", "metrics")]:
+        for resource in added(*names):
+            if resource["kind"] in CRD_MODELS:
+                assert defaulted(resource) == resource, f"{resource['kind']}: a default the API server would add"
+
+
+def test_the_defaults_are_read_from_the_schema() -> None:
+    """The check above can fail: a relabeling without its action gets the CRD's default."""
+    monitor = json.loads(json.dumps(only(added(), "PodMonitor")))
+    relabeling = monitor["spec"]["podMetricsEndpoints"][0]["relabelings"][0]
+    relabeling.pop("action", None)
+    assert defaulted(monitor)["spec"]["podMetricsEndpoints"][0]["relabelings"][0] == {**relabeling, "action": "replace"}

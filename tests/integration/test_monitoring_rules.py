@@ -15,8 +15,11 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import REPO
+from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_NO_RESPONSE, EXIT_THRESHOLDS
+from tests.conftest import REPO, run_soak
+from tests.support.faultserver import FaultServer, refused_port
 from tests.support.programs import program
+from tests.support.pushgateway import Pushgateway
 
 COMPONENT = REPO / "manifests" / "components" / "monitoring"
 RULES = COMPONENT / "soak-alerts.rules.yaml"
@@ -104,3 +107,26 @@ def test_every_recording_rule_is_unit_tested_recording_and_not() -> None:
         assert any(case["exp_samples"] for case in mine), f"{record['record']}: no case that records"
         assert any(not case["exp_samples"] for case in mine), f"{record['record']}: no case that does not"
 
+
+
+def test_the_broken_thresholds_alert_names_the_exit_code_of_each_run_that_raises_it() -> None:
+    """Its description said "The run exited with code 3", but a dead target exits 8 and pushes the
+    same broken verdict (soak_thresholds_passed 0) that raises the alert: real runs, pushing to a
+    real Pushgateway, one whose target answers badly and one whose target is dead."""
+    (rule,) = [alert for alert in alerts() if alert["alert"] == "SoakThresholdsBroken"]
+    description = " ".join(rule["annotations"]["description"].split())
+    pushgateway, fault, dead = Pushgateway(), FaultServer().start(), refused_port()
+    try:
+        for job, url in (("answers-badly", fault.url("/status/503")), ("dead", f"http://127.0.0.1:{dead.getsockname()[1]}/")):
+            run = run_soak("--qps", "20", "--concurrency", "1", "--interval", "300ms", "--iterations", "2",
+                           "--thresholds", "errors% <= 1", "--pushgateway", pushgateway.url, "--pushgatewayJob", job,
+                           url, timeout=60)
+            assert pushgateway.group(job)["soak_thresholds_passed"] == {(): 0.0}, job
+            assert run.returncode in (EXIT_THRESHOLDS, EXIT_NO_RESPONSE), run.stderr
+            assert f"code {run.returncode}" in description or f"or {run.returncode} if" in description, (job, run.returncode)
+        assert run.returncode == EXIT_NO_RESPONSE, "the dead target's run"
+        assert f"or {EXIT_INCONCLUSIVE} if the rules broke only where the client could not keep pace" in description
+    finally:
+        pushgateway.stop()
+        fault.stop()
+        dead.close()

@@ -41,7 +41,10 @@ PLAIN = {
 LOADED = """
 import json, sys
 from runner.cli import main
-code = main(sys.argv[2:])
+try:
+    code = main(sys.argv[2:])
+except SystemExit as done:  # --help
+    code = done.code
 with open(sys.argv[1], "w") as out:
     json.dump(sorted(sys.modules), out)
 sys.exit(code)
@@ -65,6 +68,16 @@ def test_a_plain_run_loads_no_optional_module(case: str, nginx: Nginx, tmp_path:
     assert code == 0, stderr
     assert "runner.run.soak" in modules  # it ran
     assert sorted(m for m in OPTIONAL if m in modules) == []
+
+
+@pytest.mark.parametrize("command", ["run", "bench", "validate", "demo", "merge"])
+def test_help_loads_no_engine_and_no_optional_module(command: str, tmp_path: Path) -> None:
+    """`soak --help` loaded the engines, the run's driver and every report (its commands imported them
+    to be listed), for nothing: a command's parser needs its flags only; its run's parts load in main()."""
+    code, modules, stderr = loaded(tmp_path, command, "--help")
+    assert code == 0, stderr
+    assert sorted(m for m in (*OPTIONAL, "runner.load.engine", "runner.load.native.engine", "runner.run.soak",
+                              "runner.commands.execute") if m in modules) == []
 
 
 @pytest.mark.parametrize("module", list(OPTIONAL))

@@ -10,8 +10,10 @@ SIGTERM, once its verdict is certain.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -19,7 +21,7 @@ import pytest
 
 from runner.core.errors import EXIT_INTERRUPTED, EXIT_NO_RESPONSE, EXIT_OK, EXIT_THRESHOLDS, EXIT_USAGE
 from runner.readback.results import load_run
-from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak
+from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak, soak_command
 from tests.support.faultserver import FaultServer, refused_port
 from tests.support.liverun import LONG_RUN, LiveRun
 
@@ -147,11 +149,18 @@ def test_after_sigterm_the_exit_code_is_the_verdicts(nginx: Nginx, rule: str, co
          'like "p99 < 50ms"'),
         (("--intervalThresholds", "goal% >= 99, latency < 5ms"),
          'soak: --intervalThresholds: "latency < 5ms" is not allowed; unknown metric "latency": the metrics are '
-         "p50 p75 p90 p95 p99 p999 max mean (latencies), goal% errors% failed% bad% skipped% (percentages), "
-         "rate (req/s) or backends (how many answered)"),
+         "p50 p75 p90 p95 p99 p999 max mean (latencies), goal% errors% failed% bad% skipped% (percentages of the "
+         "sends), 2xx% 3xx% 4xx% 5xx% or one status like 401% (percentages of the responses), rate (req/s) or "
+         "backends (how many answered)"),
         (("--abortOnThreshold", "--thresholds", "goal% = 99"),
-         'soak: --thresholds: "goal% = 99" is not allowed; the comparison must be <, <=, > or >=, like '
-         '"p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'),
+         'soak: --thresholds: "goal% = 99" is not allowed; the comparison must be <, <=, >, >= or == (== only for a '
+         'percentage at 0 or 100: "5xx% == 0"), like "p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'),
+        (("--thresholds", "4xx <= 1"),
+         'soak: --thresholds: "4xx <= 1" is not allowed; 4xx without % could be a count or a percentage; rules '
+         'measure percentages of the responses: write "4xx% <= 1"'),
+        (("--intervalThresholds", "p99 == 50ms"),
+         'soak: --intervalThresholds: "p99 == 50ms" is not allowed; p99 is measured, never exactly one value: use <, '
+         '<=, > or >= (== is for a percentage at 0 or 100, like "5xx% == 0")'),
     ],
 )
 def test_a_bad_rule_is_one_line_and_exit_2_before_anything_is_sent(nginx: Nginx, args: tuple[str, ...],
@@ -216,3 +225,96 @@ def test_no_summary_still_prints_the_verdict(nginx: Nginx) -> None:
     assert run.returncode == EXIT_THRESHOLDS
     assert verdict_lines(run.stdout)[-1] == "# thresholds: 1 of 1 broken"
     assert "{" not in run.stdout
+
+
+# --- status rules (issue 32): a 401 is a good response, and only a status rule sees it -----------
+
+EXPIRES = "/fail-after/10/401"  # a token that expires after the 10th request: 401 to every one after
+STATUS_RULES = ("errors% <= 1", "4xx% <= 1", "401% == 0", "5xx% == 0", "4xx%{url=/ok} <= 1",
+                f"4xx%{{url={EXPIRES}}} <= 1")
+
+
+def test_an_expired_token_keeps_errors_but_breaks_the_4xx_rule(fault_server: FaultServer, transport: str) -> None:
+    """A run whose token expires after 10 requests: its 401s are good (slow_cooker's 200-499, so the
+    interval lines' good/b/f say nothing), errors% <= 1 passes, and the status rules break it: exit 3,
+    on each engine. Each figure is counted from what the server sent, of the responses."""
+    run = run_soak("--qps", "100", "--concurrency", "4", "--interval", "300ms", "--totalRequests", "100",
+                   "--thresholds", ", ".join(STATUS_RULES), "--intervalThresholds", "4xx% <= 1",
+                   fault_server.url(EXPIRES), fault_server.url("/ok"))
+    assert run.returncode == EXIT_THRESHOLDS, run.stdout + run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    fault_server.wait_idle()
+    sent = fault_server.seen(EXPIRES)
+    expired = sent - 10
+    assert summary["requests"] == sent + fault_server.seen("/ok") == 100 and expired > 0
+    assert summary["statusCodes"] == {"200": 100 - expired, "401": expired}
+    assert summary["good"] == 100 and summary["bad"] == summary["failed"] == 0
+    assert all((line.bad, line.failed) == (0, 0) for line in map(parse_interval, run.interval_lines))
+    per_url = {entry["url"]: entry["statusCodes"] for entry in summary["perUrl"]}
+    assert per_url == {fault_server.url(EXPIRES): {"200": 10, "401": expired}, fault_server.url("/ok"): {"200": 100 - sent}}
+    lines = verdict_lines(run.stdout)
+    share = f"{round(expired * 100 / sent, 3):g}"
+    assert lines[:6] == [
+        "# threshold run errors% <= 1: 0% ok",
+        f"# threshold run 4xx% <= 1: {expired}% BROKEN",  # of the 100 responses
+        f"# threshold run 401% == 0: {expired}% BROKEN",
+        "# threshold run 5xx% == 0: 0% ok",
+        "# threshold run 4xx%{url=/ok} <= 1: 0% ok",
+        f"# threshold run 4xx%{{url={EXPIRES}}} <= 1: {share}% BROKEN",  # of that URL's responses alone
+    ]
+    assert re.fullmatch(r"# threshold interval 4xx% <= 1: worst [\d.]+% \(interval \d+\), broken in \d+ of \d+ "
+                        r"intervals \(.*\) BROKEN", lines[6]), lines[6]
+    assert lines[7] == "# thresholds: 4 of 7 broken"
+    rules = summary["thresholds"]["rules"]
+    assert [(r["rule"], r["ok"], r["inconclusive"]) for r in rules] == [
+        (text, text in ("errors% <= 1", "5xx% == 0", "4xx%{url=/ok} <= 1"), False) for text in STATUS_RULES] + [
+        ("4xx% <= 1", False, False)]
+    assert rules[1]["measured"] == rules[2]["measured"] == expired and rules[1]["unit"] == "%"
+    assert rules[6]["brokenIntervals"] and rules[6]["measured"] > 1
+
+
+def test_a_split_run_and_its_merge_judge_the_same_statuses(fault_server: FaultServer, transport: str,
+                                                           tmp_path: Path) -> None:
+    """Each shard judges its own answers, and `soak merge` the shards' statuses added up: the 401s of
+    both pods break 4xx% <= 1 in each and in the merge, which errors% <= 1 lets through."""
+    rules = "errors% <= 1, 4xx% <= 1, 5xx% == 0"
+    logs = [tmp_path / f"pod-{index}.log" for index in range(2)]
+    processes = []
+    for index, log in enumerate(logs):
+        with log.open("w") as out:
+            processes.append(subprocess.Popen(
+                soak_command("--shards", "2", "--shard", str(index), "--qps", "40", "--concurrency", "2", "--interval",
+                             "500ms", "--totalRequests", "60", "--thresholds", rules, "--intervalThresholds",
+                             "4xx% <= 1", fault_server.url(EXPIRES)),
+                stdout=out, stderr=subprocess.PIPE, text=True, env={**os.environ, "TZ": "UTC"}))
+    try:
+        codes = [p.wait(timeout=60) for p in processes]
+    finally:
+        for p in processes:
+            p.kill()  # only if still running
+            p.wait()
+    assert codes == [EXIT_THRESHOLDS] * 2, [p.stderr.read() for p in processes if p.stderr]
+    for p in processes:
+        assert p.stderr is not None
+        p.stderr.close()
+    shards = [assert_counts_add_up(log.read_text()) for log in logs]
+    merged = run_soak("merge", *(str(log) for log in logs))
+    assert merged.returncode == EXIT_THRESHOLDS, merged.stderr
+    summary = assert_counts_add_up(merged.stdout)
+    fault_server.wait_idle()
+    expired = fault_server.seen(EXPIRES) - 10
+    assert summary["requests"] == fault_server.seen(EXPIRES) == 60 == sum(s["requests"] for s in shards)
+    assert summary["statusCodes"] == {"200": 10, "401": expired}
+    for shard in shards:  # 30 sends each, of which at most 10 came before the expiry
+        assert shard["requests"] == 30 and shard["statusCodes"]["401"] >= 20
+        assert [(r["rule"], r["ok"]) for r in shard["thresholds"]["rules"]] == [
+            ("errors% <= 1", True), ("4xx% <= 1", False), ("5xx% == 0", True), ("4xx% <= 1", False)]
+    lines = verdict_lines(merged.stdout)
+    assert lines[:3] + lines[4:] == ["# threshold run errors% <= 1: 0% ok",
+                                     f"# threshold run 4xx% <= 1: {round(expired * 100 / 60, 3):g}% BROKEN",
+                                     "# threshold run 5xx% == 0: 0% ok", "# thresholds: 2 of 4 broken"]
+    # The merged intervals' tallies are the shards' added up, statuses and all: 60 sends at 40 req/s take
+    # 1.5 s at least, so the intervals after the first second hold none of the first 10 requests, only 401s.
+    interval_rule = summary["thresholds"]["rules"][3]
+    assert interval_rule["measured"] == 100 and len(interval_rule["brokenIntervals"]) >= 2
+    assert lines[3].startswith("# threshold interval 4xx% <= 1: worst 100% (interval ") and lines[3].endswith(" BROKEN")

@@ -62,7 +62,14 @@ REFUSED = [
                                                        "scoped to a URL is judged on the whole run; put it in thresholds"),
     (["--thresholds", "goal%{{url=/ok}} >= 99"], '--thresholds: "goal%{{url=/ok}} >= 99" is not allowed; goal% is the '
                                                "run's, not a URL's: sends are due and skipped for the whole run; scope "
-                                               "a latency, errors%, failed%, bad% or rate"),
+                                               "a latency, errors%, failed%, bad%, a status (4xx%, 401%) or rate"),
+    (["--thresholds", "4xx <= 1"], '--thresholds: "4xx <= 1" is not allowed; 4xx without % could be a count or a '
+                                   'percentage; rules measure percentages of the responses: write "4xx% <= 1"'),
+    (["--intervalThresholds", "4xx%{{url=/ok}} <= 1"], 'intervalThresholds: "4xx%{{url=/ok}} <= 1" is not allowed: a '
+                                                     "rule scoped to a URL is judged on the whole run; put it in "
+                                                     "thresholds"),
+    (["--thresholds", "401%{{url=/checkout}} == 0"], 'thresholds: "401%{{url=/checkout}} == 0" names no URL of the run: '
+                                                   "/checkout is not the path, nor the whole, of any URL it sends to"),
 ]
 
 ACCEPTED = [
@@ -75,6 +82,7 @@ ACCEPTED = [
     ["--linkerdAdmin", "localhost:4191"],  # neither awaited nor shut down: not used, but still checked
     ["--thresholds", "errors% <= 50"],
     ["--thresholds", "p99{{url=/ok}} < 10s"],  # by its path (braces doubled: these are formatted)
+    ["--thresholds", "4xx% <= 1, 401%{{url=/ok}} == 0", "--intervalThresholds", "5xx% == 0"],
 ]
 
 

@@ -59,6 +59,9 @@ class Wire(asyncio.Transport):
     def is_closing(self) -> bool:
         return self.closed
 
+    def get_write_buffer_size(self) -> int:
+        return 0  # every request written at once
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return default
 

@@ -690,7 +690,7 @@ def test_shipped_configuration_json_is_the_default_soak() -> None:
     # counted by the header the pallet's nginx names its pod in (docs/kubernetes.md).
     assert data == {"qps": 100, "concurrency": 5, "interval": "1m", "iterations": 59, "method": "GET",
                     "maxRequestsPerConnection": 50, "backendHeader": "X-Soak-Backend",
-                    "thresholds": ["errors% <= 1", "goal% >= 95"]}
+                    "thresholds": ["errors% <= 1", "goal% >= 95", "4xx% <= 1"]}
     s = settings_from(merge(data))
     assert (s.pace.qps, s.pace.concurrency, s.pace.interval_ns, s.pace.iterations, s.request.method) == (100.0, 5, 60_000_000_000, 59, "GET")
     assert s.pace.run_ns == 3_540_000_000_000

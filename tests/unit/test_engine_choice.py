@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from runner.config.schema import settings_names
+from runner.config.schema import schema, settings_names
 from runner.config.settings import ClientSpec, Pacing, Settings, merge, settings_from
 from runner.config.targets import as_targets
 from runner.core.errors import UsageError
@@ -141,3 +141,16 @@ def test_every_setting_a_refusal_can_name_is_named_as_the_configuration_spells_i
             if field.name not in NATIVE_HONOURS and field.name not in NATIVE_REFUSES:
                 assert build.setting_name(field.name) in names, field.name
     assert refusal(settings(warmup="2s")) == "warmup (not in the native engine)"
+
+
+def test_the_engine_settings_description_names_every_setting_the_native_engine_refuses() -> None:
+    """docs/configuration.md's engine row (the schema's description) listed TLS, HTTP/2, compress ... but
+    not stages nor warmup, which refuse the native engine as well."""
+    description = schema()["properties"]["engine"]["description"].lower()
+    for group in (ClientSpec, Pacing):
+        for field in dataclasses.fields(group):
+            if field.name in NATIVE_HONOURS:
+                continue
+            named = NATIVE_REFUSES.get(field.name, "{name}").format(value=OTHER.get(field.name),
+                                                                    name=build.setting_name(field.name))
+            assert named.split(" (")[0].lower() in description, field.name

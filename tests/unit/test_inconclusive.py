@@ -285,3 +285,65 @@ def test_a_backends_rule_is_judged_on_where_the_client_kept_pace() -> None:
     assert run_rule_verdict(rule, few, None) == (False, False, None)  # the client kept pace throughout
     assert run_rule_verdict(rule, few, EMPTY) == (False, True, None)  # saturated throughout
     assert run_rule_verdict(rule, few, reached("a")) == (False, False, 1)
+
+
+# --- status rules: the server's answers, never excused -----------------------------------------
+
+
+def statuses(good: int, *, latency_ms: int = 1, timeouts: int = 0, skipped: int = 0, **answered: int) -> Tally:
+    """counts() with each `s401=n` status answered n times too, in `latency_ms`."""
+    tally = counts(good, latency_ms=latency_ms, timeouts=timeouts, skipped=skipped)
+    for name, n in answered.items():
+        for _ in range(n):
+            tally.add(Result(status=int(name[1:])), latency_ms * MS, 0)
+    return tally
+
+
+STATUS_RULES = ("4xx% <= 1", "401% == 0", "2xx% >= 99", "3xx% < 1", "5xx% == 0")
+# A client too slow to keep pace: 30 timeouts, 30 skipped, 40 answers read late, 10 of them 401 and 2 a 503.
+STARVED_401 = Span(Figures.of(statuses(28, latency_ms=50, timeouts=30, skipped=30, s401=10, s503=2), 100.0, SECOND))
+
+
+@pytest.mark.parametrize("text", STATUS_RULES)
+def test_a_status_rule_at_best_is_as_measured(text: str) -> None:
+    """A status is the server's answer however late the client read it: at_best is the measured share,
+    and the timeouts and skips of a starved client are no part of it (they have no status)."""
+    rule = parse_rule(text, "run")
+    for span_ in (KEEPS, CLIENT_BREAKS, SERVER_BREAKS, REFUSING, STARVED_401, EMPTY):
+        assert at_best(rule.metric, span_) == measure(rule.metric, span_)
+    assert at_best("4xx%", STARVED_401) == 25.0 and at_best("5xx%", STARVED_401) == 5.0  # of its 40 answers
+    assert at_best("2xx%", STARVED_401) == 70.0 and at_best("401%", EMPTY) is None
+
+
+@pytest.mark.parametrize("text", STATUS_RULES)
+def test_a_broken_status_rule_is_never_the_clients_doing(text: str) -> None:
+    rule, interval_rule = parse_rule(text, "run"), parse_rule(text, "interval")
+    broken = not rule.holds(measure(rule.metric, STARVED_401))  # type: ignore[arg-type]
+    assert broken is (text != "3xx% < 1")
+    for span_ in (STARVED_401, KEEPS, CLIENT_BREAKS, EMPTY):  # as bad%: no pace of the client's keeps it
+        assert not could_hold(rule, span_)
+    assert blames_the_service(interval_rule, STARVED_401, saturated=True)
+    # A run broken only in its saturated part, and kept where the client kept pace: BROKEN all the same.
+    assert run_rule_verdict(rule, STARVED_401, KEEPS)[:2] == (not broken, False)
+    # Not one response in the run (a target that refused them all, on a starved node): nothing to measure,
+    # BROKEN, as the refusals are the server's; never inconclusive for want of a status.
+    refused = Span(Figures.of(counts(0, refused=100), 100.0, SECOND))
+    assert run_rule_verdict(rule, refused, EMPTY) == (False, False, None)
+    assert run_rule_verdict(rule, refused, refused) == (False, False, None)
+    # Timeouts and skips alone (no status among them) leave every status rule as it was: kept.
+    assert rule.holds(measure(rule.metric, CLIENT_BREAKS))  # type: ignore[arg-type]
+
+
+def test_401s_in_a_saturated_interval_break_the_status_rules_and_exit_3() -> None:
+    """The token expired while the node starved the client: the 401s are the service's answers, so
+    the status rules are BROKEN, not INCONCLUSIVE, while goal%, broken by the client, is."""
+    expired = statuses(30, latency_ms=50, timeouts=20, skipped=30, s401=20)
+    verdict, text, said = judged({"thresholds": ["4xx% <= 1", "goal% >= 95"], "intervalThresholds": ["401% == 0"]},
+                                 [(HEALTHY, False), (expired, True), (HEALTHY, False)])
+    assert text.splitlines() == [
+        "# threshold run 4xx% <= 1: 8% BROKEN",  # 20 of 250 answers
+        "# threshold run goal% >= 95: 83.333% (100% where the client kept pace) INCONCLUSIVE",
+        "# threshold interval 401% == 0: worst 40% (interval 1), broken in 1 of 3 intervals (1) BROKEN",
+        "# thresholds: 2 of 3 broken, 1 of 3 inconclusive (broken only where the client could not keep pace)",
+    ]
+    assert verdict.exit_code == EXIT_THRESHOLDS and said == []

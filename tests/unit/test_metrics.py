@@ -178,6 +178,15 @@ def test_late_sends_are_counted_as_the_client_lag_says() -> None:
     assert tally.late == 1 and scrape(tally)["soak_late_sends_total"][()] == 1
 
 
+def test_connections_taken_over_from_a_warmup_count_as_opened() -> None:
+    """As in the summary (Recorder.took_over): the run closes them, so it counts them as opened too."""
+    tally = MetricsTally(ONE, Closed())
+    tally.took_over(["HTTP/1.1", "HTTP/1.1"], START - MS)
+    tally.record(Result(start_ns=START, headers_ns=START + MS, end_ns=START + MS, status=200, connections_closed=1))
+    samples = scrape(tally)
+    assert samples["soak_connections_opened_total"][()] == 2 and samples["soak_connections_closed_total"][()] == 1
+
+
 def test_figures_and_the_verdict_as_gauges() -> None:
     figures = Gauges()
     s = scrape(MetricsTally(ONE, Closed()), figures)
@@ -221,6 +230,28 @@ def test_figures_and_the_verdict_as_gauges() -> None:
     assert s["soak_thresholds_passed"][()] == 0
     assert s["soak_threshold_passed"] == {(("rule", "p99 < 1s"), ("scope", "run")): 1,
                                           (("rule", "errors% <= 0"), ("scope", "run")): 0}
+
+
+def test_status_rules_are_exported_as_every_rule_is() -> None:
+    """soak_threshold_passed names each rule as written: a status rule, `==` and scope included."""
+    figures = Gauges()
+    rules = ["errors% <= 1", "4xx% <= 1", "401% == 0", "5xx% == 0", "4xx%{url=/} <= 50"]
+    verdict = Verdict.for_settings(settings_from(merge({"thresholds": rules})), io.StringIO())
+    reporter = MetricsReporter(figures, verdict)
+    info = RunInfo(settings_from(merge({"qps": 50, "interval": "1s"})), URLS, None, START, 1_767_225_600.0)
+    reporter.start(info)
+    tally = Tally()
+    for status in (200, 200, 200, 401):
+        tally.add(Result(status=status), 3 * MS, 0)
+    reporter.interval(info, Interval(0, START, START + 1_000_000_000, tally, due=4.0))
+    summary = RunSummary(info, 1, START + 10**9, START + 10**9, tally, None, None, None, "iterations", 0.1, 1)
+    assert verdict is not None
+    verdict.finish(summary)
+    reporter.finish(summary)
+    s = scrape(MetricsTally(ONE, Closed()), figures)
+    assert s["soak_thresholds_passed"][()] == 0
+    assert s["soak_threshold_passed"] == {(("rule", rule), ("scope", "run")): ok
+                                          for rule, ok in zip(rules, (1, 0, 0, 1, 1), strict=True)}
 
 
 def test_both_exposition_formats_parse() -> None:

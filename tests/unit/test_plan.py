@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from runner.config.settings import merge, settings_from
 from runner.load.shards import Shard
-from runner.report.plan import describe
+from runner.report.plan import cluster_guess, describe
 
 URL = "http://nginx.soak-target.svc.cluster.local"
 
@@ -172,6 +173,15 @@ def test_outputs() -> None:
         assert "verdict" not in plan({"terminationMessagePath": quiet})[-1]
 
 
+def test_the_thresholds_are_listed_as_written_status_rules_too() -> None:
+    """Each rule as the verdict lines will name it: a status rule, its `==` and its scope as written."""
+    lines = plan({"thresholds": ["errors% <= 1", "4xx% <= 1", "401%{url=/api} == 0"],
+                  "intervalThresholds": ["5xx% == 0"], "abortOnThreshold": True}, ["http://h/api"])
+    assert lines[-5:] == ["threshold (run): errors% <= 1", "threshold (run): 4xx% <= 1",
+                          "threshold (run): 401%{url=/api} == 0", "threshold (interval): 5xx% == 0",
+                          "exit code 3 if any threshold is broken; stops as soon as one can no longer be met"]
+
+
 # --- headers -------------------------------------------------------------------------------------
 
 
@@ -266,3 +276,65 @@ def test_workers_say_their_share_and_start_at_once_without_shards() -> None:
 
 def test_an_unsplit_run_says_nothing_of_shards() -> None:
     assert split_plan({}, Shard()) == plan()
+
+
+# Hosts the pallet's NetworkPolicy lets the soak reach: a Service's name in each form a cluster
+# resolves, with or without a cluster domain, a pod's DNS name, and the pod itself.
+IN_THE_CLUSTER = ["nginx", "nginx.soak-target.svc", "nginx.soak-target.svc.cluster.local",
+                  "nginx.soak-target.svc.cluster.local.", "nginx.soak-target.svc.k8s.example.net",
+                  "10-1-2-3.soak-target.pod.cluster.local",
+                  "web-0.web.soak-target.svc.cluster.local", "localhost", "127.0.0.1", "::1"]
+
+
+@pytest.mark.parametrize("host", IN_THE_CLUSTER)
+def test_a_service_of_the_cluster_is_no_network_policy_matter(host: str) -> None:
+    assert cluster_guess(host) is None
+    url = f"http://[{host}]:8080/" if ":" in host else f"http://{host}:8080/"
+    assert not [line for line in plan(urls=[url]) if "network policy" in line]
+
+
+@pytest.mark.parametrize(("host", "said"), [
+    ("api.example.com", "looks outside the cluster (a Service is <service>, <service>.<namespace> or "
+                        "<service>.<namespace>.svc.cluster.local)"),
+    ("shop.example", "may be outside the cluster (unless it is a Service written <service>.<namespace>)"),
+    ("svc.example.com", "looks outside the cluster (a Service is <service>, <service>.<namespace> or "
+                        "<service>.<namespace>.svc.cluster.local)"),
+    ("8.8.8.8", "is a public address, most likely outside the cluster"),
+    ("2a00:1450:4001::1", "is a public address, most likely outside the cluster"),
+    ("10.96.0.10", "may be outside the cluster (a private address: a pod's or a Service's passes, a node's or "
+                   "another host's not)"),
+])
+def test_a_host_that_may_be_outside_the_cluster_is_said_so_hedged_where_it_is_a_guess(host: str, said: str) -> None:
+    assert cluster_guess(host) == said
+
+
+def test_validate_gives_each_host_outside_the_cluster_its_egress_rule() -> None:
+    lines = plan({"pushgateway": "http://pushgateway.example.org:9091"},
+                 urls=[URL, "https://api.example.com/a", "https://api.example.com/b", "http://8.8.8.8:8080/",
+                       "http://[2a00:1450:4001::1]/"])
+    start = next(i for i, line in enumerate(lines) if line.startswith("network policy:"))
+    assert lines[start:] == [
+        "network policy: the pallet's NetworkPolicy (manifests/soak/networkpolicy.yaml) lets the soak reach DNS "
+        "and the cluster's pods only; where a network plugin enforces it, requests to a host outside the cluster fail unless "
+        "you add its rule under the policy's egress:",
+        f"  api.example.com {cluster_guess('api.example.com')}:",
+        "    - to: [{ipBlock: {cidr: <address>/32}}]  # one for each address api.example.com has; 0.0.0.0/0: any",
+        "      ports: [{port: 443, protocol: TCP}]",
+        f"  8.8.8.8 {cluster_guess('8.8.8.8')}:",
+        "    - to: [{ipBlock: {cidr: 8.8.8.8/32}}]",
+        "      ports: [{port: 8080, protocol: TCP}]",
+        f"  2a00:1450:4001::1 {cluster_guess('2a00:1450:4001::1')}:",
+        "    - to: [{ipBlock: {cidr: 2a00:1450:4001::1/128}}]",
+        "      ports: [{port: 80, protocol: TCP}]",
+        f"  pushgateway.example.org {cluster_guess('pushgateway.example.org')}:",
+        "    - to: [{ipBlock: {cidr: <address>/32}}]  # one for each address pushgateway.example.org has; 0.0.0.0/0: any",
+        "      ports: [{port: 9091, protocol: TCP}]",
+    ]
+    rule = yaml.safe_load("\n".join(line[4:] for line in lines[start + 5:start + 7]))
+    assert rule == [{"to": [{"ipBlock": {"cidr": "8.8.8.8/32"}}], "ports": [{"port": 8080, "protocol": "TCP"}]}]
+
+
+def test_hosts_beyond_five_are_counted() -> None:
+    lines = plan(urls=[f"http://h{i}.example.com/" for i in range(7)])
+    assert lines[-1] == "  ... and 2 more hosts that may be outside the cluster"
+    assert sum(line.startswith("    - to:") for line in lines) == 5

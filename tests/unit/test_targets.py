@@ -153,12 +153,18 @@ def test_configmap_with_several_keys_but_no_urls_txt(tmp_path: Path) -> None:
     text = "apiVersion: v1\nkind: ConfigMap\ndata:\n  b.txt: http://y/\n  a.txt: http://x/\n"
     path = write(tmp_path, "cm.yaml", text)
     assert usage_error(load_url_file, path) == (
-        f"{path}: the ConfigMap has keys a.txt, b.txt; put the URLs under urls.txt")
+        f"{path}: the ConfigMap has no key urls.txt, which is the file the soak pod reads (it has the keys a.txt, "
+        "b.txt); put the URLs under urls.txt")
 
 
-def test_configmap_with_one_other_key_uses_it(tmp_path: Path) -> None:
+def test_configmap_with_one_other_key_is_refused_as_the_pod_would_not_find_it(tmp_path: Path) -> None:
+    """It was read as the list: validate passed a ConfigMap the CronJob mounts as /etc/soak/urls/targets,
+    and every run then failed to open /etc/soak/urls/urls.txt."""
     text = "apiVersion: v1\nkind: ConfigMap\ndata:\n  targets: |\n    http://x/\n    http://y/\n"
-    assert load_url_file(write(tmp_path, "cm.yaml", text)) == ["http://x/", "http://y/"]
+    path = write(tmp_path, "cm.yaml", text)
+    assert usage_error(load_url_file, path) == (
+        f"{path}: the ConfigMap has no key urls.txt, which is the file the soak pod reads (it has the key targets); "
+        "put the URLs under urls.txt")
 
 
 def test_configmap_with_a_quoted_string(tmp_path: Path) -> None:

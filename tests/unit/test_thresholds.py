@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import json
 import math
+import random
 
 import pytest
 
-from runner.config.rules import LATENCIES, METRICS, Rule, ThresholdError, number, parse_rule, rules_for
+from runner.config.rules import (
+    BACKENDS_KEPT,
+    LATENCIES,
+    METRICS,
+    STATUS_CLASSES,
+    Rule,
+    ThresholdError,
+    is_percentage,
+    number,
+    parse_rule,
+    rules_for,
+    status_codes,
+)
 from runner.core.errors import UsageError
 from runner.load.result import Result
-from runner.stats.figures import Figures
+from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, Figures, backends_reached
+from runner.stats.record import tally_from_record, tally_record
 from runner.stats.recorder import Tally
-from runner.stats.thresholds import Plan, Span, bounds, measure
+from runner.stats.thresholds import UNBOUNDED, Plan, Span, bounds, measure
 
 MS = 1_000_000
 US = 1_000
+SECOND = 1_000_000_000
 
 
 def span_of(tally: Tally, seconds: float, target: float | None, whole: bool = True, shares: int = 1) -> Span:
@@ -94,10 +110,12 @@ def test_rules_read_as_written(text: str, metric: str, op: str, limit: float, un
         ("p99 < 50ms and p95 < 20ms", "must be a metric, a comparison and a number"),
         ("p98 < 50ms", 'unknown metric "p98"'),
         ("latency < 50ms", 'unknown metric "latency"'),
+        ("status{401} == 0", 'a status is judged as its share of the responses, written like "401% == 0"'),
+        ("STATUS{4xx} <= 1", 'a status is judged as its share of the responses, written like "401% == 0"'),
         ("p(98) < 50ms", 'unknown metric "p(98)"'),
-        ("p99 == 50ms", "the comparison must be <, <=, > or >="),
-        ("p99 = 50ms", "the comparison must be <, <=, > or >="),
-        ("p99 != 50ms", "the comparison must be <, <=, > or >="),
+        ("p99 == 50ms", "p99 is measured, never exactly one value: use <, <=, > or >="),
+        ("p99 = 50ms", "the comparison must be <, <=, >, >= or =="),
+        ("p99 != 50ms", "the comparison must be <, <=, >, >= or =="),
         ("p99 < 50", "p99 is a latency: give its unit, ns, us, ms or s"),
         ("max < 50kb", '"kb" is not a unit of time'),
         ("p99 < 50%", '"%" is not a unit of time'),
@@ -440,6 +458,53 @@ def test_backends_measures_the_names_that_answered() -> None:
     assert measure("backends", span_of(ten, 0.1, 13, whole=False)) is None  # a partial interval: not judged
 
 
+def test_a_backends_rule_beyond_the_names_counted_is_refused_with_one_line() -> None:
+    """Backends are counted by name up to BACKENDS_KEPT (100), then as "at least 100": a rule whose
+    verdict differs between 100 and more (`backends >= 101` always broke with 300 answering;
+    `backends <= 100` held with 300) can never be judged right, so validate refuses it."""
+    header = "X-Soak-Backend"
+    for text in (f"backends >= {BACKENDS_KEPT}", f"backends < {BACKENDS_KEPT}", f"backends > {BACKENDS_KEPT - 1}",
+                 f"backends <= {BACKENDS_KEPT - 1}", "backends >= 10"):
+        assert rules_for([text], [text], "soak", header)
+    for text in (f"backends >= {BACKENDS_KEPT + 1}", f"backends > {BACKENDS_KEPT}", f"backends <= {BACKENDS_KEPT}",
+                 f"backends < {BACKENDS_KEPT + 1}", "backends >= 300"):
+        for run, interval, setting in (([text], [], "thresholds"), ([], [text], "intervalThresholds")):
+            with pytest.raises(UsageError) as refused:
+                rules_for(run, interval, "soak", header)
+            assert str(refused.value) == (
+                f'{setting}: "{text}" is not allowed: backends are counted by name up to 100 and beyond that only as '
+                '"at least 100", so this rule could not be judged: >= and < take a number up to 100, > and <= up to 99')
+    rule = parse_rule("backends >= 50")
+    assert rule.show(99) == "99 backends" and rule.show(BACKENDS_KEPT) == "at least 100 backends"
+
+
+def test_backends_beyond_the_names_counted_read_as_100_whatever_the_order() -> None:
+    """A response without the header, or the count of "other", took one of the 100 names' places: 300
+    backends answering after a response without the header read as 99, and a tally read back from a
+    record (its names sorted, "other" among them) as 98 or 99."""
+    names = [f"pod-{i:03}" for i in range(300)]
+    rng = random.Random(7)
+    for _ in range(50):
+        tallies = []
+        for _ in range(rng.randint(1, 4)):
+            tally = Tally()
+            for name in rng.sample(names + [NO_BACKEND] * 20, rng.randint(1, 250)):
+                tally.count_backend(name)
+            tallies.append(tally)
+        whole = Tally()
+        for tally in tallies:
+            whole.merge(tally_from_record(json.loads(json.dumps(tally_record(tally)))))
+        for tally in (*tallies, whole):  # "other" only ever beside 100 names: 100 means at least 100
+            assert (OTHER_BACKENDS in tally.backends) <= (backends_reached(tally.backends) == BACKENDS_KEPT)
+        named = {b for t in tallies for b in t.backends if b not in (NO_BACKEND, OTHER_BACKENDS)}
+        assert backends_reached(whole.backends) == min(len(named), BACKENDS_KEPT)
+        assert sum(whole.backends.values()) == sum(sum(t.backends.values()) for t in tallies)
+    first_none = Tally()
+    for name in [NO_BACKEND, *names]:
+        first_none.count_backend(name)
+    assert backends_reached(first_none.backends) == BACKENDS_KEPT and first_none.backends[OTHER_BACKENDS] == 200
+
+
 def test_backends_reached_never_fall_and_any_send_to_come_may_reach_one_more() -> None:
     so_far = answered_by("a", "b", "c")
     assert bounds("backends", so_far, Plan(sends=None, target=None, seconds=None)) == (3, math.inf)
@@ -449,3 +514,219 @@ def test_backends_reached_never_fall_and_any_send_to_come_may_reach_one_more() -
     assert not parse_rule("backends <= 2").can_hold(*bounds("backends", so_far, Plan(10, 10, 1.0)))  # broken already
     assert not parse_rule("backends >= 4").can_hold(*bounds("backends", so_far, Plan(3, 3, 1.0)))
     assert parse_rule("backends >= 4").can_hold(*bounds("backends", so_far, Plan(4, 4, 1.0)))
+
+
+# --- status rules --------------------------------------------------------------------------------
+
+
+def answered(*statuses: int, failed: int = 0) -> Tally:
+    """One response of each status (1 ms), then `failed` refused sends, which have none."""
+    tally = Tally()
+    for status in statuses:
+        tally.add(Result(status=status), MS, 0)
+    for _ in range(failed):
+        tally.add(Result(error="refused", error_text="connection refused"), 0, 0)
+    return tally
+
+
+@pytest.mark.parametrize(
+    ("text", "metric", "op", "limit"),
+    [
+        ("4xx% <= 1", "4xx%", "<=", 1),
+        ("4XX% <= 1", "4xx%", "<=", 1),
+        ("4xx <= 1%", "4xx%", "<=", 1),
+        ("4xx%<=1", "4xx%", "<=", 1),
+        ("5xx% < 0.1", "5xx%", "<", 0.1),
+        ("2xx% >= 99.9", "2xx%", ">=", 99.9),
+        ("3xx% > 0", "3xx%", ">", 0),
+        ("401% <= 0", "401%", "<=", 0),
+        ("200% >= 99", "200%", ">=", 99),
+        ("599% < 1", "599%", "<", 1),
+        ("999% <= 0", "999%", "<=", 0),
+        ("9xx% <= 0", "9xx%", "<=", 0),
+        # == states a percentage at its end, and is judged as the bound it is
+        ("401% == 0", "401%", "<=", 0),
+        ("5xx% == 0%", "5xx%", "<=", 0),
+        ("5xx% == 0.0", "5xx%", "<=", 0),
+        ("2xx% == 100", "2xx%", ">=", 100),
+        ("errors% == 0", "errors%", "<=", 0),
+        ("bad% == 0", "bad%", "<=", 0),
+        ("goal% == 100", "goal%", ">=", 100),
+        ("skipped% == 0", "skipped%", "<=", 0),
+    ],
+)
+def test_status_rules_read_as_written(text: str, metric: str, op: str, limit: float) -> None:
+    rule = parse_rule(text)
+    assert (rule.metric, rule.op, rule.limit, rule.unit, rule.url) == (metric, op, limit, "%", None)
+    assert rule.text == " ".join(text.split())  # as written: `== 0` stays on every line that shows it
+    assert parse_rule(text, "interval").scope == "interval"
+
+
+def test_every_status_and_class_names_its_statuses_and_nothing_else_does() -> None:
+    """200 to 999 and 2xx to 9xx, exhaustively; a 1xx is interim, never a response, and is no metric."""
+    for code in range(200, 1000):
+        assert status_codes(f"{code}%") == range(code, code + 1)
+        assert parse_rule(f"{code}% <= 1").metric == f"{code}%"
+    for first in range(2, 10):
+        assert status_codes(f"{first}xx%") == range(first * 100, first * 100 + 100)
+    assert [m for m in STATUS_CLASSES] == ["2xx%", "3xx%", "4xx%", "5xx%"]
+    for name in ("1xx%", "100%", "101%", "199%", "0xx%", "099%", "1000%", "40x%", "4x1%", "4xx", "401", "xxx%",
+                 "errors%", "p99", "4xxx%", "40%", "4XX%", "+401%", "٤٠١%"):
+        assert status_codes(name) is None, name  # 4XX is read as 4xx% by parse_rule, not by status_codes
+    for text in ("1xx% <= 1", "101% <= 0", "100% <= 0", "1000% <= 1", "40x% <= 1", "4xxx% <= 1", "٤٠١% <= 1"):
+        with pytest.raises(ThresholdError, match="^unknown metric .*: the metrics are .*2xx% 3xx% 4xx% 5xx% or one "
+                                                 r"status like 401% \(percentages of the responses\)"):
+            parse_rule(text)
+    assert is_percentage("4xx%") and is_percentage("401%") and is_percentage("errors%")
+    assert not is_percentage("p99") and not is_percentage("rate") and not is_percentage("backends")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("4xx <= 1", '4xx without % could be a count or a percentage; rules measure percentages of the responses: '
+                     'write "4xx% <= 1"'),
+        ("401 == 0", '401 without % could be a count or a percentage; rules measure percentages of the responses: '
+                     'write "401% == 0"'),
+        ("errors == 0", 'errors without % could be a count or a percentage; rules measure percentages of the sends: '
+                        'write "errors% == 0"'),
+        ("4xx% <= 1ms", '4xx% is a percentage: write a number like "4xx% <= 0.1" or "4xx% <= 0.1%", without "ms"'),
+        ("4xx% == 50", '== is for a percentage at 0 or 100 ("4xx% == 0": none); 4xx% is seldom exactly 50%: use <, '
+                       "<=, > or >="),
+        ("goal% == 99.5", '== is for a percentage at 0 or 100 ("goal% == 0": none); goal% is seldom exactly 99.5%: '
+                          "use <, <=, > or >="),
+        ("p99 == 0ms", 'p99 is measured, never exactly one value: use <, <=, > or >= (== is for a percentage at 0 or '
+                       '100, like "5xx% == 0")'),
+        ("rate == 100", "rate is measured, never exactly one value"),
+        ("backends == 10", '== is for a percentage at 0 or 100; say which way backends may not go: "backends >= 10" '
+                           'or "backends <= 10"'),
+        ("401% != 0", 'the comparison must be <, <=, >, >= or == (== only for a percentage at 0 or 100: "5xx% == 0"), '
+                      'like "p99 < 50ms", "goal% >= 99" or "errors% <= 0.1"'),
+        ("401% = 0", "the comparison must be <, <=, >, >= or =="),
+        ("4xx% > 100", "4xx% is a percentage, from 0 to 100, so this rule can never hold"),
+        ("401% < 0", "401% is a percentage, from 0 to 100, so this rule can never hold"),
+        ("4xx% <= 100", "4xx% is a percentage, from 0 to 100, so this rule always holds and checks nothing"),
+        ("2xx% >= 0", "2xx% is a percentage, from 0 to 100, so this rule always holds and checks nothing"),
+        ("connect.4xx% <= 1", "connect is a phase of the responses' time: name one of its latencies"),
+        ("4xx%{host=a} <= 1", "a rule is scoped to one URL by its path or whole URL"),
+    ],
+)
+def test_a_bad_status_rule_says_what_is_wrong_in_one_line(text: str, says: str) -> None:
+    with pytest.raises(ThresholdError) as raised:
+        parse_rule(text)
+    assert str(raised.value).startswith(says)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_status_rule_may_be_scoped_to_a_url_in_thresholds_only() -> None:
+    for text, metric in (("4xx%{url=/api} <= 1", "4xx%"), ("401%{url=/api} == 0", "401%"),
+                         ('5xx% {url="http://a.example/api"} < 0.1', "5xx%")):
+        rule = parse_rule(text)
+        assert rule.metric == metric and rule.url in ("/api", "http://a.example/api")
+    assert parse_rule("401%{url=/api} == 0").op == "<="
+    with pytest.raises(UsageError, match='^intervalThresholds: "4xx%{url=/a} <= 1" is not allowed: a rule scoped to a '
+                                         "URL is judged on the whole run; put it in thresholds$"):
+        rules_for([], ["4xx%{url=/a} <= 1"], "soak")
+    assert [r.text for r in rules_for(["4xx%{url=/a} <= 1"], ["4xx% <= 5", "401% == 0"], "bench")] == [
+        "4xx%{url=/a} <= 1", "4xx% <= 5", "401% == 0"]  # a bench has answers too
+    with pytest.raises(ThresholdError, match=r"scope a latency, errors%, failed%, bad%, a status \(4xx%, 401%\) or "
+                                             "rate"):
+        parse_rule("goal%{url=/a} >= 99")
+
+
+@pytest.mark.parametrize(("text", "holds", "breaks"), [
+    ("5xx% == 0", 0, 0.001), ("401% == 0", 0, 1e-9), ("2xx% == 100", 100, 99.999), ("4xx% <= 1", 1, 1.0001),
+    ("4xx% < 1", 0.999, 1), ("2xx% >= 99", 99, 98.99), ("2xx% > 99", 99.01, 99),
+])
+def test_status_comparisons(text: str, holds: float, breaks: float) -> None:
+    rule = parse_rule(text)
+    assert rule.holds(holds) and not rule.holds(breaks)
+    assert rule.show(holds) == f"{number(holds)}%" and rule.in_unit(breaks) == round(breaks, 6)
+
+
+def test_status_rules_measure_shares_of_the_responses() -> None:
+    """Of 10 responses (and 5 failed sends, which have no status): two 200s, a 204, a 301, three 401s,
+    a 404, a 503, a 999. Each share is of the 10 responses; bad% and errors% stay shares of the 15 sends."""
+    statuses = (200, 200, 204, 301, 401, 401, 401, 404, 503, 999)
+    span = span_of(answered(*statuses, failed=5), 1.0, 15)
+    assert span.figures.statuses == {200: 2, 204: 1, 301: 1, 401: 3, 404: 1, 503: 1, 999: 1}
+    expected = {"2xx%": 30, "3xx%": 10, "4xx%": 40, "5xx%": 10, "9xx%": 10, "6xx%": 0, "200%": 20, "204%": 10,
+                "401%": 30, "404%": 10, "403%": 0, "503%": 10, "999%": 10, "500%": 0}
+    for metric, share in expected.items():
+        assert measure(metric, span) == pytest.approx(share), metric
+    assert measure("bad%", span) == pytest.approx(2 / 15 * 100)  # the 503 and the 999, of the sends
+    assert measure("errors%", span) == pytest.approx(7 / 15 * 100)  # ... and the 5 failed ones: the 401s are good
+    for code in range(200, 1000):  # every status's share, exhaustively: its count of the 10 responses
+        assert measure(f"{code}%", span) == pytest.approx(statuses.count(code) * 10), code
+    for first in range(2, 10):
+        assert measure(f"{first}xx%", span) == pytest.approx(sum(s // 100 == first for s in statuses) * 10)
+    # Status rules are judged on any span: a partial interval's answers are as fair as a whole one's.
+    assert measure("4xx%", span_of(answered(*statuses), 0.1, 15, whole=False)) == pytest.approx(40)
+
+
+def test_a_status_rule_has_nothing_to_measure_without_a_response() -> None:
+    """A target that refuses every connection gave no status: `4xx% <= 1` is not kept by it, as a run
+    rule with nothing to measure breaks (a latency rule's rule), while errors% sees the refusals."""
+    for tally in (answered(failed=7), Tally()):
+        span = span_of(tally, 1.0, 7)
+        assert all(measure(metric, span) is None for metric in (*STATUS_CLASSES, "401%", "200%"))
+    assert measure("failed%", span_of(answered(failed=7), 1.0, 7)) == 100
+
+
+def test_status_figures_survive_every_record_of_a_span() -> None:
+    """The statuses a rule measures are the tally's, through a merge (intervals into a run, shards into
+    one) and a shard's JSON record, where the per-URL and interval tallies travel."""
+    from runner.stats.record import tally_from_record, tally_record
+
+    a, b = answered(200, 401), answered(401, 503, failed=2)
+    merged = Tally()
+    merged.merge(a)
+    merged.merge(b)
+    back = tally_from_record(json.loads(json.dumps(tally_record(merged))))
+    for tally in (merged, back):
+        assert measure("4xx%", span_of(tally, 1.0, 6)) == 50 and measure("401%", span_of(tally, 1.0, 6)) == 50
+        assert Figures.of(tally, 6, SECOND).statuses == {200: 1, 401: 2, 503: 1}
+
+
+def test_status_bounds_take_each_send_to_come_as_either_status() -> None:
+    plan = Plan(sends=1000, target=1000, seconds=10)
+    so_far = answered(*[200] * 88, *[401] * 2, failed=10)  # 2 401s of 90 responses; 900 sends to come
+    assert bounds("4xx%", so_far, plan) == pytest.approx((2 / 990 * 100, 902 / 990 * 100))
+    assert can_hold("4xx% <= 0.21", so_far, plan) and not can_hold("4xx% <= 0.2", so_far, plan)
+    assert not can_hold("401% == 0", so_far, plan) and can_hold("5xx% == 0", so_far, plan)
+    assert can_hold("2xx% >= 99.79", so_far, plan) and not can_hold("2xx% >= 99.8", so_far, plan)  # 988 of 990
+    assert bounds("4xx%", so_far, Plan(None, None, None)) == UNBOUNDED  # no planned end: never certain
+    counted = Plan(sends=100, target=None, seconds=None, counted=True)  # its 100 sends made: none to come
+    assert bounds("4xx%", so_far, counted) == pytest.approx((2 / 90 * 100,) * 2)
+    assert bounds("4xx%", answered(failed=3), Plan(sends=3, target=3, seconds=1.0)) == UNBOUNDED  # no response, none to come
+    assert bounds("4xx%", answered(failed=3), Plan(sends=4, target=4, seconds=1.0)) == (0, 100)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_status_rule_that_can_still_hold_is_never_called_lost(seed: int) -> None:
+    """Whatever the run does next, if a status rule holds at the end, no earlier bound said it could not;
+    and once nothing is left to come, the bounds are the value."""
+    import random
+
+    rng = random.Random(seed)
+    sends = 300
+    plan = Plan(sends=sends, target=sends, seconds=3.0)
+    rules = [parse_rule(text) for text in ("4xx% <= 2", "401% == 0", "2xx% >= 97", "5xx% < 1", "3xx% <= 0.5")]
+    so_far = Tally()
+    history: list[dict[Rule, bool]] = []
+    for _ in range(sends):
+        kind = rng.random()
+        status = 401 if kind < 0.01 else 503 if kind < 0.015 else 302 if kind < 0.02 else 200
+        if kind > 0.99:
+            so_far.add(Result(error="refused", error_text="x"), 0, 0)
+        else:
+            so_far.add(Result(status=status), MS, 0)
+        if len(history) < so_far.requests // 10:
+            history.append({rule: rule.can_hold(*bounds(rule.metric, so_far, plan)) for rule in rules})
+    final = span_of(so_far, 3.0, sends)
+    for rule in rules:
+        measured = measure(rule.metric, final)
+        assert measured is not None
+        assert bounds(rule.metric, so_far, plan) == pytest.approx((measured, measured))
+        if rule.holds(measured):
+            assert all(step[rule] for step in history), rule.text

@@ -5,16 +5,18 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import math
 from typing import Any
 
 import pytest
 
 from runner.config.settings import merge, settings_from
+from runner.config.targets import Targets
 from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
 from runner.load.result import Result
 from runner.load.shards import Shard
 from runner.report.summary import JsonSummaryReporter
-from runner.report.verdict import Verdict, plan_of
+from runner.report.verdict import Outcome, Verdict, plan_of
 from runner.stats.recorder import Interval, Tally
 from runner.stats.runinfo import RunInfo, RunSummary
 from runner.stats.thresholds import Plan
@@ -298,6 +300,59 @@ def test_a_shard_that_never_sends_to_a_scoped_rules_url_leaves_it_to_the_others(
         assert not outcomes[judged].elsewhere
 
 
+@pytest.mark.parametrize("weights", [(), (3, 1, 2)], ids=str)
+@pytest.mark.parametrize("shards", [2, 3, 4, 6])
+def test_a_shards_scoped_rate_is_the_merges(shards: int, weights: tuple[int, ...]) -> None:
+    """Each shard's verdict on `rate{url=...}` is the merge's: its rate to the URL is scaled by its
+    part of that URL's sends, not by the shard count. 3 shards of 3 URLs send to one URL each: x 3
+    read 90 req/s where the run sent 30, BROKEN on a shard and ok in the merge, or the other way."""
+    urls = ["http://h/u0", "http://h/u1", "http://h/u2"]
+    wheel = Targets(tuple(urls), weights).wheel
+    sends = math.lcm(len(wheel), shards) * 4  # over 1 s: the run's rate to each URL is its sends in it
+    rules = [f"rate{{url=/u{u}}} >= 10" for u in range(3)]
+    settings = settings_from(merge({"thresholds": rules}))
+
+    def judged(shard: Shard, numbers: range) -> list[Outcome]:
+        per_url = (Tally(), Tally(), Tally())
+        total = Tally()
+        for n in numbers:
+            result = Result(start_ns=1, headers_ns=2, end_ns=3, status=200, url_index=wheel[n % len(wheel)])
+            for tally in (per_url[result.url_index], total):
+                tally.add(result, MS, 0)
+        info = RunInfo(settings, urls, None, 0, 1e9, shard, weights)
+        summary = RunSummary(info, 1, SECOND, SECOND, total, None, None, None, "iterations", 0.0, 0, per_url=per_url)
+        verdict = Verdict.for_settings(settings, io.StringIO())
+        assert verdict is not None
+        return verdict.judge(summary)
+
+    merged = judged(Shard(), range(sends))
+    for index in range(shards):
+        for mine, whole in zip(judged(Shard(index, shards), range(index, sends, shards)), merged, strict=True):
+            if not mine.elsewhere:
+                assert mine.measured == pytest.approx(whole.measured), (index, mine.line())
+                assert mine.ok == whole.ok
+
+
+def test_a_shards_scoped_rate_line_says_its_part() -> None:
+    """3 shards of 3 URLs: each makes all of one URL's sends; 2 shards of 3 URLs: half of each."""
+    settings = settings_from(merge({"thresholds": ["rate{url=/a} >= 10"]}))
+    per_url = (Tally(), Tally(), Tally())
+    for _ in range(20):
+        per_url[0].add(Result(start_ns=1, headers_ns=2, end_ns=3, status=200, url_index=0), MS, 0)
+    lines = []
+    for shard in (Shard(0, 3), Shard(0, 2)):
+        info = RunInfo(settings, ["http://h/a", "http://h/b", "http://h/c"], None, 0, 1e9, shard)
+        summary = RunSummary(info, 1, SECOND, SECOND, per_url[0], None, None, None, "iterations", 0.0, 0,
+                             per_url=per_url)
+        verdict = Verdict.for_settings(settings, io.StringIO())
+        assert verdict is not None
+        lines.append(verdict.judge(summary)[0].line())
+    assert lines == [
+        "# threshold run rate{url=/a} >= 10: 20 req/s (whole run: no other shard sends to its URLs) ok\n",
+        "# threshold run rate{url=/a} >= 10: 40 req/s (whole run, extrapolated: this shard's 20 req/s x 2, as it "
+        "makes 1/2 of the run's sends to its URLs) ok\n"]
+
+
 def test_the_capacity_search_stops_at_the_first_broken_interval_and_names_the_last_rate_that_held() -> None:
     stops = Stops()
     layer = {"intervalThresholds": ["p99 < 50ms"], "thresholds": ["errors% <= 0"], "stopAtBrokenRule": True}
@@ -329,3 +384,86 @@ def test_without_the_option_there_is_no_capacity_line_or_key() -> None:
     verdict, text = run_through({"intervalThresholds": ["p99 < 50ms"]}, [tally_of(100, 90 * MS)], Stops())
     assert "# capacity" not in text
     assert "lastGoodRate" not in verdict.section(summary_of(info_for({}), [tally_of(1)]))
+
+
+# --- status rules ----------------------------------------------------------------------------------
+
+
+def with_statuses(good: int, **statuses: int) -> Tally:
+    """`good` 200s, then each `s401=n` status n times (1 ms each)."""
+    tally = tally_of(good)
+    for name, count in statuses.items():
+        for _ in range(count):
+            tally.add(Result(status=int(name[1:])), MS, 0)
+    return tally
+
+
+def test_a_token_that_expires_keeps_errors_but_breaks_the_status_rules() -> None:
+    """401s are good responses (slow_cooker's 200-499): errors% stays 0 while every send after the
+    expiry is refused by the service; 4xx%, 401% and the interval rule see it, and exit 3."""
+    tallies = [tally_of(100), with_statuses(40, s401=60), with_statuses(0, s401=100)]
+    verdict, text = run_through(
+        {"thresholds": ["errors% <= 1", "4xx% <= 1", "401% == 0", "5xx% == 0", "2xx% >= 99"],
+         "intervalThresholds": ["4xx% <= 1"]},
+        tallies,
+    )
+    assert text.splitlines() == [
+        "# threshold run errors% <= 1: 0% ok",
+        "# threshold run 4xx% <= 1: 53.333% BROKEN",
+        "# threshold run 401% == 0: 53.333% BROKEN",
+        "# threshold run 5xx% == 0: 0% ok",
+        "# threshold run 2xx% >= 99: 46.667% BROKEN",
+        "# threshold interval 4xx% <= 1: worst 100% (interval 2), broken in 2 of 3 intervals (1, 2) BROKEN",
+        "# thresholds: 4 of 6 broken",
+    ]
+    assert verdict.exit_code == EXIT_THRESHOLDS
+    records = verdict.section(summary_of(info_for({}), tallies))["thresholds"]["rules"]
+    assert records[2] == {"rule": "401% == 0", "scope": "run", "measured": 53.333333, "unit": "%", "ok": False,
+                          "inconclusive": False}
+    assert records[5]["brokenIntervals"] == [1, 2] and records[5]["worstInterval"] == 2
+
+
+def test_a_status_rule_over_failed_sends_alone_has_nothing_to_measure() -> None:
+    """No response, no status: the run rule breaks (nothing to measure, as a latency rule), an interval
+    without a response is not judged, and the interval that has responses is."""
+    verdict, text = run_through({"thresholds": ["4xx% <= 1"], "intervalThresholds": ["4xx% <= 1", "5xx% == 0"]},
+                                [tally_of(0, failed=100), tally_of(0, failed=100)])
+    assert text.splitlines()[:3] == ["# threshold run 4xx% <= 1: nothing to measure BROKEN",
+                                     "# threshold interval 4xx% <= 1: no interval to measure ok",
+                                     "# threshold interval 5xx% == 0: no interval to measure ok"]
+    _, text = run_through({"intervalThresholds": ["5xx% == 0"]}, [tally_of(0, failed=100), tally_of(99, bad=1)])
+    assert text.splitlines()[0] == "# threshold interval 5xx% == 0: worst 1% (interval 1), broken in 1 of 1 intervals (1) BROKEN"
+
+
+def test_a_status_rule_stops_a_run_once_out_of_reach() -> None:
+    """10 intervals of 100 sends: 11 401s make `4xx% <= 1` impossible (11 of at most 1000 responses)."""
+    stops = Stops()
+    verdict, _ = run_through({"thresholds": ["4xx% <= 1"], "abortOnThreshold": True},
+                             [tally_of(100), with_statuses(90, s401=10)], stops)
+    assert stops.reasons == []  # 10 of 1000: can still hold
+    verdict, _ = run_through({"thresholds": ["4xx% <= 1", "401% == 0"], "abortOnThreshold": True},
+                             [tally_of(100), with_statuses(89, s401=11)], stops)
+    assert stops.reasons == ["threshold run 4xx% <= 1"]
+    assert verdict.aborted == "run 4xx% <= 1 can no longer hold after interval 1"
+
+
+def test_a_scoped_status_rule_is_judged_on_its_urls_answers_alone() -> None:
+    """/login answers 401 to every other send; /ok never: each URL's rule sees its own, the run's both."""
+    per_url = (Tally(), Tally())
+    total = Tally()
+    for n in range(100):
+        status = 401 if n % 4 == 1 else 200  # half of /login's sends (url 1: odd n)
+        for tally in (per_url[n % 2], total):
+            tally.add(Result(start_ns=1, headers_ns=2, end_ns=3, status=status, url_index=n % 2), MS, 0)
+    settings = settings_from(merge({"thresholds": ["4xx%{url=/login} <= 1", "401%{url=/ok} == 0", "4xx% <= 30",
+                                                   "errors%{url=/login} <= 0"]}))
+    info = RunInfo(settings, ["http://h/ok", "http://h/login"], None, 0, 1e9)
+    summary = RunSummary(info, 1, 10**9, 10**9, total, None, None, None, "iterations", 0.0, 0, per_url=per_url)
+    verdict = Verdict.for_settings(settings, io.StringIO())
+    assert verdict is not None
+    outcomes = verdict.judge(summary)
+    assert [(o.rule.text, o.ok, o.measured) for o in outcomes] == [
+        ("4xx%{url=/login} <= 1", False, 50.0), ("401%{url=/ok} == 0", True, 0.0), ("4xx% <= 30", True, 25.0),
+        ("errors%{url=/login} <= 0", True, 0.0)]
+    assert outcomes[0].line() == "# threshold run 4xx%{url=/login} <= 1: 50% BROKEN\n"
+    assert outcomes[1].record()["url"] == "/ok"
