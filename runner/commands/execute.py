@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from runner.commands.outputs import OUTPUTS
 from runner.commands.termination import ended
+from runner.config.files import open_output
 from runner.config.settings import Settings
 from runner.core.errors import EXIT_PROXY_NOT_READY
 from runner.load.model import Bench, LoadModel
@@ -20,7 +21,7 @@ from runner.load.tls import INSECURE_WARNING
 from runner.report.abreport import AbReporter
 from runner.report.abreport import report_with_notes as ab_report
 from runner.report.base import Reporter
-from runner.report.csvreport import CsvReporter, open_csv
+from runner.report.csvreport import CsvReporter
 from runner.report.outcome import ExitCode
 from runner.report.slowcooker import SlowCookerReporter
 from runner.report.summary import JsonSummaryReporter
@@ -85,7 +86,8 @@ def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None 
             reporters.append(JsonSummaryReporter(sys.stdout, sections=sections))
     if settings.report.report_latencies_csv:
         path = settings.report.report_latencies_csv
-        reporters.append(CsvReporter(open_csv(path), f"reportLatenciesCSV: {path}", OUTPUTS.failure))
+        reporters.append(CsvReporter(open_output(path, "reportLatenciesCSV"), f"reportLatenciesCSV: {path}",
+                                     OUTPUTS.failure))
     return reporters
 
 
