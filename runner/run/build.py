@@ -111,8 +111,9 @@ def build(settings: Settings, urls: Sequence[str], source: str | None, shard: Sh
     requests = build_requests(settings, urls)  # bad headers or body files stop here
     options = options_for(settings, shard, origins, https=any(scheme == "https" for scheme, _, _ in found))
     transport = transport_for(settings, options)  # and TLS files too
-    if settings.report.report_latencies_csv:  # opened (and emptied) only once the run starts
-        check_output(settings.report.report_latencies_csv, "reportLatenciesCSV")
+    for name, path in (("reportLatenciesCSV", settings.report.report_latencies_csv), ("junit", settings.report.junit)):
+        if path:
+            check_output(path, name)  # opened (and emptied) only once the run starts
     engine = engine_for(settings, targets, requests, options)  # engine: native refuses here what it cannot send
     return Parts(settings, targets, source, shard, requests, options, transport, model_for(settings.pace, shard),
                  engine)
