@@ -79,6 +79,7 @@ class Suite:
     """What the file says of one run (or one run read back): its cases, and when and how long."""
 
     cases: tuple[Case, ...]
+    name: str = SUITE  # a run read back by `soak report`: its file's name
     timestamp: str | None = None  # the run's start, as the summary writes it
     seconds: float | None = None  # how long it ran
     properties: tuple[tuple[str, str], ...] = ()  # exit code, source, ...: shown beside the cases
@@ -131,6 +132,11 @@ def run_case(errors: Sequence[RunError]) -> Case:
                 text="\n".join(f"exit code {e.code}: {e.reason}" for e in errors) + f"\n(exit codes {codes} apply)")
 
 
+def error_case(reason: str) -> Case:
+    """The run's case when what is read back holds no verdict, or a damaged one: an error saying so."""
+    return Case(RUN_CASE, RUN_CLASS, "error", message=reason, text=reason)
+
+
 def cases(outcomes: Sequence[Outcome], errors: Sequence[RunError]) -> tuple[Case, ...]:
     """The rules' cases, and the run's when it errs or there is no rule to say anything."""
     found = [rule_case(o) for o in outcomes]
@@ -139,23 +145,29 @@ def cases(outcomes: Sequence[Outcome], errors: Sequence[RunError]) -> tuple[Case
     return tuple(found)
 
 
-def junit_xml(suite: Suite) -> str:
-    """The JUnit XML document: <testsuites> with one <testsuite> of the cases."""
-    counts = {kind: sum(c.kind == kind for c in suite.cases) for kind in ("failure", "error", "skipped")}
-    attributes = {"name": SUITE, "tests": str(len(suite.cases)), "failures": str(counts["failure"]),
-                  "errors": str(counts["error"]), "skipped": str(counts["skipped"])}
-    if suite.seconds is not None:
-        attributes["time"] = f"{max(suite.seconds, 0.0):.3f}"
-    if suite.timestamp is not None:
-        attributes["timestamp"] = _safe(suite.timestamp)
-    root = ET.Element("testsuites", {key: attributes[key] for key in ("name", "tests", "failures", "errors")})
-    element = ET.SubElement(root, "testsuite", attributes)
-    if suite.properties:
-        properties = ET.SubElement(element, "properties")
-        for key, value in suite.properties:
-            ET.SubElement(properties, "property", {"name": _safe(key), "value": _safe(value)})
-    for case in suite.cases:
-        _case_element(element, case)
+def junit_xml(*suites: Suite) -> str:
+    """The JUnit XML document: <testsuites> with a <testsuite> of cases per run (one, but for a
+    range of runs read back by `soak report`)."""
+    root = ET.Element("testsuites", {"name": SUITE})
+    totals = dict.fromkeys(("tests", "failures", "errors"), 0)
+    for suite in suites:
+        counts = {"tests": len(suite.cases), "failures": sum(c.kind == "failure" for c in suite.cases),
+                  "errors": sum(c.kind == "error" for c in suite.cases),
+                  "skipped": sum(c.kind == "skipped" for c in suite.cases)}
+        attributes = {"name": _safe(suite.name), **{key: str(n) for key, n in counts.items()}}
+        if suite.seconds is not None:
+            attributes["time"] = f"{max(suite.seconds, 0.0):.3f}"
+        if suite.timestamp is not None:
+            attributes["timestamp"] = _safe(suite.timestamp)
+        element = ET.SubElement(root, "testsuite", attributes)
+        if suite.properties:
+            properties = ET.SubElement(element, "properties")
+            for key, value in suite.properties:
+                ET.SubElement(properties, "property", {"name": _safe(key), "value": _safe(value)})
+        for case in suite.cases:
+            _case_element(element, case)
+        totals = {key: totals[key] + counts[key] for key in totals}
+    root.attrib.update({key: str(n) for key, n in totals.items()})
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -206,7 +218,7 @@ def _missing_part(summary: RunSummary) -> str:
 
 def run_suite(summary: RunSummary, outcomes: Sequence[Outcome], errors: Sequence[RunError], code: int) -> Suite:
     """The suite of a finished run."""
-    return Suite(cases(outcomes, errors), rfc3339(summary.info.wall_start, fraction=True),
+    return Suite(cases(outcomes, errors), SUITE, rfc3339(summary.info.wall_start, fraction=True),
                  summary.elapsed_ns / 1e9, (("exitCode", str(code)), ("stopReason", summary.stop_reason)))
 
 

@@ -52,7 +52,7 @@ def four_rules() -> list[Outcome]:
 
 
 def test_two_kept_one_broken_one_inconclusive_are_exactly_four_cases(tmp_path: Path) -> None:
-    found = parsed(tmp_path, junit_xml(Suite(cases(four_rules(), []), "2026-12-01T10:00:00.000Z", 60.0)))
+    found = parsed(tmp_path, junit_xml(Suite(cases(four_rules(), []), timestamp="2026-12-01T10:00:00.000Z", seconds=60.0)))
     assert [case.name for case in found] == ["run p99 < 50ms", "run p99{url=/checkout} < 200ms",
                                              "run connect.p99 < 1ms", "interval goal% >= 50"]
     assert [case.classname for case in found] == ["soak.thresholds"] * 4
@@ -66,7 +66,8 @@ def test_two_kept_one_broken_one_inconclusive_are_exactly_four_cases(tmp_path: P
 
 
 def test_the_suite_counts_what_its_cases_are(tmp_path: Path) -> None:
-    text = junit_xml(Suite(cases(four_rules(), []), "2026-12-01T10:00:00.000Z", 3599.9996, (("exitCode", "3"),)))
+    text = junit_xml(Suite(cases(four_rules(), []), timestamp="2026-12-01T10:00:00.000Z", seconds=3599.9996,
+                           properties=(("exitCode", "3"),)))
     schema().validate(text)
     path = tmp_path / "junit.xml"
     path.write_text(text)
