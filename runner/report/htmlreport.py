@@ -184,8 +184,8 @@ def _interval_charts(run: RunView) -> str:
     latency = Panel("Latency per interval (log scale)", xs, lines, y_text=time_text, log=True, x_ticks=ticks,
                     tips=tips, x_label="time since the start")
     rate_lines = [Line("achieved", [p.rate for p in points], PALETTE[0])]
-    if run.target_rate is not None:
-        rate_lines.append(Line("target", [run.target_rate] * len(points), PALETTE[6], dashed=True))
+    if run.target_rate is not None:  # under the achieved line, which it hides where they are equal
+        rate_lines.insert(0, Line("target", [run.target_rate] * len(points), "#8c959f", dashed=True))
     rate = Panel("Rate (req/s)", xs, rate_lines, y_text=_number, y_floor=0.0, x_ticks=ticks, tips=tips)
     goal = Panel("goal% per interval", xs, [Line("goal%", [p.goal_percent for p in points], PALETTE[1])],
                  y_text=lambda y: f"{_number(y)}%", y_floor=0.0, y_ceiling=100.0, x_ticks=ticks, tips=tips)
@@ -281,9 +281,8 @@ def _range_head(runs: Sequence[RunView], title: str) -> str:
             "</p></section>")
     xs = [float(i) for i in range(1, len(runs) + 1)]
     labels = [r.start[:16].replace("T", " ") if r.start else r.source for r in runs]
-    ticks = [(x, label[5:] if r.start else label) for x, label, r in zip(xs, labels, runs, strict=True)]
-    every = max(1, math.ceil(len(runs) / 8))
-    ticks = ticks[::every]
+    every = max(1, math.ceil(len(runs) / 6))
+    ticks = [(x, short) for x, short in zip(xs, run_ticks(runs), strict=True)][::every]
     tips = [f"run {i}, {label}" for i, label in enumerate(labels, 1)]
     p99 = Panel("p99 per run (log scale)", xs, [Line("p99", [r.p99_ns for r in runs], PALETTE[2])],
                 y_text=time_text, log=True, x_ticks=ticks, tips=tips)
@@ -297,6 +296,18 @@ def _range_head(runs: Sequence[RunView], title: str) -> str:
     table = _table(Table("Runs", ("#", "start", "verdict", "exit code", "p99", "goal%"), rows, numeric_from=3),
                    row_class=lambda row: row[2])
     return head + trend + table + "</section>"
+
+
+def run_ticks(runs: Sequence[RunView]) -> list[str]:
+    """Each run's x label on the trend: its day (`12-01`) when the runs span days, its time (`10:00`)
+    within one day, its number when a run does not say when it started."""
+    starts = [r.start for r in runs]
+    if not all(s and len(s) >= 16 for s in starts):
+        return [f"#{i}" for i in range(1, len(runs) + 1)]
+    days = {s[:10] for s in starts if s}
+    if len(days) > 1:
+        return [s[5:10] if s else "" for s in starts]
+    return [s[11:16] if s else "" for s in starts]
 
 
 def _code(code: int | None) -> str:
@@ -338,7 +349,7 @@ svg.chart .axis text,svg.chart .legend text{fill:var(--muted)}svg.chart .empty{f
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;border:1px solid var(--line);border-radius:4px}
 table{border-collapse:collapse;width:100%;font-size:.9em}
 th,td{padding:4px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
-th{background:#f6f8fa;white-space:nowrap}td{overflow-wrap:anywhere;min-width:4em}
+th{background:#f6f8fa;white-space:nowrap}td{overflow-wrap:break-word}
 .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.broken td:first-child{color:var(--bad);font-weight:700}tr.ok td:first-child{color:var(--ok)}
 tr.inconclusive td:first-child{color:var(--warn);font-weight:700}
@@ -347,7 +358,8 @@ details.run{border-top:2px solid var(--line);margin-top:18px}
 details.run>summary{cursor:pointer;font-size:1.1em;font-weight:600;padding:8px 0;overflow-wrap:anywhere}
 .notes{font-size:.88em;color:var(--muted)}.notes li{overflow-wrap:anywhere}
 @media (max-width:600px){body{font-size:14px}main{padding:10px}.charts{grid-template-columns:1fr}
-.facts{grid-template-columns:repeat(2,minmax(0,1fr))}th,td{padding:3px 5px}}
+.facts{grid-template-columns:repeat(2,minmax(0,1fr))}th,td{padding:3px 5px}
+svg.chart{font-size:15px}svg.chart .title{font-size:16px}}
 @media print{body{font-size:11pt}main{max-width:none;padding:0}.charts{grid-template-columns:1fr 1fr}
 .scroll{overflow:visible;border:none}section,tr{break-inside:avoid;page-break-inside:avoid}
 h1,h2,h3{break-after:avoid;page-break-after:avoid}footer{display:none}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 WIDTH, HEIGHT = 560, 220
-LEFT, RIGHT, TOP, BOTTOM = 62, 14, 30, 30
+LEFT, RIGHT, TOP, BOTTOM = 62, 24, 30, 30
 MARKED_POINTS = 120  # up to this many points a line has a marker (with its tooltip) at each one
 # Colour-blind safe (Okabe and Ito), one per series in order; errors are drawn in the last.
 PALETTE = ("#0072b2", "#009e73", "#e69f00", "#cc79a7", "#d55e00", "#56b4e9", "#000000")
@@ -126,12 +126,12 @@ def linear_ticks(low: float, high: float, most: int = 5) -> list[float]:
 
 
 def log_ticks(low: float, high: float) -> list[float]:
-    """Powers of ten around the values (with 2 and 5 between them over three decades or fewer)."""
+    """Powers of ten around the values (with 2 and 5 between them over two decades or fewer)."""
     first = math.floor(math.log10(low))
     last = math.ceil(math.log10(high))
     if last == first:
         last += 1
-    steps = (1, 2, 5) if last - first <= 3 else (1,)
+    steps = (1, 2, 5) if last - first <= 2 else (1,)
     ticks = [m * 10.0**k for k in range(first, last + 1) for m in steps]
     inside = [t for t in ticks if low <= t <= high]
     below = [t for t in ticks if t < low][-1:] or [10.0**first]
@@ -220,6 +220,6 @@ def _legend(panel: Panel) -> list[str]:
     for name, color in entries:
         parts.append(f'<rect x="{x:.1f}" y="19" width="8" height="8" fill="{color}"/>'
                      f'<text x="{x + 11:.1f}" y="27">{escape(name)}</text>')
-        x += 20 + 6.5 * len(name)
+        x += 22 + 8 * len(name)  # room for the name at a phone's larger type too
     parts.append("</g>")
     return parts
