@@ -27,28 +27,34 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dis
          "--disable-component-update", "--disable-sync", "--disable-default-apps", "--hide-scrollbars",
          "--disable-features=MediaRouter,OptimizationHints,Translate")
 TIMEOUT_S = 60
+READ_S = 10  # how long a connection may take to send its request line
 # Where Chromium goes by itself, whatever the page: its updater, its sign-in, its network time.
 BROWSER_OWN = ("update.googleapis.com", "accounts.google.com", "clients2.google.com")
 
 
 @dataclass
 class Connections:
-    """A loopback listener that records what each connection to it sent first (a proxy's CONNECT or GET)."""
+    """A loopback listener that records the first bytes of each connection to it: a proxy request's
+    line (`CONNECT host:443 ...`, `GET http://host/...`). Each connection is read in a thread of its
+    own, for up to READ_S, so a slow one (a busy machine) holds up no other."""
 
     seen: list[bytes] = field(default_factory=list)
-
-    @property
-    def from_the_page(self) -> list[bytes]:
-        """The connections but Chromium's own calls home (BROWSER_OWN)."""
-        return [first for first in self.seen if host_of(first) not in BROWSER_OWN]
+    idle: int = 0  # connections that sent nothing: opened ahead of need (Chromium preconnects), no request
 
     def __post_init__(self) -> None:
         self._server = socket.create_server(("127.0.0.1", 0))
         self._server.settimeout(0.2)
         self.port = self._server.getsockname()[1]
         self._stop = threading.Event()
+        self._readers: list[threading.Thread] = []
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
+
+    @property
+    def from_the_page(self) -> list[bytes]:
+        """The requests but Chromium's own calls home (BROWSER_OWN)."""
+        return [first for first in self.seen if host_of(first) not in BROWSER_OWN]
 
     def _serve(self) -> None:
         while not self._stop.is_set():
@@ -56,12 +62,22 @@ class Connections:
                 client, _ = self._server.accept()
             except TimeoutError:
                 continue
-            with client:
-                client.settimeout(2)
-                try:
-                    self.seen.append(client.recv(4096) or b"(connected, sent nothing)")
-                except OSError:
-                    self.seen.append(b"(connected)")
+            reader = threading.Thread(target=self._read, args=(client,), daemon=True)
+            reader.start()
+            self._readers.append(reader)
+
+    def _read(self, client: socket.socket) -> None:
+        with client:
+            client.settimeout(READ_S)
+            try:
+                first = client.recv(4096)
+            except OSError:
+                first = b""
+        with self._lock:
+            if first:
+                self.seen.append(first)
+            else:
+                self.idle += 1
 
     def __enter__(self) -> Connections:
         return self
@@ -69,6 +85,8 @@ class Connections:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+        for reader in self._readers:
+            reader.join(timeout=READ_S + 1)
         self._server.close()
 
 
