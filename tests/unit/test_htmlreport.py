@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from runner.readback.reportview import distribution, judgement, run_view
+from runner.readback.reportview import distribution, judgement, junit_suite, run_view
 from runner.readback.results import load_run
 from runner.report.htmlreport import page, run_ticks
 from runner.report.svgchart import linear_ticks, log_ticks
@@ -123,6 +123,26 @@ def test_a_log_without_a_summary_has_no_verdict_and_says_so() -> None:
     html = view_html(log_of(None))
     assert "No verdict in the file" in html and "No readable HDR histogram" in html
     assert judgement(None).code is None
+
+
+def test_a_log_without_a_summary_is_a_junit_error_not_a_pass() -> None:
+    run = load_run(log_of(None), "cut.log")
+    (case,) = junit_suite(run, run_view(run)).cases
+    assert (case.name, case.kind) == ("run", "error") and "no verdict to read" in case.message
+
+
+def test_the_junit_suite_of_a_read_back_run_is_its_verdict() -> None:
+    rules = [{"rule": "p99 < 1ms", "scope": "run", "ok": False, "inconclusive": False, "measured": 3, "unit": "ms"},
+             {"rule": "goal% >= 99", "scope": "interval", "ok": False, "inconclusive": True, "measured": 50,
+              "unit": "%", "worstInterval": 1, "judgedIntervals": 3, "brokenIntervals": [1]}]
+    run = load_run(log_of(summary(thresholds={"rules": rules}, stopReason="signal SIGTERM")), "a.log")
+    suite = junit_suite(run, run_view(run))
+    assert [(c.name, c.kind, c.message) for c in suite.cases] == [
+        ("run p99 < 1ms", "failure", "broken: measured 3ms"),
+        ("interval goal% >= 99", "skipped", "inconclusive: broken only where the client could not keep pace (worst "
+                                           "50% (interval 1)): this says nothing of the service"),
+        ("run", "error", "stopped by SIGTERM before its planned end: the results cover only that")]
+    assert dict(suite.properties)["exitCode"] == "3" and suite.name == "a.log"
 
 
 def test_the_distribution_is_the_histogram_s_exact_percentiles() -> None:
