@@ -8,6 +8,7 @@
     soak merge [FILE ...]
     soak compare [--latencyUnit UNIT] [--assumeUnit UNIT] FILE FILE [FILE ...]
     soak plot FILE -o OUT.png|OUT.svg [--width PIXELS] [--height PIXELS] [--assumeUnit UNIT]
+    soak report RUN [RUN ...] -o OUT.html [--junit FILE] [--title TEXT] [--assumeUnit UNIT]
 
 Each command is a module of runner.commands with DESCRIPTION, arguments() and main() (and
 USAGE, where its flags are too many to list one by one); it is imported only when it runs or its
@@ -31,7 +32,7 @@ from runner.core import redact
 from runner.core.errors import EXIT_STOPPED_WAITING, EXIT_USAGE, UsageError
 
 PROG = "soak"
-COMMANDS = ("run", "demo", "validate", "bench", "merge", "compare", "plot")
+COMMANDS = ("run", "demo", "validate", "bench", "merge", "compare", "plot", "report")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,17 +16,23 @@ DESCRIPTION = ("Merge the logs of a run's shards (pods of an Indexed Job, or pro
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="*", metavar="FILE",
                         help="shards' logs (kubectl logs --prefix output, or one file per shard); none or - for stdin")
+    parser.add_argument("--junit", metavar="FILE", default="",
+                        help="also write the merged run's verdict to FILE as JUnit XML, for CI (as a run's junit "
+                             "setting does)")
 
 
 def main(args: argparse.Namespace) -> int:
     # Here, not above: `--help` builds this command's parser without loading a run's parts.
-    from runner.commands.execute import PROG, reporters_for
+    from runner.commands.execute import PROG, junit_reporter, reporters_for
     from runner.commands.outputs import OUTPUTS
+    from runner.config.files import check_output
     from runner.readback.podlogs import read_pods
     from runner.report.outcome import ExitCode
     from runner.report.verdict import Verdict
     from runner.stats.merge import merge_shards
 
+    if args.junit:
+        check_output(args.junit, "junit")  # before reading the logs: a bad path is said first, in one line
     found = read_pods((path, _read_text(path)) for path in args.files or ["-"])
     for note in found.notes:  # they quote the logs (pods' names, sources), which anyone may have written
         print(f"{PROG} merge: {printable(note)}", file=sys.stderr)
@@ -44,6 +50,9 @@ def main(args: argparse.Namespace) -> int:
     outcome = ExitCode(lambda line: print(f"{PROG} merge: {line}", file=sys.stderr), verdict, also=missing,
                        output_lost=lambda: OUTPUTS.failed)
     reporters = [*reporters_for(merged.info.settings, merged.info.model, verdict), outcome]
+    junit = junit_reporter(args.junit, verdict, outcome)
+    if junit is not None:
+        reporters.append(junit)  # after the exit code: its file says which codes applied
     for reporter in reporters:
         reporter.start(merged.info)
     for interval in merged.intervals:  # merged one at a time, as the reporters take them
