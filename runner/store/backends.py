@@ -215,6 +215,8 @@ class S3Store:
 
 _STATUS = re.compile(r"status code: (\d{3}[^:<\n]*)")
 _CODE = re.compile(r"<Code>([^<]{1,64})</Code>")
+_FAILED = re.compile(r" in ([\d.]+)(ms|s) - ([^\n]+)")  # obstore's "PUT ... in 5.0s - HTTP error: ..."
+_TIMEOUT_S = float(REQUEST_TIMEOUT.removesuffix("s"))
 _CAUSES = ("Connection refused", "connection refused", "timed out", "operation timed out", "dns error",
            "Connection reset", "connection closed", "tls", "certificate")
 
@@ -231,5 +233,10 @@ def _s3_reason(error: Exception) -> str:
     if status:
         return redact.printable(f"HTTP {status.group(1).strip()}" + (f" {code}" if code else ""))
     cause = next((c for c in _CAUSES if c in text), "")
+    failed = _FAILED.search(text)
+    if not cause and failed is not None:
+        seconds = float(failed.group(1)) / (1000 if failed.group(2) == "ms" else 1)
+        cause = (f"no answer within {REQUEST_TIMEOUT}" if seconds >= _TIMEOUT_S - 0.1 and "sending" in failed.group(3)
+                 else f"{failed.group(3).strip()} (after {seconds:.1f}s)")
     first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
     return redact.printable(shortened(cause or first, 200))
