@@ -13,10 +13,14 @@ setting).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 SCHEMES = ("file", "s3")
+STORE_WAIT_S = 10.0  # the longest a run waits at its end for its record to be stored (runner.store.writer)
+# The S3 endpoint as the AWS SDKs read it: the service's own variable first, then the general one.
+ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 # S3's rules for a bucket's name (general purpose buckets): 3 to 63 lowercase letters, digits,
 # dots and hyphens, starting and ending with a letter or digit.
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -91,3 +95,8 @@ def parse_store_url(text: str) -> StoreUrl:
 def is_store_url(text: str) -> bool:
     """Whether a command's argument names a store rather than a file: it starts with a store's scheme."""
     return text.lower().startswith(tuple(f"{scheme}://" for scheme in SCHEMES))
+
+
+def s3_endpoint(environ: Mapping[str, str]) -> str:
+    """The S3 endpoint the environment names (a MinIO, a Ceph, R2 ...), or "" for AWS's own."""
+    return next((environ[name] for name in ENDPOINT_VARIABLES if environ.get(name)), "")

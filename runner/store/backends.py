@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from typing import Any, Protocol
 
-from runner.config.storeurl import StoreUrl
+from runner.config.storeurl import StoreUrl, s3_endpoint
 from runner.core import redact
 from runner.core.errors import UsageError, shortened
 
@@ -36,8 +36,6 @@ CONNECT_TIMEOUT = "2s"
 RETRIES = 1  # one more try after a failure S3 says may pass (a 5xx, a reset connection)
 RETRY_BUDGET = timedelta(seconds=4)
 S3_EXTRA = "pip install 'soak-pallet[s3]'"
-# The S3 endpoint as the AWS SDKs read it: the service's own variable first, then the general one.
-ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 
 
 class StoreError(Exception):
@@ -130,11 +128,15 @@ class DirStore:
         return iter(sorted(key for key in found if key.startswith(prefix) and key > after))
 
     def check(self) -> str:
-        if os.path.isdir(self.root):
-            return "" if os.access(self.root, os.W_OK) else f"the directory {self.root} cannot be written to"
-        if os.path.exists(self.root):
-            return f"{self.root} is not a directory"
-        return f"the directory {self.root} does not exist (a run makes it)"
+        """The directory, or the nearest one above it that a run would make it in, can be written to."""
+        path = self.root
+        while not os.path.exists(path) and os.path.dirname(path) != path:
+            path = os.path.dirname(path)
+        if not os.path.isdir(path):
+            return f"{path} is not a directory"
+        if not os.access(path, os.W_OK):
+            return f"the directory {path} cannot be written to"
+        return ""
 
 
 def _raise(error: OSError) -> None:
@@ -155,7 +157,7 @@ class S3Store:
         except ImportError:
             raise UsageError(f"resultsStore {url}: an s3:// store needs the S3 client: {S3_EXTRA}") from None
         self.url = url
-        endpoint = next((environ[v] for v in ENDPOINT_VARIABLES if environ.get(v)), "")
+        endpoint = s3_endpoint(environ)
         config: Any = {"endpoint": endpoint} if endpoint else {}
         options: Any = {"timeout": REQUEST_TIMEOUT, "connect_timeout": CONNECT_TIMEOUT,
                                    "allow_http": endpoint.startswith("http://")}

@@ -7,7 +7,7 @@ writes its record and its index entry; a shard of a split run writes its own rec
 makes the run's merged record and index entry if it is the one to (below).
 
 A store is never allowed to change a run's outcome. Everything that touches it runs on a
-thread of its own, and the run waits for it at most WRITE_WAIT_S (a shard: plus its
+thread of its own, and the run waits for it at most STORE_WAIT_S (a shard: plus its
 resultsMergeWait and MERGE_BUDGET_S); past that, or on any failure, one line on stderr says
 what became of the record, the summary's `resultsStore` key says the same, and the run ends
 with the exit code and summary it would have had without a store.
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.config.settings import Settings
-from runner.config.storeurl import parse_store_url
+from runner.config.storeurl import STORE_WAIT_S, parse_store_url
 from runner.core import redact
 from runner.core.durations import format_duration
 from runner.core.errors import UsageError, exit_code
@@ -47,7 +47,6 @@ from runner.store.layout import index_key, new_run_name, run_key, shard_key
 from runner.store.merging import listed, merged_run, read_shards
 from runner.store.record import encoded, index_entry, make_record, shown_command, tallies, verdict_word
 
-WRITE_WAIT_S = 10.0  # the longest a run waits for its record and index entry to be stored
 MERGE_BUDGET_S = 30.0  # a shard's merge, once the records are in: reading, adding up, writing
 POLL_S = 1.0  # how often a shard waiting for the others lists the run's records
 KEY = "resultsStore"  # the summary's key saying where the record went
@@ -71,7 +70,7 @@ class StoreWriter:
     """
 
     def __init__(self, settings: Settings, verdict: Verdict | None, argv: Sequence[str], say: Callable[[str], None],
-                 *, environ: Mapping[str, str] = os.environ, wait_s: float = WRITE_WAIT_S,
+                 *, environ: Mapping[str, str] = os.environ, wait_s: float = STORE_WAIT_S,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self._results = settings.results
         self._url = parse_store_url(self._results.store)

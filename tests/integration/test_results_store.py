@@ -289,3 +289,23 @@ def test_a_store_that_refuses_writes_changes_nothing_but_one_line(nginx: Nginx, 
 def test_a_bucket_that_does_not_exist_refuses_the_record(nginx: Nginx, s3: S3Server, baseline: Any) -> None:
     done = run_soak(*RUN, *BROKEN, "--resultsStore", "s3://no-such-bucket-here/x", nginx.url, env=s3.environ())
     _same_run_plus_one_line(baseline, done, "NoSuchBucket")
+
+
+# --- validate -------------------------------------------------------------------------------
+
+
+def test_validate_says_where_records_go_and_warns_of_a_bucket_that_is_not_there(s3: S3Server, bucket: str) -> None:
+    there = run_soak("validate", "--resultsStore", f"s3://{bucket}/soak", "http://127.0.0.1/", env=s3.environ())
+    assert there.returncode == 0 and there.stderr == ""
+    assert f"keeps the run's record in the S3 bucket {bucket} at {s3.endpoint} (AWS_ENDPOINT_URL), under soak/runs/" \
+           in there.stdout and "warning" not in there.stdout
+    missing = run_soak("validate", "--resultsStore", "s3://no-such-bucket-here/soak", "http://127.0.0.1/",
+                       env=s3.environ())
+    assert missing.returncode == 0 and missing.stderr == ""
+    assert missing.stdout.splitlines()[-1] == (
+        "warning: resultsStore s3://no-such-bucket-here/soak: HTTP 404 Not Found NoSuchBucket: a run would still run, "
+        "and say on stderr and in its summary that its record was not stored")
+    wrong = run_soak("validate", "--resultsStore", "gs://bucket/soak", "http://127.0.0.1/")
+    assert wrong.returncode == 2 and wrong.stdout == "" and wrong.stderr == (
+        'soak: --resultsStore: "gs://bucket/soak" has the scheme gs:, which is no store this version writes to: '
+        "file:///DIR or s3://BUCKET/PREFIX\n")
