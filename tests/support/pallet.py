@@ -22,9 +22,11 @@ from tests.support.programs import program
 
 COMPONENTS = {"linkerd": "manifests/components/linkerd", "nginx-10-replicas": "manifests/components/nginx-10-replicas",
               "scale-out": "manifests/components/scale-out", "metrics": "manifests/components/metrics",
-              "monitoring": "manifests/components/monitoring"}
+              "monitoring": "manifests/components/monitoring", "results-pvc": "manifests/components/results-pvc",
+              "results-s3": "manifests/components/results-s3"}
 VARIANTS = ["base", "linkerd", "nginx-10-replicas", "linkerd+nginx-10-replicas", "scale-out", "linkerd+scale-out",
-            "metrics", "linkerd+scale-out+metrics"]
+            "metrics", "linkerd+scale-out+metrics", "results-pvc", "scale-out+results-s3",
+            "linkerd+scale-out+metrics+results-pvc"]
 PALLET_FILES = ["kustomization.yaml", "configuration.json", "urlsconfigmap.yaml", "manifests"]
 
 
