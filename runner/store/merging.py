@@ -97,6 +97,8 @@ def merged_run(found: PodLogs) -> MergedRun:
     merged = merge_shards(found.shards, found.expected, found.incomplete)
     nowhere = io.StringIO()
     verdict = Verdict.for_settings(merged.info.settings, nowhere)
+    if verdict is not None:  # a stop it asks for (abortOnThreshold) has nothing to stop: the shards have ended,
+        verdict.bind_stop(_ended)  # and by default it would SIGTERM this process, a shard that merges
     said: list[str] = []
     outcome = ExitCode(said.append, verdict, also=[] if merged.complete else [EXIT_SHARD_MISSING])
     kept: dict[str, Any] = {}
@@ -115,6 +117,10 @@ def merged_run(found: PodLogs) -> MergedRun:
     own, *others = outcome.said or [""]
     return MergedRun(kept["data"], summary, outcome.code, [own, *verdict_lines(verdict), *others],
                      [*found.notes, *merged.notes], merged.complete)
+
+
+def _ended(reason: str) -> None:
+    """The merged run's stop: it has ended already, each shard where its own verdict stopped it."""
 
 
 def _keep(kept: dict[str, Any]) -> Callable[[RunSummary, dict[str, Any]], dict[str, Any]]:

@@ -35,7 +35,7 @@ from runner.readback.results import IntervalRow, LoadedRun, load_run
 from runner.report import keys as k
 from runner.report.compactjson import compact_json
 from runner.report.slowcooker import shown_percent
-from runner.report.summary import percentile_keys, phases_dict
+from runner.report.summary import latency_figure, percentile_keys, phases_dict
 from runner.stats.figures import Figures
 from runner.stats.record import tally_from_record
 from runner.stats.recorder import Tally
@@ -223,9 +223,9 @@ def summary_of(tally: Tally, f: Figures, unit: str, elapsed_ns: int, intervals: 
     summary: dict[str, Any] = {
         **percentile_keys(f.latency, unit),
         k.LATENCY_UNIT: unit,
-        k.MIN: int(f.latency.min_ns // UNIT_NS[unit]),
-        k.MEAN: round(f.latency.mean_ns / UNIT_NS[unit], 3),
-        k.MAX: int(f.latency.max_ns // UNIT_NS[unit]),
+        k.MIN: latency_figure(f.latency.min_ns, unit),
+        k.MEAN: latency_figure(f.latency.mean_ns, unit),
+        k.MAX: latency_figure(f.latency.max_ns, unit),
         k.REQUESTS: f.requests, k.GOOD: f.good, k.BAD: f.bad, k.FAILED: f.failed, k.SKIPPED: f.skipped,
         k.GOAL_PERCENT: None if f.goal_percent is None else shown_percent(f.goal_percent),
         k.RATE: {k.RATE_TARGET: None if f.rate_target is None else round(f.rate_target, 6),
