@@ -6,8 +6,6 @@ import argparse
 import sys
 
 from runner.core.errors import EXIT_OK
-from runner.store.backends import StoreError
-from runner.store.runs import entries, history_line, open_selection, reading
 
 DESCRIPTION = ("List the runs a resultsStore holds, one line each, oldest first: start, job, run, verdict and exit "
                "code, p99 and goal%.")
@@ -23,6 +21,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # Here, not above: `soak --help` lists this command without loading the store's code.
+    from runner.store.backends import StoreError
+    from runner.store.runs import entries, history_line, open_selection, reading
+
     store, wanted = open_selection(args.store, since=args.since, job=args.job)
     notes: list[str] = []
     try:

@@ -140,7 +140,7 @@ def test_a_killed_shard_is_named_missing_by_the_merged_record_exit_code_5(
     assert merged_by in shards[0][1], "the lowest shard present merges, once the wait is over"
     stored = _stored(s3, bucket, "soak/" + run_key("soak", "soak-28400460"))
     assert stored["exitCode"] == 5 and stored["summary"]["shards"] == {
-        "count": 3, "merged": [0, 1], "missing": [2], "incomplete": []}
+        "count": 3, "merged": [0, 1], "missing": [2], "incomplete": [], "stopped": []}
     by_hand = run_soak("merge", f"s3://{bucket}/soak?run=soak-28400460", env=s3.environ())
     assert by_hand.returncode == 5 and "soak merge: shard 2 of 3: no output found, not merged" in by_hand.stderr
     assert _summary(by_hand.stdout) == stored["summary"]

@@ -76,7 +76,7 @@ def test_a_plain_run_loads_no_optional_module(case: str, nginx: Nginx, tmp_path:
     assert sorted(m for m in OPTIONAL if m in modules) == []
 
 
-@pytest.mark.parametrize("command", ["run", "bench", "validate", "demo", "merge"])
+@pytest.mark.parametrize("command", ["run", "bench", "validate", "demo", "merge", "history"])
 def test_help_loads_no_engine_and_no_optional_module(command: str, tmp_path: Path) -> None:
     """`soak --help` loaded the engines, the run's driver and every report (its commands imported them
     to be listed), for nothing: a command's parser needs its flags only; its run's parts load in main()."""
