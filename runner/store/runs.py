@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -193,33 +193,66 @@ def load_selection(store: Store, wanted: Selection, assumed_unit: str = "ms") ->
     return _added_up(runs, wanted.text, notes)
 
 
+@dataclass
+class _Whole:
+    """Runs' tallies added up, and what else a range's summary needs of them."""
+
+    tally: Tally = field(default_factory=Tally)
+    urls: dict[str, Tally] = field(default_factory=dict)  # by label: one URL in two runs' lists is added up
+    due: float | None = 0.0
+    sending_ns: int = 0
+    elapsed_ns: int = 0
+    intervals: int = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        """A run's record added; ValueError (nothing added) if its tallies cannot be read."""
+        whole = record["tallies"]
+        try:
+            tally = tally_from_record(whole["run"])
+            labels = [str(entry[k.URL]) for entry in record["summary"].get(k.PER_URL) or []]
+            urls = [(label, tally_from_record(part)) for label, part in zip(labels, whole["perUrl"] or [],
+                                                                             strict=True)]
+            due = None if whole["due"] is None else float(whole["due"])
+            sending, elapsed, intervals = int(whole["sendingNs"]), int(whole["elapsedNs"]), int(whole["intervals"])
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ValueError(f"its tallies cannot be read: {e}") from None
+        self.tally.merge(tally)
+        for label, part in urls:
+            self.urls.setdefault(label, Tally()).merge(part)
+        self.due = None if self.due is None or due is None else self.due + due
+        self.sending_ns += sending
+        self.elapsed_ns += elapsed
+        self.intervals += intervals
+
+
 def _added_up(runs: Sequence[tuple[dict[str, Any], LoadedRun]], source: str, notes: list[str]) -> LoadedRun:
     """Runs as one: their tallies added (histograms merged) and their intervals one after another."""
     unit = runs[0][1].latency_unit
-    tally = Tally()
-    due: float | None = 0.0
-    sending_ns = elapsed_ns = intervals = 0
-    for record, _ in runs:
-        whole = record["tallies"]
+    whole = _Whole()
+    rows: list[IntervalRow] = []
+    added = 0
+    for record, run in runs:
         try:
-            tally.merge(tally_from_record(whole["run"]))
-            part_due = whole["due"]
-            due = None if due is None or part_due is None else due + float(part_due)
-            sending_ns += int(whole["sendingNs"])
-            elapsed_ns += int(whole["elapsedNs"])
-            intervals += int(whole["intervals"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise UsageError(f"{source}: a run's tallies cannot be read ({record.get('run')}: {e})") from None
-    summary = summary_of(tally, Figures.of(tally, due, sending_ns), unit, elapsed_ns, intervals)
-    rows = [row for _, run in runs for row in _in_unit(run.intervals, run.latency_unit, unit)]
-    notes.append(f"{len(runs)} runs added up: counts and times added, latencies from their merged histograms")
+            whole.add(record)
+        except ValueError as e:
+            notes.append(f"run {record['run']}: skipped, {e}")
+            continue
+        rows += _in_unit(run.intervals, run.latency_unit, unit)
+        added += 1
+    if not added:
+        raise UsageError(f"{source}: no run in the store that it asks for can be read")
+    summary = summary_of(whole.tally, Figures.of(whole.tally, whole.due, whole.sending_ns), unit, whole.elapsed_ns,
+                         whole.intervals, {label: Figures.of(part, None, whole.sending_ns)
+                                           for label, part in whole.urls.items()})
+    notes.append(f"{added} runs added up: counts and times added, latencies from their merged histograms")
     told = figures(summary, [], unit, False, None, notes)
     return LoadedRun(source, tuple(rows), summary, told, unit, False, None, tuple(notes))
 
 
-def summary_of(tally: Tally, f: Figures, unit: str, elapsed_ns: int, intervals: int) -> dict[str, Any]:
+def summary_of(tally: Tally, f: Figures, unit: str, elapsed_ns: int, intervals: int,
+               urls: Mapping[str, Figures]) -> dict[str, Any]:
     """A summary of added-up runs, in the printed summary's keys and units (runner.report.summary), so
-    that it is read back as a run's is."""
+    that it is read back as a run's is; `urls`: each URL's figures, by its label."""
     summary: dict[str, Any] = {
         **percentile_keys(f.latency, unit),
         k.LATENCY_UNIT: unit,
@@ -240,6 +273,12 @@ def summary_of(tally: Tally, f: Figures, unit: str, elapsed_ns: int, intervals: 
         summary[k.BACKENDS_REACHED] = f.backends_reached
     if f.phases:
         summary[k.PHASES] = phases_dict(f.phases)
+    if urls:
+        summary[k.PER_URL] = [{k.URL: label, k.REQUESTS: u.requests, k.GOOD: u.good, k.BAD: u.bad, k.FAILED: u.failed,
+                               k.MIN: latency_figure(u.latency.min_ns, unit),
+                               k.MEAN: latency_figure(u.latency.mean_ns, unit),
+                               k.MAX: latency_figure(u.latency.max_ns, unit), **percentile_keys(u.latency, unit)}
+                              for label, u in urls.items()]
     return summary
 
 

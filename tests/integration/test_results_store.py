@@ -205,7 +205,8 @@ def test_compare_of_store_ranges_prints_the_figures_of_the_runs_logs(nginx: Ngin
     store = f"file://{tmp_path}/records"
     logs, starts = [], []
     for name in ("monday", "tuesday"):
-        done = run_soak(*RUN, "--latencyUnit", "us", "--resultsStore", store, "--resultsRun", name, nginx.url)
+        done = run_soak(*RUN, "--latencyUnit", "us", "--resultsStore", store, "--resultsRun", name, nginx.url,
+                        nginx.url + "echo")  # two URLs: each has its rows
         assert done.returncode == 0, done.stderr
         logs.append(tmp_path / f"{name}.log")
         logs[-1].write_text(done.stdout)
@@ -216,6 +217,9 @@ def test_compare_of_store_ranges_prints_the_figures_of_the_runs_logs(nginx: Ngin
     assert from_store.returncode == from_logs.returncode == 0, from_store.stderr
     figures = [[line.split() for line in done.stdout.splitlines()[1:]] for done in (from_store, from_logs)]
     assert figures[0] == figures[1] and len(figures[0]) > 20  # the same rows and figures; only the names differ
+    assert [row[:3] for row in figures[0] if row[0] == nginx.url + "echo"][:2] == [
+        [nginx.url + "echo", "requests", str(_summary(logs[0].read_text())["perUrl"][1]["requests"])],
+        [nginx.url + "echo", "failed", "0"]]
     # A range of both runs is one column, its latencies from the two histograms merged.
     both = run_soak("compare", str(logs[0]), f"{store}?since=1h", "--latencyUnit", "us")
     histograms = [HdrHistogram.decode(_summary(log.read_text())["histogram"]["hdr"]) for log in logs]
@@ -223,6 +227,8 @@ def test_compare_of_store_ranges_prints_the_figures_of_the_runs_logs(nginx: Ngin
     table = {line.split("  ")[0].strip(): line.split() for line in both.stdout.splitlines()[1:]}
     assert float(table["p99 (us)"][3]) == round(histograms[0].get_value_at_percentile(99) / 1e3, 3)
     assert int(table["requests"][2]) == sum(_summary(log.read_text())["requests"] for log in logs)
+    assert int(table[f"{nginx.url} requests"][3]) == sum(_summary(log.read_text())["perUrl"][0]["requests"]
+                                                         for log in logs)
     assert "2 runs added up" in both.stderr
 
 
