@@ -315,3 +315,28 @@ def test_validate_says_where_records_go_and_warns_of_a_bucket_that_is_not_there(
     assert wrong.returncode == 2 and wrong.stdout == "" and wrong.stderr == (
         'soak: --resultsStore: "gs://bucket/soak" has the scheme gs:, which is no store this version writes to: '
         "file:///DIR or s3://BUCKET/PREFIX\n")
+
+
+def test_a_damaged_record_is_left_out_of_its_range_with_a_line(nginx: Nginx, tmp_path: Path) -> None:
+    store = f"file://{tmp_path}/records"
+    done = run_soak(*RUN, "--resultsStore", store, "--resultsRun", "good", nginx.url)
+    assert done.returncode == 0, done.stderr
+    [entry] = (tmp_path / "records/index").iterdir()
+    crafted = json.loads(entry.read_text()) | {"run": "bad", "record": "runs/soak/bad/run.json"}
+    (entry.parent / entry.name.replace("_good", "_bad")).write_text(json.dumps(crafted))
+    (tmp_path / "records/runs/soak/bad").mkdir(parents=True)
+    (tmp_path / "records/runs/soak/bad/run.json").write_bytes(b'{"soakRecord": 1, "kind": "run", "job": [')
+    both = run_soak("compare", f"{store}?run=good", f"{store}?since=1h")
+    assert both.returncode == 0
+    assert ("runs/soak/bad/run.json: skipped, not a record this version reads: not JSON (Expecting value: line 1 "
+            "column 42 (char 41))") in both.stderr
+    table = [line.split() for line in both.stdout.splitlines()]
+    assert table[1][:4] == ["requests", table[1][1], table[1][1], "0.0%"], "the range is the good run alone"
+    history = run_soak("history", store)
+    assert len(history.stdout.splitlines()) == 2, "the index lists both; only reading the record finds it damaged"
+
+
+def test_a_store_that_cannot_be_read_is_one_line(s3: S3Server) -> None:
+    done = run_soak("history", "s3://no-such-bucket-here/soak", env=s3.environ())
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "soak: s3://no-such-bucket-here/soak: cannot be read: HTTP 404 Not Found NoSuchBucket\n"
