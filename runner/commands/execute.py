@@ -105,7 +105,7 @@ def _stored(settings: Settings, verdict: Verdict | None) -> Stored | None:
         return None
     from runner.store.writer import StoreWriter
 
-    return StoreWriter(settings, verdict, sys.argv, say)
+    return StoreWriter(settings, verdict, sys.argv, say, output_lost=lambda: OUTPUTS.failed)
 
 
 def _metrics(settings: Settings, model: LoadModel, urls: Sequence[str], verdict: Verdict | None,

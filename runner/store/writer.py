@@ -38,7 +38,7 @@ from runner.config.settings import Settings
 from runner.config.storeurl import STORE_WAIT_S, parse_store_url
 from runner.core import redact
 from runner.core.durations import format_duration
-from runner.core.errors import UsageError, exit_code
+from runner.core.errors import EXIT_OUTPUT, UsageError, exit_code
 from runner.report.outcome import judged, said_texts, verdict_lines
 from runner.report.verdict import Verdict
 from runner.stats.runinfo import RunSummary
@@ -71,7 +71,7 @@ class StoreWriter:
 
     def __init__(self, settings: Settings, verdict: Verdict | None, argv: Sequence[str], say: Callable[[str], None],
                  *, environ: Mapping[str, str] = os.environ, wait_s: float = STORE_WAIT_S,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, output_lost: Callable[[], bool] = lambda: False) -> None:
         self._results = settings.results
         self._url = parse_store_url(self._results.store)
         self._store: Store = open_store(self._url, environ)
@@ -80,10 +80,13 @@ class StoreWriter:
         self._say = say
         self._wait_s = wait_s
         self._sleep = sleep
+        self._output_lost = output_lost  # an output failed already (6), as the run's ExitCode asks it
 
     def __call__(self, summary: RunSummary, data: dict[str, Any]) -> dict[str, Any]:
         info = summary.info
         found = judged(summary, self._verdict)
+        if self._output_lost():
+            found.append((EXIT_OUTPUT, ""))
         code = exit_code(c for c, _ in found)
         own, *others = said_texts(found, code)
         split = info.shard.count > 1
