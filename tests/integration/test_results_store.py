@@ -230,6 +230,9 @@ def test_compare_of_store_ranges_prints_the_figures_of_the_runs_logs(nginx: Ngin
     assert int(table[f"{nginx.url} requests"][3]) == sum(_summary(log.read_text())["perUrl"][0]["requests"]
                                                          for log in logs)
     assert "2 runs added up" in both.stderr
+    # plot draws a range's intervals one after another: the two runs' two intervals each.
+    plotted = run_soak("plot", f"{store}?since=1h", "-o", str(tmp_path / "range.png"))
+    assert plotted.returncode == 0 and (tmp_path / "range.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_a_store_range_that_holds_no_run_is_one_line(tmp_path: Path) -> None:
