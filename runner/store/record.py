@@ -52,6 +52,7 @@ VERDICTS = {EXIT_OK: "passed", EXIT_THRESHOLDS: "broken", EXIT_INCONCLUSIVE: "in
             EXIT_WORKER_FAILED: "incomplete", EXIT_INTERRUPTED: "interrupted", EXIT_NO_RESPONSE: "no response",
             EXIT_OUTPUT: "output lost"}
 MAX_RECORD_BYTES = 1 << 30  # a record larger than this is not read (a crafted one could be any size)
+MAX_ENTRY_BYTES = 1 << 16  # an index entry is some 300 bytes
 
 
 def verdict_word(code: int) -> str:
@@ -142,7 +143,7 @@ class Entry:
 
 def entry_from(data: bytes, key: str) -> Entry:
     """An index entry read back; ValueError naming what is wrong with a damaged or crafted one."""
-    value = _json(data)
+    value = _json(data, MAX_ENTRY_BYTES)
     if value.get("soakIndex") != VERSION:
         raise ValueError(f"not a soak index entry of version {VERSION}")
     start_text = _text(value, "start")
@@ -196,9 +197,9 @@ def start_text(wall: float) -> str:
     return rfc3339(wall, fraction=True)
 
 
-def _json(data: bytes) -> dict[str, Any]:
-    if len(data) > MAX_RECORD_BYTES:
-        raise ValueError(f"{len(data)} bytes, more than a record can be")
+def _json(data: bytes, most: int = MAX_RECORD_BYTES) -> dict[str, Any]:
+    if len(data) > most:
+        raise ValueError(f"{len(data)} bytes, more than one can be")
     try:
         value = json.loads(data)
     except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
