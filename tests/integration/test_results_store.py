@@ -26,6 +26,7 @@ from runner.store.layout import INDEX, index_key, run_key
 from runner.store.record import encoded, index_entry
 from tests.conftest import Nginx, run_soak, soak_command, split_engine_line
 from tests.support.faultserver import refused_port
+from tests.support.pallet import JOB_NAME, pod_command, render
 from tests.support.s3server import S3Server, moto_s3, refusing_server, silent_server
 
 RUN = ("--qps", "45", "--concurrency", "3", "--interval", "1s", "--iterations", "2")
@@ -343,3 +344,31 @@ def test_a_store_that_cannot_be_read_is_one_line(s3: S3Server) -> None:
     done = run_soak("history", "s3://no-such-bucket-here/soak", env=s3.environ())
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == "soak: s3://no-such-bucket-here/soak: cannot be read: HTTP 404 Not Found NoSuchBucket\n"
+
+
+# --- the pallet's own pods ------------------------------------------------------------------
+
+
+def test_the_pallets_scaled_out_pods_with_the_results_volume_leave_one_verdict(nginx: Nginx, tmp_path: Path) -> None:
+    """The rendered scale-out + results-pvc CronJob's command, once per index as the Indexed Job runs
+    it (its Job's name from the pod's label, the volume here), shortened to two 1 s intervals."""
+    command, env = pod_command(render("scale-out+results-pvc"), tmp_path / "pod", nginx.url)
+    time.sleep((0.1 - time.time() % 1) % 1)
+    processes = [subprocess.Popen([*command, "--interval", "1s", "--iterations", "2"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+                                  env={**os.environ, "TZ": "UTC", **env, "JOB_COMPLETION_INDEX": str(index)})
+                 for index in range(SHARDS)]
+    logs = [p.communicate(timeout=120)[0] for p in processes]
+    store = f"file://{tmp_path}/pod/var/lib/soak/results"
+    files = []
+    for index, log in enumerate(logs):
+        files.append(tmp_path / f"pod-{index}.log")
+        files[-1].write_text(split_engine_line(log)[1])
+    by_hand = subprocess.run(soak_command("merge", *map(str, files)), capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "TZ": "UTC"})
+    record = json.loads((tmp_path / f"pod/var/lib/soak/results/runs/soak/{JOB_NAME}/run.json").read_text())
+    assert record["kind"] == "merged" and record["summary"] == _summary(by_hand.stdout)
+    assert record["exitCode"] == by_hand.returncode
+    [line] = run_soak("history", store).stdout.splitlines()
+    assert f"  soak  {JOB_NAME}  {record['verdict']} (exit {by_hand.returncode})  " in line
+    assert line.endswith("  3 of 3 shards")
