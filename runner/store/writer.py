@@ -99,17 +99,23 @@ class StoreWriter:
         budget = self._wait_s + (self._results.merge_wait_ns / 1e9 + MERGE_BUDGET_S if split else 0)
 
         def work() -> None:
-            self._store_record(outcome, key, record, summary, split)
-            if split and outcome.stored:
-                self._merge_when_last(outcome, job, run, info.shard.index, info.shard.count)
+            try:
+                self._store_record(outcome, key, record, summary, split)
+                if split and outcome.stored:
+                    self._merge_when_last(outcome, job, run, info.shard.index, info.shard.count)
+            except Exception as e:  # noqa: BLE001 - whatever it is, a line, never a traceback from the thread
+                outcome.error = outcome.error or f"{type(e).__name__}: {e}"
+                outcome.lines.append(f"{key}: {'stored, but then ' if outcome.stored else ''}failed: "
+                                     f"{type(e).__name__}: {e}")
 
         thread = threading.Thread(target=work, name="results-store", daemon=True)
         thread.start()
         thread.join(budget)
         section: dict[str, Any] = {"store": str(self._url), "record": key, "stored": outcome.stored}
         if thread.is_alive():
-            section |= {"stored": False, "error": f"no answer within {budget:g}s"}
-            self._line(f"{key}: no answer within {budget:g}s: the run's record may not have been stored")
+            section["error"] = f"no answer within {budget:g}s"
+            self._line(f"{key}: stored, but the shards' merge was not done within {budget:g}s" if outcome.stored else
+                       f"{key}: no answer within {budget:g}s: the run's record may not have been stored")
         else:
             if outcome.error:
                 section["error"] = outcome.error
