@@ -270,7 +270,7 @@ def _with_transport(args: list[str]) -> list[str]:
     flag = list(TRANSPORT_FLAGS[_transport[-1]])
     if args and args[0] in ("bench", "demo", "run"):
         return [args[0], *flag, *args[1:]]
-    if not args or args[0] in ("validate", "merge", "compare", "plot"):
+    if not args or args[0] in ("validate", "merge", "compare", "plot", "report"):
         return args
     return [*flag, *args]  # the default command, run
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.commands.outputs import OUTPUTS
 from runner.commands.termination import ended
+from runner.config.files import open_output
 from runner.config.settings import Settings
 from runner.core.errors import EXIT_PROXY_NOT_READY
 from runner.load.model import Bench, LoadModel
@@ -20,7 +21,8 @@ from runner.load.tls import INSECURE_WARNING
 from runner.report.abreport import AbReporter
 from runner.report.abreport import report_with_notes as ab_report
 from runner.report.base import Reporter
-from runner.report.csvreport import CsvReporter, open_csv
+from runner.report.csvreport import CsvReporter
+from runner.report.junit import JUnitReporter
 from runner.report.outcome import ExitCode
 from runner.report.slowcooker import SlowCookerReporter
 from runner.report.summary import JsonSummaryReporter
@@ -58,8 +60,13 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
         reporters.append(metrics.reporter)
     outcome = ExitCode(say, verdict, output_lost=lambda: OUTPUTS.failed)
     reporters.append(outcome)  # last: its line comes after everything else the run prints
+    junit = junit_reporter(settings.report.junit, verdict, outcome)
+    if junit is not None:
+        reporters.append(junit)  # after the exit code: its file says which codes applied
     with proxy_lifecycle(settings, say) as proxy_ready:  # linkerdAwait, linkerdShutdown
         if not proxy_ready:
+            if junit is not None:
+                junit.not_run(EXIT_PROXY_NOT_READY, "the Linkerd proxy was not ready in time; nothing was sent")
             return ended(settings, EXIT_PROXY_NOT_READY, verdict)
         say(engine_line(parts.engine))  # the run starts: which engine measures it (a refused run gets its one line)
         if settings.split.workers > 1:
@@ -95,7 +102,8 @@ def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None 
             reporters.append(JsonSummaryReporter(sys.stdout, with_json=printed, sections=sections, stored=stored))
     if settings.report.report_latencies_csv:
         path = settings.report.report_latencies_csv
-        reporters.append(CsvReporter(open_csv(path), f"reportLatenciesCSV: {path}", OUTPUTS.failure))
+        reporters.append(CsvReporter(open_output(path, "reportLatenciesCSV"), f"reportLatenciesCSV: {path}",
+                                     OUTPUTS.failure))
     return reporters
 
 
@@ -106,6 +114,12 @@ def _stored(settings: Settings, verdict: Verdict | None) -> Stored | None:
     from runner.store.writer import StoreWriter
 
     return StoreWriter(settings, verdict, sys.argv, say, output_lost=lambda: OUTPUTS.failed)
+def junit_reporter(path: str, verdict: Verdict | None, outcome: ExitCode) -> JUnitReporter | None:
+    """The JUnit XML writer (the junit setting, or merge's --junit), its file opened now; None without a path."""
+    if not path:
+        return None
+    return JUnitReporter(open_output(path, "junit"), f"junit: {path}", verdict, outcome, OUTPUTS.failure,
+                         OUTPUTS.exit_code)
 
 
 def _metrics(settings: Settings, model: LoadModel, urls: Sequence[str], verdict: Verdict | None,

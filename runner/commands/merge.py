@@ -22,17 +22,23 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="*", metavar="FILE",
                         help="shards' logs (kubectl logs --prefix output, or one file per shard); none or - for stdin; "
                              "or the run's shard records in a resultsStore: STORE?run=NAME[&job=JOB]")
+    parser.add_argument("--junit", metavar="FILE", default="",
+                        help="also write the merged run's verdict to FILE as JUnit XML, for CI (as a run's junit "
+                             "setting does)")
 
 
 def main(args: argparse.Namespace) -> int:
     # Here, not above: `--help` builds this command's parser without loading a run's parts.
-    from runner.commands.execute import PROG, reporters_for
+    from runner.commands.execute import PROG, junit_reporter, reporters_for
     from runner.commands.outputs import OUTPUTS
+    from runner.config.files import check_output
     from runner.readback.podlogs import read_pods
     from runner.report.outcome import ExitCode
     from runner.report.verdict import Verdict
     from runner.stats.merge import merge_shards
 
+    if args.junit:
+        check_output(args.junit, "junit")  # before reading the logs: a bad path is said first, in one line
     stores = [path for path in args.files if is_store_url(path)]
     if stores and len(args.files) > 1:
         raise UsageError("merge: a store's run is merged alone: soak merge STORE?run=NAME, without files")
@@ -53,6 +59,9 @@ def main(args: argparse.Namespace) -> int:
     outcome = ExitCode(lambda line: print(f"{PROG} merge: {line}", file=sys.stderr), verdict, also=missing,
                        output_lost=lambda: OUTPUTS.failed)
     reporters = [*reporters_for(merged.info.settings, merged.info.model, verdict), outcome]
+    junit = junit_reporter(args.junit, verdict, outcome)
+    if junit is not None:
+        reporters.append(junit)  # after the exit code: its file says which codes applied
     for reporter in reporters:
         reporter.start(merged.info)
     for interval in merged.intervals:  # merged one at a time, as the reporters take them

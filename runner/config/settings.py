@@ -96,6 +96,7 @@ class ReportSpec:
     hash_sample_rate: float  # the share of responses whose body is hashed
     no_latency_summary: bool  # no JSON summary
     report_latencies_csv: str  # a CSV of the latency histogram; "" for none
+    junit: str  # the verdict as JUnit XML, for CI; "" for none
     termination_message_path: str  # the verdict in a few lines, for Kubernetes; "" for none
     backend_header: str  # the response header naming the server that answered; "" for none
 
@@ -234,6 +235,7 @@ def settings_from(merged: dict[str, Any]) -> Settings:
             hash_sample_rate=float(merged["hashSampleRate"]),
             no_latency_summary=merged["noLatencySummary"],
             report_latencies_csv=merged["reportLatenciesCSV"],
+            junit=merged["junit"],
             termination_message_path=merged["terminationMessagePath"],
             backend_header=merged["backendHeader"],
         ),

@@ -121,7 +121,8 @@ class ExitCode(Reporter):
     """Hears the finished run last; its `code` is the run's exit code, and it says why with `say`
     (a line on stderr). `verdict` judges the thresholds, if the run has any. `said` holds what
     it said for the termination message (commands.termination): the exit code's own line ("" when
-    another says it, as the verdict's lines say a 3), then the others."""
+    another says it, as the verdict's lines say a 3), then the others; `applying` every code that
+    applies, with its line (runner.report.junit makes the run's test case of them)."""
 
     def __init__(self, say: Callable[[str], None], verdict: Verdict | None = None, also: Sequence[int] = (),
                  output_lost: Callable[[], bool] = lambda: False) -> None:
@@ -133,11 +134,13 @@ class ExitCode(Reporter):
         self._output_lost = output_lost
         self.code = EXIT_OK
         self.said: list[str] = []
+        self.applying: list[Said] = []
 
     def finish(self, summary: RunSummary) -> None:
         found = judged(summary, self._verdict, self._also)
         if self._output_lost():
             found.append((EXIT_OUTPUT, ""))
+        self.applying = found
         self.code = exit_code(code for code, _ in found)
         for line in said_lines(found, self.code):
             self._say(line)

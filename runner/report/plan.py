@@ -358,6 +358,8 @@ def _outputs(s: Settings) -> str:
     parts.append("failures on stderr" if paced else "progress and failures on stderr")
     if s.report.report_latencies_csv:
         parts.append(f"latency CSV to {s.report.report_latencies_csv}")
+    if s.report.junit:
+        parts.append(f"JUnit XML to {s.report.junit}")
     if s.report.termination_message_path and s.report.termination_message_path != defaults()["terminationMessagePath"]:
         parts.append(f"the verdict to {s.report.termination_message_path}")  # the default: a pod's, when in one
     return "output: " + ", ".join(parts)
