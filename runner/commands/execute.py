@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runner.commands.outputs import OUTPUTS
 from runner.commands.termination import ended
@@ -30,11 +30,14 @@ from runner.report.verdict import Verdict
 from runner.run import launch
 from runner.run.build import EngineChoice, build
 from runner.run.linkerd import proxy_lifecycle
+from runner.stats.runinfo import RunSummary
 
 if TYPE_CHECKING:
     from runner.metrics.collector import Metrics
 
 PROG = "soak"
+# The resultsStore writer's hook (runner.store.writer.StoreWriter): the finished summary in, its keys out.
+Stored = Callable[[RunSummary, dict[str, Any]], dict[str, Any]]
 
 
 def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
@@ -48,7 +51,9 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
     if settings.client.insecure:
         say(INSECURE_WARNING)
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
-    reporters = [OUTPUTS.watch(), *reporters_for(settings, parts.model, verdict)]  # first: stdout's reader may leave
+    stored = _stored(settings, verdict)
+    # OUTPUTS.watch() first: stdout's reader may leave.
+    reporters = [OUTPUTS.watch(), *reporters_for(settings, parts.model, verdict, stored)]
     # Listening before any load is sent.
     metrics = _metrics(settings, parts.model, urls, verdict, parts.shard.pod(), parts.shown)
     if metrics is not None:
@@ -74,22 +79,27 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
     return ended(settings, outcome.code, verdict, outcome.said)  # and says why, in the termination message too
 
 
-def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None = None) -> list[Reporter]:
-    """A soak prints slow_cooker's lines, a bench ab's; then the thresholds' verdict; both end with the JSON summary."""
+def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None = None,
+                  stored: Stored | None = None) -> list[Reporter]:
+    """A soak prints slow_cooker's lines, a bench ab's; then the thresholds' verdict; both end with the JSON summary.
+
+    `stored` keeps the summary in the resultsStore before it is printed (runner.store.writer):
+    made even when noLatencySummary prints none, as the record holds it whole.
+    """
     reporters: list[Reporter]
     judged: list[Reporter] = [verdict] if verdict is not None else []
     sections = [verdict.section] if verdict is not None else []
+    printed = not settings.report.no_latency_summary
     if isinstance(model, Bench):
         reporters = [
             AbReporter(sys.stdout, sys.stderr, settings.pace.total_requests),
             *judged,
-            JsonSummaryReporter(sys.stdout, before=ab_report, with_json=not settings.report.no_latency_summary,
-                                sections=sections),
+            JsonSummaryReporter(sys.stdout, before=ab_report, with_json=printed, sections=sections, stored=stored),
         ]
     else:
         reporters = [SlowCookerReporter(sys.stdout, sys.stderr), *judged]
-        if not settings.report.no_latency_summary:
-            reporters.append(JsonSummaryReporter(sys.stdout, sections=sections))
+        if printed or stored is not None:
+            reporters.append(JsonSummaryReporter(sys.stdout, with_json=printed, sections=sections, stored=stored))
     if settings.report.report_latencies_csv:
         path = settings.report.report_latencies_csv
         reporters.append(CsvReporter(open_output(path, "reportLatenciesCSV"), f"reportLatenciesCSV: {path}",
@@ -97,6 +107,13 @@ def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None 
     return reporters
 
 
+def _stored(settings: Settings, verdict: Verdict | None) -> Stored | None:
+    """The run's record for the resultsStore, when the settings name one (the store's code loads only then)."""
+    if not settings.results.wanted:
+        return None
+    from runner.store.writer import StoreWriter
+
+    return StoreWriter(settings, verdict, sys.argv, say, output_lost=lambda: OUTPUTS.failed)
 def junit_reporter(path: str, verdict: Verdict | None, outcome: ExitCode) -> JUnitReporter | None:
     """The JUnit XML writer (the junit setting, or merge's --junit), its file opened now; None without a path."""
     if not path:

@@ -41,6 +41,7 @@ SETTING_GROUPS = (
     ("thresholds", ("intervalThresholds", "abortOnThreshold", "stopAtBrokenRule")),
     ("output", ("latencyUnit", "noLatencySummary", "reportLatenciesCSV", "junit", "terminationMessagePath")),
     ("Prometheus metrics", ("metricAddr", "pushgateway", "pushgatewayJob")),
+    ("run records", ("resultsStore", "resultsRun", "resultsMergeWait")),
     ("splitting a run over processes or pods", ("workers", "shards", "shard")),
     ("Linkerd", ("linkerdAwait", "linkerdAwaitTimeout", "linkerdAdmin", "linkerdShutdown")),
 )

@@ -313,7 +313,8 @@ def test_the_image_holds_the_locked_dependencies_and_no_compiler_or_pip(docker: 
 def test_the_image_stays_slim(docker: Docker, image: str, base_image: str) -> None:
     """The Dockerfile adds the runner's virtual environment and nothing else: no wheels, no compiler."""
     added = image_bytes(docker, image) - image_bytes(docker, base_image)
-    assert 10_000_000 < added < 40_000_000, f"{added / 1e6:.1f} MB over the base image"
+    # 37 MB before the s3 extra's obstore (a 15 MB library) joined it.
+    assert 10_000_000 < added < 60_000_000, f"{added / 1e6:.1f} MB over the base image"
 
 
 def test_the_default_command_runs_the_demo_read_only_and_without_a_network(docker: Docker, image: str) -> None:

@@ -54,6 +54,7 @@ def test_renders_the_pallet(variant: str) -> None:
     extra = [("NetworkPolicy", "soak", "soak-linkerd"), ("NetworkPolicy", "soak-target", "nginx-linkerd")] \
         if "linkerd" in components else []
     extra += [("NetworkPolicy", "soak", "soak-metrics")] if "metrics" in components else []
+    extra += [("PersistentVolumeClaim", "soak", "soak-results")] if "results-pvc" in components else []
     assert kinds == sorted([
         ("ConfigMap", "soak", "soak-config-<hash>"), ("ConfigMap", "soak", "soak-urls"), ("CronJob", "soak", "soak"),
         ("ConfigMap", "soak-target", "nginx-conf-<hash>"),
@@ -396,3 +397,39 @@ def test_every_empty_dir_has_a_size_limit(variant: str) -> None:
         for volume in pod.get("volumes", []):
             if "emptyDir" in volume:
                 assert volume["emptyDir"].get("sizeLimit"), f"{name}: emptyDir {volume['name']} has no sizeLimit"
+
+
+@pytest.mark.parametrize("variant", ["results-pvc", "scale-out+results-s3", "linkerd+scale-out+metrics+results-pvc"])
+def test_the_results_components_name_each_run_by_its_job_and_the_runner_takes_their_arguments(
+        variant: str, tmp_path: Path) -> None:
+    resources = render(variant)
+    container = soak_container(resources)
+    pod = find(resources, "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    store, run = container["args"][-2:]
+    assert run == "--resultsRun=$(SOAK_JOB)"
+    (job,) = [e for e in container["env"] if e["name"] == "SOAK_JOB"]
+    assert job["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-name']"}}
+    if "results-pvc" in variant:
+        (mount,) = [m for m in container["volumeMounts"] if m["name"] == "results"]
+        assert store == f"--resultsStore=file://{mount['mountPath']}"
+        (volume,) = [v for v in pod["volumes"] if v["name"] == "results"]
+        assert volume["persistentVolumeClaim"]["claimName"] == find(resources, "PersistentVolumeClaim")["metadata"][
+            "name"] == "soak-results"
+        assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"] == 10001, "the runner writes"
+        store = f"--resultsStore=file://{tmp_path}/results"  # the volume, here
+    else:
+        assert store.startswith("--resultsStore=s3://")
+        assert container["envFrom"] == [{"secretRef": {"name": "soak-results-s3", "optional": True}}]
+    # The arguments as Kubernetes expands them for a Job's pod, and the runner takes them.
+    args = [a.replace("$(SOAK_JOB)", "soak-29400000") for a in container["args"][:-2]]
+    config = {"/etc/soak/config/configuration.json": tmp_path / "configuration.json", "/etc/soak/urls/urls.txt":
+              tmp_path / "urls.txt"}
+    for path, content in mounted_files(resources).items():
+        if path in config:
+            config[path].write_text(content)
+    args = [str(config.get(a, a)) for a in args]
+    env = {"JOB_COMPLETION_INDEX": "1", "AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_ACCESS_KEY_ID": "x",
+           "AWS_SECRET_ACCESS_KEY": "x"}
+    done = run_soak("validate", *args, store, "--resultsRun=soak-29400000", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "(run soak-29400000, job soak)" in done.stdout
