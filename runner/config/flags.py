@@ -39,8 +39,9 @@ SETTING_GROUPS = (
                                 "http2")),
     ("TLS", ("caBundle", "insecure", "clientCert", "clientKey")),
     ("thresholds", ("intervalThresholds", "abortOnThreshold", "stopAtBrokenRule")),
-    ("output", ("latencyUnit", "noLatencySummary", "reportLatenciesCSV", "terminationMessagePath")),
+    ("output", ("latencyUnit", "noLatencySummary", "reportLatenciesCSV", "junit", "terminationMessagePath")),
     ("Prometheus metrics", ("metricAddr", "pushgateway", "pushgatewayJob")),
+    ("run records", ("resultsStore", "resultsRun", "resultsMergeWait")),
     ("splitting a run over processes or pods", ("workers", "shards", "shard")),
     ("Linkerd", ("linkerdAwait", "linkerdAwaitTimeout", "linkerdAdmin", "linkerdShutdown")),
 )

@@ -240,4 +240,4 @@ def test_help_lists_the_other_commands() -> None:
     done = run_soak("--help")
     assert done.returncode == 0
     listed = [line.split()[1] for line in done.stdout.split("other commands (each has --help):\n")[1].splitlines()]
-    assert listed == ["demo", "validate", "bench", "merge", "compare", "plot"]
+    assert listed == ["demo", "validate", "bench", "merge", "compare", "plot", "report", "history"]

@@ -19,12 +19,13 @@ import pytest
 from runner.core.errors import EXIT_INTERRUPTED
 from runner.core.units import NS_PER_S
 from runner.load.schedule import Ramp
-from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak
+from tests.conftest import DEFAULT, Nginx, assert_counts_add_up, parse_interval, run_soak
 from tests.support.faultserver import FaultServer
 from tests.support.liverun import EXIT_WITHIN_S, LiveRun, wait_until
 
-# Every test here runs once with each transport (see conftest.transport).
-pytestmark = pytest.mark.usefixtures("transport")
+# Stages are the run driver's, not the transport's: every test here runs once, as a user's run goes
+# (the native engine refuses stages, so the Python engine sends them).
+pytestmark = [pytest.mark.usefixtures("transport"), pytest.mark.transports(DEFAULT)]
 
 # Up from 0 to 20 req/s over 1 s, 20 for 1 s, down to 0 over 1 s: 10 + 20 + 10 sends.
 STAGES = "1s:20,1s:20,1s:0"
