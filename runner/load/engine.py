@@ -14,7 +14,10 @@ it, it goes out late, and the lateness is the client's (Result.client_lag_ns).
 Open model: each send goes out at its due time whatever is in flight, up to
 `max_in_flight` across all clients; beyond that, sends are skipped. A client behind
 schedule sends late, yielding to the loop between sends so the run's intervals still close
-on time; once sending has ended, what it did not send is skipped, never sent after the end.
+on time.
+In both, once sending has ended nothing goes out late: what a client free to send gets to
+only then is skipped (Skips.at_end: its own delay), never sent after the end, so a run ends
+on time however late its client ran (as vegeta and k6 drop such sends).
 Bench (ab's loop): each client has one request in flight and sends the next one as soon
 as it is answered, with no pacing at all; nothing is ever due, so nothing is skipped.
 """
@@ -188,6 +191,9 @@ class Engine:
                 k, skipped = self._schedule.catch_up(client, k, free, self._now())
                 self._skip(client, k - skipped, k)
             while self._ready(n := self._schedule.send_number(client, k)) and await self._wait_until_due(n):
+                if not self._schedule.before_end(now := self._now()):  # got to it once sending was over
+                    k = self._skip(client, k, self._schedule.last_in_run(client, k, now) + 1, at_end=True)
+                    break
                 if not self._claim(n):
                     break
                 try:
@@ -234,7 +240,7 @@ class Engine:
                 if full or not schedule.before_end(now):
                     # Every send that fell due while there was no room, or that is still unsent once
                     # sending is over, is skipped: all of them in one record.
-                    k = self._skip(client, k, schedule.last_in_run(client, k, now) + 1)
+                    k = self._skip(client, k, schedule.last_in_run(client, k, now) + 1, at_end=not full)
                     continue
                 if not self._claim(n):
                     break
@@ -400,10 +406,11 @@ class Engine:
         self._sink(result)
         return result.end_ns
 
-    def _skip(self, client: int, first: int, end: int) -> int:
-        """Count the client's sends from its `first`-th up to its `end`-th as skipped, in one record; returns `end`."""
+    def _skip(self, client: int, first: int, end: int, at_end: bool = False) -> int:
+        """Count the client's sends from its `first`-th up to its `end`-th as skipped, in one record
+        (`at_end`: it got to them only once sending was over, Skips.at_end); returns `end`."""
         if end > first:
-            self._sink(Skips(self._schedule, client, first, end))
+            self._sink(Skips(self._schedule, client, first, end, at_end))
         return end
 
     def _now(self) -> int:

@@ -327,7 +327,7 @@ class Schedule:
 class Skips:
     """Sends of one client that were due and not made: its k-th from `first` up to, not
     including, `end` (closed model: it was still busy; open model: too many in flight; or
-    the run stopped first).
+    the run stopped first; or, `at_end`, the client got to them only once sending was over).
 
     One record for any number of them, so skipping costs the same for one send as for a
     million (2,000,000 skipped Results once took a 2 s run 17 s). Whoever counts them splits
@@ -338,6 +338,9 @@ class Skips:
     client: int
     first: int
     end: int
+    # The client, free to send them (nothing of its in flight, room for more), got to them only at
+    # or after the end of sending, when none goes out: its own delay made them skips, never the server.
+    at_end: bool = False
 
     @property
     def count(self) -> int:

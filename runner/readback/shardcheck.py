@@ -112,6 +112,8 @@ def tally_contradictions(tally: Tally) -> list[str]:
             found.append(f"{name} is {value}, more than its {responses} responses")
     if tally.hash_mismatches > tally.hash_checked:
         found.append(f"hashMismatches is {tally.hash_mismatches}, more than the {tally.hash_checked} checked")
+    if tally.skipped_at_end > tally.skipped:
+        found.append(f"skippedAtEnd is {tally.skipped_at_end}, more than the {tally.skipped} skipped")
     return found
 
 

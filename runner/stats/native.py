@@ -163,6 +163,7 @@ class NativeRecorder:
             return phased()
         tally = Tally(
             good=counts["good"], bad=counts["bad"], failed=counts["failed"], skipped=counts["skipped"],
+            skipped_at_end=counts["skipped_at_end"],
             late=counts["late"], late_max_ns=counts["late_max_ns"], kernel_clocked=counts["kernel_clocked"],
             delayed_max_ns=counts["delayed_max_ns"],
             bytes_in=counts["bytes_in"], bytes_out=counts["bytes_out"], statuses=Counter(counts["statuses"]),

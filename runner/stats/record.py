@@ -35,7 +35,8 @@ _COUNTS = (("good", "good"), ("bad", "bad"), ("failed", "failed"), ("skipped", "
            ("bytes_in", "bytesIn"), ("bytes_out", "bytesOut"))
 # Counts an earlier version did not record: 0 when a record has none.
 _LATER_COUNTS = (("late", "late"), ("late_max_ns", "lateMaxNs"), ("kernel_clocked", "kernelClocked"),
-                 ("connections_opened", "connectionsOpened"), ("connections_closed", "connectionsClosed"))
+                 ("connections_opened", "connectionsOpened"), ("connections_closed", "connectionsClosed"),
+                 ("skipped_at_end", "skippedAtEnd"))
 
 
 # --- histograms, error groups, tallies ------------------------------------------------------

@@ -96,6 +96,7 @@ class Tally(Sends):
     bad: int = 0
     failed: int = 0
     skipped: int = 0
+    skipped_at_end: int = 0  # of the skipped, those its client got to only once sending was over (Skips.at_end)
     late: int = 0  # sends that left late (stats.client.is_late): the client's own delay
     late_max_ns: int = 0  # the latest of them
     kernel_clocked: int = 0  # responses timed by the kernel's receive timestamps (Result.kernel_clock)
@@ -157,8 +158,8 @@ class Tally(Sends):
 
     def merge(self, other: Tally) -> None:
         """Add another span's counts and latencies to this one."""
-        for name in ("good", "bad", "failed", "skipped", "late", "kernel_clocked", "hash_checked", "hash_mismatches",
-                     "bytes_in", "bytes_out", "connections_opened", "connections_closed"):
+        for name in ("good", "bad", "failed", "skipped", "skipped_at_end", "late", "kernel_clocked", "hash_checked",
+                     "hash_mismatches", "bytes_in", "bytes_out", "connections_opened", "connections_closed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.late_max_ns = max(self.late_max_ns, other.late_max_ns)
         self.delayed_max_ns = max(self.delayed_max_ns, other.delayed_max_ns)
@@ -517,6 +518,8 @@ class Recorder:
             k = max(self._next, index)
             tally = self._open.get(k) or self._open.setdefault(k, phased())
             tally.skipped += count
+            if skips.at_end:
+                tally.skipped_at_end += count
 
     def _drained(self, end_ns: int) -> Tally:
         if self.drain is None:

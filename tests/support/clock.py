@@ -30,6 +30,12 @@ class ScriptedClock:
         self._sleepers: list[tuple[int, int, asyncio.Future[None]]] = []  # a heap by due time
         self._order = itertools.count()
         self.wakeups = 0  # how often time moved: the engine's wake-ups, as the real clock would make them
+        self._stall: tuple[int, int] | None = None  # (from, until): the process is not run then (stall())
+
+    def stall(self, from_ns: int, until_ns: int) -> None:
+        """Run nothing from `from_ns` until `until_ns`, as a stopped or unscheduled process: whatever
+        falls due meanwhile wakes only at `until_ns`, all at once, late."""
+        self._stall = (from_ns, until_ns)
 
     def now_ns(self) -> int:
         return self.t
@@ -62,6 +68,8 @@ class ScriptedClock:
                 heapq.heappop(self._sleepers)
             assert self._sleepers, "every task waits on something other than the clock: a hang"
             self.t = max(self.t, self._sleepers[0][0])
+            if self._stall is not None and self.t >= self._stall[0]:  # woken only once the stall is over
+                self.t, self._stall = max(self.t, self._stall[1]), None
             assert self.t <= limit_ns, "the run went on past its limit"
             self.wakeups += 1
             while self._sleepers and self._sleepers[0][0] <= self.t:

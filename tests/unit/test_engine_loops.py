@@ -38,9 +38,13 @@ class Ran:
 
 
 def run_engine(model: LoadModel, qps: float, clients: int, seconds: float, latency_ns: int | list[int], *,
-               total: int = 0, stop_at_ns: int | None = None, ramp: Ramp | None = None) -> Ran:
-    """Run an engine for `seconds` of scripted time (with `ramp`, for its stages instead)."""
+               total: int = 0, stop_at_ns: int | None = None, ramp: Ramp | None = None,
+               stall: tuple[int, int] | None = None) -> Ran:
+    """Run an engine for `seconds` of scripted time (with `ramp`, for its stages instead; with `stall`,
+    the process not run from its first moment until its second: ScriptedClock.stall)."""
     clock = ScriptedClock(START - 50 * MS)
+    if stall is not None:
+        clock.stall(*stall)
     latencies = latency_ns if isinstance(latency_ns, list) else None
     transport = ScriptedTransport(clock, lambda i: latencies[i % len(latencies)] if latencies else latency_ns)
     end = START + (ramp.duration_ns if ramp is not None else round(seconds * 1e9))
@@ -186,6 +190,23 @@ def test_nothing_goes_out_after_a_stop_and_what_fell_due_before_it_is_counted(mo
     due_before = [n for n in due_sends(ran.schedule) if ran.schedule.due_ns(n) < stop]
     assert send_numbers(ran.records) == due_before  # sent + skipped = due by the stop, each once
     assert ran.engine.stopped_sending_ns == stop
+
+
+@pytest.mark.parametrize("model", [Closed(), Open(1000)])
+def test_a_client_stalled_across_the_end_sends_nothing_after_it(model: LoadModel) -> None:
+    """Not run from 1.5 s to 2.5 s of a 2 s run (a process stopped, or not scheduled by its node): the
+    sends due before the stall went out on time; those due in it were not made by the end, and
+    once sending is over none goes out late, in either model: each is skipped, as one the client
+    got to only after the end (the closed model sent one per client after the end, into the drain)."""
+    stall = (START + 1_500 * MS, START + 2_500 * MS)
+    ran = run_engine(model, 60, 4, 2.0, MS, stall=stall)
+    end = ran.schedule.end_ns
+    assert end is not None and all(start < stall[0] for start, _ in ran.transport.log)  # none after the end
+    due = due_sends(ran.schedule)
+    assert send_numbers(ran.records) == due  # sent + skipped = due, each once
+    stalled = [n for n in due if ran.schedule.due_ns(n) >= stall[0]]
+    assert skipped_numbers(ran.records) == stalled and len(stalled) == 30
+    assert all(r.at_end for r in ran.records if isinstance(r, Skips))  # the client's own: it got to them too late
 
 
 def test_a_count_is_sent_exactly_and_its_time_ends_with_its_last_slot() -> None:

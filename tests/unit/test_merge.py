@@ -51,6 +51,7 @@ def tally_of(latencies_ms: list[int], errors: int = 0, seed: int = 0) -> Tally:
 
 def test_a_tally_survives_json_exactly() -> None:
     tally = tally_of(list(range(1, 2000)), errors=7)
+    tally.skipped, tally.skipped_at_end = 9, 4
     back = tally_from_record(json.loads(json.dumps(tally_record(tally))))
     assert tally_record(back) == tally_record(tally)
     wanted = [50, 90, 99, 99.9, 100]
@@ -536,6 +537,7 @@ def test_an_interval_tally_above_its_histogram_is_said_and_the_shard_left_out() 
     ({"hashChecked": 9}, "hashChecked is 9, more than its 5 responses"),
     ({"kernelClocked": 6}, "kernelClocked is 6, more than its 5 responses"),
     ({"hashChecked": 1, "hashMismatches": 2}, "hashMismatches is 2, more than the 1 checked"),
+    ({"skippedAtEnd": 1}, "skippedAtEnd is 1, more than the 0 skipped"),
 ])
 def test_each_contradiction_in_an_interval_is_a_line_naming_it(changes: dict, said: str) -> None:
     s = three_intervals()

@@ -381,8 +381,9 @@ static void count_failure(soak_engine *e, soak_tally *t, int kind, uint32_t url,
 
 /* Skipped sends of client c, its k-th from `first` up to `end`, in the intervals they were
  * due in (recorder._skip over schedule.Skips.by_interval): one step per interval spanned,
- * whatever the count. Returns end. */
-static int64_t skip(soak_engine *e, uint32_t c, int64_t first, int64_t end)
+ * whatever the count; `at_end`: it got to them only once sending was over (Skips.at_end), counted
+ * apart too. Returns end. */
+static int64_t skip_as(soak_engine *e, uint32_t c, int64_t first, int64_t end, int at_end)
 {
     const soak_schedule *s = &e->cfg.schedule;
     if (end <= first)
@@ -397,11 +398,19 @@ static int64_t skip(soak_engine *e, uint32_t c, int64_t first, int64_t end)
         if (upto <= k) /* cannot happen (send k is due before its interval's end); never loop */
             upto = k + 1;
         soak_tally *t = open_tally(e, index > e->next ? index : e->next);
-        if (t != NULL)
+        if (t != NULL) {
             t->skipped += (uint64_t)(upto - k);
+            if (at_end)
+                t->skipped_at_end += (uint64_t)(upto - k);
+        }
         k = upto;
     }
     return end;
+}
+
+static int64_t skip(soak_engine *e, uint32_t c, int64_t first, int64_t end)
+{
+    return skip_as(e, c, first, end, 0);
 }
 
 /* BenchTally.add */
@@ -1325,8 +1334,14 @@ static void step_closed(soak_engine *e, uint32_t c)
         return;
     }
     int64_t due = soak_due(s, n);
-    if (due > mono()) {
+    int64_t now = mono();
+    if (due > now) {
         heap_push(e, c, due);
+        return;
+    }
+    if (!soak_before_end(s, now)) { /* got to it once sending was over: skipped, never sent after the end */
+        cl->k = skip_as(e, c, cl->k, soak_last_in_run(s, c, cl->end_k, cl->k, now) + 1, 1);
+        client_done(e, c);
         return;
     }
     if (!claim(e, n)) {
@@ -1365,7 +1380,7 @@ static void step_open(soak_engine *e, uint32_t c)
             return;
         }
         if (!soak_before_end(s, now)) { /* never sent after the end: skipped */
-            cl->k = skip(e, c, cl->k, soak_last_in_run(s, c, cl->end_k, cl->k, now) + 1);
+            cl->k = skip_as(e, c, cl->k, soak_last_in_run(s, c, cl->end_k, cl->k, now) + 1, 1);
             continue;
         }
         if (!claim(e, n)) {

@@ -142,6 +142,7 @@ typedef struct soak_group {
 /* recorder.Tally: one interval's counts, or the drain's. */
 typedef struct soak_tally {
     uint64_t good, bad, failed, skipped, late, kernel_clocked, bytes_in, bytes_out;
+    uint64_t skipped_at_end;  /* of the skipped: those a client got to only once sending was over */
     int64_t late_max_ns;
     int64_t delayed_max_ns;   /* the slowest response whose latency the client's delay may be in */
     uint64_t errors[SOAK_KINDS];

@@ -59,7 +59,7 @@
  * For tests: counts_len(highest) (hdrh's counts_len) and schedule(...) (schedule.h's answers,
  * to hold to runner/load/schedule.py's on any input).
  *
- * A tally is a dict of Tally's fields (good, bad, failed, skipped, late, late_max_ns,
+ * A tally is a dict of Tally's fields (good, bad, failed, skipped, skipped_at_end, late, late_max_ns,
  * delayed_max_ns, kernel_clocked, bytes_in, bytes_out, statuses {code: n}, errors {kind: n}, groups
  * [(kind, pattern, count, text, url, urls, more_urls, varied)], latency, phases: (connect_new,
  * ttfb, body, reused) as runner.stats.phases.PhaseTally keeps them), backends [(value
@@ -239,7 +239,8 @@ static PyObject *tally_dict(soak_tally *t)
         put_u64(d, "other_backends", t->backends != NULL ? t->backends->other : 0) ||
         put_u64(d, "opened", t->opened) || put_u64(d, "closed", t->closed) || put_u64(d, "good", t->good) ||
         put_u64(d, "bad", t->bad) || put_u64(d, "failed", t->failed) ||
-        put_u64(d, "skipped", t->skipped) || put_u64(d, "late", t->late) || put_i64(d, "late_max_ns", t->late_max_ns) ||
+        put_u64(d, "skipped", t->skipped) || put_u64(d, "skipped_at_end", t->skipped_at_end) ||
+        put_u64(d, "late", t->late) || put_i64(d, "late_max_ns", t->late_max_ns) ||
         put_i64(d, "delayed_max_ns", t->delayed_max_ns) ||
         put_u64(d, "kernel_clocked", t->kernel_clocked) || put_u64(d, "bytes_in", t->bytes_in) ||
         put_u64(d, "bytes_out", t->bytes_out) || statuses == NULL || errors == NULL || groups == NULL)
