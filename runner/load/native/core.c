@@ -1583,6 +1583,13 @@ static void *engine_thread(void *arg)
             }
         }
     }
+    /* A firing that fell due and was never read: a stop and SIGCONT interrupt epoll_wait, and the
+     * clients, all done once they see sending over, end the loop first. Late until now, as the
+     * stall it was: else a stall across the end would show nowhere (ClientMeter.tick). */
+    if (e->armed_ns && e->armed_ns <= now) {
+        loop_tick(e, e->armed_ns, now);
+        e->armed_ns = 0;
+    }
     /* FastSession.aclose: the clients' idle connections, closed uncounted as it closes them:
      * connectionsClosed counts what ended during the run, not what was open at its end */
     for (uint32_t i = 0; i < e->unused; i++)
