@@ -36,8 +36,8 @@ def interval_note(interval: Interval, before: Figures | None = None) -> str:
     figures) that reached fewer backends than the interval before; "" if none of these."""
     pace, figures = interval.pace, interval.figures
     parts = []
-    if figures.skipped and not pace.skipped:
-        parts.append(f"{figures.skipped} {_sends(figures.skipped)} skipped while requests were still in flight")
+    if in_flight := figures.skipped - pace.skipped:  # the others' cause is said with what the client changed
+        parts.append(f"{in_flight} {_sends(in_flight)} skipped while requests were still in flight")
     if pace.saturated:
         parts.append(changed_by_client(pace, figures.goal_percent))
     if before is not None:
@@ -48,10 +48,13 @@ def interval_note(interval: Interval, before: Figures | None = None) -> str:
 def changed_by_client(pace: Pace, goal_percent: float | None = None) -> str:
     """What the client's delay may have changed, and why it ran late: `7 sends skipped, goal% 98%
     (9 sends short), p99 up to 31ms higher: the client's own delay may have caused them, running up
-    to 118.5ms behind (its node did not run it on time: it used 1% of a core)`."""
+    to 118.5ms behind (its node did not run it on time: it used 1% of a core)`; sends it got to only
+    once sending was over: `44 sends skipped at the run's end`."""
     what = []
-    if pace.skipped:
-        what.append(f"{pace.skipped} {_sends(pace.skipped)} skipped")
+    if behind_requests := pace.skipped - pace.at_end:
+        what.append(f"{behind_requests} {_sends(behind_requests)} skipped")
+    if pace.at_end:
+        what.append(f"{pace.at_end} {_sends(pace.at_end)} skipped at the run's end")
     if pace.short:
         missing = f"{pace.short} {_sends(pace.short)} short"
         what.append(missing + " of the goal" if goal_percent is None else f"goal% {int(goal_percent)}% ({missing})")
@@ -65,8 +68,10 @@ def changed_by_client(pace: Pace, goal_percent: float | None = None) -> str:
 
 
 def _behind(pace: Pace) -> str:
-    """How far behind the client ran, and why (stats.client.starved_by)."""
-    behind = f"running up to {short(max(pace.behind_ns, pace.lag_ns))} behind"
+    """How far behind the client ran, and why (stats.client.starved_by); a client a hair late at the
+    run's end (a send skipped there) ran behind by less than a line shows."""
+    ran = max(pace.behind_ns, pace.lag_ns)
+    behind = f"running up to {short(ran)} behind" if round(ran / 100_000) else "running behind"
     if starved_by(pace.cpu_share) == OWN_CPU:
         return f"{behind} on its own CPU ({pace.cpu_share:.0%} of a core)"
     return f"{behind} (its node did not run it on time: it used {pace.cpu_share:.0%} of a core)"

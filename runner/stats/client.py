@@ -44,6 +44,7 @@ class PacedTally(Protocol):
     bad: int
     failed: int
     skipped: int
+    skipped_at_end: int
     late: int
     late_max_ns: int
     kernel_clocked: int
@@ -113,12 +114,16 @@ class PaceTerms:
     `room`: how many requests this process may have in flight before a due send is skipped: its
     clients (closed model: one each) or its maxInFlight (open model); 0 when there is no such
     limit to judge skips by (a bench, or unknown: then any skip may be the client's).
+    `senders`: how many take turns at the rate's sends, each sending its own in order: the closed
+    model's clients (a client's sends are senders / rate apart), or 1 in the open model, where
+    every send is its own, due 1 / rate after the one before whatever is in flight; 0 when unknown.
     """
 
     room: int = 0
     corrected: bool = False  # latency from the due time (open model): a late send's lateness is in it
     paced: bool = True  # sends are due on a schedule: a goal, skips, lateness (not a bench)
     timeout_ns: int = 10 * NS_PER_S
+    senders: int = 0
 
     @classmethod
     def of(cls, settings: Settings, shard: Shard) -> PaceTerms:
@@ -126,7 +131,8 @@ class PaceTerms:
         model = model_for(settings.pace, shard)
         clients = shard.share(settings.pace.concurrency)
         room = clients if isinstance(model, Closed) else model.max_in_flight if isinstance(model, Open) else 0
-        return cls(room, model.corrected, model.paced, settings.client.timeout_ns)
+        senders = clients if isinstance(model, Closed) else 1 if isinstance(model, Open) else 0
+        return cls(room, model.corrected, model.paced, settings.client.timeout_ns, senders)
 
 
 @dataclass(frozen=True)
@@ -140,7 +146,9 @@ class Pace:
     behind_ns: int = 0  # how far behind its schedule the client ran: its latest send, its loop's longest lag
     lag_ns: int = 0  # the most of its delay a response's latency may hold (0: none holds any)
     delayed: int = 0  # the responses whose latency may hold it
-    skipped: int = 0  # skipped sends it may have caused: all the span's, or none
+    # Skipped sends it may have caused: those it got to only once sending was over (at_end), and
+    # all the others skipped behind requests in flight, or none of them.
+    skipped: int = 0
     timeouts: int = 0  # timeouts it may have caused (its loop lagged half the timeout): all, or none
     crossed: int = 0  # sends due in the span that its delay may have pushed past the span's end
     short: int = 0  # of the sends the span's goal missed, those its delay may have cost it, beyond its edges' jitter
@@ -148,12 +156,13 @@ class Pace:
     best: Latency | None = None  # the span's latencies had its delay cost nothing; None where it is in none
     # Of the figures an interval line shows (LINE_LATENCIES), the one its delay may have raised most, and by how much.
     moved: tuple[str, int] = ("", 0)
+    at_end: int = 0  # of the skipped, those it got to only once sending was over (Tally.skipped_at_end): its own
 
     @property
     def saturated(self) -> bool:
         """Whether the client's delay may have changed the span's figures enough to read them
         otherwise: it may have cost sends (skipped, timed out, or missing from a goal not met
-        while it ran a whole gap between a client's sends behind), or have raised a latency the
+        while it ran a whole gap between a sender's own sends behind), or have raised a latency the
         line shows by SATURATED_LAG_NS or more. A client a few milliseconds late whose goal% lost
         a response or two across the line's end is not (responses cross its edges both ways), nor
         one whose delay is in the latency of the few responses that opened its connections."""
@@ -170,7 +179,7 @@ class Pace:
         return Pace(max(self.behind_ns, other.behind_ns), max(self.lag_ns, other.lag_ns),
                     self.delayed + other.delayed, self.skipped + other.skipped, self.timeouts + other.timeouts,
                     self.crossed + other.crossed, self.short + other.short, max(self.cpu_share, other.cpu_share),
-                    moved=max(self.moved, other.moved, key=lambda m: m[1]))
+                    moved=max(self.moved, other.moved, key=lambda m: m[1]), at_end=self.at_end + other.at_end)
 
 
 def pace_of(tally: PacedTally, figures: Figures, client: ClientFigures, terms: PaceTerms = PaceTerms()) -> Pace:
@@ -182,34 +191,59 @@ def pace_of(tally: PacedTally, figures: Figures, client: ClientFigures, terms: P
       in it. One timed by the loop's clock (TLS, httpx) may hold up to the loop's longest lag; one
       that opened a connection, as much of it as its setup took at most (the connect is seen by
       the loop); in the open model a late send's lateness too, latency being timed from the due time.
-    - Skips: a closed-model client skips a send that fell due while its request was in flight.
-      A request that ended within the gap between a client's sends (clients / rate; maxInFlight /
-      rate in the open model) would have left room for the next, had it gone on time: so skips
-      may be the client's only if it ran at least that gap, less its slowest such request (less
-      the delay its latency may hold), behind. Requests all slower than the gap: the server's.
+    - Skips: a send the client, free to send it, got to only once sending was over (the run's end)
+      is skipped, never sent late: its own delay, whatever the server did (Tally.skipped_at_end,
+      as the engine tells it). Any other skip fell due while requests were in flight: a
+      closed-model client's own, or maxInFlight's in the open model. A request that ended within
+      the gap a request has before it holds up a due send (room / rate: clients / rate, or
+      maxInFlight / rate) would have left room for it, had it gone on time: so those skips may be
+      the client's only if it ran at least that gap, less its slowest such request (less the delay
+      its latency may hold), behind, as a client sending late in a burst does. Requests all slower
+      than the gap: the server's.
     - Timeouts: only when the loop lagged TIMEOUT_SHARE of the timeout or more.
     - The goal: sends due within `behind` of the span's end may have been sent, or answered, after
-      it (`crossed`: as many as the span answered of its due sends). As responses cross a line's
-      edges both ways, that is the client's cut of a goal not met (`short`) only once it ran a
-      whole gap behind, as a stopped client does, and could cost GOAL_NOTED of the goal.
+      it (`crossed`: those of them not skipped at the run's end; as many as the server let the
+      client send, and answered: _pushed). As responses cross a line's edges both ways, that is
+      the client's cut of a goal not met (`short`) only once it ran the gap between a sender's own
+      sends behind (senders / rate: a closed-model client's, or 1 / rate in the open model, where
+      each send is its own), as a stopped client does, and could cost GOAL_NOTED of the goal; the
+      skips above are its cut whatever it ran behind.
     """
-    behind = max(tally.late_max_ns, client.loop_lag.max) if terms.paced else 0
-    behind = behind if behind >= LATE_NS else 0
+    ran_behind = max(tally.late_max_ns, client.loop_lag.max) if terms.paced else 0
+    behind = ran_behind if ran_behind >= LATE_NS else 0
+    at_end = tally.skipped_at_end if terms.paced else 0  # late by however little: past the end, none goes out
     lag, delayed, best = _latency_delay(tally, client, terms)
     rate = figures.rate_target
-    gap = terms.room * NS_PER_S / rate if terms.room and rate else 0.0  # between a client's sends (or maxInFlight's)
-    skipped = tally.skipped if tally.skipped and behind and _may_skip(tally, gap, behind, lag) else 0
+    gap = terms.room * NS_PER_S / rate if terms.room and rate else 0.0  # before a due send is held up in flight
+    in_flight = tally.skipped - at_end
+    skipped = at_end + (in_flight if in_flight and behind and _may_skip(tally, gap, behind, lag) else 0)
     timeouts = figures.errors.get(ErrorKind.TIMEOUT, 0) if client.loop_lag.max >= terms.timeout_ns * TIMEOUT_SHARE \
         else 0
     due = figures.due or 0.0
-    answered = min(figures.responses / due, 1.0) if due and figures.requests else 1.0  # of its due sends
     unskipped = max(math.ceil(due) - tally.skipped, 0)  # the span's due sends that were not skipped
-    crossed = min(unskipped, math.ceil(rate * behind / NS_PER_S * answered)) if behind and rate else 0
+    crossed = min(unskipped, max(_pushed(tally, best, rate, behind, terms) - at_end, 0))
     missing = max(math.ceil(due - figures.responses - 1e-9), 0)
-    edges = crossed if gap and behind >= gap and crossed >= due * GOAL_NOTED else 0  # beyond its edges' jitter
+    spacing = terms.senders * NS_PER_S / rate if terms.senders and rate else 0.0  # between a sender's own sends
+    edges = crossed if spacing and behind >= spacing and crossed >= due * GOAL_NOTED else 0  # beyond edges' jitter
     short = min(missing, skipped + timeouts + edges)
-    return Pace(behind, lag, delayed, skipped, timeouts, crossed, short, client.cpu_share, best,
-                _moved(figures.latency, best))
+    return Pace(behind or (ran_behind if at_end else 0), lag, delayed, skipped, timeouts, crossed, short,
+                client.cpu_share, best, _moved(figures.latency, best), at_end)
+
+
+def _pushed(tally: PacedTally, best: Latency | None, rate: float | None, behind_ns: int, terms: PaceTerms) -> int:
+    """The most sends of a span its client's delay may have kept from it: those due within `behind_ns`
+    of its end, at the pace the server let it send them (no faster than its room over the span's
+    mean latency at best: each of its clients, or maxInFlight, waits for its answer), and of those,
+    as many as the server answered of the sends made (none for a target that never answers; all
+    where nothing ended in the span). Not the share of the span's goal it answered: the client's
+    own delay cut that (a stopped client's interval answered 16 of its 60)."""
+    if not behind_ns or not rate:
+        return 0
+    mean = tally.latency.mean if best is None else best.ns("mean")
+    served = min(rate, terms.room * NS_PER_S / mean) if terms.room and tally.latency.count and mean > 0 else rate
+    made = tally.good + tally.bad + tally.failed
+    answered = (tally.good + tally.bad) / made if made else 1.0
+    return math.ceil(served * behind_ns / NS_PER_S * answered - 1e-9)
 
 
 def run_pace(tally: PacedTally, intervals: Pace) -> Pace:

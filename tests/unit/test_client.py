@@ -379,17 +379,19 @@ def test_short_durations_to_a_tenth_of_a_millisecond() -> None:
 
 
 def interval(good: int = 100, *, skipped: int = 0, late: int = 0, late_max: int = 0, lag: int = MS, cpu: float = 0.1,
-             kernel: bool = True, timeouts: int = 0, room: int = 5, latency: int = MS) -> Interval:
-    """Interval 7 of a run at 100 req/s in 1 s intervals (5 clients: 50 ms between a client's sends),
-    its responses in `latency`, timed by the kernel or by the loop, its loop lagging up to `lag`."""
+             kernel: bool = True, timeouts: int = 0, room: int = 5, latency: int = MS, due: float = 100.0,
+             at_end: int = 0, terms: PaceTerms | None = None) -> Interval:
+    """Interval 7 of a run at `due` req/s in 1 s intervals (5 clients: 50 ms between a client's sends
+    at 100 req/s), its responses in `latency`, timed by the kernel or by the loop, its loop lagging
+    up to `lag`; `at_end` of its skips were sends its client got to only once sending was over."""
     tally = Tally()
     for _ in range(good):
         tally.add(Result(status=200, kernel_clock=kernel), latency, 0)
     for _ in range(timeouts):
         tally.add(Result(error=ErrorKind.TIMEOUT, error_text="timeout"), 0, 0)
-    tally.skipped, tally.late, tally.late_max_ns = skipped, late, late_max
-    return Interval(7, START, START + SECOND, tally, client=ClientFigures(cpu, lags(100_000, lag)), due=100.0,
-                    terms=PaceTerms(room=room))
+    tally.skipped, tally.skipped_at_end, tally.late, tally.late_max_ns = skipped, at_end, late, late_max
+    return Interval(7, START, START + SECOND, tally, client=ClientFigures(cpu, lags(100_000, lag)), due=due,
+                    terms=terms or PaceTerms(room=room, senders=room))
 
 
 def test_no_note_for_a_few_sends_a_few_milliseconds_late_or_a_loop_that_lagged_on_kernel_timed_answers() -> None:
@@ -412,6 +414,36 @@ def test_skipped_sends_are_always_said_and_whose_pace_they_may_be() -> None:
     busy = interval_note(interval(99, skipped=1, late=3, late_max=50 * MS, cpu=0.97))
     assert busy == ("# iter 7: 1 send skipped, goal% 99% (1 send short): the client's own delay may have caused them, "
                     "running up to 50ms behind on its own CPU (97% of a core)\n")
+
+
+def test_sends_skipped_at_the_runs_end_are_said_as_the_clients_and_never_as_behind_requests() -> None:
+    """An open-model run stopped (SIGSTOP) across its end: the 44 sends due meanwhile are skipped once
+    it runs again, and its last line read `16/0/0 60 26%` with `# iter 1: 44 sends skipped while
+    requests were still in flight`, with nothing in flight (maxInFlight 1000). Its client got to them
+    only once sending was over: they are its own, and so is the goal they cost."""
+    open_model = PaceTerms(room=1000, corrected=True, senders=1)
+    stopped = interval(16, skipped=44, at_end=44, lag=SECOND, due=60.0, terms=open_model, cpu=0.0)
+    assert interval_note(stopped) == (
+        "# iter 7: 44 sends skipped at the run's end, goal% 26% (44 sends short): the client's own delay may have "
+        "caused them, running up to 1s behind (its node did not run it on time: it used 0% of a core)\n")
+    beside = interval(10, skipped=50, at_end=44, lag=SECOND, due=60.0, latency=200 * MS)  # 6 behind 200 ms answers
+    assert interval_note(beside).startswith(
+        "# iter 7: 6 sends skipped while requests were still in flight; 44 sends skipped at the run's end, goal% 16% "
+        "(44 sends short): the client's own delay may have caused them, running up to 1s behind ")
+    hair = interval(99, skipped=1, at_end=1, late=1, late_max=300_000, lag=300_000)  # a wake-up 0.3 ms late, past the end
+    assert interval_note(hair).startswith("# iter 7: 1 send skipped at the run's end, goal% 99% (1 send short): the "
+                                          "client's own delay may have caused them, running up to 300µs behind ")
+
+
+def test_an_open_model_goal_the_clients_stop_cut_is_said_with_how_many_sends_and_how_far_behind() -> None:
+    """Stopped for 1 s across an interval's end, an open-model client sent the sends due meanwhile late,
+    in the next interval: its line read `16/0/0 60 26%` with no note at all (the gap it had to run
+    behind was taken as maxInFlight / rate, 16.7 s; each send is its own, 1 / rate apart)."""
+    open_model = PaceTerms(room=1000, corrected=True, senders=1)
+    note = interval_note(interval(16, lag=SECOND, due=60.0, terms=open_model, cpu=0.01))
+    assert note == ("# iter 7: goal% 26% (44 sends short): the client's own delay may have caused it, running up to 1s "
+                    "behind (its node did not run it on time: it used 1% of a core)\n")
+    assert interval_note(interval(59, lag=16 * MS, due=60.0, terms=open_model)) == ""  # under a send's 16.7 ms
 
 
 def test_latency_the_clients_delay_may_be_in_is_said_with_the_figure_and_how_much() -> None:
