@@ -24,6 +24,7 @@ from runner.config.targets import url_slots as url_slots
 from runner.load.model import LoadModel
 from runner.load.result import Result, is_good
 from runner.load.schedule import Skips
+from runner.metrics import native
 from runner.stats.client import is_late
 from runner.stats.figures import BACKENDS_SHOWN, NO_BACKEND, OTHER_BACKENDS
 from runner.stats.recorder import BACKENDS_KEPT
@@ -73,8 +74,11 @@ DURATION = HistogramSpec(
 
 
 # Every histogram's bucket edges as latencies in ns, in one sorted list: a result finds its
-# place among all of them with one bisect, and each histogram's buckets are sums of places.
-EDGES_NS = tuple(sorted({spec.last_ns(b) for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION) for b in spec.bounds}))
+# place among all of them with one bisect, and each histogram's buckets are sums of places. The
+# native histograms' bounds (runner.metrics.native, 511 of them) are among them, so a place lies
+# in one native bucket: the bisect takes two more steps, and a push adds up four times the places.
+EDGES_NS = tuple(sorted({spec.last_ns(b) for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION) for b in spec.bounds}
+                        | set(native.EDGES_NS)))
 
 
 # Each histogram's bounds, as places among EDGES_NS: bucket i counts the results in places 0 .. PLACES[name][i].

@@ -48,7 +48,8 @@ def describe(settings: Settings, urls: Sequence[str], environ: Mapping[str, str]
         lines.append(f"checks the FNV-1a hash of {percent}% of bodies against {s.report.hash_value}")
     lines.append(_outputs(s))
     lines += _judged(s) + _metrics(s)
-    lines += _network_policy([*urls, *([s.metrics.pushgateway] if s.metrics.pushgateway else [])])
+    reached = (s.metrics.pushgateway, s.metrics.remote_write, s.metrics.otlp)  # what the runner itself talks to
+    lines += _network_policy([*urls, *(url for url in reached if url)])
     return lines
 
 
@@ -150,6 +151,12 @@ def _metrics(s: Settings) -> list[str]:
     if s.metrics.pushgateway:
         lines.append(f"pushes metrics to the Pushgateway {redact.url(s.metrics.pushgateway)} after every interval "
                      f"and at the end (job {s.metrics.job})")
+    if s.metrics.remote_write:
+        lines.append(f"writes metrics to the remote write receiver {redact.url(s.metrics.remote_write)} after every "
+                     f"interval and at the end, the latency also as native histograms (job {s.metrics.job})")
+    if s.metrics.otlp:
+        lines.append(f"sends metrics over OTLP/HTTP to {redact.url(s.metrics.otlp)} after every interval and at the "
+                     f"end (service.name {s.metrics.job})")
     return lines
 
 

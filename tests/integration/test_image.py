@@ -50,7 +50,9 @@ def test_the_lock_pins_every_dependency_as_pyproject_does() -> None:
         if line and not line.startswith("#"):
             name, version = line.split("==")
             lock[name.lower().replace("_", "-")] = version
-    for requirement in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    # The remote extra too: the image installs soak-pallet[remote] (remoteWrite, otlp).
+    for requirement in [*project["dependencies"], *project["optional-dependencies"]["remote"]]:
         spec = requirement.split(";")[0].strip()
         name, version = spec.split("==")
         assert lock.get(name.lower()) == version, f"{spec} is not what requirements.lock pins"
@@ -58,7 +60,7 @@ def test_the_lock_pins_every_dependency_as_pyproject_does() -> None:
     # project's own with --no-deps); the image installs from those wheels alone.
     build, final = DOCKERFILE.split("\nFROM ${PYTHON_IMAGE}")[1:]
     assert "--requirement requirements.lock" in build and "PIP_CONSTRAINT=/src/requirements.lock" in build
-    assert "--no-index --find-links /wheels" in final
+    assert "--no-index --find-links /wheels" in final and "'soak-pallet[remote]'" in final
 
 
 def test_the_wheel_builds_as_the_image_builds_it_with_the_spdx_license(tmp_path: Path) -> None:

@@ -202,7 +202,7 @@ def test_figures_and_the_verdict_as_gauges() -> None:
     assert s["soak_interval_end_time_seconds"][()] == 1_767_225_601.0
     assert s["soak_interval_requests_per_second"][()] == 50
     assert s["soak_interval_goal_ratio"][()] == 0.9 and s["soak_interval_errors_ratio"][()] == 0.1
-    assert s["soak_interval_latency_seconds"][(("quantile", "0.99"),)] == 0.003
+    assert s["soak_interval_latency_seconds"][(("percentile", "p99"),)] == 0.003
     assert s["soak_interval_max_latency_seconds"][()] == 0.003
     assert s["soak_interval_client_saturated"][()] == 0 and s["soak_interval_loop_lag_seconds"][()] == 0
     lagging = ClientFigures.measured(0.5, 1_000_000_000, LatencyHistogram())
