@@ -184,6 +184,8 @@ def post(url: str, body: bytes, headers: Mapping[str, str], timeout_s: float = W
         return Answer(e.code, str(e.reason), words(answer, kind), dict(e.headers or {}), answer)
     except urllib.error.URLError as e:
         reason = e.reason
+        if isinstance(reason, TimeoutError):
+            return Answer(0, f"no answer within {timeout_s:g}s")
         return Answer(0, getattr(reason, "strerror", None) or str(reason))
     except TimeoutError:
         return Answer(0, f"no answer within {timeout_s:g}s")
