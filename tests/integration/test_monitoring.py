@@ -108,8 +108,8 @@ WEEK_S = 7 * 86400
 def a_week_ago(url: str, now: float) -> list[tuple[str, dict[str, str], list[tuple[float, float]]]]:
     """The recorded figures of job soak's run a week before `now`: up from 10 to 5 minutes before that."""
     times = [now - WEEK_S - 600 + 30 * k for k in range(11)]
-    return [("soak_run:p99_seconds:finished", {"job": "soak", "url": url}, [(t, WEEK_P99) for t in times]),
-            ("soak_run:goal_percent:finished", {"job": "soak", "url": url}, [(t, WEEK_GOAL) for t in times])]
+    return [("job_url:soak_request_duration_seconds:p99_finished", {"job": "soak", "url": url}, [(t, WEEK_P99) for t in times]),
+            ("job_url:soak_goal_percent:finished", {"job": "soak", "url": url}, [(t, WEEK_GOAL) for t in times])]
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +143,7 @@ def monitored(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             prometheus.wait_for(lambda run=run: prometheus.query(
                 f'soak_intervals_total{{job="{run.job}"}} == {run.summary["intervals"]} '
                 f'and on (job) soak_run_finished == 1', prometheus.now()), 30, f"{run.job}'s final figures scraped")
-            for record in ("soak_run:p99_seconds:finished", "soak_run:goal_percent:finished"):
+            for record in ("job_url:soak_request_duration_seconds:p99_finished", "job_url:soak_goal_percent:finished"):
                 prometheus.wait_for(lambda run=run, record=record: prometheus.query(
                     f'{record}{{job="{run.job}"}}', prometheus.now()), 30, f"{run.job}'s {record}")
         yield Monitored(prometheus, runs, prometheus.now())
@@ -277,11 +277,11 @@ def _intervals(run: Soaked, got: Series) -> None:
 
 @expects("Latency per interval", "A")
 def _interval_quantiles(run: Soaked, got: Series) -> None:
-    keys = {"0.5": "p50", "0.95": "p95", "0.99": "p99", "0.999": "p999"}
-    assert set(got) == {labels(quantile=q) for q in keys}
-    for quantile, key in keys.items():
+    keys = ("p50", "p95", "p99", "p999")
+    assert set(got) == {labels(percentile=key) for key in keys}
+    for key in keys:
         want = run.seconds(run.last[key])
-        close(got[labels(quantile=quantile)], want, 1e-6 + want * 1e-3, f"{run.job} last interval {key}")
+        close(got[labels(percentile=key)], want, 1e-6 + want * 1e-3, f"{run.job} last interval {key}")
 
 
 @expects("Latency per interval", "B")

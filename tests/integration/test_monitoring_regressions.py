@@ -42,8 +42,8 @@ from tests.support.faultserver import FaultServer, refused_port
 from tests.support.prometheus import Past, Prometheus, backfill
 from tests.support.pushgateway import Pushgateway
 
-P99 = "soak_run:p99_seconds:finished"
-GOAL = "soak_run:goal_percent:finished"
+P99 = "job_url:soak_request_duration_seconds:p99_finished"
+GOAL = "job_url:soak_goal_percent:finished"
 HOUR, DAY, WEEK = 3600, 86400, 7 * 86400
 JOBS = ("soak-regressed", "soak-noisy", "soak-flat")
 
