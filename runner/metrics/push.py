@@ -61,6 +61,7 @@ class Pusher:
         self.failures = 0
         self._clean_from: int | None = None  # delete the job's groups from this pod index up, before the first push
         self.deleted: list[str] = []  # the pod indexes whose groups were deleted
+        self._unclean = ""  # why they could not be, until said
         self._thread = threading.Thread(target=self._loop, name="pushgateway", daemon=True)
 
     def start(self, info: RunInfo) -> None:
@@ -111,8 +112,12 @@ class Pusher:
     def _push(self, ask: int) -> None:
         try:
             push_to_gateway(self.url, self.job, self._registry, self.grouping_key, timeout=self._timeout_s)
+            if self._unclean:
+                self._say(self._unclean)
+            self._unclean = ""
         except Exception as e:  # anything at all: a push must never stop the run
             self.failures += 1
+            self._unclean = ""
             final = self._final is not None and ask >= self._final  # no next push to carry the counts
             self._say(f"{_reason(e)}; " + ("the final figures and verdict were not pushed" if final
                                            else "the counts are kept and go with the next push"))
@@ -126,7 +131,9 @@ class Pusher:
                 delete_from_gateway(self.url, self.job, {"pod_index": index}, timeout=self._timeout_s)
                 self.deleted.append(index)
         except Exception as e:  # anything at all: never the run's end, and the pushes go on
-            self._say(f"{_reason(e)}; the groups of pods beyond this run's {count} were not deleted")
+            # Said after the first push, if that one went through: a Pushgateway that is down or
+            # refuses everything is told by the pushes' own lines, not once more here.
+            self._unclean = f"{_reason(e)}; the groups of pods beyond this run's {count} were not deleted"
 
     def _say(self, text: str) -> None:
         self._err.write(f"soak: pushgateway {redact.url(self.url)}: {redact.printable(text)}\n")

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 
 from runner.core.errors import EXIT_OK
 from runner.metrics.native import SCHEMA
-from tests.conftest import Nginx, assert_counts_add_up, run_soak
+from tests.conftest import REPO, Nginx, assert_counts_add_up, run_soak
 from tests.support.faultserver import FaultServer, refused_port
 from tests.support.otlpreceiver import OtlpReceiver, attributes
 from tests.support.prometheus import Prometheus
@@ -25,9 +25,13 @@ from tests.support.pushgateway import Pushgateway
 WIDTH = 2 ** (1 / 2**SCHEMA)  # one native bucket: its upper bound over its lower
 
 
+RULES = REPO / "manifests" / "components" / "monitoring" / "soak-alerts.rules.yaml"
+
+
 @pytest.fixture(scope="module")
 def native_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
-    prometheus = Prometheus(tmp_path_factory.mktemp("prometheus-native"), [],
+    """Prometheus with its remote write receiver and native histograms, evaluating the pallet's rules."""
+    prometheus = Prometheus(tmp_path_factory.mktemp("prometheus-native"), [], rule_files=[RULES],
                             flags=["--web.enable-remote-write-receiver", "--enable-feature=native-histograms"])
     try:
         yield prometheus
@@ -87,6 +91,23 @@ def test_remote_write_puts_every_interval_and_the_p99_by_url_in_prometheus(nativ
     # The phases, too: ttfb's count is the responses'.
     ttfb = native_prometheus.query('histogram_count(soak_phase_seconds{job="rw-native", phase="ttfb"})', at)
     assert list(ttfb.values()) == [summary["good"] + summary["bad"]]
+
+
+def test_a_finished_run_s_p99_is_recorded_from_its_native_histogram(native_prometheus: Prometheus,
+                                                                   nginx: Nginx) -> None:
+    """The regression alerts' recording rule reads the native histogram where a run wrote one: its value is
+    the native quantile (4.4% buckets), not the one interpolated in the classic buckets."""
+    summary, _ = soak_writing("--remoteWrite", native_prometheus.write_url, urls=[nginx.url], job="rw-rules")
+    record = 'job_url:soak_request_duration_seconds:p99_finished{job="rw-rules"}'
+    recorded = native_prometheus.wait_for(lambda: native_prometheus.query(record, time.time()), 30, record)
+    at = time.time()
+    native = native_prometheus.query('histogram_quantile(0.99, sum by (job, url) '
+                                     '(soak_request_duration_seconds{job="rw-rules"}))', at)
+    classic = native_prometheus.query('histogram_quantile(0.99, sum by (job, url, le) '
+                                      '(soak_request_duration_seconds_bucket{job="rw-rules"}))', at)
+    assert {tuple(kv for kv in k if kv[0] != "__name__"): v for k, v in recorded.items()} == native != classic
+    (p99,) = native.values()
+    assert within_a_bucket(p99, summary["p99"])
 
 
 def test_a_bearer_token_is_read_before_every_write(native_prometheus: Prometheus, nginx: Nginx,

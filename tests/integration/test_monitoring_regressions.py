@@ -186,7 +186,9 @@ def test_two_worse_runs_fire_against_the_day_and_the_week_one_noisy_run_does_not
     for alert in prometheus.alerts():
         if alert["labels"]["alertname"] == "SoakP99Regressed":
             assert alert["state"] == "firing"
-            assert alert["annotations"]["summary"].startswith(f"Soak p99 3.0x {alert['labels']['baseline']}: {slow}")
+            assert alert["annotations"]["summary"] == (f"Soak p99 regressed against {alert['labels']['baseline']}: "
+                                                       f"{slow} (job soak-regressed)")
+            assert "3.0 times" in " ".join(alert["annotations"]["description"].split())  # the value: there
             assert "<no value>" not in alert["annotations"]["description"]
 
 
