@@ -59,13 +59,16 @@ def within_a_bucket(got: float, exact_ns: float) -> bool:
     return exact_ns / WIDTH / 1.001 <= got * 1e9 <= exact_ns * WIDTH * 1.001
 
 
+@pytest.mark.parametrize("engine", ["native", "python"])
 def test_remote_write_puts_every_interval_and_the_p99_by_url_in_prometheus(native_prometheus: Prometheus,
-                                                                         nginx: Nginx) -> None:
+                                                                         nginx: Nginx, engine: str) -> None:
+    """Either engine: the native one counts in C (its counts reach Python per interval), the Python one per result."""
     urls = [nginx.url, nginx.url + "echo"]
-    summary, stderr = soak_writing("--remoteWrite", native_prometheus.write_url, urls=urls, job="rw-native")
-    assert "remoteWrite" not in stderr
+    summary, stderr = soak_writing("--remoteWrite", native_prometheus.write_url, "--engine", engine, urls=urls,
+                                   job=f"rw-{engine}")
+    assert "remoteWrite" not in stderr and summary["engine"] == engine
     end = time.time() + 1
-    job = '{job="rw-native"}'
+    job = f'{{job="rw-{engine}"}}'
     # Every interval's write, with its own timestamp: the interval's end, exactly a second apart (the
     # grid's), then the final write.
     (intervals,) = native_prometheus.samples(f"soak_intervals_total{job}", end).values()
@@ -91,6 +94,8 @@ def test_remote_write_puts_every_interval_and_the_p99_by_url_in_prometheus(nativ
     # The phases, too: ttfb's count is the responses'.
     ttfb = native_prometheus.query('histogram_count(soak_phase_seconds{job="rw-native", phase="ttfb"})', at)
     assert list(ttfb.values()) == [summary["good"] + summary["bad"]]
+    info = native_prometheus.query(f"soak_build_info{job}", at)
+    assert [dict(labels)["engine"] for labels in info] == [engine] and list(info.values()) == [1]
 
 
 def test_a_finished_run_s_p99_is_recorded_from_its_native_histogram(native_prometheus: Prometheus,
