@@ -256,17 +256,17 @@ class MetricsReporter(Reporter):
             self._gauges.thresholds = [(o.rule.text, o.rule.scope, o.ok) for o in self._verdict.judge(summary)]
         self._gauges.finished = True
         asks = []
+        deadline = time.monotonic() + FINAL_WAIT_S  # for every final write together, the push's included
         if self._receivers:  # asked first, so that they go on while the Pushgateway is pushed to
             snapshot = self._snapshot(summary.info.wall(summary.end_ns))
             asks = [(receiver, receiver.write_final(snapshot)) for receiver in self._receivers]
         if self._pusher is not None:
             self._pusher.push_final()
             self._pusher.close()
-        deadline = time.monotonic() + FINAL_WAIT_S
         for receiver, ask in asks:
             receiver.wait(ask, deadline - time.monotonic())
         for receiver in self._receivers:
-            receiver.close()
+            receiver.close(max(deadline - time.monotonic(), 0.0))
         if self._server is not None:
             self._server.close()
 
@@ -529,4 +529,4 @@ class Metrics:
         if self.pusher is not None:
             self.pusher.close()
         for receiver in self.receivers:
-            receiver.close()
+            receiver.close(0.0)

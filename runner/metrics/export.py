@@ -66,7 +66,7 @@ class Receiver(Protocol):
 
     def wait(self, ask: int, timeout_s: float) -> bool: ...
 
-    def close(self) -> None: ...
+    def close(self, timeout_s: float) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -249,12 +249,14 @@ class Exporter(Generic[S]):
         with self._cond:
             return self._cond.wait_for(lambda: self._done >= ask, timeout=max(timeout_s, 0))
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = WRITE_TIMEOUT_S + 1) -> None:
+        """Stop once what is queued is written, waiting for that at most `timeout_s` (a daemon thread:
+        one still writing to a slow receiver when the process exits holds nothing up)."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
         if self._thread.is_alive():
-            self._thread.join(timeout=WRITE_TIMEOUT_S + 1)
+            self._thread.join(timeout=timeout_s)
 
     def _loop(self) -> None:
         while True:

@@ -67,8 +67,8 @@ class _Written:
     def wait(self, ask: int, timeout_s: float) -> bool:
         return self.exporter.wait(ask, timeout_s)
 
-    def close(self) -> None:
-        self.exporter.close()
+    def close(self, timeout_s: float) -> None:
+        self.exporter.close(timeout_s)
 
     def encode(self, snapshot: Moment) -> Frame:
         raise NotImplementedError
@@ -99,9 +99,10 @@ class RemoteWrite(_Written):
         floats = [remotewrite.sample_series((("__name__", sample.name), *sample.labels.items(), *labels), sample.value,
                                             at_ms)
                   for family in snapshot.families() for sample in family.samples]
+        native = snapshot.native_histograms() if self.exporter.native else []  # not for a receiver that refuses them
         histograms = [remotewrite.histogram_series((("__name__", family.name), *series_labels.items(), *labels),
                                                    histogram, at_ms)
-                      for family in snapshot.native_histograms() for series_labels, histogram in family.series]
+                      for family in native for series_labels, histogram in family.series]
         return Frame(remotewrite.write_request(floats), remotewrite.write_request(histograms), len(histograms))
 
     def send(self, body: bytes) -> Answer:

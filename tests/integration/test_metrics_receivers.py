@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,6 +60,17 @@ def within_a_bucket(got: float, exact_ns: float) -> bool:
     return exact_ns / WIDTH / 1.001 <= got * 1e9 <= exact_ns * WIDTH * 1.001
 
 
+def p99_agrees(got: float, figures: dict) -> bool:
+    """Whether Prometheus' p99 (s) agrees with the summary's figures (of a URL, or of the run): within one
+    native bucket of its exact p99 when both name the same response. Prometheus' p99 is the ceil(0.99 n)-th
+    response, HDR's the round(0.99 n)-th: where they differ (151 responses: the 150th against the 149th) and
+    the tail is sparse, Prometheus' lies above the summary's, and no higher than the slowest response."""
+    n = figures["good"] + figures["bad"]
+    if math.ceil(0.99 * n) == int(0.99 * n + 0.5):
+        return within_a_bucket(got, figures["p99"])
+    return figures["p99"] / WIDTH / 1.001 <= got * 1e9 <= figures["max"] * WIDTH * 1.001
+
+
 @pytest.mark.parametrize("engine", ["native", "python"])
 def test_remote_write_puts_every_interval_and_the_p99_by_url_in_prometheus(native_prometheus: Prometheus,
                                                                          nginx: Nginx, engine: str) -> None:
@@ -90,10 +102,11 @@ def test_remote_write_puts_every_interval_and_the_p99_by_url_in_prometheus(nativ
     for labels, got in p99s.items():
         labels = dict(labels)
         assert labels["run"] == summary["start"][:19] + "Z" and labels["pod_index"] == "0"
-        assert within_a_bucket(got, by_url[labels["url"]]["p99"]), (got, by_url[labels["url"]]["p99"])
-    # The phases, too: ttfb's count is the responses'.
-    ttfb = native_prometheus.query('histogram_count(soak_phase_seconds{job="rw-native", phase="ttfb"})', at)
-    assert list(ttfb.values()) == [summary["good"] + summary["bad"]]
+        assert p99_agrees(got, by_url[labels["url"]]), (got, by_url[labels["url"]])
+    # The phases, too, added up from each closed interval's: ttfb's count is the intervals' responses
+    # (the summary's, less the drain: responses that came back after the last interval's end).
+    ttfb = native_prometheus.query(f'histogram_count(soak_phase_seconds{{job="rw-{engine}", phase="ttfb"}})', at)
+    assert list(ttfb.values()) == [sum(i["good"] + i["bad"] for i in summary["intervalStats"])]
     info = native_prometheus.query(f"soak_build_info{job}", at)
     assert [dict(labels)["engine"] for labels in info] == [engine] and list(info.values()) == [1]
 
@@ -112,7 +125,7 @@ def test_a_finished_run_s_p99_is_recorded_from_its_native_histogram(native_prome
                                       '(soak_request_duration_seconds_bucket{job="rw-rules"}))', at)
     assert {tuple(kv for kv in k if kv[0] != "__name__"): v for k, v in recorded.items()} == native != classic
     (p99,) = native.values()
-    assert within_a_bucket(p99, summary["p99"])
+    assert p99_agrees(p99, summary)
 
 
 def test_a_bearer_token_is_read_before_every_write(native_prometheus: Prometheus, nginx: Nginx,
@@ -222,8 +235,8 @@ def test_a_run_with_fewer_shards_deletes_the_groups_of_the_pods_it_no_longer_has
             assert run.returncode == EXIT_OK, run.stderr
             assert "pushgateway" not in run.stderr
 
-        for index in range(5):
-            shard(index, 5)
+        with ThreadPoolExecutor(5) as pool:  # the pods of one Job, started together
+            list(pool.map(lambda index: shard(index, 5), range(5)))
         before = {i for i in map(str, range(6)) if gateway.group("shrinking", i)}
         shard(1, 3)  # not shard 0: deletes nothing
         assert {i for i in map(str, range(6)) if gateway.group("shrinking", i)} == before == set("01234")
