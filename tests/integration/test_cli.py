@@ -160,7 +160,8 @@ def test_help_lists_every_setting_as_a_flag() -> None:
     run = run_soak("--help")
     assert run.returncode == 0
     for name in settings_names():
-        flag = {"headers": "--header", "body": "--body"}.get(name, f"--{name}")
+        flag = {"headers": "--header", "body": "--body", "remoteWriteHeaders": "--remoteWriteHeader",
+                "otlpHeaders": "--otlpHeader"}.get(name, f"--{name}")
         assert flag in run.stdout, flag
 
 
