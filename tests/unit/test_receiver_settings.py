@@ -91,3 +91,15 @@ def test_validate_says_where_the_metrics_are_written() -> None:
 ])
 def test_an_otlp_url_without_a_path_gets_the_collectors(given: str, used: str) -> None:
     assert otlp_url(given) == used
+
+
+def test_validate_names_a_receiver_outside_the_cluster_with_its_egress_rule() -> None:
+    """The pallet's NetworkPolicy lets the soak reach the cluster's pods only: a receiver outside it is
+    named, as a URL or the Pushgateway is."""
+    settings = settings_from(merge({"remoteWrite": "https://mimir.example.com/api/v1/push",
+                                    "otlp": "http://otel-collector.monitoring:4318"}))
+    lines = describe(settings, ["http://nginx.soak-target.svc.cluster.local/"], {}, ALONE)
+    policy = "\n".join(lines[next(i for i, line in enumerate(lines) if line.startswith("network policy:")):])
+    assert "  mimir.example.com looks outside the cluster" in policy and "ports: [{port: 443, protocol: TCP}]" in policy
+    assert "  otel-collector.monitoring may be outside the cluster" in policy  # as any <name>.<namespace>
+    assert "nginx.soak-target" not in policy
