@@ -72,7 +72,7 @@ from runner.core.redact import printable
 from runner.load.model import LoadModel
 from runner.load.shards import ALONE, Shard
 from runner.metrics import native
-from runner.metrics.push import Pusher
+from runner.metrics.push import FINAL_WAIT_S, Pusher
 from runner.metrics.server import MetricServer
 from runner.metrics.tally import (
     DURATION,
@@ -276,9 +276,6 @@ class MetricsReporter(Reporter):
         at_s = max(at_s, self._last_write_s + 0.001)  # the final write comes after the last interval's
         self._last_write_s = at_s
         return Snapshot(self._counts.snapshot(), dataclasses.replace(self._gauges), self._slots, at_s)
-
-
-FINAL_WAIT_S = 11.0  # at the end, how long the final writes are waited for, all together (export.FINAL_WAIT_S)
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,7 @@ if TYPE_CHECKING:
 
     from runner.metrics.native import NativeFamily
 
-WRITE_TIMEOUT_S = 5.0  # one write, connecting included
-FINAL_WAIT_S = 2 * WRITE_TIMEOUT_S + 1  # at the end: a write still under way, then the final one
+WRITE_TIMEOUT_S = 5.0  # one write, connecting included (the final one is waited for as a push is: push.FINAL_WAIT_S)
 BACKLOG_BYTES = 8 << 20  # frames kept for the next write, encoded: the oldest go first beyond this
 NATIVE_REFUSED = "native histograms are disabled"  # Prometheus 2.x's answer without the feature flag
 HISTOGRAMS_WRITTEN = "X-Prometheus-Remote-Write-Histograms-Written"
@@ -224,25 +223,23 @@ class Exporter(Generic[S]):
         self.native = True  # whether native histograms are sent (False once the receiver refused them)
         self.said: set[str] = set()  # the causes already told
         self.writes = 0  # writes that were answered 2xx
-        self.failed = 0
-        self._final_written = False
+        self.failed = 0  # writes that were not
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def write_soon(self, snapshot: S) -> int:
+    def write_soon(self, snapshot: S, *, final: bool = False) -> int:
         """Queue a snapshot for writing; returns its ask's number."""
         with self._cond:
             self._asked += 1
             self._queue.append((self._asked, snapshot))
+            if final:  # known to the thread as it takes the ask
+                self._final = self._asked
             self._cond.notify_all()
             return self._asked
 
     def write_final(self, snapshot: S) -> int:
         """Queue the final snapshot: once its write is over, a failure says that the figures were not written."""
-        ask = self.write_soon(snapshot)
-        with self._cond:
-            self._final = ask
-        return ask
+        return self.write_soon(snapshot, final=True)
 
     def wait(self, ask: int, timeout_s: float) -> bool:
         """Wait (boundedly) until the write of `ask` is over; whether it is."""
@@ -265,12 +262,12 @@ class Exporter(Generic[S]):
                 if not self._queue:
                     return  # closing, with nothing left to write
                 taken, self._queue = self._queue, []
+                final = self._final is not None and taken[-1][0] >= self._final
             for _, snapshot in taken:
                 self._add(snapshot)
-            last = taken[-1][0]
-            self._write(final=self._final is not None and last >= self._final)
+            self._write(final)
             with self._cond:
-                self._done = last
+                self._done = taken[-1][0]
                 self._cond.notify_all()
 
     def _add(self, snapshot: S) -> None:
@@ -305,7 +302,6 @@ class Exporter(Generic[S]):
         if outcome is Outcome.WRITTEN:
             self.writes += 1
             self.backlog.clear()
-            self._final_written = final
             return
         self.failed += 1
         if outcome is Outcome.REFUSED:
