@@ -5,13 +5,16 @@
     soak validate [--config FILE] [--urls FILE] [--<setting> VALUE ...] [URL | @FILE ...]
     soak bench [-n N] [-c C] [-t SECONDS] [-k] [-H 'Name: value'] [-p FILE] [-T TYPE] [-s SECONDS]
                [-m METHOD] [--config FILE] [--<setting> VALUE ...] URL
-    soak merge [FILE ...]
-    soak compare [--latencyUnit UNIT] [--assumeUnit UNIT] FILE FILE [FILE ...]
-    soak plot FILE -o OUT.png|OUT.svg [--width PIXELS] [--height PIXELS] [--assumeUnit UNIT]
+    soak merge [FILE ... | STORE?run=NAME] [--junit FILE]
+    soak history STORE [--since AGE] [--job JOB]
+    soak compare [--latencyUnit UNIT] [--assumeUnit UNIT] FILE|STORE FILE|STORE [...]
+    soak plot FILE|STORE -o OUT.png|OUT.svg [--width PIXELS] [--height PIXELS] [--assumeUnit UNIT]
+    soak report RUN [RUN ...] -o OUT.html [--junit FILE] [--title TEXT] [--assumeUnit UNIT]
 
-Each command is a module of runner.commands with DESCRIPTION, arguments() and main();
-it is imported only when it runs (a soak need not load the reports). Nothing here measures,
-formats or builds a part of a run.
+Each command is a module of runner.commands with DESCRIPTION, arguments() and main() (and
+USAGE, where its flags are too many to list one by one); it is imported only when it runs or its
+help is asked for (a soak need not load the reports), and its main() loads what its run needs,
+so that no `--help` loads an engine. Nothing here measures, formats or builds a part of a run.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from runner.core import redact
 from runner.core.errors import EXIT_STOPPED_WAITING, EXIT_USAGE, UsageError
 
 PROG = "soak"
-COMMANDS = ("run", "demo", "validate", "bench", "merge", "compare", "plot")
+COMMANDS = ("run", "demo", "validate", "bench", "merge", "compare", "plot", "report", "history")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,8 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments = _parser(name, command).parse_args(argv)
         _started()
         code = command.main(arguments)
-    except UsageError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+    except UsageError as e:  # one line, printable: it may quote what it refused (a log's text, a file's)
+        print(f"{PROG}: {redact.printable(str(e))}", file=sys.stderr)
         code = EXIT_USAGE
     except KeyboardInterrupt:  # SIGINT (or SIGTERM, waiting for the Linkerd proxy) before the run took its own
         code = EXIT_STOPPED_WAITING
@@ -108,8 +111,9 @@ class _Parser(argparse.ArgumentParser):
 def _parser(name: str, command: ModuleType) -> argparse.ArgumentParser:
     prog = PROG if name == "run" else f"{PROG} {name}"
     # No abbreviations: `--conf` must not quietly mean --config in a manifest or a script.
-    parser = _Parser(prog=prog, description=command.DESCRIPTION, allow_abbrev=False,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    # A command with every setting as a flag says so in its usage (USAGE), not flag by flag in 30 lines.
+    parser = _Parser(prog=prog, usage=getattr(command, "USAGE", None), description=command.DESCRIPTION,
+                     allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     command.arguments(parser)
     return parser

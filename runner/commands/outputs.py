@@ -4,9 +4,10 @@ A soak must outlive its outputs: measuring goes on when the log cannot be writte
 metrics may still be pushed and the exit code still tells the verdict. So every write to
 stdout and stderr goes through a Stream that catches the OSError, and this policy decides:
 
-- stdout's reader left (EPIPE, as with `soak ... | head`): the run stops as on a signal,
-  saying why, and its exit code is its own (3 if thresholds broke, else 0): the reader chose
-  to stop reading, so the run is not reported as interrupted;
+- stdout's reader left (EPIPE, as with `soak ... | head`): the run stops as on a signal
+  (`stopReason`: STDOUT_GONE), one line on stderr says so, and the exit code is EXIT_OUTPUT
+  (6) unless one of greater precedence applies (3 if thresholds broke): what stdout had still
+  to show (the summary) is lost, so the run is not a pass, nor reported as interrupted (7);
 - stderr cannot be written: its lines are dropped (there is nowhere left to report that);
 - stdout or an output file cannot be written (a full disk, an I/O error): one line on stderr
   names the output and the error, the run goes on, and the exit code is EXIT_OUTPUT (6)
@@ -34,7 +35,8 @@ from runner.core import redact
 from runner.core.errors import EXIT_OK, EXIT_OUTPUT, exit_code
 from runner.report.base import Reporter
 
-STDOUT_GONE = "stdout closed by its reader"
+READER_LEFT = "closed by its reader"
+STDOUT_GONE = f"stdout {READER_LEFT}"  # the run's stopReason
 # A text this long may not fit the binary buffer (8 KiB) under the text layer, which then hands
 # it to the kernel in one write and drops whatever a partial write did not take: written here.
 _LONG_TEXT = 1024
@@ -83,15 +85,17 @@ class Outputs:
 
     def failure(self, name: str, error: OSError) -> None:
         """What a write to `name` ("stdout", "stderr", or an output file) failing with `error` means."""
-        if error.errno == errno.EPIPE and name in ("stdout", "stderr"):
-            if name == "stdout":  # the reader left: nothing more is read, so the run has no reason to go on
-                self.stdout_gone = True
-                if self._stop is not None:
-                    self._stop(STDOUT_GONE)
-            return
+        if error.errno == errno.EPIPE and name == "stderr":
+            return  # its reader left: there is nowhere left to say anything
         self.failed = True
+        gone = name == "stdout" and error.errno == errno.EPIPE
         if name != "stderr" and self.stderr is not None:
-            self.stderr.write(f"soak: {name}: {error.strerror or error}\n")
+            said = READER_LEFT if gone else error.strerror or str(error)
+            self.stderr.write(f"soak: {name}: {said}\n")
+        if gone:  # the reader left: nothing more is read, so the run has no reason to go on
+            self.stdout_gone = True
+            if self._stop is not None:
+                self._stop(STDOUT_GONE)
 
     def exit_code(self, code: int) -> int:
         """The exit code, given the command's: with an output lost, EXIT_OUTPUT unless the command's

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.core.errors import EXIT_OK, UsageError
 from runner.core.numbers import whole_number
+from runner.core.units import NS_PER_HOUR, UNIT_NS
 from runner.readback.results import IntervalRow, LoadedRun
 
 if TYPE_CHECKING:
@@ -45,10 +46,32 @@ MAX_TICKS = 8
 FLOOR = 0.5  # where a latency printed as 0 (under one unit) is drawn: a log axis has no 0
 INSTALL_HINT = "soak plot needs matplotlib: pip install 'soak-pallet[plot]' (in the repository: pip install '.[plot]')"
 FORMATS = {".png": "png", ".svg": "svg"}
+# The longest latency a log can hold that a run measured: slow_cooker's histograms go up to a day
+# (soak's to an hour). A longer one is a damaged or made-up log, and a 21-digit one made
+# matplotlib fail on its draw with a traceback: it is refused in one line (check_drawable()).
+LONGEST_NS = 24 * NS_PER_HOUR
+
+
+def check_drawable(run: LoadedRun) -> None:
+    """A UsageError naming the first latency no run could have printed, a damaged log's: more than a
+    day (LONGEST_NS). Figures beyond 64 bits, which no float arithmetic takes, never get here: reading
+    the log leaves their rows out (runner.readback.results)."""
+    longest = LONGEST_NS / UNIT_NS.get(run.latency_unit, 1)
+    for row in run.intervals:
+        for key, _ in LATENCY_LINES:
+            value = getattr(row, key)
+            if value is not None and not 0 <= value <= longest:
+                raise UsageError(f"{run.source}: interval {row.iter}'s {key} is {_number(value)}{run.latency_unit}: "
+                                 "longer than a day, which no run measures (a damaged log?); nothing drawn")
+
+
+def _number(value: float) -> str:
+    """A figure as a log has it: `86400001`, `0.05`."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def build_figure(run: LoadedRun, width: int = DEFAULT_WIDTH, height: int = DEFAULT_HEIGHT, dpi: int = DPI) -> Figure:
-    """The run's picture, `width` x `height` pixels at `dpi`; the run must have intervals."""
+    """The run's picture, `width` x `height` pixels at `dpi`; the run must have intervals, drawable ones."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -292,6 +315,7 @@ def main(args: argparse.Namespace) -> int:
     run = load_usable(args.file, args.assumeUnit)
     if not run.intervals:
         raise UsageError(f"{args.file}: no interval figures to plot (no interval lines, no intervalStats)")
+    check_drawable(run)
     figure = build_figure(run, args.width, args.height)
     try:
         save_figure(figure, args.output)

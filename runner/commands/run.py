@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from runner.commands.execute import execute
 from runner.config.flags import add_source_arguments, settings_of, urls_of
 
+USAGE = "%(prog)s [run] [--config FILE] [--urls FILE] [--SETTING VALUE ...] [URL | @FILE ...]"
 DESCRIPTION = ("Run a soak: send a steady rate of HTTP requests, print slow_cooker-style lines per interval, "
                "then a JSON summary.")
 
@@ -16,5 +16,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # Here, not above: `--help` builds this command's parser without loading a run's parts.
+    from runner.commands.execute import execute
+
     urls, source = urls_of(args)
     return execute(settings_of(args), urls, source)

@@ -19,12 +19,14 @@ terminationMessagePath setting) is created, so the message can be read anywhere.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Sequence
 
 from runner.commands.outputs import OUTPUTS
 from runner.config.settings import Settings
 from runner.core.errors import EXIT_OK
+from runner.report.outcome import verdict_lines
 from runner.report.verdict import Verdict
 
 KUBERNETES_PATH = "/dev/termination-log"  # the kubelet's default terminationMessagePath
@@ -63,24 +65,6 @@ def _cut(text: str, limit: int) -> str:
     return text if len(data) < limit else data[: limit - 1].decode(errors="ignore")
 
 
-def verdict_lines(verdict: Verdict | None) -> list[str]:
-    """What the verdict says of the finished run: how many thresholds held, then each that did not,
-    as its line in the log says it (`threshold run errors% <= 1: 100% BROKEN`, or `... INCONCLUSIVE`
-    when it broke only where the client could not keep pace). Nothing without thresholds, or when
-    no run was judged."""
-    if verdict is None or verdict.outcomes is None:
-        return []
-    outcomes = verdict.outcomes
-    failing = [o for o in outcomes if not o.ok]
-    rules = f"{len(outcomes)} threshold{'s' if len(outcomes) > 1 else ''}"
-    broken = sum(not o.inconclusive for o in failing)
-    parts = [f"{broken} of {rules} broken"] if broken else []
-    if len(failing) > broken:
-        parts.append(f"{len(failing) - broken} of {len(outcomes) if parts else rules} inconclusive")
-    total = ", ".join(parts) or f"{len(outcomes)} of {rules} kept"
-    return [total, *(o.line().removeprefix("# ").rstrip("\n") for o in failing)]
-
-
 def write_termination_message(path: str, code: int, lines: Sequence[str]) -> None:
     """The message, written to `path` (see the module's docstring for when); a file that cannot be
     written is an output that failed, as a CSV's is (one line on stderr, exit code 6)."""
@@ -88,10 +72,24 @@ def write_termination_message(path: str, code: int, lines: Sequence[str]) -> Non
         return
     text = termination_message(code, [OUTPUTS.shown("stdout", line) for line in lines])
     try:
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(text)
+        _write(path, text.encode())
     except OSError as error:
+        if error.errno == errno.ENXIO:  # what a FIFO opened without waiting says when no one reads it
+            error = OSError(error.errno, "a FIFO that nothing reads")
         OUTPUTS.failure(f"terminationMessagePath: {path}", error)
+
+
+def _write(path: str, data: bytes) -> None:
+    """`data` as the whole of the file at `path`, never waiting: a FIFO nothing reads would hold the
+    run for ever at its end (an open for writing waits for a reader), and one whose reader is slow
+    fails (EAGAIN) rather than wait; a regular file or a device is written as open() writes it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o666)
+    try:
+        written = os.write(fd, data)
+        if written < len(data):
+            raise OSError(errno.EAGAIN, f"its reader took {written} of {len(data)} bytes")
+    finally:
+        os.close(fd)
 
 
 def ended(settings: Settings, code: int, verdict: Verdict | None, said: Sequence[str] = ()) -> int:

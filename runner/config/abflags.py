@@ -25,6 +25,13 @@ AB_TIME_LIMIT_REQUESTS = 50_000  # ab's -n when -t is given without it
 # The setting each of ab's flags sets, to name the flag when its value is refused.
 AB_FLAGS = {"totalRequests": "-n", "concurrency": "-c", "duration": "-t", "noReuse": "-k", "body": "-p",
             "headers": "-T", "timeout": "-s", "method": "-m"}
+# Settings `soak bench --help` does not offer: those ab's flags set (headers stay, as -H is ab's
+# too), those a bench has no use for (no rate to pace, ramp, warm up or search: mode is its own),
+# and the split over pods, which a bench refuses (local workers split it). It still takes them,
+# as a config file may hold them: a bench ignores those with no use, and refuses the rest in one line.
+BENCH_HIDES = frozenset({*AB_FLAGS.keys() - {"headers"}, "mode", "qps", "stages", "warmup", "loadModel",
+                         "maxInFlight", "precisePacing", "stopAtBrokenRule", "shards", "shard",
+                         "resultsMergeWait"})
 
 
 def layer(args: argparse.Namespace) -> dict[str, Any]:
@@ -64,8 +71,8 @@ def _check_readable(path: str) -> None:
         raise UsageError(f"-p: {e}") from None
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """ab's own flags, so `soak bench -n 1000 -c 10 -k URL` reads as ab does."""
+def add_arguments(parser: argparse.ArgumentParser) -> Any:
+    """ab's own flags, so `soak bench -n 1000 -c 10 -k URL` reads as ab does; their group, for -H to join."""
     ab = parser.add_argument_group("ab's options")
     ab.add_argument("-n", dest="ab_n", type=_positive(whole_number, "-n", "a whole number"), metavar="requests",
                     help="Number of requests to perform (totalRequests). Default: 1, or 50000 with -t.")
@@ -81,6 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ab.add_argument("-s", dest="ab_s", type=_seconds("-s"), metavar="timeout",
                     help="Seconds to wait for each response (timeout). Default: 30.")
     ab.add_argument("-m", dest="ab_m", metavar="method", help="HTTP method (method).")
+    return ab
 
 
 def _positive(kind: Callable[[str], Any], flag: str, words: str) -> Callable[[str], Any]:

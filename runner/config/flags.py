@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from runner.config.jsonfile import read_config_file
@@ -21,50 +22,95 @@ from runner.core.errors import UsageError
 from runner.core.numbers import decimal_number, whole_number
 
 if TYPE_CHECKING:
+    from argparse import _ArgumentGroup as ArgumentGroup  # what add_argument_group() returns
+
     from jsonschema import ValidationError
 
 
-def add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """Where settings and URLs come from, then every setting as a flag."""
+# How `--help` lists the settings: the few most runs set first, then the rest by what they are
+# about. Every setting is in exactly one group (tests/unit/test_flags.py), so a new one cannot
+# be left out of the help; docs/configuration.md has each in full, in the schema's order.
+COMMON_SETTINGS = ("qps", "concurrency", "interval", "iterations", "duration", "method", "headers", "body",
+                   "timeout", "thresholds")
+SETTING_GROUPS = (
+    ("rate and schedule", ("mode", "stages", "warmup", "totalRequests", "loadModel", "maxInFlight", "precisePacing")),
+    ("requests and responses", ("host", "compress", "backendHeader", "hashValue", "hashSampleRate")),
+    ("connections and client", ("noReuse", "maxRequestsPerConnection", "maxConnectionAge", "engine", "transport",
+                                "http2")),
+    ("TLS", ("caBundle", "insecure", "clientCert", "clientKey")),
+    ("thresholds", ("intervalThresholds", "abortOnThreshold", "stopAtBrokenRule")),
+    ("output", ("latencyUnit", "noLatencySummary", "reportLatenciesCSV", "junit", "terminationMessagePath")),
+    ("Prometheus metrics", ("metricAddr", "pushgateway", "pushgatewayJob", "remoteWrite", "remoteWriteHeaders",
+                            "remoteWriteBearerTokenFile", "otlp", "otlpHeaders")),
+    ("run records", ("resultsStore", "resultsRun", "resultsMergeWait")),
+    ("splitting a run over processes or pods", ("workers", "shards", "shard")),
+    ("Linkerd", ("linkerdAwait", "linkerdAwaitTimeout", "linkerdAdmin", "linkerdShutdown")),
+)
+
+
+def add_source_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any] | None = None,
+                         hidden: Collection[str] = (), placed: Mapping[str, ArgumentGroup] | None = None) -> None:
+    """Where settings and URLs come from, then every setting as a flag (add_setting_arguments)."""
     parser.add_argument("--config", metavar="FILE", help="configuration.json to read settings from")
     parser.add_argument("--urls", metavar="FILE", help="URL list: plain, one per line, or the ConfigMap YAML")
     parser.add_argument("url", nargs="*", metavar="URL", help="target URL, or @FILE for a URL list")
-    add_setting_arguments(parser)
+    add_setting_arguments(parser, defaults, hidden, placed)
 
 
-def add_setting_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any] | None = None) -> None:
-    """One flag per schema setting, named as in configuration.json; `defaults` where a command has its own."""
-    group = parser.add_argument_group("settings (each overrides the config file)")
+def add_setting_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any] | None = None,
+                          hidden: Collection[str] = (), placed: Mapping[str, ArgumentGroup] | None = None) -> None:
+    """One flag per schema setting, named as in configuration.json; `defaults` where a command has its own.
+
+    `--help` lists them by COMMON_SETTINGS, then SETTING_GROUPS, except those `placed` in a group
+    of the command's own and those `hidden`: settings the command has no use for (a bench's qps),
+    which it still takes, as a config file may hold them, but does not offer.
+    """
     props = schema()["properties"]
+    groups: dict[str, ArgumentGroup] = dict(placed or {})
+    for title, names in (("common settings (each overrides the config file)", COMMON_SETTINGS), *SETTING_GROUPS):
+        shown = [name for name in names if name not in groups and name not in hidden]
+        if shown:
+            group = parser.add_argument_group(title)
+            groups |= {name: group for name in shown}
     for name in settings_names():
-        spec = props[name]
-        default = (defaults or {}).get(name, spec.get("default"))
-        help_text = spec["description"] + (f" Default: {_default_text(default)}." if "default" in spec else "")
-        help_text = help_text.replace("%", "%%")
-        if name == "headers":
-            group.add_argument("-H", "--header", action="append", default=argparse.SUPPRESS, metavar="'NAME: VALUE'",
-                               help="A request header; repeat for more.")
-            group.add_argument("--headerFromEnv", action="append", default=argparse.SUPPRESS, metavar="NAME=VAR",
-                               help="A header whose value is the environment variable VAR (never printed).")
-        elif name in ("remoteWriteHeaders", "otlpHeaders"):
-            group.add_argument(f"--{name[:-1]}", dest=name, action="append", default=argparse.SUPPRESS,
-                               metavar="'NAME: VALUE'", help=spec["description"].replace("%", "%%") + " Repeatable.")
-        elif name == "body":
-            group.add_argument("--body", "--data", dest="body", default=argparse.SUPPRESS, metavar="TEXT|@FILE",
-                               help="The request body: the text itself, or @FILE for a file's contents.")
-        elif name == "stages":
-            group.add_argument("--stages", type=_stages, default=argparse.SUPPRESS, metavar="DURATION:QPS[,...]",
-                               help=help_text)
-        elif spec.get("type") == "boolean":
-            group.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
-                               help=help_text)
-        elif spec.get("type") == "array":  # repeatable, and comma-separated: --thresholds 'p99 < 50ms, goal% >= 99'
-            group.add_argument(f"--{name}", action="extend", type=_items, default=argparse.SUPPRESS,
-                               metavar="'RULE[, RULE ...]'" if spec["items"].get("format") == "threshold"
-                               else "'ITEM[, ITEM ...]'", help=help_text)
-        else:
-            group.add_argument(f"--{name}", type=_typed(name, spec), default=argparse.SUPPRESS, metavar=_metavar(spec),
-                               help=help_text)
+        default = (defaults or {}).get(name, props[name].get("default"))
+        _add_setting(groups.get(name, parser), name, props[name], default, shown=name in groups)
+
+
+def _add_setting(group: argparse.ArgumentParser | ArgumentGroup, name: str, spec: dict[str, Any], default: Any,
+                 shown: bool) -> None:
+    """The flag (or flags) of one setting, its help made from the schema; none shown unless `shown`."""
+    help_text = spec["description"] + (f" Default: {_default_text(default)}." if "default" in spec else "")
+    help_text = help_text.replace("%", "%%")
+
+    def helped(text: str) -> str:
+        return text if shown else argparse.SUPPRESS
+
+    if name == "headers":
+        group.add_argument("-H", "--header", action="append", default=argparse.SUPPRESS, metavar="'NAME: VALUE'",
+                           help=helped("A request header; repeat for more."))
+        group.add_argument("--headerFromEnv", action="append", default=argparse.SUPPRESS, metavar="NAME=VAR",
+                           help=helped("A header whose value is the environment variable VAR (never printed)."))
+    elif name in ("remoteWriteHeaders", "otlpHeaders"):
+        repeatable = spec["description"].replace("%", "%%") + " Repeatable."
+        group.add_argument(f"--{name[:-1]}", dest=name, action="append", default=argparse.SUPPRESS,
+                           metavar="'NAME: VALUE'", help=helped(repeatable))
+    elif name == "body":
+        group.add_argument("--body", "--data", dest="body", default=argparse.SUPPRESS, metavar="TEXT|@FILE",
+                           help=helped("The request body: the text itself, or @FILE for a file's contents."))
+    elif name == "stages":
+        group.add_argument("--stages", type=_stages, default=argparse.SUPPRESS, metavar="DURATION:QPS[,...]",
+                           help=helped(help_text))
+    elif spec.get("type") == "boolean":
+        group.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
+                           help=helped(help_text))
+    elif spec.get("type") == "array":  # repeatable, and comma-separated: --thresholds 'p99 < 50ms, goal% >= 99'
+        group.add_argument(f"--{name}", action="extend", type=_items, default=argparse.SUPPRESS,
+                           metavar="'RULE[, RULE ...]'" if spec["items"].get("format") == "threshold"
+                           else "'ITEM[, ITEM ...]'", help=helped(help_text))
+    else:
+        group.add_argument(f"--{name}", type=_typed(name, spec), default=argparse.SUPPRESS, metavar=_metavar(spec),
+                           help=helped(help_text))
 
 
 def settings_of(args: argparse.Namespace, *below: dict[str, Any], above: tuple[dict[str, Any], ...] = ()) -> Settings:

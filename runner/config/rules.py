@@ -44,6 +44,9 @@ RATE = "rate"
 # How many backends answered (backendHeader): a count, with no unit. `backends >= 10` fails a run
 # that did not reach ten of a Service's pods.
 BACKENDS = "backends"
+# The backends a tally counts by name (runner.stats.recorder.Tally.count_backend, the native engine's
+# SOAK_BACKENDS_KEPT): up to this many, how many answered is exact; beyond, it is this, "at least".
+BACKENDS_KEPT = 100
 METRICS = (*LATENCIES, *PERCENTAGES, RATE, BACKENDS)
 # Where the time went (runner.stats.phases): a latency rule may name a phase, `connect.p99 < 5ms`,
 # and is then judged on that phase of every response instead of its whole latency.
@@ -104,7 +107,8 @@ class Rule:
         if self.metric == RATE:
             return number(measured) + " req/s"
         if self.metric == BACKENDS:
-            return number(measured) + (" backend" if measured == 1 else " backends")
+            least = "at least " if measured >= BACKENDS_KEPT else ""  # more were not counted by name
+            return least + number(measured) + (" backend" if measured == 1 else " backends")
         return number(measured) + "%"
 
     def in_unit(self, measured: float) -> float:
@@ -269,6 +273,9 @@ def _metric(word: str) -> str:
         name = "p" + percentile[1].replace(".", "")
     if is_percentage(name + "%"):
         name += "%"
+    if name == "status":  # k6 and Prometheus users write status{401}: say how this language writes it
+        raise ThresholdError('a status is judged as its share of the responses, written like "401% == 0" or '
+                             '"4xx% <= 1" (with {url=...} after the % for one URL)')
     if name not in METRICS and status_codes(name) is None:
         raise ThresholdError(f'unknown metric "{word}": the metrics are {_LIST}')
     return name
@@ -300,4 +307,9 @@ def rules_for(run: list[str], interval: list[str], mode: str, backend_header: st
         if rule.metric == BACKENDS and not backend_header:
             raise UsageError(f'{setting}: "{rule.text}" needs backendHeader, the response header that names the '
                              "backend that answered (the pallet's nginx sends X-Soak-Backend)")
+        if rule.metric == BACKENDS and rule.holds(BACKENDS_KEPT) != rule.holds(math.inf):
+            raise UsageError(f'{setting}: "{rule.text}" is not allowed: backends are counted by name up to '
+                             f'{BACKENDS_KEPT} and beyond that only as "at least {BACKENDS_KEPT}", so this rule '
+                             f"could not be judged: >= and < take a number up to {BACKENDS_KEPT}, > and <= up to "
+                             f"{BACKENDS_KEPT - 1}")
     return rules

@@ -97,6 +97,7 @@ class ReportSpec:
     hash_sample_rate: float  # the share of responses whose body is hashed
     no_latency_summary: bool  # no JSON summary
     report_latencies_csv: str  # a CSV of the latency histogram; "" for none
+    junit: str  # the verdict as JUnit XML, for CI; "" for none
     termination_message_path: str  # the verdict in a few lines, for Kubernetes; "" for none
     backend_header: str  # the response header naming the server that answered; "" for none
 
@@ -134,6 +135,20 @@ class MetricsSpec:
 
 
 @dataclass(frozen=True)
+class ResultsSpec:
+    """Where the run's record goes (runner.store), and what the store knows the run by."""
+
+    store: str  # file:///DIR or s3://BUCKET/PREFIX; "" for none
+    run: str  # the run's name there, the same in every shard; "" for one made from its start
+    job: str  # the name the runs of one soak share (pushgatewayJob, as in Prometheus)
+    merge_wait_ns: int  # how long a finished shard waits for the others' records, to merge them
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.store)
+
+
+@dataclass(frozen=True)
 class SplitSpec:
     """How a run is split: over pods (shards) and over local processes (workers)."""
 
@@ -166,6 +181,7 @@ class Settings:
     split: SplitSpec
     linkerd: LinkerdSpec
     effective: dict[str, Any]  # the configuration as it may be printed (secrets hidden)
+    results: ResultsSpec = ResultsSpec("", "", "soak", 0)
 
 
 def merge(*layers: dict[str, Any]) -> dict[str, Any]:
@@ -186,6 +202,10 @@ def settings_from(merged: dict[str, Any]) -> Settings:
     duration = merged.get("duration")
     stages = _stages(merged)
     _check_warmup(merged, stages)
+    if merged["resultsStore"] and int(merged["shards"]) > 1 and not merged["resultsRun"]:
+        raise UsageError(f"resultsRun: a run split over {merged['shards']} shards needs a name for the resultsStore, "
+                         "the same in every shard, so that their records meet and are merged (the pallet's results "
+                         "components pass the Job's name: --resultsRun=$(SOAK_JOB))")
     if merged["stopAtBrokenRule"] and not merged["intervalThresholds"]:
         raise UsageError("stopAtBrokenRule: true needs intervalThresholds, the rules whose first break stops the run")
     # int(): JSON Schema counts 5.0 as an integer, but range(5.0) and list[5.0] fail.
@@ -226,6 +246,7 @@ def settings_from(merged: dict[str, Any]) -> Settings:
             hash_sample_rate=float(merged["hashSampleRate"]),
             no_latency_summary=merged["noLatencySummary"],
             report_latencies_csv=merged["reportLatenciesCSV"],
+            junit=merged["junit"],
             termination_message_path=merged["terminationMessagePath"],
             backend_header=merged["backendHeader"],
         ),
@@ -240,6 +261,8 @@ def settings_from(merged: dict[str, Any]) -> Settings:
         linkerd=LinkerdSpec(merged["linkerdAwait"], parse_duration(merged["linkerdAwaitTimeout"]),
                             merged["linkerdAdmin"], merged["linkerdShutdown"]),
         effective=_printable(merged),
+        results=ResultsSpec(merged["resultsStore"], merged["resultsRun"], merged["pushgatewayJob"],
+                            parse_duration(merged["resultsMergeWait"])),
     )
 
 

@@ -67,7 +67,7 @@ def targets_from_arguments(arguments: list[str]) -> Targets:
             listed = load_targets(argument[1:])
             urls.extend(listed.urls)
             weights.extend(listed.weights or [1] * len(listed))
-        elif weight is None and _WEIGHT.match(argument) and not _SPACE.search(argument):
+        elif weight is None and _weight_like(argument) and not _SPACE.search(argument):
             weight = check_weight(argument, "URL argument")
         else:
             entry_weight, url = parse_entry(argument, "URL argument")
@@ -106,12 +106,24 @@ def parse_targets(text: str, source: str, first_line: int | None = 1) -> Targets
 # A weight where a URL could start: a URL starts with its scheme's letter, a weight with a digit
 # (or what a number written wrongly starts with: a sign, a point).
 _WEIGHT = re.compile(r"[+\-]?\.?[0-9]", re.ASCII)  # what reads as a number (1, -3, 1.5, .5): a weight, or a bad one
+# ... unless it reads as a host: a colon, a slash or a second dot (127.0.0.1:8080/, 10.0.0.1).
+_HOST = re.compile(r"[:/]|\..*\.")
+
+
+def _weight_like(word: str) -> bool:
+    """Whether `word` is meant as a weight (a good or a bad one), not as a URL.
+
+    An IP address without its scheme (`127.0.0.1:8080/`) starts with a digit as a weight does:
+    it was refused as `weight '127.0.0.1:8080/' is not allowed`, where `localhost:8080` got the
+    line that says what is wrong, `is not an http:// or https:// URL`. Now both get that line.
+    """
+    return bool(_WEIGHT.match(word)) and not _HOST.search(word)
 
 
 def parse_entry(entry: str, where: str) -> tuple[int, str]:
     """The weight (1 when none is given) and the URL of one line of a URL list, checked."""
     word, rest = (entry.split(None, 1) + [""])[:2]
-    if rest and _WEIGHT.match(word):
+    if rest and _weight_like(word):
         return check_weight(word, where), check_url(rest.strip(), where)
     return 1, check_url(entry, where)
 

@@ -22,7 +22,9 @@ EXIT_PROXY_NOT_READY = 4  # linkerdAwait: the Linkerd proxy was not ready in tim
 # died or failed, or `soak merge` found a shard's output missing, cut off or refused.
 EXIT_WORKER_FAILED = 5
 EXIT_SHARD_MISSING = EXIT_WORKER_FAILED  # the same meaning, for a shard of a merged run
-EXIT_OUTPUT = 6  # stdout, stderr or the CSV could not be written (a full disk, an I/O error); see outputs.py
+# stdout, stderr or the CSV could not be written (a full disk, an I/O error), or stdout's reader left
+# (`soak ... | head`, which stops the run); see runner.commands.outputs
+EXIT_OUTPUT = 6
 EXIT_INTERRUPTED = 7  # SIGINT or SIGTERM stopped the run before its planned end; what it ran is reported
 EXIT_NO_RESPONSE = 8  # requests were sent and not one response came back (refused, timed out, ...)
 EXIT_INCONCLUSIVE = 9  # thresholds broke, but only where the client could not keep pace: nothing said of the service

@@ -45,10 +45,14 @@ class Handoff:
     of the run waits for its session until the warm-up's client is done with it (its last
     request answered), as it would have waited for that request; a session whose taker is
     gone (the run stopped first) is closed by the giver.
+
+    `taken`, when set, is told of each session taken: the protocols of the connections it
+    brings (Session.held) and when it was free, so that the run counts them as its own.
     """
 
     def __init__(self) -> None:
         self._given: dict[int, asyncio.Future[tuple[Session, int]]] = {}
+        self.taken: Callable[[list[str], int], None] | None = None
 
     def _future(self, client: int) -> asyncio.Future[tuple[Session, int]]:
         if client not in self._given:
@@ -65,7 +69,10 @@ class Handoff:
 
     async def take(self, client: int) -> tuple[Session, int]:
         """Client `client`'s session, once given, and when its last request ended."""
-        return await self._future(client)
+        session, free_ns = await self._future(client)
+        if self.taken is not None:
+            self.taken(session.held(), free_ns)
+        return session, free_ns
 
 
 @dataclass(frozen=True)

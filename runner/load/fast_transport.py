@@ -280,6 +280,11 @@ class FastSession:
             connection.close()
         self._idle.clear()
 
+    def held(self) -> list[str]:
+        """Its idle connections' protocols: those the server closed meanwhile too, as the next send
+        that finds them so counts their close (_reusable)."""
+        return [connection.protocol for idle in self._idle.values() for connection in idle]
+
 
 class _Dial:
     """How far the making of a new connection got: the phase under way, and on what.

@@ -392,11 +392,19 @@ class Connection(asyncio.Protocol):
         result.header_bytes = self._wire - result.bytes_in
         result.kept_alive = keep = self._keep
         self._finish()
-        self.reusable = keep
+        # A response that came before its request was all written (a large body the server
+        # answered early) leaves the connection out of step: whether the server reads the
+        # rest or takes it for the next request is its own. Not reused, as curl does.
+        self.reusable = keep = keep and not self._unwritten()
         if not keep:
             self.close()
         else:
             self._pause_reading(False)  # the next response is read as it comes
+
+    def _unwritten(self) -> int:
+        """Bytes of the request not yet handed to the kernel (the transport's write buffer)."""
+        transport = self._transport
+        return transport.get_write_buffer_size() if transport is not None and not transport.is_closing() else 0
 
     # --- endings -----------------------------------------------------------------------
 

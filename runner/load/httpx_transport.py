@@ -349,6 +349,7 @@ class HttpxSession:
         self._backend_header = options.backend_header
         self._opened = 0  # connections this session's sends opened
         self._closed = 0  # ... and of those, how many have been seen closed (_closed_now)
+        self._protocols: dict[tuple[str, str, int], str] = {}  # what the last connection to each origin spoke
 
     async def send(self, request: Request, hash_body: bool) -> Result:
         result = Result(bytes_out=len(request.body))
@@ -372,7 +373,7 @@ class HttpxSession:
                     result.header_bytes = head_size(response)
                     result.kept_alive = kept_alive(response)
                     if trace.connected_ns:
-                        result.protocol = protocol(response)
+                        result.protocol = self._protocols[_origin(url)] = protocol(response)
                     if not self._server_reported:
                         result.server = response.headers.get("server", "")
                         self._server_reported = True
@@ -439,6 +440,22 @@ class HttpxSession:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    def held(self) -> list[str]:
+        """The pool's open connections' protocols, each as the session's last connection to its origin spoke."""
+        found = []
+        for connection in self._pool.connections:
+            if _is_open(connection):
+                inner = connection._inner if isinstance(connection, _Lived) else connection
+                origin = inner._origin  # type: ignore[attr-defined]  # httpcore 1.0's (pinned) AsyncHTTPConnection
+                key = (origin.scheme.decode("ascii"), origin.host.decode("ascii"), origin.port)
+                found.append(self._protocols.get(key, ""))
+        return found
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int]:
+    """A URL's origin as httpcore keys its connections: scheme, host, port (the scheme's own when not given)."""
+    return url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80)
 
 
 def _is_open(connection: httpcore.AsyncConnectionInterface) -> bool:

@@ -229,6 +229,10 @@ class RawTransport(asyncio.Transport):
     def is_closing(self) -> bool:
         return self._closing
 
+    def get_write_buffer_size(self) -> int:
+        """Bytes written but not yet handed to the kernel."""
+        return len(self._unsent)
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         if name == "socket":
             return None if self._closing else self._sock

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from runner.core.errors import UsageError
 from runner.core.numbers import whole_number
@@ -72,6 +73,26 @@ class Shard:
         if isinstance(turn, range) and turn == range(len(turn)):
             return places  # the URLs in order: the places are the URLs
         return sorted({turn[p] for p in places})
+
+    def part_of(self, wheel: Sequence[int] | int, urls: Collection[int]) -> Fraction:
+        """This process's part of the run's sends to `urls` (indices), 0 to 1: what a figure of its
+        sends to them is to be divided by to stand for the whole run's (a rate).
+
+        Not 1/stride: a shard whose stride skips some wheel places (urls()) sends to fewer URLs,
+        and more of each one's sends. Over lcm(stride, len(wheel)) sends, with g = gcd of the two,
+        this process makes one send at each place p = offset mod g of the wheel, and the run
+        makes stride / g at every place; so its part is g x (its places holding one of `urls`) /
+        (stride x (all places holding one)). Exact, from the wheel alone: every shard works out
+        the same parts, and they add up to 1. 0 when the wheel never sends to them.
+        """
+        turn = range(wheel) if isinstance(wheel, int) else wheel
+        wanted = set(urls)
+        step = math.gcd(self.stride, len(turn)) or 1
+        everywhere = sum(1 for url in turn if url in wanted)
+        if not everywhere:
+            return Fraction(0)
+        here = sum(1 for p in range(self.offset % step, len(turn), step) if turn[p] in wanted)
+        return Fraction(step * here, self.stride * everywhere)
 
     def label(self) -> str:
         label = f"shard {self.index} of {self.count}" if self.count > 1 else ""

@@ -94,6 +94,11 @@ class Session(Protocol):
         """Close the session's connections."""
         ...
 
+    def held(self) -> list[str]:
+        """What each connection the session holds open between requests speaks ("HTTP/1.1 TLSv1.3"):
+        the connections a warm-up's client hands on with it (engine.Handoff), which the run counts."""
+        ...
+
 
 class Transport(Protocol):
     def session(self) -> Session:
@@ -229,6 +234,11 @@ class Answers:
         if known is None or now_ns - known[0] >= self.ttl_ns:
             return None
         return known[1]
+
+    def expires(self, key: tuple[str, int]) -> int | None:
+        """When the addresses kept for `key` stop being fresh (monotonic ns), or None if none are kept."""
+        known = self._known.get(key)
+        return None if known is None else known[0] + self.ttl_ns
 
     def keep(self, key: tuple[str, int], addresses: Sequence[Address], now_ns: int) -> None:
         """Keep `addresses`, looked up at `now_ns` (an answer with none is not kept)."""

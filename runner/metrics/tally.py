@@ -131,6 +131,10 @@ class MetricsTally:
         self.good_ns = [0] * count  # per slot: the sum of good responses' latencies
         self.bad_ns = [0] * count
 
+    def took_over(self, protocols: list[str], free_ns: int) -> None:
+        """Connections a warm-up handed on to the run, counted as the run's (Recorder.took_over)."""
+        self.connections_opened += len(protocols)
+
     def record(self, result: Result | Skips) -> None:
         if isinstance(result, Skips):
             self.skipped += result.count

@@ -22,6 +22,7 @@ from runner.stats.estimate import estimate, interval_points
 from runner.stats.figures import LINE_PERCENTILES, PERCENTILES, SUMMARY_PERCENTILES, goal_percent
 
 LATENCY_KEYS = (*SUMMARY_PERCENTILES, k.MIN, k.MEAN, k.MAX)
+URL_COUNTS = (k.REQUESTS, k.GOOD, k.BAD, k.FAILED)
 
 
 _INTERVAL_QUANTILES = {key: PERCENTILES[key].fraction for key in LINE_PERCENTILES}  # an interval row's columns
@@ -55,6 +56,9 @@ class RunFigures:
     estimated: frozenset[str] = frozenset()  # latency keys that are estimates from interval rows
     # Where the time went: the summary's phases section, in ns, by phase and key (min, mean, p50 ...).
     phases_ns: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # Each URL's part of the run, by its label (the summary's perUrl): URL_COUNTS as counted, and the
+    # LATENCY_KEYS in ns; empty for a run of one URL, or a summary without it.
+    urls: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     @property
     def failed_percent(self) -> float | None:
@@ -121,9 +125,12 @@ def _from_summary(summary: Mapping[str, Any], unit: str, slow_cooker: bool, note
     told = {key: value * scale for key in LATENCY_KEYS if (value := json_number(summary.get(key))) is not None}
     latency = told | _histogram_latencies(summary, notes)
     if "min" in told:
-        # The histogram's min is the lowest value of its bucket, up to 0.1% under the exact
-        # min that the summary's key truncates to its unit: the true min is at least the key.
-        latency["min"] = max(latency["min"], told["min"])
+        # The histogram's min is the lowest value of its bucket, up to 0.1% under the exact min.
+        # The summary's key is that min truncated to the unit (older summaries, slow_cooker's) or
+        # to three decimals of it, up to half a thousandth over: the larger of the two, and never
+        # above a percentile (the highest value of its bucket), as the exact min is not.
+        lowest = [latency[key] for key in SUMMARY_PERCENTILES if key in latency]
+        latency["min"] = min(max(latency["min"], told["min"]), *lowest) if lowest else max(latency["min"], told["min"])
     if slow_cooker:
         latency.pop("p999", None)
     rate, bench = _section(summary, k.RATE), _section(summary, k.BENCH)
@@ -144,7 +151,20 @@ def _from_summary(summary: Mapping[str, Any], unit: str, slow_cooker: bool, note
         connections_closed=_count(summary.get(k.CONNECTIONS_CLOSED)),
         latency_ns=latency,
         phases_ns=_phases(summary),
+        urls=_urls(summary, scale),
     )
+
+
+def _urls(summary: Mapping[str, Any], scale: int) -> dict[str, dict[str, float]]:
+    """The summary's perUrl entries by their label: counts, and latencies in ns (they are in the unit)."""
+    found: dict[str, dict[str, float]] = {}
+    entries = summary.get(k.PER_URL)
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get(k.URL), str) and entry[k.URL] not in found:
+            counts = {key: float(c) for key in URL_COUNTS if (c := _count(entry.get(key))) is not None}
+            latencies = {key: v * scale for key in LATENCY_KEYS if (v := json_number(entry.get(key))) is not None}
+            found[entry[k.URL]] = counts | latencies
+    return found
 
 
 def _phases(summary: Mapping[str, Any]) -> dict[str, dict[str, float]]:
@@ -162,7 +182,7 @@ def _phases(summary: Mapping[str, Any]) -> dict[str, dict[str, float]]:
 def _histogram_latencies(summary: Mapping[str, Any], notes: list[str]) -> dict[str, float]:
     """p50 ... p999, min and max in ns from the summary's HDR histogram.
 
-    To 0.1%, where the summary's own keys are truncated to whole units: a 0.4 ms p50 is 0
+    To 0.1%, where older summaries' own keys are truncated to whole units: a 0.4 ms p50 is 0
     there. Taking min and max from the same histogram keeps every percentile between them.
     """
     histogram = _section(summary, k.HISTOGRAM)
@@ -194,7 +214,8 @@ def _from_intervals(intervals: Sequence[IntervalRow], unit: str, startup: Startu
     skipped = [i.skipped for i in intervals]
     goals = [i.t for i in intervals]
     goal = sum(t for t in goals if t is not None) if None not in goals else None  # a bench has none
-    rate_target = startup.rate if startup is not None else (goal / duration if goal and duration else None)
+    rate_target = startup.rate if startup is not None and startup.rate is not None else (
+        goal / duration if goal and duration else None)
     return RunFigures(
         requests=good + bad + failed,
         good=good,
@@ -235,9 +256,12 @@ def _section(summary: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 def json_number(value: Any) -> float | None:
-    """A finite JSON number, or None for anything else (strings, booleans, null, NaN)."""
+    """A finite JSON number, or None for anything else (strings, booleans, null, NaN, and integers
+    beyond the 64 bits every run counts in, which no float arithmetic could take)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    if isinstance(value, int):
+        return value if abs(value) < 2**63 else None
     return value if math.isfinite(value) else None
 
 

@@ -24,8 +24,10 @@ MAX_LINE_NOTES = 5  # lines noted one by one; the rest are counted
 _QUOTE_CHARS = 60
 
 _KUBECTL_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+(?:Z|[+-]\d\d:\d\d) ")
+# `# sending 100 GET req/s with ...`, or a ramp's `# sending up to 100 GET req/s in 3 stages with ...`.
 _STARTUP = re.compile(
-    r"^# sending (\d+(?:\.\d+)?) (\S+) req/s with concurrency=(\d+) (?:to (.+)|using url list (.+)) \.\.\.\s*$"
+    r"^# sending (up to )?(\d+(?:\.\d+)?) (\S+) req/s(?: in \d+ stages?)? with concurrency=(\d+) "
+    r"(?:to (.+)|using url list (.+)) \.\.\.\s*$"
 )
 _HEADER = re.compile(r"^#\s+iter\s+good/b/f\s")
 # slow_cooker's "%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s", any runs of spaces.
@@ -94,7 +96,7 @@ class IntervalRow(Sends):
 class Startup:
     """What the startup line says: `# sending 100 GET req/s with concurrency=5 to URL ...`."""
 
-    rate: float  # the total rate, for soak and slow_cooker alike
+    rate: float | None  # the total rate, for soak and slow_cooker alike; None for stages (the line gives their peak)
     method: str
     concurrency: int
     target: str  # the URL(s), or the URL list file
@@ -246,7 +248,8 @@ def _startup(found: LogScan, number: int, m: re.Match[str]) -> None:
         found.blocks.clear()
         found._pending.clear()
         found.trailing_errors = 0
-    found.startup = Startup(float(m.group(1)), m.group(2), int(m.group(3)), m.group(4) or m.group(5))
+    rate = None if m.group(1) else float(m.group(2))  # a ramp's peak is not the rate it was asked to keep
+    found.startup = Startup(rate, m.group(3), int(m.group(4)), m.group(5) or m.group(6))
 
 
 def _interval(found: LogScan, m: re.Match[str]) -> None:

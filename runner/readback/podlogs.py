@@ -27,7 +27,7 @@ from runner.core.errors import UsageError
 from runner.core.units import NS_PER_S, rfc3339
 from runner.readback.logscan import Startup, startup_line, without_timestamp
 from runner.readback.results import load_run
-from runner.readback.shardcheck import contradictions
+from runner.readback.shardcheck import carried, carried_difference, contradictions
 from runner.stats.merge import CLOCK_SLACK_NS
 from runner.stats.record import ShardRun, run_settings
 
@@ -118,6 +118,7 @@ def read_pods(texts: Iterable[tuple[str, str]]) -> PodLogs:
                 _read_one(found, part, run)
     _drop_copies(found)
     _one_run(found)
+    _one_version(found.shards)
     found.incomplete = sorted({cut.index for cut in found.cut})
     counts = [s.count for s in found.shards]
     found.expected = max(counts) if counts else found.expected
@@ -201,6 +202,21 @@ def _one_run(found: PodLogs) -> None:
     if problem:
         raise UsageError(f"merge: the logs hold more than one run{_jobs(found)}: {problem}; merge one run's logs "
                          "at a time (kubectl logs -l job-name=JOB --prefix --tail=-1 | soak merge)")
+
+
+def _one_version(shards: Sequence[ShardRun]) -> None:
+    """A UsageError naming a shard whose records lack what another's carry (shardcheck.CARRIED): an
+    earlier version wrote it, and merged, the phases and backends would count some of the responses
+    only, against every other figure that counts them all."""
+    present = [(carried(s.intervals[0]), s) for s in shards if len(s.intervals)]
+    if len({has for has, _ in present}) < 2:
+        return
+    least, odd = min(present, key=lambda p: len(p[0]))
+    usual = next(s for has, s in sorted(present, key=lambda p: -len(p[0])) if has != least)
+    _, words = carried_difference(least, carried(usual.intervals[0]))
+    raise UsageError(f"merge: shard {odd.index}'s records ({odd.source}) have no {words}, which shard {usual.index}'s "
+                     f"({usual.source}) have: an earlier version wrote it, and merged, their figures would contradict "
+                     "each other; merge logs of one version")
 
 
 def _twice(shards: Sequence[ShardRun], cut: Sequence[CutLog]) -> str | None:

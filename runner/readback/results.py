@@ -225,12 +225,35 @@ def _choose_intervals(
     """The summary's intervalStats when it has them (checked against the lines), else the lines."""
     if slow_cooker:
         lines = [replace(i, p999=None) for i in lines]
+    lines = _within_int64(lines, "interval line", notes)
+    if stats is not None:
+        stats = _within_int64(stats, "intervalStats entry", notes)
     if stats is None:
         _note_gaps(lines, notes)
         return lines
     if lines:
         _note_disagreements(lines, stats, notes)
     return stats
+
+
+# The largest figure any run prints: both engines and slow_cooker count in signed 64-bit integers.
+# A row with a larger one is damaged or made up, and its numbers would overflow the float arithmetic
+# of the run-wide estimates (runner.stats.estimate): it is left out, with a note.
+_LARGEST = 2**63 - 1
+_FIGURES = ("good", "bad", "failed", "t", "min", "p50", "p95", "p99", "p999", "max", "bhash", "skipped")
+
+
+def _within_int64(rows: list[IntervalRow], what: str, notes: list[str]) -> list[IntervalRow]:
+    """The rows whose every figure a run could have printed; a note for each left out."""
+    kept = []
+    for row in rows:
+        big = next((name for name in _FIGURES if abs(getattr(row, name) or 0) > _LARGEST), None)
+        if big is None:
+            kept.append(row)
+        else:
+            notes.append(f"the {what} of iter {row.iter} has a {big} beyond what any run counts"
+                         " (a damaged log?); left out")
+    return kept
 
 
 def _note_gaps(intervals: Sequence[IntervalRow], notes: list[str]) -> None:

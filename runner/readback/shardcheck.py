@@ -13,7 +13,11 @@ cannot all be true is worth nothing. So each shard is checked against itself bef
   and it starts after the interval before it;
 - the run: requests is good + bad + failed; each of its counts, status codes and errors is its
   intervals' sum with the drain's; `intervals` is the number of interval records; its latency
-  histogram holds good + bad.
+  histogram holds good + bad;
+- what its records carry beyond the counts (CARRIED: the phases' histograms, the backends
+  counted), which an earlier version's lack: every interval record the first one's, and, across
+  the shards of a merge (runner.readback.podlogs), every shard the others' (carried()): merged,
+  a part without them made figures of a part (phases of some responses, backends of some).
 
 Each contradiction is one line naming the interval (or the run); a shard with any is left out
 of the merge, as a damaged one is (runner.readback.podlogs). Pure: nothing here prints.
@@ -39,6 +43,26 @@ _RUN_COUNTS = ((k.REQUESTS, "requests"), (k.GOOD, "good"), (k.BAD, "bad"), (k.FA
                (k.HASH_MISMATCHES, "hash_mismatches"), (k.BYTES_IN, "bytes_in"), (k.BYTES_OUT, "bytes_out"))
 
 
+# What a version's tally records carry beyond the counts, with what a line calls them.
+CARRIED = {"phases": "phase timings", "backends": "backend counts"}
+
+
+def carried(record: Mapping[str, Any]) -> frozenset[str]:
+    """Which of CARRIED an interval record's tally holds (an earlier version's: none)."""
+    tally = record.get("tally")
+    return frozenset(key for key in CARRIED if isinstance(tally, dict) and key in tally)
+
+
+def carried_difference(has: frozenset[str], other: frozenset[str]) -> tuple[bool, str]:
+    """How what a record carries (`has`) differs from what another carries: (whether it lacks what
+    the other has, the things it lacks or has beyond it, in words: `phase timings nor backend
+    counts` when it lacks them, `phase timings and backend counts` when it has them)."""
+    lacking = [words for key, words in CARRIED.items() if key in other - has]
+    if lacking:
+        return True, " nor ".join(lacking)
+    return False, " and ".join(words for key, words in CARRIED.items() if key in has - other)
+
+
 def contradictions(summary: Mapping[str, Any], shard: ShardRun) -> list[str]:
     """Every contradiction between a shard's figures, each as `interval 3: ...` or `the run: ...`.
 
@@ -48,9 +72,17 @@ def contradictions(summary: Mapping[str, Any], shard: ShardRun) -> list[str]:
     found: list[str] = []
     total = _Counts()
     previous: int | None = None
+    first: frozenset[str] | None = None
     for index, record in enumerate(shard.intervals):
         tally = tally_from_record(record["tally"])
         found += [f"interval {index}: {problem}" for problem in tally_contradictions(tally)]
+        has = carried(record)
+        if first is None:
+            first = has
+        elif has != first:
+            lacks, words = carried_difference(has, first)
+            found.append(f"interval {index}: its record has no {words}, which interval 0's has" if lacks else
+                         f"interval {index}: its record has {words}, which interval 0's has not")
         start = int(record["startNs"])
         if previous is not None and start <= previous:
             found.append(f"interval {index}: starts at {start} ns, not after interval {index - 1} ({previous} ns)")

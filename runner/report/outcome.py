@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from runner.core.durations import format_duration
 from runner.core.errors import (
@@ -22,13 +23,15 @@ from runner.core.errors import (
     EXIT_INTERRUPTED,
     EXIT_NO_RESPONSE,
     EXIT_OK,
+    EXIT_OUTPUT,
     EXIT_WORKER_FAILED,
     exit_code,
 )
+from runner.core.redact import printable
 from runner.report.base import Reporter
 from runner.report.slowcooker import to_ms
 from runner.report.verdict import Verdict
-from runner.stats.runinfo import RunSummary
+from runner.stats.runinfo import SIGNAL_STOP, RunSummary, before_the_others
 
 Said = tuple[int, str]  # an exit code that applies, and its line ("" when another line says it)
 
@@ -53,14 +56,20 @@ def applying(summary: RunSummary, verdict_code: int = EXIT_OK, verdict_line: str
 def no_response_line(summary: RunSummary) -> str:
     """`no response at all: 10 requests sent, none answered (refused 10)`."""
     figures = summary.figures
-    kinds = ", ".join(f"{kind} {n}" for kind, n in Counter(figures.errors).most_common() if n)
+    # printable: a merged run's kinds come from logs, which anyone may have written
+    kinds = ", ".join(f"{printable(kind)} {n}" for kind, n in Counter(figures.errors).most_common() if n)
     return f"no response at all: {_requests(figures.requests)} sent, none answered ({kinds})"
 
 
 def interrupted_line(summary: RunSummary) -> str:
-    """`stopped by SIGTERM before its planned end, after 12.3s of 1m0s: the results cover only that`."""
+    """`stopped by SIGTERM before its planned end, after 12.3s of 1m0s: the results cover only that`;
+    for a merged run, which shards were stopped and when (`... before its planned end: shard 1 of 3
+    after 10m0s of 59m0s: its share of the rest was not sent`), for the run's own end may be planned."""
     info = summary.info
     pace = info.settings.pace
+    stopped = (summary.shards or {}).get("stopped")
+    if stopped:
+        return _shards_interrupted_line(summary, stopped)
     sent = format_duration(to_ms(max(summary.sending_ns, 0)))
     if pace.run_ns is not None:
         part = f"after {sent} of {format_duration(pace.run_ns)}"
@@ -69,6 +78,22 @@ def interrupted_line(summary: RunSummary) -> str:
     else:
         part = f"after {sent}"
     return f"stopped by {summary.stop_signal} before its planned end, {part}: the results cover only that"
+
+
+def _shards_interrupted_line(summary: RunSummary, stopped: Sequence[dict[str, Any]]) -> str:
+    """interrupted_line() of a merged run, from its summary's `shards.stopped` (runner.stats.merge)."""
+    info = summary.info
+    planned = info.settings.pace.run_ns
+    of = f" of {format_duration(planned)}" if planned is not None else ""
+    count = (summary.shards or {}).get("count")
+    parts = [f"shard {stop['shard']} of {count} after {format_duration(to_ms(round(stop['sendingSeconds'] * 1e9)))}{of}"
+             for stop in stopped]
+    signals = sorted({str(stop["stopReason"]).removeprefix(SIGNAL_STOP) for stop in stopped})
+    early = sum(before_the_others(stop, info.settings.pace.interval_ns) for stop in stopped)
+    why = ("the results cover only that" if not early else
+           f"{'its share' if early == 1 else 'their shares'} of the rest was not sent while the others went on, and "
+           "stays in the goal")
+    return f"stopped by {' and '.join(signals)} before its planned end: {', '.join(parts)}: {why}"
 
 
 def _requests(n: int) -> str:
@@ -82,28 +107,67 @@ def said_lines(found: list[Said], code: int) -> list[str]:
     return [f"{text} (exit code {c})" if c == code else text for c, text in ordered if text]
 
 
+def judged(summary: RunSummary, verdict: Verdict | None, also: Sequence[int] = ()) -> list[Said]:
+    """Every exit code that applies to the finished run, its thresholds judged by `verdict`, with
+    `also` (codes known beforehand, said by lines of their own): exit_code() of them is the run's."""
+    if verdict is not None:
+        verdict.judge(summary)  # worked out once; the verdict's own finish has usually done it
+    code = verdict.exit_code if verdict is not None else EXIT_OK
+    line = verdict.inconclusive_line() if verdict is not None and code == EXIT_INCONCLUSIVE else ""
+    return [*((known, "") for known in also), *applying(summary, code, line)]
+
+
 class ExitCode(Reporter):
     """Hears the finished run last; its `code` is the run's exit code, and it says why with `say`
     (a line on stderr). `verdict` judges the thresholds, if the run has any. `said` holds what
     it said for the termination message (commands.termination): the exit code's own line ("" when
-    another says it, as the verdict's lines say a 3), then the others."""
+    another says it, as the verdict's lines say a 3), then the others; `applying` every code that
+    applies, with its line (runner.report.junit makes the run's test case of them)."""
 
-    def __init__(self, say: Callable[[str], None], verdict: Verdict | None = None, also: Sequence[int] = ()) -> None:
+    def __init__(self, say: Callable[[str], None], verdict: Verdict | None = None, also: Sequence[int] = (),
+                 output_lost: Callable[[], bool] = lambda: False) -> None:
         self._say = say
         self._verdict = verdict
         self._also = also  # codes known to apply beforehand, said by lines of their own (a shard missing)
+        # Whether an output could not be written (6: its own line said which) by the time the run ends,
+        # so that no line here claims a code of lower precedence (a signal's 7) for the exit code.
+        self._output_lost = output_lost
         self.code = EXIT_OK
         self.said: list[str] = []
+        self.applying: list[Said] = []
 
     def finish(self, summary: RunSummary) -> None:
-        verdict = self._verdict
-        if verdict is not None:
-            verdict.judge(summary)  # worked out once; the verdict's own finish has usually done it
-        code = verdict.exit_code if verdict is not None else EXIT_OK
-        line = verdict.inconclusive_line() if verdict is not None and code == EXIT_INCONCLUSIVE else ""
-        found = [*((known, "") for known in self._also), *applying(summary, code, line)]
+        found = judged(summary, self._verdict, self._also)
+        if self._output_lost():
+            found.append((EXIT_OUTPUT, ""))
+        self.applying = found
         self.code = exit_code(code for code, _ in found)
         for line in said_lines(found, self.code):
             self._say(line)
-        own = [text for code, text in found if code == self.code]
-        self.said = [own[0] if own else "", *(text for code, text in found if code != self.code and text)]
+        self.said = said_texts(found, self.code)
+
+
+def said_texts(found: list[Said], code: int) -> list[str]:
+    """What the run's end said of its codes, for the termination message and the run's record: the line
+    of `code`, the one it exits with, first ("" when another line says it, as the verdict's say a 3),
+    then the others."""
+    own = [text for c, text in found if c == code]
+    return [own[0] if own else "", *(text for c, text in found if c != code and text)]
+
+
+def verdict_lines(verdict: Verdict | None) -> list[str]:
+    """What the verdict says of the finished run: how many thresholds held, then each that did not,
+    as its line in the log says it (`threshold run errors% <= 1: 100% BROKEN`, or `... INCONCLUSIVE`
+    when it broke only where the client could not keep pace). Nothing without thresholds, or when
+    no run was judged."""
+    if verdict is None or verdict.outcomes is None:
+        return []
+    outcomes = verdict.outcomes
+    failing = [o for o in outcomes if not o.ok]
+    rules = f"{len(outcomes)} threshold{'s' if len(outcomes) > 1 else ''}"
+    broken = sum(not o.inconclusive for o in failing)
+    parts = [f"{broken} of {rules} broken"] if broken else []
+    if len(failing) > broken:
+        parts.append(f"{len(failing) - broken} of {len(outcomes) if parts else rules} inconclusive")
+    total = ", ".join(parts) or f"{len(outcomes)} of {rules} kept"
+    return [total, *(o.line().removeprefix("# ").rstrip("\n") for o in failing)]

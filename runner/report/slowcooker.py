@@ -34,8 +34,18 @@ def format_rate(qps: float) -> str:
     return format(Decimal(repr(qps)), "f")
 
 
-def startup_line(qps: float, method: str, concurrency: int, urls: list[str], url_source: str | None) -> str:
-    """`# sending 100 GET req/s with concurrency=5 to http://... ...`
+def rate_text(qps: float, method: str, stages: int = 0) -> str:
+    """What a run sends: `100 GET req/s`, or with `stages` (their number) `up to 100 GET req/s in 3
+    stages`, `qps` being their peak: the startup line's words and validate's."""
+    if not stages:
+        return f"{format_rate(qps)} {method} req/s"
+    return f"up to {format_rate(qps)} {method} req/s in {stages} stage{'s' if stages != 1 else ''}"
+
+
+def startup_line(qps: float, method: str, concurrency: int, urls: list[str], url_source: str | None,
+                 stages: int = 0) -> str:
+    """`# sending 100 GET req/s with concurrency=5 to http://... ...`; with stages, `# sending up to
+    100 GET req/s in 3 stages with ...` (a ramp's peak is no rate it keeps).
 
     One URL is named even when it came from a list file (as in the pallet's logs); a list
     of several is named by its file, as slow_cooker does for `@file`.
@@ -44,7 +54,7 @@ def startup_line(qps: float, method: str, concurrency: int, urls: list[str], url
         target = f"using url list {url_source}"
     else:
         target = "to " + ", ".join(urls)
-    return f"# sending {format_rate(qps)} {method} req/s with concurrency={concurrency} {target} ...\n"
+    return f"# sending {rate_text(qps, method, stages)} with concurrency={concurrency} {target} ...\n"
 
 
 # slow_cooker's widths of min [p50 p95 p99 p999] max: enough for ms. A microsecond is a thousand
@@ -212,10 +222,12 @@ class SlowCookerReporter(Reporter):
 
     def start(self, info: RunInfo) -> None:
         s = info.settings
+        stages = len(s.pace.stages)
         if info.shard.alone:
-            line = startup_line(s.pace.qps, s.request.method, s.pace.concurrency, info.urls, info.url_source)
+            line = startup_line(s.pace.qps, s.request.method, s.pace.concurrency, info.urls, info.url_source, stages)
         else:  # a shard's own share, rounded for the eye (its exact share is qps / shards)
-            line = startup_line(round(info.qps, 3), s.request.method, info.concurrency, info.urls, info.url_source)
+            line = startup_line(round(info.qps, 3), s.request.method, info.concurrency, info.urls, info.url_source,
+                                stages)
             line = line.replace(" ...\n", f" ({info.shard.label()}) ...\n")
         self._write(self._out, line)
         self._write(self._out, header_line(rfc3339(info.wall_start), format_duration(s.pace.interval_ns),

@@ -1,7 +1,8 @@
 """The JSON summary printed at the end of a run.
 
-slow_cooker's six percentile keys come first, in its order and as integers in the latency
-unit, so anything that parsed slow_cooker's summary still does. After them comes what a
+slow_cooker's six percentile keys come first, in its order, in the latency unit; every latency
+of the summary is a number to three decimals of that unit (latency_figure), where slow_cooker's
+keys were integers, truncated: all 0 in ms on a fast service. After them comes what a
 reader of `kubectl logs` needs to judge the run without the interval lines: counts, rate,
 errors, timings, every interval's figures and the histogram itself (so every report can be
 rebuilt from the summary alone), and the config. A bench run adds a "bench" section with
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 
 from runner.config.targets import OTHER_URLS, url_slots
 from runner.core.durations import format_duration
-from runner.core.units import UNIT_NS, in_unit, rfc3339
+from runner.core.units import UNIT_NS, rfc3339
 from runner.load.result import ErrorKind
 from runner.report import keys as k
 from runner.report.base import Reporter
@@ -39,9 +40,16 @@ AB_FAILURES = {
 SERVED_WITHIN = (50, 66, 75, 80, 90, 95, 98, 99, 100)  # ab's percentages of the total time
 
 
-def percentile_keys(latency: Latency, unit: str) -> dict[str, int]:
-    """slow_cooker's summary keys, p50 ... p999, truncated to the unit as it truncates them."""
-    return {key: in_unit(latency.percentiles[key], unit) for key in SUMMARY_PERCENTILES}
+def latency_figure(ns: float, unit: str) -> float:
+    """A latency as the summary writes every one: in the run's unit, to three decimals (ms to the
+    microsecond). Truncated to whole units, as the interval lines show them, a fast service's
+    headline percentiles were all 0 in ms beside exact figures everywhere else in the JSON."""
+    return round(ns / UNIT_NS[unit], 3)
+
+
+def percentile_keys(latency: Latency, unit: str) -> dict[str, float]:
+    """slow_cooker's summary keys, p50 ... p999, in the unit (latency_figure)."""
+    return {key: latency_figure(latency.percentiles[key], unit) for key in SUMMARY_PERCENTILES}
 
 
 def send_lag_dict(lag: LatencyHistogram) -> dict[str, float]:
@@ -92,8 +100,8 @@ def warmup_dict(summary: RunSummary) -> dict[str, Any]:
     f = warmup.figures
     return {
         **percentile_keys(f.latency, unit),
-        k.MIN: in_unit(f.latency.min_ns, unit),
-        k.MAX: in_unit(f.latency.max_ns, unit),
+        k.MIN: latency_figure(f.latency.min_ns, unit),
+        k.MAX: latency_figure(f.latency.max_ns, unit),
         k.REQUESTS: f.requests, k.GOOD: f.good, k.BAD: f.bad, k.FAILED: f.failed, k.SKIPPED: f.skipped,
         k.GOAL_T: f.due,
         k.GOAL_PERCENT: None if f.goal_percent is None else shown_percent(f.goal_percent),
@@ -102,6 +110,9 @@ def warmup_dict(summary: RunSummary) -> dict[str, Any]:
         k.DURATION_SECONDS: round(warmup.span_ns / 1e9, 3),
         k.INTERVALS: warmup.intervals,
         k.CONNECTIONS: dict(sorted(warmup.connections.items())),
+        # Those still open at its end go on in the run, which counts them as opened too (Recorder.took_over).
+        k.CONNECTIONS_OPENED: f.connections_opened,
+        k.CONNECTIONS_CLOSED: f.connections_closed,
     }
 
 
@@ -113,7 +124,7 @@ def line_latencies_precise(latency: Latency, unit: str) -> dict[str, float]:
     """
     values = {k.MIN: latency.min_ns, **{key: latency.percentiles[key] for key in LINE_PERCENTILES},
               k.MAX: latency.max_ns}
-    return {key: round(ns / UNIT_NS[unit], 3) for key, ns in values.items()}
+    return {key: latency_figure(ns, unit) for key, ns in values.items()}
 
 
 def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
@@ -165,10 +176,10 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     data |= {
         k.LATENCY_UNIT: unit,
         k.LATENCY_CLOCK: latency_clock(tally),
-        k.MIN: in_unit(f.latency.min_ns, unit),
-        k.MEAN: _unit_float(f.latency.mean_ns, unit),
-        k.MAX: in_unit(f.latency.max_ns, unit),
-        k.STDEV: _unit_float(f.latency.stdev_ns, unit),
+        k.MIN: latency_figure(f.latency.min_ns, unit),
+        k.MEAN: latency_figure(f.latency.mean_ns, unit),
+        k.MAX: latency_figure(f.latency.max_ns, unit),
+        k.STDEV: latency_figure(f.latency.stdev_ns, unit),
         k.REQUESTS: f.requests,
         k.GOOD: f.good,
         k.BAD: f.bad,
@@ -249,8 +260,8 @@ def per_url_list(summary: RunSummary) -> list[dict[str, Any]]:
             k.REQUESTS: f.requests, k.GOOD: f.good, k.BAD: f.bad, k.FAILED: f.failed,
             k.ERRORS: dict(f.errors),
             k.STATUS_CODES: {str(code): n for code, n in sorted(tally.statuses.items())},
-            k.MIN: in_unit(f.latency.min_ns, unit), k.MEAN: _unit_float(f.latency.mean_ns, unit),
-            k.MAX: in_unit(f.latency.max_ns, unit),
+            k.MIN: latency_figure(f.latency.min_ns, unit), k.MEAN: latency_figure(f.latency.mean_ns, unit),
+            k.MAX: latency_figure(f.latency.max_ns, unit),
             **percentile_keys(f.latency, unit),
         }
         entries.append(entry)
@@ -333,10 +344,6 @@ def _number(x: float) -> int | float:
     return int(x) if x == int(x) else x
 
 
-def _unit_float(ns: float, unit: str) -> float:
-    return round(ns / UNIT_NS[unit], 3)
-
-
 class JsonSummaryReporter(Reporter):
     """Prints the summary as JSON on `out`: one top-level key a line, as slow_cooker's indented
     summary has, but one line per interval and per record (runner.report.compactjson), so a long
@@ -345,12 +352,17 @@ class JsonSummaryReporter(Reporter):
     `before` is a text made from the same summary dict and printed first (a bench's ab
     report), so the dict is built once; `with_json=False` prints that text alone.
     `sections` add keys made elsewhere from the same summary (the thresholds' verdict).
+    `stored` is handed the finished dict (sections included) before anything is printed, and
+    the keys it returns are printed with the rest: the resultsStore writer (runner.store.writer),
+    which keeps the very summary printed and says in it where it went.
     """
 
     def __init__(self, out: TextIO, *, before: Callable[[dict[str, Any]], str] | None = None,
-                 with_json: bool = True, sections: Sequence[Callable[[RunSummary], dict[str, Any]]] = ()) -> None:
+                 with_json: bool = True, sections: Sequence[Callable[[RunSummary], dict[str, Any]]] = (),
+                 stored: Callable[[RunSummary, dict[str, Any]], dict[str, Any]] | None = None) -> None:
         self._out = out
         self._sections = sections
+        self._stored = stored
         self._before = before
         self._json = with_json
         self._intervals: list[dict[str, Any]] = []  # a few small dicts per interval, not per request
@@ -365,6 +377,8 @@ class JsonSummaryReporter(Reporter):
         data = summary_dict(summary, self._intervals, self._shard_intervals)
         for section in self._sections:
             data |= section(summary)
+        if self._stored is not None:
+            data |= self._stored(summary, data)
         text = self._before(data) if self._before is not None else ""
         if self._json:
             text += compact_json(data) + "\n"

@@ -33,9 +33,10 @@ import os
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, TextIO
 
-from runner.config.rules import BACKENDS, LATENCIES, RATE, Rule, status_codes
+from runner.config.rules import BACKENDS, LATENCIES, RATE, Rule, number, status_codes
 from runner.config.settings import Settings
 from runner.config.targets import matching, url_slots
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS
@@ -65,6 +66,7 @@ class Outcome:
     judged: int = 0  # interval rules: intervals that had something to measure
     broken: tuple[int, ...] = ()  # interval rules: the intervals that broke it
     shares: int = 1  # the run was split in this many shards: a rate measured is this one's times that
+    part: Fraction | None = None  # a scoped rule in a split run: this shard's part of its URLs' sends (url_part)
     elsewhere: bool = False  # a scoped rule whose URLs this shard never sends to: other shards judge it
     inconclusive: bool = False  # broken, but only where the client could not keep pace (module docstring)
     kept: float | None = None  # an inconclusive run rule: its value without the client-saturated intervals
@@ -99,12 +101,18 @@ class Outcome:
 
     def _shown(self, measured: float) -> str:
         """The value; a shard's rate, which stands for the whole run's, says so and what it was
-        made of, lest `rate >= 90: 100 req/s` be read as what this pod sent."""
+        made of, lest `rate >= 90: 100 req/s` be read as what this pod sent: its own times the
+        shards, or for a scoped rule divided by its part of its URLs' sends (url_part)."""
         text = self.rule.show(measured)
-        if self.rule.metric == RATE and self.shares > 1:
-            own = self.rule.show(measured / self.shares)
-            text += f" (whole run, extrapolated: this shard's {own} x {self.shares} shards)"
-        return text
+        if self.rule.metric != RATE or self.shares == 1:
+            return text
+        if self.part is None:
+            return text + f" (whole run, extrapolated: this shard's {self.rule.show(measured / self.shares)} x " \
+                f"{self.shares} shards)"
+        if self.part == 1:
+            return text + " (whole run: no other shard sends to its URLs)"
+        return text + (f" (whole run, extrapolated: this shard's {self.rule.show(measured * self.part)} x "
+                       f"{number(float(1 / self.part))}, as it makes {self.part} of the run's sends to its URLs)")
 
     def record(self) -> dict[str, Any]:
         """The verdict as the JSON summary's `thresholds.rules` item."""
@@ -346,6 +354,8 @@ class Verdict(Reporter):
                          "keep pace)")
         total = ", ".join(parts) or f"all {len(outcomes)} ok"
         lines.append(f"# thresholds: {total}" + (f"; stopped early: {self.aborted}" if self.aborted else "") + "\n")
+        lines += [f"# thresholds judged with {stop}: its share of the rest counts as due and not sent\n"
+                  for stop in summary.stopped_before_the_others()]  # a merged run's goal% says so, this says why
         if self._stop_at_broken:
             lines.append(self._capacity_line())
         self._out.write("".join(lines))
@@ -364,7 +374,7 @@ class Verdict(Reporter):
                 if rule.url is not None:  # judged on its URLs' sends as they are: never inconclusive
                     measured = measure(rule.metric, url_span(summary, rule.url))
                     outcomes.append(Outcome(rule, measured is not None and rule.holds(measured), measured,
-                                            shares=self._shares))
+                                            shares=summary.info.shard.count, part=url_part(summary.info, rule.url)))
                     continue
                 ok, inconclusive, kept = run_rule_verdict(rule, span, unsaturated)
                 outcomes.append(Outcome(rule, ok, measure(rule.metric, span, rule.phase), shares=self._shares,
@@ -447,7 +457,14 @@ def url_span(summary: RunSummary, selector: str) -> Span:
     urls = summary.info.urls
     slots = url_slots(urls)
     return Span(summary.figures_of_urls(slots.slot_of[i] for i in matching(selector, urls)),
-                shares=summary.info.shard.count)
+                shares=float(1 / url_part(summary.info, selector)))
+
+
+def url_part(info: RunInfo, selector: str) -> Fraction:
+    """This shard's part of the run's sends to the URLs a scoped rule names, which it sends to: its
+    rate to them stands for the whole run's divided by this, not times the shards (a shard whose
+    stride skips URLs sends more of the others' sends; runner.load.shards.Shard.part_of)."""
+    return info.part_of(matching(selector, info.urls))
 
 
 def sent_to(info: RunInfo, selector: str) -> bool:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields
 from typing import Literal
 
 from runner.config.abflags import AB_FLAGS
+from runner.config.files import check_output
 from runner.config.settings import Settings, merge, settings_from
 from runner.config.targets import Targets, as_targets, scope_problem, url_slots
 from runner.core.errors import UsageError
@@ -35,7 +36,6 @@ from runner.load.request import Request, build_requests, origin
 from runner.load.schedule import Grid, Schedule
 from runner.load.shards import Shard, check_split, shard_of
 from runner.load.transport import Lifetime, Transport, TransportOptions
-from runner.report.csvreport import check_csv_path
 from runner.stats.native import NativeRecorder, native_run
 from runner.stats.recorder import Recorder
 
@@ -111,8 +111,9 @@ def build(settings: Settings, urls: Sequence[str], source: str | None, shard: Sh
     requests = build_requests(settings, urls)  # bad headers or body files stop here
     options = options_for(settings, shard, origins, https=any(scheme == "https" for scheme, _, _ in found))
     transport = transport_for(settings, options)  # and TLS files too
-    if settings.report.report_latencies_csv:
-        check_csv_path(settings.report.report_latencies_csv)  # opened (and emptied) only once the run starts
+    for name, path in (("reportLatenciesCSV", settings.report.report_latencies_csv), ("junit", settings.report.junit)):
+        if path:
+            check_output(path, name)  # opened (and emptied) only once the run starts
     engine = engine_for(settings, targets, requests, options)  # engine: native refuses here what it cannot send
     return Parts(settings, targets, source, shard, requests, options, transport, model_for(settings.pace, shard),
                  engine)

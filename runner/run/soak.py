@@ -13,7 +13,7 @@ import dataclasses
 import resource
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.config.settings import Settings
@@ -80,8 +80,11 @@ class Soak:
             if metrics is not None:  # every result, after the recorder has counted it
                 sink = _both(sink, metrics.record)
             load = parts.load()
-            if self._warmup is not None:  # the run's clients go on over the warm-up's connections
-                load = dataclasses.replace(load, take_sessions=self._warmup.handoff)
+            if self._warmup is not None:  # the run's clients go on over the warm-up's connections, its own
+                handoff = self._warmup.handoff
+                handoff.taken = recorder.took_over if metrics is None else _both_taken(recorder.took_over,
+                                                                                       metrics.took_over)
+                load = dataclasses.replace(load, take_sessions=handoff)
             self._engine = Engine(self._schedule, load, parts.transport, sink,
                                   MonotonicClock(load.model.precise, self._watch))
         if self._end_ns is not None:  # what comes back after the schedule's end is the drain
@@ -89,7 +92,6 @@ class Soak:
         self.info = RunInfo(settings, list(parts.urls), parts.url_source, start_ns, wall_start, shard,
                             parts.urls.weights, parts.engine.name)
         self._signal = asyncio.Event()
-        self._refreshing: asyncio.Future[None] | None = None  # the native engine's lookups (_refresh_addresses)
         self._second_signal = asyncio.Event()
         self._stop_reason = ""
         self._signal_ns = 0
@@ -130,8 +132,6 @@ class Soak:
             self._watch.stop()
             if progress is not None:
                 progress.cancel()
-            if self._refreshing is not None:
-                self._refreshing.cancel()
             self._remove_signals()
         if engine.done() and not engine.cancelled() and engine.exception() is not None:
             raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
@@ -200,16 +200,6 @@ class Soak:
                 await self._abandon(engine)
                 return until, _end_reason(self._settings)
             self._emit(self._close(sending_end_ns=self._engine.stopped_sending_ns))
-            self._refresh_addresses()
-
-    def _refresh_addresses(self) -> None:
-        """The native engine's new connections go to the addresses its names have now: looked up
-        again (at most once per RESOLVE_TTL_NS) as each interval closes, one lookup at a time.
-        The Python engine's transport looks names up for each new connection itself."""
-        if not isinstance(self._engine, NativeEngine):
-            return
-        if self._refreshing is None or self._refreshing.done():
-            self._refreshing = asyncio.ensure_future(self._engine.refresh_addresses())
 
     async def _wait(self, until_ns: int, engine: asyncio.Future[None]) -> None:
         """Until the clock reaches `until_ns`, the engine finishes, or a signal arrives."""
@@ -395,6 +385,17 @@ def _both(first: Sink, second: Sink) -> Sink:
         second(result)
 
     return sink
+
+
+def _both_taken(first: Callable[[list[str], int], None],
+                second: Callable[[list[str], int], None]) -> Callable[[list[str], int], None]:
+    """Connections taken over from a warm-up, told to `first`, then to `second` (as _both does results)."""
+
+    def taken(protocols: list[str], free_ns: int) -> None:
+        first(protocols, free_ns)
+        second(protocols, free_ns)
+
+    return taken
 
 
 def _start(settings: Settings, shard: Shard, start_wall: float | None) -> tuple[int, float]:

@@ -38,7 +38,7 @@ from runner.stats.record import (
     warmup_from_record,
 )
 from runner.stats.recorder import BenchTally, Interval, Tally
-from runner.stats.runinfo import RunInfo, RunSummary, Warmup
+from runner.stats.runinfo import SIGNAL_STOP, RunInfo, RunSummary, Warmup, before_the_others, early_stop
 
 CLOCK_SLACK_NS = 1_000_000  # how far apart the shards' ends of one full interval may be
 
@@ -79,8 +79,10 @@ class Merged:
 
     @property
     def complete(self) -> bool:
-        """Whether every shard of the run was merged: none missing, none cut off or refused."""
-        return not self.report["missing"] and not self.report["incomplete"]
+        """Whether every shard of the run was merged, whole: none missing, none cut off or refused, none
+        stopped by a signal an interval or more before the others (its share of the rest is missing)."""
+        return not self.report["missing"] and not self.report["incomplete"] and not any(
+            before_the_others(stop, self.info.settings.pace.interval_ns) for stop in self.report["stopped"])
 
     def _added(self, intervals: Iterator[Interval]) -> Iterator[Interval]:
         """The intervals, each added to the run's total as it goes by."""
@@ -114,7 +116,50 @@ def merge_shards(shards: Sequence[ShardRun], expected: int | None = None, incomp
     notes += [f"shard {i} of {count}: its output has no usable summary (cut off or damaged), not merged"
               for i in cut]
     notes += _apart(info, shards)
-    return Merged(info, shards, count, {"count": count, "merged": present, "missing": gone, "incomplete": cut}, notes)
+    stopped = [stop.record() for stop in stopped_early(info, shards)]
+    notes += [f"{early_stop(stop, count, info)}: its share of the rest was not sent, and stays in the goal"
+              for stop in stopped if before_the_others(stop, info.settings.pace.interval_ns)]
+    return Merged(info, shards, count, {"count": count, "merged": present, "missing": gone, "incomplete": cut,
+                                        "stopped": stopped}, notes)
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A shard stopped by a signal (an evicted pod's, that kept its log): when, on the merged clock."""
+
+    index: int
+    reason: str  # `signal SIGTERM`
+    sending_end_ns: int  # when it stopped sending
+    others_end_ns: int  # when the last shard stopped sending: its share was due until then
+
+    @property
+    def not_sent_ns(self) -> int:
+        return max(self.others_end_ns - self.sending_end_ns, 0)
+
+    def record(self) -> dict[str, Any]:
+        """The summary's `shards.stopped` item."""
+        return {"shard": self.index, "stopReason": self.reason,
+                "sendingSeconds": round(self.sending_end_ns / NS_PER_S, 6),
+                "notSentSeconds": round(self.not_sent_ns / NS_PER_S, 6)}
+
+
+def stopped_early(info: RunInfo, shards: Sequence[ShardRun]) -> list[Stop]:
+    """The shards a signal stopped before their planned end, in index order. Each still owes its share
+    from its stop until the last shard stopped sending (merge_intervals): the others' intervals
+    went on, and left alone they would count only the shards still sending, so that a pod evicted
+    at minute 10 of 59 shrank the goal, and goal% read 99.9% "ok" for a run that lacked a third of
+    its load from then on."""
+    ends = {s.index: _offset_ns(info, s) + int(s.totals["sendingEndNs"]) for s in shards if s.totals is not None}
+    if not ends:
+        return []
+    last = max(ends.values())
+    return [Stop(s.index, reason, ends[s.index], last) for s in sorted(shards, key=lambda s: s.index)
+            if s.totals is not None and (reason := _signal_reason(str(s.totals.get("stopReason", ""))))]
+
+
+def _signal_reason(reason: str) -> str:
+    """The stop reason of a shard that a signal stopped (`signal SIGTERM`), else ""."""
+    return reason if reason.startswith(SIGNAL_STOP) else ""
 
 
 def merged_info(shards: Sequence[ShardRun]) -> RunInfo:
@@ -143,9 +188,23 @@ def merge_intervals(info: RunInfo, shards: Sequence[ShardRun], count: int) -> It
     were sending.
     """
     unknown = count - len(shards)
+    owing = [(stop, _offset_ns(info, shard)) for stop in stopped_early(info, shards) for shard in shards
+             if shard.index == stop.index and stop.not_sent_ns]
     slots = heapq.merge(*(_slotted(info, shard, order) for order, shard in enumerate(shards)))
     for k, (slot, parts) in enumerate(groupby(slots, key=lambda part: part[0])):
-        yield merged_interval(info, k, slot, [(offset, record) for _, _, _, offset, record in parts], count, unknown)
+        yield merged_interval(info, k, slot, [(offset, record) for _, _, _, offset, record in parts], count, unknown,
+                              _owed(owing, slot * info.settings.pace.interval_ns, info.settings.pace.interval_ns))
+
+
+def _owed(owing: Sequence[tuple[Stop, int]], start: int, length: int) -> list[tuple[int, int, int]]:
+    """(begin, stop, offset): when, in the interval from `start`, each shard a signal stopped was due and
+    did not send while others did; less than the clocks' slack is their noise, not a span."""
+    spans = []
+    for stop, offset in owing:
+        begin, until = max(start, stop.sending_end_ns), min(start + length, stop.others_end_ns)
+        if until - begin >= CLOCK_SLACK_NS:
+            spans.append((begin, until, offset))
+    return spans
 
 
 def _slotted(info: RunInfo, shard: ShardRun, order: int) -> Iterator[tuple[int, int, int, int, dict[str, Any]]]:
@@ -158,14 +217,16 @@ def _slotted(info: RunInfo, shard: ShardRun, order: int) -> Iterator[tuple[int, 
 
 
 def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[int, dict[str, Any]]],
-                    shares: int, unknown: int = 0) -> Interval:
+                    shares: int, unknown: int = 0, owed: Sequence[tuple[int, int, int]] = ()) -> Interval:
     """Interval `index` of the run, at grid slot `slot`: the shards' records (each with its
     shard's clock offset) added up.
 
     The run is split into `shares` equal parts (shards, or workers); its goal in this
-    interval is each part's for the time it was sending here (`unknown` parts: all of it).
-    A shard that started an interval late, or had stopped, adds nothing to it, so the
-    edge intervals of shards started on different boundaries keep a true goal.
+    interval is each part's for the time it was sending here (`unknown` parts: all of it;
+    `owed`: the (begin, stop, offset) spans in which a part stopped by a signal was due and
+    did not send, as the others did: stopped_early()). A shard that started an interval late,
+    or had stopped at the run's end, adds nothing to it, so the edge intervals of shards
+    started on different boundaries keep a true goal.
 
     The shards' clocks agree to a few microseconds, not exactly: an interval that every
     shard ran in full is exactly one interval long, not a hair more, so its goal `t` is
@@ -182,6 +243,8 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
     sending = [None if r.get("sendingEndNs") is None else offset + int(r["sendingEndNs"]) for offset, r in parts]
     spans = [(*_sending_span(offset, r, start, start + length), offset) for offset, r in parts]
     spans += [(start, start + length, 0)] * unknown
+    spans += [(begin, stop if abs(stop - (start + length)) >= CLOCK_SLACK_NS else start + length, offset)
+              for begin, stop, offset in owed]
     due_ns = round(sum(stop - begin for begin, stop, _ in spans) / shares)
     return Interval(index, start, end, tally, None if None in sending else max(s for s in sending if s is not None),
                     due_ns, client, due=_sends_due(info, shares, spans))

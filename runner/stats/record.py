@@ -22,6 +22,7 @@ from typing import Any
 from runner.config.schema import schema, settings_names, shortened, validate
 from runner.config.settings import merge, settings_from
 from runner.core.errors import UsageError
+from runner.core.redact import printable
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import HIGHEST_NS, LatencyHistogram
 from runner.stats.phases import PhaseTally
@@ -68,6 +69,7 @@ def error_group_from_record(record: dict[str, Any]) -> tuple[tuple[str, str], Er
     kind, pattern, text = record["kind"], record["pattern"], record["text"]
     if not all(isinstance(value, str) for value in (kind, pattern, text)):
         raise TypeError("an error group's kind, pattern and text are strings")
+    kind, pattern, text = printable(kind), printable(pattern), printable(text)  # as a run shows them
     urls = {int(u) for u in record["urls"]}
     if len(urls) > GROUP_URLS:
         raise ValueError(f"more than {GROUP_URLS} URLs in an error group")
@@ -126,7 +128,7 @@ def tally_from_record(record: dict[str, Any]) -> Tally:
         tally.statuses = Counter({int(code): int(n) for code, n in record["statuses"].items()})
         tally.errors = Counter({str(kind): int(n) for kind, n in record["errors"].items()})
         for backend, n in record.get("backends", {}).items():  # none in an earlier version's record
-            tally.count_backend(str(backend), int(n))
+            tally.count_backend(printable(str(backend)), int(n))  # as a run shows it: a log may hold anything
         if "errorGroups" not in record and "errorTexts" in record:
             _error_texts(tally, record["errorTexts"])
         else:
@@ -145,7 +147,8 @@ def _error_texts(tally: Tally, entries: list[list[Any]]) -> None:
     """Failures as an earlier version recorded them, `[url, text, count]` without their kind, grouped
     as now: a shard's summary saved before can still be merged."""
     for url, text, n in entries:
-        tally.add_group(("", error_pattern(str(text))), ErrorGroup(int(n), str(text), int(url), {int(url)}))
+        shown = printable(str(text))
+        tally.add_group(("", error_pattern(shown)), ErrorGroup(int(n), shown, int(url), {int(url)}))
 
 
 # A bench's phase histograms: attribute, and key in the record.
@@ -504,4 +507,4 @@ def _shown(value: Any) -> str:
 # nor serves metrics, nor writes the pods' CSV file paths on this machine.
 _RUN_ONLY = ("shard", "shards", "workers", "abortOnThreshold", "metricAddr", "pushgateway", "remoteWrite",
              "remoteWriteHeaders", "remoteWriteBearerTokenFile", "otlp", "otlpHeaders", "reportLatenciesCSV",
-             "terminationMessagePath", "linkerdAwait", "linkerdShutdown")
+             "junit", "terminationMessagePath", "linkerdAwait", "linkerdShutdown")

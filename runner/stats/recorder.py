@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from runner.config.rules import BACKENDS_KEPT
 from runner.core.redact import printable
 from runner.load.model import LoadModel
 from runner.load.result import ErrorKind, Result, is_good
@@ -33,9 +34,10 @@ GROUP_URLS = 20
 OTHER_TEXTS = "*"  # the pattern of a kind's overflow group: no digits pattern is a lone "*"
 _DIGITS = re.compile(r"\d+")
 # backendHeader: a tally counts the responses of up to BACKENDS_KEPT backends by name (the
-# figures show the first BACKENDS_SHOWN of them by count), those of any further ones as
-# OTHER_BACKENDS; a response without the header counts as NO_BACKEND (runner.stats.figures).
-BACKENDS_KEPT = 100
+# figures show the first BACKENDS_SHOWN of them by count; the rules, runner.config.rules, say the
+# number), those of any further ones as OTHER_BACKENDS; a response without the header counts as
+# NO_BACKEND (runner.stats.figures), beside the names and never in the place of one.
+_NOT_NAMES = (NO_BACKEND, OTHER_BACKENDS)
 # A bench counts the responses of up to this many body lengths other than the first response's
 # (BenchTally.other_lengths): enough for any page whose length varies a little, in little memory.
 OTHER_LENGTHS = 64
@@ -170,11 +172,17 @@ class Tally(Sends):
 
     def count_backend(self, backend: str, count: int = 1) -> None:
         """Count responses of one backend: by its name among the first BACKENDS_KEPT, else as OTHER_BACKENDS,
-        so that a header whose value changes with every response costs no more than that."""
-        if backend in self.backends or len(self.backends) < BACKENDS_KEPT:
-            self.backends[backend] += count
-        else:
-            self.backends[OTHER_BACKENDS] += count
+        so that a header whose value changes with every response costs no more than that.
+
+        NO_BACKEND and OTHER_BACKENDS take no name's place: OTHER_BACKENDS only ever follows
+        BACKENDS_KEPT names, so the backends reached are exact up to BACKENDS_KEPT and, beyond,
+        BACKENDS_KEPT (at least that many), whatever order tallies are merged or read back in."""
+        backends = self.backends
+        if backend in backends or backend in _NOT_NAMES:
+            backends[backend] += count
+            return
+        named = len(backends) - (NO_BACKEND in backends) - (OTHER_BACKENDS in backends)
+        backends[backend if named < BACKENDS_KEPT else OTHER_BACKENDS] += count
 
     def _group(self, kind: str, url: int, text: str) -> None:
         """Count one failure in its group, making the group if it is the first of its kind and text."""
@@ -433,13 +441,7 @@ class Recorder:
             self._skip(result)
             return
         end = result.end_ns
-        if end < self._current_end:
-            tally = self._current
-        elif self._drain_from is not None and end >= self._drain_from:
-            tally = self._drained(end)
-        else:
-            k = max(self._next, self._grid.index(end))
-            tally = self._open.get(k) or self._open.setdefault(k, phased())
+        tally = self._current if end < self._current_end else self._tally_at(end)
         if self.bench is not None:
             self.bench.add(result, self._shown(result.server), waiting=False)
         if result.protocol:
@@ -464,6 +466,22 @@ class Recorder:
             self.uncorrected.record(result.latency_ns)
         if self.in_unit is not None:
             self.in_unit.record(latency // self._unit_ns)
+
+    def _tally_at(self, t_ns: int) -> Tally:
+        """Where what happened at `t_ns` counts: its interval, the open one if that has closed, or the drain."""
+        if self._drain_from is not None and t_ns >= self._drain_from:
+            return self._drained(t_ns)
+        k = max(self._next, self._grid.index(t_ns))
+        return self._open.get(k) or self._open.setdefault(k, phased())
+
+    def took_over(self, protocols: list[str], free_ns: int) -> None:
+        """Connections a warm-up's client handed on (engine.Handoff), by what they speak, free from
+        `free_ns`: the run goes on over them, so they count as opened in it, in the interval they
+        joined it (0, unless the warm-up's last request outlived the run's start), and its
+        connectionsClosed, which counts their ends, stays at most its connectionsOpened."""
+        if protocols:
+            self._tally_at(free_ns).connections_opened += len(protocols)
+            self.connections.update(protocols)
 
     def _backend(self, raw: str) -> str | None:
         """A response's backend as it may be shown (redacted and printable); None when none is counted."""

@@ -6,13 +6,16 @@ hold counts and histograms, never a Result.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from runner.config.settings import Settings
 from runner.config.targets import Targets
 from runner.core import redact
+from runner.core.durations import format_duration
+from runner.core.units import NS_PER_S
 from runner.load.model import LoadModel, model_for
 from runner.load.shards import ALONE, Shard
 from runner.stats.client import ClientFigures
@@ -38,14 +41,23 @@ class RunInfo:
 
     def __post_init__(self) -> None:
         """The URLs with their passwords and secret query values hidden, once for every report:
-        the startup line, failure lines, the summary and a shard's record all print these."""
-        object.__setattr__(self, "urls", [redact.url(url) for url in self.urls])
+        the startup line, failure lines, the summary and a shard's record all print these. Made
+        printable too: a run's own URLs always are, but a merged run's come from logs, which anyone
+        may have written (an ESC in one reached the terminal through `soak merge`)."""
+        object.__setattr__(self, "urls", [redact.printable(redact.url(url)) for url in self.urls])
 
     def reached(self) -> frozenset[int]:
         """The URLs (indices) this process sends to: all, unless it is a shard whose stride skips some."""
         if self.shard.alone:
             return frozenset(range(len(self.urls)))
         return frozenset(self.shard.urls(Targets(tuple(self.urls), self.weights).wheel))
+
+    def part_of(self, urls: Collection[int]) -> Fraction:
+        """This process's shard's part of the run's sends to these URLs (indices): 1 for a run not split
+        over shards; else as the wheel splits them (runner.load.shards.Shard.part_of), not 1/shards."""
+        if self.shard.count == 1:
+            return Fraction(1)
+        return self.shard.pod().part_of(Targets(tuple(self.urls), self.weights).wheel, urls)
 
     @property
     def model(self) -> LoadModel:
@@ -160,3 +172,36 @@ class RunSummary:
     def sending_ns(self) -> int:
         """How long requests were being sent: what the achieved rate is over."""
         return self.sending_end_ns - self.info.start_ns
+
+    def stopped_before_the_others(self) -> list[str]:
+        """A merged run: each shard a signal stopped an interval or more before the others, as early_stop()
+        says it (`shard 1 of 3 stopped by SIGTERM after 10m0s of 59m0s, 49m0s before the others`)."""
+        shards = self.shards or {}
+        interval_ns = self.info.settings.pace.interval_ns
+        return [early_stop(stop, shards["count"], self.info) for stop in shards.get("stopped", ())
+                if before_the_others(stop, interval_ns)]
+
+
+# --- a merged run's shards stopped by a signal (its summary's `shards.stopped`: runner.stats.merge) ---
+
+
+def before_the_others(stop: Mapping[str, Any], interval_ns: int) -> bool:
+    """Whether a shard a signal stopped (its `shards.stopped` record) stopped a whole interval or more
+    before the last one did: part of the run is then missing, as a missing shard's is (exit 5). Pods
+    that a Job's deletion stops all at once stop within moments of each other: the run was cut
+    (exit 7), and what they owe is those moments."""
+    return float(stop["notSentSeconds"]) * NS_PER_S >= interval_ns
+
+
+def early_stop(stop: Mapping[str, Any], count: int, info: RunInfo) -> str:
+    """`shard 1 of 3 stopped by SIGTERM after 10m0s of 59m0s, 49m0s before the others`, from its record."""
+    planned = info.settings.pace.run_ns
+    of = f" of {format_duration(planned)}" if planned is not None else ""
+    return (f"shard {stop['shard']} of {count} stopped by {str(stop['stopReason']).removeprefix(SIGNAL_STOP)} after "
+            f"{format_duration(_to_ms(float(stop['sendingSeconds'])))}{of}, "
+            f"{format_duration(_to_ms(float(stop['notSentSeconds'])))} before the others")
+
+
+def _to_ms(seconds: float) -> int:
+    """Seconds as ns, to the millisecond, as a partial interval's length is shown."""
+    return round(seconds * 1000) * 1_000_000

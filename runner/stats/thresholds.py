@@ -22,7 +22,7 @@ class Span:
 
     figures: Figures
     whole: bool = True  # False for a partial interval, too short to judge goal% and rate on
-    shares: int = 1  # one shard of a run split in this many: its rate, times this, is the run's
+    shares: float = 1  # its rate, times this, is the run's: the shards of a split run (a scoped rule: see verdict)
 
 
 def measure(metric: str, span: Span, phase: str | None = None) -> float | None:

@@ -22,14 +22,15 @@ from runner.load.result import Result
 from runner.load.schedule import Schedule
 from runner.report.abreport import report
 from runner.report.clientnotes import RUN_NOTE
-from tests.conftest import NGINX_PAGE, Nginx, Run, exit_for, run_soak
+from tests.conftest import DEFAULT, NGINX_PAGE, TRANSPORTS, Nginx, Run, exit_for, run_soak
 from tests.support.abparse import parse_ab
 from tests.support.faultserver import VARYING_BODIES, FaultServer, refused_port
 from tests.support.liverun import LiveRun, wait_until
 from tests.support.sessions import InstantTransport
 
-# Every test here runs once with each transport (see conftest.transport).
-pytestmark = pytest.mark.usefixtures("transport")
+# A bench's report is the same whatever sends it: every test here runs once, as a user's run goes,
+# but those that say what differs by transport, which run on each (see conftest.transport).
+pytestmark = [pytest.mark.usefixtures("transport"), pytest.mark.transports(DEFAULT)]
 
 
 
@@ -103,6 +104,7 @@ def busy_share(summary: dict) -> float:
     return b["phases"]["total"]["mean"] / (b["concurrency"] * b["timeTakenSeconds"] * 1000 / b["complete"])
 
 
+@pytest.mark.transports(*TRANSPORTS)
 def test_a_client_that_cannot_keep_its_connections_busy_says_so(nginx: Nginx, transport: str) -> None:
     """Without keep-alive, 100 clients against nginx: on the fast transport a connection per request
     costs the client far more between requests than nginx takes to answer, so ab's "Time per

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from runner.config.abflags import BENCH_HIDES
+from runner.config.flags import COMMON_SETTINGS, SETTING_GROUPS
 from runner.config.schema import settings_names
 from runner.run.memory import CGROUP_ROOT_ENV
 from tests.conftest import REPO, Nginx, assert_counts_add_up, run_soak
@@ -165,6 +167,58 @@ def test_help_lists_every_setting_as_a_flag() -> None:
         assert flag in run.stdout, flag
 
 
+def option_sections(help_text: str) -> dict[str, list[str]]:
+    """`--help`'s sections, by title, each with the flags its lines start with, in order."""
+    sections: dict[str, list[str]] = {}
+    title = ""
+    for line in help_text.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            title = line[:-1]
+            sections[title] = []
+        elif title and line.startswith("  -"):
+            sections[title].append(line.split()[0].rstrip(","))
+    return sections
+
+
+def test_help_lists_the_common_settings_first_then_the_rest_by_what_they_are_about() -> None:
+    """Issue 32: `soak --help` was 284 lines, its usage 28 of them, every setting in one list in the
+    schema's order. Now its usage is one line, the few settings most runs set come first, and the
+    rest follow in groups, each flag once."""
+    run = run_soak("--help")
+    assert run.returncode == 0
+    assert run.lines[0] == "usage: soak [run] [--config FILE] [--urls FILE] [--SETTING VALUE ...] [URL | @FILE ...]"
+    sections = option_sections(run.stdout)
+    titles = list(sections)
+    assert titles[:3] == ["positional arguments", "options", "common settings (each overrides the config file)"]
+    assert titles[3:-1] == [title for title, _ in SETTING_GROUPS]
+    flags = {"headers": ["-H", "--headerFromEnv"], "remoteWriteHeaders": ["--remoteWriteHeader"],
+             "otlpHeaders": ["--otlpHeader"]}
+    assert sections[titles[2]] == [f for name in COMMON_SETTINGS for f in flags.get(name, [f"--{name}"])]
+    assert sections[titles[2]][0] == "--qps"
+    offered = [f for fs in sections.values() for f in fs]
+    assert sorted(offered) == sorted(set(offered)), "each flag once"
+    for name in settings_names():
+        assert flags.get(name, [f"--{name}"])[0] in offered, name
+
+
+def test_bench_help_offers_only_what_a_bench_honours() -> None:
+    """Issue 32: `soak bench --help` repeated every setting, most of which a bench ignores (qps,
+    loadModel) or refuses (stages, warmup, shards), and the --<setting> twins of ab's flags. It offers
+    ab's flags (-H among them) and the settings a bench has a use for, with a bench's defaults; those
+    it hides are still taken (tests/integration/test_bench.py's --loadModel)."""
+    run = run_soak("bench", "--help")
+    assert run.returncode == 0
+    assert run.lines[0].startswith("usage: soak bench [-n requests] [-c concurrency] [-t timelimit] [-k] [-H ")
+    sections = option_sections(run.stdout)
+    assert sections["ab's options"] == ["-n", "-c", "-t", "-k", "-p", "-T", "-s", "-m", "-H", "--headerFromEnv"]
+    offered = {f for fs in sections.values() for f in fs}
+    assert not offered & {f"--{name}" for name in BENCH_HIDES}
+    assert {"--interval", "--thresholds", "--workers", "--engine", "--backendHeader"} <= offered
+    interval_help = run.stdout.split("--interval DURATION", 1)[1].split("--iterations", 1)[0]
+    assert "Default: 1s." in " ".join(interval_help.split())  # a bench's, not a soak's 1m
+    assert len(run.lines) < len(run_soak("--help").lines)
+
+
 def test_console_script_is_installed() -> None:
     """`pip install .` puts `soak` on PATH (README and .ci/run install it)."""
     soak = shutil.which("soak")
@@ -188,4 +242,4 @@ def test_help_lists_the_other_commands() -> None:
     done = run_soak("--help")
     assert done.returncode == 0
     listed = [line.split()[1] for line in done.stdout.split("other commands (each has --help):\n")[1].splitlines()]
-    assert listed == ["demo", "validate", "bench", "merge", "compare", "plot"]
+    assert listed == ["demo", "validate", "bench", "merge", "compare", "plot", "report", "history"]

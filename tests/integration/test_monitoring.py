@@ -224,7 +224,7 @@ def assert_quantile(estimate: float, run: Soaked, q: float, what: str) -> None:
         return
     key = {0.5: "p50", 0.95: "p95", 0.99: "p99", 1.0: "max"}[q]
     exact = run.seconds(run.summary[key])
-    slack = exact * 0.002 + 1e-6  # HDR's 3 significant digits, the summary's whole microseconds
+    slack = exact * 0.002 + 1e-6  # HDR's 3 significant digits, the summary's three decimals
     edges = [0.0, *EDGES, math.inf]
     buckets = [(edges[i - 1], edges[i]) for i in range(1, len(edges))
                if edges[i - 1] < exact + slack and exact - slack <= edges[i]]

@@ -12,13 +12,17 @@ compared: how many a client skips is the machine's pace, on either engine.
 The scenarios: every server of the fault matrix (tests/integration/test_fault_matrix.py) the
 native engine can send to (TLS and compress are refused by it, and skipped, saying so);
 SIGTERM and SIGINT with requests in flight; totalRequests in each load model; local workers;
-shards; a backendHeader, and a weighted list of two URLs (each URL's counts alike too).
+shards; a backendHeader, and a weighted list of two URLs (each URL's counts alike too); a
+server that answers a large upload before it is all written; bytes after a response (`soak
+bench`'s Total transferred, against ab's).
 """
 
 from __future__ import annotations
 
 import re
+import resource
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -31,9 +35,11 @@ from runner.core.errors import EXIT_NO_RESPONSE, EXIT_OK
 from runner.load.native.engine import module
 from tests.conftest import Nginx, Run, assert_counts_add_up, run_soak
 from tests.integration.test_fault_matrix import CASES, Case, _target_url
+from tests.support.abparse import parse_ab
 from tests.support.balancer import HEADER, name, named_nginx
-from tests.support.faultserver import FaultServer
+from tests.support.faultserver import OK_BODY, FaultServer
 from tests.support.liverun import LONG_RUN, LiveRun
+from tests.support.programs import program
 
 pytestmark = pytest.mark.skipif(module() is None, reason="the native engine is not built here")
 
@@ -226,3 +232,65 @@ def test_a_weighted_list_counts_the_same_on_both_engines(named: list[str], tmp_p
     verdicts = {engine: [(r["rule"], r["ok"], r.get("url")) for r in runs[engine].summary["thresholds"]["rules"]]
                 for engine in ENGINES}
     assert verdicts["native"] == verdicts["python"] and len(verdicts["python"]) == 2
+
+
+EARLY_BODY = 16 << 20  # more than a loopback socket's buffers take before the server reads (4 MiB + its window)
+
+
+def test_an_answer_before_the_body_is_written_counts_the_same_on_both_engines(tmp_path: Path) -> None:
+    """/early/200 answers a 16 MiB POST as soon as its head has come and reads the body only 200 ms
+    later, so the response is whole while most of the body is still unwritten. Neither engine
+    reuses that connection (the server reads the rest of the body first, and would take a request
+    written instead of it for body bytes): each send is a good response on a connection of its
+    own, counted alike. And the native engine does not spin on the idle socket meanwhile (it did
+    while it kept such a connection, until the next send): two sends 10 s apart take its process
+    a few percent of a core, start-up included. The CPU is the child's own (RUSAGE_CHILDREN around
+    a run the test waits for), held to a fifth of the run's wall time: a busy machine stretches
+    the wall time, not the CPU the run needs (3-7% here), while a loop spinning for 10 s of the
+    run's 11 gets more than a fifth of a core even with two spinning processes beside it."""
+    body = tmp_path / "upload"
+    body.write_bytes(b"b" * EARLY_BODY)
+    runs, cpu, seen = {}, {}, {}
+    for engine in ENGINES:
+        server = FaultServer().start()
+        try:
+            before, began = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+            runs[engine] = engine_run(engine, "--method", "POST", "--body", f"@{body}", "--qps", "0.1",
+                                      "--concurrency", "1", "--interval", "1s", "--iterations", "0", "--duration",
+                                      "100s", "--timeout", "2s", "--totalRequests", "2", server.url("/early/200"),
+                                      refusable=False)
+            after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic() - began
+            assert server.wait_idle()
+            seen[engine] = server.seen("/early/200")
+        finally:
+            server.stop()
+        cpu[engine] = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / wall
+    assert_same(runs)
+    assert {key: counted(runs["native"])[key] for key in ("good", "connectionsOpened")} == {
+        "good": 2, "connectionsOpened": 2}
+    assert seen == {"native": 2, "python": 2}
+    assert cpu["native"] < 0.2, f"{cpu['native']:.0%} of a core for two sends 10 s apart"
+
+
+def test_bytes_after_a_response_are_transferred_bytes_on_both_engines_as_in_ab() -> None:
+    """/extra/100 writes 100 bytes after each response's body, in the same write, so they come in
+    the read that ends the response. ab's Total transferred counts the bytes it read, these too;
+    so does each engine's `soak bench` (the native engine counted only the response's own), with
+    keep-alive and without (neither engine reuses a connection that sent what nobody asked for).
+    ab without -k only: with it, ab waits for ever for the response it takes the bytes for."""
+    server = FaultServer().start()
+    try:
+        url = server.url("/extra/100")
+        done = subprocess.run([program("ab", "apt-get install -y apache2-utils"), "-n", "10", "-c", "1", url],
+                              capture_output=True, text=True, timeout=60)
+        ab = parse_ab(done.stdout)["bench"]["totalTransferred"]
+        transferred = {}
+        for keep_alive in ((), ("-k",)):
+            runs = {engine: engine_run(engine, "bench", "-n", "10", "-c", "1", *keep_alive, url) for engine in ENGINES}
+            assert_same(runs)
+            transferred[keep_alive] = {engine: run.summary["bench"]["totalTransferred"] for engine, run in runs.items()}
+    finally:
+        server.stop()
+    head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(OK_BODY)}\r\n\r\n"  # what /extra/N writes before its body
+    assert ab == 10 * (len(head) + len(OK_BODY) + 100)
+    assert transferred == {keep_alive: {"native": ab, "python": ab} for keep_alive in ((), ("-k",))}

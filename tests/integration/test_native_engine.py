@@ -21,8 +21,9 @@ import pytest
 
 from runner.config.targets import Targets
 from runner.metrics.tally import MetricsTally, native_counts
+from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, backends_reached
 from runner.stats.native import ConnectionCounts, NativeRecorder, native_run
-from runner.stats.recorder import Interval, Tally
+from runner.stats.recorder import BACKENDS_KEPT, Interval, Tally
 from tests.conftest import NGINX_PAGE, Nginx, assert_due_sends_accounted
 from tests.support.balancer import HEADER, named_nginx
 from tests.support.balancer import name as backend_name
@@ -398,6 +399,40 @@ def test_backends_are_counted_per_interval_per_url_and_in_the_metrics(named: lis
         assert [dict(t.backends) for t in ran.recorder.per_url] == [{backend_name(0): 30}, {backend_name(1): 10}]
         assert ran.metrics is not None and ran.metrics.snapshot().backends == ran.run.backends
     assert isinstance(runs["native"].recorder, NativeRecorder)
+
+
+# A backend header new with every response ($request_id), and a URL answered without it.
+_EVERY_RESPONSE_ITS_OWN = """server {{
+        listen 127.0.0.1:{port};
+        location = /none {{ return 200 "none\\n"; }}
+        location / {{
+            add_header X-Backend $request_id always;
+            return 200 "ok\\n";
+        }}
+    }}"""
+
+
+def test_backends_beyond_the_names_kept_read_as_100_on_both_engines(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """300 backends answer (every response names a new one), and one response in 51 has no header,
+    the first among the first 100 values met: it took a name's place, and both engines said 99
+    backends (and 301 - 99 as other), so `backends >= 100` broke where 300 answered."""
+    directory = tmp_path_factory.mktemp("every-response")
+    with named_nginx(directory, 0, lambda _, port: _EVERY_RESPONSE_ITS_OWN.format(port=port)) as url:
+        urls = Targets((url + "none", url), (1, 50))
+        assert urls.wheel.index(0) < 50  # the response without the header is met among the first values
+        plan = Plan(urls, qps=500, clients=2, seconds=None, total_requests=306,  # type: ignore[arg-type]
+                    backend_header=HEADER)
+        for ran in (run_native(plan), run_python(plan)):
+            assert ran.run.responses == 306, ran.run.errors
+            assert ran.recorder.per_url is not None
+            none, named = (tally.responses for tally in ran.recorder.per_url)  # skipped sends move the wheel on
+            assert none > 0 and named > BACKENDS_KEPT
+            assert ran.run.backends[NO_BACKEND] == none
+            assert backends_reached(ran.run.backends) == BACKENDS_KEPT
+            assert ran.run.backends[OTHER_BACKENDS] == named - BACKENDS_KEPT
+            for interval in ran.intervals:
+                assert (OTHER_BACKENDS in interval.tally.backends) <= \
+                    (backends_reached(interval.tally.backends) == BACKENDS_KEPT)
 
 
 def test_ipv6_loopback() -> None:

@@ -10,11 +10,12 @@ import pytest
 from runner.load.fnv import fnv1a64
 from runner.report.slowcooker import interval_line, shown_percent
 from runner.stats.figures import goal_percent
-from tests.conftest import GOLDEN, NGINX_PAGE, Nginx, assert_counts_add_up, parse_interval, run_soak
+from tests.conftest import DEFAULT, GOLDEN, NGINX_PAGE, Nginx, assert_counts_add_up, parse_interval, run_soak
 from tests.support import nginxlog
 
-# Every test here runs once with each transport (see conftest.transport).
-pytestmark = pytest.mark.usefixtures("transport")
+# What nginx sees of a run, and its layout, are not the transport's: every test here runs once, as a
+# user's run goes (test_faults.py, test_fault_matrix.py and test_tls.py run each transport and engine).
+pytestmark = [pytest.mark.usefixtures("transport"), pytest.mark.transports(DEFAULT)]
 
 
 def new_log_lines(nginx: Nginx, before: int) -> list[str]:

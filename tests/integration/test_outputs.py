@@ -22,6 +22,7 @@ import pytest
 
 from tests.conftest import REPO, Nginx, Run, assert_counts_add_up, engine_line, run_soak, soak_command
 from tests.support.faultserver import refused_port
+from tests.support.liverun import LONG_RUN, LiveRun
 
 SHORT = ("--qps", "20", "--concurrency", "2", "--interval", "300ms", "--iterations", "2")
 BROKEN = ("--intervalThresholds", "max < 1ns")  # no response comes back within a nanosecond: broken at once
@@ -95,12 +96,30 @@ def test_the_csv_on_a_full_disk_is_one_line_after_the_summary(nginx: Nginx, tmp_
     assert_counts_add_up(run.stdout)
 
 
+def test_a_signalled_run_whose_csv_is_lost_exits_6_and_says_no_other_code(nginx: Nginx, tmp_path: Path) -> None:
+    """Output lost (6) wins over a signal (7): stderr ended `... the results cover only that (exit code
+    7)` from a run that exited 6. Now the signal's line names no code; the CSV's own line said 6's."""
+    csv = tmp_path / "latencies.csv"
+    csv.symlink_to("/dev/full")
+    with LiveRun("--qps", "20", *LONG_RUN, "--reportLatenciesCSV", str(csv), nginx.url) as live:
+        live.wait_for_first_interval()
+        live.wait(live.send(signal.SIGTERM))
+    assert live.process.returncode == 6, live.stderr
+    said = live.stderr.splitlines()
+    assert f"soak: reportLatenciesCSV: {csv}: {FULL}" in said
+    assert said[-1].startswith("soak: stopped by SIGTERM before its planned end, after ") and \
+        said[-1].endswith(": the results cover only that"), live.stderr
+    assert_counts_add_up(live.stdout)
+
+
 @pytest.mark.parametrize("workers", ["1", "2"])
-@pytest.mark.parametrize(("thresholds", "code"), [((), 0), (BROKEN, 3)])
-def test_a_reader_that_leaves_stops_the_run_with_its_verdict(nginx: Nginx, workers: str, thresholds: tuple[str, ...],
-                                                             code: int) -> None:
+@pytest.mark.parametrize(("thresholds", "code"), [((), 6), (BROKEN, 3)])
+def test_a_reader_that_leaves_stops_the_run_and_it_is_no_pass(nginx: Nginx, workers: str, thresholds: tuple[str, ...],
+                                                              code: int) -> None:
     """`soak ... | head`: exit code 0 lost a broken run's 3. Now the run stops as on a signal (far
-    before its 3 minutes, or the timeout fails the test) and exits with its verdict, without a word."""
+    before its 3 minutes, or the timeout fails the test), says so in one line, and exits 6 (stdout
+    could not be written: README's 0 is a run that went to its planned end), or 3 with its
+    thresholds broken, as with stdout on a full disk. Issue 32: it exited 0."""
     command = soak_command("--qps", "20", "--concurrency", "2", "--interval", "300ms", "--iterations", "600",
                            "--workers", workers, *thresholds, nginx.url)
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO) as process:
@@ -115,7 +134,7 @@ def test_a_reader_that_leaves_stops_the_run_with_its_verdict(nginx: Nginx, worke
         finally:
             process.kill()
     assert returncode == code, stderr
-    assert stderr == engine_line()
+    assert stderr == engine_line() + "soak: stdout: closed by its reader\n"
 
 
 def has_interval(stdout: bytes, index: int) -> bool:

@@ -63,7 +63,8 @@ def test_our_summary_alone_loads_the_same_run(ours: str) -> None:
 
 
 def test_percentiles_come_from_the_histogram_finer_than_the_unit(ours: str) -> None:
-    """The summary's p50 is whole microseconds; its histogram knows it to 0.1%, in nanoseconds."""
+    """The summary's p50 is in microseconds to three decimals (it was truncated to whole ones); its
+    histogram knows it to 0.1%, in nanoseconds, and never less than the key (capped at the max)."""
     run = load_run(ours, "log")
     summary = json.loads(split_log(ours)[1])
     for key in ("p50", "p75", "p90", "p95", "p99", "p999", "min", "max"):

@@ -194,14 +194,16 @@ def test_a_usage_error_never_prints_a_password(args: list[str], tmp_path: Path) 
     assert "<hidden>" in run.stderr
 
 
-@pytest.mark.parametrize("command", ["run", "demo", "validate", "bench", "merge", "compare", "plot"])
+@pytest.mark.parametrize("command", ["run", "demo", "validate", "bench", "merge", "compare", "plot", "report"])
 def test_the_help_goes_through_the_redaction_unchanged(command: str) -> None:
     """The help has no secret, and words like `TEXT|@FILE` are not URLs: nothing of it is hidden."""
     run = run_soak(command, "--help")
     assert run.returncode == 0, run.stderr
     assert "<hidden>" not in run.stdout
-    if command not in ("merge", "compare", "plot"):  # the commands that send, and so take a body
+    if command in ("run", "demo", "validate"):  # the commands that send, and so take a body (a bench offers -p)
         assert "--body TEXT|@FILE" in run.stdout
+    if command in ("run", "validate", "bench"):
+        assert "target URL, or @FILE for a URL list" in run.stdout
 
 
 def test_warnings_and_tracebacks_are_redacted_where_they_are_written() -> None:

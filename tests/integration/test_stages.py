@@ -19,12 +19,13 @@ import pytest
 from runner.core.errors import EXIT_INTERRUPTED
 from runner.core.units import NS_PER_S
 from runner.load.schedule import Ramp
-from tests.conftest import Nginx, assert_counts_add_up, parse_interval, run_soak
+from tests.conftest import DEFAULT, Nginx, assert_counts_add_up, parse_interval, run_soak
 from tests.support.faultserver import FaultServer
 from tests.support.liverun import EXIT_WITHIN_S, LiveRun, wait_until
 
-# Every test here runs once with each transport (see conftest.transport).
-pytestmark = pytest.mark.usefixtures("transport")
+# Stages are the run driver's, not the transport's: every test here runs once, as a user's run goes
+# (the native engine refuses stages, so the Python engine sends them).
+pytestmark = [pytest.mark.usefixtures("transport"), pytest.mark.transports(DEFAULT)]
 
 # Up from 0 to 20 req/s over 1 s, 20 for 1 s, down to 0 over 1 s: 10 + 20 + 10 sends.
 STAGES = "1s:20,1s:20,1s:0"
@@ -38,6 +39,8 @@ def test_a_ramps_interval_goals_add_up_to_its_sends_and_nginx_saw_them(nginx: Ng
     assert run.returncode == 0, run.stderr
     summary = assert_counts_add_up(run.stdout)
     assert summary["stopReason"] == "stages"
+    # Its shape, not its peak as if it were its rate (issue 32: `sending 20 GET req/s`).
+    assert run.lines[0] == f"# sending up to 20 GET req/s in 3 stages with concurrency=2 to {nginx.url} ..."
     stats = summary["intervalStats"]
     assert len(stats) == 6
     # Each interval's goal is the ramp's sends due in it, exactly: 2.5, 7.5, 10, 10, 7.5, 2.5.
@@ -119,6 +122,24 @@ def test_a_slow_warmup_breaks_its_rule_without_failing_the_run_and_is_counted_ap
     assert summary["requests"] + summary["skipped"] == 8
 
 
+def test_a_warmups_connections_closed_in_the_run_were_opened_in_it(nginx: Nginx) -> None:
+    """With maxRequestsPerConnection, the run ends connections the warm-up opened: up to any
+    interval, it has closed no more than it opened (those taken over included), and so has the
+    warm-up, whose connections still open at its end are the ones the run took over."""
+    run = run_soak("--warmup", "1s", "--qps", "20", "--concurrency", "2", "--interval", "500ms", "--iterations", "4",
+                   "--maxRequestsPerConnection", "3", nginx.url)
+    assert run.returncode == 0, run.stderr
+    summary = assert_counts_add_up(run.stdout)
+    warmup = summary["warmup"]
+    assert 0 <= warmup["connectionsClosed"] <= warmup["connectionsOpened"]
+    opened = closed = 0
+    for stats in summary["intervalStats"]:
+        opened, closed = opened + stats["connectionsOpened"], closed + stats["connectionsClosed"]
+        assert closed <= opened, summary["intervalStats"]
+    assert summary["connectionsClosed"] <= summary["connectionsOpened"]
+    assert summary["connectionsClosed"] > 0  # 80 requests, a connection ended every 3
+
+
 def test_a_signal_during_the_warmup_ends_the_run_before_it_sends_with_the_warmup_counted(
         fault_server: FaultServer) -> None:
     with LiveRun("--warmup", "10m", "--qps", "20", "--concurrency", "2", "--interval", "1s", "--iterations", "60",
@@ -139,12 +160,19 @@ def test_a_signal_during_the_warmup_ends_the_run_before_it_sends_with_the_warmup
 
 
 def test_the_run_goes_on_over_the_connections_its_warmup_opened(fault_server: FaultServer) -> None:
+    """And counts them as its own, opened at its start (issue 32: it said it opened none,
+    `connectionsOpened` 0 and `connections` {}, over the two connections it sent on)."""
     run = run_soak("--warmup", "1s", "--qps", "10", "--concurrency", "2", "--interval", "500ms", "--iterations", "2",
                    fault_server.url("/ok"))
     assert run.returncode == 0, run.stderr
     summary = assert_counts_add_up(run.stdout)
     fault_server.wait_idle()
     assert fault_server.seen("/ok") == summary["warmup"]["requests"] + summary["requests"]
-    # One connection per client, opened by the warm-up and kept by the run: none of the run's own.
+    # One connection per client, opened by the warm-up and kept by the run: it opened none itself,
+    # and counts the two it took over as opened in its interval 0.
     assert fault_server.connections_accepted == 2
-    assert sum(summary["warmup"]["connections"].values()) == 2 and summary["connections"] == {}
+    warmup = summary["warmup"]
+    assert (warmup["connectionsOpened"], warmup["connectionsClosed"]) == (2, 0)
+    assert (summary["connectionsOpened"], summary["connectionsClosed"]) == (2, 0)
+    assert summary["intervalStats"][0]["connectionsOpened"] == 2
+    assert summary["connections"] == warmup["connections"] == {"HTTP/1.1": 2}

@@ -112,6 +112,24 @@ def test_a_message_that_cannot_be_written_is_an_output_that_failed(nginx: Nginx,
     assert_counts_add_up(run.stdout)  # the run itself is whole
 
 
+def test_a_fifo_without_a_reader_is_an_output_that_failed_not_a_hang(nginx: Nginx, tmp_path: Path) -> None:
+    """Opening a FIFO to write waits for a reader: the run hung for ever after its summary. One
+    that is read gets the message, as a file does."""
+    fifo = tmp_path / "termination-fifo"
+    os.mkfifo(fifo)
+    run = run_soak(*SHORT, "--terminationMessagePath", str(fifo), nginx.url, timeout=60)
+    assert run.returncode == 6, run.stderr
+    assert run.stderr.splitlines()[-1] == f"soak: terminationMessagePath: {fifo}: a FIFO that nothing reads"
+    assert_counts_add_up(run.stdout)  # the run itself is whole
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        run = run_soak(*SHORT, "--terminationMessagePath", str(fifo), nginx.url, timeout=60)
+        assert run.returncode == 0, run.stderr
+        assert os.read(reader, 4096) == b"passed: no thresholds set\n"
+    finally:
+        os.close(reader)
+
+
 def test_outside_kubernetes_nothing_is_written_by_default(nginx: Nginx) -> None:
     """Kubernetes' path is written where the kubelet made it; a laptop has none, and gets none."""
     if os.path.exists(KUBERNETES_PATH):

@@ -98,6 +98,9 @@ class ScriptedSession:
     async def aclose(self) -> None:
         pass
 
+    def held(self) -> list[str]:
+        return ["HTTP/1.1"]  # the one kept-alive connection it stands for
+
 
 class ScriptedTransport:
     """Sessions on one scripted clock; `log` holds every send the "server" answered."""

@@ -52,6 +52,13 @@ Paths:
     /gzip-lie         `Content-Encoding: gzip` on a body that is not gzip
     /gzip-bomb/N      a gzip body that inflates to N MiB of zeros (N = 256: 255 KiB on the wire),
                       then the close
+    /early/MS         200 with OK_BODY as soon as the request's head has come, then, MS
+                      milliseconds later, the request's body read to its Content-Length and
+                      dropped, and the connection kept: a server that answers an upload before
+                      taking it (as one refusing it does), and reads on from where the client
+                      stopped writing
+    /extra/N          200 with OK_BODY and N bytes after it, in one write, the connection kept:
+                      bytes that belong to no response
     anything else     404
 
 `FaultServer(on_accept="silent")` misbehaves before any request instead: it reads whatever
@@ -73,6 +80,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tests.support import reaper
 from tests.support.loopback import accept_until
 
 RESET_DECLARED = 100_000  # Content-Length promised by /reset-mid-body
@@ -183,14 +191,21 @@ class FaultServer:
                 _drain(conn)
                 return
             while not self._stopping.is_set():
-                request = _read_request(conn, buffer)
-                if request is None:
+                head = _read_head(conn, buffer)
+                if head is None:
                     return
-                path, keep_alive, buffer = request
+                path, keep_alive, length, buffer = head
                 with self._lock:
                     self._seen[path] += 1
                     self._first_seen.setdefault(path, time.monotonic())
-                if not self._answer(conn, path) or not keep_alive:
+                early = path.startswith("/early/")
+                if early and not self._answer_early(conn, path):
+                    return
+                rest = _read_body(conn, buffer, length)
+                if rest is None:
+                    return
+                buffer = rest
+                if not early and not self._answer(conn, path) or not keep_alive:
                     return
         except OSError:
             return  # the client went away mid-answer: that is its business
@@ -325,9 +340,19 @@ class FaultServer:
             body = gzip_bomb(int(path.rsplit("/", 1)[1]))
             _respond(conn, 200, body, [("Content-Encoding", "gzip"), ("Connection", "close")])
             return False
+        if path.startswith("/extra/"):
+            extra = b"x" * int(path.rsplit("/", 1)[1])
+            conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {len(OK_BODY)}\r\n\r\n".encode() + OK_BODY + extra)
+            return True
         if path == "/gzip-lie":
             return _respond(conn, 200, GZIP_LIE, [("Content-Encoding", "gzip")])
         return _respond(conn, 404, b"no such fault\n")
+
+    def _answer_early(self, conn: socket.socket, path: str) -> bool:
+        """/early/MS: the response before the body is read, then MS ms with nothing read (the
+        client's writes fill the socket's buffers meanwhile); False if stopped meanwhile."""
+        _respond(conn, 200, OK_BODY)
+        return not self._stopping.wait(int(path.rsplit("/", 1)[1]) / 1000)
 
     def _interim(self, conn: socket.socket, path: str) -> bool:
         """An interim 1xx response, then the final one (/interim/100), the close, or a stall."""
@@ -364,10 +389,10 @@ def gzip_bomb(mib: int) -> bytes:
 _BOMB_LOCK = threading.Lock()
 
 
-def _read_request(conn: socket.socket, buffer: bytes) -> tuple[str, bool, bytes] | None:
-    """Read one request (head and Content-Length body): (path, keep-alive, what follows it).
+def _read_head(conn: socket.socket, buffer: bytes) -> tuple[str, bool, int, bytes] | None:
+    """Read one request's head: (path, keep-alive, its Content-Length, what follows the head).
 
-    None when the client closed the connection before a whole request arrived.
+    None when the client closed the connection before a whole head arrived.
     """
     while b"\r\n\r\n" not in buffer:
         data = conn.recv(65536)
@@ -381,19 +406,27 @@ def _read_request(conn: socket.socket, buffer: bytes) -> tuple[str, bool, bytes]
     for line in lines[1:]:
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip().lower()
-    length = int(headers.get("content-length", "0"))
-    while len(buffer) < length:
-        data = conn.recv(65536)
-        if not data:
-            return None
-        buffer += data
     # HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 (ab without -k) closes it
     # unless asked to keep it.
     if lines[0].endswith("HTTP/1.0"):
         keep_alive = headers.get("connection") == "keep-alive"
     else:
         keep_alive = headers.get("connection") != "close"
-    return target.split("?", 1)[0], keep_alive, buffer[length:]
+    return target.split("?", 1)[0], keep_alive, int(headers.get("content-length", "0")), buffer
+
+
+def _read_body(conn: socket.socket, buffer: bytes, length: int) -> bytes | None:
+    """Read (and drop) a body of `length` bytes, `buffer` the first of them: what follows it.
+
+    None when the client closed the connection before the whole body arrived. Large bodies
+    (an upload of megabytes) are not kept whole: only what is left over after them.
+    """
+    while len(buffer) < length:
+        length -= len(buffer)
+        buffer = conn.recv(65536)
+        if not buffer:
+            return None
+    return buffer[length:]
 
 
 def _send_head(conn: socket.socket, status: int, headers: list[tuple[str, str]]) -> None:
@@ -484,11 +517,10 @@ def reset_at_accept_server() -> Iterator[int]:
     a tight loop can, so some resets land between the client's connect and its write,
     the race that once crashed a client. Yields the port.
     """
-    process = subprocess.Popen([sys.executable, "-c", _RESET_AT_ACCEPT, str(RESET_SERVER_LIFETIME)],
-                               stdout=subprocess.PIPE, text=True)
+    process = reaper.spawn([sys.executable, "-c", _RESET_AT_ACCEPT, str(RESET_SERVER_LIFETIME)], "reset-at-accept server",
+                           stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
         yield int(process.stdout.readline())
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        reaper.stop(process)

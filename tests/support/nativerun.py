@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import shlex
-import subprocess
 import sys
 import sysconfig
 import time
@@ -41,6 +40,7 @@ from runner.run.soak import Soak
 from runner.stats.native import NativeRecorder
 from runner.stats.recorder import Interval, Recorder, Tally
 from runner.stats.runinfo import RunInfo
+from tests.support.cbuild import OUTPUT, compiled
 
 REPO = Path(__file__).resolve().parents[2]
 NATIVE = REPO / "runner" / "load" / "native"
@@ -49,15 +49,17 @@ MS = 1_000_000
 
 
 def build_engine(build_dir: Path, flags: tuple[str, ...] = ("-O2",)) -> Path:
-    """Compile the engine extension from the tree's sources into `build_dir`; its path."""
-    target = build_dir / f"_engine{sysconfig.get_config_var('EXT_SUFFIX')}"
+    """The engine extension compiled from the tree's sources with `flags`; its path. Compiled once per
+    test run (tests/support/cbuild.py), so `build_dir` is only where a failure's output is kept."""
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
     command = [*compiler, "-std=c11", "-shared", "-fPIC", *flags, f"-I{sysconfig.get_paths()['include']}", "-o",
-               str(target), *(str(NATIVE / source) for source in SOURCES), "-lm"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0 or not target.exists():
+               OUTPUT, *(str(NATIVE / source) for source in SOURCES), "-lm"]
+    target, done = compiled(command, f"_engine{sysconfig.get_config_var('EXT_SUFFIX')}")
+    if not target.exists():
+        output = f"{done.stdout}{done.stderr}" if done is not None else ""
+        (build_dir / "compiler.log").write_text(output)
         pytest.fail("the native engine did not build (it needs a C compiler and the Python headers: "
-                    f"apt-get install -y gcc python3-dev):\n{done.stdout}{done.stderr}")
+                    f"apt-get install -y gcc python3-dev):\n{output}")
     return target
 
 

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import yaml
 
 from tests.conftest import free_port
+from tests.support import reaper
 from tests.support.programs import program
 
 BINARY = "/usr/bin/prometheus"
@@ -54,10 +55,10 @@ class Prometheus:
         (directory / "prometheus.yml").write_text(yaml.safe_dump(config))
         self.log = directory / "prometheus.log"
         with self.log.open("wb") as log:
-            self.process = subprocess.Popen(
+            self.process = reaper.spawn(
                 [binary(), f"--config.file={directory / 'prometheus.yml'}", f"--storage.tsdb.path={directory / 'data'}",
                  f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn", *flags],
-                stdout=log, stderr=subprocess.STDOUT,
+                "prometheus", stdout=log, stderr=subprocess.STDOUT,
             )
         try:
             self.wait_for(lambda: self._get("/-/ready", raw=True), 30, "Prometheus ready")
@@ -66,12 +67,7 @@ class Prometheus:
             raise
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
+        reaper.stop(self.process, timeout=15)
 
     def _get(self, path: str, params: dict[str, str] | None = None, raw: bool = False) -> Any:
         url = f"{self.url}{path}" + (f"?{urllib.parse.urlencode(params, doseq=True)}" if params else "")

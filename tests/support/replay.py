@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import shlex
-import subprocess
 import sysconfig
 import time
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from runner.load import http1
 from runner.load.bodyhash import is_gzip
 from runner.load.result import Result
 from runner.load.transport import MAX_HEAD_BYTES
+from tests.support.cbuild import OUTPUT, compiled
 
 REPO = Path(__file__).resolve().parents[2]
 # Both sides read this backendHeader (the pallet's) from every response they compare.
@@ -58,6 +58,9 @@ class Wire(asyncio.Transport):
 
     def is_closing(self) -> bool:
         return self.closed
+
+    def get_write_buffer_size(self) -> int:
+        return 0  # every request written at once
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return default
@@ -132,14 +135,16 @@ def native_parser(build_dir: Path, defines: tuple[str, ...] = ()) -> ModuleType:
     `defines` go to the compiler: PORTABLE builds the parser as on a machine without SSE2.
     """
     native_dir = REPO / "runner" / "load" / "native"
-    target = build_dir / f"_response{sysconfig.get_config_var('EXT_SUFFIX')}"
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
-    flags = ["-shared", "-fPIC", "-O2", *defines, f"-I{sysconfig.get_paths()['include']}", "-o", str(target)]
+    flags = ["-shared", "-fPIC", "-O2", *defines, f"-I{sysconfig.get_paths()['include']}", "-o", OUTPUT]
     sources = [str(native_dir / "_response.c"), str(native_dir / "response.c")]
-    done = subprocess.run([*compiler, *flags, *sources], capture_output=True, text=True, timeout=300)
-    if done.returncode != 0 or not target.exists():
+    # Compiled once per test run (tests/support/cbuild.py); `build_dir` keeps a failure's output.
+    target, done = compiled([*compiler, *flags, *sources], f"_response{sysconfig.get_config_var('EXT_SUFFIX')}")
+    if not target.exists():
+        output = f"{done.stdout}{done.stderr}" if done is not None else ""
+        (build_dir / "compiler.log").write_text(output)
         pytest.fail("the native parser did not build (it needs a C compiler and the Python headers: "
-                    f"apt-get install -y gcc python3-dev):\n{done.stdout}{done.stderr}")
+                    f"apt-get install -y gcc python3-dev):\n{output}")
     spec = importlib.util.spec_from_file_location("runner.load.native._response", target)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -21,6 +21,9 @@ class InstantSession:
     async def aclose(self) -> None:
         pass
 
+    def held(self) -> list[str]:
+        return []
+
 
 def send_numbers(records: list[Result | Skips]) -> list[int]:
     """Every send an engine's sink heard of, sent or skipped, by its number in the run, sorted."""

@@ -96,6 +96,19 @@ def test_an_answer_is_kept_for_the_ttl_from_its_arrival() -> None:
     assert answers.fresh(("backends.test", 81), 1_000 * MS) is None  # by host and port
 
 
+def test_an_answer_expires_when_it_stops_being_fresh() -> None:
+    """The native engine looks a name up again at that moment (NativeEngine._keep_resolved)."""
+    answers = Answers()
+    key = ("backends.test", 80)
+    assert answers.expires(key) is None
+    answers.keep(key, [v4(2)], now_ns=1_000 * MS)
+    expires = answers.expires(key)
+    assert expires == 1_000 * MS + RESOLVE_TTL_NS
+    assert answers.fresh(key, expires - 1) is not None and answers.fresh(key, expires) is None
+    answers.keep(key, [], now_ns=2_000 * MS)  # an empty answer is not kept: the last one still expires
+    assert answers.expires(key) == expires
+
+
 def test_the_ttl_is_a_few_seconds() -> None:
     """Long enough that the resolver is not asked per connection, no longer than the cluster's
     DNS keeps a Service's records (CoreDNS: 5 s)."""

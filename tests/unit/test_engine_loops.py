@@ -240,6 +240,8 @@ def test_a_run_takes_over_its_warmups_sessions_and_what_fell_due_while_they_were
 
     transport = Counting(clock, lambda i: 300 * MS)
     handoff = Handoff()
+    taken: list[tuple[list[str], int]] = []
+    handoff.taken = lambda held, free_ns: taken.append((held, free_ns))
     warm = Schedule(START, 10, 1, START + 1_000 * MS)
     run = Schedule(START + 1_000 * MS, 10, 1, START + 2_000 * MS)
     warm_records: list[Result | Skips] = []
@@ -252,6 +254,7 @@ def test_a_run_takes_over_its_warmups_sessions_and_what_fell_due_while_they_were
 
     clock.run(main())
     assert len(sessions) == 1  # one connection's worth: the run opened none of its own
+    assert taken == [(["HTTP/1.1"], START + 1_200 * MS)]  # the run is told what it took over, and from when
     assert skipped_numbers(run_records)[:2] == [0, 1]
     first = sent(run_records)[0]
     assert (first.seq, first.start_ns) == (2, START + 1_200 * MS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import re
@@ -16,6 +17,8 @@ from runner.core.errors import UsageError
 from runner.core.units import rfc3339
 from runner.load.result import Result
 from runner.readback.podlogs import read_pods, split_by_pod, split_runs
+from runner.report.outcome import interrupted_line
+from runner.report.verdict import Verdict
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.merge import merge_shards, merged_engine, merged_info
 from runner.stats.record import (
@@ -28,7 +31,7 @@ from runner.stats.record import (
     warmup_from_record,
     warmup_record,
 )
-from runner.stats.recorder import Tally
+from runner.stats.recorder import Tally, phased
 from runner.stats.runinfo import RunInfo, Warmup
 
 SECOND = 1_000_000_000
@@ -55,6 +58,24 @@ def test_a_tally_survives_json_exactly() -> None:
     assert (back.latency.min, back.latency.max, back.latency.mean) == (tally.latency.min, tally.latency.max,
                                                                         tally.latency.mean)
     assert back.error_groups == tally.error_groups and back.statuses == tally.statuses
+
+
+def test_texts_read_back_from_a_record_are_printable_as_a_runs_own() -> None:
+    """A shard's record comes from a log anyone may have written: its backend names and failure
+    texts are made printable as a run makes its own (they reached the terminal raw in a merge);
+    what a run wrote comes back the same."""
+    tally = tally_of([1, 2], errors=2)
+    tally.count_backend("pod-a", 2)
+    record = json.loads(json.dumps(tally_record(tally)))
+    assert tally_record(tally_from_record(record)) == tally_record(tally)
+    record["backends"] = {"pod-\x1b[2J": 2}
+    record["errorGroups"][0] |= {"text": "timeout\x07 \u202e", "pattern": "timeout\x07"}
+    back = tally_from_record(record)
+    assert list(back.backends) == ["pod-\\x1b[2J"]
+    assert [(key, group.text) for key, group in back.error_groups.items()] == [
+        (("timeout", "timeout\\x07"), "timeout\\x07 \\u202e")]
+    info = RunInfo(settings_from(merge_layers({})), ["http://h/\x1b[31m"], None, 0, 1e9)
+    assert info.urls == ["http://h/\\x1b[31m"]
 
 
 def test_an_empty_histogram_survives_too() -> None:
@@ -100,9 +121,10 @@ def test_intervals_match_on_the_grid_even_when_a_shard_started_an_interval_late(
 
 
 def test_a_shard_that_stopped_early_does_not_shorten_the_others_goal() -> None:
-    """Shard 1 stopped (SIGTERM) 4 s into interval 1 while shard 0 sent to its end: the goal is
-    each shard's share for the time it was sending, 10 s + 4 s at half the rate, 7 s at the full
-    one (it was cut to the stopped shard's 4 s, and 51 of 30 read as 100%)."""
+    """Shard 1 stopped sending 4 s into interval 1 (its own end, not a signal's: see below) while
+    shard 0 sent to its end: the goal is each shard's share for the time it was sending, 10 s + 4 s
+    at half the rate, 7 s at the full one (it was cut to the stopped shard's 4 s, and 51 of 30 read
+    as 100%)."""
     a = shard(0, 2, 1_000.0, [tally_of([1] * 10), tally_of([1] * 10)])
     b = shard(1, 2, 1_000.0, [tally_of([1] * 10), tally_of([1] * 4)])
     b.intervals[1]["sendingEndNs"] = b.intervals[1]["endNs"] = 14 * SECOND
@@ -113,6 +135,62 @@ def test_a_shard_that_stopped_early_does_not_shorten_the_others_goal() -> None:
     assert [i.due for i in intervals] == pytest.approx([300, 210])  # at 30 req/s: 10 s, then 10 s + 4 s at half
     assert merged.summary().due == pytest.approx(510)
     assert merged.notes == []
+
+
+def stopped_by_sigterm(s: ShardRun, at_s: float) -> ShardRun:
+    """The shard as a pod evicted `at_s` seconds into its run leaves it: its last interval cut there."""
+    at = round(at_s * SECOND)
+    records = [json.loads(json.dumps(r)) for r in s.intervals if r["startNs"] < at]
+    records[-1]["sendingEndNs"] = records[-1]["endNs"] = at
+    return replace(s, intervals=records, totals={**(s.totals or {}), "endNs": at, "sendingEndNs": at,
+                                                 "stopReason": "signal SIGTERM"})
+
+
+def test_a_shard_stopped_by_a_signal_owes_its_share_until_the_others_stop() -> None:
+    """A pod evicted 14 s into a 30 s run kept its log, merged with the one that ran on: the goal
+    counted only the shards still sending, so goal% read 100% "ok" for a run that lacked half its
+    load from then on, and only the exit code (7) said the run was cut. Its share stays in the goal
+    until the others stopped, as a missing shard's does; the merge says which shard and when, the
+    verdict too, and the exit code is a missing part's (5)."""
+    a = shard(0, 2, 1_000.0, [tally_of([1] * 150, seed=k) for k in range(3)])
+    b = stopped_by_sigterm(shard(1, 2, 1_000.0, [tally_of([1] * 150, seed=k) for k in range(3)]), 14)
+    merged = merge_shards([a, b])
+    intervals = list(merged.intervals)
+    assert [i.due for i in intervals] == pytest.approx([300, 300, 300])  # 30 req/s over each 10 s: both shards'
+    summary = merged.summary()
+    assert summary.due == pytest.approx(900) and summary.figures.goal_percent < 90
+    assert summary.shards is not None
+    assert summary.shards["stopped"] == [{"shard": 1, "stopReason": "signal SIGTERM", "sendingSeconds": 14.0,
+                                          "notSentSeconds": 16.0}]
+    said = "shard 1 of 2 stopped by SIGTERM after 14s of 10m0s, 16s before the others"
+    assert merged.notes == [f"{said}: its share of the rest was not sent, and stays in the goal"]
+    assert not merged.complete
+    assert summary.stopped_before_the_others() == [said]
+    assert interrupted_line(summary) == ("stopped by SIGTERM before its planned end: shard 1 of 2 after 14s of 10m0s: "
+                                         "its share of the rest was not sent while the others went on, and stays in "
+                                         "the goal")
+    out = io.StringIO()
+    verdict = Verdict.for_settings(settings_from(merge_layers({"thresholds": ["goal% >= 95"]})), out)
+    assert verdict is not None
+    verdict.finish(summary)
+    assert out.getvalue().splitlines()[-2:] == [
+        "# thresholds: 1 of 1 broken",
+        f"# thresholds judged with {said}: its share of the rest counts as due and not sent"]
+
+
+def test_shards_a_signal_stopped_together_are_a_run_cut_short_not_a_part_missing() -> None:
+    """A Job deleted: its pods stop within moments of each other. What the first owes until the last
+    stopped is in the goal, but no part is missing: the run was cut (7), as one process's is."""
+    a = stopped_by_sigterm(shard(0, 2, 1_000.0, [tally_of([1] * 150, seed=k) for k in range(3)]), 14)
+    b = stopped_by_sigterm(shard(1, 2, 1_000.0, [tally_of([1] * 150, seed=k) for k in range(3)]), 14.2)
+    merged = merge_shards([a, b])
+    intervals = list(merged.intervals)
+    assert [i.due for i in intervals] == pytest.approx([300, 30 * (4 + 4.2 + 0.2) / 2])
+    assert merged.complete and merged.notes == []
+    summary = merged.summary()
+    assert summary.stopped_before_the_others() == []
+    assert interrupted_line(summary) == ("stopped by SIGTERM before its planned end: shard 0 of 2 after 14s of 10m0s, "
+                                         "shard 1 of 2 after 14.2s of 10m0s: the results cover only that")
 
 
 def test_shards_started_an_interval_apart_keep_a_true_goal() -> None:
@@ -156,7 +234,7 @@ def test_merged_percentiles_come_from_the_merged_buckets() -> None:
 
 def test_missing_and_incomplete_shards_are_named() -> None:
     merged = merge_shards([shard(0, 4, 0.0, [tally_of([1])]), shard(2, 4, 0.0, [tally_of([1])])], incomplete=[3])
-    assert merged.summary().shards == {"count": 4, "merged": [0, 2], "missing": [1], "incomplete": [3]}
+    assert merged.summary().shards == {"count": 4, "merged": [0, 2], "missing": [1], "incomplete": [3], "stopped": []}
     assert merged.notes == ["shard 1 of 4: no output found, not merged",
                             "shard 3 of 4: its output has no usable summary (cut off or damaged), not merged"]
 
@@ -375,7 +453,7 @@ def test_a_damaged_summary_is_named_and_not_merged(path: tuple[str | int, ...], 
     assert len(found.notes) == 1 and found.notes[0].startswith("b.log: shard 1's summary cannot be merged: ")
     assert said in found.notes[0]
     merged = merge_shards(found.shards, found.expected, found.incomplete)
-    assert merged.summary().shards == {"count": 2, "merged": [0], "missing": [], "incomplete": [1]}
+    assert merged.summary().shards == {"count": 2, "merged": [0], "missing": [], "incomplete": [1], "stopped": []}
 
 
 def test_a_damaged_summary_without_a_startup_line_is_skipped_and_said() -> None:
@@ -496,6 +574,55 @@ def test_many_contradictions_are_said_ten_and_counted() -> None:
     lines = contradictions_of(whole_log(replace(s, intervals=records)))
     assert lines[:10] == [f"interval {k}: kernelClocked is 3, more than its 2 responses" for k in range(10)]
     assert lines[10:] == ["b.log: shard 1: 20 more contradictions"]
+
+
+def without(s: ShardRun, *keys: str, intervals: Sequence[int] | None = None) -> ShardRun:
+    """The shard with `keys` taken out of its interval records' tallies, as an earlier version wrote them."""
+    records = [json.loads(json.dumps(r)) for r in s.intervals]
+    for index, record in enumerate(records):
+        if intervals is None or index in intervals:
+            for key in keys:
+                del record["tally"][key]
+    return replace(s, intervals=records)
+
+
+def phased_shard(index: int) -> ShardRun:
+    """A shard whose records carry phase timings and backend counts, as this version writes them."""
+    tallies = []
+    for _ in range(2):
+        tally = phased()
+        for ms in (1, 2, 3):
+            result = Result(start_ns=0, connected_ns=1, headers_ns=ms * 1_000_000, end_ns=ms * 1_000_000 + 5,
+                            status=200, backend="pod-a")
+            tally.add(result, result.headers_ns, 0, backend="pod-a")
+        tallies.append(tally)
+    return replace(shard(index, 2, 1_000.0, tallies), urls=URLS)
+
+
+def test_shards_of_two_versions_are_refused_naming_the_one_without_what_the_other_has() -> None:
+    """A shard written before phases and backends were recorded, merged with one written after: the
+    merged phases and backends counted one shard's responses, every other figure both (exit 0)."""
+    new, old = phased_shard(0), without(phased_shard(1), "phases", "backends")
+    for logs in ([("a.log", whole_log(new)), ("b.log", whole_log(old))],
+                 [("b.log", whole_log(old)), ("a.log", whole_log(new))]):
+        with pytest.raises(UsageError) as refused:
+            read_pods(logs)
+        assert str(refused.value) == (
+            "merge: shard 1's records (b.log) have no phase timings nor backend counts, which shard 0's (a.log) have: "
+            "an earlier version wrote it, and merged, their figures would contradict each other; merge logs of one "
+            "version")
+    only_phases = without(phased_shard(1), "phases")
+    with pytest.raises(UsageError, match=r"^merge: shard 1's records \(b.log\) have no phase timings, which shard 0's"):
+        read_pods([("a.log", whole_log(new)), ("b.log", whole_log(only_phases))])
+    both_old = read_pods([("a.log", whole_log(without(new, "phases", "backends"))), ("b.log", whole_log(old))])
+    assert [s.index for s in both_old.shards] == [0, 1]  # one version: merged as they are
+
+
+def test_a_shard_whose_records_differ_in_what_they_carry_contradicts_itself() -> None:
+    lines = contradictions_of(whole_log(without(phased_shard(1), "phases", intervals=[1])))
+    assert lines == ["interval 1: its record has no phase timings, which interval 0's has"]
+    lines = contradictions_of(whole_log(without(phased_shard(1), "phases", "backends", intervals=[0])))
+    assert lines == ["interval 1: its record has phase timings and backend counts, which interval 0's has not"]
 
 
 def test_a_merged_run_says_its_shards_engine_or_mixed() -> None:

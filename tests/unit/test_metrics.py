@@ -178,6 +178,15 @@ def test_late_sends_are_counted_as_the_client_lag_says() -> None:
     assert tally.late == 1 and scrape(tally)["soak_late_sends_total"][()] == 1
 
 
+def test_connections_taken_over_from_a_warmup_count_as_opened() -> None:
+    """As in the summary (Recorder.took_over): the run closes them, so it counts them as opened too."""
+    tally = MetricsTally(ONE, Closed())
+    tally.took_over(["HTTP/1.1", "HTTP/1.1"], START - MS)
+    tally.record(Result(start_ns=START, headers_ns=START + MS, end_ns=START + MS, status=200, connections_closed=1))
+    samples = scrape(tally)
+    assert samples["soak_connections_opened_total"][()] == 2 and samples["soak_connections_closed_total"][()] == 1
+
+
 def test_figures_and_the_verdict_as_gauges() -> None:
     figures = Gauges()
     s = scrape(MetricsTally(ONE, Closed()), figures)

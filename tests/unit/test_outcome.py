@@ -145,3 +145,18 @@ def test_a_code_known_beforehand_takes_its_place_in_the_precedence() -> None:
     alone = ExitCode(said.append, also=[e.EXIT_SHARD_MISSING])
     alone.finish(summary())
     assert alone.code == e.EXIT_SHARD_MISSING
+
+
+def test_lost_output_takes_its_place_in_the_precedence_and_the_signals_line_names_no_code() -> None:
+    """A run stopped by SIGTERM whose CSV could not be written exits 6 (its own line said why): its
+    last line said `... (exit code 7)`."""
+    said: list[str] = []
+    reporter = ExitCode(said.append, output_lost=lambda: True)
+    reporter.finish(summary(stop="signal SIGTERM"))
+    assert reporter.code == e.EXIT_OUTPUT
+    assert said == ["stopped by SIGTERM before its planned end, after 12.345s of 1m0s: the results cover only that"]
+    assert reporter.said == ["", said[0]]
+    said.clear()
+    broken = ExitCode(said.append, output_lost=lambda: True)
+    broken.finish(summary(responses=0, stop="signal SIGTERM"))  # a code above 6 still wins, and says so
+    assert broken.code == e.EXIT_NO_RESPONSE and said[-1].endswith(" (exit code 8)")

@@ -16,10 +16,12 @@ from runner.commands.plot import (
     DEFAULT_WIDTH,
     FLOOR,
     build_figure,
+    check_drawable,
     latency_ticks,
     save_figure,
     time_axis,
 )
+from runner.core.errors import UsageError
 from runner.readback.results import LoadedRun, load_run, read_run
 from runner.report.slowcooker import ChangeWindow, Line, interval_line
 from tests.conftest import GOLDEN
@@ -174,3 +176,21 @@ def test_sub_unit_latencies_from_a_summary_get_their_own_ticks() -> None:
     """intervalStats keep fractions of the unit: 0.05 ms is drawn at 0.05, labelled as such."""
     assert latency_ticks(0.047, 2.1) == [0.02, 0.05, 0.1, 0.2, 0.5, 1, 2]
     assert latency_ticks(0.3, 0.9) == [0.2, 0.5]  # 0.5 is a value here, not the "<1" floor
+
+
+@pytest.mark.parametrize(("unit", "longest"), [("ms", 86_400_000), ("us", 86_400_000_000), ("ns", 86_400_000_000_000)])
+def test_a_latency_longer_than_a_day_is_refused_before_drawing(unit: str, longest: int) -> None:
+    """No run measures a latency over a day (slow_cooker's histograms end there, soak's at an hour):
+    such a log is damaged, and a 21-digit one drew a matplotlib traceback."""
+    def run_with(p99: int) -> LoadedRun:
+        text = (f"# sending 10 GET req/s with concurrency=1 to http://h/ ...\n"
+                f"2026-12-01T10:20:43Z    0     10/0/0 10 100% 1s   0 [  0   0 {p99}    {p99} ]    {p99}      0 +\n")
+        return load_run(text, "x.log", unit)
+
+    check_drawable(run_with(longest))
+    build_figure(run_with(longest)).canvas.draw()
+    with pytest.raises(UsageError) as refused:
+        check_drawable(run_with(longest + 1))
+    assert str(refused.value) == (f"x.log: interval 0's max is {longest + 1}{unit}: longer than a day, which no run "
+                                  "measures (a damaged log?); nothing drawn")
+    assert run_with(10**39).intervals == ()  # beyond 64 bits: left out as the log is read, with a note

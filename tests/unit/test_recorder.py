@@ -319,6 +319,26 @@ def test_a_result_for_an_already_closed_interval_goes_to_the_next_open_one() -> 
     assert recorder.close().tally.good == 1
 
 
+def test_connections_taken_over_from_a_warmup_are_opened_in_the_interval_they_join() -> None:
+    """Issue 32: a warm-up's connections vanished from the run's counts, which then closed more than
+    they opened (interval 0: 0 opened, 5 closed). Those the run takes over count as opened in it:
+    before its start, in interval 0; after an interval closed, in the open one; after its end, in
+    the drain; and by what they speak in its connections. A session with none adds nothing."""
+    recorder = Recorder(GRID, Closed())
+    recorder.drain_from(START + 25 * SECOND)
+    recorder.took_over(["HTTP/1.1", "HTTP/1.1"], START - 300 * MS)  # free before the run began
+    recorder.took_over([], START - 200 * MS)
+    recorder.record(dataclasses.replace(response(end=START + 2 * SECOND), connections_closed=1))
+    first = recorder.close()
+    assert (first.tally.connections_opened, first.tally.connections_closed) == (2, 1)
+    recorder.took_over(["HTTP/1.1 TLSv1.3"], START + 5 * SECOND)  # interval 0 had closed: interval 1's
+    recorder.took_over(["HTTP/1.1"], START + 26 * SECOND)  # after the run's end: the drain's
+    assert recorder.close().tally.connections_opened == 1
+    assert recorder.close(final=True).tally.connections_opened == 0
+    assert recorder.total.connections_opened == 4 and recorder.total.connections_closed == 1
+    assert recorder.connections == {"HTTP/1.1": 3, "HTTP/1.1 TLSv1.3": 1}
+
+
 def test_skips_count_in_the_interval_of_their_due_time() -> None:
     recorder = Recorder(GRID, Closed())
     recorder.record(skip(due=START + 3 * SECOND))

@@ -242,6 +242,19 @@ def test_the_histogram_min_is_never_below_the_summary_min_it_rounds_under() -> N
     assert latency["max"] >= 80_000 and latency["p50"] >= latency["min"]
 
 
+def test_a_summary_whose_latencies_have_three_decimals_reads_back_in_order() -> None:
+    """Issue 32: the summary's keys are no longer truncated to the unit but kept to three decimals
+    of it, so its min (123.6 us, in ms: 0.124) can be over the exact min by half a microsecond, and
+    over the histogram's p50 when every latency shares a bucket. Read back, min stays the lowest."""
+    histogram = LatencyHistogram()
+    for _ in range(10):
+        histogram.record(123_600)
+    text = summary_text("ms", min=0.124, histogram={"unit": "ns", "hdr": histogram.encode()})
+    latency = load_run(text, "s.json").figures.latency_ns
+    assert latency["min"] <= latency["p50"] <= latency["max"]
+    assert abs(latency["min"] - 123_600) < 500
+
+
 WARMED_LOG = """\
 # sending 20 GET req/s with concurrency=5 to http://127.0.0.1:35137/ ...
 #                    iter   good/b/f t   goal%  min [p50 p95 p99  p999]  max bhash change
@@ -261,3 +274,27 @@ def test_a_warmups_lines_are_not_read_back_as_the_runs() -> None:
     loaded = load_run(WARMED_LOG, "warmed.log")
     assert [row.good for row in loaded.intervals] == [5, 15]
     assert not any("warmup" in note for note in loaded.notes)
+
+
+@pytest.mark.parametrize("digits", [20, 400])
+@pytest.mark.parametrize("source", ["line", "intervalStats"])
+def test_a_figure_beyond_64_bits_leaves_its_row_out_with_a_note(digits: int, source: str) -> None:
+    """A made-up max of hundreds of digits overflowed the run-wide estimate's floats: `soak compare`,
+    `plot` and `merge` ended in an OverflowError traceback. No run counts beyond 64 bits: the row is
+    left out, said in a note, and the rest of the run reads as before."""
+    big = "9" * digits
+    line = "2026-12-01T10:20:{s}Z    {i}    100/0/0 100 100% 1s   0 [  0   0   2    2 ]    {m}      0 \n"
+    if source == "line":
+        text = line.format(s=43, i=0, m=big) + line.format(s=44, i=1, m=2)
+    else:
+        entry = {"end": "2026-12-01T10:20:44Z", "iter": 0, "good": 100, "bad": 0, "failed": 0, "t": 100, "goalPercent": 100,
+                 "interval": "1s", "min": 0, "p50": 0, "p95": 0, "p99": 2, "p999": 2, "max": 2, "bhash": 0}
+        text = json.dumps({"p50": 0, "intervalStats": [entry | {"max": int(big)}, entry | {"iter": 1}]}) + "\n"
+    run = load_run(text, "big.log")
+    if source == "line":
+        assert [i.iter for i in run.intervals] == [1]
+        assert any("iter 0 has a max beyond what any run counts" in note for note in run.notes), run.notes
+    else:  # an entry that is no run's makes the summary's intervals unreadable, as any damaged entry does
+        assert run.intervals == ()
+        assert "the JSON summary's intervalStats[0] cannot be read; used the interval lines" in run.notes
+    assert_one_line_notes(run)

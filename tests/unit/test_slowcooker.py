@@ -140,6 +140,22 @@ def test_startup_lines() -> None:
     assert one_from_file == seed + "\n"
 
 
+def test_a_ramps_startup_line_says_its_shape_and_reads_back_with_no_rate() -> None:
+    """Issue 32: a ramp whose peak is 100 said `sending 100 GET req/s`, a rate it keeps for none of
+    its run. It says its shape now; read back, the line names no rate (the intervals give the ramp's
+    average), and a constant rate's line reads back as before."""
+    url = "http://127.0.0.1:8080/"
+    ramp = startup_line(100, "GET", 5, [url], None, stages=3)
+    assert ramp == f"# sending up to 100 GET req/s in 3 stages with concurrency=5 to {url} ...\n"
+    assert startup_line(12.5, "POST", 2, [url], None, stages=1).startswith("# sending up to 12.5 POST req/s in 1 stage ")
+    assert startup_line(100, "GET", 5, [url], None, stages=0) == startup_line(100, "GET", 5, [url], None)
+    line = interval_line(Line("2026-12-01T10:20:43Z", 0, 10, 0, 0, 10, 100, "1s", (0, 0, 0, 0, 0, 0), 0, "+"))
+    staged, steady = load_run(ramp + line, "ramp.log"), load_run(startup_line(100, "GET", 5, [url], None) + line, "x")
+    assert staged.startup is not None and staged.startup.rate is None and staged.startup.concurrency == 5
+    assert staged.startup.target == url and staged.figures.rate_target == 10
+    assert steady.startup is not None and steady.startup.rate == 100 == steady.figures.rate_target
+
+
 @pytest.mark.parametrize(("qps", "text"), [(100, "100"), (100.0, "100"), (12.5, "12.5"), (0.1, "0.1"), (33.25, "33.25"), (1e-7, "0.0000001")])
 def test_rate_is_whole_or_exact(qps: float, text: str) -> None:
     assert format_rate(qps) == text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from datetime import datetime
@@ -14,11 +15,11 @@ from runner.config.settings import merge, settings_from
 from runner.core.percentiles import PERCENTILES
 from runner.core.units import in_unit
 from runner.load.result import Result
-from runner.report.summary import JsonSummaryReporter, bench_dict, percentile_keys, summary_dict
+from runner.report.summary import JsonSummaryReporter, bench_dict, interval_dict, percentile_keys, summary_dict
 from runner.stats.figures import SUMMARY_PERCENTILES, Latency
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import BenchTally, Interval, Tally
-from runner.stats.runinfo import RunInfo, RunSummary
+from runner.stats.runinfo import RunInfo, RunSummary, Warmup
 
 START = 7_000_000_000_000
 WALL = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -60,24 +61,44 @@ def latencies_1_to_1000_us() -> list[int]:
 
 
 @pytest.mark.parametrize("unit", ["ms", "us", "ns"])
-def test_first_six_keys_are_slow_cookers_in_order_as_ints(unit: str) -> None:
+def test_first_six_keys_are_slow_cookers_in_order_in_the_unit(unit: str) -> None:
     data = summary_dict(make_summary(tally_of(latencies_1_to_1000_us()), {"latencyUnit": unit}))
     assert list(data)[:6] == SIX
     for key in SIX:
-        assert type(data[key]) is int, key
+        assert type(data[key]) is float, key
     assert data["latencyUnit"] == unit
 
 
 def test_percentiles_in_microseconds() -> None:
     data = summary_dict(make_summary(tally_of(latencies_1_to_1000_us()), {"latencyUnit": "us"}))
-    assert [data[k] for k in SIX] == [500, 750, 900, 950, 990, 999]
+    assert [data[k] for k in SIX] == [500.479, 750.591, 900.607, 950.783, 990.719, 999.423]
+    assert (data["min"], data["max"]) == (1.4, 1000.4)
 
 
-def test_percentiles_in_milliseconds_truncate() -> None:
+def test_percentiles_in_milliseconds_keep_their_microseconds() -> None:
+    """slow_cooker truncates its keys to the unit (2, 2, 250, ..., min 1); the summary's latencies are
+    exact, to three decimals, as its intervalStats, mean and stdev always were."""
     tally = tally_of([1_999_000, 2_500_000, 2_900_000, 250_700_000])
     data = summary_dict(make_summary(tally, {"latencyUnit": "ms"}))
-    assert [data[k] for k in SIX] == [2, 2, 250, 250, 250, 250]
-    assert (data["min"], data["max"]) == (1, 250)
+    assert [data[k] for k in SIX] == [2.501, 2.902, 250.7, 250.7, 250.7, 250.7]
+    assert (data["min"], data["max"]) == (1.999, 250.7)
+
+
+def test_a_fast_services_headline_percentiles_are_not_all_zero() -> None:
+    """Issue 32: a service answering in 80 to 500 us had p50 ... p999, min and max all 0 at the top
+    of its summary (ms, truncated), beside exact latencies everywhere else in the same JSON. Every
+    latency of the summary is now the figure to three decimals of the unit, the headline's, the
+    intervals' and the warm-up's alike."""
+    latencies = [80_000 + 420 * n for n in range(1000)]  # 80 us to 499.6 us
+    tally = tally_of(latencies)
+    summary = dataclasses.replace(make_summary(tally, {"latencyUnit": "ms"}), warmup=Warmup(tally, 1000.0, 10**10, 1))
+    data = summary_dict(summary, [interval_dict(summary.info, Interval(0, START, START + 10**10, tally))])
+    figures = Latency.of(tally.latency)
+    assert [data[k] for k in SIX] == [round(figures.percentiles[k] / MS, 3) for k in SIX]
+    assert 0 < data["p50"] < data["p99"] < 0.5 and (data["min"], data["max"]) == (0.08, 0.5)
+    line = ("min", "p50", "p95", "p99", "p999", "max")
+    assert [data["intervalStats"][0][k] for k in line] == [data[k] for k in line]
+    assert {k: data["warmup"][k] for k in (*SIX, "min", "max")} == {k: data[k] for k in (*SIX, "min", "max")}
 
 
 def test_percentiles_in_nanoseconds_are_the_histogram_values() -> None:
@@ -102,7 +123,8 @@ def test_percentile_keys_helper() -> None:
     histogram = LatencyHistogram()
     for v in range(1, 101):
         histogram.record(v * MS)
-    assert percentile_keys(Latency.of(histogram), "ms") == {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 100}
+    assert percentile_keys(Latency.of(histogram), "ms") == {"p50": 50.004, "p75": 75.039, "p90": 90.046, "p95": 95.027,
+                                                          "p99": 99.025, "p999": 100.0}
 
 
 # --- the rest of the summary -------------------------------------------------------------------
@@ -188,7 +210,8 @@ def test_uncorrected_percentiles_only_for_the_open_model() -> None:
         uncorrected.record(v * 1000)
     opened = summary_dict(make_summary(tally_of([5 * MS]), {"loadModel": "open", "latencyUnit": "us"},
                                        uncorrected=uncorrected))
-    assert opened["uncorrected"] == {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 100}
+    assert opened["uncorrected"] == {"p50": 50.015, "p75": 75.007, "p90": 90.047, "p95": 95.039, "p99": 99.007,
+                                     "p999": 100.0}
     assert list(opened)[:6] == SIX
 
 
@@ -232,8 +255,8 @@ def test_reporter_prints_two_space_indented_json_at_the_end() -> None:
     text = out.getvalue()
     lines = text.splitlines()
     assert lines[0] == "{"
-    assert lines[1:7] == ['  "p50": 500,', '  "p75": 750,', '  "p90": 900,', '  "p95": 950,', '  "p99": 990,',
-                          '  "p999": 999,']
+    assert lines[1:7] == ['  "p50": 500.479,', '  "p75": 750.591,', '  "p90": 900.607,', '  "p95": 950.783,',
+                          '  "p99": 990.719,', '  "p999": 999.423,']
     assert text.endswith("}\n")
     assert json.loads(text)["requests"] == 1000
 

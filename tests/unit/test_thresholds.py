@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 import pytest
 
 from runner.config.rules import (
+    BACKENDS_KEPT,
     LATENCIES,
     METRICS,
     STATUS_CLASSES,
@@ -21,7 +23,8 @@ from runner.config.rules import (
 )
 from runner.core.errors import UsageError
 from runner.load.result import Result
-from runner.stats.figures import Figures
+from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, Figures, backends_reached
+from runner.stats.record import tally_from_record, tally_record
 from runner.stats.recorder import Tally
 from runner.stats.thresholds import UNBOUNDED, Plan, Span, bounds, measure
 
@@ -107,6 +110,8 @@ def test_rules_read_as_written(text: str, metric: str, op: str, limit: float, un
         ("p99 < 50ms and p95 < 20ms", "must be a metric, a comparison and a number"),
         ("p98 < 50ms", 'unknown metric "p98"'),
         ("latency < 50ms", 'unknown metric "latency"'),
+        ("status{401} == 0", 'a status is judged as its share of the responses, written like "401% == 0"'),
+        ("STATUS{4xx} <= 1", 'a status is judged as its share of the responses, written like "401% == 0"'),
         ("p(98) < 50ms", 'unknown metric "p(98)"'),
         ("p99 == 50ms", "p99 is measured, never exactly one value: use <, <=, > or >="),
         ("p99 = 50ms", "the comparison must be <, <=, >, >= or =="),
@@ -451,6 +456,53 @@ def test_backends_measures_the_names_that_answered() -> None:
     assert measure("backends", span_of(failed, 1.0, 3)) == 0
     assert measure("backends", span_of(Tally(), 1.0, 0)) is None  # nothing sent
     assert measure("backends", span_of(ten, 0.1, 13, whole=False)) is None  # a partial interval: not judged
+
+
+def test_a_backends_rule_beyond_the_names_counted_is_refused_with_one_line() -> None:
+    """Backends are counted by name up to BACKENDS_KEPT (100), then as "at least 100": a rule whose
+    verdict differs between 100 and more (`backends >= 101` always broke with 300 answering;
+    `backends <= 100` held with 300) can never be judged right, so validate refuses it."""
+    header = "X-Soak-Backend"
+    for text in (f"backends >= {BACKENDS_KEPT}", f"backends < {BACKENDS_KEPT}", f"backends > {BACKENDS_KEPT - 1}",
+                 f"backends <= {BACKENDS_KEPT - 1}", "backends >= 10"):
+        assert rules_for([text], [text], "soak", header)
+    for text in (f"backends >= {BACKENDS_KEPT + 1}", f"backends > {BACKENDS_KEPT}", f"backends <= {BACKENDS_KEPT}",
+                 f"backends < {BACKENDS_KEPT + 1}", "backends >= 300"):
+        for run, interval, setting in (([text], [], "thresholds"), ([], [text], "intervalThresholds")):
+            with pytest.raises(UsageError) as refused:
+                rules_for(run, interval, "soak", header)
+            assert str(refused.value) == (
+                f'{setting}: "{text}" is not allowed: backends are counted by name up to 100 and beyond that only as '
+                '"at least 100", so this rule could not be judged: >= and < take a number up to 100, > and <= up to 99')
+    rule = parse_rule("backends >= 50")
+    assert rule.show(99) == "99 backends" and rule.show(BACKENDS_KEPT) == "at least 100 backends"
+
+
+def test_backends_beyond_the_names_counted_read_as_100_whatever_the_order() -> None:
+    """A response without the header, or the count of "other", took one of the 100 names' places: 300
+    backends answering after a response without the header read as 99, and a tally read back from a
+    record (its names sorted, "other" among them) as 98 or 99."""
+    names = [f"pod-{i:03}" for i in range(300)]
+    rng = random.Random(7)
+    for _ in range(50):
+        tallies = []
+        for _ in range(rng.randint(1, 4)):
+            tally = Tally()
+            for name in rng.sample(names + [NO_BACKEND] * 20, rng.randint(1, 250)):
+                tally.count_backend(name)
+            tallies.append(tally)
+        whole = Tally()
+        for tally in tallies:
+            whole.merge(tally_from_record(json.loads(json.dumps(tally_record(tally)))))
+        for tally in (*tallies, whole):  # "other" only ever beside 100 names: 100 means at least 100
+            assert (OTHER_BACKENDS in tally.backends) <= (backends_reached(tally.backends) == BACKENDS_KEPT)
+        named = {b for t in tallies for b in t.backends if b not in (NO_BACKEND, OTHER_BACKENDS)}
+        assert backends_reached(whole.backends) == min(len(named), BACKENDS_KEPT)
+        assert sum(whole.backends.values()) == sum(sum(t.backends.values()) for t in tallies)
+    first_none = Tally()
+    for name in [NO_BACKEND, *names]:
+        first_none.count_backend(name)
+    assert backends_reached(first_none.backends) == BACKENDS_KEPT and first_none.backends[OTHER_BACKENDS] == 200
 
 
 def test_backends_reached_never_fall_and_any_send_to_come_may_reach_one_more() -> None:

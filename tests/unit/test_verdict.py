@@ -5,16 +5,18 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import math
 from typing import Any
 
 import pytest
 
 from runner.config.settings import merge, settings_from
+from runner.config.targets import Targets
 from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
 from runner.load.result import Result
 from runner.load.shards import Shard
 from runner.report.summary import JsonSummaryReporter
-from runner.report.verdict import Verdict, plan_of
+from runner.report.verdict import Outcome, Verdict, plan_of
 from runner.stats.recorder import Interval, Tally
 from runner.stats.runinfo import RunInfo, RunSummary
 from runner.stats.thresholds import Plan
@@ -296,6 +298,59 @@ def test_a_shard_that_never_sends_to_a_scoped_rules_url_leaves_it_to_the_others(
         assert outcomes[other].line() == (f"# threshold run p99{{url={other}}} < 200ms: not sent to by this shard "
                                           "(other shards send to it) ok\n")
         assert not outcomes[judged].elsewhere
+
+
+@pytest.mark.parametrize("weights", [(), (3, 1, 2)], ids=str)
+@pytest.mark.parametrize("shards", [2, 3, 4, 6])
+def test_a_shards_scoped_rate_is_the_merges(shards: int, weights: tuple[int, ...]) -> None:
+    """Each shard's verdict on `rate{url=...}` is the merge's: its rate to the URL is scaled by its
+    part of that URL's sends, not by the shard count. 3 shards of 3 URLs send to one URL each: x 3
+    read 90 req/s where the run sent 30, BROKEN on a shard and ok in the merge, or the other way."""
+    urls = ["http://h/u0", "http://h/u1", "http://h/u2"]
+    wheel = Targets(tuple(urls), weights).wheel
+    sends = math.lcm(len(wheel), shards) * 4  # over 1 s: the run's rate to each URL is its sends in it
+    rules = [f"rate{{url=/u{u}}} >= 10" for u in range(3)]
+    settings = settings_from(merge({"thresholds": rules}))
+
+    def judged(shard: Shard, numbers: range) -> list[Outcome]:
+        per_url = (Tally(), Tally(), Tally())
+        total = Tally()
+        for n in numbers:
+            result = Result(start_ns=1, headers_ns=2, end_ns=3, status=200, url_index=wheel[n % len(wheel)])
+            for tally in (per_url[result.url_index], total):
+                tally.add(result, MS, 0)
+        info = RunInfo(settings, urls, None, 0, 1e9, shard, weights)
+        summary = RunSummary(info, 1, SECOND, SECOND, total, None, None, None, "iterations", 0.0, 0, per_url=per_url)
+        verdict = Verdict.for_settings(settings, io.StringIO())
+        assert verdict is not None
+        return verdict.judge(summary)
+
+    merged = judged(Shard(), range(sends))
+    for index in range(shards):
+        for mine, whole in zip(judged(Shard(index, shards), range(index, sends, shards)), merged, strict=True):
+            if not mine.elsewhere:
+                assert mine.measured == pytest.approx(whole.measured), (index, mine.line())
+                assert mine.ok == whole.ok
+
+
+def test_a_shards_scoped_rate_line_says_its_part() -> None:
+    """3 shards of 3 URLs: each makes all of one URL's sends; 2 shards of 3 URLs: half of each."""
+    settings = settings_from(merge({"thresholds": ["rate{url=/a} >= 10"]}))
+    per_url = (Tally(), Tally(), Tally())
+    for _ in range(20):
+        per_url[0].add(Result(start_ns=1, headers_ns=2, end_ns=3, status=200, url_index=0), MS, 0)
+    lines = []
+    for shard in (Shard(0, 3), Shard(0, 2)):
+        info = RunInfo(settings, ["http://h/a", "http://h/b", "http://h/c"], None, 0, 1e9, shard)
+        summary = RunSummary(info, 1, SECOND, SECOND, per_url[0], None, None, None, "iterations", 0.0, 0,
+                             per_url=per_url)
+        verdict = Verdict.for_settings(settings, io.StringIO())
+        assert verdict is not None
+        lines.append(verdict.judge(summary)[0].line())
+    assert lines == [
+        "# threshold run rate{url=/a} >= 10: 20 req/s (whole run: no other shard sends to its URLs) ok\n",
+        "# threshold run rate{url=/a} >= 10: 40 req/s (whole run, extrapolated: this shard's 20 req/s x 2, as it "
+        "makes 1/2 of the run's sends to its URLs) ok\n"]
 
 
 def test_the_capacity_search_stops_at_the_first_broken_interval_and_names_the_last_rate_that_held() -> None:

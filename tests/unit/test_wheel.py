@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from fractions import Fraction
 
 import pytest
@@ -39,24 +40,28 @@ WEIGHTS = [list(w) for n in range(1, 5) for w in itertools.product(range(1, 7), 
 LONGER = [[1] * 30 + [2], [7, 3, 3, 1, 1, 1, 9, 2], [MAX_WEIGHT, 1, 1], [5] * 12 + [1, 2, 3], list(range(1, 40))]
 
 
-@pytest.mark.parametrize("weights", WEIGHTS + LONGER, ids=str)
-def test_wheel_is_nginx_smooth_weighted_round_robin(weights: list[int]) -> None:
-    assert list(wheel_of(weights)) == nginx_wheel(weights)
+# The enumerations run as loops, each failure naming its case: 3,400 pytest items cost 4 times
+# the CPU of the checks themselves.
 
 
-@pytest.mark.parametrize("weights", WEIGHTS + LONGER, ids=str)
-def test_every_prefix_of_sends_is_within_one_send_of_the_weights(weights: list[int]) -> None:
+def test_wheel_is_nginx_smooth_weighted_round_robin() -> None:
+    for weights in WEIGHTS + LONGER:
+        assert list(wheel_of(weights)) == nginx_wheel(weights), weights
+
+
+def test_every_prefix_of_sends_is_within_one_send_of_the_weights() -> None:
     """Over two turns (the wheel repeats), after any number m of sends each URL has had
     within one send of m x its share, and each turn gives each URL exactly its weight."""
-    wheel = wheel_of(weights)
-    total = sum(weights)
-    assert len(wheel) == turn_of(weights) == total // math.gcd(*weights)
-    counts = [0] * len(weights)
-    for m in range(1, 2 * len(wheel) + 1):
-        counts[wheel[(m - 1) % len(wheel)]] += 1
-        for url, weight in enumerate(weights):
-            assert abs(counts[url] - Fraction(m * weight, total)) < 1, (m, url, counts)
-    assert [c * total for c in counts] == [2 * len(wheel) * w for w in weights]
+    for weights in WEIGHTS + LONGER:
+        wheel = wheel_of(weights)
+        total = sum(weights)
+        assert len(wheel) == turn_of(weights) == total // math.gcd(*weights), weights
+        counts = [0] * len(weights)
+        for m in range(1, 2 * len(wheel) + 1):
+            counts[wheel[(m - 1) % len(wheel)]] += 1
+            for url, weight in enumerate(weights):
+                assert abs(counts[url] - Fraction(m * weight, total)) < 1, (weights, m, url, counts)
+        assert [c * total for c in counts] == [2 * len(wheel) * w for w in weights], weights
 
 
 def test_three_to_one_is_a_a_b_a() -> None:
@@ -73,17 +78,46 @@ def shard_urls_by_brute_force(targets: Targets, shard: Shard) -> list[int]:
 SPLITS = [(count, workers) for count in range(1, 7) for workers in range(1, 4)]
 
 
+def test_shards_urls_are_the_urls_their_sends_reach() -> None:
+    for weights in [w for w in WEIGHTS if len(w) <= 3] + LONGER[:3]:
+        targets = Targets(tuple(f"http://h/{i}" for i in range(len(weights))), tuple(weights))
+        for count, workers in SPLITS:
+            reached: set[int] = set()
+            for index in range(count):
+                for worker in range(workers):
+                    shard = Shard(index, count, worker, workers)
+                    assert list(shard.urls(targets.wheel)) == shard_urls_by_brute_force(targets, shard), (weights,
+                                                                                                        shard)
+                    reached |= set(shard.urls(targets.wheel))
+            assert reached == set(range(len(weights))), weights  # together, the processes send to every URL
+
+
+def part_by_brute_force(targets: Targets, shard: Shard, urls: set[int]) -> Fraction:
+    """The shard's part of the sends to `urls`, counted over every send of the least common turn."""
+    length = math.lcm(len(targets.wheel), shard.stride)
+    everyone = sum(1 for n in range(length) if targets.url_of(n) in urls)
+    mine = sum(1 for n in range(shard.offset, length, shard.stride) if targets.url_of(n) in urls)
+    return Fraction(mine, everyone) if everyone else Fraction(0)
+
+
 @pytest.mark.parametrize("weights", [w for w in WEIGHTS if len(w) <= 3] + LONGER[:3], ids=str)
-def test_shards_urls_are_the_urls_their_sends_reach(weights: list[int]) -> None:
+def test_a_shards_part_of_a_urls_sends_is_what_its_sends_make_and_the_parts_add_up(weights: list[int]) -> None:
+    """A scoped rate rule's shard multiplies its rate by 1 / part: 3 shards of 3 URLs each make all of
+    one URL's sends (not a third), so the extrapolation must not be x 3 there."""
     targets = Targets(tuple(f"http://h/{i}" for i in range(len(weights))), tuple(weights))
+    groups = [set(g) for n in range(1, min(len(weights), 2) + 1) for g in itertools.combinations(range(len(weights)), n)]
     for count, workers in SPLITS:
-        reached: set[int] = set()
-        for index in range(count):
-            for worker in range(workers):
-                shard = Shard(index, count, worker, workers)
-                assert list(shard.urls(targets.wheel)) == shard_urls_by_brute_force(targets, shard)
-                reached |= set(shard.urls(targets.wheel))
-        assert reached == set(range(len(weights)))  # together, the processes send to every URL
+        for urls in groups:
+            parts = []
+            for index in range(count):
+                for worker in range(workers):
+                    shard = Shard(index, count, worker, workers)
+                    part = shard.part_of(targets.wheel, urls)
+                    assert part == part_by_brute_force(targets, shard, urls), (shard, urls)
+                    assert (part > 0) == bool(urls & set(shard.urls(targets.wheel)))
+                    parts.append(part)
+            assert sum(parts) == 1, (count, workers, urls)
+    assert Shard(1, 3).part_of(3, {1}) == 1 and Shard(1, 2).part_of(3, {1}) == Fraction(1, 2)
 
 
 def test_unweighted_targets_keep_the_old_split() -> None:
@@ -144,6 +178,35 @@ def test_a_bad_weight_on_the_command_line(arguments: list[str], message: str) ->
     with pytest.raises(UsageError) as caught:
         targets_from_arguments(arguments)
     assert str(caught.value).startswith(message)
+
+
+NOT_A_URL = "is not an http:// or https:// URL"
+
+
+@pytest.mark.parametrize("written", ["127.0.0.1:18471/", "127.0.0.1:18471", "127.0.0.1", "10.0.0.1/x", "1.2.3", "0:80",
+                                     "8080/"])
+def test_an_address_without_its_scheme_is_said_to_be_no_url_not_a_bad_weight(written: str) -> None:
+    """Issue 32: `soak 127.0.0.1:18471/` said `weight '127.0.0.1:18471/' is not allowed`, where
+    `soak localhost:18471` says what is wrong. A word that reads as a host (a colon, a slash, a second
+    dot) is a URL, however it starts: on the command line, alone or after a weight, and in a file."""
+    for arguments in ([written], ["3", written], [written, "http://a/"]):
+        with pytest.raises(UsageError) as caught:
+            targets_from_arguments(arguments)
+        assert str(caught.value) == f"URL argument: {written!r} {NOT_A_URL}"
+    with pytest.raises(UsageError) as caught:
+        targets_from_arguments(["localhost:18471"])
+    assert str(caught.value) == f"URL argument: 'localhost:18471' {NOT_A_URL}"  # the line both now get
+    with pytest.raises(UsageError) as caught:
+        parse_targets(f"{written} http://a/\n", "urls.txt")
+    assert str(caught.value) == f"urls.txt:1: '{written} http://a/' contains a space"
+
+
+@pytest.mark.parametrize("word", ["0", "1001", "-2", "+2", "1.5", ".5", "3x"])
+def test_what_reads_as_a_number_is_still_a_weight(word: str) -> None:
+    """Only words that read as a host changed: a number, well or badly written, is still judged as a weight."""
+    with pytest.raises(UsageError, match=rf"^URL argument: weight '{re.escape(word)}' is not allowed"):
+        targets_from_arguments([word, "http://a/"])
+    assert targets_from_arguments(["7", "http://a/", "http://b/"]).weights == (7, 1)
 
 
 def test_a_long_list_without_weights_builds_no_wheel() -> None:

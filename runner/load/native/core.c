@@ -458,6 +458,7 @@ static void count_backend(soak_engine *e, soak_tally *t, const char *name, uint8
             return;
         }
         b->n = 0;
+        b->none = 0;
         b->other = 0;
     }
     for (uint32_t i = 0; i < b->n; i++) {
@@ -467,7 +468,9 @@ static void count_backend(soak_engine *e, soak_tally *t, const char *name, uint8
             return;
         }
     }
-    if (b->n == SOAK_BACKENDS_KEPT) {
+    if (len == 0) {
+        b->none = 1;
+    } else if (b->n - b->none == SOAK_BACKENDS_KEPT) {
         b->other++;
         return;
     }
@@ -851,7 +854,9 @@ static conn *conn_slot(soak_engine *e)
  * the report said the server had closed (EPOLLRDHUP) and the read returned bytes before it.
  * One read per connection per wake-up, so a server that never stops sending cannot keep the
  * loop from its timer. Writing waits level-triggered, as before (rare: a request larger than
- * the socket's buffer). */
+ * the socket's buffer), and only while a request is being written: a connection is kept for
+ * the next one only once its request was all written (parsed), so an idle one, whose socket
+ * is writable, never wakes the loop for it. */
 static int watch(soak_engine *e, conn *c, int op, uint32_t events)
 {
     struct epoll_event ev = {.events = events == EPOLLIN ? EPOLLIN | EPOLLRDHUP | EPOLLET : events,
@@ -884,7 +889,9 @@ static void finish(soak_engine *e, conn *c, int kind, const char *text, int keep
         .r = &c->r,
     };
     if (c->r.outcome == SOAK_DONE) {
-        r.header_bytes = t->is_head ? c->wire : c->r.header_bytes;
+        /* http1.Connection: whole reads, so the rest of the read that ended the response counts
+         * too (bytes read, as ab's Total transferred counts them), though no response owns it */
+        r.header_bytes = c->wire - (t->is_head ? 0 : c->r.body_bytes);
         r.kept_alive = t->is_head ? 0 : c->r.keep_alive;
     }
     /* http1.Connection._finish: what ends after its deadline is a timeout, whatever it was;
@@ -922,8 +929,11 @@ static void parsed(soak_engine *e, conn *c, int leftover, int64_t now)
 {
     int64_t end = c->headers ? arrived(e, c, now) : now;
     if (c->r.outcome == SOAK_DONE) {
-        /* bytes after the response belong to no request: the connection is out of step */
-        finish(e, c, -1, NULL, c->r.keep_alive && !leftover && !e->cfg.targets[c->target].is_head, end);
+        /* bytes after the response belong to no request: the connection is out of step; so is
+         * one whose request the server answered before it was all written (a large body): the
+         * server reads the rest, or not, before the next request (http1.Connection._complete) */
+        int keep = c->r.keep_alive && !leftover && !c->out_watched && !e->cfg.targets[c->target].is_head;
+        finish(e, c, -1, NULL, keep, end);
         return;
     }
     char text[SOAK_TEXT_MAX];
@@ -1117,10 +1127,15 @@ static void dial_next(soak_engine *e, conn *c)
     connected(e, c);
 }
 
-/* A new connection for the request on `c`: the origin's next turn (Answers.next_turn). */
+/* A new connection for the request on `c`: the origin's next turn (Answers.next_turn), or
+ * the failure of the name's last lookup, as the Python engine's dial fails after one. */
 static void dial(soak_engine *e, conn *c)
 {
     soak_origin *o = &e->cfg.origins[c->origin];
+    if (o->naddrs == 0) {
+        fail_now(e, c, SOAK_K_DNS, o->failure);
+        return;
+    }
     c->dial_turn = (uint32_t)(o->turn++ % o->nown);
     c->tries = 0;
     c->first_err = 0;
@@ -1160,7 +1175,7 @@ static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t du
     c->wire = 0;
     c->write_off = 0;
     c->kernel_clock = 0;
-    c->out_watched = 0;
+    c->out_watched = 0; /* so it is: a connection is kept only once its request was all written (parsed) */
     soak_response_init(&c->r, cfg->targets[target].is_head, cfg->max_head);
     e->in_flight++;
     dl_append(e, c);
@@ -1850,17 +1865,19 @@ uint32_t soak_addresses_order(soak_address *addrs, uint32_t n)
     return nown;
 }
 
-int soak_engine_set_addresses(soak_engine *e, uint32_t o, soak_address *addrs, uint32_t n)
+int soak_engine_set_addresses(soak_engine *e, uint32_t o, soak_address *addrs, uint32_t n, const char *failure)
 {
-    if (o >= e->cfg.norigins || n == 0)
+    if (o >= e->cfg.norigins)
         return -1;
-    uint32_t nown = soak_addresses_order(addrs, n);
+    uint32_t nown = n ? soak_addresses_order(addrs, n) : 0;
     pthread_mutex_lock(&e->lock);
     soak_origin *origin = &e->cfg.origins[o];
     soak_address *old = origin->addrs;
     origin->addrs = addrs;
     origin->naddrs = n;
     origin->nown = nown;
+    if (n == 0)
+        snprintf(origin->failure, sizeof origin->failure, "%s", failure);
     pthread_mutex_unlock(&e->lock);
     free(old);
     return 0;

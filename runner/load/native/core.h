@@ -49,11 +49,14 @@ typedef struct soak_address {
 /* One origin's addresses, in transport.in_turn's terms: addrs holds those of the resolver's
  * first family (nown of them) and then the others, each in the resolver's order; a new
  * connection's turn begins the rotation among the first family's. Replaced whole by
- * soak_engine_set_addresses (Python looks the name up again at each interval). */
+ * soak_engine_set_addresses (Python looks the name up again as its answer expires). None
+ * (naddrs 0): the name's last lookup failed, and each new connection fails as `dns` with
+ * `failure`, Python's text for it. */
 typedef struct soak_origin {
     soak_address *addrs;
     uint32_t naddrs, nown;
     uint64_t turn;            /* connections dialled to it (Answers.next_turn) */
+    char failure[SOAK_TEXT_MAX];
 } soak_origin;
 
 /* One URL: what its requests are and which origin they go to. */
@@ -108,7 +111,8 @@ typedef struct soak_config {
 
 /* Tally.backends: responses by backendHeader value, the first SOAK_BACKENDS_KEPT values met
  * by name (in the order met: Counter's order), any later ones as other. "" is a response
- * without the header (NO_BACKEND, once Python names it). */
+ * without the header (NO_BACKEND, once Python names it): kept beside them, never in their
+ * place, so that `other` only ever follows SOAK_BACKENDS_KEPT names, as in Tally.count_backend. */
 typedef struct soak_backend {
     uint64_t count;
     uint8_t len;
@@ -116,9 +120,10 @@ typedef struct soak_backend {
 } soak_backend;
 
 typedef struct soak_backends {
-    uint32_t n;
+    uint32_t n;        /* kept, "" among them once met */
+    uint32_t none;     /* 1 once "" is kept */
     uint64_t other;
-    soak_backend kept[SOAK_BACKENDS_KEPT];
+    soak_backend kept[SOAK_BACKENDS_KEPT + 1];
 } soak_backends;
 
 /* recorder.ErrorGroup, keyed by (kind, pattern). */
@@ -243,8 +248,9 @@ int soak_engine_start(soak_engine *e);                 /* 0 or an errno */
 void soak_engine_stop(soak_engine *e, int64_t at_ns);  /* any thread */
 void soak_engine_cancel(soak_engine *e);               /* any thread */
 void soak_engine_drain_from(soak_engine *e, int64_t t_ns);
-/* Origin o's addresses from now on (any thread; takes `addrs` over, n > 0); -1: no such origin. */
-int soak_engine_set_addresses(soak_engine *e, uint32_t o, soak_address *addrs, uint32_t n);
+/* Origin o's addresses from now on (any thread; takes `addrs` over); with none (n 0, addrs
+ * NULL), the `dns` failure text of its new connections instead; -1: no such origin. */
+int soak_engine_set_addresses(soak_engine *e, uint32_t o, soak_address *addrs, uint32_t n, const char *failure);
 /* Order addrs as soak_origin holds them (own family first); returns nown. */
 uint32_t soak_addresses_order(soak_address *addrs, uint32_t n);
 /* Take interval k (the next one); -1 if k is not the next one; -2 without memory. */

@@ -34,7 +34,9 @@
  *   stop(at_ns)               send nothing more; the first stop's time counts (Engine.stop)
  *   cancel()                  every request in flight ends as `cancelled` (Engine.cancel_in_flight)
  *   drain_from(t_ns)          results ending at or after t_ns are the drain (Recorder.drain_from)
- *   set_addresses(origin, addresses)   the origin's addresses from now on (any thread)
+ *   set_addresses(origin, addresses, failure="")   the origin's addresses from now on (any
+ *                             thread); with none ([]), `failure` instead: the text of the
+ *                             `dns` failure each new connection to it then ends as
  *   take(k, final=False, until_ns=None) -> dict
  *                             interval k (the next untaken one) as Recorder.close files it,
  *                             open clients' skips due before until_ns (default: its end)
@@ -809,15 +811,24 @@ static PyObject *engine_set_addresses(EngineObject *self, PyObject *args)
     soak_engine *e = configured(self);
     unsigned int origin;
     PyObject *list;
-    if (e == NULL || !PyArg_ParseTuple(args, "IO:set_addresses", &origin, &list))
+    const char *failure = "";
+    Py_ssize_t failure_len = 0;
+    if (e == NULL || !PyArg_ParseTuple(args, "IO|s#:set_addresses", &origin, &list, &failure, &failure_len))
         return NULL;
-    uint32_t n;
-    soak_address *addrs = read_addresses(list, &n);
-    if (addrs == NULL)
+    uint32_t n = 0;
+    soak_address *addrs = NULL;
+    Py_ssize_t given = PyObject_Length(list);
+    if (given < 0)
+        return NULL;
+    if (given == 0 && (failure_len == 0 || failure_len >= SOAK_TEXT_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "set_addresses: no addresses needs the failure's text (under 256 bytes)");
+        return NULL;
+    }
+    if (given > 0 && (addrs = read_addresses(list, &n)) == NULL)
         return NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = soak_engine_set_addresses(e, origin, addrs, n);
+    rc = soak_engine_set_addresses(e, origin, addrs, n, failure);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
         free(addrs);
@@ -1095,7 +1106,8 @@ static PyMethodDef ENGINE_METHODS[] = {
     {"cancel", (PyCFunction)engine_cancel, METH_NOARGS, "Abandon every request in flight (each `cancelled`)."},
     {"drain_from", (PyCFunction)engine_drain_from, METH_O, "drain_from(t_ns): results ending later are the drain."},
     {"set_addresses", (PyCFunction)engine_set_addresses, METH_VARARGS,
-     "set_addresses(origin, [(family, sockaddr, text), ...]): where the origin's new connections go from now on."},
+     "set_addresses(origin, [(family, sockaddr, text), ...], failure=''): where the origin's new connections go "
+     "from now on; with no address, the text of the dns failure each then ends as."},
     {"take", (PyCFunction)(void (*)(void))engine_take, METH_VARARGS | METH_KEYWORDS,
      "take(k, final=False, until_ns=None) -> dict: interval k's aggregates (k: the next untaken one)."},
     {"figures", (PyCFunction)engine_figures, METH_NOARGS, "figures() -> dict: the run-wide figures, copied."},

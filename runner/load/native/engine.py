@@ -12,14 +12,18 @@ says why a run must take the Python engine instead (TLS, HTTP/2, body hashing).
 Connections live as the fast transport's do (transport.Lifetime: a connection's last request
 says `Connection: close`, decided in C at each send), and new ones rotate through a name's
 addresses as transport.in_turn has them. The C engine resolves nothing: Python looks each
-name up when the engine is made and again at each interval (refresh_addresses(), called by
-the run as it closes each interval), and hands C the whole list. Answers are kept for
-RESOLVE_TTL_NS as the Python engine's Resolver keeps them, so the resolver is asked at most
-once per RESOLVE_TTL_NS either way; a new connection goes to addresses at most one interval
-plus RESOLVE_TTL_NS (plus the lookup) old, where the Python engine's are at most
-RESOLVE_TTL_NS old. A lookup that fails leaves the last list in use (the Python engine fails
-each new connection as `dns` instead), and a name that does not resolve at the start is
-refused here (`unsupported`), so the Python engine, which reports each failure, sends it.
+name up when the engine is made, and again as each answer expires, RESOLVE_TTL_NS after it
+came, as the Python engine's Resolver keeps it (`_keep_resolved`, beside C's thread), and
+hands C the whole list; or, when the lookup fails, the failure's text as the Python engine's
+dial names it (fast_transport.classify_connect_error), and C fails each new connection to
+that origin as `dns` with it, as the Python engine fails each dial whose lookup failed, until
+a lookup succeeds (asked again FAILED_RETRY_NS on; the Python engine asks at each dial). So a
+name that stops resolving fails new connections from the same moment in both, give or take a
+lookup's time (the Python engine's dial waits for a lookup that is due, C dials the last
+answer until the lookup is back). One difference is left: a lookup slower than the timeout is
+a `timeout` for each Python dial waiting on it, while C dials the last answer meanwhile. A name
+that does not resolve at the start is refused here (`unsupported`), so the Python engine,
+which reports each failure, sends it.
 """
 
 from __future__ import annotations
@@ -35,9 +39,10 @@ from typing import Any
 
 from runner.core.durations import format_duration
 from runner.load.engine import Load
-from runner.load.fast_transport import wire_request
+from runner.load.fast_transport import classify_connect_error, wire_request
 from runner.load.model import Open
 from runner.load.request import Request
+from runner.load.result import ErrorKind
 from runner.load.schedule import Grid, Schedule
 from runner.load.transport import (
     MAX_HEAD_BYTES,
@@ -51,6 +56,9 @@ from runner.load.transport import (
 )
 
 MetricsConfig = tuple[tuple[int, ...], int, tuple[int, ...]]  # (URL index -> slot, slots, bucket edges in ns)
+# How soon a name whose lookup failed is asked again: the Python engine asks at each dial, so a
+# name that resolves again is dialled at once there; here within this, at ten lookups a second.
+FAILED_RETRY_NS = 100_000_000
 
 
 def module() -> ModuleType | None:
@@ -110,21 +118,36 @@ class NativeEngine:
         self._origins = origins(load.requests, options)
         self.core: Any = native.Engine(config(schedule, load, options, counting))
 
-    async def refresh_addresses(self) -> None:
-        """Look each origin's name up again and give C the addresses for its new connections
-        from now on; a lookup that fails leaves the last ones (see the module's docstring)."""
-        for index, (host, port) in enumerate(self._origins):
-            if numeric(host, port) is not None:
-                continue  # an IP address never changes
-            found = _ANSWERS.fresh((host, port), time.monotonic_ns())
-            if found is None:
-                try:
-                    found = await resolve(host, port)
-                except OSError:
-                    continue
-                _ANSWERS.keep((host, port), found, time.monotonic_ns())
-            if found:
-                self.core.set_addresses(index, [_address_tuple(a) for a in found])
+    async def _keep_resolved(self) -> None:
+        """Look each origin's name up again as its answer expires (Answers.expires), a failed one
+        FAILED_RETRY_NS after it failed, and hand C what came of it; for as long as C's thread
+        runs (see the module's docstring). IP addresses never change: they are not looked up."""
+        due = {origin: _ANSWERS.expires(key) or 0 for origin, key in enumerate(self._origins)
+               if numeric(*key) is None}
+        while due:
+            origin = min(due, key=due.__getitem__)
+            wait_ns = due[origin] - time.monotonic_ns()
+            if wait_ns > 0:
+                await asyncio.sleep(wait_ns / 1e9)
+                continue
+            due[origin] = await self._look_up(origin)
+
+    async def _look_up(self, origin: int) -> int:
+        """Look the origin's name up now and give C its addresses, or the failure its new connections
+        end as; when to look it up next."""
+        key = self._origins[origin]
+        try:
+            found = await resolve(*key)
+        except OSError as exc:
+            kind, text = classify_connect_error(exc)
+            if kind is ErrorKind.DNS:
+                self.core.set_addresses(origin, [], text)
+            return time.monotonic_ns() + FAILED_RETRY_NS
+        now = time.monotonic_ns()
+        _ANSWERS.keep(key, found, now)
+        if found:
+            self.core.set_addresses(origin, [_address_tuple(a) for a in found])
+        return now + _ANSWERS.ttl_ns
 
     @property
     def sent(self) -> int:
@@ -152,6 +175,7 @@ class NativeEngine:
                 ended.set_result(None)
 
         loop.add_reader(fd, readable)
+        resolving = asyncio.ensure_future(self._keep_resolved())
         try:
             self.core.start()
             try:
@@ -161,7 +185,10 @@ class NativeEngine:
                 raise
         finally:
             loop.remove_reader(fd)
+            resolving.cancel()
             self.core.join()
+        if resolving.done() and not resolving.cancelled() and resolving.exception() is not None:
+            raise resolving.exception()  # type: ignore[misc]  # a bug: reported, not left to the loop's log
         fatal = self.core.figures()["fatal"]
         if fatal:
             raise OSError(fatal, f"the native engine stopped: {os.strerror(fatal)}")
