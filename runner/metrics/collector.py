@@ -475,8 +475,8 @@ def _interval_families(last: LastInterval) -> Iterator[Metric]:
     yield latency
     yield GaugeMetricFamily("soak_interval_max_latency_seconds", "The slowest response of the last interval.",
                             value=f.latency.max_ns / 1e9)
-    yield GaugeMetricFamily("soak_interval_client_saturated", "1 if the client, not the server, set the pace in the "
-                            "last interval (CPU >= 90% of a core, or loop lag p99 >= 10 ms), else 0.",
+    yield GaugeMetricFamily("soak_interval_client_saturated", "1 if the client's own delay may have changed a figure "
+                            "of the last interval (sends skipped or timed out, a goal missed, a latency), else 0.",
                             value=float(client.saturated))
     yield GaugeMetricFamily("soak_interval_client_cpu_ratio", "The runner's CPU in the last interval, in cores.",
                             value=client.cpu_share)

@@ -7,8 +7,8 @@ says on stderr, one line each, those that no other line says: the run was stoppe
 signal before its planned end, or not one response came back; the line of the code the run
 exits with comes last, the last line of `kubectl logs`. Broken thresholds have their
 own lines (the verdict's) and a failed worker its own (`soak: worker N failed: ...`); an inconclusive
-verdict (its rules broke only where the client could not keep pace) gets one here too, as the
-verdict lines alone would read as a failure of the service.
+verdict (its rules broke only where the client's own delay may have changed their figures) gets one
+here too, as the verdict lines alone would read as a failure of the service.
 """
 
 from __future__ import annotations
@@ -158,8 +158,8 @@ def said_texts(found: list[Said], code: int) -> list[str]:
 def verdict_lines(verdict: Verdict | None) -> list[str]:
     """What the verdict says of the finished run: how many thresholds held, then each that did not,
     as its line in the log says it (`threshold run errors% <= 1: 100% BROKEN`, or `... INCONCLUSIVE`
-    when it broke only where the client could not keep pace). Nothing without thresholds, or when
-    no run was judged."""
+    when it broke only where the client's own delay may have changed its figure). Nothing without
+    thresholds, or when no run was judged."""
     if verdict is None or verdict.outcomes is None:
         return []
     outcomes = verdict.outcomes

@@ -18,7 +18,7 @@ from runner.core.durations import format_duration
 from runner.core.redact import printable
 from runner.core.units import in_unit, rfc3339
 from runner.report.base import Reporter
-from runner.report.clientnotes import drain_note, interval_note, run_note
+from runner.report.clientnotes import backend_note, drain_note, interval_note, run_note
 from runner.stats.figures import CHANGE_PERCENTILE, LINE_PERCENTILES, Figures
 from runner.stats.recorder import OTHER_TEXTS, ErrorGroup, Interval, Tally
 from runner.stats.runinfo import RunInfo, RunSummary
@@ -251,7 +251,8 @@ class SlowCookerReporter(Reporter):
 
     def finish(self, summary: RunSummary) -> None:
         self._write(self._err, drain_error_lines(summary))
-        self._write(self._out, count_line(summary) + drain_note(summary) + run_note(summary))
+        self._write(self._out, count_line(summary) + drain_note(summary) + run_note(summary)
+                    + backend_note(summary))
 
     @staticmethod
     def _write(stream: TextIO, text: str) -> None:
@@ -270,10 +271,10 @@ def count_line(summary: RunSummary) -> str:
     """After the last line of a run that sent its whole totalRequests, a comment saying so.
 
     The last line of such a run is short (`50/0/0 54 92% 540ms`) and may fall under 100%:
-    its goal `t` counts the sends due in it, and sends skipped when the client fell behind
-    were due but do not use up the count (the run goes on to send it all). This line says the
-    count was sent in full, and what the shortfall in goal% is, so the end is not read as a
-    cut-off run or a lost share of requests. `#` keeps log readers from taking it for a line.
+    its goal `t` counts the sends due in it, and skipped sends (a note above says how many, and
+    whose delay they may be) were due but do not use up the count (the run goes on to send it
+    all). This line says the count was sent in full, and what the shortfall in goal% is, so the
+    end is not read as a cut-off run or a lost share of requests. `#` keeps log readers from taking it for a line.
     """
     if summary.stop_reason != "totalRequests":
         return ""
@@ -281,7 +282,7 @@ def count_line(summary: RunSummary) -> str:
     count = info.shard.share(info.settings.pace.total_requests)
     line = f"{COUNT_REACHED}: {summary.tally.requests} of {count} sent"
     if summary.tally.skipped:
-        line += f"; goal% counts the {summary.tally.skipped} due sends skipped as the client fell behind"
+        line += f"; goal% counts the {summary.tally.skipped} due sends skipped, which do not use up the count"
     return line + "\n"
 
 

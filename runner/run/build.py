@@ -36,6 +36,7 @@ from runner.load.request import Request, build_requests, origin
 from runner.load.schedule import Grid, Schedule
 from runner.load.shards import Shard, check_split, shard_of
 from runner.load.transport import Lifetime, Transport, TransportOptions
+from runner.stats.client import PaceTerms
 from runner.stats.native import NativeRecorder, native_run
 from runner.stats.recorder import Recorder
 
@@ -74,13 +75,19 @@ class Parts:
         s = self.settings
         return Recorder(grid, self.model, due=schedule.sends_due if self.model.paced else None,
                         hash_value=s.report.hash_value, unit_ns=self.unit_ns, shown=self.shown,
-                        slot_of=url_slots(self.urls).slot_of, backends=bool(s.report.backend_header))
+                        slot_of=url_slots(self.urls).slot_of, backends=bool(s.report.backend_header),
+                        terms=self.pace_terms)
 
     def native(self, grid: Grid, schedule: Schedule, metrics: MetricsConfig | None) -> tuple[NativeEngine,
                                                                                             NativeRecorder]:
         """The native engine and the recorder of what it counts, counted as recorder() counts."""
         return native_run(schedule, self.load(), self.options, grid, unit_ns=self.unit_ns, metrics=metrics,
-                          shown=self.shown, slot_of=url_slots(self.urls).slot_of)
+                          shown=self.shown, slot_of=url_slots(self.urls).slot_of, terms=self.pace_terms)
+
+    @property
+    def pace_terms(self) -> PaceTerms:
+        """What judging each interval's pace needs of this process's run (stats.client.pace_of)."""
+        return PaceTerms.of(self.settings, self.shard)
 
     @property
     def unit_ns(self) -> int | None:

@@ -25,7 +25,7 @@ from runner.load.model import LoadModel
 from runner.load.native.engine import Counting, MetricsConfig, NativeEngine
 from runner.load.schedule import Grid, Schedule
 from runner.load.transport import TransportOptions
-from runner.stats.client import LATE_NS, PROBE_PERIOD_NS, WATCH_GAP_NS, ClientMeter
+from runner.stats.client import LATE_NS, PROBE_PERIOD_NS, WATCH_GAP_NS, ClientMeter, PaceTerms
 from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.phases import PhaseTally
@@ -49,15 +49,16 @@ PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connectio
 
 def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: Grid, *, unit_ns: int | None = None,
                metrics: MetricsConfig | None = None, shown: Callable[[str], str] = printable,
-               slot_of: Sequence[int] = ()) -> tuple[NativeEngine, NativeRecorder]:
+               slot_of: Sequence[int] = (), terms: PaceTerms | None = None) -> tuple[NativeEngine, NativeRecorder]:
     """The native engine for a load and the recorder of what it counts, as Parts.recorder() would count it
-    (`slot_of`: each URL's slot, as Recorder takes it; backends counted when the options name a backendHeader)."""
+    (`slot_of`: each URL's slot, as Recorder takes it; backends counted when the options name a backendHeader;
+    `terms`: for judging each interval's pace, as Recorder takes them)."""
     model = load.model
     counting = Counting(grid, model.corrected, unit_ns or 0, LATE_NS, ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, metrics,
                         probe_ns=PROBE_PERIOD_NS, gap_ns=WATCH_GAP_NS, url_slots=tuple(slot_of))
     engine = NativeEngine(schedule, load, options, counting)
     due = schedule.sends_due if model.paced else None
-    return engine, NativeRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown)
+    return engine, NativeRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown, terms=terms)
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,9 @@ class NativeRecorder:
 
     def __init__(self, engine: NativeEngine, grid: Grid, model: LoadModel, *,
                  due: Callable[[int, int], float] | None = None, unit_ns: int | None = None,
-                 shown: Callable[[str], str] = printable) -> None:
+                 shown: Callable[[str], str] = printable, terms: PaceTerms | None = None) -> None:
         self._engine = engine
+        self._terms = terms
         self._grid = grid
         self._due = due  # the sends due between two moments (Schedule.sends_due); None for a bench
         self._unit_ns = unit_ns
@@ -140,7 +142,10 @@ class NativeRecorder:
             self._take_figures()
         client = self.client.close(cpu_s, end if now_ns is None else now_ns, start, end, final=final)
         due = interval_due(self._due, start, end, sending_end_ns)
-        return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)
+        interval = Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due,
+                            terms=self._terms or PaceTerms())
+        self.client.counted(k, interval.pace)
+        return interval
 
     def _meter_ticks(self, taken: dict[str, Any]) -> None:
         """The engine timer's firings since the last take, to the client meter as the Python engine's
@@ -159,6 +164,7 @@ class NativeRecorder:
         tally = Tally(
             good=counts["good"], bad=counts["bad"], failed=counts["failed"], skipped=counts["skipped"],
             late=counts["late"], late_max_ns=counts["late_max_ns"], kernel_clocked=counts["kernel_clocked"],
+            delayed_max_ns=counts["delayed_max_ns"],
             bytes_in=counts["bytes_in"], bytes_out=counts["bytes_out"], statuses=Counter(counts["statuses"]),
             errors=Counter(counts["errors"]), latency=histogram(counts["latency"]),
             phases=phases(counts["phases"]),

@@ -215,12 +215,14 @@ def test_figures_and_the_verdict_as_gauges() -> None:
     assert s["soak_interval_max_latency_seconds"][()] == 0.003
     assert s["soak_interval_client_saturated"][()] == 0 and s["soak_interval_loop_lag_seconds"][()] == 0
     lagging = ClientFigures.measured(0.5, 1_000_000_000, LatencyHistogram())
-    lagging.loop_lag.record(20 * MS)
-    lagging.saturated = True
-    reporter.interval(info, Interval(1, START + 1_000_000_000, START + 2_000_000_000, tally, client=lagging, due=50.0))
+    lagging.loop_lag.record(200 * MS)  # stalled 200 ms: the 5 sends it skipped may be its own doing
+    skipped = Tally(skipped=5)
+    skipped.merge(tally)
+    reporter.interval(info, Interval(1, START + 1_000_000_000, START + 2_000_000_000, skipped, client=lagging,
+                                     due=50.0, terms=info.pace_terms))
     s = scrape(MetricsTally(ONE, Closed()), figures)
     assert s["soak_interval_client_saturated"][()] == 1 and s["soak_interval_client_cpu_ratio"][()] == 0.5
-    assert s["soak_interval_loop_lag_seconds"][()] == pytest.approx(0.02, rel=1e-3)
+    assert s["soak_interval_loop_lag_seconds"][()] == pytest.approx(0.2, rel=1e-3)
     assert verdict is not None
     summary = RunSummary(info, 1, START + 10**9, START + 10**9, tally, None, None, None, "iterations", 0.1, 1)
     verdict.finish(summary)

@@ -20,8 +20,8 @@ def recorder(shown=lambda text: text.replace("s3cret", "***")) -> NativeRecorder
 
 
 def counts(**changed: object) -> dict:
-    base = {"good": 3, "bad": 1, "failed": 4, "skipped": 2, "late": 1, "late_max_ns": 5_000_000, "kernel_clocked": 3,
-            "bytes_in": 10, "bytes_out": 0, "statuses": {200: 3, 503: 1}, "errors": {"closed": 3, "protocol": 1},
+    base = {"good": 3, "bad": 1, "failed": 4, "skipped": 2, "late": 1, "late_max_ns": 5_000_000,
+            "delayed_max_ns": 7_000_000, "kernel_clocked": 3, "bytes_in": 10, "bytes_out": 0, "statuses": {200: 3, 503: 1}, "errors": {"closed": 3, "protocol": 1},
             "groups": [], "latency": EMPTY, "phases": (EMPTY, EMPTY, EMPTY, 0), "backends": [], "other_backends": 0,
             "opened": 0, "closed": 0}
     return {**base, **changed}
@@ -31,6 +31,7 @@ def test_a_tally_keeps_every_count() -> None:
     tally = recorder().tally(counts())
     assert (tally.good, tally.bad, tally.failed, tally.skipped, tally.late, tally.late_max_ns) == (3, 1, 4, 2, 1,
                                                                                                     5_000_000)
+    assert tally.delayed_max_ns == 7_000_000
     assert tally.statuses == Counter({200: 3, 503: 1}) and tally.errors == Counter({"closed": 3, "protocol": 1})
     assert tally.requests == 8 and tally.latency.count == 0
     assert recorder().tally({}).requests == 0  # an interval nothing landed in

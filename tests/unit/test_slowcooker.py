@@ -316,10 +316,12 @@ def count_run(total: int, sent_at_ms: list[int], skipped: int, sending_end_ms: i
 
 def test_a_count_sent_in_full_says_so_after_its_last_line() -> None:
     """`50/0/0 54 92%` alone reads as 4 requests lost; the line after it says all 50 went out and
-    what the 92% is: sends skipped as the client fell behind, due but not taken from the count."""
+    what the 92% is: sends skipped (its note says so, and that the server set that pace: each request
+    took longer than the client's gap between sends), due but not taken from the count."""
     lines = count_run(50, [i * 10 + 40 for i in range(50)], 4, 540)
     assert " 50/0/0 54  92% 540ms " in lines[0]
-    assert lines[1] == "# totalRequests reached: 50 of 50 sent; goal% counts the 4 due sends skipped as the client fell behind"
+    assert lines[1] == "# iter 0: 4 sends skipped while requests were still in flight"
+    assert lines[2] == "# totalRequests reached: 50 of 50 sent; goal% counts the 4 due sends skipped, which do not use up the count"
     lines = count_run(150, [i * 10 for i in range(150)], 0, 1500)
     assert " 50/0/0 50 100% 500ms " in lines[1] and lines[2] == "# totalRequests reached: 150 of 150 sent"
     assert len(lines) == 3

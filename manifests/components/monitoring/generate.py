@@ -280,11 +280,11 @@ DASHBOARD = [
         "The client's own pace: were the figures the service's?",
         panel("Late sends", "soak_late_sends_total: sends that left 2 ms or more after they could and should "
               "have, by the runner's own delay (a busy node, a starved pod), as the summary's late. Not the "
-              "service's doing: skipped sends are. " + RUN_SO_FAR,
+              "service's doing; late, they change a figure only where Client saturated says so. " + RUN_SO_FAR,
               Target(f"sum(soak_late_sends_total{{{J}}})", "late sends")),
-        panel("Client saturated", "1 when the runner, not the service, set the pace in the last closed "
-              "interval: it used 90% of a core or its event loop ran 10 ms late (p99), as intervalStats' "
-              "clientSaturated. Latency and goal% of such intervals include the runner's own delay.",
+        panel("Client saturated", "1 when the runner's own delay may have changed a figure of the last closed "
+              "interval: sends it skipped or timed out, a goal it missed, a latency 10 ms higher, as "
+              "intervalStats' clientSaturated (its log line says which). A runner that only lagged is not.",
               Target(f"max(soak_interval_client_saturated{{{J}}})", "saturated"),
               kind="stat", mappings=states((0, "no", "green"), (1, "SATURATED", "orange"))),
     ),

@@ -602,6 +602,9 @@ static void record(soak_engine *e, const result *r)
     int64_t from = cfg->corrected && r->due < r->start ? r->due : r->start; /* Result.latency_in */
     int64_t latency = r->kind >= 0 ? 0 : r->headers - from;
     if (tally_add(e, t, r, latency)) {
+        /* stats.client.holds_delay: timed by the loop, a connection opened, or sent late and timed from its due time */
+        if ((!r->kernel_clock || r->connected || (cfg->corrected && late)) && latency > t->delayed_max_ns)
+            t->delayed_max_ns = latency;
         phases_add(t, r);
         if (e->uncorrected.counts != NULL)
             soak_hist_record(&e->uncorrected, r->headers - r->start);

@@ -60,7 +60,7 @@
  * to hold to runner/load/schedule.py's on any input).
  *
  * A tally is a dict of Tally's fields (good, bad, failed, skipped, late, late_max_ns,
- * kernel_clocked, bytes_in, bytes_out, statuses {code: n}, errors {kind: n}, groups
+ * delayed_max_ns, kernel_clocked, bytes_in, bytes_out, statuses {code: n}, errors {kind: n}, groups
  * [(kind, pattern, count, text, url, urls, more_urls, varied)], latency, phases: (connect_new,
  * ttfb, body, reused) as runner.stats.phases.PhaseTally keeps them), backends [(value
  * bytes, count)] in the order met and other_backends (the count beyond SOAK_BACKENDS_KEPT
@@ -240,6 +240,7 @@ static PyObject *tally_dict(soak_tally *t)
         put_u64(d, "opened", t->opened) || put_u64(d, "closed", t->closed) || put_u64(d, "good", t->good) ||
         put_u64(d, "bad", t->bad) || put_u64(d, "failed", t->failed) ||
         put_u64(d, "skipped", t->skipped) || put_u64(d, "late", t->late) || put_i64(d, "late_max_ns", t->late_max_ns) ||
+        put_i64(d, "delayed_max_ns", t->delayed_max_ns) ||
         put_u64(d, "kernel_clocked", t->kernel_clocked) || put_u64(d, "bytes_in", t->bytes_in) ||
         put_u64(d, "bytes_out", t->bytes_out) || statuses == NULL || errors == NULL || groups == NULL)
         goto error;
