@@ -444,7 +444,7 @@ def gauge_families(f: Gauges) -> Iterator[Metric]:
     if f.thresholds is not None:
         yield GaugeMetricFamily("soak_thresholds_passed", "1 if the finished run kept every threshold, 0 if it broke "
                                 "any (its exit code then says how: 3, or 8 when not one response came back, 9 when "
-                                "only where the client could not keep pace).",
+                                "only where the client's own delay may have changed their figures).",
                                 value=1 if all(ok for _, _, ok in f.thresholds) else 0)
         each = GaugeMetricFamily("soak_threshold_passed", "1 if the finished run kept this threshold, else 0.",
                                  labels=["rule", "scope"])

@@ -141,7 +141,8 @@ _WORDS = {
 _EXPLAINED = {
     "passed": "The run went to its end and kept its thresholds, if it had any.",
     "broken": "At least one threshold is broken: the service did not keep it.",
-    "inconclusive": "Thresholds broke only where the client could not keep pace: this says nothing of the service.",
+    "inconclusive": ("Thresholds broke only where the client's own delay may have changed their figures: this says "
+                     "nothing of the service."),
     "error": "Something apart from the thresholds went wrong with the run itself.",
     "unknown": "The file has no JSON summary to tell the verdict (cut off, or slow_cooker's log).",
 }

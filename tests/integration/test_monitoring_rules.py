@@ -158,7 +158,7 @@ def test_the_broken_thresholds_alert_names_the_exit_code_of_each_run_that_raises
             assert run.returncode in (EXIT_THRESHOLDS, EXIT_NO_RESPONSE), run.stderr
             assert f"code {run.returncode}" in description or f"or {run.returncode} if" in description, (job, run.returncode)
         assert run.returncode == EXIT_NO_RESPONSE, "the dead target's run"
-        assert f"or {EXIT_INCONCLUSIVE} if the rules broke only where the client could not keep pace" in description
+        assert f"or {EXIT_INCONCLUSIVE} if the rules broke only where the client's own delay may have changed their figures" in description
     finally:
         pushgateway.stop()
         fault.stop()

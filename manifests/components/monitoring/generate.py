@@ -162,8 +162,8 @@ DASHBOARD = [
         "Verdict: the last run, and every run over days",
         panel("Last run's verdict",
               "soak_thresholds_passed: 1 if the last finished run kept every threshold of its configuration.json, "
-              "0 if it broke any (exit code 3; 8 if not one response came back, 9 if only where the client could not "
-              "keep pace). Empty while a run is under way, and for runs without thresholds.",
+              "0 if it broke any (exit code 3; 8 if not one response came back, 9 if only where the client's own "
+              "delay may have changed their figures). Empty while a run is under way, and for runs without thresholds.",
               Target(f"min(soak_thresholds_passed{{{J}}})"),
               kind="stat", width=6, mappings=VERDICT, extra={"noValue": "no verdict: running, or no thresholds"}),
         panel("Run state",
