@@ -4,6 +4,10 @@ A run stops when the schedule ends (iterations or duration), when totalRequests 
 sent and answered, or on SIGINT/SIGTERM. However it stops, requests in flight get a
 bounded time to finish and are counted, the last (possibly partial) interval is reported,
 and the summary is produced exactly once.
+
+Every moment it reads and every wait it makes go through the clock it is given
+(runner.load.clock.RunClock), and its signals come from the source it is given
+(runner.run.signals): the real ones in a run, scripted ones in the unit tier.
 """
 
 from __future__ import annotations
@@ -11,13 +15,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import resource
-import signal
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.config.settings import Settings
-from runner.load.clock import MonotonicClock
+from runner.load.clock import RunClock, SystemClock
 from runner.load.engine import Engine, Sink
 from runner.load.native.engine import NativeEngine
 from runner.load.result import Result
@@ -27,6 +29,7 @@ from runner.metrics.tally import MetricsTally
 from runner.report.base import Reporter
 from runner.run.build import Parts
 from runner.run.probe import LoopWatch
+from runner.run.signals import ProcessSignals, Signals
 from runner.run.warmup import WarmUpPhase
 from runner.stats.client import ClientMeter
 from runner.stats.native import NativeRecorder
@@ -35,27 +38,32 @@ from runner.stats.runinfo import SIGNAL_STOP, RunInfo, RunSummary, Warmup
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
-CANCEL_WAIT_S = 2.0  # after cancelling, how long to wait for the clients to wind up
-STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}  # how Ctrl-C and Kubernetes stop a run
-PROGRESS_EVERY_S = 0.1  # how often a native run's sends are read for the reporters that follow progress
+CANCEL_WAIT_NS = 2_000_000_000  # after cancelling, how long to wait for the clients to wind up
+PROGRESS_EVERY_NS = 100_000_000  # how often a native run's sends are read for the reporters that follow progress
 
 
 class Soak:
     """Runs one soak and tells the reporters about it."""
 
     def __init__(self, parts: Parts, reporters: Sequence[Reporter], start_wall: float | None = None,
-                 metrics: MetricsTally | None = None) -> None:
+                 metrics: MetricsTally | None = None, clock: RunClock | None = None,
+                 signals: Signals | None = None) -> None:
         """`metrics`: this process's Prometheus counts, when metrics are on: the Python engine's sink
-        feeds them every result after the recorder; the native engine counts them itself."""
+        feeds them every result after the recorder; the native engine counts them itself. `clock`:
+        what the run reads the time and waits on (default: the system's); `signals`: where it hears of
+        stop signals from (default: the process's SIGINT and SIGTERM)."""
         settings, shard = parts.settings, parts.shard
         self._settings = settings
         self._reporters = reporters
         self._shard = shard
-        start_ns, wall_start = _start(settings, shard, start_wall)
+        self._clock = clock = clock if clock is not None else SystemClock()
+        self._signals = signals if signals is not None else ProcessSignals()
+        start_ns, wall_start = _start(settings, shard, start_wall, clock)
         # The loop's lag, from the Python engine's pacing wake-ups (the native engine measures its own).
-        self._watch = LoopWatch(lambda due, ran: self._meter().tick(due, ran), lambda due: self._meter().expect(due))
+        self._watch = LoopWatch(lambda due, ran: self._meter().tick(due, ran), lambda due: self._meter().expect(due),
+                                clock)
         # A warm-up sends first, from the start agreed on; the measured run begins where it ends.
-        self._warmup = WarmUpPhase(parts, start_ns, self._watch) if settings.pace.warmup_ns else None
+        self._warmup = WarmUpPhase(parts, start_ns, clock, self._watch) if settings.pace.warmup_ns else None
         self._first_send_ns = start_ns
         start_ns, wall_start = start_ns + settings.pace.warmup_ns, wall_start + settings.pace.warmup_ns / 1e9
         run_ns = settings.pace.run_ns
@@ -86,7 +94,7 @@ class Soak:
                                                                                        metrics.took_over)
                 load = dataclasses.replace(load, take_sessions=handoff)
             self._engine = Engine(self._schedule, load, parts.transport, sink,
-                                  MonotonicClock(load.model.precise, self._watch))
+                                  clock.for_engine(load.model.precise, self._watch))
         if self._end_ns is not None:  # what comes back after the schedule's end is the drain
             self._recorder.drain_from(self._end_ns)
         self.info = RunInfo(settings, list(parts.urls), parts.url_source, start_ns, wall_start, shard,
@@ -98,41 +106,43 @@ class Soak:
 
     async def run(self) -> RunSummary:
         """Run to the end and return the summary (also given to every reporter)."""
-        cpu_before = _cpu_seconds()
+        clock = self._clock
+        cpu_before = clock.cpu_s()
         for reporter in self._reporters:
             reporter.bind_stop(self.stop)
             reporter.start(self.info)
         warmup = self._warmup
-        began_ns = time.monotonic_ns()  # the client's own figures from here, the probe's first tick a period on
+        began_ns = clock.now_ns()  # the client's own figures from here, the probe's first tick a period on
         if warmup is not None:
             warmup.start(cpu_before, began_ns)
         engine = asyncio.ensure_future(self._engine.run())  # its clients wait for the run's first due time
-        self._recorder.client.begin(_cpu_seconds(), began_ns)
+        self._recorder.client.begin(clock.cpu_s(), began_ns)
         # How late the loop runs what is due: told by the Python engine's pacing timer as it fires, with
         # a fallback tick where none is due for long (probe.LoopWatch); the native engine's own timer
         # measures its loop's lag the same way, handed over with each interval (NativeRecorder.close).
         if not self._native:
             self._watch.start(began_ns)
         progress = asyncio.ensure_future(self._follow_progress(engine)) if self._native and self._progress else None
-        self._install_signals()
+        # Before the engine's first step: a signal already pending stops a run before it sends.
+        self._signals.install(self._on_signal)
         try:
             if warmup is not None:
                 await self._warm_up(warmup)
-                cpu_before = _cpu_seconds()  # the run's CPU and client figures are its own, not the warm-up's
-                self._recorder.client.begin(cpu_before, now := time.monotonic_ns())
+                cpu_before = clock.cpu_s()  # the run's CPU and client figures are its own, not the warm-up's
+                self._recorder.client.begin(cpu_before, now := clock.now_ns())
                 self._watch.start(now)  # its ticks go to the run's meter from here, begun anew
             sending_end_ns, reason = await self._drive(engine)
             if progress is not None:
                 self._progress_reached()  # the steps ended since the last look, before "Finished"
-            warmed = await warmup.finish(CANCEL_WAIT_S) if warmup is not None else None
+            warmed = await warmup.finish(CANCEL_WAIT_NS) if warmup is not None else None
             # Still handled while the summary is reported: a SIGTERM during the final push to a
             # slow Pushgateway must not kill the process before the summary and the push are out.
-            summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before, warmed)
+            summary = self._finish(sending_end_ns, reason, clock.cpu_s() - cpu_before, warmed)
         finally:
             self._watch.stop()
             if progress is not None:
                 progress.cancel()
-            self._remove_signals()
+            self._signals.remove()
         if engine.done() and not engine.cancelled() and engine.exception() is not None:
             raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
         return summary
@@ -144,18 +154,19 @@ class Soak:
         warm-up's (WarmUpPhase.finish); a stop during it ends it and the run alike.
         """
         assert warmup.task is not None
+        clock = self._clock
         while not warmup.over:
             until = warmup.next_end_ns()
             await self._wait(until, warmup.task)
             if self._signal.is_set():
                 end = max(min(self._signal_ns, warmup.end_ns), warmup.grid.start_ns)
                 while warmup.grid.end_of(warmup.recorder.next_index) < end:
-                    self._emit_warmup(warmup.close(warmup.grid.end_of(warmup.recorder.next_index), _cpu_seconds(),
-                                                   time.monotonic_ns()))
-                self._emit_warmup(warmup.close(end, _cpu_seconds(), time.monotonic_ns()))
+                    self._emit_warmup(warmup.close(warmup.grid.end_of(warmup.recorder.next_index), clock.cpu_s(),
+                                                   clock.now_ns()))
+                self._emit_warmup(warmup.close(end, clock.cpu_s(), clock.now_ns()))
                 return
-            if time.monotonic_ns() >= until:
-                self._emit_warmup(warmup.close(until, _cpu_seconds(), time.monotonic_ns()))
+            if clock.now_ns() >= until:
+                self._emit_warmup(warmup.close(until, clock.cpu_s(), clock.now_ns()))
 
     def _meter(self) -> ClientMeter:
         """Whose client figures the loop's lag goes to: the warm-up's while it lasts, then the run's."""
@@ -187,11 +198,11 @@ class Soak:
                 stopped_ns = self._signal_ns if stopped is None else stopped
                 return max(stopped_ns, self._grid.start_ns), self._stop_reason  # before send 0: 0 s
             if engine.done() and engine.exception() is not None:
-                return time.monotonic_ns(), "error"
+                return self._clock.now_ns(), "error"
             if engine.done() and self._count_reached():
                 stopped = self._engine.stopped_sending_ns
-                return stopped if stopped is not None else time.monotonic_ns(), "totalRequests"
-            if time.monotonic_ns() < until:
+                return stopped if stopped is not None else self._clock.now_ns(), "totalRequests"
+            if self._clock.now_ns() < until:
                 continue  # the engine ran out of sends early; the interval still runs to its end
             if final:  # in flight get their timeout; a signal now cuts that to the grace a signal gives
                 bound = self._settings.client.timeout_ns + STOP_GRACE_NS
@@ -205,10 +216,10 @@ class Soak:
         """Until the clock reaches `until_ns`, the engine finishes, or a signal arrives."""
         signal_wait: asyncio.Future[Any] = asyncio.ensure_future(self._signal.wait())
         try:
-            while (delay := until_ns - time.monotonic_ns()) > 0 and not self._signal.is_set():
-                waits = [signal_wait] if engine.done() else [signal_wait, engine]
-                done, _ = await asyncio.wait(waits, timeout=delay / 1e9, return_when=asyncio.FIRST_COMPLETED)
-                if engine in done:
+            while self._clock.now_ns() < until_ns and not self._signal.is_set():
+                engine_done = engine.done()
+                await self._clock.wait([signal_wait] if engine_done else [signal_wait, engine], until_ns)
+                if not engine_done and engine.done():
                     return
         finally:
             signal_wait.cancel()
@@ -222,7 +233,7 @@ class Soak:
         """
         cut_wait: asyncio.Future[Any] = asyncio.ensure_future(cut.wait())
         try:
-            await asyncio.wait([engine, cut_wait], timeout=bound_ns / 1e9, return_when=asyncio.FIRST_COMPLETED)
+            await self._clock.wait([engine, cut_wait], self._clock.now_ns() + bound_ns)
         finally:
             cut_wait.cancel()
         return engine.done()
@@ -231,7 +242,7 @@ class Soak:
         """Abandon the requests still in flight, each a `cancelled` Result, and let the clients wind up."""
         if not engine.done():
             self._engine.cancel_in_flight()
-            await asyncio.wait([engine], timeout=CANCEL_WAIT_S)
+            await self._clock.wait([engine], self._clock.now_ns() + CANCEL_WAIT_NS)
 
     def _recording_and_telling(self, recorder: Recorder) -> Sink:
         """The Python engine's sink when a reporter follows progress: record, then tell at its steps.
@@ -249,10 +260,10 @@ class Soak:
         return sink
 
     async def _follow_progress(self, engine: asyncio.Future[None]) -> None:
-        """The native engine's ended sends as progress, read every PROGRESS_EVERY_S (it tells Python
+        """The native engine's ended sends as progress, read every PROGRESS_EVERY_NS (it tells Python
         of no single result): ab's `Completed N requests` lines come up to that much late, never early."""
         while not engine.done():
-            await asyncio.sleep(PROGRESS_EVERY_S)
+            await self._clock.sleep_until(self._clock.now_ns() + PROGRESS_EVERY_NS)
             self._progress_reached()
 
     def _progress_reached(self) -> None:
@@ -278,7 +289,7 @@ class Soak:
         """Close the recorder's next interval, with the CPU time used so far for the client's figures,
         and every skip the engine already knows of that fell due before its end."""
         self._engine.skip_due_before(self._grid.end_of(self._recorder.next_index) if end_ns is None else end_ns)
-        return self._recorder.close(end_ns, cpu_s=_cpu_seconds(), now_ns=time.monotonic_ns(), **how)
+        return self._recorder.close(end_ns, cpu_s=self._clock.cpu_s(), now_ns=self._clock.now_ns(), **how)
 
     def _emit(self, interval: Interval) -> None:
         for reporter in self._reporters:
@@ -294,7 +305,7 @@ class Soak:
         while self._grid.end_of(self._recorder.next_index) < sending_end_ns:
             self._emit(self._close(sending_end_ns=sending_end_ns))
         open_start = self._grid.end_of(self._recorder.next_index - 1)
-        end_ns = sending_end_ns if sending_end_ns >= open_start else time.monotonic_ns()
+        end_ns = sending_end_ns if sending_end_ns >= open_start else self._clock.now_ns()
         self._emit(self._close(end_ns, final=True, sending_end_ns=sending_end_ns))
         recorder = self._recorder
         summary = RunSummary(
@@ -311,7 +322,7 @@ class Soak:
             max_rss_bytes=_peak_rss_bytes(),
             bench=recorder.bench,
             connections=dict(recorder.connections),
-            client=recorder.client.run(_cpu_seconds(), time.monotonic_ns()),
+            client=recorder.client.run(self._clock.cpu_s(), self._clock.now_ns()),
             drain=recorder.drain,
             per_url=None if recorder.per_url is None else tuple(recorder.per_url),
             last_interval_end_ns=end_ns,
@@ -322,33 +333,15 @@ class Soak:
             reporter.finish(summary)
         return summary
 
-    def _install_signals(self) -> None:
-        """Handle SIGINT and SIGTERM from here on.
+    def _on_signal(self, name: str, pending: bool) -> None:
+        """First signal: stop sending and wind down. Second: stop waiting for stragglers.
 
-        A local worker starts with them held (see workers.py). One that arrived while it was
-        starting is taken here, before the engine's first step: delivered through the loop,
-        it would be handled only after clients whose first sends were already due (a worker
-        that started late) had sent them, and a stop before the first send must send nothing.
-        """
-        loop = asyncio.get_running_loop()
-        for sig in STOP_SIGNALS:
-            loop.add_signal_handler(sig, self._on_signal, sig)
-        while (pending := signal.sigtimedwait(STOP_SIGNALS, 0)) is not None:
-            # Nothing was sent before it was taken: sending stopped where the run starts.
-            self._on_signal(signal.Signals(pending.si_signo), at_ns=self._first_send_ns)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-
-    def _remove_signals(self) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in STOP_SIGNALS:
-            loop.remove_signal_handler(sig)
-
-    def _on_signal(self, sig: signal.Signals, at_ns: int | None = None) -> None:
-        """First signal: stop sending and wind down. Second: stop waiting for stragglers."""
+        One that was pending before the run could handle it (a local worker's, held while it
+        started) stops it where it starts: nothing was sent before it was taken."""
         if self._signal.is_set():
             self._second_signal.set()
             return
-        self.stop(f"{SIGNAL_STOP}{sig.name}", at_ns)
+        self.stop(f"{SIGNAL_STOP}{name}", self._first_send_ns if pending else None)
 
     def stop(self, reason: str, at_ns: int | None = None) -> None:
         """Stop sending and wind down, as on a first signal; `reason` becomes the stop reason.
@@ -361,7 +354,7 @@ class Soak:
         if self._signal.is_set():
             return
         self._stop_reason = reason
-        self._signal_ns = time.monotonic_ns() if at_ns is None else at_ns
+        self._signal_ns = self._clock.now_ns() if at_ns is None else at_ns
         # At once, not when the run's driver next wakes up: a client whose send falls due in
         # between would send after the stop, beyond the goal that ends with it.
         self._engine.stop(at_ns=self._signal_ns)
@@ -398,7 +391,7 @@ def _both_taken(first: Callable[[list[str], int], None],
     return taken
 
 
-def _start(settings: Settings, shard: Shard, start_wall: float | None) -> tuple[int, float]:
+def _start(settings: Settings, shard: Shard, start_wall: float | None, clock: RunClock) -> tuple[int, float]:
     """When send 0 is due: on the monotonic clock, and as a Unix time.
 
     Alone, right away: a paced run after a short lead so every client is waiting when its
@@ -407,7 +400,7 @@ def _start(settings: Settings, shard: Shard, start_wall: float | None) -> tuple[
     instant is kept exactly as the run's start (not re-read from the clock, which would put
     each shard a few microseconds off the others in the merge), unless it had already passed.
     """
-    now_ns, now_wall = time.monotonic_ns(), time.time()
+    now_ns, now_wall = clock.now_ns(), clock.wall_s()
     if start_wall is None:
         if shard.alone:
             lead = LEAD_NS if settings.pace.mode != "bench" else 0
@@ -433,8 +426,3 @@ def _peak_rss_bytes() -> int:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
