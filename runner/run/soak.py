@@ -7,39 +7,36 @@ and the summary is produced exactly once.
 
 Every moment it reads and every wait it makes go through the clock it is given
 (runner.load.clock.RunClock), and its signals come from the source it is given
-(runner.run.signals): the real ones in a run, scripted ones in the unit tier.
+(runner.run.signals): the real ones in a run, scripted ones in the unit tier. Whichever
+engine sends, it sees only an EngineRun (runner.run.engines).
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import resource
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from runner.config.settings import Settings
 from runner.load.clock import RunClock, SystemClock
-from runner.load.engine import Engine, Sink
-from runner.load.native.engine import NativeEngine
-from runner.load.result import Result
-from runner.load.schedule import Grid, Skips
+from runner.load.schedule import Grid
 from runner.load.shards import Shard, aligned_start
 from runner.metrics.tally import MetricsTally
 from runner.report.base import Reporter
 from runner.run.build import Parts
+from runner.run.engines import EngineRun, engine_run
 from runner.run.probe import LoopWatch
+from runner.run.progress import progress_of
 from runner.run.signals import ProcessSignals, Signals
 from runner.run.warmup import WarmUpPhase
 from runner.stats.client import ClientMeter
-from runner.stats.native import NativeRecorder
-from runner.stats.recorder import Interval, Recorder
+from runner.stats.recorder import Interval
 from runner.stats.runinfo import SIGNAL_STOP, RunInfo, RunSummary, Warmup
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
 CANCEL_WAIT_NS = 2_000_000_000  # after cancelling, how long to wait for the clients to wind up
-PROGRESS_EVERY_NS = 100_000_000  # how often a native run's sends are read for the reporters that follow progress
 
 
 class Soak:
@@ -70,33 +67,12 @@ class Soak:
         self._end_ns = start_ns + run_ns if run_ns is not None else None
         self._grid = Grid(start_ns, settings.pace.interval_ns)
         self._schedule = parts.schedule(start_ns)
-        self._progress = [r for r in reporters if r.progress_every > 0]
-        self._done = 0  # sends finished, for the reporters that follow progress
-        self._next_progress = min((r.progress_every for r in self._progress), default=0)
-        self._native = parts.engine.name == "native"  # never with a warm-up: the native engine refuses one
-        self._engine: Engine | NativeEngine
-        self._recorder: Recorder | NativeRecorder
-        if self._native:
-            self._engine, self._recorder = parts.native(self._grid, self._schedule,
-                                                        None if metrics is None else metrics.native_config())
-            if metrics is not None:
-                metrics.follow(self._engine.core.metrics)
-                self._recorder.backends_counted = metrics.add_backends
-        else:
-            self._recorder = recorder = parts.recorder(self._grid, self._schedule)
-            sink: Sink = self._recording_and_telling(recorder) if self._progress else recorder.record
-            if metrics is not None:  # every result, after the recorder has counted it
-                sink = _both(sink, metrics.record)
-            load = parts.load()
-            if self._warmup is not None:  # the run's clients go on over the warm-up's connections, its own
-                handoff = self._warmup.handoff
-                handoff.taken = recorder.took_over if metrics is None else _both_taken(recorder.took_over,
-                                                                                       metrics.took_over)
-                load = dataclasses.replace(load, take_sessions=handoff)
-            self._engine = Engine(self._schedule, load, parts.transport, sink,
-                                  clock.for_engine(load.model.precise, self._watch))
+        progress = progress_of(reporters, lambda reporter, done: reporter.progress(self.info, done))
+        handoff = self._warmup.handoff if self._warmup is not None else None  # the warm-up's connections go on
+        self._run: EngineRun = engine_run(parts, self._grid, self._schedule, clock, self._watch, metrics=metrics,
+                                          progress=progress, take_sessions=handoff)
         if self._end_ns is not None:  # what comes back after the schedule's end is the drain
-            self._recorder.drain_from(self._end_ns)
+            self._run.drain_from(self._end_ns)
         self.info = RunInfo(settings, list(parts.urls), parts.url_source, start_ns, wall_start, shard,
                             parts.urls.weights, parts.engine.name)
         self._signal = asyncio.Event()
@@ -115,33 +91,25 @@ class Soak:
         began_ns = clock.now_ns()  # the client's own figures from here, the probe's first tick a period on
         if warmup is not None:
             warmup.start(cpu_before, began_ns)
-        engine = asyncio.ensure_future(self._engine.run())  # its clients wait for the run's first due time
-        self._recorder.client.begin(clock.cpu_s(), began_ns)
+        engine = asyncio.ensure_future(self._run.run())  # its clients wait for the run's first due time
         # How late the loop runs what is due: told by the Python engine's pacing timer as it fires, with
         # a fallback tick where none is due for long (probe.LoopWatch); the native engine's own timer
-        # measures its loop's lag the same way, handed over with each interval (NativeRecorder.close).
-        if not self._native:
-            self._watch.start(began_ns)
-        progress = asyncio.ensure_future(self._follow_progress(engine)) if self._native and self._progress else None
+        # measures its loop's lag the same way, handed over with each interval (TakenRecorder.close).
+        self._run.begin(clock.cpu_s(), began_ns)
         # Before the engine's first step: a signal already pending stops a run before it sends.
         self._signals.install(self._on_signal)
         try:
             if warmup is not None:
                 await self._warm_up(warmup)
                 cpu_before = clock.cpu_s()  # the run's CPU and client figures are its own, not the warm-up's
-                self._recorder.client.begin(cpu_before, now := clock.now_ns())
-                self._watch.start(now)  # its ticks go to the run's meter from here, begun anew
+                self._run.begin(cpu_before, clock.now_ns())  # the loop's ticks go to the run's meter from here
             sending_end_ns, reason = await self._drive(engine)
-            if progress is not None:
-                self._progress_reached()  # the steps ended since the last look, before "Finished"
             warmed = await warmup.finish(CANCEL_WAIT_NS) if warmup is not None else None
             # Still handled while the summary is reported: a SIGTERM during the final push to a
             # slow Pushgateway must not kill the process before the summary and the push are out.
             summary = self._finish(sending_end_ns, reason, clock.cpu_s() - cpu_before, warmed)
         finally:
             self._watch.stop()
-            if progress is not None:
-                progress.cancel()
             self._signals.remove()
         if engine.done() and not engine.cancelled() and engine.exception() is not None:
             raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
@@ -171,7 +139,7 @@ class Soak:
     def _meter(self) -> ClientMeter:
         """Whose client figures the loop's lag goes to: the warm-up's while it lasts, then the run's."""
         warmup = self._warmup
-        return warmup.recorder.client if warmup is not None and not warmup.over else self._recorder.client
+        return warmup.recorder.client if warmup is not None and not warmup.over else self._run.client
 
     def _emit_warmup(self, interval: Interval) -> None:
         for reporter in self._reporters:
@@ -185,7 +153,7 @@ class Soak:
         Requests still in flight are waited for (boundedly) and counted in the last interval.
         """
         while True:
-            boundary = self._grid.end_of(self._recorder.next_index)
+            boundary = self._grid.end_of(self._run.next_index)
             final = self._end_ns is not None and boundary >= self._end_ns
             until = self._end_ns if final else boundary
             assert until is not None
@@ -194,13 +162,13 @@ class Soak:
                 await self._settle(engine, STOP_GRACE_NS, self._second_signal)
                 await self._abandon(engine)
                 # The engine's own stop time: C's thread may have sent on while the stop waited for it.
-                stopped = self._engine.stopped_sending_ns
+                stopped = self._run.stopped_sending_ns
                 stopped_ns = self._signal_ns if stopped is None else stopped
                 return max(stopped_ns, self._grid.start_ns), self._stop_reason  # before send 0: 0 s
             if engine.done() and engine.exception() is not None:
                 return self._clock.now_ns(), "error"
             if engine.done() and self._count_reached():
-                stopped = self._engine.stopped_sending_ns
+                stopped = self._run.stopped_sending_ns
                 return stopped if stopped is not None else self._clock.now_ns(), "totalRequests"
             if self._clock.now_ns() < until:
                 continue  # the engine ran out of sends early; the interval still runs to its end
@@ -210,7 +178,7 @@ class Soak:
                     await self._settle(engine, STOP_GRACE_NS, self._second_signal)
                 await self._abandon(engine)
                 return until, _end_reason(self._settings)
-            self._emit(self._close(sending_end_ns=self._engine.stopped_sending_ns))
+            self._emit(self._close(sending_end_ns=self._run.stopped_sending_ns))
 
     async def _wait(self, until_ns: int, engine: asyncio.Future[None]) -> None:
         """Until the clock reaches `until_ns`, the engine finishes, or a signal arrives."""
@@ -241,55 +209,16 @@ class Soak:
     async def _abandon(self, engine: asyncio.Future[None]) -> None:
         """Abandon the requests still in flight, each a `cancelled` Result, and let the clients wind up."""
         if not engine.done():
-            self._engine.cancel_in_flight()
+            self._run.cancel()
             await self._clock.wait([engine], self._clock.now_ns() + CANCEL_WAIT_NS)
-
-    def _recording_and_telling(self, recorder: Recorder) -> Sink:
-        """The Python engine's sink when a reporter follows progress: record, then tell at its steps.
-
-        One comparison per result; the reporters are looked at only when a step is reached.
-        """
-
-        def sink(result: Result | Skips) -> None:
-            recorder.record(result)
-            if not isinstance(result, Skips):
-                self._done += 1
-                if self._done == self._next_progress:
-                    self._tell_progress()
-
-        return sink
-
-    async def _follow_progress(self, engine: asyncio.Future[None]) -> None:
-        """The native engine's ended sends as progress, read every PROGRESS_EVERY_NS (it tells Python
-        of no single result): ab's `Completed N requests` lines come up to that much late, never early."""
-        while not engine.done():
-            await self._clock.sleep_until(self._clock.now_ns() + PROGRESS_EVERY_NS)
-            self._progress_reached()
-
-    def _progress_reached(self) -> None:
-        """Tell every progress step the native engine's ended sends have reached, in order."""
-        native = self._engine
-        assert isinstance(native, NativeEngine)
-        while (step := self._next_progress) <= native.done:
-            self._done = step
-            self._tell_progress()
-
-    def _tell_progress(self) -> None:
-        done = self._done
-        for reporter in self._progress:
-            if done % reporter.progress_every == 0:
-                reporter.progress(self.info, done)
-        self._next_progress = min(done + r.progress_every - done % r.progress_every for r in self._progress)
 
     def _count_reached(self) -> bool:
         limit = self._shard.share(self._settings.pace.total_requests)
-        return bool(limit) and self._engine.sent >= limit
+        return bool(limit) and self._run.sent >= limit
 
     def _close(self, end_ns: int | None = None, **how: Any) -> Interval:
-        """Close the recorder's next interval, with the CPU time used so far for the client's figures,
-        and every skip the engine already knows of that fell due before its end."""
-        self._engine.skip_due_before(self._grid.end_of(self._recorder.next_index) if end_ns is None else end_ns)
-        return self._recorder.close(end_ns, cpu_s=self._clock.cpu_s(), now_ns=self._clock.now_ns(), **how)
+        """Take the engine's next interval, with the CPU time used so far for the client's figures."""
+        return self._run.take(end_ns, cpu_s=self._clock.cpu_s(), now_ns=self._clock.now_ns(), **how)
 
     def _emit(self, interval: Interval) -> None:
         for reporter in self._reporters:
@@ -302,29 +231,29 @@ class Soak:
         the last. If the last requests came back intervals later (totalRequests with slow
         responses), those intervals were reported as they passed and the last one ends now.
         """
-        while self._grid.end_of(self._recorder.next_index) < sending_end_ns:
+        while self._grid.end_of(self._run.next_index) < sending_end_ns:
             self._emit(self._close(sending_end_ns=sending_end_ns))
-        open_start = self._grid.end_of(self._recorder.next_index - 1)
+        open_start = self._grid.end_of(self._run.next_index - 1)
         end_ns = sending_end_ns if sending_end_ns >= open_start else self._clock.now_ns()
         self._emit(self._close(end_ns, final=True, sending_end_ns=sending_end_ns))
-        recorder = self._recorder
+        totals = self._run.totals()
         summary = RunSummary(
             info=self.info,
-            intervals=recorder.next_index,
-            end_ns=max(end_ns, recorder.drain_end_ns),  # the whole run, the drain included
+            intervals=self._run.next_index,
+            end_ns=max(end_ns, totals.drain_end_ns),  # the whole run, the drain included
             sending_end_ns=sending_end_ns,
-            tally=recorder.total,
-            uncorrected=recorder.uncorrected,
-            send_lag=recorder.send_lag,
-            in_unit=recorder.in_unit,
+            tally=totals.tally,
+            uncorrected=totals.uncorrected,
+            send_lag=totals.send_lag,
+            in_unit=totals.in_unit,
             stop_reason=reason,
             cpu_seconds=cpu_seconds,
             max_rss_bytes=_peak_rss_bytes(),
-            bench=recorder.bench,
-            connections=dict(recorder.connections),
-            client=recorder.client.run(self._clock.cpu_s(), self._clock.now_ns()),
-            drain=recorder.drain,
-            per_url=None if recorder.per_url is None else tuple(recorder.per_url),
+            bench=totals.bench,
+            connections=totals.connections,
+            client=self._run.client.run(self._clock.cpu_s(), self._clock.now_ns()),
+            drain=totals.drain,
+            per_url=totals.per_url,
             last_interval_end_ns=end_ns,
             due=self._schedule.sends_due(self.info.start_ns, sending_end_ns) if self.info.model.paced else None,
             warmup=warmup,
@@ -357,10 +286,10 @@ class Soak:
         self._signal_ns = self._clock.now_ns() if at_ns is None else at_ns
         # At once, not when the run's driver next wakes up: a client whose send falls due in
         # between would send after the stop, beyond the goal that ends with it.
-        self._engine.stop(at_ns=self._signal_ns)
+        self._run.stop(self._signal_ns)
         if self._warmup is not None and not self._warmup.over:
             self._warmup.stop(self._signal_ns)
-        self._recorder.drain_from(max(self._signal_ns, self._grid.start_ns))
+        self._run.drain_from(max(self._signal_ns, self._grid.start_ns))
         self._signal.set()
 
 
@@ -368,27 +297,6 @@ def _end_reason(settings: Settings) -> str:
     """Why a run that reached its planned end stopped: the stages' end, its duration, or its iterations."""
     pace = settings.pace
     return "stages" if pace.stages else "duration" if pace.duration_ns is not None else "iterations"
-
-
-def _both(first: Sink, second: Sink) -> Sink:
-    """A sink that hands each result to `first`, then to `second`."""
-
-    def sink(result: Result | Skips) -> None:
-        first(result)
-        second(result)
-
-    return sink
-
-
-def _both_taken(first: Callable[[list[str], int], None],
-                second: Callable[[list[str], int], None]) -> Callable[[list[str], int], None]:
-    """Connections taken over from a warm-up, told to `first`, then to `second` (as _both does results)."""
-
-    def taken(protocols: list[str], free_ns: int) -> None:
-        first(protocols, free_ns)
-        second(protocols, free_ns)
-
-    return taken
 
 
 def _start(settings: Settings, shard: Shard, start_wall: float | None, clock: RunClock) -> tuple[int, float]:

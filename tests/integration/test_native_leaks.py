@@ -42,7 +42,7 @@ spec = importlib.util.spec_from_file_location("runner.load.native._engine", sys.
 module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
 sys.modules["runner.load.native._engine"] = module
 from runner.config.targets import Targets
-from runner.metrics.tally import MetricsTally, native_counts, url_slots
+from runner.metrics.tally import MetricsTally, holding, url_slots
 from tests.support.nativerun import Plan, run_native
 
 def counts(ran):
@@ -53,7 +53,7 @@ found = {}
 big = run_native(Plan([nginx], clients=10, seconds=None, total_requests=n, bench=True, interval_s=0.1,
                       metrics=True, keep_intervals=False), timeout_s=1200)
 found["bench"] = counts(big)
-found["metrics_good"] = sum(native_counts(big.engine.core.metrics()).statuses[0])
+found["metrics_good"] = sum(holding(big.engine.metrics()).statuses[0])
 found["new"] = counts(run_native(Plan([nginx], qps=500, clients=4, seconds=None, total_requests=500, no_reuse=True,
                                       interval_s=0.2, unit_ns=1000)))
 found["open"] = counts(run_native(Plan([nginx], qps=500, clients=3, seconds=0.5, open_model=True, interval_s=0.1)))
