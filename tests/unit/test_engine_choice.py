@@ -151,6 +151,5 @@ def test_the_engine_settings_description_names_every_setting_the_native_engine_r
         for field in dataclasses.fields(group):
             if field.name in HONOURS:
                 continue
-            named = REFUSES.get(field.name, "{name}").format(value=OTHER.get(field.name),
-                                                                    name=setting_name(field.name))
+            named = REFUSES.get(field.name, "{name}").format(value=OTHER.get(field.name), name=setting_name(field.name))
             assert named.split(" (")[0].lower() in description, field.name
