@@ -16,7 +16,6 @@ import asyncio
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from runner.config.targets import url_slots
@@ -39,19 +38,54 @@ from runner.stats.recorder import ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, Bench
 PROGRESS_EVERY_NS = 100_000_000  # how often a native run's finished sends are read for progress
 
 
-@dataclass(frozen=True)
-class Totals:
-    """What a run counted in all, for its summary (runner.stats.runinfo.RunSummary)."""
+class Counted(Protocol):
+    """What a run counted in all, for its summary (runner.stats.runinfo.RunSummary): the run-wide
+    figures of Recorder and of TakenRecorder alike."""
 
-    tally: Tally  # every interval's, the drain's included
-    uncorrected: LatencyHistogram | None  # open model: latency from the actual send
-    send_lag: LatencyHistogram | None  # paced runs: how late sends went out
-    in_unit: LatencyHistogram | None  # with a latency CSV
-    bench: BenchTally | None  # bench mode: ab's figures
-    connections: dict[str, int]  # connections that carried a response, by protocol
-    drain: Tally | None  # what came back after the last interval
-    drain_end_ns: int  # ... and when its last response came (0: none did)
-    per_url: tuple[Tally, ...] | None  # per URL slot, when the URLs have more than one
+    @property
+    def total(self) -> Tally:
+        """Every interval's counts, the drain's included."""
+        ...
+
+    @property
+    def uncorrected(self) -> LatencyHistogram | None:
+        """Open model: latency from the actual send."""
+        ...
+
+    @property
+    def send_lag(self) -> LatencyHistogram | None:
+        """Paced runs: how late sends went out."""
+        ...
+
+    @property
+    def in_unit(self) -> LatencyHistogram | None:
+        """With a latency CSV: latencies in its unit."""
+        ...
+
+    @property
+    def bench(self) -> BenchTally | None:
+        """Bench mode: ab's figures."""
+        ...
+
+    @property
+    def connections(self) -> Counter[str]:
+        """Connections that carried a response, by protocol."""
+        ...
+
+    @property
+    def drain(self) -> Tally | None:
+        """What came back after the last interval."""
+        ...
+
+    @property
+    def drain_end_ns(self) -> int:
+        """... and when its last response came (0: none did)."""
+        ...
+
+    @property
+    def per_url(self) -> list[Tally] | None:
+        """Per URL slot, when the URLs have more than one."""
+        ...
 
 
 class EngineRun(Protocol):
@@ -103,29 +137,9 @@ class EngineRun(Protocol):
         `now_ns` for the client's figures."""
         ...
 
-    def totals(self) -> Totals:
+    def totals(self) -> Counted:
         """What the run counted in all, once its last interval is taken."""
         ...
-
-
-class _Counted(Protocol):
-    """A recorder's run-wide figures: Recorder's and TakenRecorder's alike."""
-
-    total: Tally
-    uncorrected: LatencyHistogram | None
-    send_lag: LatencyHistogram | None
-    in_unit: LatencyHistogram | None
-    bench: BenchTally | None
-    connections: Counter[str]
-    drain: Tally | None
-    drain_end_ns: int
-    per_url: list[Tally] | None
-
-
-def _totals(recorder: _Counted) -> Totals:
-    return Totals(recorder.total, recorder.uncorrected, recorder.send_lag, recorder.in_unit, recorder.bench,
-                  dict(recorder.connections), recorder.drain, recorder.drain_end_ns,
-                  None if recorder.per_url is None else tuple(recorder.per_url))
 
 
 class PythonRun:
@@ -172,8 +186,8 @@ class PythonRun:
         self.engine.skip_due_before(self._grid.end_of(self.recorder.next_index) if end_ns is None else end_ns)
         return self.recorder.close(end_ns, final=final, sending_end_ns=sending_end_ns, cpu_s=cpu_s, now_ns=now_ns)
 
-    def totals(self) -> Totals:
-        return _totals(self.recorder)
+    def totals(self) -> Counted:
+        return self.recorder
 
 
 class NativeRun:
@@ -236,8 +250,8 @@ class NativeRun:
         """The next interval: the engine counts the skips due before its end as it hands it over."""
         return self.recorder.close(end_ns, final=final, sending_end_ns=sending_end_ns, cpu_s=cpu_s, now_ns=now_ns)
 
-    def totals(self) -> Totals:
-        return _totals(self.recorder)
+    def totals(self) -> Counted:
+        return self.recorder
 
 
 def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: Grid, *, unit_ns: int | None = None,
