@@ -79,7 +79,7 @@ except TypeError as refused:
 
 
 def test_an_engine_whose_records_disagree_with_records_py_refuses_to_load() -> None:
-    """What crosses the boundary is records.py's NamedTuples, field for field engine.c's tables:
+    """What crosses the boundary is records.py's records, field for field engine.c's tables:
     a field moved on one side stops the engine from loading, naming it, where a dict read by key
     would have read the wrong count for the rest of every run."""
     done = subprocess.run([sys.executable, "-c", _SWAPPED], capture_output=True, text=True, timeout=60, cwd=REPO)

@@ -53,8 +53,8 @@
  * to hold to runner/load/schedule.py's on any input).
  *
  * The records (Config in, Taken, RunFigures, MetricsCounts and what they hold out) are the
- * NamedTuples of runner/load/native/records.py, each the table of its fields below (RECORDS),
- * checked against it as the module loads. A histogram is a HistogramCounts: its counts a
+ * Record classes of runner/load/native/records.py (tuples with named fields), each the table
+ * of its fields below (RECORDS), checked against it as the module loads. A histogram is a HistogramCounts: its counts a
  * Counts object (a writable buffer of hdrhistogram's counts array, owned by it, handed over
  * without a copy) or None when empty; LatencyHistogram.from_counts takes it as it is.
  */
@@ -67,7 +67,7 @@
 
 #include "core.h"
 
-/* --- the records: one table of fields each, the NamedTuples of records.py ------------- */
+/* --- the records: one table of fields each, the Record classes of records.py --------- */
 
 #define CONFIG_FIELDS(F)                                                                                   \
     F(targets) F(model) F(clients) F(max_in_flight) F(total_requests) F(start_ns) F(qps) F(end_ns) F(stride)  \
@@ -164,7 +164,7 @@ static int records_load(void)
             ok = 0;
         }
         if (!ok && !PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "records.%s is not a NamedTuple", kind->name);
+            PyErr_Format(PyExc_TypeError, "records.%s is not a tuple with _fields", kind->name);
         Py_XDECREF(fields);
         if (!ok) {
             Py_XDECREF(cls);
