@@ -429,6 +429,15 @@ def test_progress_is_told_at_every_step_of_finished_sends() -> None:
     assert heard.told == [7, 14, 21, 28]
 
 
+def test_progress_counts_sends_finished_not_sends_skipped() -> None:
+    """A slow server makes a paced client skip: only the sends made (answered or failed) are progress."""
+    heard = Heard(progress_every=2)
+    run = drive({"qps": 10, "concurrency": 1, "interval": "1s", "iterations": 2}, 250 * MS, heard=heard)
+    summary = run.summary
+    assert summary.tally.skipped > 0
+    assert heard.told == list(range(2, summary.tally.requests + 1, 2))
+
+
 class Stubborn(ScriptedTransport):
     """Its sessions never answer, and the first cancel does not end a send (a transport's bug)."""
 
