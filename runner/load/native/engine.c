@@ -54,9 +54,10 @@
  *
  * The records (Config in, Taken, RunFigures, MetricsCounts and what they hold out) are the
  * Record classes of runner/load/native/records.py (tuples with named fields), each the table
- * of its fields below (RECORDS), checked against it as the module loads. A histogram is a HistogramCounts: its counts a
- * Counts object (a writable buffer of hdrhistogram's counts array, owned by it, handed over
- * without a copy) or None when empty; LatencyHistogram.from_counts takes it as it is.
+ * of its fields below (RECORDS), checked against it as the module loads. A histogram is a
+ * HistogramCounts: its counts a Counts object (a writable buffer of hdrhistogram's counts
+ * array, owned by it, handed over without a copy) or None when empty;
+ * LatencyHistogram.from_counts takes it as it is.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
