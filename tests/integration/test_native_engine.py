@@ -504,12 +504,12 @@ def test_a_stop_before_the_start_sends_nothing_and_skips_what_fell_due(nginx: Ng
     plan = Plan([nginx.url], qps=100, clients=3, seconds=5)
     schedule, load, options, grid = plan.parts()
     engine, recorder = native_run(schedule, load, options, grid)
-    at = schedule.start_ns + 200_000_000  # sends 0 to 20 fell due by then
+    at = schedule.start_ns + 200_000_000  # sends 0 to 19 fell due before then; send 20 is due at the stop
     engine.stop(at_ns=at)
     asyncio.run(asyncio.wait_for(engine.run(), 30))
     interval = recorder.close(at, final=True, sending_end_ns=at)
     assert engine.sent == 0 and recorder.total.requests == 0
-    assert recorder.total.skipped == 21 == interval.tally.skipped
+    assert recorder.total.skipped == 20 == interval.tally.skipped == schedule.sends_due(schedule.start_ns, at)
     time.sleep(0.2)
     assert nginx.requests_logged() == before
     cancelled, _ = native_run(*plan.parts())

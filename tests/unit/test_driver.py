@@ -335,6 +335,18 @@ def test_a_signal_held_while_the_process_started_late_stops_it_where_it_starts()
     assert summary.sending_ns == 0
 
 
+def test_a_send_due_at_the_stop_is_neither_sent_nor_skipped_nor_due() -> None:
+    """A stop at t ends the run's sends at t: those due before it are the run's (sent, or skipped and
+    counted), one due at t is not. A signal held while the process started stops it where send 0
+    is due; that send counted as skipped while the goal, due before the stop, was 0: requests +
+    skipped = due broke by one. Late or not, sending ends at the start and nothing is owed."""
+    for late_ns in (0, LEAD_NS + 30 * MS):
+        run = drive({"qps": 20, "concurrency": 3, "interval": "1s", "iterations": 5}, pending=("SIGTERM",),
+                    late_ns=late_ns)
+        summary = run.summary
+        assert (summary.tally.requests, summary.tally.skipped, summary.due) == (0, 0, 0), late_ns
+
+
 def test_a_stop_asked_for_by_a_reporter_ends_the_run_as_a_signal_does() -> None:
     """abortOnThreshold's way: the reporter asks, the run stops at once with its reason."""
 
