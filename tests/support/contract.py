@@ -28,20 +28,17 @@ are the bytes of the rows FAULT_SERVER names.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import random
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from runner.load import failures, http1
-from runner.load.result import Result
+from runner.load import failures
 from runner.load.transport import MAX_HEAD_BYTES
 from tests.support.faultserver import CHUNKS, OK_BODY, RESET_DECLARED, RESET_SENT
-from tests.support.replay import REPO, Wire
+from tests.support.replay import REPO, PythonTransport
 
 NATIVE_SOURCES = REPO / "runner" / "load" / "native"
 
@@ -92,18 +89,10 @@ Parser = Callable[[str, Sequence[bytes], bool], Outcome]
 # --- the parsers --------------------------------------------------------------------------------
 
 
-class PythonParser:
+class PythonParser(PythonTransport):
     """http1.Connection on an event loop that is never run (nothing in it waits); use it as a context."""
 
     name = "python"
-
-    def __enter__(self) -> PythonParser:
-        self._loop = asyncio.new_event_loop()
-        self._deadlines = http1.Deadlines(self._loop, 3600 * 10**9)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._loop.close()
 
     def __call__(self, method: str, reads: Sequence[bytes], closed: bool) -> Outcome:
         """One request on a new Connection, then `reads` and the close as its socket hands them over.
@@ -112,14 +101,7 @@ class PythonParser:
         connection waits in the pool for its next request, and what comes meanwhile is
         bytes nobody asked for.
         """
-        connection = http1.Connection(set(), self._loop, False, self._deadlines)
-        wire = Wire()
-        connection.connection_made(wire)
-        result = Result(start_ns=time.monotonic_ns())
-        request = f"{method} / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
-        hour = 3600
-        future = connection.send(request, result, False, self._loop.time() + hour,
-                                 time.monotonic_ns() + hour * 10**9, False)
+        connection, wire, result, future = self.request(method)
         for data in reads:
             if wire.closed:
                 break
@@ -211,11 +193,10 @@ def feeds(case: Case, seed: int, random_splits: int) -> Iterator[tuple[str, list
 
 def fixed_reads(data: bytes, sizes: Sequence[int]) -> list[bytes]:
     """`data` in reads of `sizes`, the last size repeated to the end."""
-    reads, at = [], 0
-    for index in range(len(data)):
-        if at >= len(data):
-            break
-        size = sizes[min(index, len(sizes) - 1)]
+    reads: list[bytes] = []
+    at = 0
+    while at < len(data):
+        size = sizes[min(len(reads), len(sizes) - 1)]
         reads.append(data[at:at + size])
         at += size
     return reads
