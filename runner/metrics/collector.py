@@ -68,6 +68,7 @@ from prometheus_client.utils import floatToGoString
 from runner import __version__
 from runner.config.settings import Settings
 from runner.config.targets import as_targets
+from runner.core.columns import LINE_PERCENTILES
 from runner.core.redact import printable
 from runner.load.model import LoadModel
 from runner.load.shards import ALONE, Shard
@@ -92,7 +93,7 @@ from runner.metrics.tally import (
 )
 from runner.report.base import Reporter
 from runner.stats.client import ClientFigures
-from runner.stats.figures import BACKENDS_SHOWN, GAUGE_PERCENTILES, OTHER_BACKENDS, Figures
+from runner.stats.figures import BACKENDS_SHOWN, OTHER_BACKENDS, Figures
 from runner.stats.phases import PHASES, PhaseTally
 from runner.stats.recorder import Interval
 from runner.stats.runinfo import RunInfo, RunSummary
@@ -470,7 +471,7 @@ def _interval_families(last: LastInterval) -> Iterator[Metric]:
     # that label for a summary's series, and these are gauges of one interval, with no count or sum.
     latency = GaugeMetricFamily("soak_interval_latency_seconds", "Latency percentiles of the last interval's "
                                 "responses, exact.", labels=["percentile"])
-    for key in GAUGE_PERCENTILES:
+    for key in LINE_PERCENTILES:  # the gauges show the interval line's
         latency.add_metric([key], f.latency.percentiles[key] / 1e9)
     yield latency
     yield GaugeMetricFamily("soak_interval_max_latency_seconds", "The slowest response of the last interval.",
