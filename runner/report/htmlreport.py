@@ -27,13 +27,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from runner.core.columns import LINE_PERCENTILES
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS, exit_code
 from runner.core.units import time_text
 from runner.report.junit import RunError, broken_intervals, measured_text
 from runner.report.svgchart import PALETTE, Line, Panel, linear_ticks, svg
 from runner.report.verdict import Outcome
 
-LATENCY_LINES = ("p50", "p95", "p99", "p999", "max")
+LATENCY_LINES = (*LINE_PERCENTILES, "max")  # an interval row's latency columns but min, each a line of the chart
 
 
 @dataclass(frozen=True)
