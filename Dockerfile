@@ -50,7 +50,7 @@ FROM ${PYTHON_IMAGE}
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     python3 -m venv /opt/soak \
     && /opt/soak/bin/pip install --no-cache-dir --disable-pip-version-check --no-index --find-links /wheels \
-        'soak-pallet[s3]' \
+        'soak-pallet[remote,s3]' \
     && { /opt/soak/bin/python -c 'import runner.load.native._engine' \
          || { echo 'the wheel has no native engine (runner/load/native/, setup.py): see the build stage' >&2; exit 1; }; } \
     && /opt/soak/bin/pip uninstall --yes --disable-pip-version-check pip

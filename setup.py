@@ -22,7 +22,7 @@ setup(
         Extension(
             "runner.load.native._engine",
             sources=[f"{NATIVE}/engine.c", f"{NATIVE}/core.c", f"{NATIVE}/response.c"],
-            depends=[f"{NATIVE}/{name}" for name in ("core.h", "histogram.h", "schedule.h", "response.h", "pyput.h")],
+            depends=[f"{NATIVE}/{name}" for name in ("core.h", "histogram.h", "schedule.h", "response.h")],
             extra_compile_args=["-std=c11"],
             libraries=["m"],
             optional=True,

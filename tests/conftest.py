@@ -16,14 +16,14 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pytest
 
+from runner.core.columns import LINE, Line, matched
 from runner.core.errors import EXIT_NO_RESPONSE, EXIT_OK
 from runner.load.native.engine import module as native_module
-from runner.report.slowcooker import Line
 from tests.support import reaper
 from tests.support.faultserver import FaultServer
 from tests.support.programs import program
@@ -344,46 +344,19 @@ def fault_server() -> Iterator[FaultServer]:
 
 
 @dataclass(frozen=True)
-class IntervalFields:
-    """The columns of one slow_cooker interval line."""
-
-    timestamp: str
-    iteration: int
-    good: int
-    bad: int
-    failed: int
-    target: int
-    goal_percent: int
-    interval: str  # as printed: `1s`, `500ms`, `534ms`, `1.504s`
-    latencies: tuple[int, int, int, int, int, int]  # min, p50, p95, p99, p999, max
-    bhash: int
-    change: str
-
-    @property
-    def requests(self) -> int:
-        return self.good + self.bad + self.failed
+class IntervalFields(Line):
+    """The columns of one slow_cooker interval line, as read back (runner.core.columns)."""
 
     def line(self) -> Line:
-        """The columns as runner.report.slowcooker.interval_line takes them, to print the line again."""
-        return Line(self.timestamp, self.iteration, self.good, self.bad, self.failed, self.target, self.goal_percent,
-                    self.interval, self.latencies, self.bhash, self.change)
-
-
-_INTERVAL_LINE = re.compile(
-    r"^(\S+) +(\d+) +(\d+)/(\d+)/(\d+) (\d+) +(\d+)% (\S+) +(\d+) \[ *(\d+) +(\d+) +(\d+) +(\d+) \] +(\d+) +(\d+) ([+-]*)$"
-)
+        """The columns as runner.core.columns.interval_line takes them, to print the line again."""
+        return Line(**{f.name: getattr(self, f.name) for f in fields(Line)})
 
 
 def parse_interval(line: str) -> IntervalFields:
-    """Parse `%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s` back, strictly."""
-    m = _INTERVAL_LINE.match(line)
+    """An interval line read back, strictly: exactly as runner.core.columns lays it out."""
+    m = LINE.match(line)
     assert m, f"not an interval line: {line!r}"
-    g = m.groups()
-    return IntervalFields(
-        timestamp=g[0], iteration=int(g[1]), good=int(g[2]), bad=int(g[3]), failed=int(g[4]), target=int(g[5]),
-        goal_percent=int(g[6]), interval=g[7], latencies=tuple(int(x) for x in g[8:14]),  # type: ignore[arg-type]
-        bhash=int(g[14]), change=g[15],
-    )
+    return IntervalFields.of(matched(m))
 
 
 def assert_counts_add_up(stdout: str) -> dict:

@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.core.errors import EXIT_OK, UsageError
 from runner.core.units import UNIT_NS
-from runner.readback.figures import URL_COUNTS, RunFigures
+from runner.readback.figures import LATENCY_KEYS, URL_COUNTS, RunFigures
 from runner.readback.results import LoadedRun
-from runner.stats.figures import PHASE_PERCENTILES, SUMMARY_PERCENTILES
+from runner.stats.figures import PHASE_PERCENTILES
 from runner.stats.phases import PHASES
 
-LATENCY_ROWS = (*SUMMARY_PERCENTILES, "min", "mean", "max")  # the summary's percentiles, then the rest
 PHASE_ROWS = (*PHASE_PERCENTILES, "mean")  # each phase's, from the summary's phases section
 UNKNOWN = "-"
 ESTIMATED = "~"
@@ -63,7 +62,7 @@ ROWS = (
     Row("backends reached", lambda f: f.backends_reached),
     Row("connections opened", lambda f: f.connections_opened),
     Row("connections closed", lambda f: f.connections_closed),
-    *(_latency_row(key) for key in LATENCY_ROWS),
+    *(_latency_row(key) for key in LATENCY_KEYS),  # the summary's percentiles, then min, mean and max
     *(_phase_row(phase, key) for phase in PHASES for key in PHASE_ROWS),
     Row("duration (s)", lambda f: f.duration_seconds),
 )

@@ -19,6 +19,7 @@ from runner.core.errors import UsageError
 # iterations and duration are two ways to say when to stop; a layer that names one
 # replaces whichever one a lower layer chose, so `--duration 2h` overrides `iterations: 60`.
 _STOP_RULES = ("iterations", "duration")
+_HEADERS = ("headers", "remoteWriteHeaders", "otlpHeaders")  # settings whose layers add up
 
 
 Mode = Literal["soak", "bench"]  # soak: paced by the schedule; bench: ab's closed loop, no rate limit
@@ -112,15 +113,25 @@ class ThresholdSpec:
 
 @dataclass(frozen=True)
 class MetricsSpec:
-    """Prometheus: where /metrics is served and where pushes go."""
+    """Prometheus and OTLP: where /metrics is served and where pushes and writes go."""
 
     addr: str  # host:port for /metrics; "" for none
     pushgateway: str  # Pushgateway URL; "" for none
-    job: str  # the Pushgateway's job label
+    job: str  # the job label of every push and write (pushgatewayJob)
+    remote_write: str = ""  # a remote write receiver's URL; "" for none
+    remote_write_headers: tuple[tuple[str, str], ...] = ()  # (name, value) of each write's extra headers
+    remote_write_token_file: str = ""  # a bearer token's file, read before each write; "" for none
+    otlp: str = ""  # an OTLP/HTTP metrics receiver's URL; "" for none
+    otlp_headers: tuple[tuple[str, str], ...] = ()
 
     @property
     def wanted(self) -> bool:
-        return bool(self.addr or self.pushgateway)
+        return bool(self.addr or self.pushgateway or self.written)
+
+    @property
+    def written(self) -> bool:
+        """Whether the metrics are written to a receiver (remote write, OTLP): their native histograms are kept then."""
+        return bool(self.remote_write or self.otlp)
 
 
 @dataclass(frozen=True)
@@ -182,7 +193,7 @@ def merge(*layers: dict[str, Any]) -> dict[str, Any]:
                 merged.pop(rule, None)
         for key, value in layer.items():
             # Headers add up across layers: `--header X-Debug:1` keeps the file's headers.
-            merged[key] = {**merged[key], **value} if key == "headers" else value
+            merged[key] = {**merged[key], **value} if key in _HEADERS else value
     return merged
 
 
@@ -242,7 +253,9 @@ def settings_from(merged: dict[str, Any]) -> Settings:
         thresholds=ThresholdSpec(rules_for(merged["thresholds"], merged["intervalThresholds"], merged["mode"],
                                            merged["backendHeader"]),
                                  merged["abortOnThreshold"], merged["stopAtBrokenRule"]),
-        metrics=MetricsSpec(merged["metricAddr"], merged["pushgateway"], merged["pushgatewayJob"]),
+        metrics=MetricsSpec(merged["metricAddr"], merged["pushgateway"], merged["pushgatewayJob"],
+                            merged["remoteWrite"], tuple(merged["remoteWriteHeaders"].items()),
+                            merged["remoteWriteBearerTokenFile"], merged["otlp"], tuple(merged["otlpHeaders"].items())),
         split=SplitSpec(int(merged["shards"]), int(merged["shard"]) if merged.get("shard") is not None else None,
                         int(merged["workers"])),
         linkerd=LinkerdSpec(merged["linkerdAwait"], parse_duration(merged["linkerdAwaitTimeout"]),
@@ -309,5 +322,8 @@ def _printable(merged: dict[str, Any]) -> dict[str, Any]:
     if isinstance(merged["body"], str):
         shown["body"] = redact.body(merged["body"])
     shown["headers"] = redact.headers(merged["headers"])
-    shown["pushgateway"] = redact.url(merged["pushgateway"])
+    for name in ("pushgateway", "remoteWrite", "otlp"):
+        shown[name] = redact.url(merged[name])
+    for name in ("remoteWriteHeaders", "otlpHeaders"):
+        shown[name] = redact.headers(merged[name])
     return shown

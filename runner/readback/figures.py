@@ -14,12 +14,13 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from runner.core.columns import LINE_PERCENTILES
 from runner.core.units import UNIT_NS
 from runner.readback.logscan import IntervalRow, Startup
 from runner.report import keys as k
 from runner.report.slowcooker import shown_percent
 from runner.stats.estimate import estimate, interval_points
-from runner.stats.figures import LINE_PERCENTILES, PERCENTILES, SUMMARY_PERCENTILES, goal_percent
+from runner.stats.figures import PERCENTILES, SUMMARY_PERCENTILES, goal_percent
 
 LATENCY_KEYS = (*SUMMARY_PERCENTILES, k.MIN, k.MEAN, k.MAX)
 URL_COUNTS = (k.REQUESTS, k.GOOD, k.BAD, k.FAILED)

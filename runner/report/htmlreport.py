@@ -27,13 +27,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from runner.core.columns import LINE_PERCENTILES
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS, exit_code
 from runner.core.units import time_text
 from runner.report.junit import RunError, broken_intervals, measured_text
 from runner.report.svgchart import PALETTE, Line, Panel, linear_ticks, svg
 from runner.report.verdict import Outcome
 
-LATENCY_LINES = ("p50", "p95", "p99", "p999", "max")
+LATENCY_LINES = (*LINE_PERCENTILES, "max")  # an interval row's latency columns but min, each a line of the chart
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,8 @@ _WORDS = {
 _EXPLAINED = {
     "passed": "The run went to its end and kept its thresholds, if it had any.",
     "broken": "At least one threshold is broken: the service did not keep it.",
-    "inconclusive": "Thresholds broke only where the client could not keep pace: this says nothing of the service.",
+    "inconclusive": ("Thresholds broke only where the client's own delay may have changed their figures: this says "
+                     "nothing of the service."),
     "error": "Something apart from the thresholds went wrong with the run itself.",
     "unknown": "The file has no JSON summary to tell the verdict (cut off, or slow_cooker's log).",
 }

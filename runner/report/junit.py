@@ -7,7 +7,7 @@ whether the run itself went wrong, without anyone reading the log. The mapping, 
 - each threshold rule is a test case named by its scope and its text as written, which holds
   its URL scope and its phase (`run p99{url=/checkout} < 200ms`, `interval connect.p99 < 5ms`):
   kept, it passes; BROKEN, it fails with the measured value; INCONCLUSIVE (broken only where
-  the client could not keep pace: runner.report.verdict), it is skipped with that reason, as
+  the client's own delay may have changed its figure: runner.report.verdict), it is skipped with that reason, as
   it says nothing of the service either way;
 - the run itself is a test case `run` that errors, with the reason, when a code applies that
   says the run went wrong whatever its rules say (RUN_ERRORS: a part missing, 5; stopped by a
@@ -93,7 +93,7 @@ def rule_case(outcome: Outcome) -> Case:
     if outcome.ok:
         return Case(name, RULES_CLASS, "passed", text=f"kept: {value}")
     if outcome.inconclusive:
-        reason = f"inconclusive: broken only where the client could not keep pace ({value}"
+        reason = f"inconclusive: broken only where the client's own delay may have changed its figure ({value}"
         if rule.scope == "run" and outcome.kept is not None:
             reason += f"; {rule.show(outcome.kept)} where it kept pace"
         reason += "): this says nothing of the service"

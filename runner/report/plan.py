@@ -51,8 +51,8 @@ def describe(settings: Settings, urls: Sequence[str], environ: Mapping[str, str]
     lines += _judged(s) + _metrics(s) + _results(s, shard, environ)
     store = parse_store_url(s.results.store) if s.results.store else None
     endpoint = s3_endpoint(environ) if store is not None and store.scheme == "s3" else ""
-    lines += _network_policy([*urls, *([s.metrics.pushgateway] if s.metrics.pushgateway else []),
-                              *([endpoint] if endpoint else [])])
+    reached = (s.metrics.pushgateway, s.metrics.remote_write, s.metrics.otlp, endpoint)  # what the runner talks to
+    lines += _network_policy([*urls, *(url for url in reached if url)])
     return lines
 
 
@@ -183,6 +183,12 @@ def _metrics(s: Settings) -> list[str]:
     if s.metrics.pushgateway:
         lines.append(f"pushes metrics to the Pushgateway {redact.url(s.metrics.pushgateway)} after every interval "
                      f"and at the end (job {s.metrics.job})")
+    if s.metrics.remote_write:
+        lines.append(f"writes metrics to the remote write receiver {redact.url(s.metrics.remote_write)} after every "
+                     f"interval and at the end, the latency also as native histograms (job {s.metrics.job})")
+    if s.metrics.otlp:
+        lines.append(f"sends metrics over OTLP/HTTP to {redact.url(s.metrics.otlp)} after every interval and at the "
+                     f"end (service.name {s.metrics.job})")
     return lines
 
 

@@ -24,7 +24,7 @@ from runner.report.base import Reporter
 from runner.report.compactjson import compact_json
 from runner.report.slowcooker import shown_percent, to_ms
 from runner.stats.client import ClientFigures
-from runner.stats.figures import LINE_PERCENTILES, PHASE_PERCENTILES, SUMMARY_PERCENTILES, Figures, Latency
+from runner.stats.figures import PHASE_PERCENTILES, SUMMARY_PERCENTILES, Figures, Latency
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import interval_record, run_record
 from runner.stats.recorder import BenchTally, Interval, Tally
@@ -122,9 +122,7 @@ def line_latencies_precise(latency: Latency, unit: str) -> dict[str, float]:
     A fast service answers in well under a millisecond: in ms, every interval line says 0,
     and a plot of them would be a flat line. The summary keeps what was measured.
     """
-    values = {k.MIN: latency.min_ns, **{key: latency.percentiles[key] for key in LINE_PERCENTILES},
-              k.MAX: latency.max_ns}
-    return {key: latency_figure(ns, unit) for key, ns in values.items()}
+    return {key: latency_figure(ns, unit) for key, ns in latency.in_line().items()}
 
 
 def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:

@@ -26,13 +26,14 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from runner.config.settings import Settings
+from runner.core.columns import LINE_PERCENTILES
 from runner.core.percentiles import PERCENTILES
 from runner.core.units import NS_PER_MS, NS_PER_S
 from runner.load.model import Closed, Open, model_for
 from runner.load.result import ErrorKind, Result
 from runner.load.schedule import Grid
 from runner.load.shards import Shard
-from runner.stats.figures import LINE_PERCENTILES, Figures, Latency
+from runner.stats.figures import Figures, Latency
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.phases import PhaseTally
 

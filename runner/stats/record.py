@@ -516,5 +516,6 @@ def _shown(value: Any) -> str:
 
 # Settings about running, not about the result: a merge neither splits, nor stops early,
 # nor serves metrics, nor writes the pods' CSV file paths on this machine.
-_RUN_ONLY = ("shard", "shards", "workers", "abortOnThreshold", "metricAddr", "pushgateway", "reportLatenciesCSV",
+_RUN_ONLY = ("shard", "shards", "workers", "abortOnThreshold", "metricAddr", "pushgateway", "remoteWrite",
+             "remoteWriteHeaders", "remoteWriteBearerTokenFile", "otlp", "otlpHeaders", "reportLatenciesCSV",
              "junit", "terminationMessagePath", "linkerdAwait", "linkerdShutdown")

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from runner.config.storeurl import StoreUrl, parse_store_url, store_url_problem
+from runner.core.columns import LATENCY_COLUMNS
 from runner.core.errors import UsageError, shortened
 from runner.core.units import UNIT_NS
 from runner.readback.figures import figures
@@ -290,7 +291,7 @@ def _in_unit(rows: Sequence[IntervalRow], unit: str, wanted: str) -> list[Interv
     scaled: list[IntervalRow] = []
     for row in rows:
         changed: dict[str, Any] = {name: None if getattr(row, name) is None else round(getattr(row, name) * scale, 3)
-                                   for name in ("min", "p50", "p95", "p99", "p999", "max")}
+                                   for name in LATENCY_COLUMNS}
         scaled.append(replace(row, **changed))
     return scaled
 

@@ -45,7 +45,10 @@ def test_the_lock_pins_every_dependency_as_pyproject_does() -> None:
         if line and not line.startswith("#"):
             name, version = line.split("==")
             lock[name.lower().replace("_", "-")] = version
-    for requirement in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    # The extras the image installs too: remote (remoteWrite, otlp) and s3 (an s3:// resultsStore).
+    extras = project["optional-dependencies"]
+    for requirement in [*project["dependencies"], *extras["remote"], *extras["s3"]]:
         spec = requirement.split(";")[0].strip()
         name, version = spec.split("==")
         assert lock.get(name.lower()) == version, f"{spec} is not what requirements.lock pins"
@@ -53,7 +56,7 @@ def test_the_lock_pins_every_dependency_as_pyproject_does() -> None:
     # project's own with --no-deps); the image installs from those wheels alone.
     build, final = DOCKERFILE.split("\nFROM ${PYTHON_IMAGE}")[1:]
     assert "--requirement requirements.lock" in build and "PIP_CONSTRAINT=/src/requirements.lock" in build
-    assert "--no-index --find-links /wheels" in final
+    assert "--no-index --find-links /wheels" in final and "'soak-pallet[remote,s3]'" in final
 
 
 def test_the_wheel_builds_as_the_image_builds_it_with_the_spdx_license(tmp_path: Path) -> None:

@@ -217,6 +217,7 @@ def test_the_pallet_as_kubernetes_people_expect_it(variant: str) -> None:
         where = (resource["kind"], resource["metadata"]["name"])
         assert resource["metadata"]["labels"]["app.kubernetes.io/part-of"] == "soak-pallet", where
         for meta in [resource["metadata"]] + [t["metadata"] for t in pod_templates(resource)]:
+            assert meta["labels"]["app.kubernetes.io/part-of"] == "soak-pallet", where  # the pods' too
             assert meta["labels"]["app.kubernetes.io/component"] == component, where
             assert meta["labels"]["app.kubernetes.io/version"] == want, where
 

@@ -65,6 +65,27 @@ def test_the_tree_the_tests_run_has_the_native_engine_built() -> None:
                                       f"({REPO}): pip install -e '.[test]' builds it in place", done.stderr)
 
 
+# The tree's engine loaded after records.py's TallyCounts was given two fields the other way round.
+_SWAPPED = """
+import collections, runner.load.native.records as records
+fields = list(records.TallyCounts._fields)
+fields[0], fields[1] = fields[1], fields[0]
+records.TallyCounts = collections.namedtuple("TallyCounts", fields)
+try:
+    import runner.load.native._engine
+except TypeError as refused:
+    print(refused)
+"""
+
+
+def test_an_engine_whose_records_disagree_with_records_py_refuses_to_load() -> None:
+    """What crosses the boundary is records.py's records, field for field engine.c's tables:
+    a field moved on one side stops the engine from loading, naming it, where a dict read by key
+    would have read the wrong count for the rest of every run."""
+    done = subprocess.run([sys.executable, "-c", _SWAPPED], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.stdout == "records.TallyCounts: field 0 is good in the engine's table, bad here\n", done
+
+
 def _tree(into: Path) -> Path:
     """The project's sources, without anything built from them (a build/ left by an earlier
     install would be reused by setuptools, whatever the compiler)."""
@@ -110,7 +131,7 @@ def test_pip_install_without_a_compiler_installs_the_python_package(tmp_path: Pa
     used = _python_in(target, "import runner.cli, runner.load.fast_transport\n"
                               "try:\n    import runner.load.native._response\nexcept ImportError:\n    print('python')")
     assert used.returncode == 0 and used.stdout.strip() == "python", used
-    engine = _python_in(target, "from runner.load.native.engine import module, unsupported\n"
+    engine = _python_in(target, "from runner.load.native.engine import module, refusal\n"
                                 "from runner.load.engine import Load\nprint(module())")
     assert engine.returncode == 0 and engine.stdout.strip() == "None", engine
 

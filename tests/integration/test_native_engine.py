@@ -20,9 +20,10 @@ from contextlib import ExitStack
 import pytest
 
 from runner.config.targets import Targets
-from runner.metrics.tally import MetricsTally, native_counts
+from runner.metrics.tally import MetricsTally, holding
+from runner.run.engines import native_run
 from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, backends_reached
-from runner.stats.native import ConnectionCounts, NativeRecorder, native_run
+from runner.stats.native import ConnectionCounts, TakenRecorder
 from runner.stats.recorder import BACKENDS_KEPT, Interval, Tally
 from tests.conftest import NGINX_PAGE, Nginx, assert_due_sends_accounted
 from tests.support.balancer import HEADER, named_nginx
@@ -173,7 +174,7 @@ def test_connections_opened_and_closed_are_counted_per_interval_and_for_the_run(
     ran = run_native(Plan([nginx.url], qps=400, clients=1, seconds=None, total_requests=40, max_requests=4,
                           interval_s=0.05))
     recorder = ran.recorder
-    assert isinstance(recorder, NativeRecorder)
+    assert isinstance(recorder, TakenRecorder)
     assert len(recorder.interval_connections) == len(ran.intervals)
     assert recorder.run_connections == ConnectionCounts(10, 10)  # each closed by its lifetime, after its 4th
     assert sum(c.opened for c in recorder.interval_connections) == 10
@@ -217,7 +218,9 @@ def test_the_open_model_counts_latency_from_the_due_time(nginx: Nginx) -> None:
 def test_metrics_count_what_the_recorder_counts(nginx: Nginx) -> None:
     # one URL: the native engine refuses a list (its runs have no perUrl section yet)
     ran = run_native(Plan([nginx.url], qps=200, clients=2, seconds=1.0, metrics=True))
-    counts = native_counts(ran.engine.core.metrics())
+    counted = ran.engine.metrics()
+    assert counted is not None
+    counts = holding(counted)
     assert isinstance(counts, MetricsTally)
     assert sum(counts.statuses[0]) == ran.run.statuses[200] == ran.run.good > 0
     assert sum(sum(places) for places in counts.good) == ran.run.good
@@ -335,7 +338,7 @@ def test_a_slow_server_makes_a_closed_client_skip(fault_server: FaultServer) -> 
 def test_intervals_are_taken_only_in_order(nginx: Nginx) -> None:
     ran = run_native(Plan([nginx.url], qps=50, clients=1, seconds=0.3, interval_s=0.1))
     with pytest.raises(ValueError, match="not the next one"):
-        ran.engine.core.take(0)
+        ran.engine.take(0)
     assert all(isinstance(interval, Interval) for interval in ran.intervals)
 
 
@@ -420,7 +423,7 @@ def test_backends_are_counted_per_interval_per_url_and_in_the_metrics(named: lis
         if ran.run.skipped == 0:  # a skip moves the wheel on: without one, exactly 3:1
             assert mine == [30, 10]
         assert ran.metrics is not None and ran.metrics.snapshot().backends == ran.run.backends
-    assert isinstance(runs["native"].recorder, NativeRecorder)
+    assert isinstance(runs["native"].recorder, TakenRecorder)
 
 
 # A backend header new with every response ($request_id), and a URL answered without it.
@@ -501,12 +504,12 @@ def test_a_stop_before_the_start_sends_nothing_and_skips_what_fell_due(nginx: Ng
     plan = Plan([nginx.url], qps=100, clients=3, seconds=5)
     schedule, load, options, grid = plan.parts()
     engine, recorder = native_run(schedule, load, options, grid)
-    at = schedule.start_ns + 200_000_000  # sends 0 to 20 fell due by then
+    at = schedule.start_ns + 200_000_000  # sends 0 to 19 fell due before then; send 20 is due at the stop
     engine.stop(at_ns=at)
     asyncio.run(asyncio.wait_for(engine.run(), 30))
     interval = recorder.close(at, final=True, sending_end_ns=at)
     assert engine.sent == 0 and recorder.total.requests == 0
-    assert recorder.total.skipped == 21 == interval.tally.skipped
+    assert recorder.total.skipped == 20 == interval.tally.skipped == schedule.sends_due(schedule.start_ns, at)
     time.sleep(0.2)
     assert nginx.requests_logged() == before
     cancelled, _ = native_run(*plan.parts())

@@ -28,6 +28,8 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
     "jsonschema": ("bench", "-n", "1", "-H", "X-Soak: 1"),  # a setting the plain check leaves to the validator
     "multiprocessing": ("bench", "-n", "2", "-c", "2", "--workers", "2"),  # local workers
     "certifi": ("validate", "{https}"),  # an https URL: the TLS context, made from certifi's CA bundle
+    "cramjam": ("bench", "-n", "1", "--remoteWrite", "http://127.0.0.1:{port}/api/v1/write"),  # remote write's snappy
+    "google.protobuf": ("bench", "-n", "1", "--otlp", "http://127.0.0.1:{port}"),  # OTLP's messages
     "http.client": ("bench", "-n", "1", "--linkerdAwait", "--linkerdAwaitTimeout", "1s",
                     "--linkerdAdmin", "127.0.0.1:{port}"),  # the Linkerd proxy's admin server
     "runner.store": ("bench", "-n", "1", "--resultsStore", "file://{store}"),  # run records kept

@@ -36,8 +36,9 @@ from runner.load.transport import Lifetime, TransportOptions
 from runner.metrics.tally import MetricsTally, url_slots
 from runner.report.base import Reporter
 from runner.run.build import build
+from runner.run.engines import NativeRun, PythonRun
 from runner.run.soak import Soak
-from runner.stats.native import NativeRecorder
+from runner.stats.native import TakenRecorder
 from runner.stats.recorder import Interval, Recorder, Tally
 from runner.stats.runinfo import RunInfo
 from tests.support.cbuild import OUTPUT, compiled
@@ -152,8 +153,8 @@ class Ran:
     drain: Tally | None
     sending_end_ns: int
     schedule: Schedule
-    recorder: Recorder | NativeRecorder
-    engine: Engine | Any
+    recorder: Recorder | TakenRecorder
+    engine: Engine | Any  # the native one: runner.load.native.engine's
     wall_s: float
     metrics: MetricsTally | None = None  # what the metrics counted, with Plan.metrics
 
@@ -215,7 +216,9 @@ def run_soak_engine(plan: Plan, engine: str, timeout_s: float = 60) -> Ran:
             if plan.cancel:
                 loop.call_later(max(0.0, delay), soak._second_signal.set)
         summary = await soak.run()
+        run = soak._run
+        assert isinstance(run, NativeRun | PythonRun)
         return Ran(kept.intervals, summary.tally, summary.drain, summary.sending_end_ns, soak._schedule,
-                   soak._recorder, soak._engine, time.monotonic() - began, metrics)
+                   run.recorder, run.engine, time.monotonic() - began, metrics)
 
     return asyncio.run(asyncio.wait_for(go(), timeout_s))

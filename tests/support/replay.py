@@ -97,14 +97,19 @@ class PythonTransport:
             connection.data_received(data)
             assert future.done() and result.status and connection.reusable, result
 
-    def outcome(self, method: str, chunks: list[bytes], eof: bool = False, reset: bool = False) -> Outcome:
-        """Feed `chunks` to a new Connection as its socket would, then the close (or a reset)."""
+    def request(self, method: str) -> tuple[http1.Connection, Wire, Result, asyncio.Future[None]]:
+        """A new Connection on a Wire, with one request of `method` sent (its deadline an hour away)."""
         connection = http1.Connection(set(), self._loop, False, self._deadlines, http1.header_pattern(BACKEND))
         wire = Wire()
         connection.connection_made(wire)
         result = Result(start_ns=time.monotonic_ns())
         request = f"{method} / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
         future = connection.send(request, result, False, self._loop.time() + 3600, time.monotonic_ns() + 3600 * 10**9, True)
+        return connection, wire, result, future
+
+    def outcome(self, method: str, chunks: list[bytes], eof: bool = False, reset: bool = False) -> Outcome:
+        """Feed `chunks` to a new Connection as its socket would, then the close (or a reset)."""
+        connection, wire, result, future = self.request(method)
         head_chunks: list[bytes] = []
         fed = 0
         for chunk in chunks:

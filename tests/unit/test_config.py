@@ -414,8 +414,10 @@ def test_every_setting_at_once_is_valid(tmp_path: Path) -> None:
         "metricAddr": ":9090", "pushgateway": "http://pushgateway.monitoring:9091/", "pushgatewayJob": "soak-eu",
         "shards": 3, "shard": 2, "workers": 2, "maxRequestsPerConnection": 50, "maxConnectionAge": "1m",
         "stages": [{"duration": "1h", "qps": 12.5}], "warmup": "30s", "stopAtBrokenRule": True,
-        "backendHeader": "X-Soak-Backend", "resultsStore": "s3://soak-records/eu", "resultsRun": "soak-28400460",
-        "resultsMergeWait": "1m",
+        "backendHeader": "X-Soak-Backend", "remoteWrite": "https://mimir.example/api/v1/push",
+        "remoteWriteHeaders": {"X-Scope-OrgID": "team-a"}, "remoteWriteBearerTokenFile": "/var/run/token",
+        "otlp": "http://otel-collector.monitoring:4318", "otlpHeaders": {"api-key": "k"},
+        "resultsStore": "s3://soak-records/eu", "resultsRun": "soak-28400460", "resultsMergeWait": "1m",
     }
     assert set(data) == set(settings_names()) - {"iterations"}
     assert read_config_file(write_config(tmp_path, data)) == data

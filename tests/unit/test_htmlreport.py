@@ -139,7 +139,7 @@ def test_the_junit_suite_of_a_read_back_run_is_its_verdict() -> None:
     suite = junit_suite(run, run_view(run))
     assert [(c.name, c.kind, c.message) for c in suite.cases] == [
         ("run p99 < 1ms", "failure", "broken: measured 3ms"),
-        ("interval goal% >= 99", "skipped", "inconclusive: broken only where the client could not keep pace (worst "
+        ("interval goal% >= 99", "skipped", "inconclusive: broken only where the client's own delay may have changed its figure (worst "
                                            "50% (interval 1)): this says nothing of the service"),
         ("run", "error", "stopped by SIGTERM before its planned end: the results cover only that")]
     assert dict(suite.properties)["exitCode"] == "3" and suite.name == "a.log"

@@ -61,7 +61,7 @@ def test_two_kept_one_broken_one_inconclusive_are_exactly_four_cases(tmp_path: P
     assert isinstance(failure, Failure) and failure.message == "broken: measured 3.5ms"
     (skipped,) = found[3].result
     assert isinstance(skipped, Skipped)
-    assert skipped.message.startswith("inconclusive: broken only where the client could not keep pace (worst 0% "
+    assert skipped.message.startswith("inconclusive: broken only where the client's own delay may have changed its figure (worst 0% "
                                       "(interval 7)")
 
 
@@ -81,7 +81,7 @@ def test_an_inconclusive_run_rule_says_what_it_measured_where_the_client_kept_pa
     outcome = Outcome(parse_rule("p99 < 50ms"), False, 80 * MS, inconclusive=True, kept=20 * MS)
     (case,) = parsed(tmp_path, junit_xml(Suite(cases([outcome], []))))
     (skipped,) = case.result
-    assert skipped.message == ("inconclusive: broken only where the client could not keep pace (measured 80ms; "
+    assert skipped.message == ("inconclusive: broken only where the client's own delay may have changed its figure (measured 80ms; "
                                "20ms where it kept pace): this says nothing of the service")
 
 

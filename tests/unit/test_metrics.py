@@ -211,7 +211,7 @@ def test_figures_and_the_verdict_as_gauges() -> None:
     assert s["soak_interval_end_time_seconds"][()] == 1_767_225_601.0
     assert s["soak_interval_requests_per_second"][()] == 50
     assert s["soak_interval_goal_ratio"][()] == 0.9 and s["soak_interval_errors_ratio"][()] == 0.1
-    assert s["soak_interval_latency_seconds"][(("quantile", "0.99"),)] == 0.003
+    assert s["soak_interval_latency_seconds"][(("percentile", "p99"),)] == 0.003
     assert s["soak_interval_max_latency_seconds"][()] == 0.003
     assert s["soak_interval_client_saturated"][()] == 0 and s["soak_interval_loop_lag_seconds"][()] == 0
     lagging = ClientFigures.measured(0.5, 1_000_000_000, LatencyHistogram())
@@ -493,3 +493,19 @@ def test_a_shard_exports_only_the_urls_it_sends_to() -> None:
         assert samples["soak_request_duration_seconds_count"] == {(("url", urls[index]),): 0.0}
     whole = MetricsTally(url_slots(urls))  # not split: every URL has its series, zeros too
     assert len(scrape(whole, slots=url_slots(urls))["soak_request_duration_seconds_count"]) == 3
+
+
+def test_shard_0_deletes_the_groups_of_pods_beyond_the_run() -> None:
+    from runner.load.shards import Shard
+    from runner.metrics.push import cleans_from, stale_indexes
+
+    groups = {"status": "success", "data": [
+        {"labels": {"job": "soak", "pod_index": str(i)}} for i in range(6)] + [
+        {"labels": {"job": "other", "pod_index": "4"}}, {"labels": {"job": "soak", "pod_index": "7", "x": "y"}},
+        {"labels": {"job": "soak", "pod_index": "a"}}, {"labels": {"job": "soak"}}, "junk"]}
+    assert stale_indexes(groups, "soak", 3) == ["3", "4", "5"]
+    assert stale_indexes(groups, "soak", 6) == [] and stale_indexes({"data": None}, "soak", 1) == []
+    assert stale_indexes("not json's object", "soak", 1) == []
+    assert cleans_from(Shard(0, 3), {}) == 3 and cleans_from(Shard(1, 3), {}) is None
+    assert cleans_from(Shard(0, 1), {}) == 1  # a run alone: no other pod's group is its own
+    assert cleans_from(Shard(0, 1), {"JOB_COMPLETION_INDEX": "0"}) is None  # an Indexed Job of whole loads: unknown

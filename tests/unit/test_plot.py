@@ -21,9 +21,10 @@ from runner.commands.plot import (
     save_figure,
     time_axis,
 )
+from runner.core.columns import Line, interval_line
 from runner.core.errors import UsageError
 from runner.readback.results import LoadedRun, load_run, read_run
-from runner.report.slowcooker import ChangeWindow, Line, interval_line
+from runner.report.slowcooker import ChangeWindow
 from tests.conftest import GOLDEN
 from tests.support.runlogs import error_bars, latency_lines, latency_lines_of
 

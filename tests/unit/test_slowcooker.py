@@ -11,18 +11,16 @@ import re
 import pytest
 
 from runner.config.settings import merge, settings_from
+from runner.core.columns import Line, header_line, interval_line
 from runner.load.result import Result
 from runner.readback.results import load_run
 from runner.report.slowcooker import (
     MAX_ERROR_LINES,
     ChangeWindow,
-    Line,
     SlowCookerReporter,
     change_indicator,
     error_lines,
     format_rate,
-    header_line,
-    interval_line,
     rounded_goal,
     shown_percent,
     startup_line,
@@ -52,7 +50,7 @@ def test_change_column_follows_the_zero_filled_window(name: str) -> None:
     window = ChangeWindow()
     for line in interval_lines(name):
         values = parse_interval(line)
-        assert window.push(values.latencies[3]) == values.change, line
+        assert window.push(values.latency("p99")) == values.change, line
 
 
 def latency_column_ends(line: str) -> list[int]:
@@ -104,7 +102,7 @@ def test_seed_lines_match_after_its_spaces_were_collapsed() -> None:
     for line in lines:
         # The paste also lost the space that ends a line with no change marker.
         parsed = parse_interval(line if line.endswith(("+", "-")) else line + " ")
-        values = dataclasses.replace(parsed, change=window.push(parsed.latencies[3]))
+        values = dataclasses.replace(parsed, change=window.push(parsed.latency("p99")))
         assert " ".join(interval_line(values.line()).split()) == line.strip()
 
 

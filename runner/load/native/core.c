@@ -636,14 +636,15 @@ static void client_done(soak_engine *e, uint32_t c)
     }
 }
 
-/* Engine._skip_missed: the client's sends from its k-th that fell due before the stop. */
+/* Engine._skip_missed: the client's sends from its k-th that fell due before the stop (one due at it
+ * is not the run's). */
 static void skip_missed(soak_engine *e, uint32_t c)
 {
     clientrec *cl = &e->clients[c];
     if (e->cfg.model == SOAK_BENCH)
         return;
     cl->k = skip(e, c, cl->k,
-                 soak_last_in_run(&e->cfg.schedule, c, cl->end_k, cl->k, e->stopped_ns) + 1);
+                 soak_last_in_run(&e->cfg.schedule, c, cl->end_k, cl->k, e->stopped_ns - 1) + 1);
 }
 
 /* Engine.stop: send nothing more; what fell due before `at` and was not sent is skipped by
