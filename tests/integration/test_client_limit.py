@@ -10,6 +10,7 @@ is that it is flagged only with a note that says what its delay may have changed
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -25,7 +26,7 @@ import pytest
 from runner.core.durations import parse_duration
 from runner.core.errors import EXIT_INCONCLUSIVE
 from runner.load.native.engine import module as native_module
-from runner.report.clientnotes import RUN_NOTE
+from runner.report.clientnotes import INTERVAL_NOTE, RUN_NOTE
 from tests.conftest import REPO, Nginx, assert_counts_add_up, run_soak, soak_command
 from tests.support.faultserver import FaultServer
 
@@ -289,3 +290,87 @@ def test_a_rule_broken_only_while_the_client_was_stopped_is_inconclusive(nginx: 
     for k in inside:
         (note,) = [n for n in run.stdout.splitlines() if n.startswith(f"# iter {k}: ")]
         assert "the client's own delay may have caused" in note and "its node did not run it on time" in note, note
+
+
+# How a note says what the client's delay may have cost an interval's goal, and how far behind it ran.
+SHORT_NOTE = re.compile(r"goal% (\d+)% \((\d+) sends? short\).*: the client's own delay may have caused (?:it|them), "
+                        r"running up to ([\d.]+[µm]?s) behind ")
+STOP_S = 1.5  # long enough to take a 1 s interval's end with it, however late the stop comes
+
+
+def note_of(stdout: str, k: int) -> str:
+    """Interval k's note ("" when it has none)."""
+    found = [line for line in stdout.splitlines() if line.startswith(f"{INTERVAL_NOTE}{k}: ")]
+    assert len(found) <= 1, found
+    return found[0] if found else ""
+
+
+def missing(stats: dict) -> int:
+    """The sends an interval's goal missed, as its line counts them."""
+    return max(math.ceil(stats["t"] - stats["good"] - stats["bad"] - 1e-9), 0)
+
+
+@pytest.mark.parametrize("model", ["open", "closed"])
+def test_a_client_stopped_across_the_runs_end_sends_nothing_after_it_and_its_skips_are_its_own(
+        nginx: Nginx, engine: str, model: str) -> None:
+    """Stopped (SIGSTOP) from early in the last interval until after the end: the sends due meanwhile
+    are not made by the end, and none goes out after it in either model (the closed model sent one
+    per client after the end), so each is skipped (requests + skipped = due). Nothing was in flight:
+    the last line's note said `44 sends skipped while requests were still in flight` and `goal% >=
+    90` said BROKEN of what only the client's stop cut. Now the note says they were skipped at the
+    run's end by the client's own delay, how many and how far behind it ran, and the rule is
+    INCONCLUSIVE. Each holds however late the stop or the resumption came: more load only makes the
+    stall longer, and the sends made are at most those due before the stop."""
+    before = nginx.requests_logged()
+    run = stopped_run(["--engine", engine, "--qps", "60", "--concurrency", "4", "--interval", "1s", "--iterations", "2",
+                       "--loadModel", model, "--intervalThresholds", "goal% >= 90", nginx.url], STOP_S,
+                      an_interval_line, after_s=0.1)
+    summary = assert_counts_add_up(run.stdout)
+    start = started(summary)
+    assert start + 1 <= run.stopped < start + 1.8 and run.resumed > start + 2, (summary["start"], run.stopped)
+    assert summary["requests"] + summary["skipped"] == 120 == sum(s["t"] for s in summary["intervalStats"])
+    made_by_the_stop = math.floor((run.stopped + 0.02 - start) * 60) + 1  # due by it (20 ms for the signal, the clock)
+    assert summary["requests"] <= made_by_the_stop, "a send went out after the stop, so after the end"
+    assert nginx.requests_logged() - before == summary["requests"]
+    last = summary["intervalStats"][1]
+    note = note_of(run.stdout, 1)
+    found = re.search(r"(?:^# iter 1: (\d+) sends? skipped while requests were still in flight; |^# iter 1: )"
+                      r"(\d+) sends? skipped at the run's end, ", note)
+    assert found, run.stdout
+    in_flight, at_end = int(found[1] or 0), int(found[2])
+    assert in_flight + at_end == last["skipped"] and at_end >= 120 - made_by_the_stop, (note, last)
+    said = SHORT_NOTE.search(note)
+    assert said and int(said[2]) == missing(last), note
+    assert parse_duration(said[3]) >= (run.resumed - run.stopped - 0.2) * 1e9, note  # the stall, both engines
+    assert run.returncode == EXIT_INCONCLUSIVE, run.stdout[-3000:] + run.stderr
+    (rule,) = summary["thresholds"]["rules"]
+    assert 1 in rule["brokenIntervals"] and rule["inconclusive"] is True, rule
+
+
+@pytest.mark.parametrize("model", ["open", "closed"])
+def test_a_goal_a_stop_across_an_intervals_end_cut_is_the_clients_with_how_many_sends_and_how_far_behind(
+        nginx: Nginx, engine: str, model: str) -> None:
+    """Stopped (SIGSTOP) from early in interval 1 into interval 2: the sends due meanwhile go out late
+    (open model) or are skipped as the client catches up (closed), after interval 1. Its line read
+    `16/0/0 60 26%` with no note in the open model (the gap the client had to run behind was taken as
+    maxInFlight / rate, 16.7 s), and `goal% 31% (19 sends short)` of 41 in the closed model; `goal%
+    >= 90` said BROKEN. Now its note says the goal is short by every send it missed, by the client's
+    own delay, and how far behind it ran; the rule is INCONCLUSIVE. Every send due is made or skipped,
+    at any load."""
+    run = stopped_run(["--engine", engine, "--qps", "60", "--concurrency", "4", "--interval", "1s", "--iterations", "4",
+                       "--loadModel", model, "--intervalThresholds", "goal% >= 90", nginx.url], STOP_S,
+                      an_interval_line, after_s=0.1)
+    summary = assert_counts_add_up(run.stdout)
+    start = started(summary)
+    assert start + 1 <= run.stopped < start + 1.8 and start + 2 < run.resumed < start + 4, (summary["start"], run)
+    assert summary["requests"] + summary["skipped"] == 240
+    stats = summary["intervalStats"][1]
+    note = note_of(run.stdout, 1)
+    said = SHORT_NOTE.search(note)
+    assert said, run.stdout
+    assert (int(said[1]), int(said[2])) == (stats["goalPercent"], missing(stats)), (note, stats)
+    assert "while requests were still in flight" not in note, note
+    assert parse_duration(said[3]) >= (start + 2 - run.stopped - 0.2) * 1e9, note  # stopped to the end at least
+    assert run.returncode == EXIT_INCONCLUSIVE, run.stdout[-3000:] + run.stderr
+    (rule,) = summary["thresholds"]["rules"]
+    assert 1 in rule["brokenIntervals"] and rule["inconclusive"] is True, rule
