@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -251,7 +252,8 @@ def test_latency_csv_is_written(nginx: Nginx, tmp_path: Path) -> None:
     rows = [tuple(map(int, row.split(", "))) for row in csv.read_text().splitlines()]
     assert rows[0][:2] == (0, 0)
     assert sum(count for _, _, count in rows) == run.summary["good"] == 50
-    assert rows[-1][2] > 0 and rows[-1][0] <= run.summary["max"] <= rows[-1][1]
+    # The CSV holds each latency in whole units, cut down (slow_cooker's); the summary's max is exact.
+    assert rows[-1][2] > 0 and rows[-1][0] <= math.floor(run.summary["max"]) <= rows[-1][1]
 
 
 def test_open_model_keeps_the_rate_and_reports_both_latencies(nginx: Nginx) -> None:
