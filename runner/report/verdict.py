@@ -259,19 +259,22 @@ def run_rule_verdict(rule: Rule, run: Span, kept_pace: Span | None) -> tuple[boo
 def delay_words(metric: str, pace: Pace, phase: str | None = None) -> str:
     """Which figure the client's delay may have changed, how, and by how much, in words: `p99: up to
     2.4s of it may be in the latency of 120 responses`, `goal%: it may have cost 18 sends (4 skipped,
-    14 due late in an interval), running up to 131.1ms behind`, `goal%: it may have cost 60 sends (44
-    skipped at the run's end, 16 due late in an interval), running up to 1s behind`."""
+    14 due late in an interval), running up to 131.1ms behind`, `goal%: it may have cost 44 sends (44
+    skipped at the run's end), running up to 1s behind`: never more than the span's goal missed
+    (Pace.cost), however many sends it may have pushed past an interval's end."""
     figure = metric if phase is None else f"{phase}.{metric}"
     behind = f", running up to {short(pace.behind_ns)} behind" if pace.behind_ns else ""
     if phase is not None or metric in LATENCIES:
         return (f"{figure}: up to {short(pace.lag_ns)} of it may be in the latency of {pace.delayed} "
                 f"{_plural(pace.delayed, 'response')}")
-    if metric in ("goal%", RATE, BACKENDS):
+    if metric in ("goal%", RATE, BACKENDS):  # never more than the goal missed (Pace.cost)
+        crossed = max(pace.cost - pace.skipped - pace.timeouts, 0)
         parts = [f"{n} {what}" for n, what in ((pace.skipped - pace.at_end, "skipped"),
                                                 (pace.at_end, "skipped at the run's end"),
-                                                (pace.timeouts, "timed out"), (pace.crossed, "due late in an interval"))
+                                                (pace.timeouts, "timed out"), (crossed, "due late in an interval"))
                  if n]
-        return f"{figure}: it may have cost {pace.sends} {_plural(pace.sends, 'send')} ({', '.join(parts)}){behind}"
+        cost = pace.skipped + pace.timeouts + crossed
+        return f"{figure}: it may have cost {cost} {_plural(cost, 'send')} ({', '.join(parts)}){behind}"
     if metric == "skipped%":
         return f"{figure}: it may have caused {pace.skipped} {_plural(pace.skipped, 'skip')}{behind}"
     return (f"{figure}: {pace.timeouts} {_plural(pace.timeouts, 'timeout')} may be its own, its loop having "

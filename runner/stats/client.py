@@ -158,6 +158,9 @@ class Pace:
     # Of the figures an interval line shows (LINE_LATENCIES), the one its delay may have raised most, and by how much.
     moved: tuple[str, int] = ("", 0)
     at_end: int = 0  # of the skipped, those it got to only once sending was over (Tally.skipped_at_end): its own
+    # Of `sends`, those the span's goal missed (never more than its due sends less its responses): what
+    # its delay may have cost goal%, rate or backends; None where not known (taken as `sends`).
+    lost: int | None = None
 
     @property
     def saturated(self) -> bool:
@@ -174,13 +177,20 @@ class Pace:
         """The sends its delay may have kept from the span: skipped, timed out, or pushed past its end."""
         return self.skipped + self.timeouts + self.crossed
 
+    @property
+    def cost(self) -> int:
+        """Of `sends`, those the span's goal missed: a send pushed past the end of a span that got
+        as many answers as were due cost it nothing (`lost`)."""
+        return self.sends if self.lost is None else self.lost
+
     def merge(self, other: Pace) -> Pace:
         """Two spans' (intervals of one run, or shards of one interval), added up; `best` is the
         span's own (run_pace works it out again for the whole)."""
         return Pace(max(self.behind_ns, other.behind_ns), max(self.lag_ns, other.lag_ns),
                     self.delayed + other.delayed, self.skipped + other.skipped, self.timeouts + other.timeouts,
                     self.crossed + other.crossed, self.short + other.short, max(self.cpu_share, other.cpu_share),
-                    moved=max(self.moved, other.moved, key=lambda m: m[1]), at_end=self.at_end + other.at_end)
+                    moved=max(self.moved, other.moved, key=lambda m: m[1]), at_end=self.at_end + other.at_end,
+                    lost=None if self.lost is None and other.lost is None else self.cost + other.cost)
 
 
 def pace_of(tally: PacedTally, figures: Figures, client: ClientFigures, terms: PaceTerms = PaceTerms()) -> Pace:
@@ -228,7 +238,8 @@ def pace_of(tally: PacedTally, figures: Figures, client: ClientFigures, terms: P
     edges = crossed if spacing and behind >= spacing and crossed >= due * GOAL_NOTED else 0  # beyond edges' jitter
     short = min(missing, skipped + timeouts + edges)
     return Pace(behind or (ran_behind if at_end else 0), lag, delayed, skipped, timeouts, crossed, short,
-                client.cpu_share, best, _moved(figures.latency, best), at_end)
+                client.cpu_share, best, _moved(figures.latency, best), at_end,
+                None if figures.due is None else min(skipped + timeouts + crossed, missing))
 
 
 def _pushed(tally: PacedTally, best: Latency | None, rate: float | None, behind_ns: int, terms: PaceTerms) -> int:
