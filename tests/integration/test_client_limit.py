@@ -65,8 +65,10 @@ def stopped_run(args: list[str], stop_s: float, begun: Callable[[str], bool], af
             assert line, "the run ended before it began"
             head.append(line)
         time.sleep(after_s)
-        stopped = time.time()
         process.send_signal(signal.SIGSTOP)
+        # Read once it is sent: by then the run is stopped. Read before, it could be 50 ms early, a
+        # busy machine running this process again only that long after it read the clock.
+        stopped = time.time()
         time.sleep(stop_s)
         resumed = time.time()
         process.send_signal(signal.SIGCONT)
@@ -318,8 +320,9 @@ def test_a_client_stopped_across_the_runs_end_sends_nothing_after_it_and_its_ski
     per client after the end), so each is skipped (requests + skipped = due). Nothing was in flight:
     the last line's note said `44 sends skipped while requests were still in flight` and `goal% >=
     90` said BROKEN of what only the client's stop cut. Now the note says they were skipped at the
-    run's end by the client's own delay, how many and how far behind it ran, and the rule is
-    INCONCLUSIVE. Each holds however late the stop or the resumption came: more load only makes the
+    run's end by the client's own delay (those of a closed-model client that read an answer only
+    after the stop, skipped behind it: its own too), how many and how far behind it ran, and the
+    rule is INCONCLUSIVE. Each holds however late the stop or the resumption came: more load only makes the
     stall longer, and the sends made are at most those due before the stop."""
     before = nginx.requests_logged()
     run = stopped_run(["--engine", engine, "--qps", "60", "--concurrency", "4", "--interval", "1s", "--iterations", "2",
@@ -334,11 +337,13 @@ def test_a_client_stopped_across_the_runs_end_sends_nothing_after_it_and_its_ski
     assert nginx.requests_logged() - before == summary["requests"]
     last = summary["intervalStats"][1]
     note = note_of(run.stdout, 1)
-    found = re.search(r"(?:^# iter 1: (\d+) sends? skipped while requests were still in flight; |^# iter 1: )"
-                      r"(\d+) sends? skipped at the run's end, ", note)
-    assert found, run.stdout
-    in_flight, at_end = int(found[1] or 0), int(found[2])
-    assert in_flight + at_end == last["skipped"] and at_end >= 120 - made_by_the_stop, (note, last)
+    # Every skip the client's: at the run's end, or (closed model) behind a request answered before
+    # the stop that it read only after it (it took the sends due meanwhile for skipped behind it).
+    found = re.match(r"# iter 1: (?:(\d+) sends? skipped, )?(\d+) sends? skipped at the run's end, ", note)
+    assert found and "while requests were still in flight" not in note, run.stdout
+    behind_requests, at_end = int(found[1] or 0), int(found[2])
+    assert behind_requests + at_end == last["skipped"] >= 120 - made_by_the_stop - summary["intervalStats"][0]["skipped"]
+    assert behind_requests == 0 or model == "closed", note
     said = SHORT_NOTE.search(note)
     assert said and int(said[2]) == missing(last), note
     assert parse_duration(said[3]) >= (run.resumed - run.stopped - 0.2) * 1e9, note  # the stall, both engines
