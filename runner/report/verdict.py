@@ -201,7 +201,7 @@ def at_best(metric: str, span: Span, phase: str | None = None) -> float | None:
 # The kinds of figure the client's delay may change, and what in a span's Pace says it may have.
 _CHANGES: dict[str, Callable[[Pace], int]] = {
     "latency": lambda pace: pace.delayed,  # responses whose latency its delay may be in
-    "sends": lambda pace: pace.sends,  # sends it may have cost: goal%, rate, and the backends they would have met
+    "sends": lambda pace: pace.cost,  # sends it may have cost the goal: goal%, rate, the backends they would have met
     "skips": lambda pace: pace.skipped,
     "timeouts": lambda pace: pace.timeouts,
 }
