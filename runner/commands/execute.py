@@ -28,7 +28,7 @@ from runner.report.slowcooker import SlowCookerReporter
 from runner.report.summary import JsonSummaryReporter
 from runner.report.verdict import Verdict
 from runner.run import launch
-from runner.run.build import EngineChoice, build
+from runner.run.build import EngineChoice, Parts, build
 from runner.run.linkerd import proxy_lifecycle
 from runner.stats.runinfo import RunSummary
 
@@ -38,14 +38,18 @@ if TYPE_CHECKING:
 PROG = "soak"
 # The resultsStore writer's hook (runner.store.writer.StoreWriter): the finished summary in, its keys out.
 Stored = Callable[[RunSummary, dict[str, Any]], dict[str, Any]]
+# Sends the built run, telling its reporters (and its metrics, when they are on): launched, or in
+# the unit tier the same run on a scripted clock, transport and signals.
+Launch = Callable[[Parts, Sequence[Reporter], "Metrics | None"], object]
 
 
-def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
+def execute(settings: Settings, urls: Sequence[str], source: str | None, launcher: Launch | None = None) -> int:
     """Run one soak (or bench) with the standard reporters; the exit code.
 
     Split over local worker processes when `workers` asks for it; as one shard of a run
     split over pods when `shards` does. The exit code is worked out from the finished run by
-    the last reporter (runner.report.outcome), which also says why on stderr.
+    the last reporter (runner.report.outcome), which also says why on stderr. `launcher`: what
+    sends the run (default: launched, in real time).
     """
     parts = build(settings, urls, source)  # everything a run refuses stops here, before any load
     if settings.client.insecure:
@@ -69,14 +73,21 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
                 junit.not_run(EXIT_PROXY_NOT_READY, "the Linkerd proxy was not ready in time; nothing was sent")
             return ended(settings, EXIT_PROXY_NOT_READY, verdict)
         say(engine_line(parts.engine))  # the run starts: which engine measures it (a refused run gets its one line)
-        if settings.split.workers > 1:
-            from runner.run import workers  # multiprocessing loads only for a run split over processes
-
-            workers.run(settings, urls, source, reporters, parts.shard.pod(), metrics.workers if metrics else None,
-                        parts.engine.name)
-        else:
-            launch.run(parts, reporters, metrics=metrics.tally if metrics else None)
+        (launcher if launcher is not None else launched)(parts, reporters, metrics)
     return ended(settings, outcome.code, verdict, outcome.said)  # and says why, in the termination message too
+
+
+def launched(parts: Parts, reporters: Sequence[Reporter], metrics: Metrics | None) -> None:
+    """The run itself, on the system's clock and the process's signals: in this process, or split over
+    local worker processes when `workers` asks for it."""
+    settings = parts.settings
+    if settings.split.workers > 1:
+        from runner.run import workers  # multiprocessing loads only for a run split over processes
+
+        workers.run(settings, parts.urls, parts.url_source, reporters, parts.shard.pod(),
+                    metrics.workers if metrics else None, parts.engine.name)
+    else:
+        launch.run(parts, reporters, metrics=metrics.tally if metrics else None)
 
 
 def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None = None,
