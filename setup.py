@@ -21,10 +21,10 @@ setup(
         ),
         Extension(
             "runner.load.native._engine",
-            sources=[f"{NATIVE}/engine.c", f"{NATIVE}/core.c", f"{NATIVE}/response.c"],
-            depends=[f"{NATIVE}/{name}" for name in ("core.h", "histogram.h", "schedule.h", "response.h")],
+            sources=[f"{NATIVE}/engine.c", f"{NATIVE}/core.c", f"{NATIVE}/response.c", f"{NATIVE}/body.c"],
+            depends=[f"{NATIVE}/{name}" for name in ("core.h", "histogram.h", "schedule.h", "response.h", "body.h")],
             extra_compile_args=["-std=c11"],
-            libraries=["m"],
+            libraries=["m", "z"],  # zlib: a hashed gzip body is inflated (body.c)
             optional=True,
         ),
     ],

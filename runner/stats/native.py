@@ -163,6 +163,7 @@ class TakenRecorder:
             errors=Counter(counts.errors), latency=histogram(counts.latency),
             phases=phases(counts.phases),
             connections_opened=counts.opened, connections_closed=counts.closed,
+            hash_checked=counts.hash_checked, hash_mismatches=counts.hash_mismatches,
         )
         for raw, count in counts.backends:  # in the order met, as Recorder met them
             tally.count_backend(self._backend(raw), count)

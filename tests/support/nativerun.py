@@ -45,7 +45,7 @@ from tests.support.cbuild import OUTPUT, compiled
 
 REPO = Path(__file__).resolve().parents[2]
 NATIVE = REPO / "runner" / "load" / "native"
-SOURCES = ("engine.c", "core.c", "response.c")
+SOURCES = ("engine.c", "core.c", "response.c", "body.c")
 MS = 1_000_000
 
 
@@ -54,7 +54,7 @@ def build_engine(build_dir: Path, flags: tuple[str, ...] = ("-O2",)) -> Path:
     test run (tests/support/cbuild.py), so `build_dir` is only where a failure's output is kept."""
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
     command = [*compiler, "-std=c11", "-shared", "-fPIC", *flags, f"-I{sysconfig.get_paths()['include']}", "-o",
-               OUTPUT, *(str(NATIVE / source) for source in SOURCES), "-lm"]
+               OUTPUT, *(str(NATIVE / source) for source in SOURCES), "-lm", "-lz"]
     target, done = compiled(command, f"_engine{sysconfig.get_config_var('EXT_SUFFIX')}")
     if not target.exists():
         output = f"{done.stdout}{done.stderr}" if done is not None else ""

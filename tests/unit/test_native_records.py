@@ -26,7 +26,7 @@ def counts(**changed: Any) -> TallyCounts:
                        delayed_max_ns=7_000_000, kernel_clocked=3,
                        bytes_in=10, bytes_out=0, statuses={200: 3, 503: 1}, errors={"closed": 3, "protocol": 1},
                        groups=[], latency=EMPTY, phases=(EMPTY, EMPTY, EMPTY, 0), backends=[], other_backends=0,
-                       opened=0, closed=0)
+                       opened=0, closed=0, hash_checked=3, hash_mismatches=1)
     return base._replace(**changed)
 
 
@@ -35,6 +35,7 @@ def test_a_tally_keeps_every_count() -> None:
     assert (tally.good, tally.bad, tally.failed, tally.skipped, tally.late, tally.late_max_ns) == (3, 1, 4, 2, 1,
                                                                                                     5_000_000)
     assert tally.delayed_max_ns == 7_000_000
+    assert (tally.hash_checked, tally.hash_mismatches) == (3, 1)  # the bhash column, and the summary's
     assert tally.statuses == Counter({200: 3, 503: 1}) and tally.errors == Counter({"closed": 3, "protocol": 1})
     assert tally.requests == 8 and tally.latency.count == 0
     assert recorder().tally(None).requests == 0  # an interval nothing landed in

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -64,6 +65,10 @@ typedef struct conn {
     struct conn *prev, *next; /* the deadline list while busy, an idle list while idle, the free list */
     soak_address addr;      /* the address it is connected (or connecting) to */
     soak_response r;
+    uint8_t hashing;        /* the request's body is hashed (sampled: Engine._send's draw) */
+    uint8_t stepping;       /* ... and a gzip body's kept bytes are being inflated: no read until done */
+    uint8_t leftover;       /* ... and bytes came after the response in its last read (parsed's) */
+    soak_body body;         /* ... its hash, inflated as bodyhash.py does (set up at the slot's first use) */
 } conn;
 
 typedef struct client {
@@ -82,6 +87,8 @@ typedef struct result {
     uint16_t status;
     int kind;               /* SOAK_K_*, or -1 for a response */
     uint8_t kernel_clock, kept_alive, protocol;
+    uint8_t hashed;         /* Result.body_hash is set: body_hash */
+    uint64_t body_hash;
     const char *text;
     const soak_response *r; /* the response's parser (its Server header), NULL for a cancelled send */
 } result;
@@ -120,6 +127,9 @@ struct soak_engine {
     int64_t wall_offset;                /* realtime - monotonic; SOAK_NONE: the last measure was unusable */
     int64_t offset_at;                  /* when it was measured (0: never) */
     unsigned char *buf;
+    unsigned char *inflated;            /* a gzip body's step of inflated bytes (cfg.inflate_step), hashed at once */
+    uint64_t draw;                      /* the state of the body hash's draws (splitmix64) */
+    uint32_t stepping;                  /* connections whose body is being inflated a step a turn */
     _Alignas(size_t) char control[CMSG_SPACE(sizeof(struct timespec))]; /* as cmsghdr is aligned */
 
     /* --- recording (recorder.py's Recorder) --- */
@@ -508,6 +518,10 @@ static int tally_add(soak_engine *e, soak_tally *t, const result *r, int64_t lat
         t->bad++;
     t->statuses[r->status < SOAK_STATUSES ? r->status : 0]++;
     t->kernel_clocked += r->kernel_clock;
+    if (r->hashed) {
+        t->hash_checked++;
+        t->hash_mismatches += r->body_hash != e->cfg.hash_value;
+    }
     soak_hist_record(&t->latency, latency);
     return 1;
 }
@@ -834,6 +848,7 @@ static conn *conn_slot(soak_engine *e)
     if (e->unused < e->nconns) {
         c = &e->conns[e->unused++];
         c->fd = -1;
+        soak_body_setup(&c->body, e->cfg.max_inflated, e->cfg.inflate_step, e->inflated, e->cfg.inflate);
         if (e->cfg.backend_len) /* kept across soak_response_init */
             soak_response_want_backend(&c->r, e->cfg.backend, e->cfg.backend_len);
         return c;
@@ -874,6 +889,70 @@ static int rewatch(soak_engine *e, conn *c)
     return watch(e, c, EPOLL_CTL_MOD, c->out_watched ? EPOLLIN | EPOLLOUT : EPOLLIN);
 }
 
+/* --- a body's hash (runner.load.bodyhash) ------------------------------------------------ */
+
+/* random.random() of Engine._send's draw: 53 random bits as a double in [0, 1) (splitmix64). */
+static double draw(soak_engine *e)
+{
+    uint64_t z = (e->draw += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+/* The parser's body_sink: the next run of body bytes, to the hash (inflated if its head said gzip). */
+static void body_piece(void *ctx, const unsigned char *data, size_t len)
+{
+    conn *c = ctx;
+    if (!c->body.begun)
+        soak_body_begin(&c->body, c->r.gzip);
+    soak_body_feed(&c->body, data, len);
+}
+
+/* The request on `c` has its body hashed. */
+static void hash_body(conn *c)
+{
+    c->hashing = 1;
+    soak_body_reset(&c->body);
+    c->r.body_sink = body_piece;
+    c->r.body_ctx = c;
+}
+
+/* The request on `c` is over: its body, if it was being inflated, is no more. */
+static void unstep(soak_engine *e, conn *c)
+{
+    if (c->stepping) {
+        c->stepping = 0;
+        e->stepping--;
+    }
+}
+
+/* Whether the hashed body of `c` failed (http1.Connection._hash_step's and _complete's BodyError):
+ * its kind, with the text in `text` (the texts are Python's: cfg.body_texts); -1 if it did not. A
+ * whole response is checked for a gzip stream that ended early too. */
+static int body_failed(soak_engine *e, conn *c, char *text, size_t size)
+{
+    const soak_config *cfg = &e->cfg;
+    int error = c->r.outcome == SOAK_DONE ? soak_body_end(&c->body) : c->body.error;
+    switch (error) {
+    case SOAK_BODY_OK:
+        return -1;
+    case SOAK_BODY_NOT_GZIP:
+        snprintf(text, size, "%s%s%s", cfg->body_texts[SOAK_NOT_GZIP_BEFORE], c->body.reason,
+                 cfg->body_texts[SOAK_NOT_GZIP_AFTER]);
+        return SOAK_K_PROTOCOL;
+    case SOAK_BODY_TOO_LARGE:
+        snprintf(text, size, "%s", cfg->body_texts[SOAK_TOO_LARGE_TEXT]);
+        return SOAK_K_PROTOCOL;
+    case SOAK_BODY_CUT:
+        snprintf(text, size, "%s", cfg->body_texts[SOAK_CUT_TEXT]);
+        return SOAK_K_PROTOCOL;
+    default: /* zlib had no memory for its state: as Engine._send names a MemoryError (_crashed) */
+        snprintf(text, size, "other: MemoryError");
+        return SOAK_K_OTHER;
+    }
+}
+
 /* --- ending a request ------------------------------------------------------------------- */
 
 static void request_done(soak_engine *e, uint32_t client, int64_t end);
@@ -893,6 +972,8 @@ static void finish(soak_engine *e, conn *c, int kind, const char *text, int keep
         .r = &c->r,
     };
     if (c->r.outcome == SOAK_DONE) {
+        r.hashed = c->hashing && kind < 0; /* a body that failed to hash failed the response (body_failed) */
+        r.body_hash = c->body.hash;
         /* http1.Connection: whole reads, so the rest of the read that ended the response counts
          * too (bytes read, as ab's Total transferred counts them), though no response owns it */
         r.header_bytes = c->wire - (t->is_head ? 0 : c->r.body_bytes);
@@ -912,6 +993,7 @@ static void finish(soak_engine *e, conn *c, int kind, const char *text, int keep
     }
     r.protocol = c->new_conn && r.status && r.kind != SOAK_K_TIMEOUT;
     record(e, &r);
+    unstep(e, c);
     dl_remove(e, c);
     uint32_t client = c->client;
     if (keep && cfg->keep_alive && !c->last) /* a last request's connection closes, whatever the server said */
@@ -928,10 +1010,16 @@ static void fail_now(soak_engine *e, conn *c, int kind, const char *text)
     finish(e, c, kind, text, 0, mono());
 }
 
-/* The response's parser ended it (done or failed). */
+/* The response's parser ended it (done or failed), or its body failed to hash (body_failed). */
 static void parsed(soak_engine *e, conn *c, int leftover, int64_t now)
 {
     int64_t end = c->headers ? arrived(e, c, now) : now;
+    char failure[SOAK_TEXT_MAX];
+    int kind = c->hashing && c->r.outcome != SOAK_FAILED ? body_failed(e, c, failure, sizeof failure) : -1;
+    if (kind >= 0) {
+        finish(e, c, kind, failure, 0, end);
+        return;
+    }
     if (c->r.outcome == SOAK_DONE) {
         /* bytes after the response belong to no request: the connection is out of step; so is
          * one whose request the server answered before it was all written (a large body): the
@@ -1014,6 +1102,7 @@ static void cancel_request(soak_engine *e, conn *c, int64_t now)
         .kind = SOAK_K_CANCELLED, .text = CANCELLED_TEXT,
     };
     record(e, &r);
+    unstep(e, c);
     dl_remove(e, c);
     conn_release(e, c);
     e->in_flight--;
@@ -1181,6 +1270,9 @@ static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t du
     c->kernel_clock = 0;
     c->out_watched = 0; /* so it is: a connection is kept only once its request was all written (parsed) */
     soak_response_init(&c->r, cfg->targets[target].is_head, cfg->max_head);
+    c->hashing = 0;
+    if (cfg->hash_rate > 0 && draw(e) < cfg->hash_rate && !cfg->targets[target].is_head)
+        hash_body(c); /* a response to HEAD has no body to hash: http1.py finishes it unhashed */
     e->in_flight++;
     dl_append(e, c);
     if (c->fd >= 0) {
@@ -1212,6 +1304,8 @@ static int read_response(soak_engine *e, conn *c, int closed)
     struct iovec iov = {.iov_base = e->buf, .iov_len = READ_SIZE};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = e->control,
                          .msg_controllen = sizeof e->control};
+    if (c->stepping)
+        return 0; /* no read until its body is hashed: step_bodies watches it again then */
     ssize_t n = sys_recvmsg(c->fd, &msg);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -1239,11 +1333,23 @@ static int read_response(soak_engine *e, conn *c, int closed)
     }
     c->wire += (uint64_t)n;
     size_t used = soak_response_feed(&c->r, e->buf, (size_t)n);
-    if (c->r.events & SOAK_EVENT_HEAD || c->r.outcome != SOAK_PENDING) {
+    if (c->hashing && c->r.outcome != SOAK_FAILED && soak_body_pending(&c->body)) {
+        soak_body_step(&c->body); /* one step now: most gzip bodies need no other */
+        if (soak_body_pending(&c->body)) {
+            if (c->r.events & SOAK_EVENT_HEAD)
+                c->headers = arrived(e, c, mono());
+            c->leftover = used < (size_t)n;
+            c->stepping = 1;
+            e->stepping++;
+            return 0;
+        }
+    }
+    int ended = c->r.outcome != SOAK_PENDING || (c->hashing && c->body.error != SOAK_BODY_OK);
+    if (c->r.events & SOAK_EVENT_HEAD || ended) {
         int64_t now = mono(); /* one reading for the head and the end, when one read held both */
         if (c->r.events & SOAK_EVENT_HEAD)
             c->headers = arrived(e, c, now);
-        if (c->r.outcome != SOAK_PENDING)
+        if (ended)
             parsed(e, c, used < (size_t)n, now);
     }
     return (n == READ_SIZE || closed) && c->state != CONN_FREE;
@@ -1281,6 +1387,27 @@ static void conn_event(soak_engine *e, conn *c, uint32_t events)
 }
 
 /* --- clients ---------------------------------------------------------------------------- */
+
+/* One step of each body being inflated (http1.Connection._hash_step), between two batches of
+ * events, as the Python engine takes one between its other callbacks: a gzip bomb costs the
+ * loop about half a millisecond a turn, not the whole inflate at once. One whose body is done
+ * ends its response if the parser had ended it (or its body failed), else is read again. */
+static void step_bodies(soak_engine *e)
+{
+    for (uint32_t i = 0; e->stepping && i < e->unused; i++) {
+        conn *c = &e->conns[i];
+        if (!c->stepping)
+            continue;
+        soak_body_step(&c->body);
+        if (soak_body_pending(&c->body))
+            continue;
+        unstep(e, c);
+        if (c->r.outcome != SOAK_PENDING || c->body.error != SOAK_BODY_OK)
+            parsed(e, c, c->leftover, mono());
+        else if (rewatch(e, c) < 0) /* epoll looks at the socket again at once: what came meanwhile is read */
+            broken(e, c, errno);
+    }
+}
 
 /* A client's request ended at `end`: the engine's client loops, after `await self._send`. */
 static void request_done(soak_engine *e, uint32_t c, int64_t end)
@@ -1545,7 +1672,7 @@ static void *engine_thread(void *arg)
         if (e->live_clients == 0 && e->in_flight == 0)
             break;
         rearm(e);
-        int timeout = e->ready_len ? 0 : -1;
+        int timeout = e->ready_len || e->stepping ? 0 : -1;
         pthread_mutex_unlock(&e->lock);
         int n = sys_epoll_wait(e->ep, events, EVENTS, timeout);
         int err = errno;
@@ -1568,6 +1695,8 @@ static void *engine_thread(void *arg)
                 conn_event(e, events[i].data.ptr, events[i].events);
             }
         }
+        if (e->stepping)
+            step_bodies(e);
     }
     /* FastSession.aclose: the clients' idle connections, closed uncounted as it closes them:
      * connectionsClosed counts what ended during the run, not what was open at its end */
@@ -1686,6 +1815,8 @@ static const char *check(const soak_config *cfg)
         if (soak_response_want_backend(&probe, cfg->backend, cfg->backend_len) < 0)
             return "the backend header is no name the parser keeps";
     }
+    if (cfg->hash_rate > 0 && cfg->inflate && (cfg->inflate_step < 1 || cfg->max_inflated < 1))
+        return "inflate_step and max_inflated must be positive";
     return NULL;
 }
 
@@ -1706,6 +1837,7 @@ soak_engine *soak_engine_new(soak_config *config, char *err, size_t err_size)
     e->cfg = *config;
     memset(config, 0, sizeof *config);
     soak_config *cfg = &e->cfg;
+    int failed_body = 0;
     e->ep = e->timer_fd = e->wake_fd = e->done_fd = -1;
     e->stopped_ns = e->count_end_ns = e->drain_from = SOAK_NONE;
     e->last_claimed = -1;
@@ -1726,7 +1858,13 @@ soak_engine *soak_engine_new(soak_config *config, char *err, size_t err_size)
     if (cfg->nurl_slots)
         e->per_url = calloc(cfg->nurl_slots, sizeof *e->per_url);
     e->apart = cfg->backend_len || cfg->nurl_slots;
-    int failed = (cfg->nurl_slots && !e->per_url) || !e->conns || !e->clients || !e->heap || !e->ready || !e->room || !e->idle || !e->buf || !e->open;
+    if (cfg->hash_rate > 0 && cfg->inflate) {
+        e->inflated = malloc(cfg->inflate_step);
+        failed_body = e->inflated == NULL;
+    }
+    if (cfg->hash_rate > 0 && getrandom(&e->draw, sizeof e->draw, 0) != sizeof e->draw) /* as random.Random() seeds */
+        e->draw = (uint64_t)clock_ns(CLOCK_REALTIME) ^ (uint64_t)mono();
+    int failed = failed_body || (cfg->nurl_slots && !e->per_url) || !e->conns || !e->clients || !e->heap || !e->ready || !e->room || !e->idle || !e->buf || !e->open;
     for (uint32_t c = 0; e->clients != NULL && c < cfg->clients; c++)
         e->clients[c].end_k = soak_end_k(&cfg->schedule, c); /* a stop before the start needs it too */
     if (cfg->model != SOAK_BENCH)
@@ -1795,9 +1933,11 @@ void soak_engine_free(soak_engine *e)
         soak_engine_cancel(e);
         soak_engine_join(e);
     }
-    for (uint32_t i = 0; e->conns != NULL && i < e->unused; i++)
+    for (uint32_t i = 0; e->conns != NULL && i < e->unused; i++) {
         if (e->conns[i].fd >= 0)
             close(e->conns[i].fd);
+        soak_body_free(&e->conns[i].body);
+    }
     int fds[] = {e->ep, e->timer_fd, e->wake_fd, e->done_fd};
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (fds[i] >= 0)
@@ -1823,6 +1963,7 @@ void soak_engine_free(soak_engine *e)
     free(e->room);
     free(e->idle);
     free(e->buf);
+    free(e->inflated);
     soak_config_free(&e->cfg);
     pthread_mutex_destroy(&e->lock);
     free(e);

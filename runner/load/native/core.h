@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "body.h"
 #include "histogram.h"
 #include "response.h"
 #include "schedule.h"
@@ -37,6 +38,9 @@ enum soak_model { SOAK_CLOSED, SOAK_OPEN, SOAK_BENCH };
 #define SOAK_MAX_OTHER_LENGTHS 256
 #define SOAK_NONE INT64_MIN /* an unset time */
 #define SOAK_BACKENDS_KEPT 100 /* runner.stats.recorder.BACKENDS_KEPT: names a tally counts apart */
+/* records.Config.body_texts, in order: a body that is not gzip (the text before zlib's reason, and
+ * after it), one that inflates past the bound, one that ends before its gzip stream does */
+enum { SOAK_NOT_GZIP_BEFORE, SOAK_NOT_GZIP_AFTER, SOAK_TOO_LARGE_TEXT, SOAK_CUT_TEXT, SOAK_BODY_TEXTS };
 
 /* One address a connection can be made to (as transport.Address: family, sockaddr). */
 typedef struct soak_address {
@@ -107,6 +111,15 @@ typedef struct soak_config {
     /* per URL (Recorder.per_url): URL index -> slot (targets.url_slots); nurl_slots 0: none kept */
     uint32_t *url_slot;
     uint32_t nurl_slots;
+    /* body hashing (hashSampleRate, hashValue; runner.load.bodyhash): each send's body hashed when
+     * random() < hash_rate (0: never), a gzip body inflated first when `inflate` (compress),
+     * within inflate_step and max_inflated; body_texts: what its failures are called */
+    double hash_rate;
+    uint64_t hash_value;
+    int inflate;
+    uint32_t inflate_step;
+    uint64_t max_inflated;
+    char body_texts[SOAK_BODY_TEXTS][SOAK_TEXT_MAX];
 } soak_config;
 
 /* Tally.backends: responses by backendHeader value, the first SOAK_BACKENDS_KEPT values met
@@ -142,6 +155,7 @@ typedef struct soak_group {
 /* recorder.Tally: one interval's counts, or the drain's. */
 typedef struct soak_tally {
     uint64_t good, bad, failed, skipped, late, kernel_clocked, bytes_in, bytes_out;
+    uint64_t hash_checked, hash_mismatches; /* responses whose body was hashed, and of those not hashValue */
     int64_t late_max_ns;
     int64_t delayed_max_ns;   /* the slowest response whose latency the client's delay may be in */
     uint64_t errors[SOAK_KINDS];

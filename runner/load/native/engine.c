@@ -25,11 +25,19 @@
  *     late_ns, probe_ns, gap_ns, max_head, error_groups, group_urls, other_lengths: the
  *     Python constants (probe_ns, gap_ns: the loop lag's, runner.stats.client)
  *     metrics        None, or (slot_of tuple, slots, edges_ns tuple): MetricsTally's counts
- *     backend_header "" or a header name (a token, at most 64 bytes, none the parser reads
- *                      itself): each response's value of it counted in the tallies' backends
+ *     backend_header "" or a header name (a token, at most 64 bytes): each response's value
+ *                      of it counted in the tallies' backends
  *     wheel          None, or a tuple of URL indices: send n goes to targets[wheel[n % len]]
  *                      (runner.config.targets.Targets.wheel) instead of targets[n % len]
  *     url_slots      None, or (slot_of tuple, slots): a tally per slot for the run (Recorder.per_url)
+ *     hash_sample_rate, hash_value   each send's body hashed (FNV-1a 64) when random() <
+ *                      hash_sample_rate (0: none), each hashed response counted in the tallies'
+ *                      hash_checked, and in hash_mismatches when its hash is not hash_value
+ *     inflate, inflate_step, max_inflated   a hashed body that says gzip is inflated first
+ *                      (compress), inflate_step bytes at a time, failing past max_inflated
+ *                      (runner.load.bodyhash's bounds)
+ *     body_texts     what a hashed body's failures are called (runner.load.bodyhash.BODY_TEXTS):
+ *                      (text before zlib's reason, after it, inflates too far, ends too early)
  *   start()                   start the thread (once)
  *   fileno() -> int           an eventfd that becomes readable when the thread has ended
  *   stop(at_ns)               send nothing more; the first stop's time counts (Engine.stop)
@@ -74,13 +82,14 @@
     F(targets) F(model) F(clients) F(max_in_flight) F(total_requests) F(start_ns) F(qps) F(end_ns) F(stride)  \
     F(offset) F(grid_start_ns) F(interval_ns) F(timeout_ns) F(timeout_text) F(keep_alive) F(corrected)       \
     F(unit_ns) F(late_ns) F(probe_ns) F(gap_ns) F(max_head) F(error_groups) F(group_urls) F(other_lengths)   \
-    F(metrics) F(backend_header) F(wheel) F(url_slots) F(origins) F(max_requests) F(max_age_ns)
+    F(metrics) F(backend_header) F(wheel) F(url_slots) F(origins) F(max_requests) F(max_age_ns)                 \
+    F(hash_sample_rate) F(hash_value) F(inflate) F(inflate_step) F(max_inflated) F(body_texts)
 #define HIST_FIELDS(F) F(counts) F(total) F(min) F(max) F(sum) F(sum_sq)
 #define GROUP_FIELDS(F) F(kind) F(pattern) F(total) F(text) F(url) F(urls) F(more_urls) F(varied)
 #define TALLY_FIELDS(F)                                                                                    \
     F(good) F(bad) F(failed) F(skipped) F(late) F(late_max_ns) F(delayed_max_ns) F(kernel_clocked) F(bytes_in)  \
     F(bytes_out) F(statuses) F(errors) F(groups) F(latency) F(phases) F(backends) F(other_backends) F(opened)  \
-    F(closed)
+    F(closed) F(hash_checked) F(hash_mismatches)
 #define TAKEN_FIELDS(F)                                                                                    \
     F(tally) F(later) F(drain) F(drain_end_ns) F(loop_lag) F(stalls) F(next_tick_ns) F(opened) F(closed)    \
     F(per_url)
@@ -414,7 +423,9 @@ static PyObject *tally_record(soak_tally *t)
         record_set(record, TALLY_phases, phases_tuple(t)) ||
         record_set(record, TALLY_backends, backends_list(t->backends)) ||
         record_set(record, TALLY_other_backends, u64(t->backends != NULL ? t->backends->other : 0)) ||
-        record_set(record, TALLY_opened, u64(t->opened)) || record_set(record, TALLY_closed, u64(t->closed)))
+        record_set(record, TALLY_opened, u64(t->opened)) || record_set(record, TALLY_closed, u64(t->closed)) ||
+        record_set(record, TALLY_hash_checked, u64(t->hash_checked)) ||
+        record_set(record, TALLY_hash_mismatches, u64(t->hash_mismatches)))
         Py_CLEAR(record);
     return record;
 }
@@ -752,6 +763,40 @@ static int read_counting(PyObject *config, soak_config *cfg)
     return 0;
 }
 
+/* hash_sample_rate to body_texts: what hashing a body needs. */
+static int read_hashing(PyObject *config, soak_config *cfg)
+{
+    int64_t step, most;
+    PyObject *rate = item(config, CONFIG_hash_sample_rate), *value = item(config, CONFIG_hash_value);
+    PyObject *texts = item(config, CONFIG_body_texts);
+    cfg->hash_rate = PyFloat_AsDouble(rate);
+    if (cfg->hash_rate == -1.0 && PyErr_Occurred())
+        return -1;
+    cfg->hash_value = PyLong_AsUnsignedLongLong(value);
+    if (cfg->hash_value == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    if (get_bool(config, CONFIG_inflate, &cfg->inflate) || get_i64(config, CONFIG_inflate_step, &step) ||
+        get_i64(config, CONFIG_max_inflated, &most))
+        return -1;
+    if (step < 0 || step > UINT32_MAX || most < 0) {
+        PyErr_SetString(PyExc_ValueError, "native engine config: inflate_step or max_inflated out of range");
+        return -1;
+    }
+    cfg->inflate_step = (uint32_t)step;
+    cfg->max_inflated = (uint64_t)most;
+    if (!PyTuple_Check(texts) || PyTuple_GET_SIZE(texts) != SOAK_BODY_TEXTS) {
+        PyErr_SetString(PyExc_TypeError, "native engine config: body_texts must be a tuple of 4 str");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < SOAK_BODY_TEXTS; i++) {
+        const char *text = PyUnicode_AsUTF8(PyTuple_GET_ITEM(texts, i));
+        if (text == NULL)
+            return -1;
+        snprintf(cfg->body_texts[i], sizeof cfg->body_texts[i], "%s", text);
+    }
+    return 0;
+}
+
 static int read_config(PyObject *config, soak_config *cfg)
 {
     int64_t v;
@@ -808,7 +853,7 @@ static int read_config(PyObject *config, soak_config *cfg)
     }
     cfg->late_ns = v;
     cfg->schedule.clients = cfg->clients;
-    if (read_counting(config, cfg) < 0)
+    if (read_counting(config, cfg) < 0 || read_hashing(config, cfg) < 0)
         return -1;
     return read_metrics(config, cfg);
 }

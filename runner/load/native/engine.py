@@ -9,8 +9,9 @@ records, which runner.stats.native turns into the recorder's.
 
 It does what the fast transport does for plain HTTP/1.1 and nothing else: `refusal()`, the one
 place that decides it, says why a run must take the Python engine instead (a setting it does
-not do, TLS, HTTP/2, body hashing, ...); `soak validate`, the start-up line and
-docs/configuration.md's `engine` row all say its answer.
+not do, TLS, HTTP/2, ...); `soak validate`, the start-up line and docs/configuration.md's
+`engine` row all say its answer. It hashes sampled bodies as the Python engine does (inflated
+with `compress`), with runner.load.bodyhash's bounds and failure texts handed over as data.
 
 Connections live as the fast transport's do (transport.Lifetime: a connection's last request
 says `Connection: close`, decided in C at each send), and new ones rotate through a name's
@@ -42,6 +43,7 @@ from typing import Any
 
 from runner.config.settings import Settings, merge, settings_from
 from runner.core.durations import format_duration
+from runner.load import bodyhash
 from runner.load.engine import Load
 from runner.load.fast_transport import classify_connect_error, wire_request
 from runner.load.model import Open, model_of
@@ -81,23 +83,17 @@ def module() -> ModuleType | None:
 # quietly loses a setting to the engine that sends it.
 HONOURS = frozenset({
     "engine", "timeout_ns", "no_reuse", "max_requests_per_connection", "max_connection_age_ns",
-    "ca_bundle", "insecure", "client_cert", "client_key",  # client
+    "ca_bundle", "insecure", "client_cert", "client_key", "compress",  # client
     "mode", "qps", "concurrency", "interval_ns", "iterations", "duration_ns", "total_requests", "load_model",
     "max_in_flight", "precise",  # pace: precise needs no yielding in C, whose pacing timer is exact
 })
-# Headers the native response parser reads for its own ends (response.c's NAMES): a backendHeader
-# naming one is left to the Python engine, which reads any header.
-OWN_HEADERS = frozenset({"connection", "content-length", "proxy-connection", "transfer-encoding", "upgrade",
-                         "server", "content-encoding"})
 # Settings the native engine does not do, with what a refusal calls them.
-REFUSES = {"transport": "the {value} transport", "compress": "compress (the native engine reads no gzip)",
-           "http2": "HTTP/2"}
+REFUSES = {"transport": "the {value} transport", "http2": "HTTP/2"}
 
 
 def refusal(settings: Settings, requests: list[Request], options: TransportOptions) -> str | None:
     """Why the native engine cannot send this run (plain HTTP/1.1, the fast transport's), or None if it can:
-    a setting it does not do (HONOURS), a backendHeader its parser reads for itself, or what the
-    load needs (TLS, HTTP/2, body hashing, a name that does not resolve)."""
+    a setting it does not do (HONOURS), or what the load needs (TLS, HTTP/2, a name that does not resolve)."""
     defaults = settings_from(merge())
     for group, default in ((settings.client, defaults.client), (settings.pace, defaults.pace)):
         for field in fields(group):
@@ -106,10 +102,7 @@ def refusal(settings: Settings, requests: list[Request], options: TransportOptio
                 continue
             return REFUSES.get(field.name, "{name} (not in the native engine)").format(
                 value=value, name=setting_name(field.name))
-    if settings.report.backend_header.lower() in OWN_HEADERS:
-        return f"backendHeader {settings.report.backend_header} (a header the native parser reads for itself)"
-    load = Load(requests, model_of(settings.pace), hash_sample_rate=settings.report.hash_sample_rate)
-    return _load_refusal(load, options)
+    return _load_refusal(Load(requests, model_of(settings.pace)), options)
 
 
 def setting_name(field: str) -> str:
@@ -127,8 +120,6 @@ def _load_refusal(load: Load, options: TransportOptions) -> str | None:
         return "TLS"
     if options.http2:
         return "HTTP/2"
-    if load.hash_sample_rate > 0:
-        return "body hashing"
     for host, port in origins(load.requests, options):
         try:
             lookup(host, port, options.timeout_ns)
@@ -154,6 +145,7 @@ class Counting:
     probe_ns: int = 0  # runner.stats.client.PROBE_PERIOD_NS: a timer firing later is a stall (0: none is)
     gap_ns: int = 0  # ... WATCH_GAP_NS: the timer fires at least this often, for the loop lag (0: only when due)
     url_slots: tuple[int, ...] = ()  # each URL's slot (targets.url_slots), as Recorder(slot_of=...): () for none
+    hash_value: int = 0  # what a hashed body is checked against, as Recorder(hash_value=...)
 
 
 class NativeEngine:
@@ -305,6 +297,12 @@ def config(schedule: Schedule, load: Load, options: TransportOptions, counting: 
         origins=[[_address_tuple(a) for a in lookup(host, port)] for host, port in origins(load.requests, options)],
         max_requests=options.lifetime.max_requests,
         max_age_ns=options.lifetime.max_age_ns,
+        hash_sample_rate=load.hash_sample_rate,
+        hash_value=counting.hash_value,
+        inflate=options.compress,
+        inflate_step=bodyhash.INFLATE_STEP,
+        max_inflated=bodyhash.MAX_INFLATED_BYTES,
+        body_texts=bodyhash.body_texts(),
     )
 
 

@@ -104,6 +104,12 @@ class Config(Record):
     origins: list[list[AddressRecord]]  # index = origin: its addresses in the resolver's order
     max_requests: int  # transport.Lifetime; 0: no limit
     max_age_ns: int
+    hash_sample_rate: float  # each send's body hashed when random() < this; 0: none
+    hash_value: int  # what a hashed body is checked against (hash_mismatches)
+    inflate: bool  # compress: a hashed body that says gzip is inflated first
+    inflate_step: int  # runner.load.bodyhash.INFLATE_STEP
+    max_inflated: int  # ... MAX_INFLATED_BYTES
+    body_texts: tuple[str, str, str, str]  # ... BODY_TEXTS: what a hashed body's failures are called
 
 
 class HistogramCounts(Record):
@@ -158,6 +164,8 @@ class TallyCounts(Record):
     other_backends: int  # responses beyond the values kept
     opened: int  # a URL slot's: connections its sends opened, and closed
     closed: int
+    hash_checked: int  # responses whose body was hashed ...
+    hash_mismatches: int  # ... and of those, the ones whose hash was not hashValue
 
 
 class Taken(Record):
