@@ -10,7 +10,9 @@ itself a race (a reset at accept lands before or after the request is written: `
 compared: how many a client skips is the machine's pace, on either engine.
 
 The scenarios: every server of the fault matrix (tests/integration/test_fault_matrix.py) the
-native engine can send to (TLS and compress are refused by it, and skipped, saying so);
+native engine can send to (TLS is refused by it, and skipped, saying so), compress and body
+hashing among them; a gzip bomb, hashed; a backendHeader naming a header the parser reads for
+itself (Content-Length, Server, Connection, Transfer-Encoding);
 SIGTERM and SIGINT with requests in flight; totalRequests in each load model; local workers;
 shards; a backendHeader, and a weighted list of two URLs (each URL's counts alike too); a
 server that answers a large upload before it is all written; bytes after a response (`soak
@@ -37,7 +39,8 @@ from tests.conftest import Nginx, Run, assert_counts_add_up, run_soak
 from tests.integration.test_fault_matrix import CASES, Case, _target_url
 from tests.support.abparse import parse_ab
 from tests.support.balancer import HEADER, name, named_nginx
-from tests.support.faultserver import OK_BODY, FaultServer
+from runner.load.fnv import fnv1a64
+from tests.support.faultserver import GZIP_PLAIN, OK_BODY, FaultServer
 from tests.support.liverun import LONG_RUN, LiveRun
 from tests.support.programs import program
 
@@ -46,7 +49,8 @@ pytestmark = pytest.mark.skipif(module() is None, reason="the native engine is n
 ENGINES = ("native", "python")
 RACES = {"reset at accept", "reset at accept, noReuse", "reset at accept, 2 workers"}  # reset or closed, by a race
 REFUSED = re.compile(r"soak: engine: native cannot send this run: (.*); use engine: auto or python\n")
-COUNTED = ("requests", "good", "bad", "failed", "statusCodes", "errors", "connectionsOpened", "connectionsClosed")
+COUNTED = ("requests", "good", "bad", "failed", "statusCodes", "errors", "connectionsOpened", "connectionsClosed",
+           "hashChecked", "hashMismatches")
 
 
 def engine_run(engine: str, *args: str, timeout: float = 120, refusable: bool = True) -> Run:
@@ -232,6 +236,69 @@ def test_a_weighted_list_counts_the_same_on_both_engines(named: list[str], tmp_p
     verdicts = {engine: [(r["rule"], r["ok"], r.get("url")) for r in runs[engine].summary["thresholds"]["rules"]]
                 for engine in ENGINES}
     assert verdicts["native"] == verdicts["python"] and len(verdicts["python"]) == 2
+
+
+def failure_texts(run: Run) -> set[str]:
+    """The failure texts of a run's stderr lines (`GET "url": text (n times)`)."""
+    return {m[1] for m in re.finditer(r'^GET "[^"]+": (.+) \(\d+ times?\)$', run.stderr, re.MULTILINE)}
+
+
+def test_a_gzip_bomb_fails_at_the_bound_the_same_on_both_engines(fault_server: FaultServer) -> None:
+    """compress, every body hashed, 4 sends of a body that inflates to 256 MiB: each fails at the
+    16 MiB bound as `protocol` with the same text on both engines (bodyhash's, handed to C), and
+    the native engine sends it (no refusal)."""
+    url = fault_server.url("/gzip-bomb/256")
+    runs = {engine: engine_run(engine, "--qps", "20", "--concurrency", "2", "--interval", "1s", "--iterations", "0",
+                               "--duration", "100s", "--totalRequests", "4", "--timeout", "60s", "--compress",
+                               "--hashValue", "1", "--hashSampleRate", "1", url, timeout=300, refusable=False)
+            for engine in ENGINES}
+    assert_same(runs)
+    assert counted(runs["native"])["errors"] == {"protocol": 4}
+    assert failure_texts(runs["native"]) == failure_texts(runs["python"]) == {
+        "protocol: gzip body inflates to more than 16 MiB"}
+
+
+@pytest.mark.parametrize(("path", "value"), [("/gzip", None), ("/ok", OK_BODY), ("/gzip-lie", None)])
+def test_hashed_bodies_count_the_same_on_both_engines(fault_server: FaultServer, path: str, value: bytes | None) -> None:
+    """Every body hashed, with compress and without: a gzip body is inflated only with compress, so its
+    hash matches hashValue (the plain text's) with it and not without; a body that claims gzip fails
+    only with compress, as the same failure. The bhash counts (hashChecked, hashMismatches), the
+    failures and their texts are the same on both engines."""
+    url = fault_server.url(path)
+    expected = fnv1a64(value if value is not None else GZIP_PLAIN)
+    for compress in (("--compress",), ()):
+        runs = {engine: engine_run(engine, "--qps", "100", "--concurrency", "2", "--interval", "1s",
+                                   "--iterations", "0", "--duration", "100s", "--totalRequests", "20",
+                                   "--hashValue", str(expected), "--hashSampleRate", "1", *compress, url,
+                                   refusable=False) for engine in ENGINES}
+        assert_same(runs)
+        assert failure_texts(runs["native"]) == failure_texts(runs["python"])
+        native = counted(runs["native"])
+        if path == "/gzip-lie" and compress:
+            assert native["errors"] == {"protocol": 20} and native["hashChecked"] == 0
+        else:
+            assert native["hashChecked"] == 20
+            assert native["hashMismatches"] == (0 if compress or path == "/ok" else 20)
+
+
+@pytest.mark.parametrize("header", ["Content-Length", "server", "Connection", "Transfer-Encoding"])
+def test_a_backend_header_the_parser_reads_itself_counts_the_same_on_both_engines(
+        fault_server: FaultServer, header: str, request: pytest.FixtureRequest) -> None:
+    """backendHeader naming a header response.c reads for its own ends: the native engine keeps its
+    value too (it once sent these runs on the Python engine), as http1.py reads it, for every
+    response: the fault server's /ok says Content-Length: 3, its /chunked Transfer-Encoding:
+    chunked; nginx says Server: nginx/... and Connection: keep-alive."""
+    if header in ("server", "Connection"):
+        url = request.getfixturevalue("nginx").url
+    else:
+        url = fault_server.url("/chunked" if header == "Transfer-Encoding" else "/ok")
+    runs = {engine: engine_run(engine, "--qps", "100", "--concurrency", "2", "--interval", "1s", "--iterations", "0",
+                               "--duration", "100s", "--totalRequests", "20", "--backendHeader", header, url,
+                               refusable=False) for engine in ENGINES}
+    assert_same(runs)
+    backends = {engine: runs[engine].summary["backends"] for engine in ENGINES}
+    assert backends["native"] == backends["python"]
+    assert list(backends["native"].values()) == [20], backends  # one value, every response named by it
 
 
 EARLY_BODY = 16 << 20  # more than a loopback socket's buffers take before the server reads (4 MiB + its window)
