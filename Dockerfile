@@ -24,7 +24,7 @@ FROM ${PYTHON_IMAGE} AS build
 # Python headers: the official image has its own; a Debian python3 gets python3-dev.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && apt-get install -y --no-install-recommends gcc libc6-dev zlib1g-dev \
     && if ! python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))'; \
        then apt-get install -y --no-install-recommends python3-dev; fi \
     && rm -rf /var/lib/apt/lists/*

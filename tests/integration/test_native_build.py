@@ -36,7 +36,8 @@ def test_the_c_sources_compile_without_a_warning(compiler: str) -> None:
     binding = ["-fPIC", "-I", python_headers]
     for source, extra in ((NATIVE / "response.c", pure), (NATIVE / "response.c", [*pure, *PORTABLE]),
                           (NATIVE / "_response.c", binding),
-                          (NATIVE / "core.c", pure), (NATIVE / "engine.c", [*binding, "-Wshadow"])):
+                          (NATIVE / "core.c", pure), (NATIVE / "body.c", pure),
+                          (NATIVE / "engine.c", [*binding, "-Wshadow"])):
         done = subprocess.run([cc, *STRICT, *extra, str(source)], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0 and not done.stderr, f"{compiler} {source.name} {extra}:\n{done.stderr}"
 

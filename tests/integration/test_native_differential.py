@@ -34,12 +34,12 @@ from typing import Any
 import pytest
 
 from runner.core.errors import EXIT_NO_RESPONSE, EXIT_OK
+from runner.load.fnv import fnv1a64
 from runner.load.native.engine import module
 from tests.conftest import Nginx, Run, assert_counts_add_up, run_soak
 from tests.integration.test_fault_matrix import CASES, Case, _target_url
 from tests.support.abparse import parse_ab
 from tests.support.balancer import HEADER, name, named_nginx
-from runner.load.fnv import fnv1a64
 from tests.support.faultserver import GZIP_PLAIN, OK_BODY, FaultServer
 from tests.support.liverun import LONG_RUN, LiveRun
 from tests.support.programs import program

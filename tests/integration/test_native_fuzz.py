@@ -8,6 +8,11 @@ write out of bounds and on undefined behaviour. The committed corpus (tests/fuzz
 response/: every framing, every refusal, every fault-server answer, and each crash the
 fuzzer ever found) must replay clean, and a bounded run from it must find nothing.
 
+tests/fuzz/fuzz_body.c does the same for a hashed body (body.c: zlib's inflate within
+bodyhash's bounds, a step at a time, as core.c drives it) behind the parser's body sink: the
+same hash or failure however the bytes were cut, each step within its bound, and the hash of a
+whole gzip body the one zlib makes inflating it at once. Its corpus is tests/fuzz/corpus/body/.
+
 Fuzzing longer, and making the corpus: docs/development.md.
 """
 
@@ -26,19 +31,21 @@ from tests.support.replay import PORTABLE
 NATIVE = REPO / "runner" / "load" / "native"
 FUZZ = REPO / "tests" / "fuzz"
 CORPUS = FUZZ / "corpus" / "response"
+BODY_CORPUS = FUZZ / "corpus" / "body"
 SECONDS = 45  # of fuzzing in the suite; a longer run is a developer's (docs/development.md)
 CLANG_HINT = "apt-get install -y clang libclang-rt-14-dev (libFuzzer and the sanitizers' runtime, as .ci/run does)"
 ARM64_HINT = "apt-get install -y gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static (as .ci/run does)"
 
 
-def build_harness(into: Path, *defines: str) -> Path:
-    """fuzz_response.c and the parser, built with libFuzzer, ASan and UBSan (any UB aborts)."""
+def build_harness(into: Path, *defines: str, name: str = "fuzz_response", extra: tuple[str, ...] = ()) -> Path:
+    """A harness (fuzz_response.c, or `name`.c with the `extra` sources and libraries) and the parser,
+    built with libFuzzer, ASan and UBSan (any UB aborts)."""
     clang = program("clang", CLANG_HINT)
-    built = into / "fuzz_response"
+    built = into / name
     done = subprocess.run(
         [clang, "-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all",
-         "-Wall", "-Wextra", "-Werror", *defines, "-I", str(NATIVE), str(FUZZ / "fuzz_response.c"),
-         str(NATIVE / "response.c"), "-o", str(built)],
+         "-Wall", "-Wextra", "-Werror", *defines, "-I", str(NATIVE), str(FUZZ / f"{name}.c"),
+         str(NATIVE / "response.c"), *extra, "-o", str(built)],
         capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         pytest.fail(f"the fuzz harness did not build ({CLANG_HINT}):\n{done.stderr[-3000:]}")
@@ -71,6 +78,30 @@ def test_a_bounded_fuzz_run_finds_nothing(harness: Path, tmp_path: Path) -> None
     found.mkdir()
     done = fuzz(harness, f"-max_total_time={SECONDS}", "-rss_limit_mb=2048", "-timeout=10", "-print_final_stats=1",
                 f"-dict={FUZZ / 'http.dict'}", f"-artifact_prefix={tmp_path}/", str(found), str(CORPUS),
+                timeout=SECONDS * 10 + 300)
+    crashes = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-"))]
+    assert done.returncode == 0 and not crashes, f"{crashes}:\n{done.stderr[-5000:]}"
+    assert "stat::number_of_executed_units" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def body_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """fuzz_body.c: the parser's body sink into body.c and zlib."""
+    return build_harness(tmp_path_factory.mktemp("fuzz-body"), name="fuzz_body",
+                         extra=(str(NATIVE / "body.c"), "-lz"))
+
+
+def test_the_body_corpus_replays_clean(body_harness: Path, tmp_path: Path) -> None:
+    assert len(list(BODY_CORPUS.iterdir())) >= 20
+    done = fuzz(body_harness, "-runs=0", f"-artifact_prefix={tmp_path}/", str(BODY_CORPUS), timeout=600)
+    assert done.returncode == 0, done.stderr[-5000:]
+
+
+def test_a_bounded_fuzz_run_of_the_inflate_path_finds_nothing(body_harness: Path, tmp_path: Path) -> None:
+    found = tmp_path / "new"
+    found.mkdir()
+    done = fuzz(body_harness, f"-max_total_time={SECONDS}", "-rss_limit_mb=2048", "-timeout=10",
+                "-print_final_stats=1", f"-artifact_prefix={tmp_path}/", str(found), str(BODY_CORPUS),
                 timeout=SECONDS * 10 + 300)
     crashes = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-"))]
     assert done.returncode == 0 and not crashes, f"{crashes}:\n{done.stderr[-5000:]}"

@@ -938,8 +938,9 @@ static int body_failed(soak_engine *e, conn *c, char *text, size_t size)
     case SOAK_BODY_OK:
         return -1;
     case SOAK_BODY_NOT_GZIP:
-        snprintf(text, size, "%s%s%s", cfg->body_texts[SOAK_NOT_GZIP_BEFORE], c->body.reason,
-                 cfg->body_texts[SOAK_NOT_GZIP_AFTER]);
+        if (snprintf(text, size, "%s%s%s", cfg->body_texts[SOAK_NOT_GZIP_BEFORE], c->body.reason,
+                     cfg->body_texts[SOAK_NOT_GZIP_AFTER]) >= (int)size)
+            text[size - 1] = '\0'; /* cut to size, as every failure text is (it is shorter) */
         return SOAK_K_PROTOCOL;
     case SOAK_BODY_TOO_LARGE:
         snprintf(text, size, "%s", cfg->body_texts[SOAK_TOO_LARGE_TEXT]);
