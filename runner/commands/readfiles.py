@@ -11,7 +11,6 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from runner.config.storeurl import is_store_url
 from runner.core.errors import UsageError
 from runner.core.units import UNIT_NS
 
@@ -31,6 +30,8 @@ def add_assume_unit(parser: argparse.ArgumentParser) -> None:
 def load_usable(path: str, assumed_unit: str) -> LoadedRun:
     """The run in a file, or a UsageError when the file holds nothing of one; or the run (or runs,
     added up) that a store's URL asks for (runner.store.runs)."""
+    from runner.config.storeurl import is_store_url
+
     if is_store_url(path):
         from runner.store.backends import StoreError
         from runner.store.runs import load_selection, open_selection, reading
