@@ -17,12 +17,9 @@ from runner.config.settings import Settings
 from runner.core.errors import EXIT_PROXY_NOT_READY
 from runner.load.model import Bench, LoadModel
 from runner.load.shards import Shard
-from runner.load.tls import INSECURE_WARNING
 from runner.report.abreport import AbReporter
 from runner.report.abreport import report_with_notes as ab_report
 from runner.report.base import Reporter
-from runner.report.csvreport import CsvReporter
-from runner.report.junit import JUnitReporter
 from runner.report.outcome import ExitCode
 from runner.report.slowcooker import SlowCookerReporter
 from runner.report.summary import JsonSummaryReporter
@@ -32,8 +29,9 @@ from runner.run.build import EngineChoice, Parts, build
 from runner.run.linkerd import proxy_lifecycle
 from runner.stats.runinfo import RunSummary
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what only some settings ask for loads when they do (JUnit's XML, ssl)
     from runner.metrics.collector import Metrics
+    from runner.report.junit import JUnitReporter
 
 PROG = "soak"
 # The resultsStore writer's hook (runner.store.writer.StoreWriter): the finished summary in, its keys out.
@@ -53,6 +51,8 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None, launche
     """
     parts = build(settings, urls, source)  # everything a run refuses stops here, before any load
     if settings.client.insecure:
+        from runner.load.tls import INSECURE_WARNING
+
         say(INSECURE_WARNING)
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
     stored = _stored(settings, verdict)
@@ -112,6 +112,8 @@ def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None 
         if printed or stored is not None:
             reporters.append(JsonSummaryReporter(sys.stdout, with_json=printed, sections=sections, stored=stored))
     if settings.report.report_latencies_csv:
+        from runner.report.csvreport import CsvReporter
+
         path = settings.report.report_latencies_csv
         reporters.append(CsvReporter(open_output(path, "reportLatenciesCSV"), f"reportLatenciesCSV: {path}",
                                      OUTPUTS.failure))
@@ -129,6 +131,8 @@ def junit_reporter(path: str, verdict: Verdict | None, outcome: ExitCode) -> JUn
     """The JUnit XML writer (the junit setting, or merge's --junit), its file opened now; None without a path."""
     if not path:
         return None
+    from runner.report.junit import JUnitReporter
+
     return JUnitReporter(open_output(path, "junit"), f"junit: {path}", verdict, outcome, OUTPUTS.failure,
                          OUTPUTS.exit_code)
 
