@@ -23,7 +23,6 @@ from runner.report.base import Reporter
 from runner.report.outcome import ExitCode
 from runner.report.slowcooker import SlowCookerReporter
 from runner.report.summary import JsonSummaryReporter
-from runner.report.verdict import Verdict
 from runner.run import launch
 from runner.run.build import EngineChoice, Parts, build
 from runner.run.linkerd import proxy_lifecycle
@@ -32,6 +31,7 @@ from runner.stats.runinfo import RunSummary
 if TYPE_CHECKING:  # what only some settings ask for loads when they do (JUnit's XML, ssl)
     from runner.metrics.collector import Metrics
     from runner.report.junit import JUnitReporter
+    from runner.report.verdict import Verdict
 
 PROG = "soak"
 # The resultsStore writer's hook (runner.store.writer.StoreWriter): the finished summary in, its keys out.
@@ -54,7 +54,7 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None, launche
         from runner.load.tls import INSECURE_WARNING
 
         say(INSECURE_WARNING)
-    verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
+    verdict = _verdict(settings)  # thresholds: judged as the run goes; exit code 3
     stored = _stored(settings, verdict)
     # OUTPUTS.watch() first: stdout's reader may leave.
     reporters = [OUTPUTS.watch(), *reporters_for(settings, parts.model, verdict, stored)]
@@ -118,6 +118,15 @@ def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None 
         reporters.append(CsvReporter(open_output(path, "reportLatenciesCSV"), f"reportLatenciesCSV: {path}",
                                      OUTPUTS.failure))
     return reporters
+
+
+def _verdict(settings: Settings) -> Verdict | None:
+    """The thresholds' verdict (Verdict.for_settings): its code loads only for a run that states thresholds."""
+    if not settings.thresholds.rules:
+        return None
+    from runner.report.verdict import Verdict
+
+    return Verdict.for_settings(settings, sys.stdout)
 
 
 def _stored(settings: Settings, verdict: Verdict | None) -> Stored | None:

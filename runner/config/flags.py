@@ -115,12 +115,18 @@ def _add_setting(group: argparse.ArgumentParser | ArgumentGroup, name: str, spec
 def settings_of(args: argparse.Namespace, *below: dict[str, Any], above: tuple[dict[str, Any], ...] = ()) -> Settings:
     """The settings: schema defaults < `below` < the config file (--config) < the flags < `above`."""
     # Here, not above: a command's --help builds its flags from the schema without loading these.
-    from runner.config.jsonfile import read_config_file
     from runner.config.settings import merge, settings_from
 
     config = getattr(args, "config", None)
-    file_layer = read_config_file(config) if config is not None else {}
+    file_layer = _config_file(config) if config is not None else {}
     return settings_from(merge(*below, file_layer, flags_layer(args), *above))
+
+
+def _config_file(path: str) -> dict[str, Any]:
+    """--config's layer (runner.config.jsonfile, loaded only for a run given one)."""
+    from runner.config.jsonfile import read_config_file
+
+    return read_config_file(path)
 
 
 def urls_of(args: argparse.Namespace) -> tuple[Targets, str | None]:

@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from runner.config.targets import url_slots
 from runner.core.redact import printable
@@ -26,7 +26,6 @@ from runner.load.native.engine import Counting, MetricsConfig, NativeEngine
 from runner.load.result import Result
 from runner.load.schedule import Grid, Schedule, Skips
 from runner.load.transport import TransportOptions
-from runner.metrics.tally import MetricsTally
 from runner.run.build import Parts
 from runner.run.probe import LoopWatch
 from runner.run.progress import Progress
@@ -34,6 +33,9 @@ from runner.stats.client import LATE_NS, PROBE_PERIOD_NS, WATCH_GAP_NS, ClientMe
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.native import TakenRecorder
 from runner.stats.recorder import ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, BenchTally, Interval, Recorder, Tally
+
+if TYPE_CHECKING:  # a run without metrics does not load them
+    from runner.metrics.tally import MetricsTally
 
 PROGRESS_EVERY_NS = 100_000_000  # how often a native run's finished sends are read for progress
 
