@@ -1730,6 +1730,7 @@ void soak_config_free(soak_config *cfg)
     free(cfg->edges);
     free(cfg->wheel);
     free(cfg->url_slot);
+    free(cfg->schedule.dues);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -1791,9 +1792,12 @@ static const char *check(const soak_config *cfg)
         return "clients must be 1 to 16777216";
     if (cfg->model == SOAK_OPEN && (cfg->max_in_flight < 1 || cfg->max_in_flight > (1 << 24)))
         return "max_in_flight must be 1 to 16777216";
-    if (!(cfg->schedule.qps > 0) || cfg->schedule.stride < 1 || cfg->schedule.offset < 0 ||
-        cfg->schedule.clients != cfg->clients)
+    if (!(cfg->schedule.qps > 0 || cfg->schedule.dues != NULL) || cfg->schedule.stride < 1 ||
+        cfg->schedule.offset < 0 || cfg->schedule.clients != cfg->clients)
         return "the schedule needs qps > 0, stride >= 1, offset >= 0 and this engine's clients";
+    for (int64_t n = 0; cfg->schedule.dues != NULL && n < cfg->schedule.ndues; n++)
+        if (cfg->schedule.ndues < 2 || cfg->schedule.dues[0] != 0 || (n && cfg->schedule.dues[n] < cfg->schedule.dues[n - 1]))
+            return "a ramp's due times start at 0, never go back, and end with the one beyond its end";
     if (cfg->grid.interval_ns < 1 || cfg->timeout_ns < 1 || cfg->unit_ns < 0 || cfg->total_requests < 0)
         return "interval, timeout and unit must be positive";
     if (cfg->group_urls > SOAK_MAX_GROUP_URLS || cfg->other_lengths > SOAK_MAX_OTHER_LENGTHS)

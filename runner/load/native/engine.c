@@ -19,6 +19,8 @@
  *     model          "closed" | "open" | "bench"
  *     clients, max_in_flight (open), total_requests (0: no limit)
  *     start_ns, qps, end_ns (None: no end), stride, offset   runner.load.schedule.Schedule
+ *     dues           None (a constant qps), or a ramp's due times in ns from start_ns, as
+ *                      Ramp.due_times makes them: a buffer of native int64 (array("q"))
  *     grid_start_ns, interval_ns                             runner.load.schedule.Grid
  *     timeout_ns, timeout_text (format_duration's), keep_alive, corrected (latency from
  *     the due time), unit_ns (0: no in-unit histogram)
@@ -57,8 +59,8 @@
  *   sent, done, next_index, stopped_sending_ns   properties (done: sends ended and counted;
  *                             stopped_sending_ns: None, or as Engine's)
  *
- * For tests: counts_len(highest) (hdrh's counts_len) and schedule(...) (schedule.h's answers,
- * to hold to runner/load/schedule.py's on any input).
+ * For tests: counts_len(highest) (hdrh's counts_len) and schedule(..., dues=None) (schedule.h's
+ * answers, a ramp's with its due times, to hold to runner/load/schedule.py's on any input).
  *
  * The records (Config in, Taken, RunFigures, MetricsCounts and what they hold out) are the
  * Record classes of runner/load/native/records.py (tuples with named fields), each the table
@@ -80,7 +82,7 @@
 
 #define CONFIG_FIELDS(F)                                                                                   \
     F(targets) F(model) F(clients) F(max_in_flight) F(total_requests) F(start_ns) F(qps) F(end_ns) F(stride)  \
-    F(offset) F(grid_start_ns) F(interval_ns) F(timeout_ns) F(timeout_text) F(keep_alive) F(corrected)       \
+    F(offset) F(dues) F(grid_start_ns) F(interval_ns) F(timeout_ns) F(timeout_text) F(keep_alive) F(corrected)       \
     F(unit_ns) F(late_ns) F(probe_ns) F(gap_ns) F(max_head) F(error_groups) F(group_urls) F(other_lengths)   \
     F(metrics) F(backend_header) F(wheel) F(url_slots) F(origins) F(max_requests) F(max_age_ns)                 \
     F(hash_sample_rate) F(hash_value) F(inflate) F(inflate_step) F(max_inflated) F(body_texts)
@@ -720,6 +722,30 @@ static uint32_t *index_array(PyObject *tuple, const char *what, uint32_t below, 
     return indices;
 }
 
+/* dues: a ramp's due times (schedule.h), copied from the buffer Ramp.due_times made. */
+static int read_dues(PyObject *config, soak_config *cfg)
+{
+    PyObject *dues = item(config, CONFIG_dues);
+    if (dues == Py_None)
+        return 0;
+    Py_buffer view;
+    if (PyObject_GetBuffer(dues, &view, PyBUF_FORMAT) < 0)
+        return -1;
+    int ok = view.itemsize == 8 && view.format != NULL && strchr("qlQL", view.format[0]) != NULL && view.len >= 16;
+    if (ok)
+        cfg->schedule.dues = malloc((size_t)view.len);
+    if (cfg->schedule.dues != NULL) {
+        memcpy(cfg->schedule.dues, view.buf, (size_t)view.len);
+        cfg->schedule.ndues = view.len / 8;
+    }
+    PyBuffer_Release(&view);
+    if (!ok)
+        PyErr_SetString(PyExc_TypeError, "native engine config: dues must be an array('q') of at least 2");
+    else if (cfg->schedule.dues == NULL)
+        PyErr_NoMemory();
+    return cfg->schedule.dues != NULL ? 0 : -1;
+}
+
 /* backend_header, wheel and url_slots: what counting backends and URLs apart needs. */
 static int read_counting(PyObject *config, soak_config *cfg)
 {
@@ -853,7 +879,7 @@ static int read_config(PyObject *config, soak_config *cfg)
     }
     cfg->late_ns = v;
     cfg->schedule.clients = cfg->clients;
-    if (read_counting(config, cfg) < 0 || read_hashing(config, cfg) < 0)
+    if (read_counting(config, cfg) < 0 || read_hashing(config, cfg) < 0 || read_dues(config, cfg) < 0)
         return -1;
     return read_metrics(config, cfg);
 }
@@ -1332,28 +1358,38 @@ static PyObject *module_counts_len(PyObject *module, PyObject *arg)
 static PyObject *module_schedule(PyObject *module, PyObject *args)
 {
     (void)module;
-    soak_schedule s;
-    PyObject *end;
+    soak_schedule s = {0};
+    PyObject *end, *dues = Py_None;
     long long client, k, free_ns, now_ns;
-    if (!PyArg_ParseTuple(args, "LdLOLLLLLL", &s.start_ns, &s.qps, &s.clients, &end, &s.stride, &s.offset, &client,
-                          &k, &free_ns, &now_ns))
+    if (!PyArg_ParseTuple(args, "LdLOLLLLLL|O", &s.start_ns, &s.qps, &s.clients, &end, &s.stride, &s.offset, &client,
+                          &k, &free_ns, &now_ns, &dues))
         return NULL;
     s.end_ns = end == Py_None ? SOAK_NO_END : PyLong_AsLongLong(end);
     if (s.end_ns == -1 && PyErr_Occurred())
         return NULL;
-    if (!(s.qps > 0) || s.clients < 1 || s.stride < 1 || client < 0 || client >= s.clients || k < 0) {
+    if (!(s.qps > 0 || dues != Py_None) || s.clients < 1 || s.stride < 1 || client < 0 || client >= s.clients || k < 0) {
         PyErr_SetString(PyExc_ValueError, "a schedule needs qps > 0, clients and stride >= 1, 0 <= client < clients");
         return NULL;
+    }
+    Py_buffer view = {0};
+    if (dues != Py_None) { /* a ramp's due times, looked at where they are (Ramp.due_times's array) */
+        if (PyObject_GetBuffer(dues, &view, PyBUF_SIMPLE) < 0)
+            return NULL;
+        s.dues = view.buf;
+        s.ndues = view.len / 8;
     }
     int64_t end_k = soak_end_k(&s, client), skipped;
     int64_t next = soak_catch_up(&s, client, end_k, k, free_ns, now_ns, &skipped);
     int64_t n = soak_send_number(&s, client, k);
-    return Py_BuildValue("{sLsLsLsLsLsisisLsL}", "send_number", (long long)n, "due_ns", (long long)soak_due(&s, n),
-                         "last_due_by", (long long)soak_last_due_by(&s, client, now_ns), "last_send_by",
-                         (long long)soak_last_send_by(&s, now_ns), "last_in_run",
-                         (long long)soak_last_in_run(&s, client, end_k, k, now_ns), "in_run", soak_in_run(&s, n),
-                         "before_end", soak_before_end(&s, now_ns), "catch_up_k", (long long)next, "catch_up_skipped",
-                         (long long)skipped);
+    PyObject *answers = Py_BuildValue(
+        "{sLsLsLsLsLsisisLsLsL}", "send_number", (long long)n, "due_ns", (long long)soak_due(&s, n), "last_due_by",
+        (long long)soak_last_due_by(&s, client, now_ns), "last_send_by", (long long)soak_last_send_by(&s, now_ns),
+        "last_in_run", (long long)soak_last_in_run(&s, client, end_k, k, now_ns), "in_run", soak_in_run(&s, n),
+        "before_end", soak_before_end(&s, now_ns), "catch_up_k", (long long)next, "catch_up_skipped", (long long)skipped,
+        "slot_end", (long long)soak_slot_end(&s, n));
+    if (dues != Py_None)
+        PyBuffer_Release(&view);
+    return answers;
 }
 
 /* soak_keep_stall over `stalls` [(due, ran)], as loop_tick meets them in one interval: (the

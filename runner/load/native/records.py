@@ -18,6 +18,7 @@ instructions, 3% of a short bench), where a Record costs a few microseconds each
 
 from __future__ import annotations
 
+from array import array
 from collections import _tuplegetter  # type: ignore[attr-defined]  # namedtuple's own field reader
 from typing import Any, ClassVar, Self, dataclass_transform
 
@@ -83,6 +84,7 @@ class Config(Record):
     end_ns: int | None
     stride: int
     offset: int
+    dues: array[int] | None  # a ramp's due times (Ramp.due_times, array("q")); None: the constant qps
     grid_start_ns: int  # runner.load.schedule.Grid
     interval_ns: int
     timeout_ns: int
