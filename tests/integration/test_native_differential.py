@@ -361,3 +361,43 @@ def test_bytes_after_a_response_are_transferred_bytes_on_both_engines_as_in_ab()
     head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(OK_BODY)}\r\n\r\n"  # what /extra/N writes before its body
     assert ab == 10 * (len(head) + len(OK_BODY) + 100)
     assert transferred == {keep_alive: {"native": ab, "python": ab} for keep_alive in ((), ("-k",))}
+
+
+# Stage shapes (issue 34): the ramp reaches the native engine as its due times (Ramp.due_times), so
+# both engines keep the one ramp: the same goal in every interval, every send it made due sent or
+# skipped, and with a count, the same sends. Up, hold, down; fractional rates over odd spans;
+# a pause at 0 in the middle; and a ramp split over two shards.
+SHAPES = {
+    "up, hold, down": ("--stages", "1s:20,1s:20,1s:0"),
+    "fractions": ("--stages", "700ms:33.3,1300ms:5"),
+    "a pause": ("--stages", "500ms:16,500ms:0,500ms:0,1s:24"),
+}
+
+
+def goals_and_sends(run: Run) -> tuple[list[float], int]:
+    """Each interval's goal, and the sends the run made or skipped (the drain's included): what a
+    ramp makes due, and what became of it, which must be all of it."""
+    summary = assert_counts_add_up(run.stdout)
+    goals = [s["t"] for s in summary["intervalStats"]]
+    assert summary["requests"] + summary["skipped"] == round(sum(goals))  # every due send sent or skipped
+    assert summary["stopReason"] == "stages"
+    return goals, summary["requests"] + summary["skipped"]
+
+
+@pytest.mark.parametrize("model", ["closed", "open"])
+@pytest.mark.parametrize("shape", list(SHAPES.values()), ids=list(SHAPES))
+def test_a_stage_shape_is_the_same_ramp_on_both_engines(nginx: Nginx, shape: tuple[str, ...], model: str) -> None:
+    runs = {engine: engine_run(engine, *shape, "--interval", "500ms", "--concurrency", "3", "--loadModel", model,
+                               nginx.url, refusable=False) for engine in ENGINES}
+    native, python = (goals_and_sends(runs[engine]) for engine in ENGINES)
+    assert native == python  # the same goal interval by interval, and the same sends due in all
+
+
+@pytest.mark.parametrize("shard", ["0", "1"])
+def test_a_ramps_count_and_shards_count_the_same_on_both_engines(nginx: Nginx, shard: str) -> None:
+    """A count that ends the ramp in its middle, and one shard of two sending its share of it."""
+    runs = {engine: engine_run(engine, "--stages", "2s:200,1s:200", "--shards", "2", "--shard", shard,
+                               "--interval", "500ms", "--concurrency", "4", "--totalRequests", "90", nginx.url,
+                               refusable=False) for engine in ENGINES}
+    assert_same(runs)
+    assert counted(runs["native"])["good"] == 45
