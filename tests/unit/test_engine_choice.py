@@ -160,3 +160,12 @@ def test_the_engine_settings_description_names_every_setting_the_native_engine_r
                 continue
             named = REFUSES.get(field.name, "{name}").format(value=OTHER.get(field.name), name=setting_name(field.name))
             assert named.split(" (")[0].lower() in description, field.name
+
+
+@needs_native
+def test_stages_take_the_native_engine_unless_their_due_times_would_be_too_many() -> None:
+    """Issue 34: a ramp is handed over as its due times (Ramp.due_times), one per send it makes due;
+    beyond MAX_RAMP_SENDS of them the Python engine sends it, and the refusal says how many."""
+    assert refusal(settings(stages=[{"duration": "1h", "qps": 250}])) is None  # 450,000 sends
+    too_many = settings(stages=[{"duration": "1h", "qps": 1000}])  # 1,800,000
+    assert refusal(too_many) == "stages that make more than 1,000,000 sends due (these make 1,800,000)"
