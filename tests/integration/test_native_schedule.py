@@ -14,10 +14,9 @@ its counts_len is hdrh's for every range the engine keeps.
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 
 import pytest
-
-from fractions import Fraction
 
 from runner.core.units import NS_PER_S
 from runner.load.schedule import Ramp, Schedule
