@@ -44,7 +44,7 @@ from runner.stats.recorder import (
     phased,
 )
 
-PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connections' key)
+PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connections' key, with its TLS version)
 
 
 def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: Grid, *, unit_ns: int | None = None,
@@ -200,7 +200,11 @@ class NativeRecorder:
             self.uncorrected = histogram(figures["uncorrected"])
         if self.in_unit is not None and figures["in_unit"] is not None:
             self.in_unit = histogram(figures["in_unit"], self._unit_ns)
-        self.connections = Counter({PROTOCOL: figures["connections"]} if figures["connections"] else {})
+        tls = figures["tls_connections"]
+        plain = figures["connections"] - sum(tls.values())
+        self.connections = Counter({f"{PROTOCOL} {version}": n for version, n in tls.items()})
+        if plain:
+            self.connections[PROTOCOL] = plain
         self.run_connections = ConnectionCounts(figures["opened"], figures["closed"])
         if self.bench is not None and figures["bench"] is not None:
             self.bench = self.bench_tally(figures["bench"])
@@ -219,12 +223,14 @@ class NativeRecorder:
 
 
 def phases(parts: tuple[Any, ...]) -> PhaseTally:
-    """The engine's (connect_new, ttfb, body, reused) as a PhaseTally: it looks no name up (Python
-    does, between intervals) and speaks no TLS, so each new connection's dns and tls are 0."""
-    connect_new, ttfb, body, reused = parts
-    tally = PhaseTally(connect_new=histogram(connect_new), ttfb=histogram(ttfb), body=histogram(body), reused=reused)
+    """The engine's (connect_new, tls_new, ttfb, body, reused) as a PhaseTally: it looks no name up
+    (Python does, between intervals), so each new connection's dns is 0, and tls_new holds the
+    handshakes of those made over TLS only: the others' tls is 0."""
+    connect_new, tls_new, ttfb, body, reused = parts
+    tally = PhaseTally(connect_new=histogram(connect_new), tls_new=histogram(tls_new), ttfb=histogram(ttfb),
+                       body=histogram(body), reused=reused)
     tally.dns_new.record(0, tally.connect_new.count)
-    tally.tls_new.record(0, tally.connect_new.count)
+    tally.tls_new.record(0, tally.connect_new.count - tally.tls_new.count)
     return tally
 
 

@@ -44,7 +44,7 @@ from runner.stats.runinfo import RunInfo
 
 REPO = Path(__file__).resolve().parents[2]
 NATIVE = REPO / "runner" / "load" / "native"
-SOURCES = ("engine.c", "core.c", "response.c")
+SOURCES = ("engine.c", "core.c", "response.c", "tls.c")
 MS = 1_000_000
 
 
@@ -53,11 +53,11 @@ def build_engine(build_dir: Path, flags: tuple[str, ...] = ("-O2",)) -> Path:
     target = build_dir / f"_engine{sysconfig.get_config_var('EXT_SUFFIX')}"
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
     command = [*compiler, "-std=c11", "-shared", "-fPIC", *flags, f"-I{sysconfig.get_paths()['include']}", "-o",
-               str(target), *(str(NATIVE / source) for source in SOURCES), "-lm"]
+               str(target), *(str(NATIVE / source) for source in SOURCES), "-lm", "-lssl", "-lcrypto"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     if done.returncode != 0 or not target.exists():
-        pytest.fail("the native engine did not build (it needs a C compiler and the Python headers: "
-                    f"apt-get install -y gcc python3-dev):\n{done.stdout}{done.stderr}")
+        pytest.fail("the native engine did not build (it needs a C compiler, the Python headers and OpenSSL's: "
+                    f"apt-get install -y gcc python3-dev libssl-dev):\n{done.stdout}{done.stderr}")
     return target
 
 

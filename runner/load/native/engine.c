@@ -1,7 +1,8 @@
 /*
  * runner.load.native._engine: the native engine (core.c) seen from Python.
  *
- * One Engine runs one process's clients of a run for plain HTTP/1.1 in a thread of its own,
+ * One Engine runs one process's clients of a run for HTTP/1.1 (over TLS too, where it was
+ * built with OpenSSL: the module's TLS is 1) in a thread of its own,
  * with the GIL released the whole time: no Python runs per request. Python configures it,
  * starts it, takes each interval's aggregates as the interval closes, stops it, and reads
  * the run-wide figures at the end. runner/load/native/engine.py and runner/stats/native.py
@@ -29,6 +30,13 @@
  *     wheel          None, or a tuple of URL indices: send n goes to targets[wheel[n % len]]
  *                      (runner.config.targets.Targets.wheel) instead of targets[n % len]
  *     url_slots      None, or (slot_of tuple, slots): a tally per slot for the run (Recorder.per_url)
+ *     tls            None (no https origin), or the run's TLS client (tls.h): {"ca_file", "cert_file",
+ *                      "key_file" ("": none), "insecure", "ciphers" (TLS 1.2's list), "verify_failed"
+ *                      (what a failed certificate check's text begins with), "reasons" [(lib, reason,
+ *                      text)]: OpenSSL's codes and the failure text each is named by}
+ *     origins_tls    [None (plain HTTP) or (host, numeric, mismatch)] per origin: the name checked
+ *                      (and sent as SNI unless numeric), and the text of a certificate that does
+ *                      not cover it
  *   start()                   start the thread (once)
  *   fileno() -> int           an eventfd that becomes readable when the thread has ended
  *   stop(at_ns)               send nothing more; the first stop's time counts (Engine.stop)
@@ -50,7 +58,8 @@
  *                             run, else None)}
  *   figures() -> dict         run-wide, copied (live or after the end): sent,
  *                             stopped_sending_ns, send_lag, lateness, uncorrected, in_unit,
- *                             connections, opened, closed, finished, fatal (an errno), bench
+ *                             connections, tls_connections ({version: n}: those of them over
+ *                             TLS), opened, closed, finished, fatal (an errno), bench
  *   metrics() -> dict | None  MetricsTally's counts, read while the thread runs
  *   join()                    wait for the thread to end
  *   sent, done, next_index, stopped_sending_ns   properties (done: sends ended and counted;
@@ -62,7 +71,7 @@
  * A tally is a dict of Tally's fields (good, bad, failed, skipped, late, late_max_ns,
  * kernel_clocked, bytes_in, bytes_out, statuses {code: n}, errors {kind: n}, groups
  * [(kind, pattern, count, text, url, urls, more_urls, varied)], latency, phases: (connect_new,
- * ttfb, body, reused) as runner.stats.phases.PhaseTally keeps them), backends [(value
+ * tls_new (those over TLS only), ttfb, body, reused) as runner.stats.phases.PhaseTally keeps them), backends [(value
  * bytes, count)] in the order met and other_backends (the count beyond SOAK_BACKENDS_KEPT
  * values), opened and closed (a URL's tally: its connections)). A histogram is
  * (counts, count, min, max, sum, sum_sq): counts a Counts object (a writable buffer of
@@ -197,18 +206,19 @@ static PyObject *group_tuple(const soak_group *g)
                          g->varied ? Py_True : Py_False);
 }
 
-/* A tally's phases (PhaseTally's parts): (connect_new, ttfb, body, reused), histograms taken over. */
+/* A tally's phases (PhaseTally's parts): (connect_new, tls_new, ttfb, body, reused), histograms taken over. */
 static PyObject *phases_tuple(soak_tally *t)
 {
-    PyObject *connect = histogram(&t->phase_connect), *ttfb = histogram(&t->phase_ttfb),
-             *body = histogram(&t->phase_body);
-    if (connect == NULL || ttfb == NULL || body == NULL) {
+    PyObject *connect = histogram(&t->phase_connect), *tls = histogram(&t->phase_tls),
+             *ttfb = histogram(&t->phase_ttfb), *body = histogram(&t->phase_body);
+    if (connect == NULL || tls == NULL || ttfb == NULL || body == NULL) {
         Py_XDECREF(connect);
+        Py_XDECREF(tls);
         Py_XDECREF(ttfb);
         Py_XDECREF(body);
         return NULL;
     }
-    return Py_BuildValue("(NNNK)", connect, ttfb, body, (unsigned long long)t->phase_reused);
+    return Py_BuildValue("(NNNNK)", connect, tls, ttfb, body, (unsigned long long)t->phase_reused);
 }
 
 /* A tally's backends as [(value bytes, count)], in the order met. */
@@ -635,6 +645,96 @@ static int read_counting(PyObject *config, soak_config *cfg)
     return 0;
 }
 
+/* A str item of `d` as UTF-8 (borrowed from it), or NULL with an error. */
+static const char *get_str(PyObject *d, const char *key)
+{
+    PyObject *value = item(d, key);
+    if (value == NULL)
+        return NULL;
+    if (!PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "native engine config: %s must be a str", key);
+        return NULL;
+    }
+    return PyUnicode_AsUTF8(value);
+}
+
+static char *copied_str(const char *text)
+{
+    size_t len = strlen(text) + 1;
+    char *copy = malloc(len);
+    if (copy == NULL)
+        PyErr_NoMemory();
+    else
+        memcpy(copy, text, len);
+    return copy;
+}
+
+/* "tls" (the run's context and its table of failure texts) and each origin's "origins_tls". */
+static int read_tls(PyObject *config, soak_config *cfg)
+{
+    PyObject *tls = item(config, "tls"), *per_origin = item(config, "origins_tls");
+    if (tls == NULL || per_origin == NULL)
+        return -1;
+    if (tls != Py_None) {
+        if (!PyDict_Check(tls)) {
+            PyErr_SetString(PyExc_TypeError, "native engine config: tls must be None or a dict");
+            return -1;
+        }
+        const char *ca = get_str(tls, "ca_file"), *cert = ca ? get_str(tls, "cert_file") : NULL;
+        const char *key = cert ? get_str(tls, "key_file") : NULL, *ciphers = key ? get_str(tls, "ciphers") : NULL;
+        const char *verify_failed = ciphers ? get_str(tls, "verify_failed") : NULL;
+        int insecure;
+        if (verify_failed == NULL || get_bool(tls, "insecure", &insecure) < 0)
+            return -1;
+        char err[256];
+        cfg->tls = soak_tls_ctx_new(ca, cert, key, insecure, ciphers, verify_failed, err, sizeof err);
+        if (cfg->tls == NULL) {
+            PyErr_Format(PyExc_ValueError, "native engine config: tls: %s", err);
+            return -1;
+        }
+        PyObject *reasons = item(tls, "reasons");
+        PyObject *seq = reasons ? PySequence_Fast(reasons, "native engine config: tls reasons must be a list") : NULL;
+        if (seq == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            int lib, reason;
+            const char *text;
+            if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "iis", &lib, &reason, &text) ||
+                soak_tls_ctx_name(cfg->tls, lib, reason, text) < 0) {
+                if (!PyErr_Occurred())
+                    PyErr_NoMemory();
+                Py_DECREF(seq);
+                return -1;
+            }
+        }
+        Py_DECREF(seq);
+    }
+    PyObject *seq = PySequence_Fast(per_origin, "native engine config: origins_tls must be a list");
+    if (seq == NULL)
+        return -1;
+    if ((uint32_t)PySequence_Fast_GET_SIZE(seq) != cfg->norigins) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "native engine config: origins_tls needs one entry per origin");
+        return -1;
+    }
+    for (uint32_t i = 0; i < cfg->norigins; i++) {
+        PyObject *entry = PySequence_Fast_GET_ITEM(seq, i);
+        const char *host, *mismatch;
+        int numeric;
+        if (entry == Py_None)
+            continue;
+        soak_origin *o = &cfg->origins[i];
+        if (!PyArg_ParseTuple(entry, "sps", &host, &numeric, &mismatch) ||
+            (o->tls_host = copied_str(host)) == NULL || (o->tls_mismatch = copied_str(mismatch)) == NULL) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        o->tls_numeric = numeric;
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
 static int read_config(PyObject *config, soak_config *cfg)
 {
     int64_t v;
@@ -695,7 +795,7 @@ static int read_config(PyObject *config, soak_config *cfg)
     }
     cfg->late_ns = v;
     cfg->schedule.clients = cfg->clients;
-    if (read_counting(config, cfg) < 0)
+    if (read_counting(config, cfg) < 0 || read_tls(config, cfg) < 0)
         return -1;
     return read_metrics(config, cfg);
 }
@@ -956,6 +1056,17 @@ error:
     return NULL;
 }
 
+/* {version: n} of the connections over TLS, the versions met only. */
+static PyObject *tls_connections(const soak_figures *f)
+{
+    PyObject *d = PyDict_New();
+    for (int i = 0; d != NULL && i < SOAK_TLS_VERSIONS; i++) {
+        if (f->tls_connections[i] && put_u64(d, soak_tls_versions[i], f->tls_connections[i]) < 0)
+            Py_CLEAR(d);
+    }
+    return d;
+}
+
 static PyObject *engine_figures(EngineObject *self, PyObject *unused)
 {
     (void)unused;
@@ -975,7 +1086,8 @@ static PyObject *engine_figures(EngineObject *self, PyObject *unused)
                                                                          : PyLong_FromLongLong(f.stopped_sending_ns)) ||
         put(d, "send_lag", kept_histogram(&f.send_lag)) || put(d, "lateness", kept_histogram(&f.lateness)) ||
         put(d, "uncorrected", kept_histogram(&f.uncorrected)) || put(d, "in_unit", kept_histogram(&f.in_unit)) ||
-        put_u64(d, "connections", f.connections) || put_u64(d, "opened", f.opened) || put_u64(d, "closed", f.closed) ||
+        put_u64(d, "connections", f.connections) || put(d, "tls_connections", tls_connections(&f)) ||
+        put_u64(d, "opened", f.opened) || put_u64(d, "closed", f.closed) ||
         put(d, "finished", PyBool_FromLong(f.finished)) || put(d, "fatal", PyLong_FromLong(f.fatal)) ||
         put(d, "bench", f.has_bench ? bench_dict(&f.bench) : Py_NewRef(Py_None))) {
         Py_XDECREF(d);
@@ -1146,7 +1258,7 @@ static PyTypeObject EngineType = {
     .tp_basicsize = sizeof(EngineObject),
     .tp_dealloc = (destructor)engine_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Engine(config): one process's clients for plain HTTP/1.1, in a thread of their own.",
+    .tp_doc = "Engine(config): one process's clients for HTTP/1.1, in a thread of their own.",
     .tp_methods = ENGINE_METHODS,
     .tp_getset = ENGINE_GETSET,
     .tp_init = (initproc)engine_init,
@@ -1235,7 +1347,7 @@ static PyMethodDef MODULE_METHODS[] = {
 };
 
 static struct PyModuleDef MODULE = {
-    PyModuleDef_HEAD_INIT, "_engine", "The native engine: plain HTTP/1.1 load in a thread of its own.", -1,
+    PyModuleDef_HEAD_INIT, "_engine", "The native engine: HTTP/1.1 load (TLS where TLS is 1) in a thread of its own.", -1,
     MODULE_METHODS, NULL, NULL, NULL, NULL,
 };
 
@@ -1251,7 +1363,8 @@ PyMODINIT_FUNC PyInit__engine(void)
         PyTuple_SET_ITEM(kinds, i, PyUnicode_FromString(soak_kind_names[i]));
     if (kinds == NULL || PyModule_AddObject(m, "KINDS", kinds) < 0 ||
         PyModule_AddObject(m, "Engine", Py_NewRef((PyObject *)&EngineType)) < 0 ||
-        PyModule_AddObject(m, "Counts", Py_NewRef((PyObject *)&CountsType)) < 0) {
+        PyModule_AddObject(m, "Counts", Py_NewRef((PyObject *)&CountsType)) < 0 ||
+        PyModule_AddIntConstant(m, "TLS", SOAK_TLS_BUILT) < 0) {
         Py_XDECREF(kinds);
         Py_DECREF(m);
         return NULL;

@@ -6,8 +6,10 @@ its thread from the event loop: `run()` starts it and returns when it has ended 
 becomes readable: no polling), `stop()` and `cancel_in_flight()` pass on at once. What it
 counted is read through runner.stats.native's recorder, which takes the C engine's intervals.
 
-It does what the fast transport does for plain HTTP/1.1 and nothing else: `unsupported()`
-says why a run must take the Python engine instead (TLS, HTTP/2, body hashing).
+It does what the fast transport does for HTTP/1.1, over TLS too (runner/load/tls.py's client,
+made in C by tls.c from native_settings: the same files, checks, ALPN and failure texts), and
+nothing else: `unsupported()` says why a run must take the Python engine instead (HTTP/2, body
+hashing, or TLS where the engine was built without OpenSSL's headers).
 
 Connections live as the fast transport's do (transport.Lifetime: a connection's last request
 says `Connection: close`, decided in C at each send), and new ones rotate through a name's
@@ -39,6 +41,7 @@ from typing import Any
 
 from runner.core.durations import format_duration
 from runner.load.engine import Load
+from runner.load.failures import verify_mismatch
 from runner.load.fast_transport import classify_connect_error, wire_request
 from runner.load.model import Open
 from runner.load.request import Request
@@ -71,15 +74,16 @@ def module() -> ModuleType | None:
 
 def unsupported(load: Load, options: TransportOptions) -> str | None:
     """Why this load cannot run on the native engine, or None if it can."""
-    if module() is None:
+    native = module()
+    if native is None:
         return "the native engine is not built here"
-    if any(r.url.startswith("https:") for r in load.requests):
-        return "TLS"
+    if not native.TLS and any(r.url.startswith("https:") for r in load.requests):
+        return "TLS (the native engine was built without OpenSSL's headers: apt-get install libssl-dev)"
     if options.http2:
         return "HTTP/2"
     if load.hash_sample_rate > 0:
         return "body hashing"
-    for host, port in origins(load.requests, options):
+    for host, port, _ in origins(load.requests, options):
         try:
             lookup(host, port, options.timeout_ns)
         except concurrent.futures.TimeoutError:  # an OSError too, since 3.11: first
@@ -122,8 +126,8 @@ class NativeEngine:
         """Look each origin's name up again as its answer expires (Answers.expires), a failed one
         FAILED_RETRY_NS after it failed, and hand C what came of it; for as long as C's thread
         runs (see the module's docstring). IP addresses never change: they are not looked up."""
-        due = {origin: _ANSWERS.expires(key) or 0 for origin, key in enumerate(self._origins)
-               if numeric(*key) is None}
+        due = {origin: _ANSWERS.expires(key[:2]) or 0 for origin, key in enumerate(self._origins)
+               if numeric(*key[:2]) is None}
         while due:
             origin = min(due, key=due.__getitem__)
             wait_ns = due[origin] - time.monotonic_ns()
@@ -135,7 +139,7 @@ class NativeEngine:
     async def _look_up(self, origin: int) -> int:
         """Look the origin's name up now and give C its addresses, or the failure its new connections
         end as; when to look it up next."""
-        key = self._origins[origin]
+        key = self._origins[origin][:2]
         try:
             found = await resolve(*key)
         except OSError as exc:
@@ -207,7 +211,10 @@ class NativeEngine:
 
 def config(schedule: Schedule, load: Load, options: TransportOptions, counting: Counting) -> dict[str, Any]:
     """The C engine's configuration (engine.c's header lists every key)."""
+    from runner.load.tls import native_settings  # an https run's only (certifi, the files)
+
     model = load.model
+    found = origins(load.requests, options)
     return {
         "targets": targets(load.requests, options),
         "model": model.name,
@@ -237,7 +244,10 @@ def config(schedule: Schedule, load: Load, options: TransportOptions, counting: 
         "backend_header": options.backend_header,
         "wheel": None if load.wheel is None or load.wheel == range(len(load.requests)) else tuple(load.wheel),
         "url_slots": url_slots(counting.url_slots),
-        "origins": [[_address_tuple(a) for a in lookup(host, port)] for host, port in origins(load.requests, options)],
+        "origins": [[_address_tuple(a) for a in lookup(host, port)] for host, port, _ in found],
+        "origins_tls": [(host, numeric(host, port) is not None, verify_mismatch(host, numeric(host, port) is not None))
+                        if https else None for host, port, https in found],
+        "tls": native_settings(options) if any(https for _, _, https in found) else None,
         "max_requests": options.lifetime.max_requests,
         "max_age_ns": options.lifetime.max_age_ns,
     }
@@ -255,18 +265,19 @@ def targets(requests: list[Request], options: TransportOptions) -> list[tuple[An
     found = []
     known = {origin: index for index, origin in enumerate(origins(requests, options))}
     for request in requests:
-        data, host, port, _ = wire_request(request, not options.no_reuse, options.compress)
+        data, host, port, https = wire_request(request, not options.no_reuse, options.compress)
         last = data if options.no_reuse else wire_request(request, False, options.compress)[0]
-        found.append((data, last, request.method == "HEAD", len(request.body), known[(host, port)]))
+        found.append((data, last, request.method == "HEAD", len(request.body), known[(host, port, https)]))
     return found
 
 
-def origins(requests: list[Request], options: TransportOptions) -> list[tuple[str, int]]:
-    """The (host, port) of each origin the URLs name, in the order they first come: index = origin."""
-    seen: dict[tuple[str, int], None] = {}
+def origins(requests: list[Request], options: TransportOptions) -> list[tuple[str, int, bool]]:
+    """The (host, port, https) of each origin the URLs name, in the order they first come: index =
+    origin (a client's connections serve one origin each, as FastSession keys its idle ones)."""
+    seen: dict[tuple[str, int, bool], None] = {}
     for request in requests:
-        _, host, port, _ = wire_request(request, not options.no_reuse, options.compress)
-        seen.setdefault((host, port), None)
+        _, host, port, https = wire_request(request, not options.no_reuse, options.compress)
+        seen.setdefault((host, port, https), None)
     return list(seen)
 
 
