@@ -153,8 +153,8 @@ def engine_for(settings: Settings, targets: Targets, requests: list[Request],
 
 
 # What the native engine does with each ClientSpec and Pacing setting. Honoured: it sends as
-# the Python engine does with it (the differential and lifetime tests hold it to that; the TLS
-# files and insecure only matter for https URLs, which are refused). Every other field, one
+# the Python engine does with it (the differential, lifetime and TLS tests hold it to that: the
+# TLS files and insecure make tls.c's client as runner/load/tls.py makes Python's). Every other field, one
 # added later included, refuses the native engine when it is not at its default: a run never
 # quietly loses a setting to the engine that sends it.
 NATIVE_HONOURS = frozenset({

@@ -200,11 +200,7 @@ class NativeRecorder:
             self.uncorrected = histogram(figures["uncorrected"])
         if self.in_unit is not None and figures["in_unit"] is not None:
             self.in_unit = histogram(figures["in_unit"], self._unit_ns)
-        tls = figures["tls_connections"]
-        plain = figures["connections"] - sum(tls.values())
-        self.connections = Counter({f"{PROTOCOL} {version}": n for version, n in tls.items()})
-        if plain:
-            self.connections[PROTOCOL] = plain
+        self.connections = by_protocol(figures["connections"], figures["tls_connections"])
         self.run_connections = ConnectionCounts(figures["opened"], figures["closed"])
         if self.bench is not None and figures["bench"] is not None:
             self.bench = self.bench_tally(figures["bench"])
@@ -220,6 +216,17 @@ class NativeRecorder:
             last_end_ns=counts["last_end_ns"], first_response_ns=counts["first_response_ns"],
             server_ns=counts["server_ns"], other_lengths=Counter(counts["other_lengths"]),
         )
+
+
+def by_protocol(connections: int, tls: Mapping[str, int]) -> Counter[str]:
+    """Recorder.connections from the engine's count of new connections that carried a response and
+    the count of those over TLS by version: {"HTTP/1.1": 3, "HTTP/1.1 TLSv1.3": 2}, as
+    http1.Connection.protocol names each."""
+    found = Counter({f"{PROTOCOL} {version}": n for version, n in tls.items() if n})
+    plain = connections - sum(tls.values())
+    if plain:
+        found[PROTOCOL] = plain
+    return found
 
 
 def phases(parts: tuple[Any, ...]) -> PhaseTally:
