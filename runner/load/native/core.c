@@ -1252,11 +1252,11 @@ static unsigned tls_version(const soak_tls *t)
     return SOAK_TLS_VERSIONS - 1;
 }
 
-/* A connection closed in order (made, its TLS whole) says so with close_notify, as Python's
- * transports close theirs: one send, whatever it takes. */
+/* A connection closed in order (its handshake done, its TLS whole) says so with close_notify, as
+ * Python's transports close theirs, the idle ones at the run's end too: one send, whatever it takes. */
 static void tls_release(conn *c)
 {
-    if (c->made && !c->tls_over && c->fd >= 0) {
+    if (!c->tls_over && c->fd >= 0) { /* soak_tls_close_notify: nothing before the handshake is done */
         const unsigned char *data;
         soak_tls_close_notify(c->tls);
         size_t len = soak_tls_output(c->tls, &data);
