@@ -96,6 +96,7 @@ class Plan:
     unit_ns: int | None = None
     metrics: bool = False  # count Prometheus' metrics too (Soak's `metrics`, a MetricsTally the engine counts into)
     backend_header: str = ""  # backendHeader: responses counted by its value
+    ca_bundle: str = ""  # caBundle: the CAs an https URL's server is verified against
     lead_s: float = 0.05  # soak.LEAD_NS
     # False: each interval is dropped once reported, as a real run drops it, so the process's memory
     # does not grow with the count of intervals (Ran.intervals is then empty and Ran.due 0).
@@ -117,7 +118,7 @@ class Plan:
             "totalRequests": self.total_requests, "noReuse": self.no_reuse, "method": self.method,
             "maxRequestsPerConnection": self.max_requests,
             "maxConnectionAge": format_duration(round(self.max_age_s * 1e9)), "engine": engine,
-            "backendHeader": self.backend_header,
+            "backendHeader": self.backend_header, "caBundle": self.ca_bundle,
         }
         if self.seconds is None:
             config["iterations"] = 0
@@ -137,7 +138,7 @@ class Plan:
         options = TransportOptions(timeout_ns=int(self.timeout_s * 1e9), no_reuse=self.no_reuse, compress=False,
                                    max_connections=self.max_in_flight if self.open_model else 1,
                                    lifetime=Lifetime(self.max_requests, int(self.max_age_s * 1e9)),
-                                   backend_header=self.backend_header)
+                                   backend_header=self.backend_header, ca_bundle=self.ca_bundle)
         return schedule, load, options, Grid(start, int(self.interval_s * 1e9))
 
 

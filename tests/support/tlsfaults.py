@@ -32,13 +32,15 @@ Paths, after the handshake:
 
 Counts requests per path (`seen`) and connections (`accepted`), as FaultServer does.
 
-`renegotiating_server` is OpenSSL's own s_server, asking for a renegotiation before each answer.
+`renegotiating_server` is OpenSSL's own s_server, asking for a renegotiation before each answer;
+`TlsFront` puts TLS in front of a plain server (the hostile one), records cut where it cuts.
 """
 
 from __future__ import annotations
 
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 import time
@@ -294,3 +296,91 @@ def renegotiating_server(pki: Pki, responses: int) -> Iterator[int]:
     finally:
         server.kill()
         server.wait(timeout=10)
+
+
+class TlsFront:
+    """TLS in front of a plain server on `backend` (tests/support/hostileserver.py): each connection's
+    handshake done here, then each piece the client sends goes to the backend as it is, and each
+    piece the backend sends (in whatever cuts) comes back as one TLS record; when the backend closes
+    or resets, the client's TCP connection is closed without close_notify (or reset). So every
+    hostile byte pattern reaches the client over TLS, records cut where the backend cut its sends."""
+
+    def __init__(self, pki: Pki, backend: int) -> None:
+        self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._context.load_cert_chain(str(pki.server_cert), str(pki.server_key))
+        self._backend = backend
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
+        self._listener.settimeout(0.1)
+        self.port: int = self._listener.getsockname()[1]
+        self._stopping = threading.Event()
+        self._acceptor = threading.Thread(target=accept_until, args=(self._listener, self._stopping, self._take),
+                                          name="tlsfront-accept", daemon=True)
+
+    def __enter__(self) -> TlsFront:
+        self._acceptor.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stopping.set()
+        self._acceptor.join(timeout=5)
+        self._listener.close()
+
+    def _take(self, conn: socket.socket) -> None:
+        conn.settimeout(10)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        threading.Thread(target=self._serve, args=(conn,), name="tlsfront-conn", daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        backend: socket.socket | None = None
+        try:
+            tls = _Tls(conn, self._context, split=False)
+            if not tls.handshake():
+                return
+            backend = socket.create_connection(("127.0.0.1", self._backend), timeout=10)
+            backend.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            lock = threading.Lock()  # one SSL object, two threads: each step under the lock
+            threading.Thread(target=self._upstream, args=(tls, backend, lock), daemon=True).start()
+            while True:
+                try:
+                    piece = backend.recv(_READ)
+                except ConnectionResetError:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    return
+                if not piece:
+                    return
+                with lock:
+                    tls.write(piece)
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            conn.close()
+            if backend is not None:
+                backend.close()
+
+    @staticmethod
+    def _upstream(tls: _Tls, backend: socket.socket, lock: threading.Lock) -> None:
+        """The client's plaintext to the backend, as it comes; the backend told when the client stops."""
+        try:
+            data, ended = b"", False  # what came with the handshake's end may hold the first request already
+            while not ended:
+                plain = []
+                with lock:
+                    tls.incoming.write(data)
+                    while True:
+                        try:
+                            piece = tls.obj.read(_READ)
+                        except ssl.SSLWantReadError:
+                            break
+                        except ssl.SSLZeroReturnError:
+                            piece = b""
+                        if not piece:  # the client's close_notify
+                            ended = True
+                            break
+                        plain.append(piece)
+                if plain:
+                    backend.sendall(b"".join(plain))
+                data = b"" if ended else tls.conn.recv(_READ)
+                ended = ended or not data
+            backend.shutdown(socket.SHUT_WR)
+        except (OSError, ssl.SSLError):
+            pass
