@@ -1274,20 +1274,24 @@ static void tls_release(conn *c)
 static int tls_flush(soak_engine *e, conn *c)
 {
     const unsigned char *data;
-    size_t len = soak_tls_output(c->tls, &data);
-    while (len > 0) {
-        ssize_t n = sys_send(c->fd, data, len);
+    size_t len = soak_tls_output(c->tls, &data), sent = 0;
+    int err = 0;
+    while (sent < len) {
+        ssize_t n = sys_send(c->fd, data + sent, len - sent);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
-            return errno;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                err = errno;
+            break;
         }
-        soak_tls_sent(c->tls, (size_t)n);
-        len = soak_tls_output(c->tls, &data);
+        sent += (size_t)n;
     }
-    uint8_t want_out = len > 0;
+    if (sent > 0)
+        soak_tls_sent(c->tls, sent);
+    if (err)
+        return err;
+    uint8_t want_out = sent < len;
     if (want_out != c->out_watched) {
         c->out_watched = want_out;
         if (rewatch(e, c) < 0)

@@ -186,14 +186,17 @@ int soak_tls_feed(soak_tls *t, const unsigned char *data, size_t len)
     return 0;
 }
 
-/* A call that did not succeed: wanting bytes (0), or a failure, kept for soak_tls_failure. */
+/* A call that did not succeed: wanting bytes (0), or a failure, kept for soak_tls_failure.
+ *
+ * SSL_get_error reads the thread's error queue, which must be empty before each call; it is
+ * kept so (every failure here takes its error and clears the queue, and nothing else runs
+ * OpenSSL on the engine's thread) rather than cleared before each call: ERR_clear_error
+ * walks the whole queue, about a tenth of a keep-alive request's instructions otherwise. */
 static int failed_or_wants(soak_tls *t, int rc)
 {
     int e = SSL_get_error(t->ssl, rc);
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-        ERR_clear_error();
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
         return 0;
-    }
     t->err = ERR_peek_last_error();
     t->verify = SSL_get_verify_result(t->ssl);
     ERR_clear_error();
@@ -202,7 +205,6 @@ static int failed_or_wants(soak_tls *t, int rc)
 
 int soak_tls_handshake(soak_tls *t)
 {
-    ERR_clear_error();
     int rc = SSL_do_handshake(t->ssl);
     if (rc == 1) {
         t->shaken = 1;
@@ -214,7 +216,6 @@ int soak_tls_handshake(soak_tls *t)
 
 long soak_tls_read(soak_tls *t, unsigned char *out, size_t cap)
 {
-    ERR_clear_error();
     int n = SSL_read(t->ssl, out, cap > INT_MAX ? INT_MAX : (int)cap);
     return n > 0 ? n : failed_or_wants(t, n);
 }
@@ -223,7 +224,6 @@ long soak_tls_write(soak_tls *t, const unsigned char *data, size_t len)
 {
     if (len == 0)
         return 0;
-    ERR_clear_error();
     int n = SSL_write(t->ssl, data, len > INT_MAX ? INT_MAX : (int)len);
     if (n > 0)
         return n;
