@@ -13,7 +13,7 @@ counts too: with PYTHONMALLOC=malloc its memory is malloc's, allocated from engi
 so is any invalid read or write there. Python's own unfreed memory at exit is not ours.
 Bounded: at most 15 minutes however slow the machine (it takes about two where it is idle).
 The suite's HTTPS bench is HTTPS_REQUESTS long (OpenSSL under memcheck is slow); the 100,000-request
-HTTPS check is this module run as a script: `python tests/integration/test_native_leaks.py [N]`.
+HTTPS check is this module run as a script: `python -m tests.integration.test_native_leaks [N]`.
 
 The bench and the run by weight keep none of their intervals. Kept, their histograms grew with
 the count of intervals, which a slow machine makes larger, and freeing them all at exit split
@@ -167,5 +167,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(REPO))
     main()
