@@ -31,9 +31,6 @@
 typedef struct soak_tls_ctx soak_tls_ctx;
 typedef struct soak_tls soak_tls;
 
-#ifndef SOAK_NO_TLS
-#define SOAK_TLS_BUILT 1
-
 /* What a step of the handshake, a read or a write came to. */
 enum soak_tls_status {
     SOAK_TLS_DONE = 0,    /* the handshake is done; a read or write made progress */
@@ -41,6 +38,13 @@ enum soak_tls_status {
     SOAK_TLS_CLOSED = 2,  /* a read: the server's close_notify (no more data, as a TCP close) */
     SOAK_TLS_FAILED = -1  /* soak_tls_failure names it */
 };
+
+/* What soak_tls_read returns for the server's close_notify (see it below). */
+#define SOAK_TLS_READ_CLOSED (-2)
+
+#ifndef SOAK_NO_TLS
+#define SOAK_TLS_BUILT 1
+
 
 /* The run's client context; NULL with OpenSSL's reason in err (Python has checked the files
  * first, so that is not expected). cert_file NULL or "": no client certificate; key_file
@@ -64,7 +68,6 @@ int soak_tls_handshake(soak_tls *t);
 /* Plaintext from what was fed, at most cap bytes: > 0 bytes read; 0: more bytes are needed
  * (what was fed held no data: a partial record, a session ticket, a renegotiation's message);
  * SOAK_TLS_READ_CLOSED: the server's close_notify; SOAK_TLS_FAILED. */
-#define SOAK_TLS_READ_CLOSED (-2)
 long soak_tls_read(soak_tls *t, unsigned char *out, size_t cap);
 /* Plaintext to send: the bytes taken (all of them), 0 when the server must be heard first (a
  * renegotiation under way: write again after the next read), or SOAK_TLS_FAILED. */
@@ -86,7 +89,6 @@ void soak_tls_failure(const soak_tls *t, char *text, size_t size);
 /* Built where OpenSSL's headers are not (setup.py): no TLS context can be made, so no
  * connection is ever https, and the engine refuses https runs (engine.py's unsupported). */
 #define SOAK_TLS_BUILT 0
-#define SOAK_TLS_READ_CLOSED (-2)
 #include <stdio.h>
 static inline soak_tls_ctx *soak_tls_ctx_new(const char *ca_file, const char *cert_file, const char *key_file,
                                              int insecure, const char *ciphers, const char *verify_failed, char *err,
