@@ -122,7 +122,8 @@ def tls_texts() -> list[tuple[int, int, str]]:
     that both engines name a TLS failure alike. Made for https runs only (1,700 codes)."""
     from _ssl import err_codes_to_names  # the table behind SSLError.reason (CPython's own, private)
 
-    return [(lib, reason, tls_text(tls_reason(name))) for (lib, reason), name in err_codes_to_names.items()]
+    prefix = tls_text("")
+    return [(lib, reason, prefix + tls_reason(name)) for (lib, reason), name in err_codes_to_names.items()]
 
 
 def verify_mismatch(host: str, numeric: bool) -> str:
