@@ -42,6 +42,7 @@ COPY runner/ runner/
 RUN /opt/build/bin/pip wheel --no-cache-dir --disable-pip-version-check --no-deps --wheel-dir /wheels .
 
 # The image: the base, and a virtual environment holding the wheels above and nothing else
+# (with the s3 extra, obstore: an s3:// resultsStore, some 16 MB; docs/results-store.md)
 # (--no-index: pip may not look anywhere but the build stage's wheels). No compiler, no pip.
 # The extension is optional for `pip install .` (a machine without a compiler still gets soak),
 # not for the image: without the native engine the build fails here, rather than the image
@@ -50,7 +51,7 @@ FROM ${PYTHON_IMAGE}
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     python3 -m venv /opt/soak \
     && /opt/soak/bin/pip install --no-cache-dir --disable-pip-version-check --no-index --find-links /wheels \
-        soak-pallet \
+        'soak-pallet[remote,s3]' \
     && { /opt/soak/bin/python -c 'import runner.load.native._engine' \
          || { echo 'the wheel has no native engine (runner/load/native/, setup.py): see the build stage' >&2; exit 1; }; } \
     && /opt/soak/bin/pip uninstall --yes --disable-pip-version-check pip

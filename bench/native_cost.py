@@ -20,8 +20,8 @@ beside every round because the machine is shared and only same-round ratios coun
    `hey -q 20 -c 5` (hey's start-up is a few ms of Go; the native client measures its own
    CPU from its first send, so Python's imports are left out).
 
-The native engine runs through its Python side (runner.load.native.engine and
-runner.stats.native) with one interval per run (an hour), as `soak bench` would with
+The native engine runs through its Python side (runner.load.native.engine, runner.stats.native
+and runner.run.engines) with one interval per run (an hour), as `soak bench` would with
 hour-long intervals: `python bench/native_cost.py --client ...` is that client on its own.
 Nothing is asserted. Load goes to 127.0.0.1 only, every run bounded in count and time.
 """
@@ -58,7 +58,7 @@ async def client(url: str, clients: int, requests: int, seconds: float, qps: flo
     from runner.load.request import Request
     from runner.load.schedule import Grid, Schedule
     from runner.load.transport import TransportOptions
-    from runner.stats.native import native_run
+    from runner.run.engines import native_run
 
     bench = qps <= 0
     start = time.monotonic_ns() + 50_000_000
@@ -125,7 +125,7 @@ def keep_alive_throughput(url: str, rounds: int, seconds: int) -> None:
 
 def per_request_instructions(url: str) -> None:
     print("\n## 2. user-space instructions per keep-alive request, c=50 (callgrind)\n")
-    runs = {n: sorted(_native_instructions(url, n) for _ in range(3)) for n in (5000, 500)}
+    runs = {n: sorted(_client_instructions(url, n) for _ in range(3)) for n in (5000, 500)}
     whole = (runs[5000][1][0] - runs[500][1][0]) / 4500  # medians of three
     thread = (runs[5000][1][1] - runs[500][1][1]) / 4500
     (i1, r1), (i4, r4) = _wrk_instructions(url, 1), _wrk_instructions(url, 4)
@@ -139,7 +139,7 @@ def per_request_instructions(url: str) -> None:
     print(f"\n{uptime()}", flush=True)
 
 
-def _native_instructions(url: str, requests: int) -> tuple[int, int]:
+def _client_instructions(url: str, requests: int) -> tuple[int, int]:
     """(the whole process's instructions, the engine thread's) for one run of `requests`."""
     with tempfile.TemporaryDirectory() as directory:
         out = Path(directory) / "callgrind.out"

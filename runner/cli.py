@@ -5,9 +5,11 @@
     soak validate [--config FILE] [--urls FILE] [--<setting> VALUE ...] [URL | @FILE ...]
     soak bench [-n N] [-c C] [-t SECONDS] [-k] [-H 'Name: value'] [-p FILE] [-T TYPE] [-s SECONDS]
                [-m METHOD] [--config FILE] [--<setting> VALUE ...] URL
-    soak merge [FILE ...]
-    soak compare [--latencyUnit UNIT] [--assumeUnit UNIT] FILE FILE [FILE ...]
-    soak plot FILE -o OUT.png|OUT.svg [--width PIXELS] [--height PIXELS] [--assumeUnit UNIT]
+    soak merge [FILE ... | STORE?run=NAME] [--junit FILE]
+    soak history STORE [--since AGE] [--job JOB]
+    soak compare [--latencyUnit UNIT] [--assumeUnit UNIT] FILE|STORE FILE|STORE [...]
+    soak plot FILE|STORE -o OUT.png|OUT.svg [--width PIXELS] [--height PIXELS] [--assumeUnit UNIT]
+    soak report RUN [RUN ...] -o OUT.html [--junit FILE] [--title TEXT] [--assumeUnit UNIT]
 
 Each command is a module of runner.commands with DESCRIPTION, arguments() and main() (and
 USAGE, where its flags are too many to list one by one); it is imported only when it runs or its
@@ -31,7 +33,7 @@ from runner.core import redact
 from runner.core.errors import EXIT_STOPPED_WAITING, EXIT_USAGE, UsageError
 
 PROG = "soak"
-COMMANDS = ("run", "demo", "validate", "bench", "merge", "compare", "plot")
+COMMANDS = ("run", "demo", "validate", "bench", "merge", "compare", "plot", "report", "history")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,16 +16,22 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pytest
 
+from runner.core.columns import LINE, Line, matched
 from runner.core.errors import EXIT_NO_RESPONSE, EXIT_OK
 from runner.load.native.engine import module as native_module
-from runner.report.slowcooker import Line
+from tests.support import reaper
 from tests.support.faultserver import FaultServer
 from tests.support.programs import program
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Every daemon a test starts is written down and stopped, however the run ends (tests/support/reaper.py).
+    config.pluginmanager.register(reaper, "soak-reaper")
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"  # real slow_cooker output, copied from shared/reference
@@ -37,13 +43,34 @@ NGINX_PAGE = b"x" * 611 + b"\n"  # 612 bytes, the size of nginx's default page i
 _NGINX_FIXTURES = {"nginx", "tls_nginx"}
 
 
+# The longest tests (minutes each: valgrind over 100,000 requests, the image built and run, pip
+# installs in fresh environments, the fuzzer, an hour of shards), started first: under xdist each
+# then takes a process while the rest share the others, instead of one starting last and
+# keeping the whole run waiting for it.
+LONGEST_FIRST = ("test_native_leaks.py", "test_container.py", "test_native_build.py", "test_image.py",
+                 "test_scaleout.py", "test_native_fuzz.py", "test_results_of_a_run.py", "test_input_bounds.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads xdist_group
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: LONGEST_FIRST.index(item.path.name) if item.path.name in LONGEST_FIRST
+               else len(LONGEST_FIRST))  # stable: the rest keep their order
     for item in items:
         tier = item.path.relative_to(REPO / "tests").parts[0]
         if tier in ("unit", "integration"):
             item.add_marker(tier)
         if _NGINX_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker("nginx")
+        if _uses_a_module_fixture(item):  # under xdist (--dist loadgroup), the module's tests go to one worker
+            item.add_marker(pytest.mark.xdist_group(str(item.path.relative_to(REPO))))
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a module-scoped fixture: a Docker engine, a fuzz harness, a run of
+    many pods, made once for the module's tests, where one worker has them all."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    return any(definition.scope == "module" for chain in definitions for definition in chain)
 
 
 def free_port() -> int:
@@ -132,14 +159,13 @@ def running_nginx(directory: Path, http: str, ports: list[int]) -> Iterator[subp
     user = "user root;" if os.geteuid() == 0 else ""
     conf = directory / "nginx.conf"
     conf.write_text(NGINX_FRAME.format(dir=directory, user=user, http=http))
-    process = subprocess.Popen([_nginx_binary(), "-c", str(conf), "-p", str(directory)])
+    process = reaper.spawn([_nginx_binary(), "-c", str(conf), "-p", str(directory)], "nginx")
     try:
         for port in ports:
             wait_for_port(port)
         yield process
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        reaper.stop(process)
 
 
 def _nginx_binary() -> str:
@@ -192,17 +218,23 @@ class Run:
         return json.loads("\n".join(lines[lines.index("{"):]))
 
 
-# Both transports, and the fast one on both engines, must pass the same integration tests: a
-# module that uses the `transport` fixture runs each of its tests once per parameter, and every
+# Both transports, and the fast one on both engines, must pass the same integration tests where
+# the transport is what is tested (faults, the protocol, TLS, connection lifetimes, what each
+# engine counts): a test that uses the `transport` fixture runs once per parameter, and every
 # CLI run in it uses that one. "native" is the fast transport's HTTP/1.1 on the native engine
 # (`--engine native`), "fast" the same on the Python engine; httpx runs on the Python engine,
-# which `auto` takes for it, saying why.
+# which `auto` takes for it, saying why. Where the transport is not what is tested, a test or
+# module narrows the parameters with `pytest.mark.transports(...)`: DEFAULT alone runs it as a
+# user's run goes, with no transport or engine flag (the fast transport, on the native engine
+# unless it refuses the run), once.
 TRANSPORTS = ("native", "fast", "httpx")
+DEFAULT = "auto"
 TRANSPORT_FLAGS = {"native": ("--transport", "fast", "--engine", "native"),
                    "fast": ("--transport", "fast", "--engine", "python"),
                    "httpx": ("--transport", "httpx")}
 TRANSPORT_CONFIG = {"native": {"transport": "fast", "engine": "native"},  # the same, as configuration
-                    "fast": {"transport": "fast", "engine": "python"}, "httpx": {"transport": "httpx"}}
+                    "fast": {"transport": "fast", "engine": "python"}, "httpx": {"transport": "httpx"},
+                    DEFAULT: {}}
 _REFUSED = "the native engine cannot send this run: "
 ENGINE_LINES = {"native": "soak: engine: native\n", "fast": "soak: engine: python\n",
                 "httpx": f"soak: engine: python ({_REFUSED}the httpx transport)\n"}
@@ -250,8 +282,21 @@ def skip_if_native_refused(returncode: int | None, stderr: str) -> None:
             pytest.skip(f"the native engine refuses this run: {refused.group(1)}")
 
 
-@pytest.fixture(params=TRANSPORTS)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The `transport` parameters: TRANSPORTS, or those the closest `transports` marker names."""
+    if "transport" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("transports")
+        chosen = marker.args if marker is not None else TRANSPORTS
+        assert chosen and set(chosen) <= {*TRANSPORTS, DEFAULT}, chosen
+        metafunc.parametrize("transport", chosen, indirect=True)
+
+
+@pytest.fixture
 def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The transport (and engine) every CLI run of the test uses; DEFAULT: the run's own flags alone."""
+    if request.param == DEFAULT:
+        yield request.param
+        return
     _transport.append(request.param)
     try:
         yield request.param
@@ -270,7 +315,7 @@ def _with_transport(args: list[str]) -> list[str]:
     flag = list(TRANSPORT_FLAGS[_transport[-1]])
     if args and args[0] in ("bench", "demo", "run"):
         return [args[0], *flag, *args[1:]]
-    if not args or args[0] in ("validate", "merge", "compare", "plot"):
+    if not args or args[0] in ("validate", "merge", "compare", "plot", "report"):
         return args
     return [*flag, *args]  # the default command, run
 
@@ -299,46 +344,19 @@ def fault_server() -> Iterator[FaultServer]:
 
 
 @dataclass(frozen=True)
-class IntervalFields:
-    """The columns of one slow_cooker interval line."""
-
-    timestamp: str
-    iteration: int
-    good: int
-    bad: int
-    failed: int
-    target: int
-    goal_percent: int
-    interval: str  # as printed: `1s`, `500ms`, `534ms`, `1.504s`
-    latencies: tuple[int, int, int, int, int, int]  # min, p50, p95, p99, p999, max
-    bhash: int
-    change: str
-
-    @property
-    def requests(self) -> int:
-        return self.good + self.bad + self.failed
+class IntervalFields(Line):
+    """The columns of one slow_cooker interval line, as read back (runner.core.columns)."""
 
     def line(self) -> Line:
-        """The columns as runner.report.slowcooker.interval_line takes them, to print the line again."""
-        return Line(self.timestamp, self.iteration, self.good, self.bad, self.failed, self.target, self.goal_percent,
-                    self.interval, self.latencies, self.bhash, self.change)
-
-
-_INTERVAL_LINE = re.compile(
-    r"^(\S+) +(\d+) +(\d+)/(\d+)/(\d+) (\d+) +(\d+)% (\S+) +(\d+) \[ *(\d+) +(\d+) +(\d+) +(\d+) \] +(\d+) +(\d+) ([+-]*)$"
-)
+        """The columns as runner.core.columns.interval_line takes them, to print the line again."""
+        return Line(**{f.name: getattr(self, f.name) for f in fields(Line)})
 
 
 def parse_interval(line: str) -> IntervalFields:
-    """Parse `%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s` back, strictly."""
-    m = _INTERVAL_LINE.match(line)
+    """An interval line read back, strictly: exactly as runner.core.columns lays it out."""
+    m = LINE.match(line)
     assert m, f"not an interval line: {line!r}"
-    g = m.groups()
-    return IntervalFields(
-        timestamp=g[0], iteration=int(g[1]), good=int(g[2]), bad=int(g[3]), failed=int(g[4]), target=int(g[5]),
-        goal_percent=int(g[6]), interval=g[7], latencies=tuple(int(x) for x in g[8:14]),  # type: ignore[arg-type]
-        bhash=int(g[14]), change=g[15],
-    )
+    return IntervalFields.of(matched(m))
 
 
 def assert_counts_add_up(stdout: str) -> dict:

@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.core.errors import EXIT_OK, UsageError
 from runner.core.units import UNIT_NS
-from runner.readback.figures import RunFigures
+from runner.readback.figures import LATENCY_KEYS, URL_COUNTS, RunFigures
 from runner.readback.results import LoadedRun
-from runner.stats.figures import PHASE_PERCENTILES, SUMMARY_PERCENTILES
+from runner.stats.figures import PHASE_PERCENTILES
 from runner.stats.phases import PHASES
 
-LATENCY_ROWS = (*SUMMARY_PERCENTILES, "min", "mean", "max")  # the summary's percentiles, then the rest
 PHASE_ROWS = (*PHASE_PERCENTILES, "mean")  # each phase's, from the summary's phases section
 UNKNOWN = "-"
 ESTIMATED = "~"
@@ -63,10 +62,25 @@ ROWS = (
     Row("backends reached", lambda f: f.backends_reached),
     Row("connections opened", lambda f: f.connections_opened),
     Row("connections closed", lambda f: f.connections_closed),
-    *(_latency_row(key) for key in LATENCY_ROWS),
+    *(_latency_row(key) for key in LATENCY_KEYS),  # the summary's percentiles, then min, mean and max
     *(_phase_row(phase, key) for phase in PHASES for key in PHASE_ROWS),
     Row("duration (s)", lambda f: f.duration_seconds),
 )
+
+
+URL_ROWS = ("requests", "failed", "p50", "p99", "max")  # of each URL's part of the run (the summary's perUrl)
+
+
+def _url_row(label: str, key: str) -> Row:
+    """A URL's figure: `http://a/ p99`, the URL as the summary's perUrl labels it."""
+    return Row(f"{label} {key}", lambda f: f.urls.get(label, {}).get(key),
+               latency=f"{label}.{key}" if key not in URL_COUNTS else None)
+
+
+def rows_for(runs: Sequence[LoadedRun]) -> list[Row]:
+    """The table's rows: ROWS, with before the duration each URL's that any run has (in the order first met)."""
+    labels = list(dict.fromkeys(label for run in runs for label in run.figures.urls))
+    return [*ROWS[:-1], *(_url_row(label, key) for label in labels for key in URL_ROWS), ROWS[-1]]
 
 
 def compare_text(runs: Sequence[LoadedRun], unit: str | None = None) -> str:
@@ -77,7 +91,7 @@ def compare_text(runs: Sequence[LoadedRun], unit: str | None = None) -> str:
     unit = unit or runs[0].latency_unit
     table = [["", *_header(column_names([r.source for r in runs]))]]
     estimated_shown = unknown_shown = False
-    for row in ROWS:
+    for row in rows_for(runs):
         values = [_value(row, r.figures, unit) for r in runs]
         if all(v is None for v in values):
             continue

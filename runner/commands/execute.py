@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runner.commands.outputs import OUTPUTS
 from runner.commands.termination import ended
+from runner.config.files import open_output
 from runner.config.settings import Settings
 from runner.core.errors import EXIT_PROXY_NOT_READY
 from runner.load.model import Bench, LoadModel
@@ -20,7 +21,8 @@ from runner.load.tls import INSECURE_WARNING
 from runner.report.abreport import AbReporter
 from runner.report.abreport import report_with_notes as ab_report
 from runner.report.base import Reporter
-from runner.report.csvreport import CsvReporter, open_csv
+from runner.report.csvreport import CsvReporter
+from runner.report.junit import JUnitReporter
 from runner.report.outcome import ExitCode
 from runner.report.slowcooker import SlowCookerReporter
 from runner.report.summary import JsonSummaryReporter
@@ -28,11 +30,14 @@ from runner.report.verdict import Verdict
 from runner.run import launch
 from runner.run.build import EngineChoice, build
 from runner.run.linkerd import proxy_lifecycle
+from runner.stats.runinfo import RunSummary
 
 if TYPE_CHECKING:
     from runner.metrics.collector import Metrics
 
 PROG = "soak"
+# The resultsStore writer's hook (runner.store.writer.StoreWriter): the finished summary in, its keys out.
+Stored = Callable[[RunSummary, dict[str, Any]], dict[str, Any]]
 
 
 def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
@@ -46,15 +51,22 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
     if settings.client.insecure:
         say(INSECURE_WARNING)
     verdict = Verdict.for_settings(settings, sys.stdout)  # thresholds: judged as the run goes; exit code 3
-    reporters = [OUTPUTS.watch(), *reporters_for(settings, parts.model, verdict)]  # first: stdout's reader may leave
+    stored = _stored(settings, verdict)
+    # OUTPUTS.watch() first: stdout's reader may leave.
+    reporters = [OUTPUTS.watch(), *reporters_for(settings, parts.model, verdict, stored)]
     # Listening before any load is sent.
     metrics = _metrics(settings, parts.model, urls, verdict, parts.shard.pod(), parts.shown)
     if metrics is not None:
         reporters.append(metrics.reporter)
     outcome = ExitCode(say, verdict, output_lost=lambda: OUTPUTS.failed)
     reporters.append(outcome)  # last: its line comes after everything else the run prints
+    junit = junit_reporter(settings.report.junit, verdict, outcome)
+    if junit is not None:
+        reporters.append(junit)  # after the exit code: its file says which codes applied
     with proxy_lifecycle(settings, say) as proxy_ready:  # linkerdAwait, linkerdShutdown
         if not proxy_ready:
+            if junit is not None:
+                junit.not_run(EXIT_PROXY_NOT_READY, "the Linkerd proxy was not ready in time; nothing was sent")
             return ended(settings, EXIT_PROXY_NOT_READY, verdict)
         say(engine_line(parts.engine))  # the run starts: which engine measures it (a refused run gets its one line)
         if settings.split.workers > 1:
@@ -67,26 +79,47 @@ def execute(settings: Settings, urls: Sequence[str], source: str | None) -> int:
     return ended(settings, outcome.code, verdict, outcome.said)  # and says why, in the termination message too
 
 
-def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None = None) -> list[Reporter]:
-    """A soak prints slow_cooker's lines, a bench ab's; then the thresholds' verdict; both end with the JSON summary."""
+def reporters_for(settings: Settings, model: LoadModel, verdict: Verdict | None = None,
+                  stored: Stored | None = None) -> list[Reporter]:
+    """A soak prints slow_cooker's lines, a bench ab's; then the thresholds' verdict; both end with the JSON summary.
+
+    `stored` keeps the summary in the resultsStore before it is printed (runner.store.writer):
+    made even when noLatencySummary prints none, as the record holds it whole.
+    """
     reporters: list[Reporter]
     judged: list[Reporter] = [verdict] if verdict is not None else []
     sections = [verdict.section] if verdict is not None else []
+    printed = not settings.report.no_latency_summary
     if isinstance(model, Bench):
         reporters = [
             AbReporter(sys.stdout, sys.stderr, settings.pace.total_requests),
             *judged,
-            JsonSummaryReporter(sys.stdout, before=ab_report, with_json=not settings.report.no_latency_summary,
-                                sections=sections),
+            JsonSummaryReporter(sys.stdout, before=ab_report, with_json=printed, sections=sections, stored=stored),
         ]
     else:
         reporters = [SlowCookerReporter(sys.stdout, sys.stderr), *judged]
-        if not settings.report.no_latency_summary:
-            reporters.append(JsonSummaryReporter(sys.stdout, sections=sections))
+        if printed or stored is not None:
+            reporters.append(JsonSummaryReporter(sys.stdout, with_json=printed, sections=sections, stored=stored))
     if settings.report.report_latencies_csv:
         path = settings.report.report_latencies_csv
-        reporters.append(CsvReporter(open_csv(path), f"reportLatenciesCSV: {path}", OUTPUTS.failure))
+        reporters.append(CsvReporter(open_output(path, "reportLatenciesCSV"), f"reportLatenciesCSV: {path}",
+                                     OUTPUTS.failure))
     return reporters
+
+
+def _stored(settings: Settings, verdict: Verdict | None) -> Stored | None:
+    """The run's record for the resultsStore, when the settings name one (the store's code loads only then)."""
+    if not settings.results.wanted:
+        return None
+    from runner.store.writer import StoreWriter
+
+    return StoreWriter(settings, verdict, sys.argv, say, output_lost=lambda: OUTPUTS.failed)
+def junit_reporter(path: str, verdict: Verdict | None, outcome: ExitCode) -> JUnitReporter | None:
+    """The JUnit XML writer (the junit setting, or merge's --junit), its file opened now; None without a path."""
+    if not path:
+        return None
+    return JUnitReporter(open_output(path, "junit"), f"junit: {path}", verdict, outcome, OUTPUTS.failure,
+                         OUTPUTS.exit_code)
 
 
 def _metrics(settings: Settings, model: LoadModel, urls: Sequence[str], verdict: Verdict | None,

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from runner.commands.outputs import OUTPUTS
 from runner.config.settings import Settings
 from runner.core.errors import EXIT_OK
+from runner.report.outcome import verdict_lines
 from runner.report.verdict import Verdict
 
 KUBERNETES_PATH = "/dev/termination-log"  # the kubelet's default terminationMessagePath
@@ -62,24 +63,6 @@ def _cut(text: str, limit: int) -> str:
     """`text` in at most `limit` - 1 bytes of UTF-8 (room for the last newline), cut at a character."""
     data = text.encode()
     return text if len(data) < limit else data[: limit - 1].decode(errors="ignore")
-
-
-def verdict_lines(verdict: Verdict | None) -> list[str]:
-    """What the verdict says of the finished run: how many thresholds held, then each that did not,
-    as its line in the log says it (`threshold run errors% <= 1: 100% BROKEN`, or `... INCONCLUSIVE`
-    when it broke only where the client could not keep pace). Nothing without thresholds, or when
-    no run was judged."""
-    if verdict is None or verdict.outcomes is None:
-        return []
-    outcomes = verdict.outcomes
-    failing = [o for o in outcomes if not o.ok]
-    rules = f"{len(outcomes)} threshold{'s' if len(outcomes) > 1 else ''}"
-    broken = sum(not o.inconclusive for o in failing)
-    parts = [f"{broken} of {rules} broken"] if broken else []
-    if len(failing) > broken:
-        parts.append(f"{len(failing) - broken} of {len(outcomes) if parts else rules} inconclusive")
-    total = ", ".join(parts) or f"{len(outcomes)} of {rules} kept"
-    return [total, *(o.line().removeprefix("# ").rstrip("\n") for o in failing)]
 
 
 def write_termination_message(path: str, code: int, lines: Sequence[str]) -> None:

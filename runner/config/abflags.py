@@ -30,7 +30,8 @@ AB_FLAGS = {"totalRequests": "-n", "concurrency": "-c", "duration": "-t", "noReu
 # and the split over pods, which a bench refuses (local workers split it). It still takes them,
 # as a config file may hold them: a bench ignores those with no use, and refuses the rest in one line.
 BENCH_HIDES = frozenset({*AB_FLAGS.keys() - {"headers"}, "mode", "qps", "stages", "warmup", "loadModel",
-                         "maxInFlight", "precisePacing", "stopAtBrokenRule", "shards", "shard"})
+                         "maxInFlight", "precisePacing", "stopAtBrokenRule", "shards", "shard",
+                         "resultsMergeWait"})
 
 
 def layer(args: argparse.Namespace) -> dict[str, Any]:

@@ -12,14 +12,19 @@ The logs that `soak merge`, `compare` and `plot` read back are read to their end
 they may also be stdin (`-`, or /dev/stdin) or a pipe that a shell made (`<(kubectl logs ...)`),
 whose writer exists already; a named FIFO (whose open waits for a writer) and a device are
 refused alike.
+
+Output files (the latency CSV, the JUnit file) are opened here too, before the run starts, so
+that a path that cannot be written stops it before any load is sent (open_output), and `soak
+validate` refuses the same paths without leaving a trace (check_output).
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 from runner.core.errors import UsageError
 
@@ -129,6 +134,75 @@ def _is_anonymous_pipe(fd: int, mode: int) -> bool:
         return os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
     except OSError:  # no /proc: a FIFO it is
         return False
+
+
+def open_output(path: str, name: str) -> TextIO:
+    """Open (create, empty) the output file `path` now, so a bad path stops the run before any load
+    is sent; a UsageError names the setting (`name`), the path and the error otherwise.
+
+    Opened without blocking, so a FIFO that no one reads is refused (ENXIO) instead of holding
+    the start for ever; writes then block as usual.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        raise _unusable(name, path, e) from None
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
+def check_output(path: str, name: str) -> None:
+    """Refuse, as open_output would, a path that output cannot be written to, leaving no trace: an
+    existing file is opened without being emptied, and a new one is made and removed at once.
+
+    `soak validate` says "valid" only for what a run accepts; a run checks the same way first.
+    Only the kernel knows whether a file can be made: /proc/x.csv is in a directory that exists,
+    is not read-only and allows root to write, and still cannot hold a new file.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # no O_CREAT, no O_TRUNC
+    except FileNotFoundError:
+        _try_creating(path, name)
+    except OSError as e:
+        raise _unusable(name, path, e) from None
+    else:
+        os.close(fd)
+
+
+def _try_creating(path: str, name: str) -> None:
+    """The file does not exist: make it (only if it still does not) and remove it again, as the test."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except FileExistsError:  # a dangling symlink (open_output would make its target), or made meanwhile
+        _check_directory_for(path, name)
+        return
+    except OSError as e:
+        raise _unusable(name, path, e) from None
+    os.close(fd)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass  # an empty file left where the run will write its output anyway
+
+
+def _check_directory_for(path: str, name: str) -> None:
+    """Whether the directory of a path that exists only as a dangling link would let open_output create it."""
+    directory = os.path.dirname(path) or "."
+    try:
+        mode = os.stat(directory).st_mode
+        if not stat.S_ISDIR(mode):
+            raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+    except OSError as e:
+        # open() says ENOENT for a missing directory too, naming the file's path
+        raise _unusable(name, path, e) from None
+
+
+def _unusable(name: str, path: str, error: OSError) -> UsageError:
+    return UsageError(f"{name}: {path}: {error.strerror or error}")
 
 
 def format_size(size: int) -> str:

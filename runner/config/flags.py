@@ -39,8 +39,10 @@ SETTING_GROUPS = (
                                 "http2")),
     ("TLS", ("caBundle", "insecure", "clientCert", "clientKey")),
     ("thresholds", ("intervalThresholds", "abortOnThreshold", "stopAtBrokenRule")),
-    ("output", ("latencyUnit", "noLatencySummary", "reportLatenciesCSV", "terminationMessagePath")),
-    ("Prometheus metrics", ("metricAddr", "pushgateway", "pushgatewayJob")),
+    ("output", ("latencyUnit", "noLatencySummary", "reportLatenciesCSV", "junit", "terminationMessagePath")),
+    ("Prometheus metrics", ("metricAddr", "pushgateway", "pushgatewayJob", "remoteWrite", "remoteWriteHeaders",
+                            "remoteWriteBearerTokenFile", "otlp", "otlpHeaders")),
+    ("run records", ("resultsStore", "resultsRun", "resultsMergeWait")),
     ("splitting a run over processes or pods", ("workers", "shards", "shard")),
     ("Linkerd", ("linkerdAwait", "linkerdAwaitTimeout", "linkerdAdmin", "linkerdShutdown")),
 )
@@ -89,6 +91,10 @@ def _add_setting(group: argparse.ArgumentParser | ArgumentGroup, name: str, spec
                            help=helped("A request header; repeat for more."))
         group.add_argument("--headerFromEnv", action="append", default=argparse.SUPPRESS, metavar="NAME=VAR",
                            help=helped("A header whose value is the environment variable VAR (never printed)."))
+    elif name in ("remoteWriteHeaders", "otlpHeaders"):
+        repeatable = spec["description"].replace("%", "%%") + " Repeatable."
+        group.add_argument(f"--{name[:-1]}", dest=name, action="append", default=argparse.SUPPRESS,
+                           metavar="'NAME: VALUE'", help=helped(repeatable))
     elif name == "body":
         group.add_argument("--body", "--data", dest="body", default=argparse.SUPPRESS, metavar="TEXT|@FILE",
                            help=helped("The request body: the text itself, or @FILE for a file's contents."))
@@ -133,6 +139,9 @@ def flags_layer(args: argparse.Namespace) -> dict[str, Any]:
     headers = {**_headers(given.get("header", [])), **_env_headers(given.get("headerFromEnv", []))}
     if headers:
         layer["headers"] = headers
+    for name in ("remoteWriteHeaders", "otlpHeaders"):
+        if name in layer:
+            layer[name] = _headers(layer[name], f"--{name[:-1]}")
     if isinstance(layer.get("body"), str) and layer["body"].startswith("@"):
         layer["body"] = {"file": layer["body"][1:]}
     validate(layer, _flag_for)
@@ -147,15 +156,16 @@ def _flag_for(error: ValidationError) -> str:
         return " and ".join(f"--{n}" for n in names) or "flags"
     if error.path[0] == "headers" and len(error.path) > 2:  # headers.NAME.fromEnv: from --headerFromEnv
         return "--headerFromEnv"
-    return {"headers": "--header", "body": "--body"}.get(str(error.path[0]), f"--{error.path[0]}")
+    return {"headers": "--header", "body": "--body", "remoteWriteHeaders": "--remoteWriteHeader",
+            "otlpHeaders": "--otlpHeader"}.get(str(error.path[0]), f"--{error.path[0]}")
 
 
-def _headers(values: list[str]) -> dict[str, str]:
+def _headers(values: list[str], flag: str = "--header") -> dict[str, str]:
     headers = {}
     for value in values:
         name, colon, text = value.partition(":")
         if not colon or not name.strip():
-            raise UsageError(f'--header: "{value}" is not allowed; must be "Name: value"')
+            raise UsageError(f'{flag}: "{value}" is not allowed; must be "Name: value"')
         headers[name.strip()] = text.strip()
     return headers
 

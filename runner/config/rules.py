@@ -273,6 +273,9 @@ def _metric(word: str) -> str:
         name = "p" + percentile[1].replace(".", "")
     if is_percentage(name + "%"):
         name += "%"
+    if name == "status":  # k6 and Prometheus users write status{401}: say how this language writes it
+        raise ThresholdError('a status is judged as its share of the responses, written like "401% == 0" or '
+                             '"4xx% <= 1" (with {url=...} after the % for one URL)')
     if name not in METRICS and status_codes(name) is None:
         raise ThresholdError(f'unknown metric "{word}": the metrics are {_LIST}')
     return name

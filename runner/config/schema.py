@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from runner.config.rules import ThresholdError, parse_rule
+from runner.config.storeurl import store_url_problem
 from runner.config.urls import address_problem, url_problem
 from runner.core import redact
 from runner.core.durations import DURATION_HINT, MAX_NS, DurationError, DurationRangeError, parse_duration
@@ -120,6 +121,19 @@ def _server_url_problem(url: str) -> str:
     return ""
 
 
+class StoreUrlError(ValueError):
+    """What is wrong with a resultsStore URL, as a phrase to follow it (see storeurl.store_url_problem)."""
+
+
+def _is_store_url(value: object) -> bool:
+    """A store the runner can write its records to: file:///DIR or s3://BUCKET/PREFIX."""
+    if isinstance(value, str) and value:
+        problem = store_url_problem(value)
+        if problem:
+            raise StoreUrlError(problem)
+    return True
+
+
 class AddressError(ValueError):
     """What is wrong with a host:port's host, as a phrase (see urls.address_problem)."""
 
@@ -188,6 +202,7 @@ _FORMATS: tuple[tuple[str, Callable[[object], bool], type[Exception]], ...] = (
     ("duration", _is_duration, DurationError),
     ("threshold", _is_threshold, ThresholdError),
     ("http-url", _is_http_url, UrlError),
+    ("store-url", _is_store_url, StoreUrlError),
     ("host-port", _is_host_port, AddressError),
     ("file-path", _is_file_path, UnicodeError))
 
@@ -394,7 +409,7 @@ def _explain(error: ValidationError) -> str:
     allowed = spec.get("x-allowed")
     if validator == "not" and allowed:
         return allowed
-    if validator == "format" and bound == "http-url" and error.cause is not None:
+    if validator == "format" and bound in ("http-url", "store-url") and error.cause is not None:
         return f"{_show(error)} {error.cause}"
     if validator == "format" and bound == "host-port" and error.cause is not None:
         return f"{_show(error)} is not allowed: {error.cause}"

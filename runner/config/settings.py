@@ -19,6 +19,7 @@ from runner.core.errors import UsageError
 # iterations and duration are two ways to say when to stop; a layer that names one
 # replaces whichever one a lower layer chose, so `--duration 2h` overrides `iterations: 60`.
 _STOP_RULES = ("iterations", "duration")
+_HEADERS = ("headers", "remoteWriteHeaders", "otlpHeaders")  # settings whose layers add up
 
 
 Mode = Literal["soak", "bench"]  # soak: paced by the schedule; bench: ab's closed loop, no rate limit
@@ -96,6 +97,7 @@ class ReportSpec:
     hash_sample_rate: float  # the share of responses whose body is hashed
     no_latency_summary: bool  # no JSON summary
     report_latencies_csv: str  # a CSV of the latency histogram; "" for none
+    junit: str  # the verdict as JUnit XML, for CI; "" for none
     termination_message_path: str  # the verdict in a few lines, for Kubernetes; "" for none
     backend_header: str  # the response header naming the server that answered; "" for none
 
@@ -111,15 +113,39 @@ class ThresholdSpec:
 
 @dataclass(frozen=True)
 class MetricsSpec:
-    """Prometheus: where /metrics is served and where pushes go."""
+    """Prometheus and OTLP: where /metrics is served and where pushes and writes go."""
 
     addr: str  # host:port for /metrics; "" for none
     pushgateway: str  # Pushgateway URL; "" for none
-    job: str  # the Pushgateway's job label
+    job: str  # the job label of every push and write (pushgatewayJob)
+    remote_write: str = ""  # a remote write receiver's URL; "" for none
+    remote_write_headers: tuple[tuple[str, str], ...] = ()  # (name, value) of each write's extra headers
+    remote_write_token_file: str = ""  # a bearer token's file, read before each write; "" for none
+    otlp: str = ""  # an OTLP/HTTP metrics receiver's URL; "" for none
+    otlp_headers: tuple[tuple[str, str], ...] = ()
 
     @property
     def wanted(self) -> bool:
-        return bool(self.addr or self.pushgateway)
+        return bool(self.addr or self.pushgateway or self.written)
+
+    @property
+    def written(self) -> bool:
+        """Whether the metrics are written to a receiver (remote write, OTLP): their native histograms are kept then."""
+        return bool(self.remote_write or self.otlp)
+
+
+@dataclass(frozen=True)
+class ResultsSpec:
+    """Where the run's record goes (runner.store), and what the store knows the run by."""
+
+    store: str  # file:///DIR or s3://BUCKET/PREFIX; "" for none
+    run: str  # the run's name there, the same in every shard; "" for one made from its start
+    job: str  # the name the runs of one soak share (pushgatewayJob, as in Prometheus)
+    merge_wait_ns: int  # how long a finished shard waits for the others' records, to merge them
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.store)
 
 
 @dataclass(frozen=True)
@@ -155,6 +181,7 @@ class Settings:
     split: SplitSpec
     linkerd: LinkerdSpec
     effective: dict[str, Any]  # the configuration as it may be printed (secrets hidden)
+    results: ResultsSpec = ResultsSpec("", "", "soak", 0)
 
 
 def merge(*layers: dict[str, Any]) -> dict[str, Any]:
@@ -166,7 +193,7 @@ def merge(*layers: dict[str, Any]) -> dict[str, Any]:
                 merged.pop(rule, None)
         for key, value in layer.items():
             # Headers add up across layers: `--header X-Debug:1` keeps the file's headers.
-            merged[key] = {**merged[key], **value} if key == "headers" else value
+            merged[key] = {**merged[key], **value} if key in _HEADERS else value
     return merged
 
 
@@ -175,6 +202,10 @@ def settings_from(merged: dict[str, Any]) -> Settings:
     duration = merged.get("duration")
     stages = _stages(merged)
     _check_warmup(merged, stages)
+    if merged["resultsStore"] and int(merged["shards"]) > 1 and not merged["resultsRun"]:
+        raise UsageError(f"resultsRun: a run split over {merged['shards']} shards needs a name for the resultsStore, "
+                         "the same in every shard, so that their records meet and are merged (the pallet's results "
+                         "components pass the Job's name: --resultsRun=$(SOAK_JOB))")
     if merged["stopAtBrokenRule"] and not merged["intervalThresholds"]:
         raise UsageError("stopAtBrokenRule: true needs intervalThresholds, the rules whose first break stops the run")
     # int(): JSON Schema counts 5.0 as an integer, but range(5.0) and list[5.0] fail.
@@ -215,18 +246,23 @@ def settings_from(merged: dict[str, Any]) -> Settings:
             hash_sample_rate=float(merged["hashSampleRate"]),
             no_latency_summary=merged["noLatencySummary"],
             report_latencies_csv=merged["reportLatenciesCSV"],
+            junit=merged["junit"],
             termination_message_path=merged["terminationMessagePath"],
             backend_header=merged["backendHeader"],
         ),
         thresholds=ThresholdSpec(rules_for(merged["thresholds"], merged["intervalThresholds"], merged["mode"],
                                            merged["backendHeader"]),
                                  merged["abortOnThreshold"], merged["stopAtBrokenRule"]),
-        metrics=MetricsSpec(merged["metricAddr"], merged["pushgateway"], merged["pushgatewayJob"]),
+        metrics=MetricsSpec(merged["metricAddr"], merged["pushgateway"], merged["pushgatewayJob"],
+                            merged["remoteWrite"], tuple(merged["remoteWriteHeaders"].items()),
+                            merged["remoteWriteBearerTokenFile"], merged["otlp"], tuple(merged["otlpHeaders"].items())),
         split=SplitSpec(int(merged["shards"]), int(merged["shard"]) if merged.get("shard") is not None else None,
                         int(merged["workers"])),
         linkerd=LinkerdSpec(merged["linkerdAwait"], parse_duration(merged["linkerdAwaitTimeout"]),
                             merged["linkerdAdmin"], merged["linkerdShutdown"]),
         effective=_printable(merged),
+        results=ResultsSpec(merged["resultsStore"], merged["resultsRun"], merged["pushgatewayJob"],
+                            parse_duration(merged["resultsMergeWait"])),
     )
 
 
@@ -286,5 +322,8 @@ def _printable(merged: dict[str, Any]) -> dict[str, Any]:
     if isinstance(merged["body"], str):
         shown["body"] = redact.body(merged["body"])
     shown["headers"] = redact.headers(merged["headers"])
-    shown["pushgateway"] = redact.url(merged["pushgateway"])
+    for name in ("pushgateway", "remoteWrite", "otlp"):
+        shown[name] = redact.url(merged[name])
+    for name in ("remoteWriteHeaders", "otlpHeaders"):
+        shown[name] = redact.headers(merged[name])
     return shown

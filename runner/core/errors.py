@@ -27,16 +27,16 @@ EXIT_SHARD_MISSING = EXIT_WORKER_FAILED  # the same meaning, for a shard of a me
 EXIT_OUTPUT = 6
 EXIT_INTERRUPTED = 7  # SIGINT or SIGTERM stopped the run before its planned end; what it ran is reported
 EXIT_NO_RESPONSE = 8  # requests were sent and not one response came back (refused, timed out, ...)
-EXIT_INCONCLUSIVE = 9  # thresholds broke, but only where the client could not keep pace: nothing said of the service
+EXIT_INCONCLUSIVE = 9  # thresholds broke only where the client's own delay may have changed them: not the service
 EXIT_STOPPED_WAITING = 130  # SIGINT or SIGTERM while waiting for the Linkerd proxy; nothing was sent
 
 # Which code wins when several apply. First, what stopped a run before it began (nothing was
 # sent); then a worker that failed (the output lacks its share, so any verdict is on part of the
 # run, and its missing share alone breaks goal%); then what the service did: answered nothing at
 # all (8, which every threshold would also say), broke thresholds (3); then a verdict that cannot
-# blame the service (9: its rules broke only where the client could not keep pace); then output
-# that was lost (6: what a code below promises cannot be read); last, a run cut short by a
-# signal (7), which says nothing about the service at all.
+# blame the service (9: its rules broke only where the client's own delay may have changed their
+# figures); then output that was lost (6: what a code below promises cannot be read); last, a run
+# cut short by a signal (7), which says nothing about the service at all.
 PRECEDENCE = (EXIT_USAGE, EXIT_PROXY_NOT_READY, EXIT_STOPPED_WAITING, EXIT_WORKER_FAILED, EXIT_NO_RESPONSE,
               EXIT_THRESHOLDS, EXIT_INCONCLUSIVE, EXIT_OUTPUT, EXIT_INTERRUPTED)
 

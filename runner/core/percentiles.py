@@ -2,8 +2,9 @@
 
 A percentile is named the same in the interval line's header, the JSON summary's keys, a
 threshold rule (`p99 < 50ms`) and a gauge's quantile label; which outputs show which ones is
-said in runner.stats.figures. A new percentile is one line here (and, if an output should show
-it, one word in that output's set there).
+said in runner.stats.figures, and for the interval line (with its records and gauges) by its
+columns in runner.core.columns. A new percentile is one line here (and, if an output should
+show it, one word in that output's set there, or one row in the line's columns).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The engine's clock: the one place it reads the time and sleeps, given to it as a value.
+"""The engine's clock and the run's: the one place either reads the time or waits, given as a value.
 
 The engine decides what to send, skip or wait for from the moments the clock gives it
 (the decisions themselves are runner.load.schedule's pure arithmetic); it never reads
@@ -6,6 +6,12 @@ time.monotonic_ns() on its own. So a test can hand it a scripted clock whose tim
 only when every client is waiting, and check the closed, open and bench loops against the
 schedule's brute-force oracles, on an event loop but without real time or a socket (the
 h11 lesson: give the code `now`).
+
+A run's driver (runner.run.soak), its warm-up and the local workers' parent read the time
+and wait through the same value, a RunClock: the wall clock for the run's start, the CPU time
+used, a wait for whichever comes first of some futures and a moment, a timer callback, and the
+clock each engine paces on. So intervals, stops, drains and warm-ups run on a scripted clock
+too, in the unit tier (tests/support/clock.py).
 
 The real clock sleeps on the kernel timer where there is one (runner.load.alarm) and on
 the loop's timers elsewhere; in precise mode it sleeps to just before the due time and
@@ -16,8 +22,10 @@ loop-lag watch), so the loop's lag is measured on the wake-ups pacing makes anyw
 from __future__ import annotations
 
 import asyncio
+import resource
 import time
-from typing import Protocol
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
 from runner.load.alarm import Alarm, Pacer
 
@@ -40,6 +48,78 @@ class Clock(Protocol):
     def close(self) -> None:
         """Release what the clock holds (the kernel timer); waiters still waiting are cancelled."""
         ...
+
+
+class Timer(Protocol):
+    """A callback set for a moment (RunClock.call_at), until cancelled."""
+
+    def cancel(self) -> object:
+        ...
+
+
+class RunClock(Clock, Protocol):
+    """What a run's driver asks of time beyond the engine's: the clock a run is given (SystemClock,
+    or a scripted one in tests), and the one its engines pace on (for_engine)."""
+
+    def wall_s(self) -> float:
+        """The Unix time now: where a run's start is agreed on and shown."""
+        ...
+
+    def cpu_s(self) -> float:
+        """The CPU seconds (user and system) this process has used: the client's own figures."""
+        ...
+
+    async def wait(self, futures: Iterable[asyncio.Future[Any]], until_ns: int) -> None:
+        """Return once one of `futures` is done or the clock has reached `until_ns`, whichever is first
+        (with no futures, at `until_ns`). Neither is cancelled: the caller reads which it was."""
+        ...
+
+    def call_at(self, due_ns: int, callback: Callable[[], None]) -> Timer:
+        """Call `callback` on the loop at or after `due_ns` (perhaps late), unless cancelled first."""
+        ...
+
+    def for_engine(self, precise: bool, pacer: Pacer | None) -> Clock:
+        """The clock an engine paces on, closed when the engine ends: in precise mode (PRECISE_WINDOW_NS)
+        or not, its wake-ups told to `pacer` (the run's loop-lag watch)."""
+        ...
+
+
+class SystemClock:
+    """The process's own clocks: monotonic, wall and CPU time, waits on the loop's timers, and each
+    engine's MonotonicClock (its kernel timer) for pacing."""
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns()
+
+    def wall_s(self) -> float:
+        return time.time()
+
+    def cpu_s(self) -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    async def sleep_until(self, due_ns: int) -> None:
+        delay = due_ns - time.monotonic_ns()
+        if delay > 0:
+            await asyncio.sleep(delay / 1e9)
+
+    async def wait(self, futures: Iterable[asyncio.Future[Any]], until_ns: int) -> None:
+        waits = list(futures)
+        delay = max(until_ns - time.monotonic_ns(), 0) / 1e9
+        if not waits:
+            await asyncio.sleep(delay)
+            return
+        await asyncio.wait(waits, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+
+    def call_at(self, due_ns: int, callback: Callable[[], None]) -> Timer:
+        delay_ns = max(due_ns - time.monotonic_ns(), 0)
+        return asyncio.get_running_loop().call_later(delay_ns / 1e9, callback)
+
+    def for_engine(self, precise: bool, pacer: Pacer | None) -> Clock:
+        return MonotonicClock(precise, pacer)
+
+    def close(self) -> None:
+        """Nothing to release: each engine's clock holds its own timer (for_engine)."""
 
 
 class MonotonicClock:

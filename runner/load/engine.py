@@ -163,11 +163,15 @@ class Engine:
         """Send nothing more from `at_ns` (default: now); requests in flight may finish.
 
         Sends that fell due before then and were not made count as skipped, so every send
-        due before the stop is accounted for (see cancel_in_flight for the requests).
+        due before the stop is accounted for (see cancel_in_flight for the requests); one due at
+        the stop or after is not the run's. The stop is never before a send already made.
         Called for a signal, and by the engine itself once totalRequests have been sent.
         """
         if self._stopped_ns is None:
-            self._stopped_ns = self._now() if at_ns is None else at_ns
+            at = self._now() if at_ns is None else at_ns
+            if self._last_claimed >= 0:  # paced: every send made is due before the stop, as in C's begin_stop
+                at = max(at, self._schedule.due_ns(self._last_claimed) + 1)
+            self._stopped_ns = at
         self._stopping = True
         for task in list(self._idle):
             task.cancel()
@@ -211,7 +215,7 @@ class Engine:
         returns; when the run stops first, this is where those sends are accounted for.
         """
         assert self._stopped_ns is not None
-        self._skip(client, k, self._schedule.last_in_run(client, k, self._stopped_ns) + 1)
+        self._skip(client, k, self._schedule.last_in_run(client, k, self._stopped_ns - 1) + 1)
 
     async def _open_client(self, client: int) -> None:
         session: Session | None = None
@@ -322,7 +326,7 @@ class Engine:
         to wait to know it. Never past a stop: what fell due after it was never in the run.
         """
         if self._stopped_ns is not None:
-            t_ns = min(t_ns, self._stopped_ns + 1)
+            t_ns = min(t_ns, self._stopped_ns)
         for client, k in self._waiting.items():
             self._waiting[client] = self._skip(client, k, self._schedule.last_in_run(client, k, t_ns - 1) + 1)
 

@@ -289,10 +289,18 @@ class Connection(asyncio.Protocol):
 
     # --- httptools callbacks -----------------------------------------------------------
 
+    def on_message_begin(self) -> None:
+        if self._result is None:
+            # A response begins in the read that ended the one asked for (a read that starts
+            # after it is refused in data_received): the server answered twice, or sent bytes
+            # after the body, and whatever the next request read first would not be its answer.
+            # llhttp passes over CR and LF between responses without this call; any other byte
+            # begins a response.
+            raise ParseFailure(ErrorKind.PROTOCOL, "protocol: a response nobody asked for")
+
     def on_headers_complete(self) -> None:
         result = self._result
-        if result is None:
-            raise ParseFailure(ErrorKind.PROTOCOL, "protocol: a response nobody asked for")
+        assert result is not None  # on_message_begin refused a response nobody asked for
         status = self._parser.get_status_code()
         if status < 100:
             # llhttp takes any three digits, `000` and `099` too; no such status exists, and

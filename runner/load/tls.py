@@ -10,11 +10,11 @@ counted like any other (runner/load/failures.py).
 from __future__ import annotations
 
 import ssl
-from typing import Any
 
 from runner.config.files import TLS_FILE_LIMIT, read_bounded
 from runner.core.errors import UsageError
 from runner.load.failures import VERIFY_FAILED, tls_text, tls_texts
+from runner.load.native.records import TlsClient
 from runner.load.transport import TransportOptions
 
 INSECURE_WARNING = "warning: insecure: HTTPS certificates and host names are not verified"
@@ -47,15 +47,15 @@ def client_context(options: TransportOptions) -> ssl.SSLContext:
     return context
 
 
-def native_settings(options: TransportOptions) -> dict[str, Any]:
+def native_client(options: TransportOptions) -> TlsClient:
     """The native engine's TLS client, as client_context makes Python's (runner/load/native/tls.h):
     the same files (checked by client_context first, which names a bad one), Python's default
     cipher list for TLS 1.2, and the texts its failures are named by (failures.tls_texts)."""
-    return {
-        "ca_file": ca_file(options), "cert_file": options.client_cert, "key_file": options.client_key,
-        "insecure": options.insecure, "ciphers": getattr(ssl, "_DEFAULT_CIPHERS", ""),
-        "verify_failed": tls_text(VERIFY_FAILED), "reasons": tls_texts(),
-    }
+    return TlsClient(
+        ca_file=ca_file(options), cert_file=options.client_cert, key_file=options.client_key,
+        insecure=options.insecure, ciphers=getattr(ssl, "_DEFAULT_CIPHERS", ""),
+        verify_failed=tls_text(VERIFY_FAILED), reasons=tls_texts(),
+    )
 
 
 def _with_ca_bundle(path: str) -> ssl.SSLContext:

@@ -25,7 +25,12 @@ conventions, with labels for the URL and the status class:
     soak_other_urls                           URLs counted under url="other" (see below)
     soak_target_requests_per_second, soak_concurrency, soak_start_time_seconds,
     soak_intervals_total and soak_interval_* (the last closed interval's figures),
-    soak_run_finished, soak_thresholds_passed, soak_threshold_passed{rule,scope}
+    soak_run_finished, soak_thresholds_passed, soak_threshold_passed{rule,scope},
+    soak_build_info{version,engine}           1, labelled with the runner's version and engine
+
+Written to a receiver (remoteWrite, OTLP), the latency by URL and by phase go also as native
+histograms (runner.metrics.native), under the classic ones' names without their suffixes:
+soak_request_duration_seconds{url} and soak_phase_seconds{phase}.
 
 The `url` label has at most URL_SERIES_CAP + 1 values, however long the URL list: the first
 URL_SERIES_CAP distinct URLs of the list have series of their own, and every later one is
@@ -40,7 +45,9 @@ wires the counts, the reporter, the endpoint and the pusher together.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -58,12 +65,15 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from runner import __version__
 from runner.config.settings import Settings
 from runner.config.targets import as_targets
+from runner.core.columns import LINE_PERCENTILES
 from runner.core.redact import printable
 from runner.load.model import LoadModel
 from runner.load.shards import ALONE, Shard
-from runner.metrics.push import Pusher
+from runner.metrics import native
+from runner.metrics.push import FINAL_WAIT_S, Pusher
 from runner.metrics.server import MetricServer
 from runner.metrics.tally import (
     DURATION,
@@ -83,12 +93,13 @@ from runner.metrics.tally import (
 )
 from runner.report.base import Reporter
 from runner.stats.client import ClientFigures
-from runner.stats.figures import BACKENDS_SHOWN, GAUGE_PERCENTILES, OTHER_BACKENDS, PERCENTILES, Figures
+from runner.stats.figures import BACKENDS_SHOWN, OTHER_BACKENDS, Figures
 from runner.stats.phases import PHASES, PhaseTally
 from runner.stats.recorder import Interval
 from runner.stats.runinfo import RunInfo, RunSummary
 
 if TYPE_CHECKING:
+    from runner.metrics.export import Receiver
     from runner.report.verdict import Verdict
 
 # Each histogram's `le` labels, written once rather than at every push (here, not in tally, so that
@@ -96,26 +107,10 @@ if TYPE_CHECKING:
 LES = {spec.name: [floatToGoString(b) for b in spec.bounds] for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION)}
 
 
-
-
-
-
 # A push or a scrape makes its body in a thread of its own, holding the GIL for about 5 ms;
 # the event loop, woken meanwhile, waits for the GIL up to the interpreter's switch interval
 # (5 ms by default) each time. A shorter one hands the GIL back to the loop sooner.
 GIL_SWITCH_S = 0.001
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 @dataclass(frozen=True)
@@ -139,6 +134,11 @@ class Gauges:
     finished: bool = False
     thresholds: list[tuple[str, str, bool]] | None = None  # (rule, scope, ok), once the run has finished
     phases: PhaseBuckets | None = None  # the closed intervals' phases, in DURATION's buckets
+    # The same in native buckets, when the metrics are written to a receiver (NativePhases).
+    native_phases: NativePhases | None = None
+    engine: str = ""  # which engine sends the run (soak_build_info)
+
+    # Every field is replaced, never changed in place: a copy (dataclasses.replace) is a snapshot.
 
 
 @dataclass
@@ -156,22 +156,47 @@ class PhaseBuckets:
     def empty(cls) -> PhaseBuckets:
         return cls({p: [0] * len(_PHASE_BOUNDS_NS) for p in PHASES}, dict.fromkeys(PHASES, 0), dict.fromkeys(PHASES, 0))
 
-    def add(self, phases: PhaseTally) -> None:
+    def plus(self, phases: PhaseTally) -> PhaseBuckets:
+        """These buckets with an interval's phases added: a new value, so that a snapshot of the last stays whole."""
+        below, count, sum_ns = dict(self.below), dict(self.count), dict(self.sum_ns)
         for name, histogram in phases.histograms().items():
-            self.below[name] = [a + b for a, b in zip(self.below[name], histogram.counts_up_to(_PHASE_BOUNDS_NS),
-                                                      strict=True)]
-            self.count[name] += histogram.count
-            self.sum_ns[name] += histogram.sum
+            below[name] = [a + b for a, b in zip(below[name], histogram.counts_up_to(_PHASE_BOUNDS_NS), strict=True)]
+            count[name] += histogram.count
+            sum_ns[name] += histogram.sum
+        return PhaseBuckets(below, count, sum_ns)
+
+
+@dataclass(frozen=True)
+class NativePhases:
+    """soak_phase_seconds as native histograms (runner.metrics.native): each phase's counts by native
+    bucket, added up at each closed interval from its phase histograms, as PhaseBuckets adds the
+    classic ones up (exact to the HDR histograms' 0.1%)."""
+
+    phases: dict[str, native.NativeHistogram]
+
+    @classmethod
+    def empty(cls) -> NativePhases:
+        return cls({p: native.NativeHistogram({}, 0, 0.0) for p in PHASES})
+
+    def plus(self, phases: PhaseTally) -> NativePhases:
+        summed = dict(self.phases)
+        for name, histogram in phases.histograms().items():
+            before = summed[name]
+            summed[name] = native.NativeHistogram(native.added(before.buckets, native.counts_of(histogram)),
+                                                  before.count + histogram.count, before.sum_s + histogram.sum / 1e9)
+        return NativePhases(summed)
 
 
 _PHASE_BOUNDS_NS = [DURATION.last_ns(bound) for bound in DURATION.bounds]
 
 
+_PHASE_HELP = ("Where the responses' time went, by phase: dns, connect and tls (0 on a reused connection), ttfb "
+               "(request written to the headers) and body (headers to the last byte); as of the last closed interval.")
+
+
 def phase_family(phases: PhaseBuckets) -> Metric:
     """soak_phase_seconds{phase}, in soak_request_duration_seconds' buckets."""
-    family = HistogramMetricFamily("soak_phase_seconds", "Where the responses' time went, by phase: dns, connect and "
-                                   "tls (0 on a reused connection), ttfb (request written to the headers) and body "
-                                   "(headers to the last byte); as of the last closed interval.", labels=["phase"])
+    family = HistogramMetricFamily("soak_phase_seconds", _PHASE_HELP, labels=["phase"])
     for name in PHASES:
         below = zip(LES[DURATION.name], map(float, phases.below[name]), strict=True)
         buckets = [*below, ("+Inf", float(phases.count[name]))]
@@ -186,41 +211,117 @@ class MetricsReporter(Reporter):
     """
 
     def __init__(self, gauges: Gauges, verdict: Verdict | None = None, pusher: Pusher | None = None,
-                 server: MetricServer | None = None) -> None:
+                 server: MetricServer | None = None, receivers: Sequence[Receiver] = (),
+                 counts: Counts | None = None, slots: UrlSlots | None = None) -> None:
         self._gauges = gauges
         self._verdict = verdict
         self._pusher = pusher
         self._server = server
+        self._receivers = receivers  # remote write, OTLP: each closed interval's snapshot is written
+        self._counts = counts
+        self._slots = slots
+        self._last_write_s = 0.0
 
     def start(self, info: RunInfo) -> None:
         f = self._gauges
         f.target_rate = info.qps if info.model.paced else None
         f.concurrency = info.concurrency
         f.start_time = info.wall_start
+        f.engine = info.engine
+        if self._receivers:
+            f.native_phases = NativePhases.empty()
         if self._pusher is not None:
             self._pusher.start(info)
+        for receiver in self._receivers:
+            receiver.start(info)
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
-        self._gauges.last = LastInterval(info.wall(interval.end_ns), interval.figures, interval.client)
+        f = self._gauges
+        f.last = LastInterval(info.wall(interval.end_ns), interval.figures, interval.client)
         if info.settings.pace.stages and interval.figures.rate_target is not None:
-            self._gauges.target_rate = interval.figures.rate_target  # a ramp: the rate of the interval just closed
-        self._gauges.intervals += 1
+            f.target_rate = interval.figures.rate_target  # a ramp: the rate of the interval just closed
+        f.intervals += 1
         if interval.tally.phases is not None and interval.tally.phases.count:
-            if self._gauges.phases is None:
-                self._gauges.phases = PhaseBuckets.empty()
-            self._gauges.phases.add(interval.tally.phases)
+            f.phases = (f.phases or PhaseBuckets.empty()).plus(interval.tally.phases)
+            if f.native_phases is not None:
+                f.native_phases = f.native_phases.plus(interval.tally.phases)
         if self._pusher is not None:
             self._pusher.push_soon()
+        if self._receivers:
+            snapshot = self._snapshot(info.wall(interval.end_ns))
+            for receiver in self._receivers:
+                receiver.write_soon(snapshot)
 
     def finish(self, summary: RunSummary) -> None:
         if self._verdict is not None:
             self._gauges.thresholds = [(o.rule.text, o.rule.scope, o.ok) for o in self._verdict.judge(summary)]
         self._gauges.finished = True
+        asks = []
+        deadline = time.monotonic() + FINAL_WAIT_S  # for every final write together, the push's included
+        if self._receivers:  # asked first, so that they go on while the Pushgateway is pushed to
+            snapshot = self._snapshot(summary.info.wall(summary.end_ns))
+            asks = [(receiver, receiver.write_final(snapshot)) for receiver in self._receivers]
         if self._pusher is not None:
             self._pusher.push_final()
             self._pusher.close()
+        for receiver, ask in asks:
+            receiver.wait(ask, deadline - time.monotonic())
+        for receiver in self._receivers:
+            receiver.close(max(deadline - time.monotonic(), 0.0))
         if self._server is not None:
             self._server.close()
+
+    def _snapshot(self, at_s: float) -> Snapshot:
+        """The figures as they are, for a write at `at_s` (a Unix time, after the last write's)."""
+        assert self._counts is not None and self._slots is not None
+        at_s = max(at_s, self._last_write_s + 0.001)  # the final write comes after the last interval's
+        self._last_write_s = at_s
+        return Snapshot(self._counts.snapshot(), dataclasses.replace(self._gauges), self._slots, at_s)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The figures at one moment, for a write: taken on the event loop as an interval closes (a copy
+    of the counts and the gauges, small and quick), encoded on a receiver's thread."""
+
+    counts: MetricsTally
+    gauges: Gauges
+    slots: UrlSlots
+    at_s: float  # Unix time: the samples' timestamp
+
+    def families(self) -> list[Metric]:
+        """Every family /metrics would show at this moment."""
+        return list(SoakCollector(_Frozen(self.counts), self.gauges, self.slots).collect())
+
+    def native_histograms(self) -> list[native.NativeFamily]:
+        """The latency by URL and by phase as native histograms (the families' classic ones' figures)."""
+        counts = self.counts
+        to_bucket = _NATIVE_BUCKETS
+        by_url = []
+        for slot, label in enumerate(self.slots.labels):
+            if self.slots.shown is not None and slot not in self.slots.shown:
+                continue
+            places = [good + bad for good, bad in zip(counts.good[slot], counts.bad[slot], strict=True)]
+            sum_ns = counts.good_ns[slot] + counts.bad_ns[slot]
+            by_url.append(({"url": label}, native.from_places(places, to_bucket, sum_ns)))
+        families = [native.NativeFamily(DURATION.name, DURATION.help, by_url)]
+        if self.gauges.native_phases is not None and self.gauges.phases is not None:
+            families.append(native.NativeFamily("soak_phase_seconds", _PHASE_HELP, [
+                ({"phase": name}, self.gauges.native_phases.phases[name]) for name in PHASES]))
+        return families
+
+
+_NATIVE_BUCKETS = native.buckets_of_places(EDGES_NS)  # each place's native bucket
+
+
+@dataclass(frozen=True)
+class _Frozen:
+    """Counts that are already a snapshot."""
+
+    counts: MetricsTally
+
+    def snapshot(self) -> MetricsTally:
+        return self.counts
 
 
 @dataclass(eq=False)  # a registry keeps its collectors in a dict
@@ -236,8 +337,6 @@ class SoakCollector(Collector):
         yield from slow_cooker_families(counts)
         yield from request_families(counts, self.slots)
         yield from gauge_families(self.gauges)
-
-
 
 
 def status_class(status: int) -> str:
@@ -331,6 +430,11 @@ def gauge_families(f: Gauges) -> Iterator[Metric]:
     yield GaugeMetricFamily("soak_concurrency", "Clients sending.", value=f.concurrency)
     yield GaugeMetricFamily("soak_start_time_seconds", "When the run started (send 0 was due), as a Unix time.",
                             value=f.start_time)
+    if f.engine:
+        info = GaugeMetricFamily("soak_build_info", "1, labelled with the runner's version and the engine that sends "
+                                 "the run (native or python).", labels=["version", "engine"])
+        info.add_metric([__version__, f.engine], 1)
+        yield info
     yield CounterMetricFamily("soak_intervals", "Intervals closed (interval lines printed).", value=f.intervals)
     yield GaugeMetricFamily("soak_run_finished", "1 once the run has finished and its summary is printed, else 0.",
                             value=1 if f.finished else 0)
@@ -340,7 +444,9 @@ def gauge_families(f: Gauges) -> Iterator[Metric]:
         yield from _interval_families(f.last)
     if f.thresholds is not None:
         yield GaugeMetricFamily("soak_thresholds_passed", "1 if the finished run kept every threshold, 0 if it broke "
-                                "any (exit code 3).", value=1 if all(ok for _, _, ok in f.thresholds) else 0)
+                                "any (its exit code then says how: 3, or 8 when not one response came back, 9 when "
+                                "only where the client's own delay may have changed their figures).",
+                                value=1 if all(ok for _, _, ok in f.thresholds) else 0)
         each = GaugeMetricFamily("soak_threshold_passed", "1 if the finished run kept this threshold, else 0.",
                                  labels=["rule", "scope"])
         for rule, scope, ok in f.thresholds:
@@ -361,22 +467,22 @@ def _interval_families(last: LastInterval) -> Iterator[Metric]:
     if f.errors_percent is not None:
         yield GaugeMetricFamily("soak_interval_errors_ratio", "The last interval's bad and failed requests against "
                                 "all its requests, 0 to 1.", value=f.errors_percent / 100)
+    # Labelled percentile (p50 ... p999, as the summary names them), not quantile: Prometheus keeps
+    # that label for a summary's series, and these are gauges of one interval, with no count or sum.
     latency = GaugeMetricFamily("soak_interval_latency_seconds", "Latency percentiles of the last interval's "
-                                "responses.", labels=["quantile"])
-    for key in GAUGE_PERCENTILES:
-        latency.add_metric([PERCENTILES[key].quantile], f.latency.percentiles[key] / 1e9)
+                                "responses, exact.", labels=["percentile"])
+    for key in LINE_PERCENTILES:  # the gauges show the interval line's
+        latency.add_metric([key], f.latency.percentiles[key] / 1e9)
     yield latency
     yield GaugeMetricFamily("soak_interval_max_latency_seconds", "The slowest response of the last interval.",
                             value=f.latency.max_ns / 1e9)
-    yield GaugeMetricFamily("soak_interval_client_saturated", "1 if the client, not the server, set the pace in the "
-                            "last interval (CPU >= 90% of a core, or loop lag p99 >= 10 ms), else 0.",
+    yield GaugeMetricFamily("soak_interval_client_saturated", "1 if the client's own delay may have changed a figure "
+                            "of the last interval (sends skipped or timed out, a goal missed, a latency), else 0.",
                             value=float(client.saturated))
     yield GaugeMetricFamily("soak_interval_client_cpu_ratio", "The runner's CPU in the last interval, in cores.",
                             value=client.cpu_share)
     yield GaugeMetricFamily("soak_interval_loop_lag_seconds", "How late the runner's event loop ran a 10 ms timer "
                             "in the last interval, p99.", value=client.loop_lag.percentiles([99])[99] / 1e9)
-
-
 
 
 class Metrics:
@@ -407,11 +513,18 @@ class Metrics:
         self.server = MetricServer(settings.metrics.addr, registry) if settings.metrics.addr else None
         spec = settings.metrics
         self.pusher = Pusher(spec.pushgateway, spec.job, registry, err) if spec.pushgateway else None
-        self.reporter = MetricsReporter(gauges, verdict, self.pusher, self.server)
+        self.receivers: list[Receiver] = []
+        if spec.written:
+            from runner.metrics.receivers import receivers_for  # their libraries load only for a run that writes
+
+            self.receivers = receivers_for(spec, err)
+        self.reporter = MetricsReporter(gauges, verdict, self.pusher, self.server, self.receivers, counts, slots)
 
     def close(self) -> None:
-        """Stop serving and pushing, if the run ended without finishing (the reporter does it otherwise)."""
+        """Stop serving, pushing and writing, if the run ended without finishing (the reporter does it otherwise)."""
         if self.server is not None:
             self.server.close()
         if self.pusher is not None:
             self.pusher.close()
+        for receiver in self.receivers:
+            receiver.close(0.0)

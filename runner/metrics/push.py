@@ -6,6 +6,13 @@ grouping key is the job (pushgatewayJob, "soak" by default) and the pod's index
 (pod_index: JOB_COMPLETION_INDEX in an Indexed Job, else 0), so each run replaces the last
 one's figures (a push is an HTTP PUT of the whole group) and the shards of a run sit side by side.
 
+Groups outlive their runs: a scaled-out run of 5 shards followed by one of 3 would leave the
+groups of pod_index 3 and 4 on the Pushgateway for ever, their figures never finishing again.
+So, as a run starts, its shard 0 deletes the groups of its job whose pod_index is at or above
+the run's shard count (stale_indexes); a run alone (shards 1, not in an Indexed Job) deletes
+those from 1 up. A plain Indexed Job whose pods each send the whole load (shards 1, each pod's
+index from JOB_COMPLETION_INDEX) does not know how many pods it has, and deletes nothing.
+
 Pushes happen on a thread of their own, one at a time and in order, so a slow or absent
 Pushgateway never holds up sending. Every push carries the whole run so far (the counters
 are cumulative), so one that fails loses nothing: the next carries its counts. A failure
@@ -15,17 +22,19 @@ stops the run.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import urllib.error
+import urllib.request
 from collections.abc import Mapping
-from typing import TextIO
+from typing import Any, TextIO
 
-from prometheus_client import CollectorRegistry, push_to_gateway
+from prometheus_client import CollectorRegistry, delete_from_gateway, push_to_gateway
 
 from runner.core import redact
 from runner.core.errors import UsageError
-from runner.load.shards import Shard, completion_index
+from runner.load.shards import INDEX_ENV, Shard, completion_index
 from runner.stats.runinfo import RunInfo
 
 PUSH_TIMEOUT_S = 5.0  # one push, connecting included
@@ -50,11 +59,15 @@ class Pusher:
         self._closing = False
         self._final: int | None = None  # the final push's ask, once asked for
         self.failures = 0
+        self._clean_from: int | None = None  # delete the job's groups from this pod index up, before the first push
+        self.deleted: list[str] = []  # the pod indexes whose groups were deleted
+        self._unclean = ""  # why they could not be, until said
         self._thread = threading.Thread(target=self._loop, name="pushgateway", daemon=True)
 
     def start(self, info: RunInfo) -> None:
-        """Group the pushes under this pod's index, and begin."""
+        """Group the pushes under this pod's index, and begin: shard 0 first deletes the stale groups."""
         self.grouping_key = {"pod_index": pod_index(info.shard)}
+        self._clean_from = cleans_from(info.shard)
         self._thread.start()
 
     def push_soon(self) -> int:
@@ -83,6 +96,8 @@ class Pusher:
             self._thread.join(timeout=self._timeout_s + 1)
 
     def _loop(self) -> None:
+        if self._clean_from is not None:
+            self._clean(self._clean_from)
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._taken < self._asked or self._closing)
@@ -97,11 +112,28 @@ class Pusher:
     def _push(self, ask: int) -> None:
         try:
             push_to_gateway(self.url, self.job, self._registry, self.grouping_key, timeout=self._timeout_s)
+            if self._unclean:
+                self._say(self._unclean)
+            self._unclean = ""
         except Exception as e:  # anything at all: a push must never stop the run
             self.failures += 1
+            self._unclean = ""
             final = self._final is not None and ask >= self._final  # no next push to carry the counts
             self._say(f"{_reason(e)}; " + ("the final figures and verdict were not pushed" if final
                                            else "the counts are kept and go with the next push"))
+
+    def _clean(self, count: int) -> None:
+        """Delete the groups of this job from pod index `count` up (a run with fewer pods than the last)."""
+        try:
+            with urllib.request.urlopen(f"{self.url.rstrip('/')}/api/v1/metrics", timeout=self._timeout_s) as answer:
+                groups = json.loads(answer.read())
+            for index in stale_indexes(groups, self.job, count):
+                delete_from_gateway(self.url, self.job, {"pod_index": index}, timeout=self._timeout_s)
+                self.deleted.append(index)
+        except Exception as e:  # anything at all: never the run's end, and the pushes go on
+            # Said after the first push, if that one went through: a Pushgateway that is down or
+            # refuses everything is told by the pushes' own lines, not once more here.
+            self._unclean = f"{_reason(e)}; the groups of pods beyond this run's {count} were not deleted"
 
     def _say(self, text: str) -> None:
         self._err.write(f"soak: pushgateway {redact.url(self.url)}: {redact.printable(text)}\n")
@@ -120,6 +152,27 @@ def _reason(error: Exception) -> str:
     if isinstance(error, OSError) and error.strerror:
         return error.strerror
     return str(error) or type(error).__name__
+
+
+def cleans_from(shard: Shard, environ: Mapping[str, str] = os.environ) -> int | None:
+    """From which pod index this process deletes its job's groups as the run starts: shard 0 of a run
+    split over pods, from the shard count; a run alone outside an Indexed Job, from 1; else None."""
+    if shard.count > 1:
+        return shard.count if shard.index == 0 else None
+    return None if environ.get(INDEX_ENV, "").strip() else 1
+
+
+def stale_indexes(groups: Any, job: str, count: int) -> list[str]:
+    """The pod indexes of `job`'s groups at or above `count`, from the Pushgateway's /api/v1/metrics
+    answer; only the groups keyed by job and pod_index alone, as the runner pushes them."""
+    found = []
+    data = groups.get("data") if isinstance(groups, dict) else None
+    for group in data if isinstance(data, list) else []:
+        labels = group.get("labels", {}) if isinstance(group, dict) else {}
+        index = labels.get("pod_index", "")
+        if set(labels) == {"job", "pod_index"} and labels["job"] == job and index.isdecimal() and int(index) >= count:
+            found.append(index)
+    return sorted(found, key=int)
 
 
 def pod_index(shard: Shard, environ: Mapping[str, str] = os.environ) -> str:

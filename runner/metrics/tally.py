@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Protocol
+from typing import Protocol
 
 # The url label and its bound are the URL list's (the summary's perUrl counts URLs alike); named here too.
 from runner.config.targets import OTHER_URLS as OTHER_URLS
@@ -22,8 +22,10 @@ from runner.config.targets import UrlSlots as UrlSlots
 from runner.config.targets import url_label as url_label
 from runner.config.targets import url_slots as url_slots
 from runner.load.model import LoadModel
+from runner.load.native.records import MetricsCounts
 from runner.load.result import Result, is_good
 from runner.load.schedule import Skips
+from runner.metrics import native
 from runner.stats.client import is_late
 from runner.stats.figures import BACKENDS_SHOWN, NO_BACKEND, OTHER_BACKENDS
 from runner.stats.recorder import BACKENDS_KEPT
@@ -73,8 +75,11 @@ DURATION = HistogramSpec(
 
 
 # Every histogram's bucket edges as latencies in ns, in one sorted list: a result finds its
-# place among all of them with one bisect, and each histogram's buckets are sums of places.
-EDGES_NS = tuple(sorted({spec.last_ns(b) for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION) for b in spec.bounds}))
+# place among all of them with one bisect, and each histogram's buckets are sums of places. The
+# native histograms' bounds (runner.metrics.native, 511 of them) are among them, so a place lies
+# in one native bucket: the bisect takes two more steps, and a push adds up four times the places.
+EDGES_NS = tuple(sorted({spec.last_ns(b) for spec in (*SLOW_COOKER_HISTOGRAMS, DURATION) for b in spec.bounds}
+                        | set(native.EDGES_NS)))
 
 
 # Each histogram's bounds, as places among EDGES_NS: bucket i counts the results in places 0 .. PLACES[name][i].
@@ -109,7 +114,7 @@ class MetricsTally:
         # The latency a response counts with, as the recorder measures it; None for a sum of
         # other tallies (summed(), WorkerTallies), which records nothing itself.
         self._model = model
-        self._native: Callable[[], dict[str, Any] | None] | None = None  # the native engine's counts (follow())
+        self._followed: Callable[[], MetricsCounts | None] | None = None  # an engine's own counts (follow())
         self._slot_of = slots.slot_of
         self._shown = shown
         self._labels: dict[str, str] = {}  # a backend's raw value -> its label, for the first BACKENDS_KEPT met
@@ -173,9 +178,9 @@ class MetricsTally:
         return label
 
     def add_backends(self, counts: Mapping[str, int]) -> None:
-        """Count responses by backend, already named as shown (a native interval's Tally.backends, in
-        the order met): labelled as _backend_label labels them. A new Counter each time, so that a
-        snapshot taken from another thread meanwhile reads one whole."""
+        """Count responses by backend, already named as shown (an interval's Tally.backends, from an
+        engine that counts them itself, in the order met): labelled as _backend_label labels them.
+        A new Counter each time, so that a snapshot taken from another thread meanwhile reads one whole."""
         backends = Counter(self.backends)
         for name, n in counts.items():
             named = len(backends) - (OTHER_BACKENDS in backends)
@@ -183,57 +188,52 @@ class MetricsTally:
             backends[label] += n
         self.backends = backends
 
-    def native_config(self) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
-        """What the native engine needs to count as record() does: each URL's slot, the number of
-        slots, and the bucket edges (runner.load.native.engine's MetricsConfig)."""
+    def layout(self) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
+        """What an engine that counts for it (follow()) needs to count as record() does: each URL's
+        slot, the number of slots, and the bucket edges (records.Config.metrics)."""
         return self._slot_of, len(self.statuses), EDGES_NS
 
-    def follow(self, counted: Callable[[], dict[str, Any] | None]) -> None:
-        """From now on, hold what the native engine counts (its metrics(), read at each snapshot)
-        instead of counting results here: the engine tells Python of no single result."""
-        self._native = counted
+    def follow(self, counted: Callable[[], MetricsCounts | None]) -> None:
+        """From now on, hold what an engine counts itself (`counted()`, read at each snapshot) instead
+        of counting results here: the native engine tells Python of no single result."""
+        self._followed = counted
 
     def snapshot(self) -> MetricsTally:
         """A copy, taken from another thread while results keep coming (each copy is one C call).
 
         The copy only holds counts: it records nothing, and a worker sends it home pickled
         with every interval, so it leaves out the map of every URL to its slot. Following the
-        native engine, it is what the engine has counted so far."""
-        if self._native is not None:
-            counted = self._native()
-            copy = native_counts(counted) if counted is not None else MetricsTally(UrlSlots((), (), 0))
-            copy.backends = Counter(self.backends)  # add_backends' (the native recorder's, per interval)
+        engine's own counts (follow()), it is what the engine has counted so far."""
+        if self._followed is not None:
+            counted = self._followed()
+            copy = holding(counted) if counted is not None else MetricsTally(UrlSlots((), (), 0))
+            copy.backends = Counter(self.backends)  # add_backends' (the engine's recorder's, per interval)
             return copy
-        return _holding(self._model, {
-            "skipped": self.skipped, "late": self.late, "opened": self.connections_opened,
-            "closed": self.connections_closed, "backends": self.backends, "failures": self.failures,
-            "statuses": [list(counts) for counts in self.statuses], "good": [list(places) for places in self.good],
-            "bad": [list(places) for places in self.bad], "good_ns": list(self.good_ns), "bad_ns": list(self.bad_ns),
-        })
+        counts = MetricsCounts(
+            skipped=self.skipped, late=self.late, opened=self.connections_opened, closed=self.connections_closed,
+            statuses=[list(counts) for counts in self.statuses], failures=self.failures,
+            good=[list(places) for places in self.good], bad=[list(places) for places in self.bad],
+            good_ns=list(self.good_ns), bad_ns=list(self.bad_ns))
+        return holding(counts, self._model, self.backends)
 
 
-def native_counts(counts: dict[str, Any]) -> MetricsTally:
-    """The native engine's metrics() as a MetricsTally holding them: what snapshot() would give (a
-    copy that records nothing). Its backends are counted per interval instead (add_backends),
-    which snapshot() adds."""
-    return _holding(None, {**counts, "backends": ()})
-
-
-def _holding(model: LoadModel | None, counts: dict[str, Any]) -> MetricsTally:
-    """A MetricsTally that only holds `counts` (keyed as the native engine's metrics() are, plus
-    backends): it records nothing and has no map of URLs to slots, so a worker's copy pickles small."""
+def holding(counts: MetricsCounts, model: LoadModel | None = None,
+            backends: Mapping[str, int] | None = None) -> MetricsTally:
+    """A MetricsTally that only holds `counts` and `backends` (what snapshot() gives): it records
+    nothing and has no map of URLs to slots, so a worker's copy pickles small. An engine that
+    counts for it (follow()) counts backends per interval instead (add_backends)."""
     tally = MetricsTally.__new__(MetricsTally)
     tally._model = model
-    tally._native = None
+    tally._followed = None
     tally._slot_of = ()
     tally._shown = None
     tally._labels = {}
-    tally.skipped, tally.late = counts["skipped"], counts["late"]
-    tally.connections_opened, tally.connections_closed = counts["opened"], counts["closed"]
-    tally.backends = Counter(counts["backends"])
-    tally.failures = Counter(counts["failures"])
-    tally.statuses, tally.good, tally.bad = counts["statuses"], counts["good"], counts["bad"]
-    tally.good_ns, tally.bad_ns = counts["good_ns"], counts["bad_ns"]
+    tally.skipped, tally.late = counts.skipped, counts.late
+    tally.connections_opened, tally.connections_closed = counts.opened, counts.closed
+    tally.backends = Counter(backends or {})
+    tally.failures = Counter(counts.failures)
+    tally.statuses, tally.good, tally.bad = counts.statuses, counts.good, counts.bad
+    tally.good_ns, tally.bad_ns = counts.good_ns, counts.bad_ns
     return tally
 
 

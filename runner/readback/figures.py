@@ -14,14 +14,16 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from runner.core.columns import LINE_PERCENTILES
 from runner.core.units import UNIT_NS
 from runner.readback.logscan import IntervalRow, Startup
 from runner.report import keys as k
 from runner.report.slowcooker import shown_percent
 from runner.stats.estimate import estimate, interval_points
-from runner.stats.figures import LINE_PERCENTILES, PERCENTILES, SUMMARY_PERCENTILES, goal_percent
+from runner.stats.figures import PERCENTILES, SUMMARY_PERCENTILES, goal_percent
 
 LATENCY_KEYS = (*SUMMARY_PERCENTILES, k.MIN, k.MEAN, k.MAX)
+URL_COUNTS = (k.REQUESTS, k.GOOD, k.BAD, k.FAILED)
 
 
 _INTERVAL_QUANTILES = {key: PERCENTILES[key].fraction for key in LINE_PERCENTILES}  # an interval row's columns
@@ -55,6 +57,9 @@ class RunFigures:
     estimated: frozenset[str] = frozenset()  # latency keys that are estimates from interval rows
     # Where the time went: the summary's phases section, in ns, by phase and key (min, mean, p50 ...).
     phases_ns: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # Each URL's part of the run, by its label (the summary's perUrl): URL_COUNTS as counted, and the
+    # LATENCY_KEYS in ns; empty for a run of one URL, or a summary without it.
+    urls: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     @property
     def failed_percent(self) -> float | None:
@@ -147,7 +152,20 @@ def _from_summary(summary: Mapping[str, Any], unit: str, slow_cooker: bool, note
         connections_closed=_count(summary.get(k.CONNECTIONS_CLOSED)),
         latency_ns=latency,
         phases_ns=_phases(summary),
+        urls=_urls(summary, scale),
     )
+
+
+def _urls(summary: Mapping[str, Any], scale: int) -> dict[str, dict[str, float]]:
+    """The summary's perUrl entries by their label: counts, and latencies in ns (they are in the unit)."""
+    found: dict[str, dict[str, float]] = {}
+    entries = summary.get(k.PER_URL)
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get(k.URL), str) and entry[k.URL] not in found:
+            counts = {key: float(c) for key in URL_COUNTS if (c := _count(entry.get(key))) is not None}
+            latencies = {key: v * scale for key in LATENCY_KEYS if (v := json_number(entry.get(key))) is not None}
+            found[entry[k.URL]] = counts | latencies
+    return found
 
 
 def _phases(summary: Mapping[str, Any]) -> dict[str, dict[str, float]]:
@@ -239,9 +257,12 @@ def _section(summary: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 def json_number(value: Any) -> float | None:
-    """A finite JSON number, or None for anything else (strings, booleans, null, NaN)."""
+    """A finite JSON number, or None for anything else (strings, booleans, null, NaN, and integers
+    beyond the 64 bits every run counts in, which no float arithmetic could take)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    if isinstance(value, int):
+        return value if abs(value) < 2**63 else None
     return value if math.isfinite(value) else None
 
 

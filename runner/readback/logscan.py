@@ -14,7 +14,9 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from runner.core.columns import LOG_LINE, matched
 from runner.core.durations import DurationError, parse_duration
 from runner.report.clientnotes import NOTE_PREFIXES
 from runner.report.slowcooker import COUNT_REACHED, WARMUP_MARK
@@ -30,11 +32,8 @@ _STARTUP = re.compile(
     r"(?:to (.+)|using url list (.+)) \.\.\.\s*$"
 )
 _HEADER = re.compile(r"^#\s+iter\s+good/b/f\s")
-# slow_cooker's "%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s", any runs of spaces.
-_INTERVAL = re.compile(
-    r"^(\d{4}-\d\d-\d\dT\S+) +(\d+) +(\d+)/(\d+)/(\d+) +(\d+) +(\d+)% +(\S+) +(\d+) "
-    r"+\[ *(\d+) +(\d+) +(\d+) +(\d+) *\] +(\d+) +(\d+)(?: ([+-]*))?\s*$"
-)
+# IntervalRow's names for the line's columns, where they are the intervalStats' (the rest are alike).
+_ROW_NAMES = {"iteration": "iter", "target": "t"}
 # soak: once per group of alike errors per interval, on one URL or on several; then the rest in one line
 _SOAK_ERROR = re.compile(r'^[A-Z]+ (?:(?:more than )?\d+ URLs, e\.g\. )?"(.*)": (.+) \((\d+) times?\)\s*$')
 _SOAK_MORE_ERRORS = re.compile(r"^\.\.\. and \d+ more errors \((\d+) times?\)\s*$")
@@ -184,7 +183,7 @@ def _line(found: LogScan, number: int, line: str, cut: bool) -> None:
         _startup(found, number, m)
     elif _HEADER.match(line) or stripped.startswith(_OWN_COMMENTS):
         pass
-    elif (m := _INTERVAL.match(line)) is not None and not (cut and m.group(16) is None):
+    elif (m := LOG_LINE.match(line)) is not None and not (cut and m.group("change") is None):
         # A last line cut off before the space after bhash may have lost digits of bhash.
         _interval(found, m)
     elif _AB_LINE.match(line) and not cut:
@@ -195,7 +194,7 @@ def _line(found: LogScan, number: int, line: str, cut: bool) -> None:
 
 def _ends_block(found: LogScan, line: str) -> bool:
     """A line that cannot be inside the summary being read: a new summary, run or interval line."""
-    if line.rstrip() != "{" and _STARTUP.match(line) is None and _INTERVAL.match(line) is None:
+    if line.rstrip() != "{" and _STARTUP.match(line) is None and LOG_LINE.match(line) is None:
         return False
     _close_block(found, closed=False)
     return True
@@ -254,16 +253,11 @@ def _startup(found: LogScan, number: int, m: re.Match[str]) -> None:
 
 def _interval(found: LogScan, m: re.Match[str]) -> None:
     """An interval line, with the errors reported on stderr since the one before."""
-    g = m.groups()
-    it, good, bad, failed, t, goal_pct = (int(x) for x in g[1:7])
-    low, p50, p95, p99, p999, high, bhash = (int(x) for x in g[8:15])
+    row: dict[str, Any] = {_ROW_NAMES.get(key, key): value for key, value in matched(m).items() if key != "change"}
     errors = dict(found._pending) if found._pending else None
     found._pending.clear()
     found.trailing_errors = 0
-    found.intervals.append(
-        IntervalRow(g[0], it, good, bad, failed, t, goal_pct, g[7], low, p50, p95, p99, p999, high, bhash,
-                        errors=errors)
-    )
+    found.intervals.append(IntervalRow(**row, errors=errors))
 
 
 def _skip(found: LogScan, number: int, line: str, why: str) -> None:

@@ -19,6 +19,7 @@ from itertools import pairwise
 from typing import Any
 
 from runner.config.files import read_log
+from runner.core.columns import LATENCY_COLUMNS
 from runner.core.units import UNIT_NS
 from runner.readback.figures import LATENCY_KEYS, RunFigures, figures, json_int, json_number
 from runner.readback.logscan import MAX_LINE_NOTES, IntervalRow, JsonBlock, LogScan, Startup, scan
@@ -175,9 +176,8 @@ def _interval_from_stats(entry: Any) -> IntervalRow | None:
     if not isinstance(entry, dict):
         return None
     ints = (k.ITER, k.GOOD, k.BAD, k.FAILED, k.BHASH)
-    latencies = (k.MIN, "p50", "p95", "p99", "p999", k.MAX)
     if not all(json_int(entry.get(key)) for key in ints) or any(json_number(entry.get(key)) is None
-                                                                for key in latencies):
+                                                                for key in LATENCY_COLUMNS):
         return None
     t, goal = entry.get(k.GOAL_T), entry.get(k.GOAL_PERCENT)  # null in a bench, which has no goal
     if (t is not None and json_number(t) is None) or (goal is not None and not json_int(goal)):
@@ -187,8 +187,7 @@ def _interval_from_stats(entry: Any) -> IntervalRow | None:
     errors = entry.get(k.ERRORS)
     return IntervalRow(
         entry[k.END], entry[k.ITER], entry[k.GOOD], entry[k.BAD], entry[k.FAILED], t, goal,
-        entry[k.INTERVAL], entry[k.MIN], entry["p50"], entry["p95"], entry["p99"], entry["p999"], entry[k.MAX],
-        entry[k.BHASH],
+        entry[k.INTERVAL], **{key: entry[key] for key in LATENCY_COLUMNS}, bhash=entry[k.BHASH],
         skipped=entry[k.SKIPPED] if json_int(entry.get(k.SKIPPED)) else None,
         errors={str(k): v for k, v in errors.items() if json_int(v)} if isinstance(errors, dict) else None,
     )
@@ -225,12 +224,35 @@ def _choose_intervals(
     """The summary's intervalStats when it has them (checked against the lines), else the lines."""
     if slow_cooker:
         lines = [replace(i, p999=None) for i in lines]
+    lines = _within_int64(lines, "interval line", notes)
+    if stats is not None:
+        stats = _within_int64(stats, "intervalStats entry", notes)
     if stats is None:
         _note_gaps(lines, notes)
         return lines
     if lines:
         _note_disagreements(lines, stats, notes)
     return stats
+
+
+# The largest figure any run prints: both engines and slow_cooker count in signed 64-bit integers.
+# A row with a larger one is damaged or made up, and its numbers would overflow the float arithmetic
+# of the run-wide estimates (runner.stats.estimate): it is left out, with a note.
+_LARGEST = 2**63 - 1
+_FIGURES = ("good", "bad", "failed", "t", *LATENCY_COLUMNS, "bhash", "skipped")
+
+
+def _within_int64(rows: list[IntervalRow], what: str, notes: list[str]) -> list[IntervalRow]:
+    """The rows whose every figure a run could have printed; a note for each left out."""
+    kept = []
+    for row in rows:
+        big = next((name for name in _FIGURES if abs(getattr(row, name) or 0) > _LARGEST), None)
+        if big is None:
+            kept.append(row)
+        else:
+            notes.append(f"the {what} of iter {row.iter} has a {big} beyond what any run counts"
+                         " (a damaged log?); left out")
+    return kept
 
 
 def _note_gaps(intervals: Sequence[IntervalRow], notes: list[str]) -> None:
@@ -244,16 +266,12 @@ def _note_gaps(intervals: Sequence[IntervalRow], notes: list[str]) -> None:
         notes.append(f"the interval lines are not one unbroken run of iterations ({missing} missing between them)")
 
 
-_COMPARED = ("timestamp", "good", "bad", "failed", "goal_percent", "interval",
-             "min", "p50", "p95", "p99", "p999", "max", "bhash")
+_COMPARED = ("timestamp", "good", "bad", "failed", "goal_percent", "interval", *LATENCY_COLUMNS, "bhash")
 
 
 def _as_printed(name: str, value: Any) -> Any:
     """A summary figure as its interval line prints it: latencies truncated to whole units."""
-    return int(value) if name in _LATENCIES and value is not None else value
-
-
-_LATENCIES = ("min", "p50", "p95", "p99", "p999", "max")
+    return int(value) if name in LATENCY_COLUMNS and value is not None else value
 
 
 def _note_disagreements(lines: list[IntervalRow], stats: list[IntervalRow], notes: list[str]) -> None:

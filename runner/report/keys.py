@@ -39,8 +39,11 @@ PHASES, COUNT = "phases", "count"
 # MIN, MEAN, MAX and the percentiles).
 PER_URL, URL, URLS = "perUrl", "url", "urls"
 WARMUP = "warmup"  # what the warm-up before the run measured, apart from the run
+# The thresholds' verdict (runner.report.verdict.Verdict.section writes it): passed, inconclusive,
+# stoppedEarly and one record per rule (Outcome.record).
+THRESHOLDS, RULES, STOPPED_EARLY = "thresholds", "rules", "stoppedEarly"
 LAST_GOOD_RATE = "lastGoodRate"  # stopAtBrokenRule: the target rate of the last interval that kept the rules
-# The client's own figures, and whether it set the pace.
+# The client's own figures, and whether its delay may have changed a figure (stats.client.Pace.saturated).
 CLIENT_SATURATED, CLIENT = "clientSaturated", "client"
 CPU_PERCENT, LOOP_LAG_MS, LATENESS_MS, SATURATED_INTERVALS = "cpuPercent", "loopLagMs", "latenessMs", \
     "saturatedIntervals"

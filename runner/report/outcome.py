@@ -7,8 +7,8 @@ says on stderr, one line each, those that no other line says: the run was stoppe
 signal before its planned end, or not one response came back; the line of the code the run
 exits with comes last, the last line of `kubectl logs`. Broken thresholds have their
 own lines (the verdict's) and a failed worker its own (`soak: worker N failed: ...`); an inconclusive
-verdict (its rules broke only where the client could not keep pace) gets one here too, as the
-verdict lines alone would read as a failure of the service.
+verdict (its rules broke only where the client's own delay may have changed their figures) gets one
+here too, as the verdict lines alone would read as a failure of the service.
 """
 
 from __future__ import annotations
@@ -107,11 +107,22 @@ def said_lines(found: list[Said], code: int) -> list[str]:
     return [f"{text} (exit code {c})" if c == code else text for c, text in ordered if text]
 
 
+def judged(summary: RunSummary, verdict: Verdict | None, also: Sequence[int] = ()) -> list[Said]:
+    """Every exit code that applies to the finished run, its thresholds judged by `verdict`, with
+    `also` (codes known beforehand, said by lines of their own): exit_code() of them is the run's."""
+    if verdict is not None:
+        verdict.judge(summary)  # worked out once; the verdict's own finish has usually done it
+    code = verdict.exit_code if verdict is not None else EXIT_OK
+    line = verdict.inconclusive_line() if verdict is not None and code == EXIT_INCONCLUSIVE else ""
+    return [*((known, "") for known in also), *applying(summary, code, line)]
+
+
 class ExitCode(Reporter):
     """Hears the finished run last; its `code` is the run's exit code, and it says why with `say`
     (a line on stderr). `verdict` judges the thresholds, if the run has any. `said` holds what
     it said for the termination message (commands.termination): the exit code's own line ("" when
-    another says it, as the verdict's lines say a 3), then the others."""
+    another says it, as the verdict's lines say a 3), then the others; `applying` every code that
+    applies, with its line (runner.report.junit makes the run's test case of them)."""
 
     def __init__(self, say: Callable[[str], None], verdict: Verdict | None = None, also: Sequence[int] = (),
                  output_lost: Callable[[], bool] = lambda: False) -> None:
@@ -123,18 +134,40 @@ class ExitCode(Reporter):
         self._output_lost = output_lost
         self.code = EXIT_OK
         self.said: list[str] = []
+        self.applying: list[Said] = []
 
     def finish(self, summary: RunSummary) -> None:
-        verdict = self._verdict
-        if verdict is not None:
-            verdict.judge(summary)  # worked out once; the verdict's own finish has usually done it
-        code = verdict.exit_code if verdict is not None else EXIT_OK
-        line = verdict.inconclusive_line() if verdict is not None and code == EXIT_INCONCLUSIVE else ""
-        found = [*((known, "") for known in self._also), *applying(summary, code, line)]
+        found = judged(summary, self._verdict, self._also)
         if self._output_lost():
             found.append((EXIT_OUTPUT, ""))
+        self.applying = found
         self.code = exit_code(code for code, _ in found)
         for line in said_lines(found, self.code):
             self._say(line)
-        own = [text for code, text in found if code == self.code]
-        self.said = [own[0] if own else "", *(text for code, text in found if code != self.code and text)]
+        self.said = said_texts(found, self.code)
+
+
+def said_texts(found: list[Said], code: int) -> list[str]:
+    """What the run's end said of its codes, for the termination message and the run's record: the line
+    of `code`, the one it exits with, first ("" when another line says it, as the verdict's say a 3),
+    then the others."""
+    own = [text for c, text in found if c == code]
+    return [own[0] if own else "", *(text for c, text in found if c != code and text)]
+
+
+def verdict_lines(verdict: Verdict | None) -> list[str]:
+    """What the verdict says of the finished run: how many thresholds held, then each that did not,
+    as its line in the log says it (`threshold run errors% <= 1: 100% BROKEN`, or `... INCONCLUSIVE`
+    when it broke only where the client's own delay may have changed its figure). Nothing without
+    thresholds, or when no run was judged."""
+    if verdict is None or verdict.outcomes is None:
+        return []
+    outcomes = verdict.outcomes
+    failing = [o for o in outcomes if not o.ok]
+    rules = f"{len(outcomes)} threshold{'s' if len(outcomes) > 1 else ''}"
+    broken = sum(not o.inconclusive for o in failing)
+    parts = [f"{broken} of {rules} broken"] if broken else []
+    if len(failing) > broken:
+        parts.append(f"{len(failing) - broken} of {len(outcomes) if parts else rules} inconclusive")
+    total = ", ".join(parts) or f"{len(outcomes)} of {rules} kept"
+    return [total, *(o.line().removeprefix("# ").rstrip("\n") for o in failing)]

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from runner.config.schema import defaults
 from runner.config.settings import Settings
+from runner.config.storeurl import STORE_WAIT_S, parse_store_url, s3_endpoint
 from runner.config.targets import Targets, as_targets
 from runner.core import redact
 from runner.core.durations import format_duration
@@ -47,8 +48,40 @@ def describe(settings: Settings, urls: Sequence[str], environ: Mapping[str, str]
         percent = format_rate(round(s.report.hash_sample_rate * 100, 6))
         lines.append(f"checks the FNV-1a hash of {percent}% of bodies against {s.report.hash_value}")
     lines.append(_outputs(s))
-    lines += _judged(s) + _metrics(s)
-    lines += _network_policy([*urls, *([s.metrics.pushgateway] if s.metrics.pushgateway else [])])
+    lines += _judged(s) + _metrics(s) + _results(s, shard, environ)
+    store = parse_store_url(s.results.store) if s.results.store else None
+    endpoint = s3_endpoint(environ) if store is not None and store.scheme == "s3" else ""
+    reached = (s.metrics.pushgateway, s.metrics.remote_write, s.metrics.otlp, endpoint)  # what the runner talks to
+    lines += _network_policy([*urls, *(url for url in reached if url)])
+    return lines
+
+
+def _results(s: Settings, shard: Shard, environ: Mapping[str, str]) -> list[str]:
+    """Where the run's record goes (resultsStore), and for a split run who merges the shards' records."""
+    if not s.results.store:
+        return []
+    store = parse_store_url(s.results.store)
+    run = s.results.run or "named by its start time"
+    where = f"runs/{s.results.job}/{s.results.run or '<start>-<random>'}/"
+    if store.scheme == "s3":
+        endpoint = s3_endpoint(environ)
+        region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        reached = (f"at {redact.url(endpoint)} (AWS_ENDPOINT_URL)" if endpoint else
+                   f"at AWS ({region}), outside the cluster: the pallet's NetworkPolicy blocks it until you add "
+                   "its rule (docs/results-store.md)")
+        lines = [f"keeps the run's record in the S3 bucket {store.bucket} {reached}, under {store.prefix}{where} "
+                 f"(run {run}, job {s.results.job}), credentials from the environment"]
+    else:
+        lines = [f"keeps the run's record in the directory {store.path}, under {where} (run {run}, "
+                 f"job {s.results.job})"]
+    lines[0] += ", with an entry in its index for `soak history`; a store that is down or slow costs the run at most " \
+                f"{STORE_WAIT_S:g}s, never its exit code"
+    if s.split.shards > 1:
+        wait = s.results.merge_wait_ns
+        lines.append(f"each shard keeps its own record there; the one that finds all {s.split.shards} merges them into "
+                     "the run's record and verdict" + (f" (after waiting {format_duration(wait)} for the others, the "
+                     "lowest-numbered shard present merges what there is, naming the missing: exit code 5)" if wait
+                     else " (a shard missing: soak merge STORE?run=NAME)"))
     return lines
 
 
@@ -150,6 +183,12 @@ def _metrics(s: Settings) -> list[str]:
     if s.metrics.pushgateway:
         lines.append(f"pushes metrics to the Pushgateway {redact.url(s.metrics.pushgateway)} after every interval "
                      f"and at the end (job {s.metrics.job})")
+    if s.metrics.remote_write:
+        lines.append(f"writes metrics to the remote write receiver {redact.url(s.metrics.remote_write)} after every "
+                     f"interval and at the end, the latency also as native histograms (job {s.metrics.job})")
+    if s.metrics.otlp:
+        lines.append(f"sends metrics over OTLP/HTTP to {redact.url(s.metrics.otlp)} after every interval and at the "
+                     f"end (service.name {s.metrics.job})")
     return lines
 
 
@@ -325,6 +364,8 @@ def _outputs(s: Settings) -> str:
     parts.append("failures on stderr" if paced else "progress and failures on stderr")
     if s.report.report_latencies_csv:
         parts.append(f"latency CSV to {s.report.report_latencies_csv}")
+    if s.report.junit:
+        parts.append(f"JUnit XML to {s.report.junit}")
     if s.report.termination_message_path and s.report.termination_message_path != defaults()["terminationMessagePath"]:
         parts.append(f"the verdict to {s.report.termination_message_path}")  # the default: a pod's, when in one
     return "output: " + ", ".join(parts)

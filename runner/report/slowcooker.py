@@ -1,7 +1,8 @@
 """slow_cooker's text output: the startup line, the header, one line per interval.
 
 The layout is slow_cooker's own Go format strings, so existing log readers and eyes keep
-working; see shared/reference/slow_cooker-output.md. Differences are deliberate: the rate
+working; see shared/reference/slow_cooker-output.md. The interval line's columns, and its
+header, are runner.core.columns'. Differences are deliberate: the rate
 printed is the total, `t` is exact, p999 is a true 99.9th percentile, and failures are
 reported once per group of alike errors per interval, with a count, on stderr (see error_lines).
 """
@@ -10,16 +11,16 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import TextIO
 
+from runner.core.columns import CHANGE_PERCENTILE, Line, header_line, interval_line
 from runner.core.durations import format_duration
 from runner.core.redact import printable
 from runner.core.units import in_unit, rfc3339
 from runner.report.base import Reporter
-from runner.report.clientnotes import drain_note, interval_note, run_note
-from runner.stats.figures import CHANGE_PERCENTILE, LINE_PERCENTILES, Figures
+from runner.report.clientnotes import backend_note, drain_note, interval_note, run_note
+from runner.stats.figures import Figures
 from runner.stats.recorder import OTHER_TEXTS, ErrorGroup, Interval, Tally
 from runner.stats.runinfo import RunInfo, RunSummary
 
@@ -57,57 +58,9 @@ def startup_line(qps: float, method: str, concurrency: int, urls: list[str], url
     return f"# sending {rate_text(qps, method, stages)} with concurrency={concurrency} {target} ...\n"
 
 
-# slow_cooker's widths of min [p50 p95 p99 p999] max: enough for ms. A microsecond is a thousand
-# times finer, so its columns are three digits wider (a nanosecond's six): they line up wherever
-# ms columns would, and drift only where ms ones do, at a latency of 1 s (10 s for p999 and max).
-LATENCY_WIDTHS = (3, 3, 3, 3, 4, 4)
-EXTRA_DIGITS = {"ms": 0, "us": 3, "ns": 6}
-
-
-def header_line(timestamp: str, interval: str, unit: str = "ms") -> str:
-    """The column header, padded to line up with interval lines of this timestamp, interval and unit."""
-    time_pad = " " * (len(timestamp) - 2)
-    interval_pad = " " * (len(interval) - 2)
-    w = " " * EXTRA_DIGITS[unit]
-    return (f"# {time_pad} iter   good/b/f t   goal% {interval_pad} {w}min [{w}p50 {w}p95 {w}p99  {w}p999]  {w}max "
-            "bhash change\n")
-
-
-@dataclass(frozen=True)
-class Line:
-    """The columns of one interval line, as printed: what line() lays out, and a log reader reads back."""
-
-    timestamp: str  # the interval's end, RFC 3339 to the second
-    iteration: int
-    good: int
-    bad: int
-    failed: int
-    target: int  # the goal `t`, rounded to a whole send
-    goal_percent: int  # truncated
-    interval: str  # its length as Go prints a duration: `1s`, `534ms`
-    latencies: tuple[int, int, int, int, int, int]  # min, then LINE_PERCENTILES, then max, truncated to the unit
-    bhash: int
-    change: str  # `+`, `-`, or "" (see change_indicator)
-
-
-def interval_line(line: Line, unit: str = "ms") -> str:
-    """One interval in slow_cooker's layout.
-
-    slow_cooker's Go format string, "%s %4d %6d/%1d/%1d %d %3d%% %s %3d [%3d %3d %3d %4d ] %4d %6d %s\\n",
-    with its latency widths for ms and wider ones for finer units (EXTRA_DIGITS).
-    """
-    widths = [w + EXTRA_DIGITS[unit] for w in LATENCY_WIDTHS]
-    low, p50, p95, p99, p999, high = (f"{value:{width}d}" for value, width in zip(line.latencies, widths, strict=True))
-    return "%s %4d %6d/%1d/%1d %d %3d%% %s %s [%s %s %s %s ] %s %6d %s\n" % (  # noqa: UP031
-        line.timestamp, line.iteration, line.good, line.bad, line.failed, line.target, line.goal_percent,
-        line.interval, low, p50, p95, p99, p999, high, line.bhash, line.change,
-    )
-
-
 def line_of(info: RunInfo, interval: Interval, window: ChangeWindow) -> Line:
     """An interval's figures as its line's columns (and the change marker, which remembers its p99)."""
     f, unit = interval.figures, info.settings.report.latency_unit
-    latencies = (f.latency.min_ns, *(f.latency.percentiles[key] for key in LINE_PERCENTILES), f.latency.max_ns)
     return Line(
         timestamp=rfc3339(info.wall(interval.end_ns)),
         iteration=interval.index,
@@ -117,7 +70,7 @@ def line_of(info: RunInfo, interval: Interval, window: ChangeWindow) -> Line:
         target=rounded_goal(f.due or 0.0),
         goal_percent=shown_percent(f.goal_percent),
         interval=format_duration(to_ms(interval.span_ns)),
-        latencies=tuple(in_unit(ns, unit) for ns in latencies),  # type: ignore[arg-type]
+        latencies=tuple(in_unit(ns, unit) for ns in f.latency.in_line().values()),
         bhash=f.bhash,
         change=window.push(in_unit(f.latency.percentiles[CHANGE_PERCENTILE], unit)),
     )
@@ -251,7 +204,8 @@ class SlowCookerReporter(Reporter):
 
     def finish(self, summary: RunSummary) -> None:
         self._write(self._err, drain_error_lines(summary))
-        self._write(self._out, count_line(summary) + drain_note(summary) + run_note(summary))
+        self._write(self._out, count_line(summary) + drain_note(summary) + run_note(summary)
+                    + backend_note(summary))
 
     @staticmethod
     def _write(stream: TextIO, text: str) -> None:
@@ -270,10 +224,10 @@ def count_line(summary: RunSummary) -> str:
     """After the last line of a run that sent its whole totalRequests, a comment saying so.
 
     The last line of such a run is short (`50/0/0 54 92% 540ms`) and may fall under 100%:
-    its goal `t` counts the sends due in it, and sends skipped when the client fell behind
-    were due but do not use up the count (the run goes on to send it all). This line says the
-    count was sent in full, and what the shortfall in goal% is, so the end is not read as a
-    cut-off run or a lost share of requests. `#` keeps log readers from taking it for a line.
+    its goal `t` counts the sends due in it, and skipped sends (a note above says how many, and
+    whose delay they may be) were due but do not use up the count (the run goes on to send it
+    all). This line says the count was sent in full, and what the shortfall in goal% is, so the
+    end is not read as a cut-off run or a lost share of requests. `#` keeps log readers from taking it for a line.
     """
     if summary.stop_reason != "totalRequests":
         return ""
@@ -281,7 +235,7 @@ def count_line(summary: RunSummary) -> str:
     count = info.shard.share(info.settings.pace.total_requests)
     line = f"{COUNT_REACHED}: {summary.tally.requests} of {count} sent"
     if summary.tally.skipped:
-        line += f"; goal% counts the {summary.tally.skipped} due sends skipped as the client fell behind"
+        line += f"; goal% counts the {summary.tally.skipped} due sends skipped, which do not use up the count"
     return line + "\n"
 
 

@@ -24,7 +24,7 @@ from runner.report.base import Reporter
 from runner.report.compactjson import compact_json
 from runner.report.slowcooker import shown_percent, to_ms
 from runner.stats.client import ClientFigures
-from runner.stats.figures import LINE_PERCENTILES, PHASE_PERCENTILES, SUMMARY_PERCENTILES, Figures, Latency
+from runner.stats.figures import PHASE_PERCENTILES, SUMMARY_PERCENTILES, Figures, Latency
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import interval_record, run_record
 from runner.stats.recorder import BenchTally, Interval, Tally
@@ -122,9 +122,7 @@ def line_latencies_precise(latency: Latency, unit: str) -> dict[str, float]:
     A fast service answers in well under a millisecond: in ms, every interval line says 0,
     and a plot of them would be a flat line. The summary keeps what was measured.
     """
-    values = {k.MIN: latency.min_ns, **{key: latency.percentiles[key] for key in LINE_PERCENTILES},
-              k.MAX: latency.max_ns}
-    return {key: latency_figure(ns, unit) for key, ns in values.items()}
+    return {key: latency_figure(ns, unit) for key, ns in latency.in_line().items()}
 
 
 def interval_dict(info: RunInfo, interval: Interval) -> dict[str, Any]:
@@ -352,12 +350,17 @@ class JsonSummaryReporter(Reporter):
     `before` is a text made from the same summary dict and printed first (a bench's ab
     report), so the dict is built once; `with_json=False` prints that text alone.
     `sections` add keys made elsewhere from the same summary (the thresholds' verdict).
+    `stored` is handed the finished dict (sections included) before anything is printed, and
+    the keys it returns are printed with the rest: the resultsStore writer (runner.store.writer),
+    which keeps the very summary printed and says in it where it went.
     """
 
     def __init__(self, out: TextIO, *, before: Callable[[dict[str, Any]], str] | None = None,
-                 with_json: bool = True, sections: Sequence[Callable[[RunSummary], dict[str, Any]]] = ()) -> None:
+                 with_json: bool = True, sections: Sequence[Callable[[RunSummary], dict[str, Any]]] = (),
+                 stored: Callable[[RunSummary, dict[str, Any]], dict[str, Any]] | None = None) -> None:
         self._out = out
         self._sections = sections
+        self._stored = stored
         self._before = before
         self._json = with_json
         self._intervals: list[dict[str, Any]] = []  # a few small dicts per interval, not per request
@@ -372,6 +375,8 @@ class JsonSummaryReporter(Reporter):
         data = summary_dict(summary, self._intervals, self._shard_intervals)
         for section in self._sections:
             data |= section(summary)
+        if self._stored is not None:
+            data |= self._stored(summary, data)
         text = self._before(data) if self._before is not None else ""
         if self._json:
             text += compact_json(data) + "\n"

@@ -6,16 +6,18 @@ before the JSON summary, adds a `thresholds` section to that summary, and gives 
 code: 3 when any threshold is broken, so a Job running it shows Failed and the alerts on
 failed Jobs fire. The lines start with `# ` so that slow_cooker-style log readers skip them.
 
-A rule broken only where the client could not keep pace says nothing of the service: its
-verdict is inconclusive (exit code 9), so that a 3 always means the service. The rule,
-pure (run_rule_verdict(), blames_the_service()), in docs/thresholds.md: a run rule broken on the run is
-inconclusive when the run without its client-saturated intervals keeps it (or has nothing
-left to measure); an interval rule, when every interval that broke it was saturated. Either
-way, what the client's pace cannot make worse is the server's alone (at_best): a 5xx, a refused
-connection or a reset is an answer however late it is read, so a bad% rule is never excused,
-nor an errors% or failed% rule that such answers alone break, nor a latency rule that even the
-fastest response broke, nor a rule no client could have kept (a `rate` above the one asked for).
-A bench runs flat out, saturated as a rule: its verdict is judged as measured, never inconclusive.
+A rule broken only where the client's own delay may have changed its figure says nothing of
+the service: its verdict is inconclusive (exit code 9), so that a 3 always means the service.
+What the client's delay may have changed in each interval is said by its Pace
+(runner.stats.client.pace_of: which latencies it may be in and by how much, which sends it may
+have cost); the rule, pure (at_best(), could_hold(), blames_the_service(), run_rule_verdict()),
+is in docs/thresholds.md. A rule is inconclusive when the figure, had the client's delay cost
+nothing (at_best), would have kept it: an interval rule, in every interval that broke it; a run
+rule, on the run, and on the intervals where the client's delay changed none of its figure (if
+any). Every other figure is the server's alone: a bad% rule, a latency the kernel timed from the
+write of the request, a skip behind a request slower than the gap between a client's sends, a
+refused connection or a timeout of a client that kept pace. A bench runs flat out: its verdict
+is judged as measured, never inconclusive.
 
 With abortOnThreshold it also stops the run as soon as the verdict is certain: an interval
 rule broken, or a run rule out of reach whatever the rest of the run does. With
@@ -31,6 +33,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -41,18 +44,16 @@ from runner.config.settings import Settings
 from runner.config.targets import matching, url_slots
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS
 from runner.load.model import schedule_of
-from runner.load.result import ErrorKind
 from runner.report.base import Reporter
+from runner.report.clientnotes import short
 from runner.report.keys import LAST_GOOD_RATE
-from runner.stats.figures import Figures, goal
+from runner.stats.client import Pace, run_pace
+from runner.stats.figures import Figures, goal, goal_percent
 from runner.stats.recorder import Interval, Tally
 from runner.stats.runinfo import RunInfo, RunSummary
 from runner.stats.thresholds import Plan, Span, bounds, measure
 
 _LISTED_INTERVALS = 10  # broken intervals named on a line; the summary lists them all
-# Failures a client that could not keep pace can cause: a timeout is measured by its own clock,
-# and a request cancelled was abandoned at the run's stop. Every other kind is the server's answer.
-PACE_FAILURES = (ErrorKind.TIMEOUT, ErrorKind.CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,9 @@ class Outcome:
     shares: int = 1  # the run was split in this many shards: a rate measured is this one's times that
     part: Fraction | None = None  # a scoped rule in a split run: this shard's part of its URLs' sends (url_part)
     elsewhere: bool = False  # a scoped rule whose URLs this shard never sends to: other shards judge it
-    inconclusive: bool = False  # broken, but only where the client could not keep pace (module docstring)
-    kept: float | None = None  # an inconclusive run rule: its value without the client-saturated intervals
+    inconclusive: bool = False  # broken, but only where the client's delay may have changed its figure
+    kept: float | None = None  # an inconclusive run rule: its value where the client kept pace
+    why: str = ""  # an inconclusive rule: what the client's delay may have changed in its figure (delay_words)
 
     @property
     def verdict(self) -> str:
@@ -86,7 +88,7 @@ class Outcome:
                 value = "not sent to by this shard (other shards send to it)"
             elif self.inconclusive:
                 kept = "nothing to measure" if self.kept is None else self._shown(self.kept)
-                value += f" ({kept} where the client kept pace)"
+                value += f" ({kept} where the client kept pace; the client's own delay may have changed {self.why})"
             return f"{rule}: {value} {verdict}\n"
         if self.measured is None:
             return f"{rule}: no interval to measure {verdict}\n"
@@ -96,7 +98,7 @@ class Outcome:
             more = ", ..." if len(self.broken) > _LISTED_INTERVALS else ""
             text += f", broken in {len(self.broken)} of {self.judged} intervals ({shown}{more})"
             if self.inconclusive:
-                text += ", each one where the client could not keep pace"
+                text += f", each one where the client's own delay may have changed {self.why}"
         return f"{text} {verdict}\n"
 
     def _shown(self, measured: float) -> str:
@@ -140,11 +142,13 @@ class _IntervalRecord:
     judged: int = 0
     broken: list[int] = field(default_factory=list)
     blamed: int = 0  # of the broken intervals, those the service is to blame for (blames_the_service())
+    excused: Pace = Pace()  # what the client's delay may have changed in the others, added up
     worst: float | None = None
     worst_index: int | None = None
 
-    def judge(self, rule: Rule, index: int, span: Span, saturated: bool) -> bool:
-        """Count one interval's value; True if it broke the rule."""
+    def judge(self, rule: Rule, index: int, span: Span, paced: bool = True) -> bool:
+        """Count one interval's value; True if it broke the rule. `paced`: not a bench, whose
+        client runs flat out, its figures judged as measured."""
         measured = measure(rule.metric, span, rule.phase)
         if measured is None:
             return False
@@ -154,80 +158,125 @@ class _IntervalRecord:
         if rule.holds(measured):
             return False
         self.broken.append(index)
-        self.blamed += blames_the_service(rule, span, saturated)
+        if not paced or blames_the_service(rule, span):
+            self.blamed += 1
+        else:
+            self.excused = self.excused.merge(span.pace)
         return True
 
 
 def at_best(metric: str, span: Span, phase: str | None = None) -> float | None:
-    """The metric's value on the span had the client's own delay cost nothing: what the server alone
-    decided. A bad response (5xx) is its answer however late it is read, and so is a failure other
-    than a timeout (the client's clock) or a cancel (the run's stop): a refused connection, a
-    reset, a TLS or protocol error; so bad%, errors% and failed% count those, and a status rule
-    (`4xx%`, a share of the responses alone) is as measured. A client's delay
-    comes and goes and only ever adds to a latency, so every latency is at best the fastest
-    response's: one that even it breaks is the server's. The rest is at its best: every due send
-    answered (goal%) but those the server failed, no skip, the rate asked for. None when there is
-    nothing to measure."""
-    f = span.figures
-    if phase is not None:  # a phase's latency too is at best its fastest response's
-        latency = f.phases.get(phase)
-        return float(latency.min_ns) if latency is not None and latency.count else None
-    codes = status_codes(metric)
-    if codes is not None:  # a status is the server's answer, however late it was read: as measured
-        return f.status_percent(codes)
-    refused = f.failed - sum(f.errors.get(kind, 0) for kind in PACE_FAILURES)  # the server's own failures
-    if metric in ("bad%", "errors%", "failed%"):
-        if not f.requests:
-            return None
-        return ((f.bad if metric != "failed%" else 0) + (refused if metric != "bad%" else 0)) * 100 / f.requests
+    """The metric's value on the span had the client's own delay cost nothing (span.pace): what the
+    server alone decided, as far as can be told. A latency without the delay its Pace may have put
+    in it (Pace.best; a phase's, less the most of it); goal%, rate and skipped% with the sends its
+    delay may have cost as if made and answered, and backends with one more for each that would have
+    opened a connection (as often as the span's sends did); errors% and failed% without the
+    timeouts it may have caused. Everything else is the server's answer however late it is read
+    (a bad%, a status rule such as `4xx%`, a 5xx, a refused connection): as measured. None when
+    there is nothing to measure."""
+    f, pace = span.figures, span.pace
+    measured = measure(metric, span, phase)
+    if measured is None:
+        return None
+    if phase is not None:
+        return max(measured - pace.lag_ns, 0.0)
     if metric in LATENCIES:
-        return float(f.latency.min_ns) if f.responses else None
+        return measured if pace.best is None else pace.best.ns(metric)
+    if metric in ("errors%", "failed%"):
+        part = (f.bad if metric == "errors%" else 0) + f.failed - pace.timeouts
+        return part * 100 / f.requests
     if metric == "skipped%":
-        return 0.0
-    if metric == BACKENDS:  # how many backends a client that kept pace would have reached: unknown
-        return None
-    if metric == "goal%":  # every due send answered, but those the server itself failed
-        return min(max(100.0 - refused * 100 / f.due, 0.0), 100.0) if f.due else 100.0
-    assert metric == RATE, metric
-    if f.due_seconds <= 0:
-        return None
-    if f.due is None:
-        return math.inf  # a bench: its rate is the client's pace itself
-    return f.due * span.shares / f.due_seconds
+        return (f.skipped - pace.skipped) * 100 / (f.requests + f.skipped)
+    if metric == "goal%":
+        return goal_percent(f.responses + pace.sends, f.due)
+    if metric == BACKENDS:  # a send it may have cost met a new backend only on a new connection
+        opening = f.connections_opened / f.requests if f.requests else 1.0  # as often as the span's sends opened one
+        return measured + math.ceil(pace.sends * opening)
+    if metric == RATE and f.due is not None:  # the sends it may have cost as made, never beyond those due
+        made = min(f.requests + pace.skipped + pace.crossed, f.due)
+        return max(measured, made * span.shares / f.due_seconds)
+    return measured
+
+
+# The kinds of figure the client's delay may change, and what in a span's Pace says it may have.
+_CHANGES: dict[str, Callable[[Pace], int]] = {
+    "latency": lambda pace: pace.delayed,  # responses whose latency its delay may be in
+    "sends": lambda pace: pace.sends,  # sends it may have cost: goal%, rate, and the backends they would have met
+    "skips": lambda pace: pace.skipped,
+    "timeouts": lambda pace: pace.timeouts,
+}
+
+
+def _family(metric: str, phase: str | None = None) -> str:
+    """Which kind of figure (_CHANGES) a metric is; "" for one the client's delay never changes
+    (bad%: the server's answers)."""
+    if phase is not None or metric in LATENCIES:
+        return "latency"
+    return {"goal%": "sends", RATE: "sends", BACKENDS: "sends", "skipped%": "skips", "errors%": "timeouts",
+            "failed%": "timeouts"}.get(metric, "")
+
+
+def changed(metric: str, pace: Pace, phase: str | None = None) -> bool:
+    """Whether the client's delay may have changed the metric's figure in a span, by its Pace."""
+    test = _CHANGES.get(_family(metric, phase))
+    return test is not None and test(pace) > 0
 
 
 def could_hold(rule: Rule, span: Span) -> bool:
-    """Whether the rule would have held on the span had the client kept pace (at_best): if not, the
-    server broke it, whatever the client did (5xx answers; latencies even the fastest response
-    broke; a rule no client could keep). A broken bad% or status rule (`4xx%`) never could: its
-    value is the server's answers alone, and with none at all there was not one status to keep it."""
+    """Whether the rule would have held on the span had the client's own delay cost nothing
+    (at_best): if not, the server broke it, whatever the client did. A broken bad% or status rule
+    (`4xx%`) never could: its value is the server's answers alone, and with none at all there was
+    not one status to keep it."""
     if rule.metric == "bad%" or status_codes(rule.metric) is not None:
         return False
     best = at_best(rule.metric, span, rule.phase)
     return best is None or rule.holds(best)
 
 
-def blames_the_service(rule: Rule, span: Span, saturated: bool) -> bool:
-    """Whether an interval that broke an interval rule blames the service: the client kept pace in
-    it, or what the client's pace cannot change broke the rule there all the same."""
-    return not saturated or not could_hold(rule, span)
+def blames_the_service(rule: Rule, span: Span) -> bool:
+    """Whether an interval that broke an interval rule blames the service: the client's delay
+    cannot have changed its figure there, or the rule breaks without what it may have changed."""
+    return not changed(rule.metric, span.pace, rule.phase) or not could_hold(rule, span)
 
 
-def run_rule_verdict(rule: Rule, run: Span, unsaturated: Span | None) -> tuple[bool, bool, float | None]:
-    """A run rule's verdict: (ok, inconclusive, its value without the saturated intervals).
+def run_rule_verdict(rule: Rule, run: Span, kept_pace: Span | None) -> tuple[bool, bool, float | None]:
+    """A run rule's verdict: (ok, inconclusive, its value where the client kept pace).
 
-    `unsaturated` is the run without the intervals in which the client was saturated, or
-    None when there were none (the run is all there is). A broken rule is inconclusive when
-    that part keeps it or has nothing to measure, and what the client's pace cannot change
-    keeps it on the whole run: its breaking is the client's doing, as far as can be told.
+    `kept_pace` is the run without the intervals in which the client's delay may have changed
+    the rule's figure (changed()), or None when there were none. A broken rule is inconclusive
+    when, had the client's delay cost nothing, it would have held on the run (could_hold, on the
+    run's Pace), and the intervals where it kept pace keep it too, or have nothing to measure.
     """
     measured = measure(rule.metric, run, rule.phase)
     if measured is not None and rule.holds(measured):
         return True, False, None
-    if unsaturated is None or not could_hold(rule, run):
+    if kept_pace is None or not could_hold(rule, run):
         return False, False, None
-    kept = measure(rule.metric, unsaturated, rule.phase)
+    kept = measure(rule.metric, kept_pace, rule.phase)
     return False, kept is None or rule.holds(kept), kept
+
+
+def delay_words(metric: str, pace: Pace, phase: str | None = None) -> str:
+    """Which figure the client's delay may have changed, how, and by how much, in words: `p99: up to
+    2.4s of it may be in the latency of 120 responses`, `goal%: it may have cost 18 sends (4 skipped,
+    14 due late in an interval), running up to 131.1ms behind`."""
+    figure = metric if phase is None else f"{phase}.{metric}"
+    behind = f", running up to {short(pace.behind_ns)} behind" if pace.behind_ns else ""
+    if phase is not None or metric in LATENCIES:
+        return (f"{figure}: up to {short(pace.lag_ns)} of it may be in the latency of {pace.delayed} "
+                f"{_plural(pace.delayed, 'response')}")
+    if metric in ("goal%", RATE, BACKENDS):
+        parts = [f"{n} {what}" for n, what in ((pace.skipped, "skipped"), (pace.timeouts, "timed out"),
+                                                (pace.crossed, "due late in an interval")) if n]
+        return f"{figure}: it may have cost {pace.sends} {_plural(pace.sends, 'send')} ({', '.join(parts)}){behind}"
+    if metric == "skipped%":
+        return f"{figure}: it may have caused {pace.skipped} {_plural(pace.skipped, 'skip')}{behind}"
+    return (f"{figure}: {pace.timeouts} {_plural(pace.timeouts, 'timeout')} may be its own, its loop having "
+            f"lagged {short(pace.behind_ns)}, half the timeout or more")
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
 
 
 def _worse(rule: Rule, a: float, b: float) -> bool:
@@ -253,14 +302,14 @@ class Verdict(Reporter):
         self._plan = Plan(None, None, None)
         self._shares = 1  # the shards the run is split in (RunInfo.shard.count)
         self._stop: Callable[[str], None] = _stop_by_signal
-        # The intervals in which the client kept pace, added up, for the run rules' inconclusive verdict.
-        self._unsaturated = Tally()
-        self._unsaturated_due: float | None = 0.0  # its sends due (None: a bench, nothing is due)
-        self._unsaturated_due_ns = 0
-        self._saturated = 0  # intervals in which it did not
+        # For the run rules' inconclusive verdict: per kind of figure (_family), the intervals in which
+        # the client's delay changed none of it, added up; and what it may have changed in all of them.
+        families = {_family(rule.metric, rule.phase) for rule in self._run_rules}
+        self._kept_pace = {family: _Part() for family in families if family}
+        self._pace = Pace()
+        self._changed: Counter[frozenset[str]] = Counter()  # intervals by the kinds of figure it changed in them
         self._judged = 0  # intervals heard of
-        self._paced = True  # not a bench, whose client runs flat out and is saturated as a rule
-        self._last_saturated = False
+        self._paced = True  # not a bench, whose client runs flat out: judged as measured
         self.aborted: str | None = None  # why the run was stopped early, if it was
         self.outcomes: list[Outcome] | None = None  # every rule's verdict, once the run has finished
 
@@ -290,10 +339,13 @@ class Verdict(Reporter):
 
     def inconclusive_line(self) -> str:
         """What to say on stderr of an inconclusive verdict: which rules, and why that is no failure."""
-        rules = ", ".join(f"{o.rule.scope} {o.rule.text}" for o in self.outcomes or [] if o.inconclusive)
-        return (f"inconclusive: {rules} broke only where the client could not keep pace (client-saturated in "
-                f"{self._saturated} of {self._judged} intervals): this says nothing of the service; give the "
-                "runner more CPU or a quieter node")
+        inconclusive = [o for o in self.outcomes or [] if o.inconclusive]
+        rules = ", ".join(f"{o.rule.scope} {o.rule.text}" for o in inconclusive)
+        families = {_family(o.rule.metric, o.rule.phase) for o in inconclusive}
+        changed = sum(n for kinds, n in self._changed.items() if kinds & families)
+        return (f"inconclusive: {rules} broke only where the client's own delay may have changed "
+                f"{'its figure' if len(inconclusive) == 1 else 'their figures'} (in {changed} of {self._judged} "
+                "intervals): this says nothing of the service; give the runner more CPU or a quieter node")
 
     def bind_stop(self, stop: Callable[[str], None]) -> None:
         self._stop = stop
@@ -301,21 +353,18 @@ class Verdict(Reporter):
     def start(self, info: RunInfo) -> None:
         self._plan = plan_of(info)
         self._shares = info.shard.count
-        self._paced = info.model.paced  # a bench runs flat out: saturated is its normal
+        self._paced = info.model.paced  # a bench runs flat out: judged as measured
 
     def interval(self, info: RunInfo, interval: Interval) -> None:
         span = interval_span(info, interval)
-        saturated = interval.client.saturated and self._paced
         broke = [rule for rule, record in zip(self._interval_rules, self._records, strict=True)
-                 if record.judge(rule, interval.index, span, saturated)]
+                 if record.judge(rule, interval.index, span, self._paced)]
         self._judged += 1
-        self._saturated += saturated
-        self._last_saturated = saturated
-        if not saturated and self._run_rules:
-            self._unsaturated.merge(interval.tally)
-            due = self._unsaturated_due
-            self._unsaturated_due = None if due is None or interval.due is None else due + interval.due
-            self._unsaturated_due_ns += interval.due_span_ns
+        pace = span.pace if self._paced else Pace()
+        self._pace = self._pace.merge(pace)
+        self._changed[frozenset(family for family, test in _CHANGES.items() if test(pace))] += 1
+        for family, part in self._kept_pace.items():
+            part.add(interval, _CHANGES[family](pace) > 0)
         if self._so_far is not None:
             self._so_far.merge(interval.tally)
         if self._first_broken is None:
@@ -350,8 +399,8 @@ class Verdict(Reporter):
         inconclusive = sum(o.inconclusive for o in outcomes)
         parts = [f"{broken} of {len(outcomes)} broken"] if broken else []
         if inconclusive:
-            parts.append(f"{inconclusive} of {len(outcomes)} inconclusive (broken only where the client could not "
-                         "keep pace)")
+            parts.append(f"{inconclusive} of {len(outcomes)} inconclusive (broken only where the client's own delay "
+                         "may have changed the figure)")
         total = ", ".join(parts) or f"all {len(outcomes)} ok"
         lines.append(f"# thresholds: {total}" + (f"; stopped early: {self.aborted}" if self.aborted else "") + "\n")
         lines += [f"# thresholds judged with {stop}: its share of the rest counts as due and not sent\n"
@@ -364,8 +413,8 @@ class Verdict(Reporter):
     def judge(self, summary: RunSummary) -> list[Outcome]:
         """Every rule's verdict on the finished run (worked out once)."""
         if self.outcomes is None:
-            span = run_span(summary)
-            unsaturated = self._unsaturated_span(summary) if self._saturated else None
+            pace = run_pace(summary.tally, self._pace)
+            span = Span(summary.figures, shares=summary.info.shard.count, pace=pace)
             outcomes = []
             for rule in self._run_rules:
                 if rule.url is not None and not sent_to(summary.info, rule.url):
@@ -376,13 +425,18 @@ class Verdict(Reporter):
                     outcomes.append(Outcome(rule, measured is not None and rule.holds(measured), measured,
                                             shares=summary.info.shard.count, part=url_part(summary.info, rule.url)))
                     continue
-                ok, inconclusive, kept = run_rule_verdict(rule, span, unsaturated)
+                part = self._kept_pace.get(_family(rule.metric, rule.phase))
+                kept_pace = part.span(summary) if part is not None and part.changed else None
+                ok, inconclusive, kept = run_rule_verdict(rule, span, kept_pace)
                 outcomes.append(Outcome(rule, ok, measure(rule.metric, span, rule.phase), shares=self._shares,
-                                        inconclusive=inconclusive, kept=kept))
+                                        inconclusive=inconclusive, kept=kept,
+                                        why=delay_words(rule.metric, pace, rule.phase) if inconclusive else ""))
             for rule, record in zip(self._interval_rules, self._records, strict=True):
+                inconclusive = bool(record.broken) and not record.blamed
                 outcomes.append(Outcome(rule, not record.broken, record.worst, record.worst_index, record.judged,
-                                        tuple(record.broken), self._shares,
-                                        inconclusive=bool(record.broken) and not record.blamed))
+                                        tuple(record.broken), self._shares, inconclusive=inconclusive,
+                                        why=delay_words(rule.metric, record.excused, rule.phase) if inconclusive
+                                        else ""))
             self.outcomes = outcomes
         return self.outcomes
 
@@ -401,17 +455,6 @@ class Verdict(Reporter):
         broke = "no interval broke an interval rule" if self._first_broken is None else \
             f"interval {self._first_broken[0]} at {rate(self._first_broken[1])} broke one"
         return f"# capacity: {held}; {broke}\n"
-
-    def _unsaturated_span(self, summary: RunSummary) -> Span:
-        """The run without its client-saturated intervals: what the client kept pace in. What came
-        back after the last interval (the drain) goes with it, as it does with its line."""
-        tally = self._unsaturated
-        if summary.drain is not None and not self._last_saturated:
-            tally = Tally()
-            tally.merge(self._unsaturated)
-            tally.merge(summary.drain)
-        due = self._unsaturated_due if summary.due is not None else None
-        return Span(Figures.of(tally, due, self._unsaturated_due_ns), shares=summary.info.shard.count)
 
     def section(self, summary: RunSummary) -> dict[str, Any]:
         """The JSON summary's `thresholds` section (and lastGoodRate, for a capacity search)."""
@@ -434,6 +477,37 @@ def _whole_run(rate: float | None, shares: int) -> float | None:
     return None if rate is None else rate * shares
 
 
+@dataclass
+class _Part:
+    """The intervals of a run in which the client's delay changed none of one kind of figure, added
+    up: what a run rule on that kind is judged on where the client kept pace (run_rule_verdict)."""
+
+    tally: Tally = field(default_factory=Tally)
+    due: float | None = 0.0  # their sends due (None: a bench, nothing is due)
+    due_ns: int = 0
+    changed: int = 0  # the intervals in which it did change some
+    last_changed: bool = False
+
+    def add(self, interval: Interval, changed: bool) -> None:
+        self.changed += changed
+        self.last_changed = changed
+        if not changed:
+            self.tally.merge(interval.tally)
+            self.due = None if self.due is None or interval.due is None else self.due + interval.due
+            self.due_ns += interval.due_span_ns
+
+    def span(self, summary: RunSummary) -> Span:
+        """These intervals as a span. What came back after the last interval (the drain) goes with
+        it, as it does with its line."""
+        tally = self.tally
+        if summary.drain is not None and not self.last_changed:
+            tally = Tally()
+            tally.merge(self.tally)
+            tally.merge(summary.drain)
+        due = self.due if summary.due is not None else None
+        return Span(Figures.of(tally, due, self.due_ns), shares=summary.info.shard.count)
+
+
 def _stop_by_signal(reason: str) -> None:
     """Stop a run whose driver gave no stop of its own, as Kubernetes would: SIGTERM to this process.
 
@@ -443,13 +517,10 @@ def _stop_by_signal(reason: str) -> None:
 
 
 def interval_span(info: RunInfo, interval: Interval) -> Span:
-    """An interval as the rules see it: goal% and rate only when it was a whole interval long."""
+    """An interval as the rules see it: goal% and rate only when it was a whole interval long; with
+    what the client's delay may have changed in it."""
     return Span(interval.figures, whole=interval.due_span_ns >= info.settings.pace.interval_ns,
-                shares=info.shard.count)
-
-
-def run_span(summary: RunSummary) -> Span:
-    return Span(summary.figures, shares=summary.info.shard.count)
+                shares=info.shard.count, pace=interval.pace)
 
 
 def url_span(summary: RunSummary, selector: str) -> Span:

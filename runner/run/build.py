@@ -11,18 +11,19 @@ metricAddr (a port taken, an address it does not have) and the Linkerd proxy's r
 tests/integration/test_validate_agrees.py runs each case both ways.
 
 Once running, the run asks its Parts for the schedule, the load and the recorder, which
-depend on the moment the run starts.
+depend on the moment the run starts (runner.run.engines builds the engine that sends it).
 """
 
 from __future__ import annotations
 
 import resource
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Literal
 
 from runner.config.abflags import AB_FLAGS
-from runner.config.settings import Settings, merge, settings_from
+from runner.config.files import check_output
+from runner.config.settings import Settings
 from runner.config.targets import Targets, as_targets, scope_problem, url_slots
 from runner.core.errors import UsageError
 from runner.core.redact import Secrets
@@ -30,13 +31,12 @@ from runner.core.units import UNIT_NS
 from runner.load.clients import TRANSPORTS
 from runner.load.engine import Load
 from runner.load.model import Bench, LoadModel, Open, model_for, model_of, schedule_of
-from runner.load.native.engine import MetricsConfig, NativeEngine, unsupported
+from runner.load.native.engine import refusal
 from runner.load.request import Request, build_requests, origin
 from runner.load.schedule import Grid, Schedule
 from runner.load.shards import Shard, check_split, shard_of
 from runner.load.transport import Lifetime, Transport, TransportOptions
-from runner.report.csvreport import check_csv_path
-from runner.stats.native import NativeRecorder, native_run
+from runner.stats.client import PaceTerms
 from runner.stats.recorder import Recorder
 
 
@@ -74,13 +74,13 @@ class Parts:
         s = self.settings
         return Recorder(grid, self.model, due=schedule.sends_due if self.model.paced else None,
                         hash_value=s.report.hash_value, unit_ns=self.unit_ns, shown=self.shown,
-                        slot_of=url_slots(self.urls).slot_of, backends=bool(s.report.backend_header))
+                        slot_of=url_slots(self.urls).slot_of, backends=bool(s.report.backend_header),
+                        terms=self.pace_terms)
 
-    def native(self, grid: Grid, schedule: Schedule, metrics: MetricsConfig | None) -> tuple[NativeEngine,
-                                                                                            NativeRecorder]:
-        """The native engine and the recorder of what it counts, counted as recorder() counts."""
-        return native_run(schedule, self.load(), self.options, grid, unit_ns=self.unit_ns, metrics=metrics,
-                          shown=self.shown, slot_of=url_slots(self.urls).slot_of)
+    @property
+    def pace_terms(self) -> PaceTerms:
+        """What judging each interval's pace needs of this process's run (stats.client.pace_of)."""
+        return PaceTerms.of(self.settings, self.shard)
 
     @property
     def unit_ns(self) -> int | None:
@@ -111,9 +111,10 @@ def build(settings: Settings, urls: Sequence[str], source: str | None, shard: Sh
     requests = build_requests(settings, urls)  # bad headers or body files stop here
     options = options_for(settings, shard, origins, https=any(scheme == "https" for scheme, _, _ in found))
     transport = transport_for(settings, options)  # and TLS files too
-    if settings.report.report_latencies_csv:
-        check_csv_path(settings.report.report_latencies_csv)  # opened (and emptied) only once the run starts
-    engine = engine_for(settings, targets, requests, options)  # engine: native refuses here what it cannot send
+    for name, path in (("reportLatenciesCSV", settings.report.report_latencies_csv), ("junit", settings.report.junit)):
+        if path:
+            check_output(path, name)  # opened (and emptied) only once the run starts
+    engine = engine_for(settings, requests, options)  # engine: native refuses here what it cannot send
     return Parts(settings, targets, source, shard, requests, options, transport, model_for(settings.pace, shard),
                  engine)
 
@@ -134,9 +135,9 @@ class EngineChoice:
     why: str  # why the Python engine sends an `auto` run ("" when the native engine does, or when asked for)
 
 
-def engine_for(settings: Settings, targets: Targets, requests: list[Request],
-               options: TransportOptions) -> EngineChoice:
-    """The engine the settings ask for: `auto` takes the native one wherever it can send the load.
+def engine_for(settings: Settings, requests: list[Request], options: TransportOptions) -> EngineChoice:
+    """The engine the settings ask for: `auto` takes the native one wherever it can send the load
+    (runner.load.native.engine.refusal decides where).
 
     `engine: native` for a load it cannot send is refused, in one line, before anything is sent:
     a run never changes what measures it behind the configuration's back.
@@ -144,58 +145,12 @@ def engine_for(settings: Settings, targets: Targets, requests: list[Request],
     choice = settings.client.engine
     if choice == "python":
         return EngineChoice("python", "")
-    refusal = native_refusal(settings, targets, requests, options)
-    if refusal is None:
+    why = refusal(settings, requests, options)
+    if why is None:
         return EngineChoice("native", "")
     if choice == "native":
-        raise UsageError(f"engine: native cannot send this run: {refusal}; use engine: auto or python")
-    return EngineChoice("python", refusal)
-
-
-# What the native engine does with each ClientSpec and Pacing setting. Honoured: it sends as
-# the Python engine does with it (the differential, lifetime and TLS tests hold it to that: the
-# TLS files and insecure make tls.c's client as runner/load/tls.py makes Python's). Every other field, one
-# added later included, refuses the native engine when it is not at its default: a run never
-# quietly loses a setting to the engine that sends it.
-NATIVE_HONOURS = frozenset({
-    "engine", "timeout_ns", "no_reuse", "max_requests_per_connection", "max_connection_age_ns",
-    "ca_bundle", "insecure", "client_cert", "client_key",  # client
-    "mode", "qps", "concurrency", "interval_ns", "iterations", "duration_ns", "total_requests", "load_model",
-    "max_in_flight", "precise",  # pace: precise needs no yielding in C, whose pacing timer is exact
-})
-# Headers the native response parser reads for its own ends (response.c's NAMES): a backendHeader
-# naming one is left to the Python engine, which reads any header.
-NATIVE_OWN_HEADERS = frozenset({"connection", "content-length", "proxy-connection", "transfer-encoding", "upgrade",
-                                "server", "content-encoding"})
-# Settings the native engine does not do, with what a refusal calls them.
-NATIVE_REFUSES = {"transport": "the {value} transport", "compress": "compress (the native engine reads no gzip)",
-                  "http2": "HTTP/2"}
-
-
-def native_refusal(settings: Settings, targets: Targets, requests: list[Request],
-                   options: TransportOptions) -> str | None:
-    """Why the native engine cannot send this run (plain HTTP/1.1, the fast transport's), or None if it can:
-    a setting it does not do (NATIVE_HONOURS), a backendHeader its parser reads for itself, or what
-    the load needs (native.engine.unsupported)."""
-    defaults = settings_from(merge())
-    for group, default in ((settings.client, defaults.client), (settings.pace, defaults.pace)):
-        for field in fields(group):
-            value = getattr(group, field.name)
-            if field.name in NATIVE_HONOURS or value == getattr(default, field.name):
-                continue
-            return NATIVE_REFUSES.get(field.name, "{name} (not in the native engine)").format(
-                value=value, name=setting_name(field.name))
-    if settings.report.backend_header.lower() in NATIVE_OWN_HEADERS:
-        return f"backendHeader {settings.report.backend_header} (a header the native parser reads for itself)"
-    load = Load(requests, model_of(settings.pace), hash_sample_rate=settings.report.hash_sample_rate)
-    return unsupported(load, options)
-
-
-def setting_name(field: str) -> str:
-    """A settings field's name as the configuration spells it: backend_header -> backendHeader,
-    warmup_ns -> warmup (a duration is kept in ns, written as "30s")."""
-    first, *rest = field.removesuffix("_ns").split("_")
-    return first + "".join(part.title() for part in rest)
+        raise UsageError(f"engine: native cannot send this run: {why}; use engine: auto or python")
+    return EngineChoice("python", why)
 
 
 def split_of(settings: Settings) -> Shard:

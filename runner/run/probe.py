@@ -12,10 +12,9 @@ so a stall of the process still shows, interval by interval, however little is s
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
 
+from runner.load.clock import RunClock, Timer
 from runner.stats.client import WATCH_GAP_NS
 
 
@@ -28,14 +27,16 @@ class LoopWatch:
     a tick due within `gap_ns` of the last: one of theirs, or its own.
     """
 
-    def __init__(self, record: Callable[[int, int], None], expect: Callable[[int], None],
+    def __init__(self, record: Callable[[int, int], None], expect: Callable[[int], None], clock: RunClock,
                  gap_ns: int = WATCH_GAP_NS) -> None:
+        """`clock`: the run's, which the fallback tick is read and set on."""
         self._record = record
+        self._clock = clock
         self._expect = expect
         self._gap_ns = gap_ns
         self._last_ns = 0  # when the last tick ran
         self._promised: int | None = None  # when the pacing timer's next firing is due, if set
-        self._handle: asyncio.TimerHandle | None = None  # the fallback tick, when it is needed
+        self._handle: Timer | None = None  # the fallback tick, when it is needed
         self._due_ns = 0  # ... and when it is due
         self._running = False
 
@@ -76,14 +77,13 @@ class LoopWatch:
             return
         if self._handle is None:  # one set earlier stays: it comes sooner, at most one spare tick a gap
             self._due_ns = limit
-            delay_ns = max(limit - time.monotonic_ns(), 0)
-            self._handle = asyncio.get_running_loop().call_later(delay_ns / 1e9, self._tick)
+            self._handle = self._clock.call_at(limit, self._tick)
         self._expect(self._due_ns)
 
     def _tick(self) -> None:
         """The fallback: no firing came within the gap (or none was due); it ticks instead."""
         self._handle = None
-        now = time.monotonic_ns()
+        now = self._clock.now_ns()
         self._record(self._due_ns, now)
         self._last_ns = now
         self._plan()

@@ -4,91 +4,75 @@ A run stops when the schedule ends (iterations or duration), when totalRequests 
 sent and answered, or on SIGINT/SIGTERM. However it stops, requests in flight get a
 bounded time to finish and are counted, the last (possibly partial) interval is reported,
 and the summary is produced exactly once.
+
+Every moment it reads and every wait it makes go through the clock it is given
+(runner.load.clock.RunClock), and its signals come from the source it is given
+(runner.run.signals): the real ones in a run, scripted ones in the unit tier. Whichever
+engine sends, it sees only an EngineRun (runner.run.engines).
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import resource
-import signal
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from runner.config.settings import Settings
-from runner.load.clock import MonotonicClock
-from runner.load.engine import Engine, Sink
-from runner.load.native.engine import NativeEngine
-from runner.load.result import Result
-from runner.load.schedule import Grid, Skips
+from runner.load.clock import RunClock, SystemClock
+from runner.load.schedule import Grid
 from runner.load.shards import Shard, aligned_start
 from runner.metrics.tally import MetricsTally
 from runner.report.base import Reporter
 from runner.run.build import Parts
+from runner.run.engines import EngineRun, engine_run
 from runner.run.probe import LoopWatch
+from runner.run.progress import progress_of
+from runner.run.signals import ProcessSignals, Signals
 from runner.run.warmup import WarmUpPhase
 from runner.stats.client import ClientMeter
-from runner.stats.native import NativeRecorder
-from runner.stats.recorder import Interval, Recorder
+from runner.stats.recorder import Interval
 from runner.stats.runinfo import SIGNAL_STOP, RunInfo, RunSummary, Warmup
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
-CANCEL_WAIT_S = 2.0  # after cancelling, how long to wait for the clients to wind up
-STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}  # how Ctrl-C and Kubernetes stop a run
-PROGRESS_EVERY_S = 0.1  # how often a native run's sends are read for the reporters that follow progress
+CANCEL_WAIT_NS = 2_000_000_000  # after cancelling, how long to wait for the clients to wind up
 
 
 class Soak:
     """Runs one soak and tells the reporters about it."""
 
     def __init__(self, parts: Parts, reporters: Sequence[Reporter], start_wall: float | None = None,
-                 metrics: MetricsTally | None = None) -> None:
+                 metrics: MetricsTally | None = None, clock: RunClock | None = None,
+                 signals: Signals | None = None) -> None:
         """`metrics`: this process's Prometheus counts, when metrics are on: the Python engine's sink
-        feeds them every result after the recorder; the native engine counts them itself."""
+        feeds them every result after the recorder; the native engine counts them itself. `clock`:
+        what the run reads the time and waits on (default: the system's); `signals`: where it hears of
+        stop signals from (default: the process's SIGINT and SIGTERM)."""
         settings, shard = parts.settings, parts.shard
         self._settings = settings
         self._reporters = reporters
         self._shard = shard
-        start_ns, wall_start = _start(settings, shard, start_wall)
+        self._clock = clock = clock if clock is not None else SystemClock()
+        self._signals = signals if signals is not None else ProcessSignals()
+        start_ns, wall_start = _start(settings, shard, start_wall, clock)
         # The loop's lag, from the Python engine's pacing wake-ups (the native engine measures its own).
-        self._watch = LoopWatch(lambda due, ran: self._meter().tick(due, ran), lambda due: self._meter().expect(due))
+        self._watch = LoopWatch(lambda due, ran: self._meter().tick(due, ran), lambda due: self._meter().expect(due),
+                                clock)
         # A warm-up sends first, from the start agreed on; the measured run begins where it ends.
-        self._warmup = WarmUpPhase(parts, start_ns, self._watch) if settings.pace.warmup_ns else None
+        self._warmup = WarmUpPhase(parts, start_ns, clock, self._watch) if settings.pace.warmup_ns else None
         self._first_send_ns = start_ns
         start_ns, wall_start = start_ns + settings.pace.warmup_ns, wall_start + settings.pace.warmup_ns / 1e9
         run_ns = settings.pace.run_ns
         self._end_ns = start_ns + run_ns if run_ns is not None else None
         self._grid = Grid(start_ns, settings.pace.interval_ns)
         self._schedule = parts.schedule(start_ns)
-        self._progress = [r for r in reporters if r.progress_every > 0]
-        self._done = 0  # sends finished, for the reporters that follow progress
-        self._next_progress = min((r.progress_every for r in self._progress), default=0)
-        self._native = parts.engine.name == "native"  # never with a warm-up: the native engine refuses one
-        self._engine: Engine | NativeEngine
-        self._recorder: Recorder | NativeRecorder
-        if self._native:
-            self._engine, self._recorder = parts.native(self._grid, self._schedule,
-                                                        None if metrics is None else metrics.native_config())
-            if metrics is not None:
-                metrics.follow(self._engine.core.metrics)
-                self._recorder.backends_counted = metrics.add_backends
-        else:
-            self._recorder = recorder = parts.recorder(self._grid, self._schedule)
-            sink: Sink = self._recording_and_telling(recorder) if self._progress else recorder.record
-            if metrics is not None:  # every result, after the recorder has counted it
-                sink = _both(sink, metrics.record)
-            load = parts.load()
-            if self._warmup is not None:  # the run's clients go on over the warm-up's connections, its own
-                handoff = self._warmup.handoff
-                handoff.taken = recorder.took_over if metrics is None else _both_taken(recorder.took_over,
-                                                                                       metrics.took_over)
-                load = dataclasses.replace(load, take_sessions=handoff)
-            self._engine = Engine(self._schedule, load, parts.transport, sink,
-                                  MonotonicClock(load.model.precise, self._watch))
+        progress = progress_of(reporters, lambda reporter, done: reporter.progress(self.info, done))
+        handoff = self._warmup.handoff if self._warmup is not None else None  # the warm-up's connections go on
+        self._run: EngineRun = engine_run(parts, self._grid, self._schedule, clock, self._watch, metrics=metrics,
+                                          progress=progress, take_sessions=handoff)
         if self._end_ns is not None:  # what comes back after the schedule's end is the drain
-            self._recorder.drain_from(self._end_ns)
+            self._run.drain_from(self._end_ns)
         self.info = RunInfo(settings, list(parts.urls), parts.url_source, start_ns, wall_start, shard,
                             parts.urls.weights, parts.engine.name)
         self._signal = asyncio.Event()
@@ -98,41 +82,35 @@ class Soak:
 
     async def run(self) -> RunSummary:
         """Run to the end and return the summary (also given to every reporter)."""
-        cpu_before = _cpu_seconds()
+        clock = self._clock
+        cpu_before = clock.cpu_s()
         for reporter in self._reporters:
             reporter.bind_stop(self.stop)
             reporter.start(self.info)
         warmup = self._warmup
-        began_ns = time.monotonic_ns()  # the client's own figures from here, the probe's first tick a period on
+        began_ns = clock.now_ns()  # the client's own figures from here, the probe's first tick a period on
         if warmup is not None:
             warmup.start(cpu_before, began_ns)
-        engine = asyncio.ensure_future(self._engine.run())  # its clients wait for the run's first due time
-        self._recorder.client.begin(_cpu_seconds(), began_ns)
+        engine = asyncio.ensure_future(self._run.run())  # its clients wait for the run's first due time
         # How late the loop runs what is due: told by the Python engine's pacing timer as it fires, with
         # a fallback tick where none is due for long (probe.LoopWatch); the native engine's own timer
-        # measures its loop's lag the same way, handed over with each interval (NativeRecorder.close).
-        if not self._native:
-            self._watch.start(began_ns)
-        progress = asyncio.ensure_future(self._follow_progress(engine)) if self._native and self._progress else None
-        self._install_signals()
+        # measures its loop's lag the same way, handed over with each interval (TakenRecorder.close).
+        self._run.begin(clock.cpu_s(), began_ns)
+        # Before the engine's first step: a signal already pending stops a run before it sends.
+        self._signals.install(self._on_signal)
         try:
             if warmup is not None:
                 await self._warm_up(warmup)
-                cpu_before = _cpu_seconds()  # the run's CPU and client figures are its own, not the warm-up's
-                self._recorder.client.begin(cpu_before, now := time.monotonic_ns())
-                self._watch.start(now)  # its ticks go to the run's meter from here, begun anew
+                cpu_before = clock.cpu_s()  # the run's CPU and client figures are its own, not the warm-up's
+                self._run.begin(cpu_before, clock.now_ns())  # the loop's ticks go to the run's meter from here
             sending_end_ns, reason = await self._drive(engine)
-            if progress is not None:
-                self._progress_reached()  # the steps ended since the last look, before "Finished"
-            warmed = await warmup.finish(CANCEL_WAIT_S) if warmup is not None else None
+            warmed = await warmup.finish(CANCEL_WAIT_NS) if warmup is not None else None
             # Still handled while the summary is reported: a SIGTERM during the final push to a
             # slow Pushgateway must not kill the process before the summary and the push are out.
-            summary = self._finish(sending_end_ns, reason, _cpu_seconds() - cpu_before, warmed)
+            summary = self._finish(sending_end_ns, reason, clock.cpu_s() - cpu_before, warmed)
         finally:
             self._watch.stop()
-            if progress is not None:
-                progress.cancel()
-            self._remove_signals()
+            self._signals.remove()
         if engine.done() and not engine.cancelled() and engine.exception() is not None:
             raise engine.exception()  # type: ignore[misc]  # a bug: reported after the summary
         return summary
@@ -144,23 +122,24 @@ class Soak:
         warm-up's (WarmUpPhase.finish); a stop during it ends it and the run alike.
         """
         assert warmup.task is not None
+        clock = self._clock
         while not warmup.over:
             until = warmup.next_end_ns()
             await self._wait(until, warmup.task)
             if self._signal.is_set():
                 end = max(min(self._signal_ns, warmup.end_ns), warmup.grid.start_ns)
                 while warmup.grid.end_of(warmup.recorder.next_index) < end:
-                    self._emit_warmup(warmup.close(warmup.grid.end_of(warmup.recorder.next_index), _cpu_seconds(),
-                                                   time.monotonic_ns()))
-                self._emit_warmup(warmup.close(end, _cpu_seconds(), time.monotonic_ns()))
+                    self._emit_warmup(warmup.close(warmup.grid.end_of(warmup.recorder.next_index), clock.cpu_s(),
+                                                   clock.now_ns()))
+                self._emit_warmup(warmup.close(end, clock.cpu_s(), clock.now_ns()))
                 return
-            if time.monotonic_ns() >= until:
-                self._emit_warmup(warmup.close(until, _cpu_seconds(), time.monotonic_ns()))
+            if clock.now_ns() >= until:
+                self._emit_warmup(warmup.close(until, clock.cpu_s(), clock.now_ns()))
 
     def _meter(self) -> ClientMeter:
         """Whose client figures the loop's lag goes to: the warm-up's while it lasts, then the run's."""
         warmup = self._warmup
-        return warmup.recorder.client if warmup is not None and not warmup.over else self._recorder.client
+        return warmup.recorder.client if warmup is not None and not warmup.over else self._run.client
 
     def _emit_warmup(self, interval: Interval) -> None:
         for reporter in self._reporters:
@@ -174,7 +153,7 @@ class Soak:
         Requests still in flight are waited for (boundedly) and counted in the last interval.
         """
         while True:
-            boundary = self._grid.end_of(self._recorder.next_index)
+            boundary = self._grid.end_of(self._run.next_index)
             final = self._end_ns is not None and boundary >= self._end_ns
             until = self._end_ns if final else boundary
             assert until is not None
@@ -183,15 +162,15 @@ class Soak:
                 await self._settle(engine, STOP_GRACE_NS, self._second_signal)
                 await self._abandon(engine)
                 # The engine's own stop time: C's thread may have sent on while the stop waited for it.
-                stopped = self._engine.stopped_sending_ns
+                stopped = self._run.stopped_sending_ns
                 stopped_ns = self._signal_ns if stopped is None else stopped
                 return max(stopped_ns, self._grid.start_ns), self._stop_reason  # before send 0: 0 s
             if engine.done() and engine.exception() is not None:
-                return time.monotonic_ns(), "error"
+                return self._clock.now_ns(), "error"
             if engine.done() and self._count_reached():
-                stopped = self._engine.stopped_sending_ns
-                return stopped if stopped is not None else time.monotonic_ns(), "totalRequests"
-            if time.monotonic_ns() < until:
+                stopped = self._run.stopped_sending_ns
+                return stopped if stopped is not None else self._clock.now_ns(), "totalRequests"
+            if self._clock.now_ns() < until:
                 continue  # the engine ran out of sends early; the interval still runs to its end
             if final:  # in flight get their timeout; a signal now cuts that to the grace a signal gives
                 bound = self._settings.client.timeout_ns + STOP_GRACE_NS
@@ -199,16 +178,16 @@ class Soak:
                     await self._settle(engine, STOP_GRACE_NS, self._second_signal)
                 await self._abandon(engine)
                 return until, _end_reason(self._settings)
-            self._emit(self._close(sending_end_ns=self._engine.stopped_sending_ns))
+            self._emit(self._close(sending_end_ns=self._run.stopped_sending_ns))
 
     async def _wait(self, until_ns: int, engine: asyncio.Future[None]) -> None:
         """Until the clock reaches `until_ns`, the engine finishes, or a signal arrives."""
         signal_wait: asyncio.Future[Any] = asyncio.ensure_future(self._signal.wait())
         try:
-            while (delay := until_ns - time.monotonic_ns()) > 0 and not self._signal.is_set():
-                waits = [signal_wait] if engine.done() else [signal_wait, engine]
-                done, _ = await asyncio.wait(waits, timeout=delay / 1e9, return_when=asyncio.FIRST_COMPLETED)
-                if engine in done:
+            while self._clock.now_ns() < until_ns and not self._signal.is_set():
+                engine_done = engine.done()
+                await self._clock.wait([signal_wait] if engine_done else [signal_wait, engine], until_ns)
+                if not engine_done and engine.done():
                     return
         finally:
             signal_wait.cancel()
@@ -222,7 +201,7 @@ class Soak:
         """
         cut_wait: asyncio.Future[Any] = asyncio.ensure_future(cut.wait())
         try:
-            await asyncio.wait([engine, cut_wait], timeout=bound_ns / 1e9, return_when=asyncio.FIRST_COMPLETED)
+            await self._clock.wait([engine, cut_wait], self._clock.now_ns() + bound_ns)
         finally:
             cut_wait.cancel()
         return engine.done()
@@ -230,55 +209,16 @@ class Soak:
     async def _abandon(self, engine: asyncio.Future[None]) -> None:
         """Abandon the requests still in flight, each a `cancelled` Result, and let the clients wind up."""
         if not engine.done():
-            self._engine.cancel_in_flight()
-            await asyncio.wait([engine], timeout=CANCEL_WAIT_S)
-
-    def _recording_and_telling(self, recorder: Recorder) -> Sink:
-        """The Python engine's sink when a reporter follows progress: record, then tell at its steps.
-
-        One comparison per result; the reporters are looked at only when a step is reached.
-        """
-
-        def sink(result: Result | Skips) -> None:
-            recorder.record(result)
-            if not isinstance(result, Skips):
-                self._done += 1
-                if self._done == self._next_progress:
-                    self._tell_progress()
-
-        return sink
-
-    async def _follow_progress(self, engine: asyncio.Future[None]) -> None:
-        """The native engine's ended sends as progress, read every PROGRESS_EVERY_S (it tells Python
-        of no single result): ab's `Completed N requests` lines come up to that much late, never early."""
-        while not engine.done():
-            await asyncio.sleep(PROGRESS_EVERY_S)
-            self._progress_reached()
-
-    def _progress_reached(self) -> None:
-        """Tell every progress step the native engine's ended sends have reached, in order."""
-        native = self._engine
-        assert isinstance(native, NativeEngine)
-        while (step := self._next_progress) <= native.done:
-            self._done = step
-            self._tell_progress()
-
-    def _tell_progress(self) -> None:
-        done = self._done
-        for reporter in self._progress:
-            if done % reporter.progress_every == 0:
-                reporter.progress(self.info, done)
-        self._next_progress = min(done + r.progress_every - done % r.progress_every for r in self._progress)
+            self._run.cancel()
+            await self._clock.wait([engine], self._clock.now_ns() + CANCEL_WAIT_NS)
 
     def _count_reached(self) -> bool:
         limit = self._shard.share(self._settings.pace.total_requests)
-        return bool(limit) and self._engine.sent >= limit
+        return bool(limit) and self._run.sent >= limit
 
     def _close(self, end_ns: int | None = None, **how: Any) -> Interval:
-        """Close the recorder's next interval, with the CPU time used so far for the client's figures,
-        and every skip the engine already knows of that fell due before its end."""
-        self._engine.skip_due_before(self._grid.end_of(self._recorder.next_index) if end_ns is None else end_ns)
-        return self._recorder.close(end_ns, cpu_s=_cpu_seconds(), now_ns=time.monotonic_ns(), **how)
+        """Take the engine's next interval, with the CPU time used so far for the client's figures."""
+        return self._run.take(end_ns, cpu_s=self._clock.cpu_s(), now_ns=self._clock.now_ns(), **how)
 
     def _emit(self, interval: Interval) -> None:
         for reporter in self._reporters:
@@ -291,29 +231,29 @@ class Soak:
         the last. If the last requests came back intervals later (totalRequests with slow
         responses), those intervals were reported as they passed and the last one ends now.
         """
-        while self._grid.end_of(self._recorder.next_index) < sending_end_ns:
+        while self._grid.end_of(self._run.next_index) < sending_end_ns:
             self._emit(self._close(sending_end_ns=sending_end_ns))
-        open_start = self._grid.end_of(self._recorder.next_index - 1)
-        end_ns = sending_end_ns if sending_end_ns >= open_start else time.monotonic_ns()
+        open_start = self._grid.end_of(self._run.next_index - 1)
+        end_ns = sending_end_ns if sending_end_ns >= open_start else self._clock.now_ns()
         self._emit(self._close(end_ns, final=True, sending_end_ns=sending_end_ns))
-        recorder = self._recorder
+        totals = self._run.totals()
         summary = RunSummary(
             info=self.info,
-            intervals=recorder.next_index,
-            end_ns=max(end_ns, recorder.drain_end_ns),  # the whole run, the drain included
+            intervals=self._run.next_index,
+            end_ns=max(end_ns, totals.drain_end_ns),  # the whole run, the drain included
             sending_end_ns=sending_end_ns,
-            tally=recorder.total,
-            uncorrected=recorder.uncorrected,
-            send_lag=recorder.send_lag,
-            in_unit=recorder.in_unit,
+            tally=totals.total,
+            uncorrected=totals.uncorrected,
+            send_lag=totals.send_lag,
+            in_unit=totals.in_unit,
             stop_reason=reason,
             cpu_seconds=cpu_seconds,
             max_rss_bytes=_peak_rss_bytes(),
-            bench=recorder.bench,
-            connections=dict(recorder.connections),
-            client=recorder.client.run(_cpu_seconds(), time.monotonic_ns()),
-            drain=recorder.drain,
-            per_url=None if recorder.per_url is None else tuple(recorder.per_url),
+            bench=totals.bench,
+            connections=dict(totals.connections),
+            client=self._run.client.run(self._clock.cpu_s(), self._clock.now_ns()),
+            drain=totals.drain,
+            per_url=None if totals.per_url is None else tuple(totals.per_url),
             last_interval_end_ns=end_ns,
             due=self._schedule.sends_due(self.info.start_ns, sending_end_ns) if self.info.model.paced else None,
             warmup=warmup,
@@ -322,33 +262,15 @@ class Soak:
             reporter.finish(summary)
         return summary
 
-    def _install_signals(self) -> None:
-        """Handle SIGINT and SIGTERM from here on.
+    def _on_signal(self, name: str, pending: bool) -> None:
+        """First signal: stop sending and wind down. Second: stop waiting for stragglers.
 
-        A local worker starts with them held (see workers.py). One that arrived while it was
-        starting is taken here, before the engine's first step: delivered through the loop,
-        it would be handled only after clients whose first sends were already due (a worker
-        that started late) had sent them, and a stop before the first send must send nothing.
-        """
-        loop = asyncio.get_running_loop()
-        for sig in STOP_SIGNALS:
-            loop.add_signal_handler(sig, self._on_signal, sig)
-        while (pending := signal.sigtimedwait(STOP_SIGNALS, 0)) is not None:
-            # Nothing was sent before it was taken: sending stopped where the run starts.
-            self._on_signal(signal.Signals(pending.si_signo), at_ns=self._first_send_ns)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-
-    def _remove_signals(self) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in STOP_SIGNALS:
-            loop.remove_signal_handler(sig)
-
-    def _on_signal(self, sig: signal.Signals, at_ns: int | None = None) -> None:
-        """First signal: stop sending and wind down. Second: stop waiting for stragglers."""
+        One that was pending before the run could handle it (a local worker's, held while it
+        started) stops it where it starts: nothing was sent before it was taken."""
         if self._signal.is_set():
             self._second_signal.set()
             return
-        self.stop(f"{SIGNAL_STOP}{sig.name}", at_ns)
+        self.stop(f"{SIGNAL_STOP}{name}", self._first_send_ns if pending else None)
 
     def stop(self, reason: str, at_ns: int | None = None) -> None:
         """Stop sending and wind down, as on a first signal; `reason` becomes the stop reason.
@@ -361,13 +283,13 @@ class Soak:
         if self._signal.is_set():
             return
         self._stop_reason = reason
-        self._signal_ns = time.monotonic_ns() if at_ns is None else at_ns
+        self._signal_ns = self._clock.now_ns() if at_ns is None else at_ns
         # At once, not when the run's driver next wakes up: a client whose send falls due in
         # between would send after the stop, beyond the goal that ends with it.
-        self._engine.stop(at_ns=self._signal_ns)
+        self._run.stop(self._signal_ns)
         if self._warmup is not None and not self._warmup.over:
             self._warmup.stop(self._signal_ns)
-        self._recorder.drain_from(max(self._signal_ns, self._grid.start_ns))
+        self._run.drain_from(max(self._signal_ns, self._grid.start_ns))
         self._signal.set()
 
 
@@ -377,28 +299,7 @@ def _end_reason(settings: Settings) -> str:
     return "stages" if pace.stages else "duration" if pace.duration_ns is not None else "iterations"
 
 
-def _both(first: Sink, second: Sink) -> Sink:
-    """A sink that hands each result to `first`, then to `second`."""
-
-    def sink(result: Result | Skips) -> None:
-        first(result)
-        second(result)
-
-    return sink
-
-
-def _both_taken(first: Callable[[list[str], int], None],
-                second: Callable[[list[str], int], None]) -> Callable[[list[str], int], None]:
-    """Connections taken over from a warm-up, told to `first`, then to `second` (as _both does results)."""
-
-    def taken(protocols: list[str], free_ns: int) -> None:
-        first(protocols, free_ns)
-        second(protocols, free_ns)
-
-    return taken
-
-
-def _start(settings: Settings, shard: Shard, start_wall: float | None) -> tuple[int, float]:
+def _start(settings: Settings, shard: Shard, start_wall: float | None, clock: RunClock) -> tuple[int, float]:
     """When send 0 is due: on the monotonic clock, and as a Unix time.
 
     Alone, right away: a paced run after a short lead so every client is waiting when its
@@ -407,7 +308,7 @@ def _start(settings: Settings, shard: Shard, start_wall: float | None) -> tuple[
     instant is kept exactly as the run's start (not re-read from the clock, which would put
     each shard a few microseconds off the others in the merge), unless it had already passed.
     """
-    now_ns, now_wall = time.monotonic_ns(), time.time()
+    now_ns, now_wall = clock.now_ns(), clock.wall_s()
     if start_wall is None:
         if shard.alone:
             lead = LEAD_NS if settings.pace.mode != "bench" else 0
@@ -433,8 +334,3 @@ def _peak_rss_bytes() -> int:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime

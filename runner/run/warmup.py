@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 
 from runner.load.alarm import Pacer
-from runner.load.clock import MonotonicClock
+from runner.load.clock import RunClock
 from runner.load.engine import Engine, Handoff
 from runner.load.model import warmup_schedule_of
 from runner.load.schedule import Grid
@@ -27,9 +27,11 @@ from runner.stats.runinfo import Warmup
 class WarmUpPhase:
     """One warm-up: from `start_ns` for the settings' warmup, then what it measured."""
 
-    def __init__(self, parts: Parts, start_ns: int, pacer: Pacer | None = None) -> None:
-        """`pacer`: told of its clock's wake-ups, for the loop's lag (runner.run.probe.LoopWatch)."""
+    def __init__(self, parts: Parts, start_ns: int, clock: RunClock, pacer: Pacer | None = None) -> None:
+        """`clock`: the run's, which its engine paces on; `pacer`: told of the engine's wake-ups, for the
+        loop's lag (runner.run.probe.LoopWatch)."""
         pace = parts.settings.pace
+        self._clock = clock
         self.end_ns = start_ns + pace.warmup_ns
         self.grid = Grid(start_ns, pace.interval_ns)
         self._schedule = warmup_schedule_of(pace, parts.shard, start_ns)
@@ -40,7 +42,7 @@ class WarmUpPhase:
         # totalRequests counts the run's sends only.
         load = dataclasses.replace(parts.load(), total_requests=0, give_sessions=self.handoff)
         self.engine = Engine(self._schedule, load, parts.transport, self.recorder.record,
-                             MonotonicClock(load.model.precise, pacer))
+                             clock.for_engine(load.model.precise, pacer))
         self.task: asyncio.Future[None] | None = None
         self._stopped_ns: int | None = None
 
@@ -70,13 +72,13 @@ class WarmUpPhase:
         return self.recorder.close(end_ns, sending_end_ns=sending_end if end_ns >= sending_end else None,
                                    cpu_s=cpu_s, now_ns=now_ns)
 
-    async def finish(self, cancel_wait_s: float) -> Warmup:
+    async def finish(self, cancel_wait_ns: int) -> Warmup:
         """Once the run is over: what the warm-up measured, its stragglers included (those still out
-        cancelled, and given `cancel_wait_s` to wind up)."""
+        cancelled, and given `cancel_wait_ns` to wind up)."""
         task = self.task
         if task is not None and not task.done():
             self.engine.cancel_in_flight()
-            await asyncio.wait([task], timeout=cancel_wait_s)
+            await self._clock.wait([task], self._clock.now_ns() + cancel_wait_ns)
         tally = Tally()
         tally.merge(self.recorder.total)
         tally.merge(self.recorder.leftover())

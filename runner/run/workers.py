@@ -23,7 +23,6 @@ import queue
 import signal
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing import resource_tracker
@@ -32,8 +31,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from runner.config.settings import Settings
 from runner.config.targets import as_targets
+from runner.load.clock import RunClock, SystemClock
 from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter
+from runner.run.signals import STOP_SIGNALS
 from runner.stats.merge import RunTotal, merged_bench, merged_interval, merged_summary, merged_warmup_interval
 from runner.stats.record import (
     ShardRun,
@@ -51,21 +52,23 @@ if TYPE_CHECKING:
 # From starting the workers to send 0: enough for a worker to start Python, import the
 # runner and set up its clients (about a quarter of a second each, two at a time here).
 LEAD_S = 1.5
-STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 POLL_S = 0.1
 
 
 def run(settings: Settings, urls: Sequence[str], source: str | None, reporters: Sequence[Reporter],
-        pod: Shard, counts: WorkerTallies | None = None, engine: str = "python") -> RunSummary:
+        pod: Shard, counts: WorkerTallies | None = None, engine: str = "python",
+        clock: RunClock | None = None) -> RunSummary:
     """Run with `settings.split.workers` processes; tell `reporters` about the merged run.
 
     `engine`: which one the workers send with (each builds its own parts from the same settings,
-    so each chooses as the parent did: runner.run.build.engine_for).
+    so each chooses as the parent did: runner.run.build.engine_for). `clock`: where the parent
+    reads the time that the workers' agreed start and the merged run are set from.
 
     With `counts` (Prometheus metrics), each worker also counts its results for metrics and
     sends its counts home before each interval and its summary, and `counts` gets them.
     """
-    start_wall = time.time() + LEAD_S
+    clock = clock if clock is not None else SystemClock()
+    start_wall = clock.wall_s() + LEAD_S
     if not pod.alone:
         start_wall = aligned_start(start_wall, settings.pace.interval_ns / 1e9)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited event loop
@@ -93,7 +96,7 @@ def run(settings: Settings, urls: Sequence[str], source: str | None, reporters: 
         # The run begins where the workers' warm-ups (if any) end, as in each worker (runner.run.soak).
         warmup_ns = settings.pace.warmup_ns
         info = RunInfo(settings, list(urls), source,
-                       time.monotonic_ns() + round((start_wall - time.time()) * 1e9) + warmup_ns,
+                       clock.now_ns() + round((start_wall - clock.wall_s()) * 1e9) + warmup_ns,
                        start_wall + warmup_ns / 1e9, pod, as_targets(urls).weights, engine)
         with _forwarding_signals(processes):
             signal.pthread_sigmask(signal.SIG_SETMASK, held)

@@ -1,31 +1,66 @@
-"""The client's own figures: was it the client, not the server, that set the pace?
+"""The client's own figures: what its own delay may have changed in the figures of a span.
 
 A load tester's numbers are true only while it keeps pace. When its event loop runs
-callbacks late or its process has no CPU to spare, its own queueing shows up as the
-server's latency and its late sends as the server's shortfall. So every run measures
-itself, per interval and for the run: how late the loop ran its pacing timer's wake-ups
-(the loop lag), how much of a core the process used, and how late sends left
+callbacks late or its process has no CPU to spare, its sends leave late and its reads may
+be late, and part of that can show as the server's latency or shortfall. So every run
+measures itself, per interval and for the run: how late the loop ran its pacing timer's
+wake-ups (the loop lag), how much of a core the process used, and how late sends left
 beyond what the server made them wait (the lateness, see Result.client_lag_ns). Pure: the
 run feeds it readings; nothing here reads a clock.
 
-The rule, documented in docs/output.md: an interval is client-saturated when the process
-used at least SATURATED_CPU of a core, or when the loop lag's p99 reached SATURATED_LAG_NS.
-Either means callbacks (sends, reads, timers) waited for the client, not for the server.
+Seeing the client lag does not make a figure wrong: a latency timed from the request's write
+to the kernel's receive time of the answer holds no delay of the client's, and an interval
+that met its goal lost nothing to it. So pace_of() says, figure by figure, what the client's
+delay may have changed in a span and by how much (Pace), and an interval is client-saturated
+(Pace.saturated) only where its delay may have changed one of its figures. The rules are
+documented in docs/output.md (#is-the-client-the-limit).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
+from runner.config.settings import Settings
+from runner.core.columns import LINE_PERCENTILES
+from runner.core.percentiles import PERCENTILES
 from runner.core.units import NS_PER_MS, NS_PER_S
+from runner.load.model import Closed, Open, model_for
 from runner.load.result import ErrorKind, Result
 from runner.load.schedule import Grid
+from runner.load.shards import Shard
+from runner.stats.figures import Figures, Latency
 from runner.stats.histogram import LatencyHistogram
+from runner.stats.phases import PhaseTally
 
-SATURATED_CPU = 0.9  # of one core: a Python event loop uses at most one
-SATURATED_LAG_NS = 10 * NS_PER_MS  # loop lag p99: a timer 10 ms late means every callback waits as long
+
+class PacedTally(Protocol):
+    """What pace_of reads of a span's tally (runner.stats.recorder.Tally), read only."""
+
+    good: int
+    bad: int
+    failed: int
+    skipped: int
+    late: int
+    late_max_ns: int
+    kernel_clocked: int
+    delayed_max_ns: int
+    connections_opened: int
+
+    @property
+    def errors(self) -> Mapping[str, int]: ...
+    @property
+    def latency(self) -> LatencyHistogram: ...
+    @property
+    def phases(self) -> PhaseTally | None: ...
+
+
+SATURATED_CPU = 0.9  # of one core: a Python event loop uses at most one; at this share its own work sets its pace
+SATURATED_LAG_NS = 10 * NS_PER_MS  # delay in latencies worth a note: a timer 10 ms late, every callback as late
 LATE_NS = 2 * NS_PER_MS  # a send this much after it could and should have left counts as late
 # The loop lag is sampled on the pacing timer's own wake-ups (each firing: due at, ran at), as a
 # probe ticking every PROBE_PERIOD_NS would see it: at most one sample a period, and a firing
@@ -35,6 +70,15 @@ PROBE_PERIOD_NS = 10 * NS_PER_MS
 # last one, so a stall of the process (SIGSTOP, a node that does not run it) still shows interval
 # by interval, at a tenth of the wake-ups of a probe every period. Both engines, one rule.
 WATCH_GAP_NS = 100 * NS_PER_MS
+# A timeout is the client's only when its loop lagged this share of the timeout or more: then an
+# answer that came in the first half of the wait may have been read after the deadline. Below it,
+# the server had not answered in more than half the time the run gives it.
+TIMEOUT_SHARE = 0.5
+WITHIN_GAP = 0.998  # of the gap between a client's sends: a request that took less ended within it (_may_skip)
+# Of a span's goal: the least its client's lateness alone must be able to cost it to count as
+# changing it (a line shows goal% to the whole percent).
+GOAL_NOTED = 0.01
+NAMED_INTERVALS = 10  # saturated intervals a run keeps the numbers of, for its note (ClientFigures.named)
 
 
 def is_late(result: Result) -> bool:
@@ -45,27 +89,227 @@ def is_late(result: Result) -> bool:
     return bool(result.start_ns) and result.error != ErrorKind.CANCELLED and result.client_lag_ns >= LATE_NS
 
 
-def is_saturated(cpu_share: float, loop_lag_p99_ns: int) -> bool:
-    """The rule: did the client rather than the server set the pace over a span?"""
-    return cpu_share >= SATURATED_CPU or loop_lag_p99_ns >= SATURATED_LAG_NS
+def holds_delay(result: Result) -> bool:
+    """Whether a response's latency may hold some of the client's own delay: it was timed by the
+    loop's clock, not the kernel's receive time, or it opened its connection (the loop sees the
+    connect). One timed from its due time (the open model) holds its lateness too: the recorder
+    counts those where it knows the model. Tally.delayed_max_ns keeps the slowest."""
+    return not result.kernel_clock or bool(result.connected_ns)
 
 
 OWN_CPU, NODE = "own CPU", "node"
 
 
-def starved_by(figures: ClientFigures) -> str:
-    """Why a saturated span was: the process's OWN_CPU (it used SATURATED_CPU of a core or more,
-    so its own work set the pace), or its NODE (its loop ran late while it had CPU to spare: it
-    was not run on time, by a busy node, a CPU limit's throttling, or a stop)."""
-    return OWN_CPU if figures.cpu_share >= SATURATED_CPU else NODE
+def starved_by(cpu_share: float) -> str:
+    """Why a client fell behind: its OWN_CPU (it used SATURATED_CPU of a core or more, so its own
+    work set the pace), or its NODE (it had CPU to spare and still ran late: it was not run on
+    time, by a busy node, a CPU limit's throttling, or a stop)."""
+    return OWN_CPU if cpu_share >= SATURATED_CPU else NODE
+
+
+@dataclass(frozen=True)
+class PaceTerms:
+    """What judging a span's pace needs of its run's settings (pace_of).
+
+    `room`: how many requests this process may have in flight before a due send is skipped: its
+    clients (closed model: one each) or its maxInFlight (open model); 0 when there is no such
+    limit to judge skips by (a bench, or unknown: then any skip may be the client's).
+    """
+
+    room: int = 0
+    corrected: bool = False  # latency from the due time (open model): a late send's lateness is in it
+    paced: bool = True  # sends are due on a schedule: a goal, skips, lateness (not a bench)
+    timeout_ns: int = 10 * NS_PER_S
+
+    @classmethod
+    def of(cls, settings: Settings, shard: Shard) -> PaceTerms:
+        """The terms of one process's run (`shard`: its part of the run; a merged run is ALONE)."""
+        model = model_for(settings.pace, shard)
+        clients = shard.share(settings.pace.concurrency)
+        room = clients if isinstance(model, Closed) else model.max_in_flight if isinstance(model, Open) else 0
+        return cls(room, model.corrected, model.paced, settings.client.timeout_ns)
+
+
+@dataclass(frozen=True)
+class Pace:
+    """What the client's own delay may have changed in one span's figures (pace_of), and by how much.
+
+    Each count is at most what the span measured, and 0 where the client's delay could not have
+    changed that figure: a guess that leans to the client (`may have`), never a certainty.
+    """
+
+    behind_ns: int = 0  # how far behind its schedule the client ran: its latest send, its loop's longest lag
+    lag_ns: int = 0  # the most of its delay a response's latency may hold (0: none holds any)
+    delayed: int = 0  # the responses whose latency may hold it
+    skipped: int = 0  # skipped sends it may have caused: all the span's, or none
+    timeouts: int = 0  # timeouts it may have caused (its loop lagged half the timeout): all, or none
+    crossed: int = 0  # sends due in the span that its delay may have pushed past the span's end
+    short: int = 0  # of the sends the span's goal missed, those its delay may have cost it, beyond its edges' jitter
+    cpu_share: float = 0.0  # the busiest process's share of a core: why it fell behind (starved_by)
+    best: Latency | None = None  # the span's latencies had its delay cost nothing; None where it is in none
+    # Of the figures an interval line shows (LINE_LATENCIES), the one its delay may have raised most, and by how much.
+    moved: tuple[str, int] = ("", 0)
+
+    @property
+    def saturated(self) -> bool:
+        """Whether the client's delay may have changed the span's figures enough to read them
+        otherwise: it may have cost sends (skipped, timed out, or missing from a goal not met
+        while it ran a whole gap between a client's sends behind), or have raised a latency the
+        line shows by SATURATED_LAG_NS or more. A client a few milliseconds late whose goal% lost
+        a response or two across the line's end is not (responses cross its edges both ways), nor
+        one whose delay is in the latency of the few responses that opened its connections."""
+        return bool(self.skipped or self.timeouts or self.short) or self.moved[1] >= SATURATED_LAG_NS
+
+    @property
+    def sends(self) -> int:
+        """The sends its delay may have kept from the span: skipped, timed out, or pushed past its end."""
+        return self.skipped + self.timeouts + self.crossed
+
+    def merge(self, other: Pace) -> Pace:
+        """Two spans' (intervals of one run, or shards of one interval), added up; `best` is the
+        span's own (run_pace works it out again for the whole)."""
+        return Pace(max(self.behind_ns, other.behind_ns), max(self.lag_ns, other.lag_ns),
+                    self.delayed + other.delayed, self.skipped + other.skipped, self.timeouts + other.timeouts,
+                    self.crossed + other.crossed, self.short + other.short, max(self.cpu_share, other.cpu_share),
+                    moved=max(self.moved, other.moved, key=lambda m: m[1]))
+
+
+def pace_of(tally: PacedTally, figures: Figures, client: ClientFigures, terms: PaceTerms = PaceTerms()) -> Pace:
+    """What the client's own delay may have changed in a span (an interval), from its figures and
+    the client's: the rule, figure by figure (docs/output.md#is-the-client-the-limit).
+
+    - Latency: a response timed by the kernel's receive time, on a connection it did not open,
+      ran from the write of its request to the arrival of its answer: no delay of the client's is
+      in it. One timed by the loop's clock (TLS, httpx) may hold up to the loop's longest lag; one
+      that opened a connection, as much of it as its setup took at most (the connect is seen by
+      the loop); in the open model a late send's lateness too, latency being timed from the due time.
+    - Skips: a closed-model client skips a send that fell due while its request was in flight.
+      A request that ended within the gap between a client's sends (clients / rate; maxInFlight /
+      rate in the open model) would have left room for the next, had it gone on time: so skips
+      may be the client's only if it ran at least that gap, less its slowest such request (less
+      the delay its latency may hold), behind. Requests all slower than the gap: the server's.
+    - Timeouts: only when the loop lagged TIMEOUT_SHARE of the timeout or more.
+    - The goal: sends due within `behind` of the span's end may have been sent, or answered, after
+      it (`crossed`: as many as the span answered of its due sends). As responses cross a line's
+      edges both ways, that is the client's cut of a goal not met (`short`) only once it ran a
+      whole gap behind, as a stopped client does, and could cost GOAL_NOTED of the goal.
+    """
+    behind = max(tally.late_max_ns, client.loop_lag.max) if terms.paced else 0
+    behind = behind if behind >= LATE_NS else 0
+    lag, delayed, best = _latency_delay(tally, client, terms)
+    rate = figures.rate_target
+    gap = terms.room * NS_PER_S / rate if terms.room and rate else 0.0  # between a client's sends (or maxInFlight's)
+    skipped = tally.skipped if tally.skipped and behind and _may_skip(tally, gap, behind, lag) else 0
+    timeouts = figures.errors.get(ErrorKind.TIMEOUT, 0) if client.loop_lag.max >= terms.timeout_ns * TIMEOUT_SHARE \
+        else 0
+    due = figures.due or 0.0
+    answered = min(figures.responses / due, 1.0) if due and figures.requests else 1.0  # of its due sends
+    unskipped = max(math.ceil(due) - tally.skipped, 0)  # the span's due sends that were not skipped
+    crossed = min(unskipped, math.ceil(rate * behind / NS_PER_S * answered)) if behind and rate else 0
+    missing = max(math.ceil(due - figures.responses - 1e-9), 0)
+    edges = crossed if gap and behind >= gap and crossed >= due * GOAL_NOTED else 0  # beyond its edges' jitter
+    short = min(missing, skipped + timeouts + edges)
+    return Pace(behind, lag, delayed, skipped, timeouts, crossed, short, client.cpu_share, best,
+                _moved(figures.latency, best))
+
+
+def run_pace(tally: PacedTally, intervals: Pace) -> Pace:
+    """A whole run's Pace: its intervals' added up (`intervals`), with the latencies at best worked
+    out on the run's own histogram, its delayed responses each as late as the latest was."""
+    best = _best_latency(tally.latency, intervals.delayed, intervals.lag_ns, tally.delayed_max_ns) \
+        if intervals.delayed else None
+    return replace(intervals, best=best, moved=_moved(Latency.of(tally.latency), best))
+
+
+LINE_LATENCIES = (*LINE_PERCENTILES, "max")  # the latencies an interval line shows
+
+
+def _moved(measured: Latency, best: Latency | None) -> tuple[str, int]:
+    """Which latency an interval line shows the client's delay may have raised most, and by how much."""
+    if best is None:
+        return "", 0
+    return max(((key, int(measured.ns(key) - best.ns(key))) for key in LINE_LATENCIES), key=lambda m: m[1])
+
+
+def _latency_delay(tally: PacedTally, client: ClientFigures, terms: PaceTerms) -> tuple[int, int, Latency | None]:
+    """(the most of the client's delay in a response's latency, how many responses may hold it, the
+    latencies without it), or (0, 0, None). A kernel-timed response that opened its connection may
+    hold it only in its connection's setup: no more than the slowest setup took. None holds more
+    than the slowest of them took in all (Tally.delayed_max_ns)."""
+    responses = tally.good + tally.bad
+    by_loop = responses - tally.kernel_clocked
+    opened = min(responses - by_loop, tally.connections_opened)
+    lag = client.loop_lag.max if by_loop else min(client.loop_lag.max, _setup_max(tally)) if opened else 0
+    delayed = by_loop + opened
+    if terms.corrected and tally.late:  # timed from the due time: a late send's lateness is in its latency
+        lag += tally.late_max_ns
+        delayed = min(responses, delayed + tally.late)
+    lag = min(lag, tally.delayed_max_ns)
+    if not delayed or lag <= 0:
+        return 0, 0, None
+    return lag, delayed, _best_latency(tally.latency, delayed, lag, tally.delayed_max_ns)
+
+
+def _setup_max(tally: PacedTally) -> int:
+    """The longest a connection's setup (name lookup, connect, TLS) may have taken in the span; a
+    tally without phases (a record of an earlier version) says nothing: no bound."""
+    phases = tally.phases
+    if phases is None or not phases.connect_new.count:
+        return sys.maxsize
+    return phases.dns_new.max + phases.connect_new.max + phases.tls_new.max
+
+
+def _best_latency(histogram: LatencyHistogram, delayed: int, lag_ns: int, delayed_max_ns: int | None = None) -> Latency:
+    """The latencies had `delayed` of the responses, none slower than `delayed_max_ns`, each been up
+    to `lag_ns` faster: a lower bound of each. A percentile slower than every delayed response is
+    as measured; any other falls by at most the lag, and no lower than the value as many ranks
+    down as there are delayed responses (the others are as measured)."""
+    n = histogram.count
+    if not n:
+        return Latency()
+    # Slower than the slowest delayed response, by more than a histogram bucket (0.1%): no delay in it.
+    fixed = math.inf if delayed_max_ns is None else delayed_max_ns + delayed_max_ns // 500
+    ranks = {key: max(int(p.rank * n / 100 + 0.5), 1) for key, p in PERCENTILES.items()}
+    shifted = {key: rank - delayed for key, rank in ranks.items()}
+    lower = histogram.percentiles(s * 100 / n for s in (*shifted.values(), n - delayed) if s > 0)
+    measured = histogram.percentiles(p.rank for p in PERCENTILES.values())
+
+    def at_best(value: int, rank: int) -> int:
+        return value if value > fixed else max(value - lag_ns, lower[rank * 100 / n] if rank > 0 else 0, 0)
+
+    best = {key: at_best(measured[p.rank], shifted[key]) for key, p in PERCENTILES.items()}
+    return Latency(n, at_best(histogram.min, 0), at_best(histogram.max, n - delayed),
+                   max(histogram.mean - lag_ns * delayed / n, 0.0), 0.0, best)
+
+
+def _may_skip(tally: PacedTally, gap: float, behind_ns: int, lag_ns: int) -> bool:
+    """Whether the span's skips may be the client's: it ran at least the gap a request has before
+    its client's next send falls due (room / rate), less the slowest request that ended within it
+    (its latency less `lag_ns`, the most of the client's delay a latency may hold). A failure other
+    than a timeout ends at once; with nothing ended in the span, none is known."""
+    if not gap:
+        return True  # no gap to judge by
+    histogram = tally.latency
+    # Below the gap by more than a histogram bucket (0.1%): an answer in the gap's own bucket took it all.
+    within = histogram.counts_up_to([int(gap * WITHIN_GAP) + lag_ns])[0] if histogram.count else 0
+    if within:
+        rank = within * 100 / histogram.count
+        slowest = max(min(histogram.percentiles([rank])[rank] - lag_ns, gap), 0)
+        return behind_ns >= gap - slowest
+    fast_failures = tally.failed - sum(tally.errors.get(kind, 0) for kind in (ErrorKind.TIMEOUT, ErrorKind.CANCELLED))
+    if fast_failures or not (histogram.count or tally.failed):
+        return behind_ns >= gap
+    return False  # every request of the span was slower than the gap: the server's
 
 
 @dataclass
 class ClientFigures:
     """How the client fared over one interval, or over the whole run.
 
-    Merging shards (processes or pods) keeps the busiest process's CPU share and every
-    process's loop-lag samples; a merged span is saturated when any of its processes was.
+    `saturated` is not read off these figures: it is whether the client's delay may have changed
+    the interval's (Pace.saturated, judged once the interval is closed), and for the run whether
+    it did in any interval. Merging shards (processes or pods) keeps the busiest process's CPU
+    share and every process's loop-lag samples.
     """
 
     cpu_share: float = 0.0  # CPU time over wall time, in cores
@@ -73,12 +317,15 @@ class ClientFigures:
     saturated: bool = False
     saturated_intervals: int = 0  # the run's: how many of its intervals were saturated
     lateness: LatencyHistogram | None = None  # the run's: every send's client lag (paced runs)
+    # The run's: the first NAMED_INTERVALS saturated intervals, and what the client's delay may
+    # have changed in all of them, added up (None where none was, or not known: a shard's record).
+    named: tuple[int, ...] = ()
+    pace: Pace | None = None
 
     @classmethod
     def measured(cls, cpu_seconds: float, span_ns: int, loop_lag: LatencyHistogram) -> ClientFigures:
-        """One process's figures over a span, judged by the rule."""
-        share = cpu_seconds * NS_PER_S / span_ns if span_ns > 0 else 0.0
-        return cls(share, loop_lag, is_saturated(share, loop_lag.percentiles([99])[99]))
+        """One process's figures over a span."""
+        return cls(cpu_seconds * NS_PER_S / span_ns if span_ns > 0 else 0.0, loop_lag)
 
     def merge(self, other: ClientFigures) -> None:
         """Add another process's figures over the same span."""
@@ -90,6 +337,14 @@ class ClientFigures:
             if self.lateness is None:
                 self.lateness = LatencyHistogram()
             self.lateness.add(other.lateness)
+
+    def count_saturated(self, index: int, pace: Pace) -> None:
+        """The run's: interval `index` was saturated, by what its Pace says."""
+        self.saturated = True
+        self.saturated_intervals += 1
+        if len(self.named) < NAMED_INTERVALS:
+            self.named += (index,)
+        self.pace = pace if self.pace is None else self.pace.merge(pace)
 
 
 def next_due(due_ns: int, ran_ns: int, period_ns: int = PROBE_PERIOD_NS) -> int:
@@ -103,8 +358,9 @@ class ClientMeter:
     """Collects the readings of one process as the run goes, and closes them per interval.
 
     The run calls begin() once, tick() for every wake-up of the pacing timer (or the fallback
-    tick), expect() with when the next one is due, late() for every send's client lag, and
-    close() at every interval's end with the CPU time used so far.
+    tick), expect() with when the next one is due, late() for every send's client lag,
+    close() at every interval's end with the CPU time used so far, and counted() with what the
+    client's delay may have changed in the interval so closed (its Pace).
 
     Both figures belong to the interval in which what they measure happened, not to the one
     being closed when they are read, which differ after a stall (a process stopped, or not run
@@ -135,7 +391,7 @@ class ClientMeter:
         self._first: tuple[int, float] | None = None
         self._next_due_ns: int | None = 0  # when the next tick is due (None: none is)
         self._counted_ns = 0  # ticks due before this have been counted
-        self._saturated = 0
+        self._saturation = ClientFigures()  # the saturated intervals so far (count_saturated)
 
     def begin(self, cpu_s: float, t_ns: int) -> None:
         """The CPU time used and the clock when the run starts (and the probe with it)."""
@@ -184,18 +440,23 @@ class ClientMeter:
         self._read(t_ns, cpu_s)
         figures = ClientFigures.measured(self._cpu_at(end_ns) - self._cpu_at(start_ns), end_ns - start_ns, lag)
         self._forget_before(end_ns)
-        self._saturated += figures.saturated
         return figures
 
+    def counted(self, index: int, pace: Pace) -> None:
+        """Interval `index`, closed, and what the client's delay may have changed in it."""
+        if pace.saturated:
+            self._saturation.count_saturated(index, pace)
+
     def run(self, cpu_s: float | None, t_ns: int) -> ClientFigures:
-        """The whole run's figures: saturated if any interval was, or the run as a whole."""
+        """The whole run's figures: saturated if any interval was (counted())."""
         if cpu_s is None or self._first is None:
             figures = ClientFigures(loop_lag=self._run_lag)
         else:
             first_t, first_cpu = self._first
             figures = ClientFigures.measured(cpu_s - first_cpu, t_ns - first_t, self._run_lag)
-        figures.saturated = figures.saturated or self._saturated > 0
-        figures.saturated_intervals = self._saturated
+        seen = self._saturation
+        figures.saturated, figures.saturated_intervals = seen.saturated, seen.saturated_intervals
+        figures.named, figures.pace = seen.named, seen.pace
         figures.lateness = self.lateness
         return figures
 

@@ -20,18 +20,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from runner.core.columns import LATENCY_COLUMNS
 from runner.core.percentiles import PERCENTILES
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.phases import PhaseTally
 
-# Which percentiles each output shows, in its order. The interval line's columns are
-# slow_cooker's, and so are the summary's first keys; the gauges show the line's.
-LINE_PERCENTILES = ("p50", "p95", "p99", "p999")
+# Which percentiles each output shows, in its order. The summary's first keys are slow_cooker's;
+# the interval line's (and so the intervalStats' and the gauges') are its columns', in
+# runner.core.columns.
 SUMMARY_PERCENTILES = ("p50", "p75", "p90", "p95", "p99", "p999")
-GAUGE_PERCENTILES = LINE_PERCENTILES
 PHASE_PERCENTILES = ("p50", "p90", "p99")  # the summary's `phases` section, and `soak compare`'s phase rows
-# The line's change column compares this percentile with the previous intervals' (slow_cooker's).
-CHANGE_PERCENTILE = "p99"
 
 # backendHeader: the backends shown by name, in the summary, the interval records and the
 # metrics' backend label: the first BACKENDS_SHOWN (by count; in the metrics, as first seen, for
@@ -65,6 +63,11 @@ class Latency:
         found = histogram.percentiles(p.rank for p in wanted)
         return cls(histogram.count, histogram.min, histogram.max, histogram.mean, histogram.stdev(),
                    {p.key: found[p.rank] for p in wanted})
+
+    def in_line(self) -> dict[str, int]:
+        """The figures the interval line's latency columns show (LATENCY_COLUMNS), in exact ns, in order."""
+        ends = {"min": self.min_ns, "max": self.max_ns}
+        return {key: ends[key] if key in ends else self.percentiles[key] for key in LATENCY_COLUMNS}
 
     def ns(self, name: str) -> float:
         """A latency by name: a percentile key, or min, max or mean."""

@@ -51,10 +51,13 @@ class RunTotal:
     intervals: int = 0
     due: float | None = None  # the sends due: each interval's, added (None without a schedule)
     last_end_ns: int | None = None
+    saturation: ClientFigures = field(default_factory=ClientFigures)  # the saturated intervals (count_saturated)
 
     def add(self, interval: Interval) -> None:
         self.tally.merge(interval.tally)
         self.intervals += 1
+        if interval.pace.saturated:  # judged on the merged interval, as one process would have judged it
+            self.saturation.count_saturated(interval.index, interval.pace)
         if interval.due is not None:
             self.due = interval.due + (self.due or 0.0)
         self.last_end_ns = interval.end_ns
@@ -247,7 +250,7 @@ def merged_interval(info: RunInfo, index: int, slot: int, parts: Sequence[tuple[
               for begin, stop, offset in owed]
     due_ns = round(sum(stop - begin for begin, stop, _ in spans) / shares)
     return Interval(index, start, end, tally, None if None in sending else max(s for s in sending if s is not None),
-                    due_ns, client, due=_sends_due(info, shares, spans))
+                    due_ns, client, due=_sends_due(info, shares, spans), terms=info.pace_terms)
 
 
 def merged_warmup_interval(index: int, parts: Sequence[dict[str, Any]]) -> Interval:
@@ -322,7 +325,7 @@ def merged_summary(info: RunInfo, total: RunTotal, shards: Sequence[ShardRun],
         connections=_added(run.get("connections") for _, run in runs),
         shards=report,
         due=total.due,
-        client=_merged_client(run.get("client") for _, run in runs),
+        client=_merged_client((run.get("client") for _, run in runs), total.saturation),
         drain=drain,
         per_url=_merged_per_url([run.get("perUrl") for _, run in runs]),
         last_interval_end_ns=total.last_end_ns,
@@ -370,11 +373,14 @@ def _merged_drain(records: Iterable[Any]) -> Tally | None:
     return drain
 
 
-def _merged_client(records: Iterable[Any]) -> ClientFigures:
-    """The processes' own figures over the run: the busiest CPU, every loop-lag sample, saturated if any was."""
+def _merged_client(records: Iterable[Any], saturation: ClientFigures) -> ClientFigures:
+    """The processes' own figures over the run: the busiest CPU, every loop-lag sample; saturated in
+    the merged intervals that were (`saturation`: each judged on the merged figures)."""
     client = ClientFigures()
     for record in records:
         client.merge(client_from_record(record))
+    client.saturated, client.saturated_intervals = saturation.saturated, saturation.saturated_intervals
+    client.named, client.pace = saturation.named, saturation.pace
     return client
 
 

@@ -1,39 +1,32 @@
-"""The native engine's counts as the recorder's records: Tally, BenchTally and Interval.
+"""Counts an engine filed itself, as the recorder's records: Tally, BenchTally and Interval.
 
-The C engine (runner/load/native) counts every result itself, in Recorder's filing rules,
-and hands over one interval at a time. `NativeRecorder` has the part of Recorder's
-interface a run uses (close, drain_from, next_index, and the run-wide figures: total,
-uncorrected, send_lag, in_unit, bench, connections, client, drain, drain_end_ns, per_url),
-so what comes after it (reports, thresholds, merges) never knows which engine counted. Each
+The native engine (runner/load/native) counts every result itself, in Recorder's filing
+rules, and hands over one interval at a time as runner.load.native.records' records.
+`TakenRecorder` has the part of Recorder's interface a run uses (close, drain_from,
+next_index, and the run-wide figures: total, uncorrected, send_lag, in_unit, bench,
+connections, client, drain, drain_end_ns, per_url) over an engine that is Taking, so what
+comes after it (reports, thresholds, merges) never knows which engine counted. Each
 interval's counts become a Tally here, once per interval; its histogram's counts array is
 the engine's own, taken over without a copy (LatencyHistogram.from_counts).
-
-`native_run` makes the engine and its recorder from what the Python engine and Recorder are
-made from, with this layer's constants for the rules both must count by.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from runner.core.redact import printable
-from runner.load.engine import Load
 from runner.load.model import LoadModel
-from runner.load.native.engine import Counting, MetricsConfig, NativeEngine
-from runner.load.schedule import Grid, Schedule
-from runner.load.transport import TransportOptions
-from runner.stats.client import LATE_NS, PROBE_PERIOD_NS, WATCH_GAP_NS, ClientMeter
+from runner.load.native.records import BenchCounts, HistogramCounts, RunFigures, Taken, TallyCounts
+from runner.load.schedule import Grid
+from runner.stats.client import ClientMeter, PaceTerms
 from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.phases import PhaseTally
 from runner.stats.recorder import (
     BACKENDS_KEPT,
-    ERROR_GROUPS,
-    GROUP_URLS,
-    OTHER_LENGTHS,
     OTHER_TEXTS,
     BenchTally,
     ErrorGroup,
@@ -47,17 +40,18 @@ from runner.stats.recorder import (
 PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connections' key, with its TLS version)
 
 
-def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: Grid, *, unit_ns: int | None = None,
-               metrics: MetricsConfig | None = None, shown: Callable[[str], str] = printable,
-               slot_of: Sequence[int] = ()) -> tuple[NativeEngine, NativeRecorder]:
-    """The native engine for a load and the recorder of what it counts, as Parts.recorder() would count it
-    (`slot_of`: each URL's slot, as Recorder takes it; backends counted when the options name a backendHeader)."""
-    model = load.model
-    counting = Counting(grid, model.corrected, unit_ns or 0, LATE_NS, ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, metrics,
-                        probe_ns=PROBE_PERIOD_NS, gap_ns=WATCH_GAP_NS, url_slots=tuple(slot_of))
-    engine = NativeEngine(schedule, load, options, counting)
-    due = schedule.sends_due if model.paced else None
-    return engine, NativeRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown)
+class Taking(Protocol):
+    """An engine that files its results itself and hands them over an interval at a time (the
+    native one: runner.load.native.engine)."""
+
+    def take(self, k: int, *, final: bool = False, until_ns: int | None = None) -> Taken:
+        ...
+
+    def figures(self) -> RunFigures:
+        ...
+
+    def drain_from(self, t_ns: int) -> None:
+        ...
 
 
 @dataclass(frozen=True)
@@ -72,13 +66,14 @@ class ConnectionCounts:
     closed: int
 
 
-class NativeRecorder:
-    """Recorder's interface over the native engine's intervals (see the module's docstring)."""
+class TakenRecorder:
+    """Recorder's interface over the intervals an engine takes (see the module's docstring)."""
 
-    def __init__(self, engine: NativeEngine, grid: Grid, model: LoadModel, *,
+    def __init__(self, engine: Taking, grid: Grid, model: LoadModel, *,
                  due: Callable[[int, int], float] | None = None, unit_ns: int | None = None,
-                 shown: Callable[[str], str] = printable) -> None:
+                 shown: Callable[[str], str] = printable, terms: PaceTerms | None = None) -> None:
         self._engine = engine
+        self._terms = terms
         self._grid = grid
         self._due = due  # the sends due between two moments (Schedule.sends_due); None for a bench
         self._unit_ns = unit_ns
@@ -109,7 +104,7 @@ class NativeRecorder:
 
     def drain_from(self, t_ns: int) -> None:
         """As Recorder.drain_from: results ending at or after `t_ns` are the drain."""
-        self._engine.core.drain_from(t_ns)
+        self._engine.drain_from(t_ns)
 
     def close(self, end_ns: int | None = None, *, final: bool = False, sending_end_ns: int | None = None,
               cpu_s: float | None = None, now_ns: int | None = None) -> Interval:
@@ -120,58 +115,64 @@ class NativeRecorder:
         """
         k = self._next
         start, end = self._grid.end_of(k - 1), self._grid.end_of(k) if end_ns is None else end_ns
-        taken = self._engine.core.take(k, final=final, until_ns=end)
-        tally = self._counted(self.tally(taken["tally"]))
-        tally.connections_opened, tally.connections_closed = taken["opened"], taken["closed"]
+        taken = self._engine.take(k, final=final, until_ns=end)
+        tally = self._counted(self.tally(taken.tally))
+        tally.connections_opened, tally.connections_closed = taken.opened, taken.closed
         if final:
-            for later in taken["later"]:
+            for later in taken.later:
                 tally.merge(self._counted(self.tally(later)))
-            if taken["drain"] is not None:
-                self.drain = self._counted(self.tally(taken["drain"]))
-                self.drain_end_ns = taken["drain_end_ns"]
+            if taken.drain is not None:
+                self.drain = self._counted(self.tally(taken.drain))
+                self.drain_end_ns = taken.drain_end_ns
                 self.total.merge(self.drain)
-            if taken["per_url"] is not None:
-                self.per_url = [self.tally(counts) for counts in taken["per_url"]]
+            if taken.per_url is not None:
+                self.per_url = [self.tally(counts) for counts in taken.per_url]
         self.total.merge(tally)
         self._next += 1
-        self.interval_connections.append(ConnectionCounts(taken["opened"], taken["closed"]))
+        self.interval_connections.append(ConnectionCounts(taken.opened, taken.closed))
         self._meter_ticks(taken)
         if final or self.bench is not None:  # a bench's figures go with every interval, as Recorder's do
             self._take_figures()
         client = self.client.close(cpu_s, end if now_ns is None else now_ns, start, end, final=final)
         due = interval_due(self._due, start, end, sending_end_ns)
-        return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)
+        interval = Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due,
+                            terms=self._terms or PaceTerms())
+        self.client.counted(k, interval.pace)
+        return interval
 
-    def _meter_ticks(self, taken: dict[str, Any]) -> None:
+    def _meter_ticks(self, taken: Taken) -> None:
         """The engine timer's firings since the last take, to the client meter as the Python engine's
         are: those on time within a period in bulk, each later one (a stall) with its times, so the
         ticks it swallowed count in the intervals they were due in; then when the next is due, so
         one not yet run by the close counts as late until then (the process was stopped)."""
-        for due, ran in taken["stalls"]:
+        for due, ran in taken.stalls:
             self.client.tick(due, ran)
-        self.client.loop_lags(histogram(taken["loop_lag"]))
-        self.client.expect(taken["next_tick_ns"])
+        self.client.loop_lags(histogram(taken.loop_lag))
+        self.client.expect(taken.next_tick_ns)
 
-    def tally(self, counts: dict[str, Any]) -> Tally:
-        """One of the engine's tallies as a Tally; its failure texts made printable, as Recorder.record does."""
-        if not counts:
+    def tally(self, counts: TallyCounts | None) -> Tally:
+        """One of the engine's tallies as a Tally (None: an empty one); its failure texts made
+        printable, as Recorder.record does."""
+        if counts is None:
             return phased()
         tally = Tally(
-            good=counts["good"], bad=counts["bad"], failed=counts["failed"], skipped=counts["skipped"],
-            late=counts["late"], late_max_ns=counts["late_max_ns"], kernel_clocked=counts["kernel_clocked"],
-            bytes_in=counts["bytes_in"], bytes_out=counts["bytes_out"], statuses=Counter(counts["statuses"]),
-            errors=Counter(counts["errors"]), latency=histogram(counts["latency"]),
-            phases=phases(counts["phases"]),
-            connections_opened=counts["opened"], connections_closed=counts["closed"],
+            good=counts.good, bad=counts.bad, failed=counts.failed, skipped=counts.skipped,
+            late=counts.late, late_max_ns=counts.late_max_ns, kernel_clocked=counts.kernel_clocked,
+            delayed_max_ns=counts.delayed_max_ns,
+            bytes_in=counts.bytes_in, bytes_out=counts.bytes_out, statuses=Counter(counts.statuses),
+            errors=Counter(counts.errors), latency=histogram(counts.latency),
+            phases=phases(counts.phases),
+            connections_opened=counts.opened, connections_closed=counts.closed,
         )
-        for raw, count in counts["backends"]:  # in the order met, as Recorder met them
+        for raw, count in counts.backends:  # in the order met, as Recorder met them
             tally.count_backend(self._backend(raw), count)
-        if counts["other_backends"]:
-            tally.count_backend(OTHER_BACKENDS, counts["other_backends"])
-        for kind, pattern, count, text, url, urls, more_urls, varied in counts["groups"]:
-            shown = self._shown(text)
-            key = (kind, OTHER_TEXTS if pattern == OTHER_TEXTS else error_pattern(shown))
-            tally.add_group(key, ErrorGroup(count, shown, url, set(urls), more_urls, varied))
+        if counts.other_backends:
+            tally.count_backend(OTHER_BACKENDS, counts.other_backends)
+        for group in counts.groups:
+            shown = self._shown(group.text)
+            key = (group.kind, OTHER_TEXTS if group.pattern == OTHER_TEXTS else error_pattern(shown))
+            tally.add_group(key, ErrorGroup(group.total, shown, group.url, set(group.urls), group.more_urls,
+                                            group.varied))
         return tally
 
     def _backend(self, raw: bytes) -> str:
@@ -192,29 +193,30 @@ class NativeRecorder:
 
     def _take_figures(self) -> None:
         """The run-wide figures so far (copied by the engine, so they may be kept)."""
-        figures = self._engine.core.figures()
-        if self.send_lag is not None and figures["send_lag"] is not None:
-            self.send_lag = histogram(figures["send_lag"])
-            self.client.lateness = histogram(figures["lateness"])
-        if self.uncorrected is not None and figures["uncorrected"] is not None:
-            self.uncorrected = histogram(figures["uncorrected"])
-        if self.in_unit is not None and figures["in_unit"] is not None:
-            self.in_unit = histogram(figures["in_unit"], self._unit_ns)
-        self.connections = by_protocol(figures["connections"], figures["tls_connections"])
-        self.run_connections = ConnectionCounts(figures["opened"], figures["closed"])
-        if self.bench is not None and figures["bench"] is not None:
-            self.bench = self.bench_tally(figures["bench"])
+        figures = self._engine.figures()
+        if self.send_lag is not None and figures.send_lag is not None:
+            self.send_lag = histogram(figures.send_lag)
+            assert figures.lateness is not None  # kept with send_lag
+            self.client.lateness = histogram(figures.lateness)
+        if self.uncorrected is not None and figures.uncorrected is not None:
+            self.uncorrected = histogram(figures.uncorrected)
+        if self.in_unit is not None and figures.in_unit is not None:
+            self.in_unit = histogram(figures.in_unit, self._unit_ns)
+        self.connections = by_protocol(figures.connections, figures.tls_connections)
+        self.run_connections = ConnectionCounts(figures.opened, figures.closed)
+        if self.bench is not None and figures.bench is not None:
+            self.bench = self.bench_tally(figures.bench)
 
-    def bench_tally(self, counts: dict[str, Any]) -> BenchTally:
-        server = counts["server"]
+    def bench_tally(self, counts: BenchCounts) -> BenchTally:
+        server = counts.server
         return BenchTally(
-            waiting=histogram(counts["waiting"]), total_reused=histogram(counts["total_reused"]),
-            connect_new=histogram(counts["connect_new"]), processing_new=histogram(counts["processing_new"]),
-            total_new=histogram(counts["total_new"]), document_length=counts["document_length"],
-            length_mismatches=counts["length_mismatches"], kept_alive=counts["kept_alive"],
-            header_bytes=counts["header_bytes"], server=self._shown(server) if server else server,
-            last_end_ns=counts["last_end_ns"], first_response_ns=counts["first_response_ns"],
-            server_ns=counts["server_ns"], other_lengths=Counter(counts["other_lengths"]),
+            waiting=histogram(counts.waiting), total_reused=histogram(counts.total_reused),
+            connect_new=histogram(counts.connect_new), processing_new=histogram(counts.processing_new),
+            total_new=histogram(counts.total_new), document_length=counts.document_length,
+            length_mismatches=counts.length_mismatches, kept_alive=counts.kept_alive,
+            header_bytes=counts.header_bytes, server=self._shown(server) if server else server,
+            last_end_ns=counts.last_end_ns, first_response_ns=counts.first_response_ns,
+            server_ns=counts.server_ns, other_lengths=Counter(counts.other_lengths),
         )
 
 
@@ -229,7 +231,7 @@ def by_protocol(connections: int, tls: Mapping[str, int]) -> Counter[str]:
     return found
 
 
-def phases(parts: tuple[Any, ...]) -> PhaseTally:
+def phases(parts: tuple[HistogramCounts, HistogramCounts, HistogramCounts, HistogramCounts, int]) -> PhaseTally:
     """The engine's (connect_new, tls_new, ttfb, body, reused) as a PhaseTally: it looks no name up
     (Python does, between intervals), so each new connection's dns is 0, and tls_new holds the
     handshakes of those made over TLS only: the others' tls is 0."""
@@ -241,6 +243,6 @@ def phases(parts: tuple[Any, ...]) -> PhaseTally:
     return tally
 
 
-def histogram(parts: tuple[Any, ...], unit_ns: int | None = None) -> LatencyHistogram:
-    """The engine's (counts, count, min, max, sum, sum_sq) as a LatencyHistogram over the same counts."""
+def histogram(parts: HistogramCounts, unit_ns: int | None = None) -> LatencyHistogram:
+    """The engine's HistogramCounts as a LatencyHistogram over the same counts."""
     return LatencyHistogram.from_counts(*parts, unit_ns=unit_ns)

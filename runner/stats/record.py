@@ -86,6 +86,7 @@ def tally_record(tally: Tally) -> dict[str, Any]:
     record["backends"] = dict(sorted(tally.backends.items()))
     record["errorGroups"] = [error_group_record(*key, group) for key, group in sorted(tally.error_groups.items())]
     record["latency"] = histogram_record(tally.latency)
+    record["delayedMaxNs"] = tally.delayed_max_ns
     if tally.phases is not None:
         record["phases"] = phases_record(tally.phases)
     return record
@@ -140,7 +141,16 @@ def tally_from_record(record: dict[str, Any]) -> Tally:
     tally.latency = histogram_from_record(record["latency"] if isinstance(record, dict) else {})
     if isinstance(record, dict) and record.get("phases") is not None:  # none in an earlier version's record
         tally.phases = phases_from_record(record["phases"])
+    delayed = record.get("delayedMaxNs") if isinstance(record, dict) else None
+    # An earlier version's record does not say which responses may hold the client's delay: any may.
+    tally.delayed_max_ns = tally.latency.max if delayed is None else _whole_ns(delayed)
     return tally
+
+
+def _whole_ns(value: Any) -> int:
+    if type(value) is not int or not 0 <= value <= HIGHEST_NS:
+        raise ValueError(f"not a tally record: delayedMaxNs {_shown(value)}")
+    return value
 
 
 def _error_texts(tally: Tally, entries: list[list[Any]]) -> None:
@@ -505,5 +515,6 @@ def _shown(value: Any) -> str:
 
 # Settings about running, not about the result: a merge neither splits, nor stops early,
 # nor serves metrics, nor writes the pods' CSV file paths on this machine.
-_RUN_ONLY = ("shard", "shards", "workers", "abortOnThreshold", "metricAddr", "pushgateway", "reportLatenciesCSV",
-             "terminationMessagePath", "linkerdAwait", "linkerdShutdown")
+_RUN_ONLY = ("shard", "shards", "workers", "abortOnThreshold", "metricAddr", "pushgateway", "remoteWrite",
+             "remoteWriteHeaders", "remoteWriteBearerTokenFile", "otlp", "otlpHeaders", "reportLatenciesCSV",
+             "junit", "terminationMessagePath", "linkerdAwait", "linkerdShutdown")

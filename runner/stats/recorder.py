@@ -18,7 +18,7 @@ from runner.core.redact import printable
 from runner.load.model import LoadModel
 from runner.load.result import ErrorKind, Result, is_good
 from runner.load.schedule import Grid, Skips
-from runner.stats.client import ClientFigures, ClientMeter, is_late
+from runner.stats.client import ClientFigures, ClientMeter, Pace, PaceTerms, holds_delay, is_late, pace_of
 from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS, Figures, Sends
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.phases import PhaseTally, waiting_ns
@@ -99,6 +99,7 @@ class Tally(Sends):
     late: int = 0  # sends that left late (stats.client.is_late): the client's own delay
     late_max_ns: int = 0  # the latest of them
     kernel_clocked: int = 0  # responses timed by the kernel's receive timestamps (Result.kernel_clock)
+    delayed_max_ns: int = 0  # the slowest response whose latency the client's delay may be in (holds_delay)
     hash_checked: int = 0
     hash_mismatches: int = 0
     bytes_in: int = 0
@@ -145,6 +146,8 @@ class Tally(Sends):
             self.count_backend(backend or NO_BACKEND)
         if result.kernel_clock:
             self.kernel_clocked += 1
+        if holds_delay(result):
+            self.delayed_max_ns = max(self.delayed_max_ns, latency_ns)
         if result.body_hash is not None:
             self.hash_checked += 1
             self.hash_mismatches += result.body_hash != hash_value
@@ -158,6 +161,7 @@ class Tally(Sends):
                      "bytes_in", "bytes_out", "connections_opened", "connections_closed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.late_max_ns = max(self.late_max_ns, other.late_max_ns)
+        self.delayed_max_ns = max(self.delayed_max_ns, other.delayed_max_ns)
         self.statuses.update(other.statuses)
         for backend, count in other.backends.items():
             self.count_backend(backend, count)
@@ -333,11 +337,19 @@ class Interval:
     # The sends the schedule made due in it (Schedule.sends_due, unrounded); None without a
     # schedule (a bench). From the load model, never worked out again downstream.
     due: float | None = None
+    # What judging the client's pace needs of the run (stats.client.PaceTerms); default: no room
+    # to judge skips by, the default timeout.
+    terms: PaceTerms = field(default_factory=PaceTerms, repr=False, compare=False)
     # Its figures, computed once here for every report (runner.stats.figures).
     figures: Figures = field(init=False, repr=False, compare=False)
+    # What the client's own delay may have changed in it (stats.client.pace_of), judged once here:
+    # `client.saturated` says whether it was saturated so.
+    pace: Pace = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "figures", Figures.of(self.tally, self.due, self.due_span_ns))
+        object.__setattr__(self, "pace", pace_of(self.tally, self.figures, self.client, self.terms))
+        self.client.saturated = self.pace.saturated
 
     @property
     def span_ns(self) -> int:
@@ -373,10 +385,11 @@ class Recorder:
     def __init__(
         self, grid: Grid, model: LoadModel, *, due: Callable[[int, int], float] | None = None, hash_value: int = 0,
         unit_ns: int | None = None, shown: Callable[[str], str] = printable, slot_of: Sequence[int] = (),
-        backends: bool = False,
+        backends: bool = False, terms: PaceTerms | None = None,
     ) -> None:
         self._grid = grid
         self._model = model
+        self._terms = terms  # for judging each interval's pace (stats.client.pace_of)
         self._due = due  # the sends due between two moments (Schedule.sends_due); None for a bench
         # How a server's or a library's text becomes printable (redact.Secrets.shown): applied to
         # every failure text and Server header before it is counted, so that no secret value and
@@ -460,6 +473,8 @@ class Recorder:
         latency = self._model.latency_ns(result)
         backend = self._backend(result.backend)
         tally.add(result, latency, self._hash_value, backend=backend)
+        if self._model.corrected and is_late(result):  # timed from its due time: its lateness is in it
+            tally.delayed_max_ns = max(tally.delayed_max_ns, latency)
         if per_url is not None:
             per_url[self._slot_of[result.url_index]].add(result, latency, self._hash_value, backend=backend)
         if self.uncorrected is not None:
@@ -545,7 +560,10 @@ class Recorder:
         due = interval_due(self._due, start, end, sending_end_ns)
         if self.bench is not None:
             self._bench_waiting(tally, final)
-        return Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due)
+        interval = Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due,
+                            terms=self._terms or PaceTerms())
+        self.client.counted(k, interval.pace)
+        return interval
 
     def _bench_waiting(self, closed: Tally, final: bool) -> None:
         """ab's Waiting is the ttfb phase (phases.waiting_ns), timed once per response: the closed

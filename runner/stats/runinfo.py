@@ -18,7 +18,7 @@ from runner.core.durations import format_duration
 from runner.core.units import NS_PER_S
 from runner.load.model import LoadModel, model_for
 from runner.load.shards import ALONE, Shard
-from runner.stats.client import ClientFigures
+from runner.stats.client import ClientFigures, PaceTerms
 from runner.stats.figures import Figures
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import BenchTally, Tally
@@ -78,6 +78,11 @@ class RunInfo:
         """This process's clients: all of the run's, or its shard's part."""
         return self.shard.share(self.settings.pace.concurrency)
 
+    @property
+    def pace_terms(self) -> PaceTerms:
+        """What judging an interval's pace needs of this run (stats.client.pace_of)."""
+        return PaceTerms.of(self.settings, self.shard)
+
 
 @dataclass(frozen=True)
 class Warmup:
@@ -114,7 +119,7 @@ class RunSummary:
     connections: dict[str, int] | None = None  # connections opened, by protocol: {"HTTP/1.1 TLSv1.3": 5}
     shards: dict[str, Any] | None = None  # a merged run: how many shards, which were merged, missing, cut
     failed_workers: dict[int, str] | None = None  # local workers that died or raised: what happened to each
-    client: ClientFigures | None = None  # how the client itself fared: loop lag, CPU, lateness, saturation
+    client: ClientFigures | None = None  # how the client itself fared: lag, CPU, lateness, saturated intervals
     drain: Tally | None = None  # what came back after the last interval ended (in `tally` too)
     last_interval_end_ns: int | None = None  # when the last interval ended (end_ns adds the drain)
     # The sends the schedule made due over the run (Schedule.sends_due, unrounded; a merged

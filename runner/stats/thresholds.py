@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from runner.config.rules import BACKENDS, LATENCIES, RATE, status_codes
+from runner.stats.client import Pace
 from runner.stats.figures import Figures, backends_reached
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.recorder import Tally
@@ -23,6 +24,7 @@ class Span:
     figures: Figures
     whole: bool = True  # False for a partial interval, too short to judge goal% and rate on
     shares: float = 1  # its rate, times this, is the run's: the shards of a split run (a scoped rule: see verdict)
+    pace: Pace = Pace()  # what the client's own delay may have changed in it (stats.client.pace_of)
 
 
 def measure(metric: str, span: Span, phase: str | None = None) -> float | None:

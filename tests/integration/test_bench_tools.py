@@ -11,12 +11,13 @@ import urllib.request
 import pytest
 
 from tests.conftest import NGINX_PAGE, REPO, free_port, wait_for_port
+from tests.support import reaper
 
 
 def test_nginx_sh_serves_the_page_with_the_workers_asked_for() -> None:
     port = free_port()
-    process = subprocess.Popen(["bash", str(REPO / "bench" / "nginx.sh"), "2", str(port)],
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = reaper.spawn(["bash", str(REPO / "bench" / "nginx.sh"), "2", str(port)], "bench/nginx.sh",
+                           stderr=subprocess.PIPE, text=True)
     try:
         wait_for_port(port)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
@@ -26,6 +27,7 @@ def test_nginx_sh_serves_the_page_with_the_workers_asked_for() -> None:
     finally:
         process.send_signal(signal.SIGTERM)  # as `kill %1` does
         _, err = process.communicate(timeout=10)
+        reaper.stopped(process)
     assert f"nginx with 2 worker(s) on http://127.0.0.1:{port}/" in err
     with pytest.raises(OSError):  # killing the script stopped its nginx too: nothing listens any more
         socket.create_connection(("127.0.0.1", port), timeout=1).close()

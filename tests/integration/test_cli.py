@@ -162,7 +162,8 @@ def test_help_lists_every_setting_as_a_flag() -> None:
     run = run_soak("--help")
     assert run.returncode == 0
     for name in settings_names():
-        flag = {"headers": "--header", "body": "--body"}.get(name, f"--{name}")
+        flag = {"headers": "--header", "body": "--body", "remoteWriteHeaders": "--remoteWriteHeader",
+                "otlpHeaders": "--otlpHeader"}.get(name, f"--{name}")
         assert flag in run.stdout, flag
 
 
@@ -190,7 +191,8 @@ def test_help_lists_the_common_settings_first_then_the_rest_by_what_they_are_abo
     titles = list(sections)
     assert titles[:3] == ["positional arguments", "options", "common settings (each overrides the config file)"]
     assert titles[3:-1] == [title for title, _ in SETTING_GROUPS]
-    flags = {"headers": ["-H", "--headerFromEnv"]}
+    flags = {"headers": ["-H", "--headerFromEnv"], "remoteWriteHeaders": ["--remoteWriteHeader"],
+             "otlpHeaders": ["--otlpHeader"]}
     assert sections[titles[2]] == [f for name in COMMON_SETTINGS for f in flags.get(name, [f"--{name}"])]
     assert sections[titles[2]][0] == "--qps"
     offered = [f for fs in sections.values() for f in fs]
@@ -240,4 +242,4 @@ def test_help_lists_the_other_commands() -> None:
     done = run_soak("--help")
     assert done.returncode == 0
     listed = [line.split()[1] for line in done.stdout.split("other commands (each has --help):\n")[1].splitlines()]
-    assert listed == ["demo", "validate", "bench", "merge", "compare", "plot"]
+    assert listed == ["demo", "validate", "bench", "merge", "compare", "plot", "report", "history"]

@@ -1,11 +1,11 @@
-"""The client measures itself: a starved client is flagged, a light one is not; a stall shows as
-lateness and loop lag; what comes back after the last interval is the drain, reported apart.
+"""The client measures itself: a starved client says what its delay may have changed, a light one
+does not; a stall shows as lateness and loop lag; what comes back after the last interval is the
+drain, reported apart.
 
-Each test asserts what holds however busy the machine: the starved runner is stopped four
-fifths of the time (as a CPU limit throttles a pod), which more load only makes worse; the light
-run gets the highest priority there is, which keeps most other load off it but not all (a node
-can still wake it 10 ms late), so what it asserts is that its own CPU never flags it, and that it
-is flagged only when the loop lag it reports shows the node held it back.
+Each test asserts what holds however busy the machine: the starved runner is stopped 190 ms of
+every 200 (as a CPU limit throttles a pod), which more load only makes worse; the light run gets
+the highest priority there is, which keeps most other load off it but not all, so what it asserts
+is that it is flagged only with a note that says what its delay may have changed.
 """
 
 from __future__ import annotations
@@ -81,13 +81,13 @@ def an_interval_line(line: str) -> bool:
 
 
 def throttled(process: subprocess.Popen[str], seconds: float) -> None:
-    """Let the process run 10 ms in every 50 ms, as a CPU limit's quota does to a pod (CFS bandwidth
+    """Let the process run 10 ms in every 200 ms, as a CPU limit's quota does to a pod (CFS bandwidth
     control stops a cgroup for the rest of its period once the quota is spent), until it ends."""
     deadline = time.monotonic() + seconds
     try:
         while process.poll() is None and time.monotonic() < deadline:
             process.send_signal(signal.SIGSTOP)
-            time.sleep(0.04)
+            time.sleep(0.19)
             process.send_signal(signal.SIGCONT)
             time.sleep(0.01)
     finally:
@@ -96,8 +96,10 @@ def throttled(process: subprocess.Popen[str], seconds: float) -> None:
 
 
 def test_a_starved_client_is_flagged(nginx: Nginx, engine: str) -> None:
-    """Throttled to a fifth of the time, the runner's loop runs its timers tens of milliseconds
-    late, and it says so: however busy the machine, more load only starves it further."""
+    """Throttled to a twentieth of the time, the runner's sends fall due in stops of 190 ms, nearly
+    eight times the 25 ms between a client's sends: it skips them, or they go out after their
+    interval, and it says so with how many and how far behind it ran, never that "the client set the
+    pace" of an interval its delay changed nothing of. More load only starves it further."""
     process = subprocess.Popen(soak_command("--engine", engine, "--qps", "200", *RUN, nginx.url), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, "TZ": "UTC"})
     try:
@@ -111,11 +113,15 @@ def test_a_starved_client_is_flagged(nginx: Nginx, engine: str) -> None:
     stdout = "".join(header) + rest
     summary = assert_counts_add_up(stdout)
     assert summary["clientSaturated"] is True, summary["client"]
-    assert summary["client"]["saturatedIntervals"] >= 1
-    assert summary["client"]["loopLagMs"]["p99"] >= 10 or summary["client"]["cpuPercent"] >= 90
-    assert any(s["clientSaturated"] for s in summary["intervalStats"])
-    assert "# client saturated in " in stdout
-    assert any(line.startswith("# iter ") and "client saturated" in line for line in stdout.splitlines())
+    flagged = [s["iter"] for s in summary["intervalStats"] if s["clientSaturated"]]
+    assert summary["client"]["saturatedIntervals"] == len(flagged) >= 1
+    assert summary["client"]["loopLagMs"]["max"] >= 150
+    notes = {int(m[1]): m[2] for m in re.finditer(r"^# iter (\d+): (.*)$", stdout, re.MULTILINE)}
+    assert set(flagged) <= set(notes), stdout
+    for k in flagged:
+        assert "the client's own delay may have caused" in notes[k] and " behind " in notes[k], notes[k]
+    (run_note,) = [line for line in stdout.splitlines() if line.startswith(RUN_NOTE)]
+    assert run_note.startswith(f"{RUN_NOTE}changed {len(flagged)} of 3 intervals ("), run_note
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a real-time priority needs root")
@@ -133,9 +139,10 @@ def test_a_light_soak_at_high_priority_is_not_flagged(nginx: Nginx) -> None:
     flagged = [s["iter"] for s in summary["intervalStats"] if s["clientSaturated"]]
     assert client["saturatedIntervals"] == len(flagged) and summary["clientSaturated"] is bool(flagged), client
     assert any(line.startswith(RUN_NOTE) for line in run.stdout.splitlines()) is bool(flagged)
+    notes = [line for line in run.stdout.splitlines() if line.startswith("# iter ")]
+    assert all("the client's own delay may have caused" in note for note in notes), notes  # nothing skipped else
     if client["loopLagMs"]["max"] < 10:  # no wake-up came 10 ms late: the node kept the client's pace
-        assert flagged == [], client
-        assert "client saturated" not in run.stdout
+        assert flagged == [] and notes == [], client
 
 
 def voluntary_switches(pid: int) -> int:
@@ -180,7 +187,9 @@ def test_an_idle_client_wakes_only_to_send_or_to_read(nginx: Nginx, engine: str)
 def test_a_stalled_client_counts_its_late_sends_and_its_loop_lag(nginx: Nginx, engine: str) -> None:
     """Stopped for 600 ms (as a descheduled process is), a client sending every 250 ms has
     sends fall due while it cannot send: they leave late, and the loop lag shows the stall
-    (its pacing timer fires only every 250 ms: the fallback tick between them sees it).
+    (its pacing timer fires only every 250 ms: the fallback tick between them sees it). Sent late
+    and answered within their intervals, they change no figure of the lines: no note says
+    "left late" (one did, after most lines of an hourly log), only what was skipped or changed.
 
     On an overloaded machine a 3 s run once reported a longest lag of 373 ms, as if the stop had
     come after its sending. So the run lasts six seconds, and where the stop fell is asserted
@@ -194,7 +203,9 @@ def test_a_stalled_client_counts_its_late_sends_and_its_loop_lag(nginx: Nginx, e
     assert summary["client"]["loopLagMs"]["max"] >= 500
     assert summary["late"] >= 1 and summary["client"]["latenessMs"]["max"] >= 100
     assert sum(s["late"] for s in summary["intervalStats"]) == summary["late"]
-    assert any(line.startswith("# iter ") and "left late" in line for line in run.stdout.splitlines())
+    notes = [line for line in run.stdout.splitlines() if line.startswith("# iter ")]
+    assert all(" skipped" in note or "the client's own delay may have caused" in note for note in notes), notes
+    assert not any("left late" in note for note in notes), notes
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -232,8 +243,9 @@ def covered(summary: dict, since: float, until: float) -> list[int]:
 def test_intervals_a_stop_spanned_are_flagged_and_claim_no_cpu(nginx: Nginx, engine: str) -> None:
     """Stopped for 2.5 s (SIGSTOP, as a frozen or unscheduled pod is) across several 300 ms intervals:
     closed in a burst when it ran again, each said `cpu 100% of a core` (the CPU of the moment it was
-    closed) and none had a loop lag. Every interval the stop spanned is flagged, and none claims more
-    CPU than the process can have used in it: it was stopped, so however slow the machine, a small share."""
+    closed) and none had a loop lag. Every interval the stop spanned is flagged (its sends went out
+    after it, if at all: the goal missed may be the client's), and none claims more CPU than the
+    process can have used in it: it was stopped, so however slow the machine, a small share."""
     run = stopped_run(["--engine", engine, "--qps", "20", "--concurrency", "2", "--interval", "300ms",
                        "--iterations", "16", nginx.url], 2.5, an_interval_line)
     summary = assert_counts_add_up(run.stdout)
@@ -241,8 +253,9 @@ def test_intervals_a_stop_spanned_are_flagged_and_claim_no_cpu(nginx: Nginx, eng
     assert len(inside) >= 5, (inside, summary["start"])
     stats = summary["intervalStats"]
     assert all(stats[k]["clientSaturated"] for k in inside), [stats[k] for k in inside]
-    notes = {int(m[1]): int(m[2]) for m in re.finditer(r"^# iter (\d+): .*client saturated .*?(\d+)% of a core",
-                                                       run.stdout, re.MULTILINE)}
+    notes = {int(m[1]): int(m[2]) for m in re.finditer(
+        r"^# iter (\d+): .*the client's own delay may have caused .*its node did not run it on time: it used "
+        r"(\d+)% of a core", run.stdout, re.MULTILINE)}
     assert set(inside) <= set(notes), run.stdout
     # Stopped for all of it: what it used in the stretch from its last close to its resuming, spread evenly.
     assert all(notes[k] < 50 for k in inside), {k: notes[k] for k in inside}
@@ -250,10 +263,11 @@ def test_intervals_a_stop_spanned_are_flagged_and_claim_no_cpu(nginx: Nginx, eng
 
 def test_a_rule_broken_only_while_the_client_was_stopped_is_inconclusive(nginx: Nginx, engine: str) -> None:
     """Stopped for 2.5 s (SIGSTOP): the intervals it spanned got no answer, and `goal% >= 50` broke
-    there, blaming the server with exit 3. Now the verdict is inconclusive, exit 9, in one line: every
-    interval that broke it was one where the client could not keep pace, and each such interval says
-    its node did not run it (it used little CPU, however busy the machine: it was stopped). Six
-    clients at 20 req/s: nginx would have to be 300 ms late to cost a send."""
+    there, blaming the server with exit 3. Now the verdict is inconclusive, exit 9, in one line: in
+    every interval that broke it the client's delay may have cost the goal its sends, the verdict
+    says how many and how far behind it ran, and each such interval says its node did not run it
+    (it used little CPU, however busy the machine: it was stopped). Six clients at 20 req/s: nginx
+    would have to be 300 ms late to cost a send."""
     run = stopped_run(["--engine", engine, "--qps", "20", "--concurrency", "6", "--interval", "300ms",
                        "--iterations", "16", "--intervalThresholds", "goal% >= 50", nginx.url], 2.5, an_interval_line)
     summary = assert_counts_add_up(run.stdout)
@@ -264,10 +278,14 @@ def test_a_rule_broken_only_while_the_client_was_stopped_is_inconclusive(nginx: 
     assert set(inside[1:]) <= set(broken), (inside, broken)  # no answer there (the first may have had some)
     assert all(summary["intervalStats"][k]["clientSaturated"] for k in broken), broken
     assert summary["thresholds"]["inconclusive"] is True and rule["inconclusive"] is True
-    assert run.stderr.splitlines()[-1] == (
-        f"soak: inconclusive: interval goal% >= 50 broke only where the client could not keep pace (client-saturated "
-        f"in {summary['client']['saturatedIntervals']} of {summary['intervals']} intervals): this says nothing of the "
-        f"service; give the runner more CPU or a quieter node (exit code {EXIT_INCONCLUSIVE})"), run.stderr
+    (line,) = [n for n in run.stdout.splitlines() if n.startswith("# threshold interval goal% >= 50: ")]
+    assert re.search(r", each one where the client's own delay may have changed goal%: it may have cost \d+ sends "
+                     r"\(.*\), running up to [\d.]+m?s behind INCONCLUSIVE$", line), line
+    said = re.fullmatch(r"soak: inconclusive: interval goal% >= 50 broke only where the client's own delay may have "
+                        r"changed its figure \(in (\d+) of (\d+) intervals\): this says nothing of the service; give "
+                        rf"the runner more CPU or a quieter node \(exit code {EXIT_INCONCLUSIVE}\)",
+                        run.stderr.splitlines()[-1])
+    assert said and int(said[1]) >= len(broken) and int(said[2]) == summary["intervals"], run.stderr
     for k in inside:
         (note,) = [n for n in run.stdout.splitlines() if n.startswith(f"# iter {k}: ")]
-        assert "client saturated by its node, which did not run it on time: loop lag p99 " in note, note
+        assert "the client's own delay may have caused" in note and "its node did not run it on time" in note, note

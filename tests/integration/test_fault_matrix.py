@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import re
 import socket
 import subprocess
@@ -225,7 +226,19 @@ def error_lines(run: Run) -> list[re.Match[str]]:
 # --- Names the resolver never answers, and names that cannot be looked up ---------------
 
 
-SILENT_RESOLVER = "127.83.83.53"  # where the namespace's resolv.conf points: a UDP socket that never answers
+def silent_resolver() -> socket.socket:
+    """A UDP socket on port 53 of a free address of 127.83.0.0/16 that never answers: where the
+    namespace's resolv.conf points. Port 53 is one per address, and other tests (other xdist
+    processes, other runs on the machine) may hold one, so the address is chosen at random."""
+    chooser = random.Random()
+    for _ in range(50):
+        silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            silent.bind((f"127.83.{chooser.randrange(256)}.{chooser.randrange(1, 255)}", 53))
+            return silent
+        except OSError:
+            silent.close()
+    raise RuntimeError("no free address of 127.83.0.0/16 for a silent resolver")
 
 
 @pytest.mark.skipif(not can_unshare(), reason="needs root and unshare --mount, to give the run a silent resolver")
@@ -238,10 +251,9 @@ def test_dns_lookup_never_answered(model: str, tmp_path: Path) -> None:
     still blocked when the run ends must not hold the process up either.
     """
     resolv = tmp_path / "resolv.conf"
-    # Each lookup waits 30 s (the resolver's most) for an answer: far past the run's end.
-    resolv.write_text(f"nameserver {SILENT_RESOLVER}\noptions timeout:30 attempts:1\n")
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
-        silent.bind((SILENT_RESOLVER, 53))
+    with silent_resolver() as silent:
+        # Each lookup waits 30 s (the resolver's most) for an answer: far past the run's end.
+        resolv.write_text(f"nameserver {silent.getsockname()[0]}\noptions timeout:30 attempts:1\n")
         command = soak_command("--qps", "20", "--concurrency", "2", *INTERVALS, "--loadModel", model,
                                *SHORT_TIMEOUT, "http://soak-never-answered.test/")
         started = time.monotonic()

@@ -221,10 +221,12 @@ def test_a_gzip_bomb_fails_at_the_inflate_bound_without_blocking_the_loop(fault_
 
 def test_the_timeout_holds_while_a_body_is_hashed(fault_server: FaultServer) -> None:
     """The same bomb with a 300 ms timeout: 16 MiB take over a second to hash in Python, so every
-    request times out while its body is being hashed, at the timeout, not when hashing ends."""
+    request times out while its body is being hashed, at the timeout, not when hashing ends. On a
+    busy machine the fault server's headers may themselves come after 300 ms: a timeout all the same."""
     url = fault_server.url("/gzip-bomb/256")
     run = soak(url, *HASH_EVERY_BODY, "--timeout", "300ms", qps=4, concurrency=2, interval="1s", iterations=2)
-    summary = check_failures(run, url, "timeout", "timeout: no complete body within 300ms", server=fault_server,
+    summary = check_failures(run, url, "timeout", "timeout: no (complete body|response headers) within 300ms",
+                             server=fault_server,
                              body_bytes=(0, 1 << 20))
     assert summary["requests"] + summary["skipped"] == sends_due(4, 2.0)
     assert (summary.get("drain") or {"durationSeconds": 0})["durationSeconds"] <= 0.3 + 1

@@ -1,20 +1,19 @@
 """The pallet's Kubernetes manifests, as `kubectl kustomize` renders them.
 
 Every variant (the root, and the root with each optional component turned on the way
-README says: by uncommenting its line) is rendered with the real kubectl, validated
-against the Kubernetes schemas in strict mode, and checked for what schemas cannot say.
+README says: by uncommenting its line) is rendered with the real kubectl and checked for what
+schemas cannot say. Their validation against the Kubernetes schemas in strict mode, yamllint
+and checkov's scan are checks of their own (tests/checks.py), run before the tests.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
 import pytest
 import yaml
 
@@ -24,16 +23,21 @@ from runner.config.settings import merge, settings_from
 from runner.config.urls import URLS_KEY, load_url_file
 from runner.core.errors import EXIT_USAGE
 from tests.conftest import REPO, run_soak
-from tests.support.pallet import VARIANTS, find, mounted_files, nginx_server, pod_specs, render, soak_container
+from tests.support.pallet import (
+    KUBERNETES_VERSIONS,
+    VARIANTS,
+    find,
+    mounted_files,
+    nginx_server,
+    pod_specs,
+    render,
+    soak_container,
+)
 
-# Native sidecars (the linkerd component) need 1.29; the schemas we validate against end at 1.37.
-KUBERNETES_VERSIONS = [f"1.{minor}.0" for minor in range(29, 38)]
 # The namespaces the pallet owns: `kubectl delete -k .` deletes them and all they hold.
 PALLET_NAMESPACES = ["soak", "soak-target"]
 # Every variant README and docs/ tell of, the monitoring component's too.
 EVERY_VARIANT = [*VARIANTS, "monitoring", "linkerd+scale-out+metrics+monitoring"]
-YAMLLINT = ("{extends: default, rules: {line-length: {max: 120}, document-start: disable, "
-            "comments: {min-spaces-from-content: 1}, comments-indentation: disable}}")
 
 
 def stable_name(resource: dict[str, Any]) -> str:
@@ -50,6 +54,7 @@ def test_renders_the_pallet(variant: str) -> None:
     extra = [("NetworkPolicy", "soak", "soak-linkerd"), ("NetworkPolicy", "soak-target", "nginx-linkerd")] \
         if "linkerd" in components else []
     extra += [("NetworkPolicy", "soak", "soak-metrics")] if "metrics" in components else []
+    extra += [("PersistentVolumeClaim", "soak", "soak-results")] if "results-pvc" in components else []
     assert kinds == sorted([
         ("ConfigMap", "soak", "soak-config-<hash>"), ("ConfigMap", "soak", "soak-urls"), ("CronJob", "soak", "soak"),
         ("ConfigMap", "soak-target", "nginx-conf-<hash>"),
@@ -74,22 +79,6 @@ def test_delete_k_deletes_the_pallets_own_namespaces_and_nothing_of_the_users(va
     section = docs.split("\n## Removing the pallet\n", 1)[1].split("\n## ", 1)[0]
     for resource in resources:
         assert resource["kind"] in section and f"`{stable_name(resource)}`" in section, (resource["kind"], stable_name(resource))
-
-
-@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_every_resource_validates_strictly(variant: str, version: str) -> None:
-    for resource in render(variant):
-        try:
-            kubernetes_validate.validate(resource, version, strict=True)
-        except kubernetes_validate.ValidationError as e:
-            pytest.fail(f"{resource['kind']} {resource['metadata']['name']} on {version}: {e.message}")
-
-
-def test_source_yaml_is_lint_clean() -> None:
-    files = ["kustomization.yaml", "urlsconfigmap.yaml", "manifests"]
-    done = subprocess.run(["yamllint", "--strict", "-d", YAMLLINT, *files], capture_output=True, text=True, cwd=REPO)
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_cronjob_runs_hourly_one_at_a_time_and_never_retries() -> None:
@@ -228,6 +217,7 @@ def test_the_pallet_as_kubernetes_people_expect_it(variant: str) -> None:
         where = (resource["kind"], resource["metadata"]["name"])
         assert resource["metadata"]["labels"]["app.kubernetes.io/part-of"] == "soak-pallet", where
         for meta in [resource["metadata"]] + [t["metadata"] for t in pod_templates(resource)]:
+            assert meta["labels"]["app.kubernetes.io/part-of"] == "soak-pallet", where  # the pods' too
             assert meta["labels"]["app.kubernetes.io/component"] == component, where
             assert meta["labels"]["app.kubernetes.io/version"] == want, where
 
@@ -399,3 +389,48 @@ def test_metrics_component_serves_and_annotates_port_9090() -> None:
         }
     base = soak_container(render("base"))
     assert "ports" not in base and not any(a.startswith("--metricAddr") for a in base["args"])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_empty_dir_has_a_size_limit(variant: str) -> None:
+    """Which checkov (tests/checks.py) does not check."""
+    for name, pod in pod_specs(render(variant)):
+        for volume in pod.get("volumes", []):
+            if "emptyDir" in volume:
+                assert volume["emptyDir"].get("sizeLimit"), f"{name}: emptyDir {volume['name']} has no sizeLimit"
+
+
+@pytest.mark.parametrize("variant", ["results-pvc", "scale-out+results-s3", "linkerd+scale-out+metrics+results-pvc"])
+def test_the_results_components_name_each_run_by_its_job_and_the_runner_takes_their_arguments(
+        variant: str, tmp_path: Path) -> None:
+    resources = render(variant)
+    container = soak_container(resources)
+    pod = find(resources, "CronJob", "soak")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    store, run = container["args"][-2:]
+    assert run == "--resultsRun=$(SOAK_JOB)"
+    (job,) = [e for e in container["env"] if e["name"] == "SOAK_JOB"]
+    assert job["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-name']"}}
+    if "results-pvc" in variant:
+        (mount,) = [m for m in container["volumeMounts"] if m["name"] == "results"]
+        assert store == f"--resultsStore=file://{mount['mountPath']}"
+        (volume,) = [v for v in pod["volumes"] if v["name"] == "results"]
+        assert volume["persistentVolumeClaim"]["claimName"] == find(resources, "PersistentVolumeClaim")["metadata"][
+            "name"] == "soak-results"
+        assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"] == 10001, "the runner writes"
+        store = f"--resultsStore=file://{tmp_path}/results"  # the volume, here
+    else:
+        assert store.startswith("--resultsStore=s3://")
+        assert container["envFrom"] == [{"secretRef": {"name": "soak-results-s3", "optional": True}}]
+    # The arguments as Kubernetes expands them for a Job's pod, and the runner takes them.
+    args = [a.replace("$(SOAK_JOB)", "soak-29400000") for a in container["args"][:-2]]
+    config = {"/etc/soak/config/configuration.json": tmp_path / "configuration.json", "/etc/soak/urls/urls.txt":
+              tmp_path / "urls.txt"}
+    for path, content in mounted_files(resources).items():
+        if path in config:
+            config[path].write_text(content)
+    args = [str(config.get(a, a)) for a in args]
+    env = {"JOB_COMPLETION_INDEX": "1", "AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_ACCESS_KEY_ID": "x",
+           "AWS_SECRET_ACCESS_KEY": "x"}
+    done = run_soak("validate", *args, store, "--resultsRun=soak-29400000", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "(run soak-29400000, job soak)" in done.stdout

@@ -42,8 +42,8 @@ from tests.support.faultserver import FaultServer, refused_port
 from tests.support.prometheus import Past, Prometheus, backfill
 from tests.support.pushgateway import Pushgateway
 
-P99 = "soak_run:p99_seconds:finished"
-GOAL = "soak_run:goal_percent:finished"
+P99 = "job_url:soak_request_duration_seconds:p99_finished"
+GOAL = "job_url:soak_goal_percent:finished"
 HOUR, DAY, WEEK = 3600, 86400, 7 * 86400
 JOBS = ("soak-regressed", "soak-noisy", "soak-flat")
 
@@ -186,7 +186,9 @@ def test_two_worse_runs_fire_against_the_day_and_the_week_one_noisy_run_does_not
     for alert in prometheus.alerts():
         if alert["labels"]["alertname"] == "SoakP99Regressed":
             assert alert["state"] == "firing"
-            assert alert["annotations"]["summary"].startswith(f"Soak p99 3.0x {alert['labels']['baseline']}: {slow}")
+            assert alert["annotations"]["summary"] == (f"Soak p99 regressed against {alert['labels']['baseline']}: "
+                                                       f"{slow} (job soak-regressed)")
+            assert "3.0 times" in " ".join(alert["annotations"]["description"].split())  # the value: there
             assert "<no value>" not in alert["annotations"]["description"]
 
 

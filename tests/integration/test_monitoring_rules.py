@@ -9,6 +9,7 @@ case where it fires and one where it does not.
 from __future__ import annotations
 
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -74,7 +75,7 @@ def test_every_alert_is_unit_tested_firing_and_not_firing() -> None:
         for case in mine:
             for expected in case.get("exp_alerts") or []:
                 # promtool compares annotations whole: every firing case pins their text
-                assert set(expected.get("exp_annotations", {})) == {"summary", "description"}, name
+                assert set(expected.get("exp_annotations", {})) == {"summary", "description", "runbook_url"}, name
 
 
 def test_every_alert_tells_on_call_what_and_where() -> None:
@@ -88,6 +89,38 @@ def test_every_alert_tells_on_call_what_and_where() -> None:
             assert "url" in re.findall(r"by \(([^)]*)\)", alert["expr"])[-1], name
             assert "$labels.url" in summary and "$labels.url" in description, name
         assert "$labels.job" in summary, name
+
+
+def test_summaries_never_vary_with_the_value_and_every_alert_has_a_runbook() -> None:
+    """The monitoring-mixins guide: a summary stays the same while an alert fires (the value goes in the
+    description), and a runbook_url points at the alert's own section of docs/monitoring.md."""
+    headings = {re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+                for line in (REPO / "docs" / "monitoring.md").read_text().splitlines() if line.startswith("#")}
+    for alert in alerts():
+        name, annotations = alert["alert"], alert["annotations"]
+        assert "$value" not in annotations["summary"] and ".Value" not in annotations["summary"], name
+        page, anchor = annotations["runbook_url"].split("#")
+        assert page.endswith("/docs/monitoring.md") and anchor == name.lower() and anchor in headings, name
+
+
+def test_no_rule_names_a_job_the_generator_was_not_given(tmp_path: Path) -> None:
+    """The job the runs push as is a setting of the generator (--job), never written into a rule."""
+    template = (COMPONENT / "soak-alerts.template.yaml").read_text()
+    assert 'job="soak"' not in template and "__JOB__" in template
+    generator = runpy.run_path(str(COMPONENT / "generate.py"))
+    other = yaml.safe_load(generator["rules"](template, job="nightly"))
+    exprs = " ".join(rule["expr"] for group in other["groups"] for rule in group["rules"])
+    assert 'job="nightly"' in exprs and 'job="soak"' not in exprs
+    assert 'job="soak"' in RULES.read_text()  # the default, as the runner's pushgatewayJob defaults
+
+
+def test_recording_rules_are_named_level_metric_operations() -> None:
+    for record in records():
+        level, metric, operations = record["record"].split(":")
+        assert level and metric.startswith("soak_") and operations, record["record"]
+        # the level lists the labels the rule aggregates by
+        kept = {label.strip() for by in re.findall(r"by \(([^)]*)\)", record["expr"]) for label in by.split(",")}
+        assert set(level.split("_")) <= kept, record["record"]
 
 
 def test_the_prometheusrule_is_generated_from_the_rule_file() -> None:
@@ -125,7 +158,7 @@ def test_the_broken_thresholds_alert_names_the_exit_code_of_each_run_that_raises
             assert run.returncode in (EXIT_THRESHOLDS, EXIT_NO_RESPONSE), run.stderr
             assert f"code {run.returncode}" in description or f"or {run.returncode} if" in description, (job, run.returncode)
         assert run.returncode == EXIT_NO_RESPONSE, "the dead target's run"
-        assert f"or {EXIT_INCONCLUSIVE} if the rules broke only where the client could not keep pace" in description
+        assert f"or {EXIT_INCONCLUSIVE} if the rules broke only where the client's own delay may have changed their figures" in description
     finally:
         pushgateway.stop()
         fault.stop()

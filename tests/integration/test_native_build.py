@@ -85,18 +85,39 @@ module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
 sys.modules["runner.load.native._engine"] = module
 from runner.load.engine import Load
 from runner.load.model import Closed
-from runner.load.native.engine import unsupported
+from runner.load.native.engine import _load_refusal
 from runner.load.request import Request
 from runner.load.transport import TransportOptions
 options = TransportOptions(timeout_ns=10**9, no_reuse=False, compress=False, max_connections=1)
 for url in ("https://127.0.0.1:8443/", "http://127.0.0.1:8080/"):
-    print(unsupported(Load([Request("GET", url, (), b"")], Closed()), options))
+    print(_load_refusal(Load([Request("GET", url, (), b"")], Closed()), options))
 print(module.TLS)
 """
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == [
         "TLS (the native engine was built without OpenSSL's headers: apt-get install libssl-dev)", "None", "0"]
+
+
+# The tree's engine loaded after records.py's TallyCounts was given two fields the other way round.
+_SWAPPED = """
+import collections, runner.load.native.records as records
+fields = list(records.TallyCounts._fields)
+fields[0], fields[1] = fields[1], fields[0]
+records.TallyCounts = collections.namedtuple("TallyCounts", fields)
+try:
+    import runner.load.native._engine
+except TypeError as refused:
+    print(refused)
+"""
+
+
+def test_an_engine_whose_records_disagree_with_records_py_refuses_to_load() -> None:
+    """What crosses the boundary is records.py's records, field for field engine.c's tables:
+    a field moved on one side stops the engine from loading, naming it, where a dict read by key
+    would have read the wrong count for the rest of every run."""
+    done = subprocess.run([sys.executable, "-c", _SWAPPED], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.stdout == "records.TallyCounts: field 0 is good in the engine's table, bad here\n", done
 
 
 def _tree(into: Path) -> Path:
@@ -144,7 +165,7 @@ def test_pip_install_without_a_compiler_installs_the_python_package(tmp_path: Pa
     used = _python_in(target, "import runner.cli, runner.load.fast_transport\n"
                               "try:\n    import runner.load.native._response\nexcept ImportError:\n    print('python')")
     assert used.returncode == 0 and used.stdout.strip() == "python", used
-    engine = _python_in(target, "from runner.load.native.engine import module, unsupported\n"
+    engine = _python_in(target, "from runner.load.native.engine import module, refusal\n"
                                 "from runner.load.engine import Load\nprint(module())")
     assert engine.returncode == 0 and engine.stdout.strip() == "None", engine
 

@@ -1,7 +1,7 @@
-"""The native engine under valgrind: no leak and no invalid access over 100,000 requests to nginx.
+"""The native engine under valgrind: no leak and no invalid access over 30,000 requests to nginx.
 
 A child Python runs the engine (built from the tree with -O1 -g) under memcheck: a keep-alive
-bench of 100,000 requests with an interval taken every 100 ms (every Counts buffer handed to
+bench of 30,000 requests with an interval taken every 100 ms (every Counts buffer handed to
 Python and dropped again), the run-wide figures and the metrics read while it runs; then
 runs that open a connection per request, fail on a refused port, and cancel requests stalled
 on the fault server, and one over two URLs by weight that counts backends (each URL's tally
@@ -39,7 +39,11 @@ from tests.support.faultserver import FaultServer, refused_port
 from tests.support.nativerun import build_engine
 from tests.support.tlsservers import TlsNginx
 
-REQUESTS = 100_000
+# 30,000: a leak per request shows in any count; 100,000 took 900 s under valgrind at a CI load
+# average of 10 with the suite's other processes beside it (about two minutes where idle).
+REQUESTS = 30_000
+# 3,000: OpenSSL under memcheck is slow (a handshake and each record through it); the
+# 100,000-request HTTPS check is this module run as a script (main below).
 HTTPS_REQUESTS = 3_000
 
 CHILD = """
@@ -49,7 +53,7 @@ spec = importlib.util.spec_from_file_location("runner.load.native._engine", sys.
 module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
 sys.modules["runner.load.native._engine"] = module
 from runner.config.targets import Targets
-from runner.metrics.tally import MetricsTally, native_counts, url_slots
+from runner.metrics.tally import MetricsTally, holding, url_slots
 from tests.support.nativerun import Plan, run_native
 
 def counts(ran):
@@ -67,7 +71,7 @@ found["https_unverified"] = counts(run_native(Plan([https], qps=200, clients=2, 
 big = run_native(Plan([nginx], clients=10, seconds=None, total_requests=n, bench=True, interval_s=0.1,
                       metrics=True, keep_intervals=False), timeout_s=1200)
 found["bench"] = counts(big)
-found["metrics_good"] = sum(native_counts(big.engine.core.metrics()).statuses[0])
+found["metrics_good"] = sum(holding(big.engine.metrics()).statuses[0])
 found["new"] = counts(run_native(Plan([nginx], qps=500, clients=4, seconds=None, total_requests=500, no_reuse=True,
                                       interval_s=0.2, unit_ns=1000)))
 found["open"] = counts(run_native(Plan([nginx], qps=500, clients=3, seconds=0.5, open_model=True, interval_s=0.1)))
@@ -117,8 +121,8 @@ def memcheck(nginx_url: str, https_url: str, pki: Pki, requests: int, https_requ
     return found, ours, report
 
 
-def test_no_leak_and_no_invalid_access_over_100000_requests(nginx: Nginx, tls_nginx: TlsNginx, pki: Pki,
-                                                           tmp_path: Path) -> None:
+def test_no_leak_and_no_invalid_access_over_30000_requests(nginx: Nginx, tls_nginx: TlsNginx, pki: Pki,
+                                                          tmp_path: Path) -> None:
     found, ours, report = memcheck(nginx.url, tls_nginx.url(tls_nginx.https_port), pki, REQUESTS, HTTPS_REQUESTS,
                                    tmp_path)
     assert found["bench"]["requests"] == found["bench"]["good"] == found["metrics_good"] == REQUESTS, found

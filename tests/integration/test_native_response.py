@@ -6,7 +6,9 @@ runner.load.http1.Connection exactly as its raw socket transport hands them over
 bytes, keep-alive, Server, gzip, and failure kind and text, or both still waiting (and
 for the same phase, which a timeout names). The cases are generated valid and hostile
 responses and systematic mutations of them (tests/support/responses.py), seeded random
-mutations, the bounds, and what the fault server and a real nginx really send.
+mutations, the bounds, and what the fault server and a real nginx really send. What a case
+must come to is the unit tier's table (tests/support/contract.py), whose rows hold the fault
+server's answers: checked here against what it really sends.
 
 In the integration tier because it builds the extension (a compiler in a subprocess)
 and, for the fault server and nginx, reads real sockets. Nothing depends on speed: a
@@ -25,9 +27,9 @@ import pytest
 
 from runner.load.transport import MAX_HEAD_BYTES
 from tests.conftest import Nginx
-from tests.support import responses
+from tests.support import contract, responses
 from tests.support.capture import Capture, capture
-from tests.support.faultserver import CHUNKED_SIZE, FaultServer, reset_at_accept_server
+from tests.support.faultserver import FaultServer, reset_at_accept_server
 from tests.support.replay import PORTABLE, PythonTransport, compare, native, native_parser
 
 SHOWN = 10  # differing cases printed at most
@@ -74,18 +76,11 @@ def test_random_mutations_agree(parser: ModuleType, python: PythonTransport) -> 
 
 
 def test_bounds_agree(parser: ModuleType, python: PythonTransport) -> None:
-    outcomes = {}
+    """Both agree on heads and runs of framing around the bound, in reads of the sizes that
+    matter; what each comes to is in the contract's table (tests/support/contract.py)."""
     for case, chunks in responses.bound_cases(MAX_HEAD_BYTES):
         ours = native(parser, case.method, chunks, case.eof)
         assert not compare(case.method, chunks, case.eof, False, python.outcome(case.method, chunks, case.eof), ours), case
-        outcomes[case.name] = ours["text"] or ours["outcome"]
-    # Both fail what runs past the bound, whichever way it is cut, and keep what fits.
-    assert outcomes["endless-headers/65536"] == outcomes["head-over-bound/1000"] == outcomes["head-at-bound+1"] \
-        == "protocol: response head larger than 100 KiB"
-    assert outcomes["endless-chunk-line"] == outcomes["endless-trailers"] \
-        == "protocol: chunk-size line or trailers larger than 100 KiB"
-    assert outcomes["head-at-bound+0"] == outcomes["chunks-with-data"] == "pending"
-    assert outcomes["big-body"] == outcomes["big-chunks"] == outcomes["big-until-close"] == "done"
 
 
 # Every path of the fault server (tests/support/faultserver.py), as (method, path).
@@ -125,25 +120,21 @@ def test_fault_server_responses_agree(parser: ModuleType, python: PythonTranspor
     assert_same(*differences(parser, python, replays(method, path, got), reset=got.ending == "reset"))
 
 
-def test_fault_server_outcomes(parser: ModuleType, fault_server: FaultServer) -> None:
-    """What the differential test compares is real: the captures hold responses, faults and all."""
-    def outcome(path: str, method: str = "GET") -> str:
-        got = capture(fault_server.port, path, method, limit=3 << 20, quiet=1.0 if path in STALLS else 30.0)
-        ours = native(parser, method, got.chunks, got.ending == "eof")
-        return ours["text"] or f"{ours['outcome']} {ours['status']} {ours['body_bytes']}"
-
-    assert outcome("/ok") == "done 200 3"
-    assert outcome("/ok", "HEAD") == "done 200 0"
-    assert outcome("/big/2000000") == "done 200 2000000"
-    assert outcome("/chunked") == f"done 200 {CHUNKED_SIZE}"
-    assert outcome("/garbage") == "protocol: invalid response: Expected HTTP/, RTSP/ or ICE/"
-    assert outcome("/switch") == "protocol: the server switched protocols (status 101)"
-    assert outcome("/bad-chunking") == "protocol: invalid response: Invalid character in chunk size"
-    assert outcome("/endless-headers") == "protocol: response head larger than 100 KiB"
-    assert outcome("/close-mid-body") == ("closed: peer closed connection without sending complete message body "
-                                         "(received 10000 bytes, expected 100000)")
-    assert outcome("/interim/102-close") == "closed: Server disconnected without sending a response."
-    assert outcome("/stall") == "pending 0 0"
+@pytest.mark.parametrize(("method", "path"), [*contract.FAULT_SERVER, *contract.ENDLESS],
+                         ids=[f"{m} {p}" for m, p in [*contract.FAULT_SERVER, *contract.ENDLESS]])
+def test_the_fault_server_sends_the_contracts_rows(fault_server: FaultServer, method: str, path: str) -> None:
+    """What the differential test compares is real, and the unit tier's table of outcomes
+    (tests/support/contract.py) holds what the fault server sends: its answer is the bytes of
+    the row named after it, closed where the row is (an endless answer begins with its row's)."""
+    endless = (method, path) in contract.ENDLESS
+    row = contract.row(contract.ENDLESS[method, path] if endless else contract.FAULT_SERVER[method, path])
+    got = capture(fault_server.port, path, method, limit=3 << 20, quiet=1.0 if path in STALLS else 30.0)
+    data = b"".join(got.chunks)
+    if endless:
+        assert data.startswith(row.data) and len(data) > len(row.data), data[:200]
+        return
+    assert data == row.data, data[:200]
+    assert got.ending == ("eof" if row.closed else "quiet")
 
 
 def test_servers_that_never_answer_agree(parser: ModuleType, python: PythonTransport) -> None:

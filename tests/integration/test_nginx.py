@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from runner.core.columns import interval_line
 from runner.load.fnv import fnv1a64
-from runner.report.slowcooker import interval_line, shown_percent
+from runner.report.slowcooker import shown_percent
 from runner.stats.figures import goal_percent
-from tests.conftest import GOLDEN, NGINX_PAGE, Nginx, assert_counts_add_up, parse_interval, run_soak
+from tests.conftest import DEFAULT, GOLDEN, NGINX_PAGE, Nginx, assert_counts_add_up, parse_interval, run_soak
 from tests.support import nginxlog
 
-# Every test here runs once with each transport (see conftest.transport).
-pytestmark = pytest.mark.usefixtures("transport")
+# What nginx sees of a run, and its layout, are not the transport's: every test here runs once, as a
+# user's run goes (test_faults.py, test_fault_matrix.py and test_tls.py run each transport and engine).
+pytestmark = [pytest.mark.usefixtures("transport"), pytest.mark.transports(DEFAULT)]
 
 
 def new_log_lines(nginx: Nginx, before: int) -> list[str]:
@@ -48,7 +50,7 @@ def test_100_qps_5_clients_2s_intervals_match_the_reference_layout(nginx: Nginx)
     # The summary keeps what the lines truncate: sub-millisecond latencies to the microsecond.
     stats = summary["intervalStats"]
     assert [s["good"] for s in stats] == [parse_interval(line).good for line in lines]
-    assert all(0 < s["p50"] and int(s["p50"]) == parse_interval(line).latencies[1]
+    assert all(0 < s["p50"] and int(s["p50"]) == parse_interval(line).latency("p50")
                for s, line in zip(stats, lines, strict=True))
     assert nginx.requests_logged() - before == summary["requests"]
 

@@ -22,6 +22,7 @@ import pytest
 
 from runner.core.errors import EXIT_OK, EXIT_THRESHOLDS
 from tests.conftest import REPO, Nginx, Run, assert_counts_add_up, run_soak, soak_command
+from tests.support import reaper
 from tests.support.faultserver import FaultServer
 
 HEAD_MS, BODY_MS = 40, 30  # /phased/40/30: headers 40 ms after the request, the body 30 ms after them
@@ -120,8 +121,8 @@ def slow_syn_namespace() -> Iterator[str]:
 def test_a_known_connect_delay_lands_in_connect_and_breaks_the_rule(slow_syn_namespace: str,
                                                                     transport: str) -> None:
     inside = ["ip", "netns", "exec", slow_syn_namespace]
-    server = subprocess.Popen([*inside, sys.executable, "tests/support/delayserver.py", "5"], cwd=REPO,
-                              env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
+    server = reaper.spawn([*inside, sys.executable, "tests/support/delayserver.py", "5"], "delay server", cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
         url = server.stdout.readline().strip()
@@ -134,6 +135,7 @@ def test_a_known_connect_delay_lands_in_connect_and_breaks_the_rule(slow_syn_nam
     finally:
         server.kill()
         server.wait(timeout=30)
+        reaper.stopped(server)
     run = Run(done.returncode, done.stdout, done.stderr)
     assert run.returncode == EXIT_THRESHOLDS, run.stdout + run.stderr
     summary = phases_of(run)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.core.errors import EXIT_INTERRUPTED
+from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_THRESHOLDS
 from runner.load.native.engine import module as native_module
 from tests.conftest import Run, assert_counts_add_up, engine_line, run_soak, soak_command
 from tests.support.balancer import BACKENDS, HEADER, Balanced, balanced, name, named_nginx
@@ -49,9 +49,14 @@ COUNTED = "--backendHeader", HEADER  # responses counted by the backend that ans
 def counted_run(*args: str, requests: int, code: int = 0) -> dict:
     """A run that ends after exactly `requests` requests, however slow the machine (or after
     150 s, which no machine should need); its summary, checked, with its backends and
-    connections when it counted them."""
+    connections when it counted them. A run expected to break its thresholds (exit 3) may instead
+    say that it broke them only where its client's own delay may have changed them (exit 9, on a busy machine):
+    what it measured is still checked, its verdict is not the service's."""
     run = run_soak(*args, "--iterations", "0", "--duration", "150s", "--totalRequests", str(requests), timeout=180)
-    assert run.returncode == code, run.stderr
+    if code == EXIT_THRESHOLDS and run.returncode == EXIT_INCONCLUSIVE:
+        assert "broke only where the client's own delay may have changed" in run.stderr, run.stderr
+    else:
+        assert run.returncode == code, run.stderr
     summary = assert_counts_add_up(run.stdout)
     assert summary["requests"] == summary["good"] == requests, run.stderr
     assert_connections_add_up(summary)
@@ -146,7 +151,7 @@ def test_backends_at_least_ten_fails_keep_alive_alone_and_passes_with_a_lifetime
     rule's line naming what it measured. With a request limit the same rule holds."""
     rule = ("--thresholds", "backends >= 10")
     alone = f"threshold-keep-alive-{transport}"
-    summary = counted_run(*PACE, *COUNTED, *rule, backends.url + alone, requests=400, code=3)
+    summary = counted_run(*PACE, *COUNTED, *rule, backends.url + alone, requests=400, code=EXIT_THRESHOLDS)
     (judged,) = summary["thresholds"]["rules"]
     assert (judged["rule"], judged["ok"], judged["measured"]) == ("backends >= 10", False, summary["backendsReached"])
     assert judged["measured"] <= CLIENTS

@@ -219,15 +219,15 @@ def test_merged_percentiles_are_those_of_the_union_of_histograms(pods: PodRun) -
 
 def assert_goal_broken(done: subprocess.CompletedProcess[str]) -> str:
     """The merged verdict: a shard's load not accounted for breaks configuration.json's goal% rule
-    (the exit code is 5, the missing part, whatever the verdict). Only when the client was saturated
-    in every merged interval (a pod was, on a busy machine) is nothing left to judge the service
-    on: inconclusive, and then merge's last line on stderr says so. stderr without that line."""
+    (the exit code is 5, the missing part, whatever the verdict). Only when a pod's own delay (a busy
+    machine's) may have cost the goal what it missed is it inconclusive, and then merge's last line
+    on stderr says so. stderr without that line."""
     (goal,) = [line for line in done.stdout.splitlines() if line.startswith("# threshold run goal% >= 95: ")]
     said = done.stderr.splitlines(keepends=True)
     if goal.endswith(" INCONCLUSIVE"):
-        assert all(s["clientSaturated"] for s in assert_counts_add_up(done.stdout)["intervalStats"]), goal
-        assert said[-1].startswith("soak merge: inconclusive: run goal% >= 95 broke only where the client could "
-                                   "not keep pace"), done.stderr
+        assert "the client's own delay may have changed goal%: it may have cost " in goal, goal
+        assert said[-1].startswith("soak merge: inconclusive: run goal% >= 95 broke only where the client's own "
+                                   "delay may have changed its figure"), done.stderr
         return "".join(said[:-1])
     assert goal.endswith(" BROKEN"), goal
     return done.stderr

@@ -194,7 +194,7 @@ def test_a_usage_error_never_prints_a_password(args: list[str], tmp_path: Path) 
     assert "<hidden>" in run.stderr
 
 
-@pytest.mark.parametrize("command", ["run", "demo", "validate", "bench", "merge", "compare", "plot"])
+@pytest.mark.parametrize("command", ["run", "demo", "validate", "bench", "merge", "compare", "plot", "report"])
 def test_the_help_goes_through_the_redaction_unchanged(command: str) -> None:
     """The help has no secret, and words like `TEXT|@FILE` are not URLs: nothing of it is hidden."""
     run = run_soak(command, "--help")

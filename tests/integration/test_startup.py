@@ -11,6 +11,7 @@ it, which must load it: the check sees a module when it is there.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,8 +28,12 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
     "jsonschema": ("bench", "-n", "1", "-H", "X-Soak: 1"),  # a setting the plain check leaves to the validator
     "multiprocessing": ("bench", "-n", "2", "-c", "2", "--workers", "2"),  # local workers
     "certifi": ("validate", "{https}"),  # an https URL: the TLS context, made from certifi's CA bundle
+    "cramjam": ("bench", "-n", "1", "--remoteWrite", "http://127.0.0.1:{port}/api/v1/write"),  # remote write's snappy
+    "google.protobuf": ("bench", "-n", "1", "--otlp", "http://127.0.0.1:{port}"),  # OTLP's messages
     "http.client": ("bench", "-n", "1", "--linkerdAwait", "--linkerdAwaitTimeout", "1s",
                     "--linkerdAdmin", "127.0.0.1:{port}"),  # the Linkerd proxy's admin server
+    "runner.store": ("bench", "-n", "1", "--resultsStore", "file://{store}"),  # run records kept
+    "obstore": ("bench", "-n", "1", "--resultsStore", "s3://soak-records/x"),  # ... in S3 (AWS_ENDPOINT_URL: below)
 }
 
 PLAIN = {
@@ -54,8 +59,11 @@ sys.exit(code)
 def loaded(tmp_path: Path, *args: str) -> tuple[int, set[str], str]:
     """(exit code, the modules loaded, stderr) of one CLI run with `args`."""
     out = tmp_path / "modules.json"
+    # An s3:// store is a port on loopback where nothing listens: the run is refused at once.
+    env = {**os.environ, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}", "AWS_ACCESS_KEY_ID": "x",
+           "AWS_SECRET_ACCESS_KEY": "x"}
     done = subprocess.run([sys.executable, "-c", LOADED, str(out), *args], capture_output=True, text=True,
-                          timeout=120, cwd=REPO)
+                          timeout=120, cwd=REPO, env=env)
     assert out.exists(), done.stderr
     return done.returncode, set(json.loads(out.read_text())), done.stderr
 
@@ -70,7 +78,7 @@ def test_a_plain_run_loads_no_optional_module(case: str, nginx: Nginx, tmp_path:
     assert sorted(m for m in OPTIONAL if m in modules) == []
 
 
-@pytest.mark.parametrize("command", ["run", "bench", "validate", "demo", "merge"])
+@pytest.mark.parametrize("command", ["run", "bench", "validate", "demo", "merge", "history"])
 def test_help_loads_no_engine_and_no_optional_module(command: str, tmp_path: Path) -> None:
     """`soak --help` loaded the engines, the run's driver and every report (its commands imported them
     to be listed), for nothing: a command's parser needs its flags only; its run's parts load in main()."""
@@ -85,8 +93,8 @@ def test_a_run_that_needs_it_loads_it(module: str, nginx: Nginx, tmp_path: Path)
     configmap = tmp_path / "urls.yaml"
     configmap.write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: urls\ndata:\n  urls.txt: |\n"
                          f"    {nginx.url}\n")
-    args = [a.format(port=free_port(), configmap=configmap, https=nginx.url.replace("http:", "https:"))
-            for a in OPTIONAL[module]]
+    args = [a.format(port=free_port(), configmap=configmap, https=nginx.url.replace("http:", "https:"),
+                     store=tmp_path / "records") for a in OPTIONAL[module]]
     if "{https}" not in OPTIONAL[module] and "--urls" not in args:
         args.append(nginx.url)
     _, modules, stderr = loaded(tmp_path, *args)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest import free_port, running_nginx, wait_for_port
+from tests.support import reaper
 from tests.support.programs import program
 
 BACKENDS = 10
@@ -119,9 +120,7 @@ class Balanced:
 
     def kill(self, index: int) -> None:
         """Stop backend `index` for good (its nginx exits); HAProxy keeps choosing it."""
-        process = self._processes[index]
-        process.terminate()
-        process.wait(timeout=10)
+        reaper.stop(self._processes[index])
 
 
 @contextmanager
@@ -148,12 +147,8 @@ def balanced(directory: Path, server: Callable[[int, int], str] | None = None) -
         servers = "\n".join(f"    server nginx-{i} 127.0.0.1:{port}" for i, port in enumerate(backs))
         config = directory / "haproxy.cfg"
         config.write_text(_HAPROXY.format(port=front, servers=servers))
-        balancer = subprocess.Popen([haproxy, "-db", "-f", str(config)])  # -db: in the foreground
-        stack.callback(_stop, balancer)
+        balancer = reaper.spawn([haproxy, "-db", "-f", str(config)], "haproxy")  # -db: in the foreground
+        stack.callback(reaper.stop, balancer)
         wait_for_port(front)
         yield Balanced(f"http://127.0.0.1:{front}/", directories, processes)
 
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    process.wait(timeout=10)

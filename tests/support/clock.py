@@ -1,11 +1,13 @@
-"""A scripted clock and a transport that answers on it: the engine's loops run without real time.
+"""A scripted clock and a transport that answers on it: the engine's loops, and a whole run's, without real time.
 
 The clock's time moves only when every task on the event loop is waiting (on it, or on
 nothing else): it then jumps to the earliest moment a waiter asked for and wakes everyone
 due by then, like trio's autojump clock. A run of an hour takes milliseconds, and what the
 engine does at each moment is exactly reproducible, so its closed, open and bench loops are
 checked against brute-force oracles of what the schedule says, on asyncio's own loop (the
-unit tier refuses uvloop and every network socket).
+unit tier refuses uvloop and every network socket). It is a whole runner.load.clock.RunClock,
+so a run's driver (runner.run.soak.Soak) runs on it too: its intervals, stops, drains and
+warm-ups, and its events (a signal, say: call_at) at moments a test chooses.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
+from runner.load.alarm import Pacer
+from runner.load.clock import Clock
 from runner.load.request import Request
 from runner.load.result import Result
 
@@ -25,8 +29,10 @@ T = TypeVar("T")
 class ScriptedClock:
     """Virtual monotonic nanoseconds, moved only by run() when the loop has nothing else to do."""
 
-    def __init__(self, start_ns: int = 0) -> None:
+    def __init__(self, start_ns: int = 0, wall_s: float = 1_764_584_443.0) -> None:
         self.t = start_ns
+        self._wall_at_start = wall_s - start_ns / 1e9  # the Unix time at monotonic 0: wall_s() moves with t
+        self.cpu = 0.0  # what cpu_s() reads: the process's CPU seconds, as a test sets them
         self._sleepers: list[tuple[int, int, asyncio.Future[None]]] = []  # a heap by due time
         self._order = itertools.count()
         self.wakeups = 0  # how often time moved: the engine's wake-ups, as the real clock would make them
@@ -44,6 +50,30 @@ class ScriptedClock:
 
     def close(self) -> None:
         """The engine's end: nothing is left to wake (a real clock cancels its waiters too)."""
+
+    def wall_s(self) -> float:
+        return self._wall_at_start + self.t / 1e9
+
+    def cpu_s(self) -> float:
+        return self.cpu
+
+    async def wait(self, futures: Iterable[asyncio.Future[Any]], until_ns: int) -> None:
+        timer = asyncio.ensure_future(self.sleep_until(until_ns))
+        try:
+            await asyncio.wait([*futures, timer], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+
+    def call_at(self, due_ns: int, callback: Callable[[], None]) -> asyncio.Future[None]:
+        async def later() -> None:
+            await self.sleep_until(due_ns)
+            callback()
+
+        return asyncio.ensure_future(later())
+
+    def for_engine(self, precise: bool, pacer: Pacer | None) -> Clock:
+        """Every engine paces on this same clock; its wake-ups are told to no pacer (they are never late)."""
+        return self
 
     def run(self, main: Coroutine[Any, Any, T], limit_ns: int = 3600 * 10**9) -> T:
         """Run `main` on a fresh asyncio loop, moving time whenever everything waits; its result.
@@ -83,13 +113,16 @@ async def _settle() -> None:
 class ScriptedSession:
     """Answers each send with a 200 after `latency(send_count)` of the clock's time."""
 
-    def __init__(self, clock: ScriptedClock, latency: Callable[[int], int], log: list[tuple[int, int]]) -> None:
+    def __init__(self, clock: ScriptedClock, latency: Callable[[int], int], log: list[tuple[int, int]],
+                 started: list[int] | None = None) -> None:
         self._clock = clock
         self._latency = latency
-        self._log = log  # (start, end) of every send made: what the server saw
+        self._log = log  # (start, end) of every send answered
+        self._started = started if started is not None else []  # the start of every send made: what the server saw
 
     async def send(self, request: Request, hash_body: bool) -> Result:
         start = self._clock.now_ns()
+        self._started.append(start)
         await self._clock.sleep_until(start + self._latency(len(self._log)))
         end = self._clock.now_ns()
         self._log.append((start, end))
@@ -103,12 +136,37 @@ class ScriptedSession:
 
 
 class ScriptedTransport:
-    """Sessions on one scripted clock; `log` holds every send the "server" answered."""
+    """Sessions on one scripted clock; `log` holds every send the "server" answered, `started` when
+    each send it saw began (those still unanswered, or never answered, included)."""
 
     def __init__(self, clock: ScriptedClock, latency: Callable[[int], int]) -> None:
         self._clock = clock
         self._latency = latency
         self.log: list[tuple[int, int]] = []
+        self.started: list[int] = []
 
     def session(self) -> ScriptedSession:
-        return ScriptedSession(self._clock, self._latency, self.log)
+        return ScriptedSession(self._clock, self._latency, self.log, self.started)
+
+
+class ScriptedSignals:
+    """Stop signals as a test sends them (runner.run.signals.Signals): `pending` ones, held before the
+    run could handle them, are taken as it installs its handler; send() is one arriving now."""
+
+    def __init__(self, pending: tuple[str, ...] = ()) -> None:
+        self._pending = list(pending)
+        self._handle: Callable[[str, bool], None] | None = None
+        self.installed = False
+
+    def install(self, handle: Callable[[str, bool], None]) -> None:
+        self._handle, self.installed = handle, True
+        while self._pending:
+            handle(self._pending.pop(0), True)
+
+    def remove(self) -> None:
+        self._handle = None
+
+    def send(self, name: str = "SIGTERM") -> None:
+        """A signal now; one sent while no run listens is lost, as a real one would kill the process."""
+        assert self._handle is not None, "no run is listening for signals"
+        self._handle(name, False)

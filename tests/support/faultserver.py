@@ -80,6 +80,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tests.support import reaper
 from tests.support.loopback import accept_until
 
 RESET_DECLARED = 100_000  # Content-Length promised by /reset-mid-body
@@ -516,11 +517,10 @@ def reset_at_accept_server() -> Iterator[int]:
     a tight loop can, so some resets land between the client's connect and its write,
     the race that once crashed a client. Yields the port.
     """
-    process = subprocess.Popen([sys.executable, "-c", _RESET_AT_ACCEPT, str(RESET_SERVER_LIFETIME)],
-                               stdout=subprocess.PIPE, text=True)
+    process = reaper.spawn([sys.executable, "-c", _RESET_AT_ACCEPT, str(RESET_SERVER_LIFETIME)], "reset-at-accept server",
+                           stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
         yield int(process.stdout.readline())
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        reaper.stop(process)

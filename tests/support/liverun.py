@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from tests.conftest import REPO, Run, skip_if_native_refused, soak_command, split_engine_line
+from tests.support import reaper
 
 EXIT_WITHIN_S = 3.0  # from the signal to the process being gone
 
@@ -23,8 +24,9 @@ class LiveRun:
 
     def __init__(self, *args: str, wrap: Callable[[list[str]], list[str]] = list) -> None:
         """`wrap`: the command line as it is run, from the CLI's (in a namespace of the test's, say)."""
-        self.process = subprocess.Popen(
-            wrap(soak_command(*args)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A daemon of the test run (tests/support/reaper.py): a run of ten minutes must not outlive it.
+        self.process = reaper.spawn(
+            wrap(soak_command(*args)), "soak (a live run)", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "TZ": "UTC"}, cwd=REPO,
         )
         self._out: list[str] = []
@@ -78,10 +80,12 @@ class LiveRun:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.process.poll() is None:
+        running = self.process.poll() is None
+        if running:
             self.process.kill()
             self.process.wait(timeout=10)
-        elif exc[0] is not None:  # a test that needs what the native engine refuses: skipped on it
+        reaper.stopped(self.process)
+        if not running and exc[0] is not None:  # a test that needs what the native engine refuses: skipped on it
             for reader in self._readers:
                 reader.join(timeout=5)
             skip_if_native_refused(self.process.returncode, "".join(self._err))

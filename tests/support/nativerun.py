@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import shlex
-import subprocess
 import sys
 import sysconfig
 import time
@@ -37,10 +36,12 @@ from runner.load.transport import Lifetime, TransportOptions
 from runner.metrics.tally import MetricsTally, url_slots
 from runner.report.base import Reporter
 from runner.run.build import build
+from runner.run.engines import NativeRun, PythonRun
 from runner.run.soak import Soak
-from runner.stats.native import NativeRecorder
+from runner.stats.native import TakenRecorder
 from runner.stats.recorder import Interval, Recorder, Tally
 from runner.stats.runinfo import RunInfo
+from tests.support.cbuild import OUTPUT, compiled
 
 REPO = Path(__file__).resolve().parents[2]
 NATIVE = REPO / "runner" / "load" / "native"
@@ -49,15 +50,17 @@ MS = 1_000_000
 
 
 def build_engine(build_dir: Path, flags: tuple[str, ...] = ("-O2",)) -> Path:
-    """Compile the engine extension from the tree's sources into `build_dir`; its path."""
-    target = build_dir / f"_engine{sysconfig.get_config_var('EXT_SUFFIX')}"
+    """The engine extension compiled from the tree's sources with `flags`; its path. Compiled once per
+    test run (tests/support/cbuild.py), so `build_dir` is only where a failure's output is kept."""
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
     command = [*compiler, "-std=c11", "-shared", "-fPIC", *flags, f"-I{sysconfig.get_paths()['include']}", "-o",
-               str(target), *(str(NATIVE / source) for source in SOURCES), "-lm", "-lssl", "-lcrypto"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0 or not target.exists():
+               OUTPUT, *(str(NATIVE / source) for source in SOURCES), "-lm", "-lssl", "-lcrypto"]
+    target, done = compiled(command, f"_engine{sysconfig.get_config_var('EXT_SUFFIX')}")
+    if not target.exists():
+        output = f"{done.stdout}{done.stderr}" if done is not None else ""
+        (build_dir / "compiler.log").write_text(output)
         pytest.fail("the native engine did not build (it needs a C compiler, the Python headers and OpenSSL's: "
-                    f"apt-get install -y gcc python3-dev libssl-dev):\n{done.stdout}{done.stderr}")
+                    f"apt-get install -y gcc python3-dev libssl-dev):\n{output}")
     return target
 
 
@@ -151,8 +154,8 @@ class Ran:
     drain: Tally | None
     sending_end_ns: int
     schedule: Schedule
-    recorder: Recorder | NativeRecorder
-    engine: Engine | Any
+    recorder: Recorder | TakenRecorder
+    engine: Engine | Any  # the native one: runner.load.native.engine's
     wall_s: float
     metrics: MetricsTally | None = None  # what the metrics counted, with Plan.metrics
 
@@ -214,7 +217,9 @@ def run_soak_engine(plan: Plan, engine: str, timeout_s: float = 60) -> Ran:
             if plan.cancel:
                 loop.call_later(max(0.0, delay), soak._second_signal.set)
         summary = await soak.run()
+        run = soak._run
+        assert isinstance(run, NativeRun | PythonRun)
         return Ran(kept.intervals, summary.tally, summary.drain, summary.sending_end_ns, soak._schedule,
-                   soak._recorder, soak._engine, time.monotonic() - began, metrics)
+                   run.recorder, run.engine, time.monotonic() - began, metrics)
 
     return asyncio.run(asyncio.wait_for(go(), timeout_s))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -22,10 +23,14 @@ from tests.support.programs import program
 
 COMPONENTS = {"linkerd": "manifests/components/linkerd", "nginx-10-replicas": "manifests/components/nginx-10-replicas",
               "scale-out": "manifests/components/scale-out", "metrics": "manifests/components/metrics",
-              "monitoring": "manifests/components/monitoring"}
+              "monitoring": "manifests/components/monitoring", "results-pvc": "manifests/components/results-pvc",
+              "results-s3": "manifests/components/results-s3"}
 VARIANTS = ["base", "linkerd", "nginx-10-replicas", "linkerd+nginx-10-replicas", "scale-out", "linkerd+scale-out",
-            "metrics", "linkerd+scale-out+metrics"]
+            "metrics", "linkerd+scale-out+metrics", "results-pvc", "scale-out+results-s3",
+            "linkerd+scale-out+metrics+results-pvc"]
 PALLET_FILES = ["kustomization.yaml", "configuration.json", "urlsconfigmap.yaml", "manifests"]
+# Native sidecars (the linkerd component) need 1.29; the schemas we validate against end at 1.37.
+KUBERNETES_VERSIONS = [f"1.{minor}.0" for minor in range(29, 38)]
 
 
 def kubectl() -> str:
@@ -110,17 +115,26 @@ def dockerfile_instruction(name: str) -> list[str]:
     return json.loads(line.split(" ", 1)[1])
 
 
+JOB_NAME = "soak-29400000"  # the Job a pod of the rendered CronJob belongs to, as its labels say
+_DOWNWARD = {"metadata.labels['batch.kubernetes.io/job-name']": JOB_NAME}
+
+
 def pod_command(resources: tuple[dict[str, Any], ...], root: Path, url: str) -> tuple[list[str], dict[str, str]]:
     """The soak pod's command line and env as the rendered CronJob runs it, ready to run here.
 
     The image's ENTRYPOINT unless the container sets a command; the container's args and
-    env; the rendered ConfigMaps written as the files the pod sees, their mount paths mapped
-    under `root`. The only change is the URL list, which points at `url`.
+    env (a value from the pod's own labels as Kubernetes gives it to a Job's pod: the Job's
+    name, JOB_NAME), `$(VAR)` in the args expanded from that env as Kubernetes expands it; the
+    rendered ConfigMaps written as the files the pod sees, their mount paths (and every other
+    volume's, in a file:// URL) mapped under `root`. The only change is the URL list, which
+    points at `url`.
     """
     container = soak_container(resources)
     command = container.get("command") or dockerfile_instruction("ENTRYPOINT")
     args = container.get("args", dockerfile_instruction("CMD"))
-    env = {item["name"]: item["value"] for item in container.get("env", [])}
+    env = {item["name"]: item["value"] if "value" in item else _DOWNWARD[item["valueFrom"]["fieldRef"]["fieldPath"]]
+           for item in container.get("env", [])}
+    args = [re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), a) for a in args]
 
     def in_pod(path: str) -> Path:
         return root / path.lstrip("/")
@@ -133,10 +147,20 @@ def pod_command(resources: tuple[dict[str, Any], ...], root: Path, url: str) -> 
     urls_file.write_text(f"{url}\n")  # the one override: the target
     mounts = [m["mountPath"] for m in container["volumeMounts"]]
     mapped = [str(in_pod(a)) if any(a.startswith(m + "/") for m in mounts) else a for a in args]
+    mapped = [_in_file_url(a, mounts, in_pod) for a in mapped]
     executable = shutil.which(command[0])
     if executable is None:
         pytest.fail(f"{command[0]} (the image's entrypoint) is not on PATH: pip install .")
     return [executable, *command[1:], *mapped], env
+
+
+def _in_file_url(arg: str, mounts: list[str], in_pod: Any) -> str:
+    """`arg` with a volume's path in a file:// URL (the results-pvc component's store) mapped, once."""
+    for mount in sorted(mounts, key=len, reverse=True):
+        found = re.search(rf"file://{re.escape(mount)}(?=/|$)", arg)
+        if found:
+            return arg[:found.start()] + f"file://{in_pod(mount)}" + arg[found.end():]
+    return arg
 
 
 def broken_by_the_target(summary: dict[str, Any]) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import yaml
 
 from tests.conftest import free_port
+from tests.support import reaper
 from tests.support.programs import program
 
 BINARY = "/usr/bin/prometheus"
@@ -38,9 +39,13 @@ class QueryError(Exception):
 class Prometheus:
     """The Prometheus process, listening on 127.0.0.1:`port`, until stop()."""
 
-    def __init__(self, directory: Path, targets: list[str], rule_files: Sequence[Path] = ()) -> None:
+    def __init__(self, directory: Path, targets: list[str], rule_files: Sequence[Path] = (),
+                 flags: Sequence[str] = ()) -> None:
+        """`flags`: more of Prometheus' own, such as --web.enable-remote-write-receiver (then `write_url`
+        receives remote writes) and --enable-feature=native-histograms."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.write_url = f"{self.url}/api/v1/write"
         config = {
             "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(path) for path in rule_files],
@@ -50,10 +55,10 @@ class Prometheus:
         (directory / "prometheus.yml").write_text(yaml.safe_dump(config))
         self.log = directory / "prometheus.log"
         with self.log.open("wb") as log:
-            self.process = subprocess.Popen(
+            self.process = reaper.spawn(
                 [binary(), f"--config.file={directory / 'prometheus.yml'}", f"--storage.tsdb.path={directory / 'data'}",
-                 f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-                stdout=log, stderr=subprocess.STDOUT,
+                 f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn", *flags],
+                "prometheus", stdout=log, stderr=subprocess.STDOUT,
             )
         try:
             self.wait_for(lambda: self._get("/-/ready", raw=True), 30, "Prometheus ready")
@@ -62,12 +67,7 @@ class Prometheus:
             raise
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
+        reaper.stop(self.process, timeout=15)
 
     def _get(self, path: str, params: dict[str, str] | None = None, raw: bool = False) -> Any:
         url = f"{self.url}{path}" + (f"?{urllib.parse.urlencode(params, doseq=True)}" if params else "")
@@ -96,6 +96,14 @@ class Prometheus:
             return {(): float(data["result"][1])}
         assert data["resultType"] == "vector", data
         return {tuple(sorted(s["metric"].items())): float(s["value"][1]) for s in data["result"]}
+
+    def samples(self, selector: str, at: float, window: str = "1h") -> dict[tuple[tuple[str, str], ...], list]:
+        """Every raw sample of the series `selector` picks within `window` before `at`: each series'
+        labels -> its [time, value] pairs, or [time, histogram] pairs for native histograms."""
+        data = self._get("/api/v1/query", {"query": f"{selector}[{window}]", "time": f"{at:.3f}"})
+        assert data["resultType"] == "matrix", data
+        return {tuple(sorted(s["metric"].items())): s.get("values", []) + s.get("histograms", [])
+                for s in data["result"]}
 
     def series_count(self, name: str) -> int:
         return len(self._get("/api/v1/series", {"match[]": name}))

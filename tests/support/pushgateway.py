@@ -13,6 +13,7 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import free_port, wait_for_port
+from tests.support import reaper
 from tests.support.programs import program
 
 BINARY = "/usr/bin/prometheus-pushgateway"
@@ -31,9 +32,9 @@ class Pushgateway:
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
+        self.process = reaper.spawn(
             [binary(), f"--web.listen-address=127.0.0.1:{self.port}", "--persistence.file=", "--log.level=warn"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            "pushgateway", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         try:
             wait_for_port(self.port)
@@ -42,12 +43,7 @@ class Pushgateway:
             raise
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
+        reaper.stop(self.process)
 
     def samples(self) -> Samples:
         with urllib.request.urlopen(f"{self.url}/metrics", timeout=10) as response:

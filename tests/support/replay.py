@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import shlex
-import subprocess
 import sysconfig
 import time
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from runner.load import http1
 from runner.load.bodyhash import is_gzip
 from runner.load.result import Result
 from runner.load.transport import MAX_HEAD_BYTES
+from tests.support.cbuild import OUTPUT, compiled
 
 REPO = Path(__file__).resolve().parents[2]
 # Both sides read this backendHeader (the pallet's) from every response they compare.
@@ -97,14 +97,19 @@ class PythonTransport:
             connection.data_received(data)
             assert future.done() and result.status and connection.reusable, result
 
-    def outcome(self, method: str, chunks: list[bytes], eof: bool = False, reset: bool = False) -> Outcome:
-        """Feed `chunks` to a new Connection as its socket would, then the close (or a reset)."""
+    def request(self, method: str) -> tuple[http1.Connection, Wire, Result, asyncio.Future[None]]:
+        """A new Connection on a Wire, with one request of `method` sent (its deadline an hour away)."""
         connection = http1.Connection(set(), self._loop, False, self._deadlines, http1.header_pattern(BACKEND))
         wire = Wire()
         connection.connection_made(wire)
         result = Result(start_ns=time.monotonic_ns())
         request = f"{method} / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
         future = connection.send(request, result, False, self._loop.time() + 3600, time.monotonic_ns() + 3600 * 10**9, True)
+        return connection, wire, result, future
+
+    def outcome(self, method: str, chunks: list[bytes], eof: bool = False, reset: bool = False) -> Outcome:
+        """Feed `chunks` to a new Connection as its socket would, then the close (or a reset)."""
+        connection, wire, result, future = self.request(method)
         head_chunks: list[bytes] = []
         fed = 0
         for chunk in chunks:
@@ -135,14 +140,16 @@ def native_parser(build_dir: Path, defines: tuple[str, ...] = ()) -> ModuleType:
     `defines` go to the compiler: PORTABLE builds the parser as on a machine without SSE2.
     """
     native_dir = REPO / "runner" / "load" / "native"
-    target = build_dir / f"_response{sysconfig.get_config_var('EXT_SUFFIX')}"
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
-    flags = ["-shared", "-fPIC", "-O2", *defines, f"-I{sysconfig.get_paths()['include']}", "-o", str(target)]
+    flags = ["-shared", "-fPIC", "-O2", *defines, f"-I{sysconfig.get_paths()['include']}", "-o", OUTPUT]
     sources = [str(native_dir / "_response.c"), str(native_dir / "response.c")]
-    done = subprocess.run([*compiler, *flags, *sources], capture_output=True, text=True, timeout=300)
-    if done.returncode != 0 or not target.exists():
+    # Compiled once per test run (tests/support/cbuild.py); `build_dir` keeps a failure's output.
+    target, done = compiled([*compiler, *flags, *sources], f"_response{sysconfig.get_config_var('EXT_SUFFIX')}")
+    if not target.exists():
+        output = f"{done.stdout}{done.stderr}" if done is not None else ""
+        (build_dir / "compiler.log").write_text(output)
         pytest.fail("the native parser did not build (it needs a C compiler and the Python headers: "
-                    f"apt-get install -y gcc python3-dev):\n{done.stdout}{done.stderr}")
+                    f"apt-get install -y gcc python3-dev):\n{output}")
     spec = importlib.util.spec_from_file_location("runner.load.native._response", target)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -1,4 +1,5 @@
-"""The client's own figures: the saturation rule, lateness, the drain, and their records and lines."""
+"""The client's own figures: the meter, lateness, the drain, and their records and lines (what its
+delay may have changed, Pace, is tested in test_pace.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ import itertools
 import json
 import random
 import tracemalloc
+from collections import Counter
 
 import pytest
 
 from runner.config.settings import merge, settings_from
-from runner.load.model import Closed
-from runner.load.result import Result
+from runner.load.model import Closed, Open
+from runner.load.result import ErrorKind, Result
 from runner.load.schedule import Grid
-from runner.report.clientnotes import drain_note, interval_note, run_note, short
+from runner.report.clientnotes import backend_note, drain_note, interval_note, run_note, short
 from runner.report.summary import client_dict, drain_dict, latency_clock
 from runner.stats.client import (
     LATE_NS,
@@ -22,13 +24,14 @@ from runner.stats.client import (
     OWN_CPU,
     PROBE_PERIOD_NS,
     SATURATED_CPU,
-    SATURATED_LAG_NS,
     ClientFigures,
     ClientMeter,
-    is_saturated,
+    Pace,
+    PaceTerms,
     next_due,
     starved_by,
 )
+from runner.stats.figures import NO_BACKEND, OTHER_BACKENDS
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.record import client_from_record, client_record, tally_from_record, tally_record
 from runner.stats.recorder import Interval, Recorder, Tally
@@ -47,25 +50,23 @@ def lags(*values: int) -> LatencyHistogram:
     return histogram
 
 
-# --- the rule ------------------------------------------------------------------------------------
+# --- the figures ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("cpu", "lag", "saturated"), [
-    (0.0, 0, False), (SATURATED_CPU - 0.001, SATURATED_LAG_NS - 1, False), (SATURATED_CPU, 0, True),
-    (1.7, 0, True), (0.0, SATURATED_LAG_NS, True), (0.05, 50 * MS, True),
-])
-def test_the_rule_is_cpu_of_a_core_or_loop_lag(cpu: float, lag: int, saturated: bool) -> None:
-    assert is_saturated(cpu, lag) is saturated
-
-
-def test_measured_figures_are_judged_by_the_rule_on_the_lag_p99() -> None:
+def test_measured_figures_are_the_cpu_share_and_the_lag_and_judge_nothing() -> None:
+    """A process at 95% of a core, or whose loop ran 50 ms late, is not saturated for that: its
+    saturation is what its delay may have changed in an interval's figures (Pace.saturated)."""
     idle = ClientFigures.measured(0.05, SECOND, lags(*[200_000] * 99, 50 * MS))  # one stall in 100 ticks
     assert idle.cpu_share == pytest.approx(0.05) and not idle.saturated
-    lagging = ClientFigures.measured(0.05, SECOND, lags(*[200_000] * 90, *[15 * MS] * 10))
-    assert lagging.saturated
-    busy = ClientFigures.measured(0.95, SECOND, lags(100_000))
-    assert busy.cpu_share == pytest.approx(0.95) and busy.saturated
+    busy = ClientFigures.measured(0.95, SECOND, lags(*[15 * MS] * 100))
+    assert busy.cpu_share == pytest.approx(0.95) and not busy.saturated
     assert ClientFigures.measured(1.0, 0, LatencyHistogram()).cpu_share == 0.0  # no span: nothing to judge
+
+
+@pytest.mark.parametrize(("cpu", "cause"), [(0.0, NODE), (0.06, NODE), (SATURATED_CPU - 0.001, NODE),
+                                            (SATURATED_CPU, OWN_CPU), (1.0, OWN_CPU), (1.7, OWN_CPU)])
+def test_a_client_behind_is_starved_by_its_own_cpu_or_by_its_node(cpu: float, cause: str) -> None:
+    assert starved_by(cpu) == cause
 
 
 def test_merging_keeps_the_busiest_process_every_sample_and_any_saturation() -> None:
@@ -78,6 +79,25 @@ def test_merging_keeps_the_busiest_process_every_sample_and_any_saturation() -> 
     empty = ClientFigures()
     empty.merge(ClientFigures(lateness=lags(7 * MS)))
     assert empty.lateness is not None and empty.lateness.max >= 7 * MS * 0.999
+
+
+def test_the_run_counts_its_saturated_intervals_names_the_first_and_adds_up_what_they_changed() -> None:
+    meter = ClientMeter(GRID)
+    meter.begin(0.0, START)
+    for k in range(14):
+        closed(meter, k, 0.01 * (k + 1), GRID.end_of(k))
+        meter.counted(k, Pace(behind_ns=k * MS, skipped=3, cpu_share=0.01 * k) if k % 2 else Pace(behind_ns=90 * MS))
+    run = meter.run(0.15, GRID.end_of(13))
+    assert run.saturated and run.saturated_intervals == 7 and run.named == (1, 3, 5, 7, 9, 11, 13)
+    assert run.pace is not None and (run.pace.skipped, run.pace.behind_ns) == (21, 13 * MS)  # not the unsaturated 90 ms
+    assert run.pace.cpu_share == pytest.approx(0.13)
+    many = ClientFigures()
+    for k in range(25):
+        many.count_saturated(k, Pace(timeouts=1))
+    assert many.named == tuple(range(10)) and many.saturated_intervals == 25 and many.pace == Pace(timeouts=25)
+    quiet = ClientMeter(GRID)
+    quiet.counted(0, Pace(behind_ns=90 * MS, crossed=9))
+    assert not quiet.run(None, START).saturated and quiet.run(None, START).pace is None
 
 
 def on_time(meter: ClientMeter, since: int, until: int, lag: int = 100_000) -> int:
@@ -95,19 +115,19 @@ def closed(meter: ClientMeter, k: int, cpu: float | None, at: int, *, final: boo
     return meter.close(cpu, at, GRID.end_of(k - 1), GRID.end_of(k) if end is None else end, final=final)
 
 
-def test_the_meter_closes_intervals_and_counts_the_saturated_ones() -> None:
+def test_the_meter_closes_intervals_with_their_cpu_and_lag() -> None:
     meter = ClientMeter(GRID)
     meter.begin(10.0, START)
     due = on_time(meter, START + PROBE_PERIOD_NS, START + SECOND)
     quiet = closed(meter, 0, 10.05, START + SECOND)
-    assert quiet.loop_lag.count == 99 and quiet.cpu_share == pytest.approx(0.05) and not quiet.saturated
+    assert quiet.loop_lag.count == 99 and quiet.cpu_share == pytest.approx(0.05)
     meter.tick(due, due - 5)  # a tick a hair early counts as on time
     busy = closed(meter, 1, 11.0, START + 2 * SECOND)  # 95% of a core; the ticks not run are late
-    assert busy.saturated and busy.cpu_share == pytest.approx(0.95) and busy.loop_lag.min == 0
+    assert busy.cpu_share == pytest.approx(0.95) and busy.loop_lag.min == 0
     assert busy.loop_lag.count == 100  # the one that ran, and the 99 due that had not run at the close
     meter.late(3 * MS)
     run = meter.run(11.0, START + 2 * SECOND)
-    assert run.saturated and run.saturated_intervals == 1 and run.loop_lag.count == 199
+    assert not run.saturated and run.saturated_intervals == 0 and run.loop_lag.count == 199  # none counted()
     assert run.cpu_share == pytest.approx(0.5) and run.lateness is not None and run.lateness.count == 1
 
 
@@ -116,7 +136,7 @@ def test_without_a_cpu_reading_the_share_is_unknown_and_only_the_lag_judges() ->
     meter.begin(0.0, START)
     meter.tick(START + PROBE_PERIOD_NS, START + PROBE_PERIOD_NS + 20 * MS)
     figures = closed(meter, 0, None, START + 30 * MS, end=START + 30 * MS, final=True)
-    assert figures.cpu_share == 0.0 and not figures.saturated  # close() judges only with a reading
+    assert figures.cpu_share == 0.0  # without a reading
     assert figures.loop_lag.count == 2  # the tick 20 ms late, and the one it swallowed, 10 ms late
     meter.late(5 * MS)  # a bench keeps no lateness
     assert meter.run(None, START).lateness is None
@@ -140,7 +160,7 @@ def test_a_sparse_pacing_timer_counts_no_lateness_between_its_firings() -> None:
         meter.tick(due, due + 100_000)
         meter.expect(due + 50 * MS)  # the timer's next firing: the next send's due time
     quiet = closed(meter, 0, 0.01, START + SECOND + 3 * MS)  # closed 3 ms late: the firing due at 1 s is the next's
-    assert quiet.loop_lag.count == 19 and quiet.loop_lag.max < 4 * MS and not quiet.saturated
+    assert quiet.loop_lag.count == 19 and quiet.loop_lag.max < 4 * MS
 
 
 def test_when_no_tick_is_due_none_is_late_however_long_it_waits() -> None:
@@ -149,7 +169,7 @@ def test_when_no_tick_is_due_none_is_late_however_long_it_waits() -> None:
     meter.tick(START + 5 * MS, START + 5 * MS)
     meter.expect(None)  # the native engine's thread has ended: its timer fires no more
     figures = closed(meter, 0, 0.01, START + 3 * SECOND)
-    assert figures.loop_lag.count == 1 and not figures.saturated
+    assert figures.loop_lag.count == 1 and figures.loop_lag.max < MS
 
 
 def test_a_stall_after_a_long_gap_counts_from_the_tick_it_expected() -> None:
@@ -161,11 +181,11 @@ def test_a_stall_after_a_long_gap_counts_from_the_tick_it_expected() -> None:
     meter.tick(START + 400 * MS, START + 400 * MS)
     meter.expect(START + 500 * MS)
     first = closed(meter, 0, 0.01, START + 2430 * MS)
-    assert first.saturated and first.loop_lag.count == 1 + 50  # 500 ms to 1 s, a period apart
+    assert first.loop_lag.count == 1 + 50  # 500 ms to 1 s, a period apart
     assert first.loop_lag.min == 0 and first.loop_lag.max >= 1930 * MS * 0.999
     meter.tick(START + 500 * MS, START + 2430 * MS)  # the late tick runs: those counted are not again
     second = closed(meter, 1, 0.011, START + 2431 * MS)
-    assert second.saturated and second.loop_lag.count == 100
+    assert second.loop_lag.count == 100
 
 
 STALL_FROM, STALL_TO = START + 500 * MS, START + 3 * SECOND + 200 * MS  # stopped, as SIGSTOP or a busy node does
@@ -193,14 +213,13 @@ def stalled_meter(tick_first: bool) -> tuple[ClientMeter, list[ClientFigures]]:
 @pytest.mark.parametrize("tick_first", [True, False], ids=["tick-then-closes", "closes-then-tick"])
 def test_a_stall_counts_every_tick_it_swallowed_where_it_was_due(tick_first: bool) -> None:
     meter, (first, second, third, fourth) = stalled_meter(tick_first)
-    assert [f.saturated for f in (first, second, third)] == [True, True, True]  # was: only the interval it ran in
+    assert [f.loop_lag.max >= 200 * MS for f in (first, second, third)] == [True] * 3  # was: only where it ran
     assert second.loop_lag.count == third.loop_lag.count == 100  # every tick due in them, each once
     assert second.loop_lag.min >= 200 * MS and third.loop_lag.max >= 1200 * MS * 0.999
     assert first.loop_lag.count == 99 and first.loop_lag.max >= 2700 * MS * 0.999
-    assert fourth.saturated and fourth.loop_lag.max >= 190 * MS  # 3.0 s to 3.2 s: still stopped
+    assert fourth.loop_lag.max >= 190 * MS  # 3.0 s to 3.2 s: still stopped
     assert 99 <= fourth.loop_lag.count <= 100  # a period from the late tick's run to the next one
     run = meter.run(0.06503, START + 4 * SECOND)
-    assert run.saturated_intervals == 4
     assert run.loop_lag.count == sum(f.loop_lag.count for f in (first, second, third, fourth))  # each once
 
 
@@ -220,7 +239,7 @@ def test_a_long_stall_is_counted_interval_by_interval_in_flat_memory() -> None:
         tracemalloc.stop()
     assert peak < 2_000_000, peak
     figures = [meter.close(0.001, resumed + k, grid.end_of(k - 1), grid.end_of(k)) for k in range(60)]
-    assert all(f.saturated and f.loop_lag.count == 1000 for f in figures[1:])
+    assert all(f.loop_lag.count == 1000 for f in figures[1:])
     assert figures[0].loop_lag.count == 999  # due from the first tick, a period after the start
     assert figures[-1].loop_lag.min >= 0 and figures[0].loop_lag.max >= 599 * SECOND
 
@@ -328,38 +347,81 @@ def test_late_counts_round_trip_and_old_records_read_as_none_late() -> None:
     assert (merged.late, merged.late_max_ns) == (3, 50 * MS)
 
 
+def test_the_slowest_answer_that_may_hold_the_clients_delay_is_kept_merged_and_recorded() -> None:
+    """Answers the kernel timed on a kept connection hold none of it; one timed by the loop or that
+    opened its connection may (stats.client.holds_delay), and so may, in the open model, one sent
+    late (its latency runs from the due time). A record without it (an earlier version) says any may."""
+    recorder = Recorder(GRID, Open(1000))
+    recorder.record(Result(status=200, kernel_clock=True, due_ns=START, start_ns=START, headers_ns=START + 90 * MS,
+                           end_ns=START + 90 * MS))
+    recorder.record(Result(status=200, kernel_clock=False, due_ns=START, start_ns=START, headers_ns=START + 7 * MS,
+                           end_ns=START + 7 * MS))
+    recorder.record(Result(status=200, kernel_clock=True, connected_ns=START + MS, due_ns=START, start_ns=START,
+                           headers_ns=START + 9 * MS, end_ns=START + 9 * MS))
+    recorder.record(Result(status=200, kernel_clock=True, due_ns=START, start_ns=START + 3 * MS,
+                           headers_ns=START + 14 * MS, end_ns=START + 14 * MS))  # 3 ms late: 14 ms from its due time
+    tally = recorder.close().tally
+    assert tally.delayed_max_ns == 14 * MS and tally.latency.max >= 90 * MS * 0.999
+    back = tally_from_record(json.loads(json.dumps(tally_record(tally))))
+    assert back.delayed_max_ns == 14 * MS
+    old = tally_record(tally)
+    del old["delayedMaxNs"]
+    assert tally_from_record(old).delayed_max_ns == tally.latency.max
+    with pytest.raises(ValueError, match="delayedMaxNs"):
+        tally_from_record({**tally_record(tally), "delayedMaxNs": -1})
+    merged = Tally(delayed_max_ns=20 * MS)
+    merged.merge(back)
+    assert merged.delayed_max_ns == 20 * MS
+
+
 def test_short_durations_to_a_tenth_of_a_millisecond() -> None:
     assert [short(x) for x in (0, 49_999, 31_234_567, 1_500_000_000)] == ["0s", "0s", "31.2ms", "1.5s"]
 
 
-def interval(late: int = 0, late_max: int = 0, saturated: bool = False) -> Interval:
-    client = ClientFigures(0.97 if saturated else 0.1, lags(14 * MS if saturated else MS), saturated)
-    return Interval(7, START, START + SECOND, Tally(good=10, late=late, late_max_ns=late_max), client=client)
+def interval(good: int = 100, *, skipped: int = 0, late: int = 0, late_max: int = 0, lag: int = MS, cpu: float = 0.1,
+             kernel: bool = True, timeouts: int = 0, room: int = 5, latency: int = MS) -> Interval:
+    """Interval 7 of a run at 100 req/s in 1 s intervals (5 clients: 50 ms between a client's sends),
+    its responses in `latency`, timed by the kernel or by the loop, its loop lagging up to `lag`."""
+    tally = Tally()
+    for _ in range(good):
+        tally.add(Result(status=200, kernel_clock=kernel), latency, 0)
+    for _ in range(timeouts):
+        tally.add(Result(error=ErrorKind.TIMEOUT, error_text="timeout"), 0, 0)
+    tally.skipped, tally.late, tally.late_max_ns = skipped, late, late_max
+    return Interval(7, START, START + SECOND, tally, client=ClientFigures(cpu, lags(100_000, lag)), due=100.0,
+                    terms=PaceTerms(room=room))
 
 
-def test_an_interval_note_only_when_sends_left_late_or_the_client_was_saturated() -> None:
+def test_no_note_for_a_few_sends_a_few_milliseconds_late_or_a_loop_that_lagged_on_kernel_timed_answers() -> None:
+    """`# iter 7: 1 send left late (up to 4.6ms), not skipped` followed most lines of an hourly log,
+    and `client saturated by its node` did on a busy node, at 100% of the goal: neither changed a
+    figure of the line."""
     assert interval_note(interval()) == ""
-    assert interval_note(interval(1, 3 * MS)) == "# iter 7: 1 send left late (up to 3ms), not skipped\n"
-    note = interval_note(interval(12, 31_200_000, saturated=True))
-    assert note.startswith("# iter 7: 12 sends left late (up to 31.2ms), not skipped; client saturated by its own "
-                           "CPU: cpu 97% of a core (limit 90%)")
-    assert "loop lag p99 14ms (limit 10ms)" in note and note.endswith("the client set the pace, not the server\n")
-    assert interval_note(interval(saturated=True)).startswith("# iter 7: client saturated")
+    assert interval_note(interval(late=1, late_max=4_600_000)) == ""
+    assert interval_note(interval(late=38, late_max=30 * MS, lag=40 * MS)) == ""  # kernel-timed, at 100%
+    assert interval_note(interval(99, late=12, late_max=9 * MS, lag=9 * MS)) == ""  # a response across its end
+    assert not interval(late=38, late_max=30 * MS, lag=40 * MS).client.saturated
 
 
-@pytest.mark.parametrize(("cpu", "cause"), [(0.0, NODE), (0.06, NODE), (SATURATED_CPU - 0.001, NODE),
-                                            (SATURATED_CPU, OWN_CPU), (1.0, OWN_CPU), (1.7, OWN_CPU)])
-def test_a_saturated_interval_says_whether_its_own_cpu_or_its_node_set_the_pace(cpu: float, cause: str) -> None:
-    """`cpu 6% of a core (limit 90%) ... the client set the pace` was said of a process its node did not
-    run: its loop ran late while it had CPU to spare."""
-    figures = ClientFigures(cpu, lags(*[15 * MS] * 10), True)
-    assert starved_by(figures) == cause
-    note = interval_note(Interval(3, START, START + SECOND, Tally(good=1), client=figures))
-    if cause == OWN_CPU:
-        assert f"client saturated by its own CPU: cpu {cpu:.0%} of a core (limit 90%), loop lag p99 15ms" in note
-    else:
-        assert (f"client saturated by its node, which did not run it on time: loop lag p99 15ms (limit 10ms) "
-                f"while it used {cpu:.0%} of a core: the client set the pace") in note
+def test_skipped_sends_are_always_said_and_whose_pace_they_may_be() -> None:
+    """The 9 sends an interval skipped (goal% 99%) were never shown in the text."""
+    assert interval_note(interval(91, skipped=9)) == "# iter 7: 9 sends skipped while requests were still in flight\n"
+    note = interval_note(interval(91, skipped=9, late=30, late_max=60 * MS, lag=61 * MS, cpu=0.02))
+    assert note == ("# iter 7: 9 sends skipped, goal% 91% (9 sends short): the client's own delay may have caused "
+                    "them, running up to 61ms behind (its node did not run it on time: it used 2% of a core)\n")
+    busy = interval_note(interval(99, skipped=1, late=3, late_max=50 * MS, cpu=0.97))
+    assert busy == ("# iter 7: 1 send skipped, goal% 99% (1 send short): the client's own delay may have caused them, "
+                    "running up to 50ms behind on its own CPU (97% of a core)\n")
+
+
+def test_latency_the_clients_delay_may_be_in_is_said_with_the_figure_and_how_much() -> None:
+    note = interval_note(interval(lag=31 * MS, kernel=False, latency=40 * MS))
+    assert note == ("# iter 7: p50 up to 31ms higher: the client's own delay may have caused it, running up to 31ms "
+                    "behind (its node did not run it on time: it used 10% of a core)\n")
+    assert interval_note(interval(lag=31 * MS, kernel=False)) == ""  # answers in 1 ms: it may be 1 ms of them at most
+    assert interval_note(interval(lag=9 * MS, kernel=False, latency=40 * MS)) == ""  # under 10 ms
+    timeouts = interval_note(interval(90, timeouts=10, lag=6 * SECOND))
+    assert timeouts.startswith("# iter 7: goal% 90% (10 sends short), 10 timeouts: the client's own delay may have ")
 
 
 def summary(client: ClientFigures | None, drain: Tally | None = None, end: int = START + 3 * SECOND) -> RunSummary:
@@ -368,15 +430,36 @@ def summary(client: ClientFigures | None, drain: Tally | None = None, end: int =
                       client=client, drain=drain, last_interval_end_ns=START + 3 * SECOND)
 
 
-def test_the_run_note_and_the_drain_note() -> None:
+def test_the_run_note_names_the_intervals_and_shows_their_figures_and_the_drain_note() -> None:
+    """`cpu 1% (limit 90%), loop lag p99 4.7ms (limit 10ms)`, whole-run figures under their own limits,
+    read as a contradiction: the note shows what the client's delay may have changed in the intervals
+    it names."""
     assert run_note(summary(None)) == run_note(summary(ClientFigures())) == ""
-    note = run_note(summary(ClientFigures(0.41, lags(12 * MS), True, 2)))
-    assert note.startswith("# client saturated in 2 of 3 intervals (cpu 41% of a core")
+    client = ClientFigures(0.01, lags(4_700_000))
+    client.count_saturated(4, Pace(behind_ns=118 * MS, skipped=7, short=7, cpu_share=0.03))
+    client.count_saturated(9, Pace(behind_ns=61 * MS, skipped=2, short=1, cpu_share=0.02))
+    assert run_note(summary(client)) == (
+        "# the client's own delay may have changed 2 of 3 intervals (4, 9): 9 sends skipped, 8 sends short of the "
+        "goal: the client's own delay may have caused them, running up to 118ms behind (its node did not run it "
+        "on time: it used 3% of a core)\n")
     assert drain_note(summary(None)) == drain_note(summary(None, Tally())) == ""
     drained = summary(None, Tally(good=500, failed=91), end=START + 13 * SECOND)
     assert drain_note(drained) == ("# after the last interval: 591 responses (500/0/91 good/bad/failed) came back"
                                    " up to 10s later; in the summary's totals, not in the line above\n")
     assert drain_dict(drained) == {"requests": 591, "good": 500, "bad": 0, "failed": 91, "durationSeconds": 10.0}
+
+
+@pytest.mark.parametrize(("backends", "said"), [
+    ({}, False), ({NO_BACKEND: 40}, True), ({NO_BACKEND: 39, "pod-a": 1}, False), ({OTHER_BACKENDS: 40}, False)])
+def test_a_run_where_no_response_carried_the_backend_header_says_so_once(backends: dict, said: bool) -> None:
+    info = RunInfo(settings_from(merge({"backendHeader": "X-Pod"})), ["http://127.0.0.1/"], None, START, 1e9)
+    tally = Tally(good=sum(backends.values()) or 40, backends=Counter(backends))
+    run = RunSummary(info, 3, START + 3 * SECOND, START + 3 * SECOND, tally, None, None, None, "iterations", 0.1, 0)
+    expected = "# backendHeader X-Pod: none of the 40 responses carried it, so no backend was counted\n"
+    assert backend_note(run) == (expected if said else "")
+    unnamed = RunSummary(RunInfo(settings_from(merge()), ["http://127.0.0.1/"], None, START, 1e9), 3, START, START,
+                         Tally(good=40), None, None, None, "iterations", 0.1, 0)
+    assert backend_note(unnamed) == ""
 
 
 def test_the_client_section_has_lateness_only_in_paced_runs() -> None:

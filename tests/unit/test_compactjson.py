@@ -10,8 +10,6 @@ import json
 import random
 from typing import Any
 
-import pytest
-
 from runner.readback.partialjson import read_object
 from runner.report.compactjson import INDENT, WIDTH, compact_json
 
@@ -53,28 +51,32 @@ def random_key(rng: random.Random) -> Any:
 RANDOM_VALUES = [random_value(random.Random(seed), depth) for seed in range(100) for depth in (1, 2, 4)]
 
 
-@pytest.mark.parametrize("value", EDGE_CASES + RANDOM_VALUES)
-def test_reads_back_as_json_dumps_does(value: Any) -> None:
+VALUES = EDGE_CASES + RANDOM_VALUES  # each test loops over them, every failure naming its value
+OBJECTS = [v for v in VALUES if isinstance(v, dict) and v]
+
+
+def test_reads_back_as_json_dumps_does() -> None:
     """The same value as json.dumps gives back: tuples as lists, non-string keys as json makes them."""
-    assert json.loads(compact_json(value)) == json.loads(json.dumps(value))
+    for value in VALUES:
+        assert json.loads(compact_json(value)) == json.loads(json.dumps(value)), value
 
 
-@pytest.mark.parametrize("value", [v for v in EDGE_CASES + RANDOM_VALUES if isinstance(v, dict) and v])
-def test_a_top_level_object_has_one_member_a_line(value: dict[Any, Any]) -> None:
-    lines = compact_json(value).splitlines()
-    assert lines[0] == "{" and lines[-1] == "}"
-    starts = [line for line in lines[1:-1] if line.startswith(INDENT + '"')]
-    assert len(starts) == len(value), "each top-level member starts one line, at the first indentation"
-    assert [json.loads("{" + line.rstrip(",").split(": ", 1)[0] + ": 0}") for line in starts] == \
-        [json.loads(json.dumps({key: 0})) for key in value]
+def test_a_top_level_object_has_one_member_a_line() -> None:
+    for value in OBJECTS:
+        lines = compact_json(value).splitlines()
+        assert lines[0] == "{" and lines[-1] == "}", value
+        starts = [line for line in lines[1:-1] if line.startswith(INDENT + '"')]
+        assert len(starts) == len(value), ("each top-level member starts one line, at the first indentation", value)
+        assert [json.loads("{" + line.rstrip(",").split(": ", 1)[0] + ": 0}") for line in starts] == \
+            [json.loads(json.dumps({key: 0})) for key in value], value
 
 
-@pytest.mark.parametrize("value", [v for v in EDGE_CASES + RANDOM_VALUES if isinstance(v, dict) and v])
-def test_every_line_inside_is_indented_and_only_the_last_closes(value: dict[Any, Any]) -> None:
+def test_every_line_inside_is_indented_and_only_the_last_closes() -> None:
     """What the log readers rely on to find where a summary ends (runner.readback.logscan)."""
-    lines = compact_json(value).splitlines()
-    assert all(line[:1] == " " for line in lines[1:-1])
-    assert "}" not in lines[:-1] and "{" not in lines[1:]
+    for value in OBJECTS:
+        lines = compact_json(value).splitlines()
+        assert all(line[:1] == " " for line in lines[1:-1]), value
+        assert "}" not in lines[:-1] and "{" not in lines[1:], value
 
 
 def holds_one_item(line: str) -> bool:
@@ -89,11 +91,11 @@ def holds_one_item(line: str) -> bool:
         return len(pairs) == 1
 
 
-@pytest.mark.parametrize("value", EDGE_CASES + RANDOM_VALUES)
-def test_a_line_is_long_only_when_one_value_is(value: Any) -> None:
+def test_a_line_is_long_only_when_one_value_is() -> None:
     """A line past WIDTH holds one member or one array element, which is too long by itself."""
-    long_lines = [line for line in compact_json(value).splitlines() if len(line) > WIDTH]
-    assert all(holds_one_item(line) for line in long_lines), long_lines
+    for value in VALUES:
+        long_lines = [line for line in compact_json(value).splitlines() if len(line) > WIDTH]
+        assert all(holds_one_item(line) for line in long_lines), long_lines
 
 
 def test_the_long_line_check_can_fail() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from runner.commands.compare import change, column_names, compare_text
@@ -175,3 +177,26 @@ def test_the_documented_example_is_what_compare_prints() -> None:
     shown = example.split("```\n", 2)[2].split("```", 1)[0]
     assert command.split()[:2] == ["soak", "compare"]
     assert compare_text([read_run(str(REPO / path)) for path in command.split()[2:]]) == shown
+
+
+def _with_urls(p99s: dict[str, float], requests: int) -> str:
+    entries = [{"url": url, "requests": requests, "good": requests, "bad": 0, "failed": 0, "min": 1, "mean": 2.0,
+                "max": p99 + 1, "p50": 1, "p75": 1, "p90": 2, "p95": 2, "p99": p99, "p999": p99}
+               for url, p99 in p99s.items()]
+    return summary_text("ms", perUrl=entries)
+
+
+def test_each_urls_part_has_its_rows_before_the_duration() -> None:
+    runs = [loaded(_with_urls({"http://a/": 10, "http://b/": 20}, 100), "monday.json"),
+            loaded(_with_urls({"http://b/": 30, "http://c/": 5}, 150), "tuesday.json")]
+    lines = compare_text(runs).splitlines()
+    table = [re.split(r"  +", line.strip()) for line in lines[1:] if "  " in line.strip()]
+    rows = {cells[0]: cells[1:] for cells in table}
+    assert rows["http://a/ requests"] == ["100", "-"]  # not in tuesday's run: no change to say
+    assert rows["http://b/ p99 (ms)"] == ["20", "30", "+50.0%"]
+    assert rows["http://c/ max (ms)"] == ["-", "6"]
+    labels = [cells[0] for cells in table]
+    assert [label for label in labels if label.startswith("http://b/")] == [
+        "http://b/ requests", "http://b/ failed", "http://b/ p50 (ms)", "http://b/ p99 (ms)", "http://b/ max (ms)"]
+    assert labels.index("http://a/ requests") < labels.index("http://c/ requests") < labels.index("duration (s)")
+    assert lines[-1] == "- not in the file"

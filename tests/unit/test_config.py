@@ -407,14 +407,17 @@ def test_every_setting_at_once_is_valid(tmp_path: Path) -> None:
         "headers": {"Authorization": "Bearer x", "X-Token": {"fromEnv": "TOKEN"}}, "body": {"file": "body.json"},
         "host": "example.com:8080", "timeout": "1.5s", "noReuse": True, "compress": True, "latencyUnit": "us",
         "hashValue": 18446744073709551615, "hashSampleRate": 1, "noLatencySummary": True,
-        "reportLatenciesCSV": "l.csv", "terminationMessagePath": "verdict.txt", "loadModel": "open", "maxInFlight": 50, "mode": "bench", "transport": "httpx", "engine": "python", "precisePacing": True,
+        "reportLatenciesCSV": "l.csv", "junit": "verdict.xml", "terminationMessagePath": "verdict.txt", "loadModel": "open", "maxInFlight": 50, "mode": "bench", "transport": "httpx", "engine": "python", "precisePacing": True,
         "caBundle": "ca.pem", "insecure": True, "clientCert": "client.pem", "clientKey": "client.key", "http2": True,
         "linkerdAwait": True, "linkerdAwaitTimeout": "30s", "linkerdAdmin": "[::1]:4191", "linkerdShutdown": True,
         "thresholds": ["p99 < 50ms", "errors% <= 0.1"], "intervalThresholds": ["p999 < 1s"], "abortOnThreshold": True,
         "metricAddr": ":9090", "pushgateway": "http://pushgateway.monitoring:9091/", "pushgatewayJob": "soak-eu",
         "shards": 3, "shard": 2, "workers": 2, "maxRequestsPerConnection": 50, "maxConnectionAge": "1m",
         "stages": [{"duration": "1h", "qps": 12.5}], "warmup": "30s", "stopAtBrokenRule": True,
-        "backendHeader": "X-Soak-Backend",
+        "backendHeader": "X-Soak-Backend", "remoteWrite": "https://mimir.example/api/v1/push",
+        "remoteWriteHeaders": {"X-Scope-OrgID": "team-a"}, "remoteWriteBearerTokenFile": "/var/run/token",
+        "otlp": "http://otel-collector.monitoring:4318", "otlpHeaders": {"api-key": "k"},
+        "resultsStore": "s3://soak-records/eu", "resultsRun": "soak-28400460", "resultsMergeWait": "1m",
     }
     assert set(data) == set(settings_names()) - {"iterations"}
     assert read_config_file(write_config(tmp_path, data)) == data

@@ -1,6 +1,7 @@
-"""Which engine sends a run (runner/run/build.py's engine_for): the native one never drops a setting.
+"""Which engine sends a run (runner/run/build.py's engine_for, on runner.load.native.engine.refusal's
+answer): the native one never drops a setting.
 
-Every ClientSpec and Pacing field is either one the native engine honours (NATIVE_HONOURS) or
+Every ClientSpec and Pacing field is either one the native engine honours (HONOURS) or
 one whose non-default value refuses it, named; a field added later (backendHeader, say) is
 refused until someone teaches the C engine it and lists it.
 """
@@ -14,13 +15,12 @@ import pytest
 
 from runner.config.schema import schema, settings_names
 from runner.config.settings import ClientSpec, Pacing, Settings, merge, settings_from
-from runner.config.targets import as_targets
 from runner.core.errors import UsageError
-from runner.load.native.engine import module
+from runner.load.native import engine as native
+from runner.load.native.engine import HONOURS, REFUSES, module, setting_name
 from runner.load.request import build_requests
 from runner.load.shards import ALONE
-from runner.run import build
-from runner.run.build import NATIVE_HONOURS, NATIVE_REFUSES, engine_for, native_refusal, options_for
+from runner.run.build import engine_for, options_for
 
 URLS = ["http://127.0.0.1:8080/"]
 needs_native = pytest.mark.skipif(module() is None, reason="the native engine is not built here")
@@ -31,7 +31,7 @@ def settings(**config: Any) -> Settings:
 
 
 def refusal(s: Settings, urls: list[str] = URLS) -> str | None:
-    return native_refusal(s, as_targets(urls), build_requests(s, urls), options_for(s, ALONE))
+    return native.refusal(s, build_requests(s, urls), options_for(s, ALONE))
 
 
 OTHER = {"transport": "httpx", "engine": "python", "mode": "bench", "load_model": "open"}  # the Literal fields
@@ -63,7 +63,7 @@ def test_every_setting_is_honoured_by_the_native_engine_or_refuses_it(group: str
     part = getattr(base, group)
     other = dataclasses.replace(base, **{group: dataclasses.replace(part, **{name: changed(name, getattr(part, name))})})
     found = refusal(other)
-    if name in NATIVE_HONOURS:
+    if name in HONOURS:
         assert found is None, (name, found)
     else:
         assert found, name
@@ -77,8 +77,8 @@ def test_a_setting_the_native_engine_does_not_know_is_refused_by_its_configured_
                                                ("dns_cache", str)], frozen=True)
     own = {f.name: getattr(base.client, f.name) for f in dataclasses.fields(ClientSpec)}
     default, client = spec(**own, dns_cache=""), spec(**own, dns_cache="off")
-    real = build.settings_from
-    monkeypatch.setattr(build, "settings_from", lambda merged: dataclasses.replace(real(merged), client=default))
+    real = native.settings_from
+    monkeypatch.setattr(native, "settings_from", lambda merged: dataclasses.replace(real(merged), client=default))
     assert refusal(dataclasses.replace(base, client=client)) == "dnsCache (not in the native engine)"
     if module() is not None:
         assert refusal(dataclasses.replace(base, client=default)) is None
@@ -118,7 +118,7 @@ def test_what_the_native_engine_does_not_do_is_named(config: dict[str, Any], why
 def test_engine_native_for_a_run_it_cannot_send_is_refused_in_one_line() -> None:
     s = settings(engine="native", compress=True)
     with pytest.raises(UsageError) as refused:
-        engine_for(s, as_targets(URLS), build_requests(s, URLS), options_for(s, ALONE))
+        engine_for(s, build_requests(s, URLS), options_for(s, ALONE))
     assert str(refused.value) == ("engine: native cannot send this run: compress (the native engine reads no gzip); "
                                   "use engine: auto or python")
 
@@ -126,11 +126,11 @@ def test_engine_native_for_a_run_it_cannot_send_is_refused_in_one_line() -> None
 @needs_native
 def test_auto_takes_the_native_engine_where_it_can_and_says_why_not_elsewhere() -> None:
     plain, gzip = settings(), settings(compress=True)
-    assert engine_for(plain, as_targets(URLS), build_requests(plain, URLS), options_for(plain, ALONE)).name == "native"
-    chosen = engine_for(gzip, as_targets(URLS), build_requests(gzip, URLS), options_for(gzip, ALONE))
+    assert engine_for(plain, build_requests(plain, URLS), options_for(plain, ALONE)).name == "native"
+    chosen = engine_for(gzip, build_requests(gzip, URLS), options_for(gzip, ALONE))
     assert (chosen.name, chosen.why) == ("python", "compress (the native engine reads no gzip)")
     python = settings(engine="python")
-    assert engine_for(python, as_targets(URLS), build_requests(python, URLS), options_for(python, ALONE)).name == "python"
+    assert engine_for(python, build_requests(python, URLS), options_for(python, ALONE)).name == "python"
 
 
 @needs_native
@@ -150,8 +150,8 @@ def test_every_setting_a_refusal_can_name_is_named_as_the_configuration_spells_i
     names = set(settings_names())
     for group in (Pacing, ClientSpec):
         for field in dataclasses.fields(group):
-            if field.name not in NATIVE_HONOURS and field.name not in NATIVE_REFUSES:
-                assert build.setting_name(field.name) in names, field.name
+            if field.name not in HONOURS and field.name not in REFUSES:
+                assert setting_name(field.name) in names, field.name
     assert refusal(settings(warmup="2s")) == "warmup (not in the native engine)"
 
 
@@ -161,8 +161,7 @@ def test_the_engine_settings_description_names_every_setting_the_native_engine_r
     description = schema()["properties"]["engine"]["description"].lower()
     for group in (ClientSpec, Pacing):
         for field in dataclasses.fields(group):
-            if field.name in NATIVE_HONOURS:
+            if field.name in HONOURS:
                 continue
-            named = NATIVE_REFUSES.get(field.name, "{name}").format(value=OTHER.get(field.name),
-                                                                    name=build.setting_name(field.name))
+            named = REFUSES.get(field.name, "{name}").format(value=OTHER.get(field.name), name=setting_name(field.name))
             assert named.split(" (")[0].lower() in description, field.name

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from runner.config.settings import merge, settings_from
+from runner.core.columns import LINE_PERCENTILES
 from runner.core.percentiles import PERCENTILES
 from runner.core.units import in_unit
 from runner.load.model import Closed
@@ -27,7 +28,7 @@ from runner.metrics.tally import MetricsTally, url_slots
 from runner.report.slowcooker import ChangeWindow, line_of
 from runner.report.summary import interval_dict
 from runner.report.verdict import interval_span
-from runner.stats.figures import LINE_PERCENTILES, Figures, Latency, goal, goal_percent
+from runner.stats.figures import Figures, Latency, goal, goal_percent
 from runner.stats.recorder import Recorder, Tally
 from runner.stats.runinfo import RunInfo
 from runner.stats.thresholds import measure
@@ -96,9 +97,9 @@ def test_the_line_the_summary_the_verdict_and_the_gauges_agree(seed: int) -> Non
         # counts and latencies, each output in its unit
         assert (line.good, line.bad, line.failed) == (data["good"], data["bad"], data["failed"]) == (f.good, f.bad,
                                                                                                     f.failed)
-        for key, column in zip(LINE_PERCENTILES, line.latencies[1:5], strict=True):
-            assert column == in_unit(f.latency.percentiles[key], "us") == math.floor(data[key])
-            assert gauge["soak_interval_latency_seconds" + PERCENTILES[key].quantile] == f.latency.percentiles[key] / 1e9
+        for key in LINE_PERCENTILES:
+            assert line.latency(key) == in_unit(f.latency.percentiles[key], "us") == math.floor(data[key])
+            assert gauge["soak_interval_latency_seconds" + key] == f.latency.percentiles[key] / 1e9
             assert measure(key, span) == (f.latency.percentiles[key] if f.responses else None)
 
 

@@ -1,6 +1,6 @@
 """The package tree is the pipeline: each layer imports only the layers below it, and no cycle.
 
-    core -> config -> load -> stats -> report -> metrics -> run -> readback -> commands -> cli
+    core -> config -> load -> stats -> report -> metrics -> run -> readback -> store -> commands -> cli
 
 A module may import its own package and any lower one, never a higher one, so reading the
 tree top-down is reading the program from its foundations up. Imports made only for type
@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = ROOT / "runner"
-LAYERS = ("core", "config", "load", "stats", "report", "metrics", "run", "readback", "commands", "cli")
+LAYERS = ("core", "config", "load", "stats", "report", "metrics", "run", "readback", "store", "commands", "cli")
 
 
 def layer_of(module: str) -> int:

@@ -211,16 +211,18 @@ def test_figures_and_the_verdict_as_gauges() -> None:
     assert s["soak_interval_end_time_seconds"][()] == 1_767_225_601.0
     assert s["soak_interval_requests_per_second"][()] == 50
     assert s["soak_interval_goal_ratio"][()] == 0.9 and s["soak_interval_errors_ratio"][()] == 0.1
-    assert s["soak_interval_latency_seconds"][(("quantile", "0.99"),)] == 0.003
+    assert s["soak_interval_latency_seconds"][(("percentile", "p99"),)] == 0.003
     assert s["soak_interval_max_latency_seconds"][()] == 0.003
     assert s["soak_interval_client_saturated"][()] == 0 and s["soak_interval_loop_lag_seconds"][()] == 0
     lagging = ClientFigures.measured(0.5, 1_000_000_000, LatencyHistogram())
-    lagging.loop_lag.record(20 * MS)
-    lagging.saturated = True
-    reporter.interval(info, Interval(1, START + 1_000_000_000, START + 2_000_000_000, tally, client=lagging, due=50.0))
+    lagging.loop_lag.record(200 * MS)  # stalled 200 ms: the 5 sends it skipped may be its own doing
+    skipped = Tally(skipped=5)
+    skipped.merge(tally)
+    reporter.interval(info, Interval(1, START + 1_000_000_000, START + 2_000_000_000, skipped, client=lagging,
+                                     due=50.0, terms=info.pace_terms))
     s = scrape(MetricsTally(ONE, Closed()), figures)
     assert s["soak_interval_client_saturated"][()] == 1 and s["soak_interval_client_cpu_ratio"][()] == 0.5
-    assert s["soak_interval_loop_lag_seconds"][()] == pytest.approx(0.02, rel=1e-3)
+    assert s["soak_interval_loop_lag_seconds"][()] == pytest.approx(0.2, rel=1e-3)
     assert verdict is not None
     summary = RunSummary(info, 1, START + 10**9, START + 10**9, tally, None, None, None, "iterations", 0.1, 1)
     verdict.finish(summary)
@@ -491,3 +493,19 @@ def test_a_shard_exports_only_the_urls_it_sends_to() -> None:
         assert samples["soak_request_duration_seconds_count"] == {(("url", urls[index]),): 0.0}
     whole = MetricsTally(url_slots(urls))  # not split: every URL has its series, zeros too
     assert len(scrape(whole, slots=url_slots(urls))["soak_request_duration_seconds_count"]) == 3
+
+
+def test_shard_0_deletes_the_groups_of_pods_beyond_the_run() -> None:
+    from runner.load.shards import Shard
+    from runner.metrics.push import cleans_from, stale_indexes
+
+    groups = {"status": "success", "data": [
+        {"labels": {"job": "soak", "pod_index": str(i)}} for i in range(6)] + [
+        {"labels": {"job": "other", "pod_index": "4"}}, {"labels": {"job": "soak", "pod_index": "7", "x": "y"}},
+        {"labels": {"job": "soak", "pod_index": "a"}}, {"labels": {"job": "soak"}}, "junk"]}
+    assert stale_indexes(groups, "soak", 3) == ["3", "4", "5"]
+    assert stale_indexes(groups, "soak", 6) == [] and stale_indexes({"data": None}, "soak", 1) == []
+    assert stale_indexes("not json's object", "soak", 1) == []
+    assert cleans_from(Shard(0, 3), {}) == 3 and cleans_from(Shard(1, 3), {}) is None
+    assert cleans_from(Shard(0, 1), {}) == 1  # a run alone: no other pod's group is its own
+    assert cleans_from(Shard(0, 1), {"JOB_COMPLETION_INDEX": "0"}) is None  # an Indexed Job of whole loads: unknown

@@ -3,41 +3,46 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from runner.config.targets import url_slots
 from runner.load.model import Closed
+from runner.load.native.records import GroupCounts, HistogramCounts, MetricsCounts, TallyCounts
 from runner.load.schedule import Grid
-from runner.metrics.tally import MetricsTally, native_counts
+from runner.metrics.tally import MetricsTally, holding
 from runner.stats.figures import BACKENDS_SHOWN, NO_BACKEND, OTHER_BACKENDS
-from runner.stats.native import NativeRecorder, by_protocol
+from runner.stats.native import TakenRecorder, by_protocol
 from runner.stats.recorder import BACKENDS_KEPT, OTHER_TEXTS, Tally
 
-EMPTY = (None, 0, 0, 0, 0, 0)
+EMPTY = HistogramCounts(None, 0, 0, 0, 0, 0)
 
 
-def recorder(shown=lambda text: text.replace("s3cret", "***")) -> NativeRecorder:  # noqa: ANN001
-    return NativeRecorder(None, Grid(0, 10**9), Closed(), shown=shown)  # type: ignore[arg-type]  # tally() needs no engine
+def recorder(shown=lambda text: text.replace("s3cret", "***")) -> TakenRecorder:  # noqa: ANN001
+    return TakenRecorder(None, Grid(0, 10**9), Closed(), shown=shown)  # type: ignore[arg-type]  # tally() needs no engine
 
 
-def counts(**changed: object) -> dict:
-    base = {"good": 3, "bad": 1, "failed": 4, "skipped": 2, "late": 1, "late_max_ns": 5_000_000, "kernel_clocked": 3,
-            "bytes_in": 10, "bytes_out": 0, "statuses": {200: 3, 503: 1}, "errors": {"closed": 3, "protocol": 1},
-            "groups": [], "latency": EMPTY, "phases": (EMPTY, EMPTY, EMPTY, EMPTY, 0), "backends": [], "other_backends": 0,
-            "opened": 0, "closed": 0}
-    return {**base, **changed}
+def counts(**changed: Any) -> TallyCounts:
+    base = TallyCounts(good=3, bad=1, failed=4, skipped=2, late=1, late_max_ns=5_000_000,
+                       delayed_max_ns=7_000_000, kernel_clocked=3,
+                       bytes_in=10, bytes_out=0, statuses={200: 3, 503: 1}, errors={"closed": 3, "protocol": 1},
+                       groups=[], latency=EMPTY, phases=(EMPTY, EMPTY, EMPTY, EMPTY, 0), backends=[], other_backends=0,
+                       opened=0, closed=0)
+    return base._replace(**changed)
 
 
 def test_a_tally_keeps_every_count() -> None:
     tally = recorder().tally(counts())
     assert (tally.good, tally.bad, tally.failed, tally.skipped, tally.late, tally.late_max_ns) == (3, 1, 4, 2, 1,
                                                                                                     5_000_000)
+    assert tally.delayed_max_ns == 7_000_000
     assert tally.statuses == Counter({200: 3, 503: 1}) and tally.errors == Counter({"closed": 3, "protocol": 1})
     assert tally.requests == 8 and tally.latency.count == 0
-    assert recorder().tally({}).requests == 0  # an interval nothing landed in
+    assert recorder().tally(None).requests == 0  # an interval nothing landed in
 
 
 def test_a_tally_takes_the_engines_phases_dns_and_tls_0() -> None:
-    connect, ttfb, body = ((None, 2, 5, 9, 14, 106), (None, 4, 1, 7, 16, 70), (None, 4, 2, 2, 8, 16))
+    connect, ttfb, body = (HistogramCounts(None, 2, 5, 9, 14, 106), HistogramCounts(None, 4, 1, 7, 16, 70),
+                           HistogramCounts(None, 4, 2, 2, 8, 16))
     phases = recorder().tally(counts(phases=(connect, EMPTY, ttfb, body, 2))).phases
     assert phases is not None and phases.reused == 2
     found = phases.histograms()
@@ -49,8 +54,8 @@ def test_a_tally_takes_the_engines_phases_dns_and_tls_0() -> None:
 def test_a_tally_takes_the_handshakes_of_the_connections_made_over_tls() -> None:
     """Three new connections, two over TLS (handshakes of 5 and 8 ns): tls is those two and a 0 for
     the plain one, as PhaseTally.add times a plain connection's tls; two reused add their zeros."""
-    connect, tls = (None, 3, 4, 9, 20, 0), (None, 2, 5, 8, 13, 0)
-    ttfb = body = (None, 5, 1, 1, 5, 5)
+    connect, tls = HistogramCounts(None, 3, 4, 9, 20, 0), HistogramCounts(None, 2, 5, 8, 13, 0)
+    ttfb = body = HistogramCounts(None, 5, 1, 1, 5, 5)
     phases = recorder().tally(counts(phases=(connect, tls, ttfb, body, 2))).phases
     assert phases is not None
     found = phases.histograms()
@@ -106,10 +111,10 @@ def test_metrics_label_each_intervals_backends_as_the_first_met() -> None:
 
 def test_failure_texts_are_shown_and_grouped_by_what_is_shown() -> None:
     groups = [
-        ("closed", "closed: received # bytes", 2, "closed: received 3 bytes", 0, (0, 1), False, True),
-        ("protocol", "protocol: s#cret #", 1, "protocol: s3cret 1", 1, (1,), False, False),
-        ("protocol", "protocol: s#cret #", 1, "protocol: s3cret 2", 0, (0,), True, False),
-        ("closed", OTHER_TEXTS, 1, "closed: whatever", 0, (0,), False, False),
+        GroupCounts("closed", "closed: received # bytes", 2, "closed: received 3 bytes", 0, (0, 1), False, True),
+        GroupCounts("protocol", "protocol: s#cret #", 1, "protocol: s3cret 1", 1, (1,), False, False),
+        GroupCounts("protocol", "protocol: s#cret #", 1, "protocol: s3cret 2", 0, (0,), True, False),
+        GroupCounts("closed", OTHER_TEXTS, 1, "closed: whatever", 0, (0,), False, False),
     ]
     tally = recorder().tally(counts(groups=groups))
     assert list(tally.error_groups) == [("closed", "closed: received # bytes"), ("protocol", "protocol: *** #"),
@@ -122,9 +127,8 @@ def test_failure_texts_are_shown_and_grouped_by_what_is_shown() -> None:
 
 
 def test_metrics_counts_become_a_metrics_tally() -> None:
-    tally = native_counts({"skipped": 1, "late": 2, "opened": 4, "closed": 3, "statuses": [[0] * 1000],
-                           "failures": {(0, "reset"): 3}, "good": [[1, 2]], "bad": [[0, 0]], "good_ns": [30],
-                           "bad_ns": [0]})
+    tally = holding(MetricsCounts(skipped=1, late=2, opened=4, closed=3, statuses=[[0] * 1000],
+                                  failures={(0, "reset"): 3}, good=[[1, 2]], bad=[[0, 0]], good_ns=[30], bad_ns=[0]))
     assert tally.skipped == 1 and tally.late == 2 and tally.failures == Counter({(0, "reset"): 3})
     assert (tally.connections_opened, tally.connections_closed) == (4, 3)
     assert tally.snapshot().good == [[1, 2]]

@@ -236,7 +236,7 @@ def test_phase_metric_buckets_add_up_each_interval() -> None:
             ttfb = rng.choice((rng.randrange(10**5), rng.randrange(10**9), rng.randrange(10**11)))
             values.append(ttfb)
             tally.add(response(0, written=1, headers=1 + ttfb, end=2 + ttfb))
-        buckets.add(tally)
+        buckets = buckets.plus(tally)
     family = phase_family(buckets)
     samples = {(s.name, s.labels["phase"], s.labels.get("le")): s.value for s in family.samples}
     assert samples[("soak_phase_seconds_count", "ttfb", None)] == len(values)

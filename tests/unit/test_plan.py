@@ -338,3 +338,33 @@ def test_hosts_beyond_five_are_counted() -> None:
     lines = plan(urls=[f"http://h{i}.example.com/" for i in range(7)])
     assert lines[-1] == "  ... and 2 more hosts that may be outside the cluster"
     assert sum(line.startswith("    - to:") for line in lines) == 5
+
+
+def test_where_the_records_go() -> None:
+    local = plan({"resultsStore": "file:///data/soak", "resultsRun": "tuesday"})
+    assert ("keeps the run's record in the directory /data/soak, under runs/soak/tuesday/ (run tuesday, job soak), "
+            "with an entry in its index for `soak history`; a store that is down or slow costs the run at most 10s, "
+            "never its exit code") in local
+    assert not any(line.startswith("keeps the run's record") for line in plan())
+
+
+def test_an_s3_store_outside_the_cluster_is_named_with_its_rule() -> None:
+    layer = {"resultsStore": "s3://soak-records/eu", "shards": 3, "resultsRun": "soak-1", "pushgatewayJob": "checkout"}
+    at_aws = describe(settings_from(merge(layer)), ["http://nginx.soak-target.svc.cluster.local/"],
+                      {"AWS_REGION": "eu-west-1"})
+    assert at_aws[-2].startswith("keeps the run's record in the S3 bucket soak-records at AWS (eu-west-1), outside the "
+                                 "cluster: the pallet's NetworkPolicy blocks it until you add its rule")
+    assert "under eu/runs/checkout/soak-1/ (run soak-1, job checkout)" in at_aws[-2]
+    assert at_aws[-1].startswith("each shard keeps its own record there; the one that finds all 3 merges them")
+    at_minio = describe(settings_from(merge(layer)), ["http://nginx.soak-target.svc.cluster.local/"],
+                        {"AWS_ENDPOINT_URL": "http://minio.example.com:9000"})
+    assert "at http://minio.example.com:9000 (AWS_ENDPOINT_URL)" in at_minio[-6]
+    assert "  minio.example.com looks outside the cluster" in "\n".join(at_minio)
+    assert "      ports: [{port: 9000, protocol: TCP}]" in at_minio
+
+
+def test_a_split_run_with_a_store_needs_a_name() -> None:
+    from runner.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="^resultsRun: a run split over 3 shards needs a name"):
+        settings_from(merge({"resultsStore": "file:///d", "shards": 3}))

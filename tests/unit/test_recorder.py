@@ -522,7 +522,7 @@ def test_one_url_slot_keeps_no_per_url_tallies() -> None:
 
 
 def test_an_intervals_due_sends_stop_where_sending_stopped() -> None:
-    """interval_due: one rule for Recorder's and NativeRecorder's goal `t`."""
+    """interval_due: one rule for Recorder's and TakenRecorder's goal `t`."""
     spans: list[tuple[int, int]] = []
 
     def due(start: int, end: int) -> float:

@@ -274,3 +274,27 @@ def test_a_warmups_lines_are_not_read_back_as_the_runs() -> None:
     loaded = load_run(WARMED_LOG, "warmed.log")
     assert [row.good for row in loaded.intervals] == [5, 15]
     assert not any("warmup" in note for note in loaded.notes)
+
+
+@pytest.mark.parametrize("digits", [20, 400])
+@pytest.mark.parametrize("source", ["line", "intervalStats"])
+def test_a_figure_beyond_64_bits_leaves_its_row_out_with_a_note(digits: int, source: str) -> None:
+    """A made-up max of hundreds of digits overflowed the run-wide estimate's floats: `soak compare`,
+    `plot` and `merge` ended in an OverflowError traceback. No run counts beyond 64 bits: the row is
+    left out, said in a note, and the rest of the run reads as before."""
+    big = "9" * digits
+    line = "2026-12-01T10:20:{s}Z    {i}    100/0/0 100 100% 1s   0 [  0   0   2    2 ]    {m}      0 \n"
+    if source == "line":
+        text = line.format(s=43, i=0, m=big) + line.format(s=44, i=1, m=2)
+    else:
+        entry = {"end": "2026-12-01T10:20:44Z", "iter": 0, "good": 100, "bad": 0, "failed": 0, "t": 100, "goalPercent": 100,
+                 "interval": "1s", "min": 0, "p50": 0, "p95": 0, "p99": 2, "p999": 2, "max": 2, "bhash": 0}
+        text = json.dumps({"p50": 0, "intervalStats": [entry | {"max": int(big)}, entry | {"iter": 1}]}) + "\n"
+    run = load_run(text, "big.log")
+    if source == "line":
+        assert [i.iter for i in run.intervals] == [1]
+        assert any("iter 0 has a max beyond what any run counts" in note for note in run.notes), run.notes
+    else:  # an entry that is no run's makes the summary's intervals unreadable, as any damaged entry does
+        assert run.intervals == ()
+        assert "the JSON summary's intervalStats[0] cannot be read; used the interval lines" in run.notes
+    assert_one_line_notes(run)

@@ -11,18 +11,16 @@ import re
 import pytest
 
 from runner.config.settings import merge, settings_from
+from runner.core.columns import Line, header_line, interval_line
 from runner.load.result import Result
 from runner.readback.results import load_run
 from runner.report.slowcooker import (
     MAX_ERROR_LINES,
     ChangeWindow,
-    Line,
     SlowCookerReporter,
     change_indicator,
     error_lines,
     format_rate,
-    header_line,
-    interval_line,
     rounded_goal,
     shown_percent,
     startup_line,
@@ -52,7 +50,7 @@ def test_change_column_follows_the_zero_filled_window(name: str) -> None:
     window = ChangeWindow()
     for line in interval_lines(name):
         values = parse_interval(line)
-        assert window.push(values.latencies[3]) == values.change, line
+        assert window.push(values.latency("p99")) == values.change, line
 
 
 def latency_column_ends(line: str) -> list[int]:
@@ -104,7 +102,7 @@ def test_seed_lines_match_after_its_spaces_were_collapsed() -> None:
     for line in lines:
         # The paste also lost the space that ends a line with no change marker.
         parsed = parse_interval(line if line.endswith(("+", "-")) else line + " ")
-        values = dataclasses.replace(parsed, change=window.push(parsed.latencies[3]))
+        values = dataclasses.replace(parsed, change=window.push(parsed.latency("p99")))
         assert " ".join(interval_line(values.line()).split()) == line.strip()
 
 
@@ -316,10 +314,12 @@ def count_run(total: int, sent_at_ms: list[int], skipped: int, sending_end_ms: i
 
 def test_a_count_sent_in_full_says_so_after_its_last_line() -> None:
     """`50/0/0 54 92%` alone reads as 4 requests lost; the line after it says all 50 went out and
-    what the 92% is: sends skipped as the client fell behind, due but not taken from the count."""
+    what the 92% is: sends skipped (its note says so, and that the server set that pace: each request
+    took longer than the client's gap between sends), due but not taken from the count."""
     lines = count_run(50, [i * 10 + 40 for i in range(50)], 4, 540)
     assert " 50/0/0 54  92% 540ms " in lines[0]
-    assert lines[1] == "# totalRequests reached: 50 of 50 sent; goal% counts the 4 due sends skipped as the client fell behind"
+    assert lines[1] == "# iter 0: 4 sends skipped while requests were still in flight"
+    assert lines[2] == "# totalRequests reached: 50 of 50 sent; goal% counts the 4 due sends skipped, which do not use up the count"
     lines = count_run(150, [i * 10 for i in range(150)], 0, 1500)
     assert " 50/0/0 50 100% 500ms " in lines[1] and lines[2] == "# totalRequests reached: 150 of 150 sent"
     assert len(lines) == 3

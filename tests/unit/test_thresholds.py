@@ -110,6 +110,8 @@ def test_rules_read_as_written(text: str, metric: str, op: str, limit: float, un
         ("p99 < 50ms and p95 < 20ms", "must be a metric, a comparison and a number"),
         ("p98 < 50ms", 'unknown metric "p98"'),
         ("latency < 50ms", 'unknown metric "latency"'),
+        ("status{401} == 0", 'a status is judged as its share of the responses, written like "401% == 0"'),
+        ("STATUS{4xx} <= 1", 'a status is judged as its share of the responses, written like "401% == 0"'),
         ("p(98) < 50ms", 'unknown metric "p(98)"'),
         ("p99 == 50ms", "p99 is measured, never exactly one value: use <, <=, > or >="),
         ("p99 = 50ms", "the comparison must be <, <=, >, >= or =="),

@@ -628,6 +628,9 @@ static void record(soak_engine *e, const result *r)
     int64_t from = cfg->corrected && r->due < r->start ? r->due : r->start; /* Result.latency_in */
     int64_t latency = r->kind >= 0 ? 0 : r->headers - from;
     if (tally_add(e, t, r, latency)) {
+        /* stats.client.holds_delay: timed by the loop, a connection opened, or sent late and timed from its due time */
+        if ((!r->kernel_clock || r->connected || (cfg->corrected && late)) && latency > t->delayed_max_ns)
+            t->delayed_max_ns = latency;
         phases_add(t, r);
         if (e->uncorrected.counts != NULL)
             soak_hist_record(&e->uncorrected, r->headers - r->start);
@@ -650,14 +653,15 @@ static void client_done(soak_engine *e, uint32_t c)
     }
 }
 
-/* Engine._skip_missed: the client's sends from its k-th that fell due before the stop. */
+/* Engine._skip_missed: the client's sends from its k-th that fell due before the stop (one due at it
+ * is not the run's). */
 static void skip_missed(soak_engine *e, uint32_t c)
 {
     clientrec *cl = &e->clients[c];
     if (e->cfg.model == SOAK_BENCH)
         return;
     cl->k = skip(e, c, cl->k,
-                 soak_last_in_run(&e->cfg.schedule, c, cl->end_k, cl->k, e->stopped_ns) + 1);
+                 soak_last_in_run(&e->cfg.schedule, c, cl->end_k, cl->k, e->stopped_ns - 1) + 1);
 }
 
 /* Engine.stop: send nothing more; what fell due before `at` and was not sent is skipped by

@@ -156,6 +156,7 @@ typedef struct soak_group {
 typedef struct soak_tally {
     uint64_t good, bad, failed, skipped, late, kernel_clocked, bytes_in, bytes_out;
     int64_t late_max_ns;
+    int64_t delayed_max_ns;   /* the slowest response whose latency the client's delay may be in */
     uint64_t errors[SOAK_KINDS];
     uint64_t statuses[SOAK_STATUSES];
     soak_group *groups;       /* allocated at the first failure */

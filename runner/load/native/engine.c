@@ -8,7 +8,8 @@
  * the run-wide figures at the end. runner/load/native/engine.py and runner/stats/native.py
  * are the Python side; this is the whole contract between them.
  *
- *   Engine(config: dict)      everything, in plain ints, floats, bytes and tuples:
+ *   Engine(config: Config)    everything, in plain ints, floats, bytes and tuples (each field's
+ *                             type is in records.py):
  *     targets        [(request bytes, last request bytes (with Connection: close), is_head,
  *                      body_bytes_out, origin)], index = URL index (send n goes to
  *                      targets[n % len]); origin: targets of one origin share connections
@@ -30,13 +31,14 @@
  *     wheel          None, or a tuple of URL indices: send n goes to targets[wheel[n % len]]
  *                      (runner.config.targets.Targets.wheel) instead of targets[n % len]
  *     url_slots      None, or (slot_of tuple, slots): a tally per slot for the run (Recorder.per_url)
- *     tls            None (no https origin), or the run's TLS client (tls.h): {"ca_file", "cert_file",
- *                      "key_file" ("": none), "insecure", "ciphers" (TLS 1.2's list), "verify_failed"
- *                      (what a failed certificate check's text begins with), "reasons" [(lib, reason,
- *                      text)]: OpenSSL's codes and the failure text each is named by}
- *     origins_tls    [None (plain HTTP) or (host, numeric, mismatch)] per origin: the name checked
- *                      (and sent as SNI unless numeric), and the text of a certificate that does
- *                      not cover it
+ *     tls            None (no https origin), or the run's TLS client (tls.h), a TlsClient:
+ *                      ca_file, cert_file, key_file ("": none), insecure, ciphers (TLS 1.2's
+ *                      list), verify_failed (what a failed certificate check's text begins
+ *                      with), reasons [(lib, reason, text)]: OpenSSL's codes and the failure
+ *                      text each is named by
+ *     origins_tls    [None (plain HTTP) or an OriginTls (host, numeric, mismatch)] per origin:
+ *                      the name checked (and sent as SNI unless numeric), and the text of a
+ *                      certificate that does not cover it
  *   start()                   start the thread (once)
  *   fileno() -> int           an eventfd that becomes readable when the thread has ended
  *   stop(at_ns)               send nothing more; the first stop's time counts (Engine.stop)
@@ -45,22 +47,13 @@
  *   set_addresses(origin, addresses, failure="")   the origin's addresses from now on (any
  *                             thread); with none ([]), `failure` instead: the text of the
  *                             `dns` failure each new connection to it then ends as
- *   take(k, final=False, until_ns=None) -> dict
+ *   take(k, final=False, until_ns=None) -> Taken
  *                             interval k (the next untaken one) as Recorder.close files it,
  *                             open clients' skips due before until_ns (default: its end)
- *                             counted in it first: {"tally", "later" (final: the later
- *                             intervals' tallies), "drain" (final: a tally or None),
- *                             "drain_end_ns", "loop_lag", "opened", "closed" (connections
- *                             since the previous take), "stalls" ([(due_ns, ran_ns)]: the
- *                             timer's firings later than probe_ns, not in loop_lag),
- *                             "next_tick_ns" (when it fires next; None once the thread ended),
- *                             "per_url" (final with url_slots: each slot's tally for the
- *                             run, else None)}
- *   figures() -> dict         run-wide, copied (live or after the end): sent,
- *                             stopped_sending_ns, send_lag, lateness, uncorrected, in_unit,
- *                             connections, tls_connections ({version: n}: those of them over
- *                             TLS), opened, closed, finished, fatal (an errno), bench
- *   metrics() -> dict | None  MetricsTally's counts, read while the thread runs
+ *                             counted in it first; with final, the later intervals', the
+ *                             drain and each URL slot's tally for the run too
+ *   figures() -> RunFigures   run-wide, copied (live or after the end)
+ *   metrics() -> MetricsCounts | None   MetricsTally's counts, read while the thread runs
  *   join()                    wait for the thread to end
  *   sent, done, next_index, stopped_sending_ns   properties (done: sends ended and counted;
  *                             stopped_sending_ns: None, or as Engine's)
@@ -68,15 +61,12 @@
  * For tests: counts_len(highest) (hdrh's counts_len) and schedule(...) (schedule.h's answers,
  * to hold to runner/load/schedule.py's on any input).
  *
- * A tally is a dict of Tally's fields (good, bad, failed, skipped, late, late_max_ns,
- * kernel_clocked, bytes_in, bytes_out, statuses {code: n}, errors {kind: n}, groups
- * [(kind, pattern, count, text, url, urls, more_urls, varied)], latency, phases: (connect_new,
- * tls_new (those over TLS only), ttfb, body, reused) as runner.stats.phases.PhaseTally keeps them), backends [(value
- * bytes, count)] in the order met and other_backends (the count beyond SOAK_BACKENDS_KEPT
- * values), opened and closed (a URL's tally: its connections)). A histogram is
- * (counts, count, min, max, sum, sum_sq): counts a Counts object (a writable buffer of
- * hdrhistogram's counts array, owned by it, handed over without a copy) or None when
- * empty; LatencyHistogram.from_counts takes it as it is.
+ * The records (Config in, Taken, RunFigures, MetricsCounts and what they hold out) are the
+ * Record classes of runner/load/native/records.py (tuples with named fields), each the table
+ * of its fields below (RECORDS), checked against it as the module loads. A histogram is a
+ * HistogramCounts: its counts a Counts object (a writable buffer of hdrhistogram's counts
+ * array, owned by it, handed over without a copy) or None when empty;
+ * LatencyHistogram.from_counts takes it as it is.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -86,7 +76,150 @@
 #include <string.h>
 
 #include "core.h"
-#include "pyput.h"
+
+/* --- the records: one table of fields each, the Record classes of records.py --------- */
+
+#define CONFIG_FIELDS(F)                                                                                   \
+    F(targets) F(model) F(clients) F(max_in_flight) F(total_requests) F(start_ns) F(qps) F(end_ns) F(stride)  \
+    F(offset) F(grid_start_ns) F(interval_ns) F(timeout_ns) F(timeout_text) F(keep_alive) F(corrected)       \
+    F(unit_ns) F(late_ns) F(probe_ns) F(gap_ns) F(max_head) F(error_groups) F(group_urls) F(other_lengths)   \
+    F(metrics) F(backend_header) F(wheel) F(url_slots) F(origins) F(max_requests) F(max_age_ns) F(tls)        \
+    F(origins_tls)
+#define TLS_FIELDS(F) F(ca_file) F(cert_file) F(key_file) F(insecure) F(ciphers) F(verify_failed) F(reasons)
+#define ORIGIN_TLS_FIELDS(F) F(host) F(numeric) F(mismatch)
+#define HIST_FIELDS(F) F(counts) F(total) F(min) F(max) F(sum) F(sum_sq)
+#define GROUP_FIELDS(F) F(kind) F(pattern) F(total) F(text) F(url) F(urls) F(more_urls) F(varied)
+#define TALLY_FIELDS(F)                                                                                    \
+    F(good) F(bad) F(failed) F(skipped) F(late) F(late_max_ns) F(delayed_max_ns) F(kernel_clocked) F(bytes_in)  \
+    F(bytes_out) F(statuses) F(errors) F(groups) F(latency) F(phases) F(backends) F(other_backends) F(opened)  \
+    F(closed)
+#define TAKEN_FIELDS(F)                                                                                    \
+    F(tally) F(later) F(drain) F(drain_end_ns) F(loop_lag) F(stalls) F(next_tick_ns) F(opened) F(closed)    \
+    F(per_url)
+#define BENCH_FIELDS(F)                                                                                    \
+    F(waiting) F(total_reused) F(connect_new) F(processing_new) F(total_new) F(document_length)             \
+    F(length_mismatches) F(kept_alive) F(header_bytes) F(server) F(last_end_ns) F(first_response_ns)       \
+    F(server_ns) F(other_lengths)
+#define FIGURES_FIELDS(F)                                                                                  \
+    F(sent) F(stopped_sending_ns) F(send_lag) F(lateness) F(uncorrected) F(in_unit) F(connections)          \
+    F(tls_connections) F(opened) F(closed) F(finished) F(fatal) F(bench)
+#define METRICS_FIELDS(F)                                                                                  \
+    F(skipped) F(late) F(opened) F(closed) F(statuses) F(failures) F(good) F(bad) F(good_ns) F(bad_ns)
+
+#define FIELD_NAME(name) #name,
+#define CONFIG_INDEX(name) CONFIG_##name,
+#define TLS_INDEX(name) TLS_##name,
+#define ORIGIN_TLS_INDEX(name) ORIGIN_TLS_##name,
+#define HIST_INDEX(name) HIST_##name,
+#define GROUP_INDEX(name) GROUP_##name,
+#define TALLY_INDEX(name) TALLY_##name,
+#define TAKEN_INDEX(name) TAKEN_##name,
+#define BENCH_INDEX(name) BENCH_##name,
+#define FIGURES_INDEX(name) FIGURES_##name,
+#define METRICS_INDEX(name) METRICS_##name,
+enum { CONFIG_FIELDS(CONFIG_INDEX) CONFIG_N };
+enum { TLS_FIELDS(TLS_INDEX) TLS_N };
+enum { ORIGIN_TLS_FIELDS(ORIGIN_TLS_INDEX) ORIGIN_TLS_N };
+enum { HIST_FIELDS(HIST_INDEX) HIST_N };
+enum { GROUP_FIELDS(GROUP_INDEX) GROUP_N };
+enum { TALLY_FIELDS(TALLY_INDEX) TALLY_N };
+enum { TAKEN_FIELDS(TAKEN_INDEX) TAKEN_N };
+enum { BENCH_FIELDS(BENCH_INDEX) BENCH_N };
+enum { FIGURES_FIELDS(FIGURES_INDEX) FIGURES_N };
+enum { METRICS_FIELDS(METRICS_INDEX) METRICS_N };
+
+static const char *const CONFIG_NAMES[] = {CONFIG_FIELDS(FIELD_NAME)};
+static const char *const TLS_NAMES[] = {TLS_FIELDS(FIELD_NAME)};
+static const char *const ORIGIN_TLS_NAMES[] = {ORIGIN_TLS_FIELDS(FIELD_NAME)};
+static const char *const HIST_NAMES[] = {HIST_FIELDS(FIELD_NAME)};
+static const char *const GROUP_NAMES[] = {GROUP_FIELDS(FIELD_NAME)};
+static const char *const TALLY_NAMES[] = {TALLY_FIELDS(FIELD_NAME)};
+static const char *const TAKEN_NAMES[] = {TAKEN_FIELDS(FIELD_NAME)};
+static const char *const BENCH_NAMES[] = {BENCH_FIELDS(FIELD_NAME)};
+static const char *const FIGURES_NAMES[] = {FIGURES_FIELDS(FIELD_NAME)};
+static const char *const METRICS_NAMES[] = {METRICS_FIELDS(FIELD_NAME)};
+
+typedef struct {
+    const char *name;          /* its class in records.py */
+    const char *const *fields; /* its table */
+    Py_ssize_t n;
+    PyTypeObject *type;        /* the class, once loaded (records_load) */
+} record_kind;
+
+enum { R_CONFIG, R_TLS, R_ORIGIN_TLS, R_HIST, R_GROUP, R_TALLY, R_TAKEN, R_BENCH, R_FIGURES, R_METRICS, R_KINDS };
+static record_kind RECORDS[R_KINDS] = {
+    {"Config", CONFIG_NAMES, CONFIG_N, NULL},      {"TlsClient", TLS_NAMES, TLS_N, NULL},
+    {"OriginTls", ORIGIN_TLS_NAMES, ORIGIN_TLS_N, NULL},
+    {"HistogramCounts", HIST_NAMES, HIST_N, NULL},
+    {"GroupCounts", GROUP_NAMES, GROUP_N, NULL},   {"TallyCounts", TALLY_NAMES, TALLY_N, NULL},
+    {"Taken", TAKEN_NAMES, TAKEN_N, NULL},         {"BenchCounts", BENCH_NAMES, BENCH_N, NULL},
+    {"RunFigures", FIGURES_NAMES, FIGURES_N, NULL}, {"MetricsCounts", METRICS_NAMES, METRICS_N, NULL},
+};
+
+/* Each record's class from runner.load.native.records, checked against its table: 0, or -1 with
+ * a TypeError naming the first field that differs (not an ImportError: an engine and records that
+ * disagree are a broken build, never taken for an engine that is not there). */
+static int records_load(void)
+{
+    PyObject *module = PyImport_ImportModule("runner.load.native.records");
+    if (module == NULL)
+        return -1;
+    for (int r = 0; r < R_KINDS; r++) {
+        record_kind *kind = &RECORDS[r];
+        PyObject *cls = PyObject_GetAttrString(module, kind->name);
+        PyObject *fields = cls != NULL ? PyObject_GetAttrString(cls, "_fields") : NULL;
+        int ok = fields != NULL && PyType_Check(cls) && PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type) &&
+                 PyTuple_Check(fields);
+        for (Py_ssize_t i = 0; ok && i < kind->n; i++) {
+            const char *have = i < PyTuple_GET_SIZE(fields) ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(fields, i)) : "";
+            if (have == NULL || strcmp(have, kind->fields[i]) != 0) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, "records.%s: field %zd is %s in the engine's table, %s here",
+                             kind->name, i, kind->fields[i], have != NULL && *have ? have : "missing");
+                ok = 0;
+            }
+        }
+        if (ok && PyTuple_GET_SIZE(fields) != kind->n) {
+            PyErr_Format(PyExc_TypeError, "records.%s: %zd fields here, %zd in the engine's table", kind->name,
+                         PyTuple_GET_SIZE(fields), kind->n);
+            ok = 0;
+        }
+        if (!ok && !PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "records.%s is not a tuple with _fields", kind->name);
+        Py_XDECREF(fields);
+        if (!ok) {
+            Py_XDECREF(cls);
+            Py_DECREF(module);
+            return -1;
+        }
+        Py_XSETREF(kind->type, (PyTypeObject *)cls);
+    }
+    Py_DECREF(module);
+    return 0;
+}
+
+/* A new record of kind `r`, its fields still empty: each is set once (record_set). */
+static PyObject *record_new(int r)
+{
+    PyTypeObject *type = RECORDS[r].type;
+    return type->tp_alloc(type, RECORDS[r].n);
+}
+
+/* Set field `i` of a new record to `value` (a new reference, or NULL after an error); 0, or -1. */
+static int record_set(PyObject *record, Py_ssize_t i, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    PyTuple_SET_ITEM(record, i, value);
+    return 0;
+}
+
+static PyObject *u64(uint64_t value) { return PyLong_FromUnsignedLongLong(value); }
+
+static PyObject *i64(int64_t value) { return PyLong_FromLongLong(value); }
+
+/* An int, or None for SOAK_NONE. */
+static PyObject *i64_or_none(int64_t value) { return value == SOAK_NONE ? Py_NewRef(Py_None) : i64(value); }
 
 /* --- Counts: a histogram's counts array, as a buffer ---------------------------------- */
 
@@ -142,7 +275,7 @@ static PyObject *u128(soak_u128 v)
     return whole;
 }
 
-/* (counts, count, min, max, sum, sum_sq), taking the counts over (h has none after). */
+/* A HistogramCounts, taking the counts over (h has none after). */
 static PyObject *histogram(soak_hist *h)
 {
     PyObject *counts;
@@ -158,16 +291,17 @@ static PyObject *histogram(soak_hist *h)
         h->counts = NULL;
         counts = (PyObject *)c;
     }
-    PyObject *sum = u128(h->sum), *sum_sq = u128(h->sum_sq);
-    PyObject *t = counts && sum && sum_sq ? Py_BuildValue("(NKLLNN)", counts, (unsigned long long)h->count,
-                                                          (long long)h->min, (long long)h->max, sum, sum_sq)
-                                          : NULL;
-    if (t == NULL) {
+    PyObject *record = counts != NULL ? record_new(R_HIST) : NULL;
+    if (record == NULL) {
         Py_XDECREF(counts);
-        Py_XDECREF(sum);
-        Py_XDECREF(sum_sq);
+        return NULL;
     }
-    return t;
+    if (record_set(record, HIST_counts, counts) || record_set(record, HIST_total, u64(h->count)) ||
+        record_set(record, HIST_min, PyLong_FromLongLong(h->min)) ||
+        record_set(record, HIST_max, PyLong_FromLongLong(h->max)) || record_set(record, HIST_sum, u128(h->sum)) ||
+        record_set(record, HIST_sum_sq, u128(h->sum_sq)))
+        Py_CLEAR(record);
+    return record;
 }
 
 /* A histogram the engine keeps only in some runs: None where it was not kept. */
@@ -178,17 +312,7 @@ static PyObject *kept_histogram(soak_hist *h)
     return histogram(h);
 }
 
-static int put_u64(PyObject *dict, const char *key, uint64_t value)
-{
-    return put(dict, key, PyLong_FromUnsignedLongLong(value));
-}
-
-static int put_i64(PyObject *dict, const char *key, int64_t value)
-{
-    return put(dict, key, PyLong_FromLongLong(value));
-}
-
-static PyObject *group_tuple(const soak_group *g)
+static PyObject *group_record(const soak_group *g)
 {
     PyObject *urls = PyTuple_New(g->nurls);
     if (urls == NULL)
@@ -201,9 +325,19 @@ static PyObject *group_tuple(const soak_group *g)
         }
         PyTuple_SET_ITEM(urls, i, url);
     }
-    return Py_BuildValue("(ssKsINOO)", soak_kind_names[g->kind], g->pattern, (unsigned long long)g->count, g->text,
-                         (unsigned int)g->url, urls, g->more_urls ? Py_True : Py_False,
-                         g->varied ? Py_True : Py_False);
+    PyObject *record = record_new(R_GROUP);
+    if (record == NULL) {
+        Py_DECREF(urls);
+        return NULL;
+    }
+    if (record_set(record, GROUP_urls, urls) || record_set(record, GROUP_kind, PyUnicode_FromString(soak_kind_names[g->kind])) ||
+        record_set(record, GROUP_pattern, PyUnicode_FromString(g->pattern)) || record_set(record, GROUP_total, u64(g->count)) ||
+        record_set(record, GROUP_text, PyUnicode_FromString(g->text)) ||
+        record_set(record, GROUP_url, PyLong_FromUnsignedLong(g->url)) ||
+        record_set(record, GROUP_more_urls, PyBool_FromLong(g->more_urls)) ||
+        record_set(record, GROUP_varied, PyBool_FromLong(g->varied)))
+        Py_CLEAR(record);
+    return record;
 }
 
 /* A tally's phases (PhaseTally's parts): (connect_new, tls_new, ttfb, body, reused), histograms taken over. */
@@ -238,78 +372,82 @@ static PyObject *backends_list(const soak_backends *b)
     return list;
 }
 
-/* A tally as a dict (None for an interval nothing landed in is an empty dict's job: {}). */
-static PyObject *tally_dict(soak_tally *t)
+/* {code: n} of the statuses seen. */
+static PyObject *statuses_dict(const soak_tally *t)
 {
-    PyObject *d = PyDict_New();
-    if (d == NULL || t == NULL)
-        return d;
-    PyObject *statuses = PyDict_New(), *errors = PyDict_New(), *groups = PyList_New(0);
-    if (put(d, "backends", backends_list(t->backends)) ||
-        put_u64(d, "other_backends", t->backends != NULL ? t->backends->other : 0) ||
-        put_u64(d, "opened", t->opened) || put_u64(d, "closed", t->closed) || put_u64(d, "good", t->good) ||
-        put_u64(d, "bad", t->bad) || put_u64(d, "failed", t->failed) ||
-        put_u64(d, "skipped", t->skipped) || put_u64(d, "late", t->late) || put_i64(d, "late_max_ns", t->late_max_ns) ||
-        put_u64(d, "kernel_clocked", t->kernel_clocked) || put_u64(d, "bytes_in", t->bytes_in) ||
-        put_u64(d, "bytes_out", t->bytes_out) || statuses == NULL || errors == NULL || groups == NULL)
-        goto error;
-    for (int code = 0; code < SOAK_STATUSES; code++) {
+    PyObject *statuses = PyDict_New();
+    for (int code = 0; statuses != NULL && code < SOAK_STATUSES; code++) {
         if (!t->statuses[code])
             continue;
-        PyObject *key = PyLong_FromLong(code), *n = PyLong_FromUnsignedLongLong(t->statuses[code]);
-        int failed = key == NULL || n == NULL || PyDict_SetItem(statuses, key, n) < 0;
+        PyObject *key = PyLong_FromLong(code), *n = u64(t->statuses[code]);
+        if (key == NULL || n == NULL || PyDict_SetItem(statuses, key, n) < 0)
+            Py_CLEAR(statuses);
         Py_XDECREF(key);
         Py_XDECREF(n);
-        if (failed)
-            goto error;
     }
-    for (int kind = 0; kind < SOAK_KINDS; kind++) {
+    return statuses;
+}
+
+/* {kind: n} of the failures seen. */
+static PyObject *errors_dict(const soak_tally *t)
+{
+    PyObject *errors = PyDict_New();
+    for (int kind = 0; errors != NULL && kind < SOAK_KINDS; kind++) {
         if (!t->errors[kind])
             continue;
-        PyObject *n = PyLong_FromUnsignedLongLong(t->errors[kind]);
-        int failed = n == NULL || PyDict_SetItemString(errors, soak_kind_names[kind], n) < 0;
+        PyObject *n = u64(t->errors[kind]);
+        if (n == NULL || PyDict_SetItemString(errors, soak_kind_names[kind], n) < 0)
+            Py_CLEAR(errors);
         Py_XDECREF(n);
-        if (failed)
-            goto error;
     }
-    for (uint32_t i = 0; i < t->ngroups; i++) {
-        PyObject *g = group_tuple(&t->groups[i]);
-        int failed = g == NULL || PyList_Append(groups, g) < 0;
-        Py_XDECREF(g);
-        if (failed)
-            goto error;
+    return errors;
+}
+
+static PyObject *groups_list(const soak_tally *t)
+{
+    PyObject *groups = PyList_New(t->ngroups);
+    for (uint32_t i = 0; groups != NULL && i < t->ngroups; i++) {
+        PyObject *g = group_record(&t->groups[i]);
+        if (g == NULL)
+            Py_CLEAR(groups);
+        else
+            PyList_SET_ITEM(groups, i, g);
     }
-    if (PyDict_SetItemString(d, "statuses", statuses) || PyDict_SetItemString(d, "errors", errors) ||
-        PyDict_SetItemString(d, "groups", groups) || put(d, "latency", histogram(&t->latency)) ||
-        put(d, "phases", phases_tuple(t)))
-        goto error;
-    Py_DECREF(statuses);
-    Py_DECREF(errors);
-    Py_DECREF(groups);
-    return d;
-error:
-    Py_XDECREF(statuses);
-    Py_XDECREF(errors);
-    Py_XDECREF(groups);
-    Py_DECREF(d);
-    return NULL;
+    return groups;
+}
+
+/* A TallyCounts, its histograms taken over; None for an interval nothing landed in (t NULL). */
+static PyObject *tally_record(soak_tally *t)
+{
+    if (t == NULL)
+        Py_RETURN_NONE;
+    PyObject *record = record_new(R_TALLY);
+    if (record == NULL)
+        return NULL;
+    if (record_set(record, TALLY_good, u64(t->good)) || record_set(record, TALLY_bad, u64(t->bad)) ||
+        record_set(record, TALLY_failed, u64(t->failed)) || record_set(record, TALLY_skipped, u64(t->skipped)) ||
+        record_set(record, TALLY_late, u64(t->late)) || record_set(record, TALLY_late_max_ns, i64(t->late_max_ns)) ||
+        record_set(record, TALLY_delayed_max_ns, i64(t->delayed_max_ns)) ||
+        record_set(record, TALLY_kernel_clocked, u64(t->kernel_clocked)) ||
+        record_set(record, TALLY_bytes_in, u64(t->bytes_in)) || record_set(record, TALLY_bytes_out, u64(t->bytes_out)) ||
+        record_set(record, TALLY_statuses, statuses_dict(t)) || record_set(record, TALLY_errors, errors_dict(t)) ||
+        record_set(record, TALLY_groups, groups_list(t)) || record_set(record, TALLY_latency, histogram(&t->latency)) ||
+        record_set(record, TALLY_phases, phases_tuple(t)) ||
+        record_set(record, TALLY_backends, backends_list(t->backends)) ||
+        record_set(record, TALLY_other_backends, u64(t->backends != NULL ? t->backends->other : 0)) ||
+        record_set(record, TALLY_opened, u64(t->opened)) || record_set(record, TALLY_closed, u64(t->closed)))
+        Py_CLEAR(record);
+    return record;
 }
 
 /* --- reading the config --------------------------------------------------------------- */
 
-static PyObject *item(PyObject *config, const char *key)
-{
-    PyObject *value = PyDict_GetItemString(config, key); /* borrowed */
-    if (value == NULL)
-        PyErr_Format(PyExc_KeyError, "native engine config: no %s", key);
-    return value;
-}
+/* Field `field` of a record (borrowed); the caller has checked it is one (read_config, is_record). */
+static PyObject *item(PyObject *config, int field) { return PyTuple_GET_ITEM(config, field); }
 
-static int get_i64(PyObject *config, const char *key, int64_t *out)
+static int get_i64(PyObject *config, int field, int64_t *out)
 {
-    PyObject *value = item(config, key);
-    if (value == NULL)
-        return -1;
+    PyObject *value = item(config, field);
     long long v = PyLong_AsLongLong(value);
     if (v == -1 && PyErr_Occurred())
         return -1;
@@ -317,24 +455,22 @@ static int get_i64(PyObject *config, const char *key, int64_t *out)
     return 0;
 }
 
-static int get_u32(PyObject *config, const char *key, uint32_t *out)
+static int get_u32(PyObject *config, int field, uint32_t *out)
 {
     int64_t v;
-    if (get_i64(config, key, &v) < 0)
+    if (get_i64(config, field, &v) < 0)
         return -1;
     if (v < 0 || v > UINT32_MAX) {
-        PyErr_Format(PyExc_ValueError, "native engine config: %s out of range", key);
+        PyErr_Format(PyExc_ValueError, "native engine config: %s out of range", CONFIG_NAMES[field]);
         return -1;
     }
     *out = (uint32_t)v;
     return 0;
 }
 
-static int get_bool(PyObject *config, const char *key, int *out)
+static int get_bool(PyObject *config, int field, int *out)
 {
-    PyObject *value = item(config, key);
-    if (value == NULL)
-        return -1;
+    PyObject *value = item(config, field);
     int v = PyObject_IsTrue(value);
     if (v < 0)
         return -1;
@@ -421,9 +557,7 @@ static soak_address *read_addresses(PyObject *list, uint32_t *n)
 
 static int read_origins(PyObject *config, soak_config *cfg)
 {
-    PyObject *list = item(config, "origins");
-    if (list == NULL)
-        return -1;
+    PyObject *list = item(config, CONFIG_origins);
     PyObject *seq = PySequence_Fast(list, "native engine config: origins must be a list");
     if (seq == NULL)
         return -1;
@@ -491,9 +625,7 @@ static int read_target(PyObject *tuple, soak_target *t)
 
 static int read_targets(PyObject *config, soak_config *cfg)
 {
-    PyObject *list = item(config, "targets");
-    if (list == NULL)
-        return -1;
+    PyObject *list = item(config, CONFIG_targets);
     PyObject *seq = PySequence_Fast(list, "native engine config: targets must be a list");
     if (seq == NULL)
         return -1;
@@ -545,9 +677,7 @@ static int64_t *int_array(PyObject *tuple, const char *what, uint32_t *n)
 
 static int read_metrics(PyObject *config, soak_config *cfg)
 {
-    PyObject *metrics = item(config, "metrics");
-    if (metrics == NULL)
-        return -1;
+    PyObject *metrics = item(config, CONFIG_metrics);
     if (metrics == Py_None)
         return 0;
     PyObject *slot_of, *edges;
@@ -603,10 +733,8 @@ static uint32_t *index_array(PyObject *tuple, const char *what, uint32_t below, 
 /* backend_header, wheel and url_slots: what counting backends and URLs apart needs. */
 static int read_counting(PyObject *config, soak_config *cfg)
 {
-    PyObject *header = item(config, "backend_header"), *wheel = item(config, "wheel");
-    PyObject *slots = item(config, "url_slots");
-    if (header == NULL || wheel == NULL || slots == NULL)
-        return -1;
+    PyObject *header = item(config, CONFIG_backend_header), *wheel = item(config, CONFIG_wheel);
+    PyObject *slots = item(config, CONFIG_url_slots);
     Py_ssize_t len;
     const char *name = PyUnicode_Check(header) ? PyUnicode_AsUTF8AndSize(header, &len) : NULL;
     if (name == NULL) {
@@ -645,14 +773,22 @@ static int read_counting(PyObject *config, soak_config *cfg)
     return 0;
 }
 
-/* A str item of `d` as UTF-8 (borrowed from it), or NULL with an error. */
-static const char *get_str(PyObject *d, const char *key)
+/* Whether `value` is a record of kind `r` (records.py's class, its fields all there); if not, a
+ * TypeError naming `what`. */
+static int is_record(PyObject *value, int r, const char *what)
 {
-    PyObject *value = item(d, key);
-    if (value == NULL)
-        return NULL;
+    if (PyObject_TypeCheck(value, RECORDS[r].type) && PyTuple_GET_SIZE(value) == RECORDS[r].n)
+        return 1;
+    PyErr_Format(PyExc_TypeError, "native engine config: %s must be a records.%s", what, RECORDS[r].name);
+    return 0;
+}
+
+/* Field `field` of a record, a str, as UTF-8 (borrowed from it); NULL with an error. */
+static const char *get_str(PyObject *record, int field)
+{
+    PyObject *value = item(record, field);
     if (!PyUnicode_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "native engine config: %s must be a str", key);
+        PyErr_SetString(PyExc_TypeError, "native engine config: a TLS field must be a str");
         return NULL;
     }
     return PyUnicode_AsUTF8(value);
@@ -669,47 +805,48 @@ static char *copied_str(const char *text)
     return copy;
 }
 
-/* "tls" (the run's context and its table of failure texts) and each origin's "origins_tls". */
+/* The run's TLS client (a records.TlsClient): its context, and its table of failure texts. */
+static int read_tls_client(PyObject *tls, soak_config *cfg)
+{
+    if (!is_record(tls, R_TLS, "tls"))
+        return -1;
+    const char *ca = get_str(tls, TLS_ca_file), *cert = ca ? get_str(tls, TLS_cert_file) : NULL;
+    const char *key = cert ? get_str(tls, TLS_key_file) : NULL, *ciphers = key ? get_str(tls, TLS_ciphers) : NULL;
+    const char *verify_failed = ciphers ? get_str(tls, TLS_verify_failed) : NULL;
+    int insecure;
+    if (verify_failed == NULL || get_bool(tls, TLS_insecure, &insecure) < 0)
+        return -1;
+    char err[256];
+    cfg->tls = soak_tls_ctx_new(ca, cert, key, insecure, ciphers, verify_failed, err, sizeof err);
+    if (cfg->tls == NULL) {
+        PyErr_Format(PyExc_ValueError, "native engine config: tls: %s", err);
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(item(tls, TLS_reasons), "native engine config: tls reasons must be a list");
+    if (seq == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        int lib, reason;
+        const char *text;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "iis", &lib, &reason, &text) ||
+            soak_tls_ctx_name(cfg->tls, lib, reason, text) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* tls (the run's TLS client, if any origin is https) and origins_tls (each origin's records.OriginTls, or None). */
 static int read_tls(PyObject *config, soak_config *cfg)
 {
-    PyObject *tls = item(config, "tls"), *per_origin = item(config, "origins_tls");
-    if (tls == NULL || per_origin == NULL)
+    PyObject *tls = item(config, CONFIG_tls);
+    if (tls != Py_None && read_tls_client(tls, cfg) < 0)
         return -1;
-    if (tls != Py_None) {
-        if (!PyDict_Check(tls)) {
-            PyErr_SetString(PyExc_TypeError, "native engine config: tls must be None or a dict");
-            return -1;
-        }
-        const char *ca = get_str(tls, "ca_file"), *cert = ca ? get_str(tls, "cert_file") : NULL;
-        const char *key = cert ? get_str(tls, "key_file") : NULL, *ciphers = key ? get_str(tls, "ciphers") : NULL;
-        const char *verify_failed = ciphers ? get_str(tls, "verify_failed") : NULL;
-        int insecure;
-        if (verify_failed == NULL || get_bool(tls, "insecure", &insecure) < 0)
-            return -1;
-        char err[256];
-        cfg->tls = soak_tls_ctx_new(ca, cert, key, insecure, ciphers, verify_failed, err, sizeof err);
-        if (cfg->tls == NULL) {
-            PyErr_Format(PyExc_ValueError, "native engine config: tls: %s", err);
-            return -1;
-        }
-        PyObject *reasons = item(tls, "reasons");
-        PyObject *seq = reasons ? PySequence_Fast(reasons, "native engine config: tls reasons must be a list") : NULL;
-        if (seq == NULL)
-            return -1;
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            int lib, reason;
-            const char *text;
-            if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "iis", &lib, &reason, &text) ||
-                soak_tls_ctx_name(cfg->tls, lib, reason, text) < 0) {
-                if (!PyErr_Occurred())
-                    PyErr_NoMemory();
-                Py_DECREF(seq);
-                return -1;
-            }
-        }
-        Py_DECREF(seq);
-    }
-    PyObject *seq = PySequence_Fast(per_origin, "native engine config: origins_tls must be a list");
+    PyObject *seq = PySequence_Fast(item(config, CONFIG_origins_tls), "native engine config: origins_tls must be a list");
     if (seq == NULL)
         return -1;
     if ((uint32_t)PySequence_Fast_GET_SIZE(seq) != cfg->norigins) {
@@ -719,17 +856,19 @@ static int read_tls(PyObject *config, soak_config *cfg)
     }
     for (uint32_t i = 0; i < cfg->norigins; i++) {
         PyObject *entry = PySequence_Fast_GET_ITEM(seq, i);
-        const char *host, *mismatch;
-        int numeric;
         if (entry == Py_None)
             continue;
         soak_origin *o = &cfg->origins[i];
-        if (!PyArg_ParseTuple(entry, "sps", &host, &numeric, &mismatch) ||
-            (o->tls_host = copied_str(host)) == NULL || (o->tls_mismatch = copied_str(mismatch)) == NULL) {
+        const char *host = NULL, *mismatch = NULL;
+        if (!is_record(entry, R_ORIGIN_TLS, "an origins_tls entry") || cfg->tls == NULL ||
+            (host = get_str(entry, ORIGIN_TLS_host)) == NULL || (mismatch = get_str(entry, ORIGIN_TLS_mismatch)) == NULL ||
+            get_bool(entry, ORIGIN_TLS_numeric, &o->tls_numeric) < 0 || (o->tls_host = copied_str(host)) == NULL ||
+            (o->tls_mismatch = copied_str(mismatch)) == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "native engine config: an https origin needs tls");
             Py_DECREF(seq);
             return -1;
         }
-        o->tls_numeric = numeric;
     }
     Py_DECREF(seq);
     return 0;
@@ -738,15 +877,13 @@ static int read_tls(PyObject *config, soak_config *cfg)
 static int read_config(PyObject *config, soak_config *cfg)
 {
     int64_t v;
-    if (!PyDict_Check(config)) {
-        PyErr_SetString(PyExc_TypeError, "the native engine's config must be a dict");
+    if (!PyObject_TypeCheck(config, RECORDS[R_CONFIG].type) || PyTuple_GET_SIZE(config) != CONFIG_N) {
+        PyErr_SetString(PyExc_TypeError, "the native engine's config must be a records.Config");
         return -1;
     }
     if (read_targets(config, cfg) < 0)
         return -1;
-    PyObject *model = item(config, "model");
-    if (model == NULL)
-        return -1;
+    PyObject *model = item(config, CONFIG_model);
     const char *name = PyUnicode_Check(model) ? PyUnicode_AsUTF8(model) : "";
     if (name == NULL)
         return -1;
@@ -760,9 +897,7 @@ static int read_config(PyObject *config, soak_config *cfg)
         PyErr_Format(PyExc_ValueError, "native engine config: model %R is not closed, open or bench", model);
         return -1;
     }
-    PyObject *end = item(config, "end_ns"), *qps = item(config, "qps"), *text = item(config, "timeout_text");
-    if (end == NULL || qps == NULL || text == NULL)
-        return -1;
+    PyObject *end = item(config, CONFIG_end_ns), *qps = item(config, CONFIG_qps), *text = item(config, CONFIG_timeout_text);
     if (end == Py_None) {
         cfg->schedule.end_ns = SOAK_NO_END;
     } else {
@@ -777,17 +912,17 @@ static int read_config(PyObject *config, soak_config *cfg)
     if (within == NULL)
         return -1;
     snprintf(cfg->timeout_text, sizeof cfg->timeout_text, "%s", within);
-    if (get_i64(config, "clients", &cfg->clients) || get_i64(config, "max_in_flight", &cfg->max_in_flight) ||
-        get_i64(config, "total_requests", &cfg->total_requests) ||
-        get_i64(config, "start_ns", &cfg->schedule.start_ns) || get_i64(config, "stride", &cfg->schedule.stride) ||
-        get_i64(config, "offset", &cfg->schedule.offset) || get_i64(config, "grid_start_ns", &cfg->grid.start_ns) ||
-        get_i64(config, "interval_ns", &cfg->grid.interval_ns) || get_i64(config, "timeout_ns", &cfg->timeout_ns) ||
-        get_bool(config, "keep_alive", &cfg->keep_alive) || get_bool(config, "corrected", &cfg->corrected) ||
-        get_i64(config, "unit_ns", &cfg->unit_ns) || get_i64(config, "late_ns", &v) ||
-        get_i64(config, "probe_ns", &cfg->probe_ns) || get_i64(config, "gap_ns", &cfg->gap_ns) ||
-        get_u32(config, "max_head", &cfg->max_head) || get_u32(config, "error_groups", &cfg->error_groups) ||
-        get_u32(config, "group_urls", &cfg->group_urls) || get_u32(config, "other_lengths", &cfg->other_lengths) ||
-        get_u32(config, "max_requests", &cfg->max_requests) || get_i64(config, "max_age_ns", &cfg->max_age_ns))
+    if (get_i64(config, CONFIG_clients, &cfg->clients) || get_i64(config, CONFIG_max_in_flight, &cfg->max_in_flight) ||
+        get_i64(config, CONFIG_total_requests, &cfg->total_requests) ||
+        get_i64(config, CONFIG_start_ns, &cfg->schedule.start_ns) || get_i64(config, CONFIG_stride, &cfg->schedule.stride) ||
+        get_i64(config, CONFIG_offset, &cfg->schedule.offset) || get_i64(config, CONFIG_grid_start_ns, &cfg->grid.start_ns) ||
+        get_i64(config, CONFIG_interval_ns, &cfg->grid.interval_ns) || get_i64(config, CONFIG_timeout_ns, &cfg->timeout_ns) ||
+        get_bool(config, CONFIG_keep_alive, &cfg->keep_alive) || get_bool(config, CONFIG_corrected, &cfg->corrected) ||
+        get_i64(config, CONFIG_unit_ns, &cfg->unit_ns) || get_i64(config, CONFIG_late_ns, &v) ||
+        get_i64(config, CONFIG_probe_ns, &cfg->probe_ns) || get_i64(config, CONFIG_gap_ns, &cfg->gap_ns) ||
+        get_u32(config, CONFIG_max_head, &cfg->max_head) || get_u32(config, CONFIG_error_groups, &cfg->error_groups) ||
+        get_u32(config, CONFIG_group_urls, &cfg->group_urls) || get_u32(config, CONFIG_other_lengths, &cfg->other_lengths) ||
+        get_u32(config, CONFIG_max_requests, &cfg->max_requests) || get_i64(config, CONFIG_max_age_ns, &cfg->max_age_ns))
         return -1;
     if (cfg->max_age_ns < 0) {
         PyErr_SetString(PyExc_ValueError, "native engine config: max_age_ns must be >= 0");
@@ -938,7 +1073,7 @@ static PyObject *engine_set_addresses(EngineObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* Stalls as [(due, ran)] in order: an interval's (taken_dict), or the test hook's (module_stalls). */
+/* Stalls as [(due, ran)] in order: an interval's (taken_record), or the test hook's (module_stalls). */
 static PyObject *stalls_list(const soak_stall *stalls, uint32_t n)
 {
     PyObject *list = PyList_New(n);
@@ -953,46 +1088,38 @@ static PyObject *stalls_list(const soak_stall *stalls, uint32_t n)
     return list;
 }
 
-static PyObject *taken_dict(soak_taken *t)
+/* Tallies as a list of TallyCounts (None for one that is NULL). */
+static PyObject *tallies_list(soak_tally **tallies, uint32_t n)
 {
-    PyObject *d = PyDict_New(), *later = PyList_New(0), *per_url = Py_NewRef(Py_None);
-    if (d == NULL || later == NULL)
-        goto error;
-    if (t->per_url != NULL) {
-        Py_SETREF(per_url, PyList_New(0));
-        for (uint32_t i = 0; per_url != NULL && i < t->nper_url; i++) {
-            PyObject *one = tally_dict(t->per_url[i]);
-            int failed = one == NULL || PyList_Append(per_url, one) < 0;
-            Py_XDECREF(one);
-            if (failed)
-                goto error;
-        }
-        if (per_url == NULL)
-            goto error;
+    PyObject *list = PyList_New(n);
+    for (uint32_t i = 0; list != NULL && i < n; i++) {
+        PyObject *one = tally_record(tallies[i]);
+        if (one == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, one);
     }
-    for (uint32_t i = 0; i < t->nlater; i++) {
-        PyObject *one = tally_dict(t->later[i]);
-        int failed = one == NULL || PyList_Append(later, one) < 0;
-        Py_XDECREF(one);
-        if (failed)
-            goto error;
-    }
-    if (put(d, "tally", tally_dict(t->tally)) || PyDict_SetItemString(d, "later", later) ||
-        put(d, "drain", t->drain != NULL ? tally_dict(t->drain) : Py_NewRef(Py_None)) ||
-        put_i64(d, "drain_end_ns", t->drain_end_ns) || put(d, "loop_lag", histogram(&t->loop_lag)) ||
-        put(d, "stalls", stalls_list(t->stalls, t->nstalls)) ||
-        put(d, "next_tick_ns", t->next_tick_ns == SOAK_NONE ? Py_NewRef(Py_None) : PyLong_FromLongLong(t->next_tick_ns)) ||
-        put_u64(d, "opened", t->opened) || put_u64(d, "closed", t->closed) ||
-        PyDict_SetItemString(d, "per_url", per_url))
-        goto error;
-    Py_DECREF(later);
-    Py_DECREF(per_url);
-    return d;
-error:
-    Py_XDECREF(later);
-    Py_XDECREF(per_url);
-    Py_XDECREF(d);
-    return NULL;
+    return list;
+}
+
+/* A Taken: one interval's TallyCounts and what came with it. */
+static PyObject *taken_record(soak_taken *t)
+{
+    PyObject *record = record_new(R_TAKEN);
+    if (record == NULL)
+        return NULL;
+    if (record_set(record, TAKEN_tally, tally_record(t->tally)) ||
+        record_set(record, TAKEN_later, tallies_list(t->later, t->nlater)) ||
+        record_set(record, TAKEN_drain, tally_record(t->drain)) ||
+        record_set(record, TAKEN_drain_end_ns, i64(t->drain_end_ns)) ||
+        record_set(record, TAKEN_loop_lag, histogram(&t->loop_lag)) ||
+        record_set(record, TAKEN_stalls, stalls_list(t->stalls, t->nstalls)) ||
+        record_set(record, TAKEN_next_tick_ns, i64_or_none(t->next_tick_ns)) ||
+        record_set(record, TAKEN_opened, u64(t->opened)) || record_set(record, TAKEN_closed, u64(t->closed)) ||
+        record_set(record, TAKEN_per_url,
+                   t->per_url != NULL ? tallies_list(t->per_url, t->nper_url) : Py_NewRef(Py_None)))
+        Py_CLEAR(record);
+    return record;
 }
 
 static PyObject *engine_take(EngineObject *self, PyObject *args, PyObject *kwargs)
@@ -1020,40 +1147,48 @@ static PyObject *engine_take(EngineObject *self, PyObject *args, PyObject *kwarg
                             (long long)soak_engine_next_index(e));
     if (done < 0)
         return PyErr_NoMemory();
-    PyObject *d = taken_dict(&taken);
+    PyObject *record = taken_record(&taken);
     soak_taken_free(&taken);
-    return d;
+    return record;
 }
 
-static PyObject *bench_dict(soak_bench *b)
+/* {length: n} of the other document lengths seen. */
+static PyObject *other_lengths_dict(const soak_bench *b)
 {
-    PyObject *d = PyDict_New(), *others = PyDict_New();
-    if (d == NULL || others == NULL)
-        goto error;
-    for (uint32_t i = 0; i < b->nother; i++) {
-        PyObject *key = PyLong_FromUnsignedLongLong(b->other_length[i]), *n = PyLong_FromUnsignedLongLong(b->other_count[i]);
-        int failed = key == NULL || n == NULL || PyDict_SetItem(others, key, n) < 0;
+    PyObject *others = PyDict_New();
+    for (uint32_t i = 0; others != NULL && i < b->nother; i++) {
+        PyObject *key = u64(b->other_length[i]), *n = u64(b->other_count[i]);
+        if (key == NULL || n == NULL || PyDict_SetItem(others, key, n) < 0)
+            Py_CLEAR(others);
         Py_XDECREF(key);
         Py_XDECREF(n);
-        if (failed)
-            goto error;
     }
-    if (put(d, "waiting", histogram(&b->waiting)) || put(d, "total_reused", histogram(&b->total_reused)) ||
-        put(d, "connect_new", histogram(&b->connect_new)) || put(d, "processing_new", histogram(&b->processing_new)) ||
-        put(d, "total_new", histogram(&b->total_new)) ||
-        put(d, "document_length", b->has_document ? PyLong_FromUnsignedLongLong(b->document_length) : Py_NewRef(Py_None)) ||
-        put_u64(d, "length_mismatches", b->length_mismatches) || put_u64(d, "kept_alive", b->kept_alive) ||
-        put_u64(d, "header_bytes", b->header_bytes) ||
-        put(d, "server", b->has_server ? PyUnicode_DecodeLatin1(b->server, b->server_len, NULL) : Py_NewRef(Py_None)) ||
-        put_i64(d, "last_end_ns", b->last_end_ns) || put_i64(d, "first_response_ns", b->first_response_ns) ||
-        put_i64(d, "server_ns", b->server_ns) || PyDict_SetItemString(d, "other_lengths", others))
-        goto error;
-    Py_DECREF(others);
-    return d;
-error:
-    Py_XDECREF(others);
-    Py_XDECREF(d);
-    return NULL;
+    return others;
+}
+
+/* A BenchCounts, its histograms taken over. */
+static PyObject *bench_record(soak_bench *b)
+{
+    PyObject *record = record_new(R_BENCH);
+    if (record == NULL)
+        return NULL;
+    if (record_set(record, BENCH_waiting, histogram(&b->waiting)) ||
+        record_set(record, BENCH_total_reused, histogram(&b->total_reused)) ||
+        record_set(record, BENCH_connect_new, histogram(&b->connect_new)) ||
+        record_set(record, BENCH_processing_new, histogram(&b->processing_new)) ||
+        record_set(record, BENCH_total_new, histogram(&b->total_new)) ||
+        record_set(record, BENCH_document_length, b->has_document ? u64(b->document_length) : Py_NewRef(Py_None)) ||
+        record_set(record, BENCH_length_mismatches, u64(b->length_mismatches)) ||
+        record_set(record, BENCH_kept_alive, u64(b->kept_alive)) ||
+        record_set(record, BENCH_header_bytes, u64(b->header_bytes)) ||
+        record_set(record, BENCH_server,
+                   b->has_server ? PyUnicode_DecodeLatin1(b->server, b->server_len, NULL) : Py_NewRef(Py_None)) ||
+        record_set(record, BENCH_last_end_ns, i64(b->last_end_ns)) ||
+        record_set(record, BENCH_first_response_ns, i64(b->first_response_ns)) ||
+        record_set(record, BENCH_server_ns, i64(b->server_ns)) ||
+        record_set(record, BENCH_other_lengths, other_lengths_dict(b)))
+        Py_CLEAR(record);
+    return record;
 }
 
 /* {version: n} of the connections over TLS, the versions met only. */
@@ -1061,8 +1196,12 @@ static PyObject *tls_connections(const soak_figures *f)
 {
     PyObject *d = PyDict_New();
     for (int i = 0; d != NULL && i < SOAK_TLS_VERSIONS; i++) {
-        if (f->tls_connections[i] && put_u64(d, soak_tls_versions[i], f->tls_connections[i]) < 0)
+        if (!f->tls_connections[i])
+            continue;
+        PyObject *n = u64(f->tls_connections[i]);
+        if (n == NULL || PyDict_SetItemString(d, soak_tls_versions[i], n) < 0)
             Py_CLEAR(d);
+        Py_XDECREF(n);
     }
     return d;
 }
@@ -1080,21 +1219,22 @@ static PyObject *engine_figures(EngineObject *self, PyObject *unused)
     Py_END_ALLOW_THREADS
     if (failed)
         return PyErr_NoMemory();
-    PyObject *d = PyDict_New();
-    if (d == NULL || put_u64(d, "sent", f.sent) ||
-        put(d, "stopped_sending_ns", f.stopped_sending_ns == SOAK_NONE ? Py_NewRef(Py_None)
-                                                                         : PyLong_FromLongLong(f.stopped_sending_ns)) ||
-        put(d, "send_lag", kept_histogram(&f.send_lag)) || put(d, "lateness", kept_histogram(&f.lateness)) ||
-        put(d, "uncorrected", kept_histogram(&f.uncorrected)) || put(d, "in_unit", kept_histogram(&f.in_unit)) ||
-        put_u64(d, "connections", f.connections) || put(d, "tls_connections", tls_connections(&f)) ||
-        put_u64(d, "opened", f.opened) || put_u64(d, "closed", f.closed) ||
-        put(d, "finished", PyBool_FromLong(f.finished)) || put(d, "fatal", PyLong_FromLong(f.fatal)) ||
-        put(d, "bench", f.has_bench ? bench_dict(&f.bench) : Py_NewRef(Py_None))) {
-        Py_XDECREF(d);
-        d = NULL;
-    }
+    PyObject *record = record_new(R_FIGURES);
+    if (record != NULL &&
+        (record_set(record, FIGURES_sent, u64(f.sent)) ||
+         record_set(record, FIGURES_stopped_sending_ns, i64_or_none(f.stopped_sending_ns)) ||
+         record_set(record, FIGURES_send_lag, kept_histogram(&f.send_lag)) ||
+         record_set(record, FIGURES_lateness, kept_histogram(&f.lateness)) ||
+         record_set(record, FIGURES_uncorrected, kept_histogram(&f.uncorrected)) ||
+         record_set(record, FIGURES_in_unit, kept_histogram(&f.in_unit)) ||
+         record_set(record, FIGURES_connections, u64(f.connections)) ||
+         record_set(record, FIGURES_tls_connections, tls_connections(&f)) || record_set(record, FIGURES_opened, u64(f.opened)) ||
+         record_set(record, FIGURES_closed, u64(f.closed)) || record_set(record, FIGURES_finished, PyBool_FromLong(f.finished)) ||
+         record_set(record, FIGURES_fatal, PyLong_FromLong(f.fatal)) ||
+         record_set(record, FIGURES_bench, f.has_bench ? bench_record(&f.bench) : Py_NewRef(Py_None))))
+        Py_CLEAR(record);
     soak_figures_free(&f);
-    return d;
+    return record;
 }
 
 /* A list of `n` counters read with relaxed atomic loads. */
@@ -1159,17 +1299,22 @@ static PyObject *engine_metrics(EngineObject *self, PyObject *unused)
             }
         }
     }
-    PyObject *d = PyDict_New();
-    if (d == NULL || put_u64(d, "skipped", SOAK_LOAD(m->skipped)) || put_u64(d, "late", SOAK_LOAD(m->late)) ||
-        put_u64(d, "opened", SOAK_LOAD(m->opened)) || put_u64(d, "closed", SOAK_LOAD(m->closed)) ||
-        put(d, "statuses", per_slot(m->statuses, m->slots, SOAK_STATUSES)) || put(d, "failures", Py_NewRef(failures)) ||
-        put(d, "good", per_slot(m->good, m->slots, m->places)) || put(d, "bad", per_slot(m->bad, m->slots, m->places)) ||
-        put(d, "good_ns", counters(m->good_ns, m->slots)) || put(d, "bad_ns", counters(m->bad_ns, m->slots))) {
-        Py_XDECREF(d);
-        d = NULL;
+    PyObject *record = record_new(R_METRICS);
+    if (record == NULL) {
+        Py_DECREF(failures);
+        return NULL;
     }
-    Py_DECREF(failures);
-    return d;
+    if (record_set(record, METRICS_failures, failures) || record_set(record, METRICS_skipped, u64(SOAK_LOAD(m->skipped))) ||
+        record_set(record, METRICS_late, u64(SOAK_LOAD(m->late))) ||
+        record_set(record, METRICS_opened, u64(SOAK_LOAD(m->opened))) ||
+        record_set(record, METRICS_closed, u64(SOAK_LOAD(m->closed))) ||
+        record_set(record, METRICS_statuses, per_slot(m->statuses, m->slots, SOAK_STATUSES)) ||
+        record_set(record, METRICS_good, per_slot(m->good, m->slots, m->places)) ||
+        record_set(record, METRICS_bad, per_slot(m->bad, m->slots, m->places)) ||
+        record_set(record, METRICS_good_ns, counters(m->good_ns, m->slots)) ||
+        record_set(record, METRICS_bad_ns, counters(m->bad_ns, m->slots)))
+        Py_CLEAR(record);
+    return record;
 }
 
 static PyObject *engine_join(EngineObject *self, PyObject *unused)
@@ -1221,9 +1366,9 @@ static PyMethodDef ENGINE_METHODS[] = {
      "set_addresses(origin, [(family, sockaddr, text), ...], failure=''): where the origin's new connections go "
      "from now on; with no address, the text of the dns failure each then ends as."},
     {"take", (PyCFunction)(void (*)(void))engine_take, METH_VARARGS | METH_KEYWORDS,
-     "take(k, final=False, until_ns=None) -> dict: interval k's aggregates (k: the next untaken one)."},
-    {"figures", (PyCFunction)engine_figures, METH_NOARGS, "figures() -> dict: the run-wide figures, copied."},
-    {"metrics", (PyCFunction)engine_metrics, METH_NOARGS, "metrics() -> dict | None: MetricsTally's counts now."},
+     "take(k, final=False, until_ns=None) -> Taken: interval k's aggregates (k: the next untaken one)."},
+    {"figures", (PyCFunction)engine_figures, METH_NOARGS, "figures() -> RunFigures: the run-wide figures, copied."},
+    {"metrics", (PyCFunction)engine_metrics, METH_NOARGS, "metrics() -> MetricsCounts | None: MetricsTally's counts now."},
     {"join", (PyCFunction)engine_join, METH_NOARGS, "Wait for the engine's thread to end."},
     {NULL, NULL, 0, NULL},
 };
@@ -1353,7 +1498,7 @@ static struct PyModuleDef MODULE = {
 
 PyMODINIT_FUNC PyInit__engine(void)
 {
-    if (PyType_Ready(&CountsType) < 0 || PyType_Ready(&EngineType) < 0)
+    if (PyType_Ready(&CountsType) < 0 || PyType_Ready(&EngineType) < 0 || records_load() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&MODULE);
     if (m == NULL)

@@ -1,15 +1,18 @@
-"""The native engine from Python: runner.load.engine.Engine's interface over the C one (_engine).
+"""The native engine from Python: the C one (_engine) driven from the event loop, and whether it may send a run.
 
 The C engine (core.c, engine.c) runs one process's clients in a thread of its own, with no
-Python per request; this module only turns the run's parts into its configuration and drives
-its thread from the event loop: `run()` starts it and returns when it has ended (its fd
-becomes readable: no polling), `stop()` and `cancel_in_flight()` pass on at once. What it
-counted is read through runner.stats.native's recorder, which takes the C engine's intervals.
+Python per request; this module only turns the run's parts into its configuration (a
+records.Config) and drives its thread from the event loop: `run()` starts it and returns when
+it has ended (its fd becomes readable: no polling), `stop()` and `cancel_in_flight()` pass on
+at once, and take(), figures() and metrics() hand over what it counted as records.py's
+records, which runner.stats.native turns into the recorder's.
 
 It does what the fast transport does for HTTP/1.1, over TLS too (runner/load/tls.py's client,
-made in C by tls.c from native_settings: the same files, checks, ALPN and failure texts), and
-nothing else: `unsupported()` says why a run must take the Python engine instead (HTTP/2, body
-hashing, or TLS where the engine was built without OpenSSL's headers).
+made in C by tls.c from a records.TlsClient: the same files, checks, ALPN and failure texts),
+and nothing else: `refusal()`, the one place that decides it, says why a run must take the
+Python engine instead (a setting it does not do, HTTP/2, body hashing, TLS where the engine
+was built without OpenSSL's headers, ...); `soak validate`, the start-up line and
+docs/configuration.md's `engine` row all say its answer.
 
 Connections live as the fast transport's do (transport.Lifetime: a connection's last request
 says `Connection: close`, decided in C at each send), and new ones rotate through a name's
@@ -24,7 +27,7 @@ name that stops resolving fails new connections from the same moment in both, gi
 lookup's time (the Python engine's dial waits for a lookup that is due, C dials the last
 answer until the lookup is back). One difference is left: a lookup slower than the timeout is
 a `timeout` for each Python dial waiting on it, while C dials the last answer meanwhile. A name
-that does not resolve at the start is refused here (`unsupported`), so the Python engine,
+that does not resolve at the start is refused here (`refusal`), so the Python engine,
 which reports each failure, sends it.
 """
 
@@ -35,15 +38,25 @@ import concurrent.futures
 import importlib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import ModuleType
 from typing import Any
 
+from runner.config.settings import Settings, merge, settings_from
 from runner.core.durations import format_duration
 from runner.load.engine import Load
 from runner.load.failures import verify_mismatch
 from runner.load.fast_transport import classify_connect_error, wire_request
-from runner.load.model import Open
+from runner.load.model import Open, model_of
+from runner.load.native.records import (
+    AddressRecord,
+    Config,
+    MetricsCounts,
+    OriginTls,
+    RunFigures,
+    Taken,
+    Target,
+)
 from runner.load.request import Request
 from runner.load.result import ErrorKind
 from runner.load.schedule import Grid, Schedule
@@ -72,8 +85,53 @@ def module() -> ModuleType | None:
         return None
 
 
-def unsupported(load: Load, options: TransportOptions) -> str | None:
-    """Why this load cannot run on the native engine, or None if it can."""
+# What the native engine does with each ClientSpec and Pacing setting. Honoured: it sends as
+# the Python engine does with it (the differential, lifetime and TLS tests hold it to that: the
+# TLS files and insecure make tls.c's client as runner/load/tls.py makes Python's). Every other field, one
+# added later included, refuses the native engine when it is not at its default: a run never
+# quietly loses a setting to the engine that sends it.
+HONOURS = frozenset({
+    "engine", "timeout_ns", "no_reuse", "max_requests_per_connection", "max_connection_age_ns",
+    "ca_bundle", "insecure", "client_cert", "client_key",  # client
+    "mode", "qps", "concurrency", "interval_ns", "iterations", "duration_ns", "total_requests", "load_model",
+    "max_in_flight", "precise",  # pace: precise needs no yielding in C, whose pacing timer is exact
+})
+# Headers the native response parser reads for its own ends (response.c's NAMES): a backendHeader
+# naming one is left to the Python engine, which reads any header.
+OWN_HEADERS = frozenset({"connection", "content-length", "proxy-connection", "transfer-encoding", "upgrade",
+                         "server", "content-encoding"})
+# Settings the native engine does not do, with what a refusal calls them.
+REFUSES = {"transport": "the {value} transport", "compress": "compress (the native engine reads no gzip)",
+           "http2": "HTTP/2"}
+
+
+def refusal(settings: Settings, requests: list[Request], options: TransportOptions) -> str | None:
+    """Why the native engine cannot send this run (plain HTTP/1.1, the fast transport's), or None if it can:
+    a setting it does not do (HONOURS), a backendHeader its parser reads for itself, or what the
+    load needs (HTTP/2, body hashing, TLS without OpenSSL's headers, a name that does not resolve)."""
+    defaults = settings_from(merge())
+    for group, default in ((settings.client, defaults.client), (settings.pace, defaults.pace)):
+        for field in fields(group):
+            value = getattr(group, field.name)
+            if field.name in HONOURS or value == getattr(default, field.name):
+                continue
+            return REFUSES.get(field.name, "{name} (not in the native engine)").format(
+                value=value, name=setting_name(field.name))
+    if settings.report.backend_header.lower() in OWN_HEADERS:
+        return f"backendHeader {settings.report.backend_header} (a header the native parser reads for itself)"
+    load = Load(requests, model_of(settings.pace), hash_sample_rate=settings.report.hash_sample_rate)
+    return _load_refusal(load, options)
+
+
+def setting_name(field: str) -> str:
+    """A settings field's name as the configuration spells it: backend_header -> backendHeader,
+    warmup_ns -> warmup (a duration is kept in ns, written as "30s")."""
+    first, *rest = field.removesuffix("_ns").split("_")
+    return first + "".join(part.title() for part in rest)
+
+
+def _load_refusal(load: Load, options: TransportOptions) -> str | None:
+    """What of the load itself the native engine cannot send, if anything."""
     native = module()
     if native is None:
         return "the native engine is not built here"
@@ -104,23 +162,21 @@ class Counting:
     error_groups: int  # runner.stats.recorder.ERROR_GROUPS
     group_urls: int  # ... GROUP_URLS
     other_lengths: int  # ... OTHER_LENGTHS
-    metrics: MetricsConfig | None = None  # runner.metrics.tally.MetricsTally.native_config(), when metrics are on
+    metrics: MetricsConfig | None = None  # runner.metrics.tally.MetricsTally.layout(), when metrics are on
     probe_ns: int = 0  # runner.stats.client.PROBE_PERIOD_NS: a timer firing later is a stall (0: none is)
     gap_ns: int = 0  # ... WATCH_GAP_NS: the timer fires at least this often, for the loop lag (0: only when due)
     url_slots: tuple[int, ...] = ()  # each URL's slot (targets.url_slots), as Recorder(slot_of=...): () for none
 
 
 class NativeEngine:
-    """Runs the clients of one load on one schedule in the C engine's thread."""
+    """Runs the clients of one load on one schedule in the C engine's thread; made only for a run
+    that refusal() let it send."""
 
     def __init__(self, schedule: Schedule, load: Load, options: TransportOptions, counting: Counting) -> None:
-        reason = unsupported(load, options)
-        if reason is not None:
-            raise ValueError(f"the native engine cannot run this load: {reason}")
         native = module()
-        assert native is not None
+        assert native is not None, "the native engine is not built here"
         self._origins = origins(load.requests, options)
-        self.core: Any = native.Engine(config(schedule, load, options, counting))
+        self._core: Any = native.Engine(config(schedule, load, options, counting))
 
     async def _keep_resolved(self) -> None:
         """Look each origin's name up again as its answer expires (Answers.expires), a failed one
@@ -145,34 +201,34 @@ class NativeEngine:
         except OSError as exc:
             kind, text = classify_connect_error(exc)
             if kind is ErrorKind.DNS:
-                self.core.set_addresses(origin, [], text)
+                self._core.set_addresses(origin, [], text)
             return time.monotonic_ns() + FAILED_RETRY_NS
         now = time.monotonic_ns()
         _ANSWERS.keep(key, found, now)
         if found:
-            self.core.set_addresses(origin, [_address_tuple(a) for a in found])
+            self._core.set_addresses(origin, [_address_tuple(a) for a in found])
         return now + _ANSWERS.ttl_ns
 
     @property
     def sent(self) -> int:
-        return int(self.core.sent)
+        return int(self._core.sent)
 
     @property
     def done(self) -> int:
         """Sends ended so far, each counted (a response or a failure): what progress reporters follow."""
-        return int(self.core.done)
+        return int(self._core.done)
 
     @property
     def stopped_sending_ns(self) -> int | None:
         """As Engine.stopped_sending_ns: when sending stopped early (a stop, or the count spent)."""
-        stopped: int | None = self.core.stopped_sending_ns
+        stopped: int | None = self._core.stopped_sending_ns
         return stopped
 
     async def run(self) -> None:
         """Run every client until the schedule ends, the count is reached, or a stop."""
         loop = asyncio.get_running_loop()
         ended: asyncio.Future[None] = loop.create_future()
-        fd = self.core.fileno()
+        fd = self._core.fileno()
 
         def readable() -> None:
             if not ended.done():
@@ -181,76 +237,99 @@ class NativeEngine:
         loop.add_reader(fd, readable)
         resolving = asyncio.ensure_future(self._keep_resolved())
         try:
-            self.core.start()
+            self._core.start()
             try:
                 await ended
             except asyncio.CancelledError:
-                self.core.cancel()  # every request in flight counted, then the thread ends at once
+                self._core.cancel()  # every request in flight counted, then the thread ends at once
                 raise
         finally:
             loop.remove_reader(fd)
             resolving.cancel()
-            self.core.join()
+            self._core.join()
         if resolving.done() and not resolving.cancelled() and resolving.exception() is not None:
             raise resolving.exception()  # type: ignore[misc]  # a bug: reported, not left to the loop's log
-        fatal = self.core.figures()["fatal"]
+        fatal = self.figures().fatal
         if fatal:
             raise OSError(fatal, f"the native engine stopped: {os.strerror(fatal)}")
 
     def stop(self, at_ns: int | None = None) -> None:
         """Send nothing more from `at_ns` (default: now); requests in flight may finish."""
-        self.core.stop(time.monotonic_ns() if at_ns is None else at_ns)
+        self._core.stop(time.monotonic_ns() if at_ns is None else at_ns)
 
     def cancel_in_flight(self) -> None:
         """Abandon requests still in flight; each is counted as a `cancelled` failure."""
-        self.core.cancel()
+        self._core.cancel()
 
-    def skip_due_before(self, t_ns: int) -> None:
-        """Nothing to do here: the recorder's close has the C engine count these skips (take's until_ns)."""
+    def drain_from(self, t_ns: int) -> None:
+        """As Recorder.drain_from: results ending at or after `t_ns` are the drain."""
+        self._core.drain_from(t_ns)
+
+    def take(self, k: int, *, final: bool = False, until_ns: int | None = None) -> Taken:
+        """Interval k (the next untaken one) as Recorder.close files it, the skips of open clients due
+        before `until_ns` (default: its end) counted in it first; with `final`, the rest of the run too."""
+        taken: Taken = self._core.take(k, final=final, until_ns=until_ns)
+        return taken
+
+    def figures(self) -> RunFigures:
+        """The run-wide figures so far, copied (live or after the end)."""
+        figures: RunFigures = self._core.figures()
+        return figures
+
+    def metrics(self) -> MetricsCounts | None:
+        """What it has counted for the metrics so far (MetricsTally's counts), if it counts them."""
+        counts: MetricsCounts | None = self._core.metrics()
+        return counts
 
 
-def config(schedule: Schedule, load: Load, options: TransportOptions, counting: Counting) -> dict[str, Any]:
-    """The C engine's configuration (engine.c's header lists every key)."""
-    from runner.load.tls import native_settings  # an https run's only (certifi, the files)
+def config(schedule: Schedule, load: Load, options: TransportOptions, counting: Counting) -> Config:
+    """The C engine's configuration (records.Config; engine.c's header says what each field means)."""
+    from runner.load.tls import native_client  # an https run's only (certifi, the files)
 
     model = load.model
     found = origins(load.requests, options)
-    return {
-        "targets": targets(load.requests, options),
-        "model": model.name,
-        "clients": schedule.clients,
-        "max_in_flight": model.max_in_flight if isinstance(model, Open) else 1,
-        "total_requests": load.total_requests,
-        "start_ns": schedule.start_ns,
-        "qps": float(schedule.qps),
-        "end_ns": schedule.end_ns,
-        "stride": schedule.stride,
-        "offset": schedule.offset,
-        "grid_start_ns": counting.grid.start_ns,
-        "interval_ns": counting.grid.interval_ns,
-        "timeout_ns": options.timeout_ns,
-        "timeout_text": format_duration(options.timeout_ns),
-        "keep_alive": not options.no_reuse,
-        "corrected": counting.corrected,
-        "unit_ns": counting.unit_ns,
-        "late_ns": counting.late_ns,
-        "probe_ns": counting.probe_ns,
-        "gap_ns": counting.gap_ns,
-        "max_head": MAX_HEAD_BYTES,
-        "error_groups": counting.error_groups,
-        "group_urls": counting.group_urls,
-        "other_lengths": counting.other_lengths,
-        "metrics": counting.metrics,
-        "backend_header": options.backend_header,
-        "wheel": None if load.wheel is None or load.wheel == range(len(load.requests)) else tuple(load.wheel),
-        "url_slots": url_slots(counting.url_slots),
-        "origins": [[_address_tuple(a) for a in lookup(host, port)] for host, port, _ in found],
-        "origins_tls": [(host, numeric(host, port) is not None, verify_mismatch(host, numeric(host, port) is not None))
-                        if https else None for host, port, https in found],
-        "tls": native_settings(options) if any(https for _, _, https in found) else None,
-        "max_requests": options.lifetime.max_requests,
-        "max_age_ns": options.lifetime.max_age_ns,
-    }
+    return Config(
+        targets=targets(load.requests, options),
+        model=model.name,
+        clients=schedule.clients,
+        max_in_flight=model.max_in_flight if isinstance(model, Open) else 1,
+        total_requests=load.total_requests,
+        start_ns=schedule.start_ns,
+        qps=float(schedule.qps),
+        end_ns=schedule.end_ns,
+        stride=schedule.stride,
+        offset=schedule.offset,
+        grid_start_ns=counting.grid.start_ns,
+        interval_ns=counting.grid.interval_ns,
+        timeout_ns=options.timeout_ns,
+        timeout_text=format_duration(options.timeout_ns),
+        keep_alive=not options.no_reuse,
+        corrected=counting.corrected,
+        unit_ns=counting.unit_ns,
+        late_ns=counting.late_ns,
+        probe_ns=counting.probe_ns,
+        gap_ns=counting.gap_ns,
+        max_head=MAX_HEAD_BYTES,
+        error_groups=counting.error_groups,
+        group_urls=counting.group_urls,
+        other_lengths=counting.other_lengths,
+        metrics=counting.metrics,
+        backend_header=options.backend_header,
+        wheel=None if load.wheel is None or load.wheel == range(len(load.requests)) else tuple(load.wheel),
+        url_slots=url_slots(counting.url_slots),
+        origins=[[_address_tuple(a) for a in lookup(host, port)] for host, port, _ in found],
+        max_requests=options.lifetime.max_requests,
+        max_age_ns=options.lifetime.max_age_ns,
+        tls=native_client(options) if any(https for _, _, https in found) else None,
+        origins_tls=[origin_tls(host, port) if https else None for host, port, https in found],
+    )
+
+
+def origin_tls(host: str, port: int) -> OriginTls:
+    """An https origin's TLS as C takes it: the name checked (an IP address checked as one, never
+    sent as SNI) and, in CPython's words, what a certificate that does not cover it says."""
+    is_ip = numeric(host, port) is not None
+    return OriginTls(host=host, numeric=is_ip, mismatch=verify_mismatch(host, is_ip))
 
 
 def url_slots(slot_of: tuple[int, ...]) -> tuple[tuple[int, ...], int] | None:
@@ -260,7 +339,7 @@ def url_slots(slot_of: tuple[int, ...]) -> tuple[tuple[int, ...], int] | None:
     return (slot_of, slots) if slots > 1 else None
 
 
-def targets(requests: list[Request], options: TransportOptions) -> list[tuple[Any, ...]]:
+def targets(requests: list[Request], options: TransportOptions) -> list[Target]:
     """Each URL's (request bytes, its bytes as a connection's last, is HEAD, body size, origin index)."""
     found = []
     known = {origin: index for index, origin in enumerate(origins(requests, options))}
@@ -301,6 +380,6 @@ def lookup(host: str, port: int, timeout_ns: int | None = None) -> list[Address]
     return list(found)
 
 
-def _address_tuple(address: Address) -> tuple[int, tuple[Any, ...], str]:
+def _address_tuple(address: Address) -> AddressRecord:
     """An address as the C engine takes it: (family, sockaddr, text)."""
     return address[0], address[1], address_text(address[1])

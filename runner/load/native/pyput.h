@@ -1,4 +1,4 @@
-/* What both extension modules (_engine and _response) build their dicts with. */
+/* What the parser's test binding (_response) builds its dicts with. */
 #ifndef SOAK_PYPUT_H
 #define SOAK_PYPUT_H
 

@@ -1,0 +1,492 @@
+"""The HTTP/1.1 response contract: one table of (request method, bytes in, outcome), for every
+parser the project has, fed those bytes as a socket would feed them.
+
+h11 tests itself this way: a protocol is bytes in and events out, so its cases are data and
+need no server. Each row (`Case`) is what a server sends for a request of some method, whether
+it then closes the connection, and what must come of it: a `Response` (status, body bytes, and
+whether the connection may carry another request), a `Failure` (kind and text, as a run counts
+and prints them) or `PENDING` (nothing ends it but the request's timeout).
+tests/unit/test_response_contract.py feeds every row to every parser whole, in two at every
+byte, a byte per read, and in seeded random splits (`feeds`): however the reads fall, the
+outcome is the row's. A row with `reads` is fed in exactly those reads: its outcome is about
+a bound the transport checks after each read, so where a read ends decides.
+
+The parsers, each a `Parser` (method, reads, closed -> outcome):
+
+- `PythonParser`: runner.load.http1.Connection (llhttp through httptools), fed as its raw
+  socket transport feeds it (connection_made, one data_received per read, connection_lost
+  at the close) over tests/support/replay.py's Wire, on an event loop that is never run;
+- `NativeParser`: runner/load/native/response.c through its test binding
+  runner.load.native._response, as `pip install -e .` builds it in place (`native_module`),
+  with the native engine's rule for keeping a connection applied to what the parser says.
+
+What needs a socket (timeouts, resets, slow bytes, what a real server sends) stays with the
+fault servers (tests/support/faultserver.py) and the differential test of the two parsers
+(tests/integration/test_native_response.py), which also checks that the fault server's answers
+are the bytes of the rows FAULT_SERVER names.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from runner.load import failures
+from runner.load.transport import MAX_HEAD_BYTES
+from tests.support.faultserver import CHUNKS, OK_BODY, RESET_DECLARED, RESET_SENT
+from tests.support.replay import REPO, PythonTransport
+
+NATIVE_SOURCES = REPO / "runner" / "load" / "native"
+
+
+@dataclass(frozen=True)
+class Response:
+    """A whole response: its status, its body's bytes, and whether the connection may carry another request."""
+
+    status: int
+    body: int
+    reusable: bool
+
+
+@dataclass(frozen=True)
+class Failure:
+    """No response: the failure's kind and text, as a run counts and prints them."""
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Still waiting for bytes: only the request's timeout ends it."""
+
+
+PENDING = Pending()
+Outcome = Response | Failure | Pending
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row: what a server sends for a request of `method` (then its close, or silence), and what comes of it."""
+
+    name: str
+    data: bytes
+    outcome: Outcome
+    method: str = "GET"
+    closed: bool = False  # the server closes the connection after `data`; else it keeps it, and says no more
+    reads: tuple[int, ...] = ()  # fed in reads of these sizes only (the last one repeated to the end)
+    # Where a parser may answer otherwise, and why: (parser name, outcome), each explained at its row.
+    also: tuple[tuple[str, Outcome], ...] = ()
+
+
+Parser = Callable[[str, Sequence[bytes], bool], Outcome]
+
+
+# --- the parsers --------------------------------------------------------------------------------
+
+
+class PythonParser(PythonTransport):
+    """http1.Connection on an event loop that is never run (nothing in it waits); use it as a context."""
+
+    name = "python"
+
+    def __call__(self, method: str, reads: Sequence[bytes], closed: bool) -> Outcome:
+        """One request on a new Connection, then `reads` and the close as its socket hands them over.
+
+        The socket is read until the connection is closed, after the response too: a kept
+        connection waits in the pool for its next request, and what comes meanwhile is
+        bytes nobody asked for.
+        """
+        connection, wire, result, future = self.request(method)
+        for data in reads:
+            if wire.closed:
+                break
+            connection.data_received(data)
+        if closed and not wire.closed:
+            connection.connection_lost(None)
+        reusable = connection.reusable
+        connection.abort()  # its watch on the deadline ends with it
+        if not future.done():
+            return PENDING
+        if result.error:
+            return Failure(str(result.error), result.error_text)
+        return Response(result.status, result.bytes_in, reusable)
+
+
+def native_module() -> ModuleType | None:
+    """runner.load.native._response as `pip install -e .` built it beside its sources; None where it
+    was not built (no compiler). The unit tier starts no compiler: the integration tier builds
+    its own copies (tests/support/replay.py: native_parser)."""
+    try:
+        return importlib.import_module("runner.load.native._response")
+    except ImportError:
+        return None
+
+
+def stale(module: ModuleType) -> str | None:
+    """Why the binding is not the tree's parser (a source changed after it was built), or None.
+
+    (In a session that also ran the integration tier, the module may be a copy that
+    tests/support/replay.py built from the sources: a single-phase extension module puts
+    itself in sys.modules under its name wherever it was loaded from.)
+    """
+    built = Path(module.__file__ or "")
+    newer = [name for name in ("response.c", "response.h", "_response.c")
+             if (NATIVE_SOURCES / name).stat().st_mtime > built.stat().st_mtime]
+    if not newer:
+        return None
+    return f"{built.name} is older than {' and '.join(newer)}: rebuild it (pip install -e .)"
+
+
+class NativeParser:
+    """response.c through its binding, and the native engine's rule for keeping the connection."""
+
+    name = "native"
+
+    def __init__(self, module: ModuleType) -> None:
+        self._module = module
+
+    def __call__(self, method: str, reads: Sequence[bytes], closed: bool) -> Outcome:
+        said = self._module.parse(method, list(reads), MAX_HEAD_BYTES, closed)
+        if said["outcome"] == "pending":
+            return PENDING
+        if said["outcome"] == "failed":
+            return Failure(said["kind"], said["text"])
+        # core.c keeps a connection its server keeps (keep_alive) unless the request was HEAD or
+        # bytes came after the response: in the read that ended it (`parsed`'s leftover), or later,
+        # or the close, while the connection waits idle (it is then released).
+        index, offset = said["end_at"]
+        after = sum(map(len, reads[index + 1:])) + (len(reads[index]) - offset if index < len(reads) else 0)
+        reusable = said["keep_alive"] and method != "HEAD" and not after and not closed
+        return Response(said["status"], said["body_bytes"], reusable)
+
+
+# --- how a row is fed ---------------------------------------------------------------------------
+
+SPLIT_EVERY_BYTE = 4096  # rows up to this long are split at every byte; longer ones only at random
+
+
+def feeds(case: Case, seed: int, random_splits: int) -> Iterator[tuple[str, list[bytes]]]:
+    """The ways a row is read, each named: whole, in two at every byte, a byte per read, and at
+    `random_splits` sets of seeded random points (the seed and the row's name pick them)."""
+    data = case.data
+    if case.reads:
+        yield f"in reads of {case.reads}", fixed_reads(data, case.reads)
+        return
+    if not data:
+        yield "nothing", []
+        return
+    yield "whole", [data]
+    if len(data) <= SPLIT_EVERY_BYTE:
+        for at in range(1, len(data)):
+            yield f"split at {at}", [data[:at], data[at:]]
+        yield "a byte per read", [data[i:i + 1] for i in range(len(data))]
+    rng = random.Random(f"{seed}/{case.name}")
+    for _ in range(random_splits if len(data) > 2 else 0):
+        cuts = sorted(rng.sample(range(1, len(data)), rng.randint(1, min(8, len(data) - 1))))
+        yield f"split at {cuts}", [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+
+
+def fixed_reads(data: bytes, sizes: Sequence[int]) -> list[bytes]:
+    """`data` in reads of `sizes`, the last size repeated to the end."""
+    reads: list[bytes] = []
+    at = 0
+    while at < len(data):
+        size = sizes[min(len(reads), len(sizes) - 1)]
+        reads.append(data[at:at + size])
+        at += size
+    return reads
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+OK = b"HTTP/1.1 200 OK"
+TE = b"Transfer-Encoding: chunked"
+
+
+def head(status: bytes, *headers: bytes) -> bytes:
+    return status + b"\r\n" + b"".join(h + b"\r\n" for h in headers) + b"\r\n"
+
+
+def chunked(*pieces: bytes, trailers: bytes = b"", ext: bytes = b"") -> bytes:
+    return b"".join(b"%x%s\r\n%s\r\n" % (len(p), ext, p) for p in pieces) + b"0\r\n" + trailers + b"\r\n"
+
+
+def invalid(reason: str) -> Failure:
+    """llhttp refused the bytes, for `reason` (its own words)."""
+    return Failure("protocol", f"protocol: invalid response: {reason}")
+
+
+def cut(received: int, expected: int | None = None) -> Failure:
+    """The server closed inside a body whose end is marked (a length, or chunks)."""
+    of = f"expected {expected}" if expected is not None else "of a body of unknown length"
+    return Failure("closed", "closed: peer closed connection without sending complete message body "
+                             f"(received {received} bytes, {of})")
+
+
+def kept(status: int, body: int) -> Response:
+    return Response(status, body, True)
+
+
+def ended(status: int, body: int) -> Response:
+    """A response after which the connection may not carry another request."""
+    return Response(status, body, False)
+
+
+NO_RESPONSE = Failure("closed", "closed: Server disconnected without sending a response.")
+SWITCHED = Failure("protocol", failures.SWITCHED_PROTOCOLS)
+HEAD_TOO_LARGE = Failure("protocol", failures.head_too_large(MAX_HEAD_BYTES))
+FRAMING_TOO_LARGE = Failure("protocol", failures.framing_too_large(MAX_HEAD_BYTES))
+
+LENGTH_2 = head(OK, b"Content-Length: 2") + b"ok"
+HELLO = head(OK, b"Content-Length: 5") + b"hello"
+UNTIL_CLOSE = head(OK) + b"until the close"  # no length, not chunked: the body ends with the connection
+FILLER = b"X-Filler: " + b"f" * 1000 + b"\r\n"  # a header line of 1 KiB, for the bounds
+_START = OK + b"\r\nX-A: "
+
+
+def _at_bound(extra: int) -> bytes:
+    """A head `extra` bytes longer than the bound, not yet ended."""
+    return _START + b"a" * (MAX_HEAD_BYTES - len(_START) + extra)
+
+
+def _status(code: str) -> bytes:
+    """What the fault server's /raw-status/CODE sends: that status code, verbatim."""
+    return f"HTTP/1.1 {code} Whatever\r\nContent-Length: {len(OK_BODY)}\r\n\r\n".encode() + OK_BODY
+
+
+CASES: tuple[Case, ...] = (
+    # --- bodies framed by a length: the length may lie either way
+    Case("length", HELLO, kept(200, 5)),
+    Case("length, then the close", HELLO, ended(200, 5), closed=True),
+    Case("length 0", head(OK, b"Content-Length: 0"), kept(200, 0)),
+    Case("length with leading zeros and blanks after", head(OK, b"Content-Length: 0005 \t") + b"hello", kept(200, 5)),
+    Case("length longer than the body", head(OK, b"Content-Length: 10") + b"hello", PENDING),
+    Case("length longer than the body, then the close", head(OK, b"Content-Length: 10") + b"hello", cut(5, 10),
+         closed=True),
+    Case("length shorter than the body: the rest is after the response", head(OK, b"Content-Length: 2") + b"hello",
+         ended(200, 2)),
+    Case("length of 2^64-1", head(OK, b"Content-Length: 18446744073709551615") + b"a few bytes", PENDING),
+    Case("length past 2^64-1", head(OK, b"Content-Length: 18446744073709551616"), invalid("Content-Length overflow")),
+    Case("length of letters", head(OK, b"Content-Length: abc"), invalid("Invalid character in Content-Length")),
+    Case("length with a sign", head(OK, b"Content-Length: +5"), invalid("Invalid character in Content-Length")),
+    Case("length of two numbers", head(OK, b"Content-Length: 1 2"), invalid("Invalid character in Content-Length")),
+    Case("length listed twice in one line", head(OK, b"Content-Length: 5, 5"),
+         invalid("Invalid character in Content-Length")),
+    Case("length empty", head(OK, b"Content-Length:  \t"), invalid("Empty Content-Length")),
+    Case("length twice", head(OK, b"Content-Length: 5", b"Content-Length: 5") + b"hello",
+         invalid("Duplicate Content-Length")),
+    Case("length, then chunked", head(OK, b"Content-Length: 5", TE) + chunked(b"hello"),
+         invalid("Transfer-Encoding can't be present with Content-Length")),
+    Case("chunked, then a length", head(OK, TE, b"Content-Length: 5") + b"hello",
+         invalid("Content-Length can't be present with Transfer-Encoding")),
+    # --- chunked bodies: sizes, extensions, trailers
+    Case("chunked", head(OK, TE) + chunked(b"a" * 10, b"b", b"c" * 300), kept(200, 311)),
+    Case("chunked, then the close", head(OK, TE) + chunked(b"hello"), ended(200, 5), closed=True),
+    Case("chunk sizes in upper case, the last of four zeros", head(OK, TE) + b"A\r\n" + b"z" * 10 + b"\r\n0000\r\n\r\n",
+         kept(200, 10)),
+    Case("chunk extensions", head(OK, TE) + chunked(b"hello", ext=b';a=b;c;d="q \\" t";e=""'), kept(200, 5)),
+    Case("trailers", head(OK, TE) + chunked(b"hello", trailers=b"X-Sum: 1\r\nServer: trailing\r\n"), kept(200, 5)),
+    Case("a trailer that says close", head(OK, TE) + chunked(b"hello", trailers=b"Connection: close\r\n"),
+         ended(200, 5)),
+    Case("a trailer with a length", head(OK, TE) + chunked(b"hello", trailers=b"Content-Length: 5\r\n"),
+         invalid("Content-Length can't be present with Transfer-Encoding")),
+    Case("gzip, then chunked", head(OK, b"Transfer-Encoding: gzip, chunked") + chunked(b"hello"), kept(200, 5)),
+    Case("chunked in any case, blanks after", head(OK, b"Transfer-Encoding: CHUNKED  ") + chunked(b"hello"),
+         kept(200, 5)),
+    Case("chunked, unfinished", head(OK, TE) + b"5\r\nhello\r\n", PENDING),
+    Case("chunked, cut by the close", head(OK, TE) + b"5\r\nhello\r\n", cut(5), closed=True),
+    Case("chunk size of 2^64-1", head(OK, TE) + b"ffffffffffffffff\r\nsome", PENDING),
+    Case("chunk size past 2^64-1", head(OK, TE) + b"10000000000000000\r\n", invalid("Chunk size overflow")),
+    Case("chunk size not hexadecimal", head(OK, TE) + b"zz\r\nhello\r\n0\r\n\r\n",
+         invalid("Invalid character in chunk size")),
+    Case("chunk size negative", head(OK, TE) + b"-5\r\n", invalid("Invalid character in chunk size")),
+    Case("chunk size with a blank after", head(OK, TE) + b"5 \r\nhello\r\n0\r\n\r\n",
+         invalid("Invalid character in chunk size")),
+    Case("chunk size empty", head(OK, TE) + b"\r\nhello\r\n0\r\n\r\n", invalid("Invalid character in chunk size")),
+    Case("chunk size ended by LF alone", head(OK, TE) + b"5\nhello\r\n0\r\n\r\n",
+         invalid("Missing expected CR after chunk size")),
+    Case("chunk extension after a blank", head(OK, TE) + b"5; a=b\r\nhello\r\n0\r\n\r\n",
+         invalid("Invalid character in chunk extensions")),
+    Case("chunk extension name of a bad byte", head(OK, TE) + b"5;a(\r\nhello\r\n0\r\n\r\n",
+         invalid("Invalid character in chunk extensions name")),
+    Case("chunk extension quote left open", head(OK, TE) + b'5;a="b\r\nhello\r\n0\r\n\r\n',
+         invalid("Invalid character in chunk extensions quoted value")),
+    Case("chunk longer than its size", head(OK, TE) + b"5\r\nhelloX\r\n0\r\n\r\n", invalid("Expected LF after chunk data")),
+    Case("chunk ended by LF alone", head(OK, TE) + b"5\r\nhello\n0\r\n\r\n",
+         invalid("Missing expected CR after chunk data")),
+    Case("a folded trailer", head(OK, TE) + b"0\r\nX: a\r\n b\r\n\r\n", invalid("Unexpected whitespace after header value")),
+    # --- interim 1xx heads are skipped; 101 is no interim head
+    Case("100 Continue, then the response", head(b"HTTP/1.1 100 Continue") + LENGTH_2, kept(200, 2)),
+    Case("102 and 103, then the response",
+         head(b"HTTP/1.1 102 Processing") + head(b"HTTP/1.1 103 Early Hints", b"Link: </a>") + LENGTH_2, kept(200, 2)),
+    Case("a 1xx with a body (counted)", head(b"HTTP/1.1 150 Odd", b"Content-Length: 3") + b"abc" + LENGTH_2,
+         kept(200, 5)),
+    Case("a 1xx with no reason phrase", head(b"HTTP/1.1 100") + LENGTH_2, kept(200, 2)),
+    Case("blank lines after a 1xx", head(b"HTTP/1.1 100 Continue") + b"\r\n\r\n" + LENGTH_2, kept(200, 2)),
+    Case("a lone 102", head(b"HTTP/1.1 102 Processing"), PENDING),
+    Case("a lone 102, then the close", head(b"HTTP/1.1 102 Processing"), NO_RESPONSE, closed=True),
+    Case("a 1xx in HTTP/1.0, which closes", head(b"HTTP/1.0 100 Continue") + LENGTH_2,
+         invalid("Data after `Connection: close`")),
+    Case("101 Switching Protocols",
+         head(b"HTTP/1.1 101 Switching Protocols", b"Upgrade: websocket", b"Connection: Upgrade") + b"\x00\x01",
+         SWITCHED),
+    Case("101 without an upgrade", head(b"HTTP/1.1 101 Switching Protocols"), SWITCHED),
+    Case("100 Continue, then the response to HEAD", head(b"HTTP/1.1 100 Continue") + HELLO, ended(200, 0),
+         method="HEAD"),
+    # --- bodies that end with the connection
+    Case("a body to the close", UNTIL_CLOSE, ended(200, 15), closed=True),
+    Case("a body to the close, not closed yet", UNTIL_CLOSE, PENDING),
+    Case("an empty body to the close", head(OK), ended(200, 0), closed=True),
+    Case("Transfer-Encoding identity: to the close", head(OK, b"Transfer-Encoding: identity") + b"until the close",
+         ended(200, 15), closed=True),
+    Case("a status past 599, to the close", head(b"HTTP/1.1 600 Whatever") + b"until the close", ended(600, 15),
+         closed=True),
+    # --- responses with no body, whatever their head says
+    Case("HEAD, with a length", HELLO[:-5], ended(200, 0), method="HEAD"),
+    Case("HEAD, chunked", head(OK, TE), ended(200, 0), method="HEAD"),
+    Case("HEAD, no length", head(OK), ended(200, 0), method="HEAD"),
+    Case("HEAD answered with a body too", HELLO, ended(200, 0), method="HEAD"),
+    Case("204, no length", head(b"HTTP/1.1 204 No Content"), kept(204, 0)),
+    Case("204 with a length", head(b"HTTP/1.1 204 No Content", b"Content-Length: 5"), kept(204, 0)),
+    Case("204, chunked", head(b"HTTP/1.1 204 No Content", TE), kept(204, 0)),
+    Case("304, no length", head(b"HTTP/1.1 304 Not Modified"), kept(304, 0)),
+    Case("304 with a length", head(b"HTTP/1.1 304 Not Modified", b"Content-Length: 612", b'ETag: "x"'), kept(304, 0)),
+    Case("304, Transfer-Encoding gzip", head(b"HTTP/1.1 304 Not Modified", b"Transfer-Encoding: gzip"), kept(304, 0)),
+    # --- status lines
+    Case("not HTTP", b"SSH-2.0-OpenSSH_9.6 this is not HTTP\r\n\r\n", invalid("Expected HTTP/, RTSP/ or ICE/")),
+    Case("http in lower case", b"http/1.1 200 OK\r\n\r\n", invalid("Expected HTTP/, RTSP/ or ICE/")),
+    Case("HTTP/1.2", head(b"HTTP/1.2 200 OK"), invalid("Invalid HTTP version")),
+    Case("HTTP/11.1", head(b"HTTP/11.1 200 OK"), invalid("Expected dot")),
+    Case("no space after the version", head(b"HTTP/1.1200 OK"), invalid("Expected space after version")),
+    Case("two spaces after the version", head(b"HTTP/1.1  200 OK"), invalid("Invalid status code")),
+    Case("a status of two digits", head(b"HTTP/1.1 20 OK"), invalid("Invalid status code")),
+    Case("a status of four digits", head(b"HTTP/1.1 2000 OK"), invalid("Invalid response status")),
+    Case("a status of letters", head(b"HTTP/1.1 2x0 OK"), invalid("Invalid status code")),
+    Case("status 000", _status("000"), invalid("status code 000 is below 100")),
+    Case("status 099", _status("099"), invalid("status code 099 is below 100")),
+    Case("status 99", _status("99"), invalid("Invalid status code")),
+    Case("status 0999", _status("0999"), invalid("Invalid response status")),
+    Case("status 1000", _status("1000"), invalid("Invalid response status")),
+    Case("status abc", _status("abc"), invalid("Invalid status code")),
+    Case("status 600", _status("600"), kept(600, len(OK_BODY))),
+    Case("status 999", head(b"HTTP/1.1 999 Whatever", b"Content-Length: 2") + b"ok", kept(999, 2)),
+    Case("no reason phrase", head(b"HTTP/1.1 404", b"Content-Length: 2") + b"no", kept(404, 2)),
+    Case("an empty reason phrase", head(b"HTTP/1.1 500 ", b"Content-Length: 2") + b"no", kept(500, 2)),
+    Case("any bytes in the reason phrase", head(b"HTTP/1.1 200 \x01\x7f\xff ok", b"Content-Length: 2") + b"ok",
+         kept(200, 2)),
+    Case("blank lines before the status line", b"\r\n\n\r\n" + LENGTH_2, kept(200, 2)),
+    Case("a status line ended by LF alone", b"HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n",
+         invalid("Missing expected CR after response line")),
+    Case("RTSP/1.0", head(b"RTSP/1.0 200 OK", b"Content-Length: 2") + b"ok", ended(200, 2)),
+    # --- header lines
+    Case("header names and values of every byte allowed",
+         head(OK, b"!#$%&'*+-.^_`|~09AZaz: v", b"X-Empty:", b"X-Blank: \t ", b"X-High: \x80\xff",
+              b'X-Quote: "a,b"', b"Content-Length: 2") + b"ok", kept(200, 2)),
+    Case("a folded header line", head(OK, b"X-Folded: a", b" b", b"Content-Length: 0"),
+         invalid("Unexpected whitespace after header value")),
+    Case("a blank before the first header", b"HTTP/1.1 200 OK\r\n X: y\r\n\r\n",
+         invalid("Unexpected space after start line")),
+    Case("a blank before the colon of Content-Length", head(OK, b"Content-Length : 0"),
+         invalid("Invalid header field char")),
+    Case("a blank before a colon", head(OK, b"X-A : 0"), invalid("Invalid header token")),
+    Case("a blank in a name", head(OK, b"X A: 0"), invalid("Invalid header token")),
+    Case("an empty name", head(OK, b": 0"), invalid("Invalid header token")),
+    Case("no colon", head(OK, b"Content-Length"), invalid("Invalid header token")),
+    Case("a control byte in a value", head(OK, b"X-A: a\x01b"), invalid("Invalid header value char")),
+    Case("a header line ended by LF alone", b"HTTP/1.1 200 OK\r\nContent-Length: 0\n\r\n",
+         invalid("Missing expected CR after header value")),
+    Case("the head ended by LF alone", b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\n", invalid("Invalid header field char")),
+    Case("the head ended by CR and a byte", b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\rX",
+         invalid("Expected LF after headers")),
+    # --- whether the server keeps the connection
+    Case("Connection: close", head(OK, b"Content-Length: 2", b"Connection: close") + b"ok", ended(200, 2)),
+    Case("close among Connection's tokens", head(OK, b"Content-Length: 2", b"Connection: keep-alive, CLOSE, upgrade")
+         + b"ok", ended(200, 2)),
+    Case("close after a comma", head(OK, b"Content-Length: 2", b"Connection: x,close") + b"ok", ended(200, 2)),
+    Case("Connection: closed is no close", head(OK, b"Content-Length: 2", b"Connection: closed") + b"ok", kept(200, 2)),
+    Case("Connection: close x is no close", head(OK, b"Content-Length: 2", b"Connection: close x") + b"ok", kept(200, 2)),
+    Case("Proxy-Connection: close", head(OK, b"Content-Length: 2", b"Proxy-Connection: close") + b"ok", ended(200, 2)),
+    Case("HTTP/1.0", head(b"HTTP/1.0 200 OK", b"Content-Length: 2") + b"ok", ended(200, 2)),
+    Case("HTTP/1.0 with keep-alive", head(b"HTTP/1.0 200 OK", b"Content-Length: 2", b"Connection: Keep-Alive") + b"ok",
+         kept(200, 2)),
+    Case("HTTP/1.0 with keep-alivex", head(b"HTTP/1.0 200 OK", b"Content-Length: 2", b"Connection: keep-alivex")
+         + b"ok", ended(200, 2)),
+    # --- bytes after a response belong to no request: the connection is out of step
+    Case("bytes after a response", LENGTH_2 + b"junk", ended(200, 2)),
+    Case("a byte after a response", LENGTH_2 + b"H", ended(200, 2)),
+    Case("a status line after a response", LENGTH_2 + b"HTTP/1.1 200 OK\r\n", ended(200, 2)),
+    Case("a second response after the first", LENGTH_2 + LENGTH_2, ended(200, 2)),
+    Case("bytes after a response that closes", head(OK, b"Content-Length: 2", b"Connection: close") + b"okjunk",
+         ended(200, 2)),
+    # llhttp passes over CR and LF between responses without a callback, so http1.Connection
+    # cannot tell them from nothing when they come in the read that ends the response (in a later
+    # read they are bytes nobody asked for, and the connection is dropped).
+    Case("a blank line after a response", LENGTH_2 + b"\r\n", ended(200, 2), also=(("python", kept(200, 2)),)),
+    # --- the bounds on heads and on runs of framing, checked after each read
+    Case("a head of exactly the bound", _at_bound(0), PENDING, reads=(MAX_HEAD_BYTES,)),
+    Case("a head a byte over the bound", _at_bound(1), HEAD_TOO_LARGE, reads=(MAX_HEAD_BYTES + 1,)),
+    Case("endless headers, in reads of 1000", OK + b"\r\n" + FILLER * 200, HEAD_TOO_LARGE, reads=(1000,)),
+    Case("endless headers, in reads of 64 KiB", OK + b"\r\n" + FILLER * 200, HEAD_TOO_LARGE, reads=(65536,)),
+    Case("a head over the bound, in reads of 1000", OK + b"\r\n" + FILLER * 110 + LENGTH_2[len(OK) + 2:],
+         HEAD_TOO_LARGE, reads=(1000,)),
+    Case("a head over the bound whose last read ends it", OK + b"\r\n" + FILLER * 110 + LENGTH_2[len(OK) + 2:],
+         kept(200, 2), reads=(65536,)),
+    Case("endless 1xx heads", head(b"HTTP/1.1 100 Continue") * 8192, HEAD_TOO_LARGE, reads=(65536,)),
+    Case("an endless chunk-size line", head(OK, TE) + b"0" * (200 << 10), FRAMING_TOO_LARGE,
+         reads=(len(head(OK, TE)), 1024)),
+    Case("endless trailers", head(OK, TE) + b"5\r\nhello\r\n0\r\n" + FILLER * 200, FRAMING_TOO_LARGE, reads=(8192,)),
+    Case("framing past the bound with body in every read", head(OK, TE) + b"5\r\nhello\r\n" * 30_000, PENDING,
+         reads=(len(head(OK, TE)), 10)),
+    Case("a body of 3 MiB", head(OK, b"Content-Length: %d" % (3 << 20)) + b"b" * (3 << 20), kept(200, 3 << 20),
+         reads=(65536,)),
+    Case("chunks of 1 MiB", head(OK, TE) + chunked(b"c" * (1 << 20), b"d" * 70_000), kept(200, (1 << 20) + 70_000),
+         reads=(65536,)),
+    Case("2 MiB to the close", head(OK) + b"e" * (2 << 20), ended(200, 2 << 20), closed=True, reads=(65536,)),
+    # --- what the fault server answers (FAULT_SERVER), requested with Connection: close
+    Case("fault server: GET /ok", head(OK, b"Content-Length: 3") + OK_BODY, ended(200, 3), closed=True),
+    Case("fault server: HEAD /ok", head(OK, b"Content-Length: 3") + OK_BODY, ended(200, 0), method="HEAD",
+         closed=True),
+    Case("fault server: GET /status/204", head(b"HTTP/1.1 204 Whatever", b"Content-Length: 0"), ended(204, 0),
+         closed=True),
+    Case("fault server: GET /status/100", head(b"HTTP/1.1 100 Whatever", b"Content-Length: 0"), NO_RESPONSE,
+         closed=True),
+    Case("fault server: GET /status/101", head(b"HTTP/1.1 101 Whatever", b"Content-Length: 0"), SWITCHED, closed=True),
+    Case("fault server: GET /status/99", head(b"HTTP/1.1 99 Whatever", b"Content-Length: 0"),
+         invalid("Invalid status code"), closed=True),
+    Case("fault server: GET /big/2000000", head(OK, b"Content-Length: 2000000") + b"z" * 2_000_000,
+         ended(200, 2_000_000), closed=True),
+    Case("fault server: GET /chunked", head(OK, TE) + chunked(*CHUNKS), ended(200, sum(map(len, CHUNKS))),
+         closed=True),
+    Case("fault server: GET /until-close", head(OK, b"Connection: close") + OK_BODY * 3, ended(200, 9), closed=True),
+    Case("fault server: GET /garbage", b"SSH-2.0-OpenSSH_9.6 this is not HTTP\r\n\r\n",
+         invalid("Expected HTTP/, RTSP/ or ICE/"), closed=True),
+    Case("fault server: GET /switch", head(b"HTTP/1.1 101 Switching Protocols", b"Upgrade: soak-test",
+                                           b"Connection: Upgrade") + b"\x00\x01 not HTTP any more", SWITCHED,
+         closed=True),
+    Case("fault server: GET /bad-chunking", head(OK, TE) + b"5\r\nhello\r\nzz\r\nthis is no chunk\r\n0\r\n\r\n",
+         invalid("Invalid character in chunk size"), closed=True),
+    Case("fault server: GET /close-mid-body", head(OK, b"Content-Length: %d" % RESET_DECLARED) + b"r" * RESET_SENT,
+         cut(RESET_SENT, RESET_DECLARED), closed=True),
+    Case("fault server: GET /interim/100", head(b"HTTP/1.1 100 Continue") + head(OK, b"Content-Length: 3") + OK_BODY,
+         ended(200, 3), closed=True),
+    Case("fault server: GET /interim/102-close", head(b"HTTP/1.1 102 Processing"), NO_RESPONSE, closed=True),
+    Case("fault server: GET /close", b"", NO_RESPONSE, closed=True),
+    Case("fault server: GET /stall", b"", PENDING),
+)
+
+# The rows that are the fault server's answers, by (method, path): the differential test checks
+# that the server really sends them. Its endless answers begin with their rows' bytes.
+FAULT_SERVER: dict[tuple[str, str], str] = {
+    (case.name.split()[2], case.name.split()[3]): case.name for case in CASES if case.name.startswith("fault server: ")
+}
+ENDLESS = {("GET", "/endless-headers"): "endless headers, in reads of 64 KiB"}
+
+
+def row(name: str) -> Case:
+    """The row named `name`."""
+    return next(case for case in CASES if case.name == name)

@@ -1,0 +1,90 @@
+"""Every parser the project has against one table of HTTP/1.1 responses (tests/support/contract.py).
+
+Each row is fed to http1.Connection (the fast transport's, llhttp underneath) and to the native
+parser (response.c, through the binding `pip install -e .` builds in place) whole, in two at
+every byte, a byte per read and at seeded random points, and must come out as the row says
+every time: status, body bytes and whether the connection may carry another request, or the
+failure's kind and text, or still waiting. Where the native parser is not built (no
+compiler), its rows skip, saying so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.contract import (
+    CASES,
+    FAULT_SERVER,
+    PENDING,
+    Case,
+    NativeParser,
+    Parser,
+    PythonParser,
+    Response,
+    feeds,
+    native_module,
+    stale,
+)
+
+SEED = 33  # the random splits' seed (with each row's name); a failure names the split it came from
+RANDOM_SPLITS = 20
+SHOWN = 5  # feeds named per wrong outcome
+
+
+@pytest.fixture(scope="module")
+def python() -> Iterator[Parser]:
+    with PythonParser() as parser:
+        yield parser
+
+
+@pytest.fixture(scope="module")
+def native() -> Parser:
+    module = native_module()
+    if module is None:
+        pytest.skip("runner.load.native._response is not built here (pip install -e . builds it where gcc and the "
+                    "Python headers are)")
+    why = stale(module)
+    if why is not None:
+        pytest.fail(why)
+    return NativeParser(module)
+
+
+@pytest.mark.parametrize("which", ["python", "native"])
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_every_parser_reads_each_response_as_the_table_says(case: Case, which: str,
+                                                            request: pytest.FixtureRequest) -> None:
+    parser: Parser = request.getfixturevalue(which)
+    allowed = {case.outcome, *(outcome for name, outcome in case.also if name == which)}
+    wrong: dict[object, list[str]] = {}
+    fed = 0
+    for how, reads in feeds(case, SEED, RANDOM_SPLITS):
+        fed += 1
+        got = parser(case.method, reads, case.closed)
+        if got not in allowed:
+            wrong.setdefault(got, []).append(how)
+    assert not wrong, f"{which} read {case.name!r} ({case.method}, closed={case.closed}) otherwise in " + "; ".join(
+        f"{len(hows)} of {fed} feeds ({', '.join(hows[:SHOWN])}): {got}" for got, hows in wrong.items())
+
+
+def test_an_allowance_is_still_needed(python: Parser) -> None:
+    """A row's `also` names what a parser answers otherwise: once it no longer does, the row must lose it."""
+    for case in CASES:
+        for name, outcome in case.also:
+            assert name == "python", case.name  # the only parser with an allowance; add a fixture for another
+            answers = {python(case.method, reads, case.closed) for _, reads in feeds(case, SEED, RANDOM_SPLITS)}
+            assert outcome in answers, f"{case.name!r}: python never answers {outcome} any more: drop the allowance"
+
+
+def test_the_table_covers_every_ending() -> None:
+    """Responses kept and ended, failures of both kinds, and waits, each with and without the close."""
+    kinds = {(type(case.outcome).__name__, getattr(case.outcome, "kind", None), case.closed) for case in CASES}
+    assert kinds >= {("Response", None, False), ("Response", None, True), ("Failure", "protocol", False),
+                     ("Failure", "protocol", True), ("Failure", "closed", True), ("Pending", None, False)}
+    assert {case.outcome.reusable for case in CASES if isinstance(case.outcome, Response)} == {True, False}
+    assert {case.method for case in CASES} == {"GET", "HEAD"}
+    assert any(case.outcome is PENDING and case.reads for case in CASES)
+    names = [case.name for case in CASES]
+    assert len(set(names)) == len(names), "row names are unique: a failure names its row"
+    assert set(FAULT_SERVER.values()) <= set(names)
