@@ -328,7 +328,12 @@ def test_https_counts_the_same_on_both_engines(tls_nginx: TlsNginx, pki: Pki, ho
             runs[engine] = engine_run(engine, "--qps", "400", "--concurrency", "4", "--interval", "1s",
                                       "--iterations", "0", "--duration", "100s", "--totalRequests", "137", *ca, *flags,
                                       url, refusable=False)
-    assert_same(runs, connections="--loadModel" not in how or "open" not in how)
+    # The open model's connections are its overlaps, the machine's pace; so, with a lifetime, are
+    # the closed model's where a send was skipped: a skip moves sends between clients, and which
+    # connections reach their 7th request with them (18 closed of 20 opened on one engine, 17 on
+    # the other, with both cores busy).
+    paced = "open" in how or ("--maxRequestsPerConnection" in how and not unskipped(runs))
+    assert_same(runs, connections=not paced)
     native = runs["native"].summary
     requests = 200 if how == ("bench",) else 137
     if "--caBundle" in how:
