@@ -48,6 +48,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tests.support import reaper
 from tests.support.certs import Pki
 from tests.support.loopback import accept_until
 from tests.support.programs import program
@@ -267,9 +268,9 @@ def renegotiating_server(pki: Pki, responses: int) -> Iterator[int]:
     from tests.conftest import free_port
 
     port = free_port()
-    server = subprocess.Popen(
+    server = reaper.spawn(
         [program("openssl", "apt-get install -y openssl"), "s_server", "-accept", f"127.0.0.1:{port}", "-cert",
-         str(pki.server_cert), "-key", str(pki.server_key), "-tls1_2", "-crlf", "-naccept", "1"],
+         str(pki.server_cert), "-key", str(pki.server_key), "-tls1_2", "-crlf", "-naccept", "1"], "openssl s_server",
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert server.stdin is not None and server.stdout is not None
     stdin, stdout = server.stdin, server.stdout
@@ -294,8 +295,7 @@ def renegotiating_server(pki: Pki, responses: int) -> Iterator[int]:
         assert listening.wait(30) and server.poll() is None, "openssl s_server did not start"
         yield port
     finally:
-        server.kill()
-        server.wait(timeout=10)
+        reaper.stop(server)
 
 
 class TlsFront:
