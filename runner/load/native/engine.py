@@ -106,7 +106,7 @@ REFUSES = {"transport": "the {value} transport", "compress": "compress (the nati
 
 
 def refusal(settings: Settings, requests: list[Request], options: TransportOptions) -> str | None:
-    """Why the native engine cannot send this run (plain HTTP/1.1, the fast transport's), or None if it can:
+    """Why the native engine cannot send this run (HTTP/1.1, the fast transport's), or None if it can:
     a setting it does not do (HONOURS), a backendHeader its parser reads for itself, or what the
     load needs (HTTP/2, body hashing, TLS without OpenSSL's headers, a name that does not resolve)."""
     defaults = settings_from(merge())

@@ -87,7 +87,7 @@ void soak_tls_failure(const soak_tls *t, char *text, size_t size);
 
 #else
 /* Built where OpenSSL's headers are not (setup.py): no TLS context can be made, so no
- * connection is ever https, and the engine refuses https runs (engine.py's unsupported). */
+ * connection is ever https, and the engine refuses https runs (engine.py's refusal). */
 #define SOAK_TLS_BUILT 0
 #include <stdio.h>
 static inline soak_tls_ctx *soak_tls_ctx_new(const char *ca_file, const char *cert_file, const char *key_file,
