@@ -37,7 +37,7 @@ from runner.stats.recorder import (
     phased,
 )
 
-PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connections' key)
+PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connections' key, with its TLS version)
 
 
 class Taking(Protocol):
@@ -203,7 +203,7 @@ class TakenRecorder:
             self.uncorrected = histogram(figures.uncorrected)
         if self.in_unit is not None and figures.in_unit is not None:
             self.in_unit = histogram(figures.in_unit, self._unit_ns)
-        self.connections = Counter({PROTOCOL: figures.connections} if figures.connections else {})
+        self.connections = by_protocol(figures.connections, figures.tls_connections)
         self.run_connections = ConnectionCounts(figures.opened, figures.closed)
         if self.bench is not None and figures.bench is not None:
             self.bench = self.bench_tally(figures.bench)
@@ -221,13 +221,26 @@ class TakenRecorder:
         )
 
 
-def phases(parts: tuple[HistogramCounts, HistogramCounts, HistogramCounts, int]) -> PhaseTally:
-    """The engine's (connect_new, ttfb, body, reused) as a PhaseTally: it looks no name up (Python
-    does, between intervals) and speaks no TLS, so each new connection's dns and tls are 0."""
-    connect_new, ttfb, body, reused = parts
-    tally = PhaseTally(connect_new=histogram(connect_new), ttfb=histogram(ttfb), body=histogram(body), reused=reused)
+def by_protocol(connections: int, tls: Mapping[str, int]) -> Counter[str]:
+    """Recorder.connections from the engine's count of new connections that carried a response and
+    the count of those over TLS by version: {"HTTP/1.1": 3, "HTTP/1.1 TLSv1.3": 2}, as
+    http1.Connection.protocol names each."""
+    found = Counter({f"{PROTOCOL} {version}": n for version, n in tls.items() if n})
+    plain = connections - sum(tls.values())
+    if plain:
+        found[PROTOCOL] = plain
+    return found
+
+
+def phases(parts: tuple[HistogramCounts, HistogramCounts, HistogramCounts, HistogramCounts, int]) -> PhaseTally:
+    """The engine's (connect_new, tls_new, ttfb, body, reused) as a PhaseTally: it looks no name up
+    (Python does, between intervals), so each new connection's dns is 0, and tls_new holds the
+    handshakes of those made over TLS only: the others' tls is 0."""
+    connect_new, tls_new, ttfb, body, reused = parts
+    tally = PhaseTally(connect_new=histogram(connect_new), tls_new=histogram(tls_new), ttfb=histogram(ttfb),
+                       body=histogram(body), reused=reused)
     tally.dns_new.record(0, tally.connect_new.count)
-    tally.tls_new.record(0, tally.connect_new.count)
+    tally.tls_new.record(0, tally.connect_new.count - tally.tls_new.count)
     return tally
 
 

@@ -140,6 +140,18 @@ def test_auto_takes_the_native_engine_where_it_can_and_says_why_not_elsewhere() 
     assert engine_for(python, build_requests(python, URLS), options_for(python, ALONE)).name == "python"
 
 
+@needs_native
+def test_an_https_run_takes_the_native_engine_with_every_tls_setting() -> None:
+    """TLS was the Python engine's: now tls.c makes the fast transport's client, files and all
+    (checked when the transport is made, not here), unless the engine was built without OpenSSL."""
+    https = ["https://127.0.0.1:8443/", "https://127.0.0.1:8444/x"]
+    tls = settings(caBundle="/ca.pem", clientCert="/client.pem", clientKey="/client.key", insecure=True)
+    engine = module()
+    assert engine is not None
+    expected = None if engine.TLS else refusal(settings(), https)
+    assert refusal(tls, https) == expected and (expected is None or expected.startswith("TLS ("))
+
+
 def test_every_setting_a_refusal_can_name_is_named_as_the_configuration_spells_it() -> None:
     """A refusal named `warmupNs`, a field's name, where the configuration and the flag say `warmup`."""
     names = set(settings_names())

@@ -22,6 +22,7 @@
 #include "histogram.h"
 #include "response.h"
 #include "schedule.h"
+#include "tls.h"
 
 /* result.ERROR_KINDS, in its order: the index of a failure's kind. */
 enum soak_kind_index {
@@ -31,6 +32,11 @@ enum soak_kind_index {
 extern const char *const soak_kind_names[SOAK_KINDS];
 
 enum soak_model { SOAK_CLOSED, SOAK_OPEN, SOAK_BENCH };
+
+/* The TLS versions a connection is counted by (Recorder.connections' "HTTP/1.1 TLSv1.3"); the
+ * client speaks TLS 1.2 at least, and any later version than these is counted as the last. */
+#define SOAK_TLS_VERSIONS 2
+extern const char *const soak_tls_versions[SOAK_TLS_VERSIONS];
 
 #define SOAK_STATUSES 1000  /* runner.metrics.tally.STATUSES: statuses are 3 digits */
 #define SOAK_TEXT_MAX 256   /* a failure text, and its pattern, are cut to this (they are shorter) */
@@ -61,6 +67,11 @@ typedef struct soak_origin {
     uint32_t naddrs, nown;
     uint64_t turn;            /* connections dialled to it (Answers.next_turn) */
     char failure[SOAK_TEXT_MAX];
+    /* https: the name its certificate must cover (and the SNI, unless an IP address), and the
+     * text of a certificate that does not (tls.h); tls_host NULL: plain HTTP */
+    char *tls_host;
+    int tls_numeric;
+    char *tls_mismatch;
 } soak_origin;
 
 /* One URL: what its requests are and which origin they go to. */
@@ -120,6 +131,8 @@ typedef struct soak_config {
     uint32_t inflate_step;
     uint64_t max_inflated;
     char body_texts[SOAK_BODY_TEXTS][SOAK_TEXT_MAX];
+    /* the run's TLS client (tls.h), for its https origins; NULL: none is https */
+    soak_tls_ctx *tls;
 } soak_config;
 
 /* Tally.backends: responses by backendHeader value, the first SOAK_BACKENDS_KEPT values met
@@ -163,9 +176,10 @@ typedef struct soak_tally {
     soak_group *groups;       /* allocated at the first failure */
     uint32_t ngroups;
     soak_hist latency;
-    /* runner.stats.phases.PhaseTally: dns and tls are 0 here (Python looks names up; no TLS), so
-     * connect is kept for the responses that opened a connection, and the others only counted. */
-    soak_hist phase_connect, phase_ttfb, phase_body;
+    /* runner.stats.phases.PhaseTally: dns is 0 here (Python looks names up), so connect is kept
+     * for the responses that opened a connection, tls for those that opened one over TLS (kept
+     * in a run with an https origin: its other new connections' tls is 0), the rest counted. */
+    soak_hist phase_connect, phase_tls, phase_ttfb, phase_body;
     uint64_t phase_reused;
     soak_backends *backends;  /* allocated at the first response, with a backendHeader */
     uint64_t opened, closed;  /* a URL's tally only: connections its sends opened, and closed */
@@ -245,6 +259,7 @@ typedef struct soak_figures {
     int64_t stopped_sending_ns;   /* SOAK_NONE: sending did not stop early */
     soak_hist send_lag, lateness, uncorrected, in_unit;  /* counts NULL where not kept */
     uint64_t connections;         /* new connections that carried a response (Recorder.connections) */
+    uint64_t tls_connections[SOAK_TLS_VERSIONS]; /* ... of them over TLS, by version (soak_tls_versions) */
     uint64_t opened;              /* sockets opened */
     uint64_t closed;              /* sockets closed */
     int has_bench;
