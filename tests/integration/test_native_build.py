@@ -75,7 +75,7 @@ def test_without_openssl_headers_the_engine_has_no_tls_and_https_takes_the_pytho
     target = tmp_path / f"_engine{sysconfig.get_config_var('EXT_SUFFIX')}"
     done = subprocess.run([cc, "-std=c11", "-shared", "-fPIC", "-O1", "-DSOAK_NO_TLS", "-I",
                            sysconfig.get_paths()["include"], "-o", str(target),
-                           *(str(NATIVE / name) for name in ("engine.c", "core.c", "response.c")), "-lm"],
+                           *(str(NATIVE / name) for name in ("engine.c", "core.c", "response.c", "body.c")), "-lm", "-lz"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     code = f"""

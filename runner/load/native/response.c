@@ -199,6 +199,8 @@ static void fail(soak_response *r, unsigned kind, unsigned error, const char *re
     r->error = (uint8_t)error;
     r->reason = reason;
     r->state = S_ENDED;
+    if (!r->head_done) /* a head that never ended has no backend, however far scan_backend read ahead */
+        r->backend_len = 0, r->backend_on = 0;
 }
 
 /* llhttp refused the bytes: `reason` is its text. Returns the offset, for the feed loop. */
