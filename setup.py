@@ -1,8 +1,9 @@
 """What pyproject.toml cannot say: the optional C extension.
 
 runner.load.native._response (the native response parser, runner/load/native/response.c,
-behind a binding for its tests) and runner.load.native._engine (the native engine: core.c's
-loop on that parser, engine.c its binding) are built where a C compiler and the Python
+behind a binding for its tests), runner.load.native._engine (the native engine: core.c's
+loop on that parser, engine.c its binding) and runner.load.native._counts (a histogram's
+running totals for runner.stats.histogram, counts.c) are built where a C compiler and the Python
 headers exist; `optional=True` makes a failed build a warning, so `pip install .` still
 installs the pure-Python package where they do not. The engine speaks TLS through the system's
 OpenSSL (libssl, linked here) where its headers are (libssl-dev); without them it is built
@@ -51,6 +52,11 @@ setup(
             define_macros=[] if TLS else [("SOAK_NO_TLS", "1")],
             # zlib: a hashed gzip body is inflated (body.c); OpenSSL: https (tls.c)
             libraries=["m", "z", *(["ssl", "crypto"] if TLS else [])],
+            optional=True,
+        ),
+        Extension(
+            "runner.load.native._counts",
+            sources=[f"{NATIVE}/counts.c"],
             optional=True,
         ),
     ],

@@ -6,8 +6,8 @@ rules, and hands over one interval at a time as runner.load.native.records' reco
 next_index, and the run-wide figures: total, uncorrected, send_lag, in_unit, bench,
 connections, client, drain, drain_end_ns, per_url) over an engine that is Taking, so what
 comes after it (reports, thresholds, merges) never knows which engine counted. Each
-interval's counts become a Tally here, once per interval; its histogram's counts array is
-the engine's own, taken over without a copy (LatencyHistogram.from_counts).
+interval's counts become a Tally here, once per interval; its histograms hold the engine's
+counts up to each one's max (LatencyHistogram.from_counts).
 """
 
 from __future__ import annotations

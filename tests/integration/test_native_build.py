@@ -38,7 +38,8 @@ def test_the_c_sources_compile_without_a_warning(compiler: str) -> None:
                           (NATIVE / "_response.c", binding),
                           (NATIVE / "core.c", pure), (NATIVE / "tls.c", pure), (NATIVE / "body.c", pure),
                           (NATIVE / "core.c", [*pure, "-DSOAK_NO_TLS"]), (NATIVE / "engine.c", [*binding, "-Wshadow"]),
-                          (NATIVE / "engine.c", [*binding, "-Wshadow", "-DSOAK_NO_TLS"])):
+                          (NATIVE / "engine.c", [*binding, "-Wshadow", "-DSOAK_NO_TLS"]),
+                          (NATIVE / "counts.c", [*binding, "-Wshadow", "-Wconversion"])):
         done = subprocess.run([cc, *STRICT, *extra, str(source)], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0 and not done.stderr, f"{compiler} {source.name} {extra}:\n{done.stderr}"
 

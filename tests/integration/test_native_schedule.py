@@ -17,10 +17,11 @@ import random
 from fractions import Fraction
 
 import pytest
+from hdrh.histogram import HdrHistogram
 
 from runner.core.units import NS_PER_S
 from runner.load.schedule import Ramp, Schedule
-from runner.stats.histogram import HIGHEST_NS, LatencyHistogram
+from runner.stats.histogram import HIGHEST_NS
 from tests.support.nativerun import native_engine_module
 
 
@@ -100,5 +101,5 @@ def test_schedule_h_answers_a_ramp_as_schedule_py_does_from_its_due_times(native
 
 @pytest.mark.parametrize("unit_ns", [1, 1_000, 1_000_000, 1_000_000_000])
 def test_counts_len_is_hdrhs(native, unit_ns: int) -> None:  # noqa: ANN001
-    histogram = LatencyHistogram.for_unit(unit_ns) if unit_ns > 1 else LatencyHistogram()
-    assert native.counts_len(max(HIGHEST_NS // unit_ns, 2)) == histogram._hdr.counts_len
+    highest = max(HIGHEST_NS // unit_ns, 2)
+    assert native.counts_len(highest) == HdrHistogram(1, highest, 3).counts_len

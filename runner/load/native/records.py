@@ -10,7 +10,7 @@ engine-run (runner.run.engines), the stats layer's conversion into the recorder'
 (runner.stats.native), and the metrics' tally (runner.metrics.tally).
 
 A histogram travels as HistogramCounts, hdrhistogram's own counts layout
-(LatencyHistogram.from_counts takes it as it is, without a copy).
+(LatencyHistogram.from_counts takes the slots up to its max as they are).
 
 Each record is a Record: a tuple whose fields are its class's annotations, in order, read by
 name. Not a NamedTuple: making the eight classes cost every process 3 ms of its start (11 M
