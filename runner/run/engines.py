@@ -259,17 +259,19 @@ class NativeRun:
 def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: Grid, *, unit_ns: int | None = None,
                metrics: MetricsConfig | None = None, shown: Callable[[str], str] = printable,
                slot_of: Sequence[int] = (), terms: PaceTerms | None = None,
-               hash_value: int = 0) -> tuple[NativeEngine, TakenRecorder]:
+               hash_value: int = 0, live_bench: bool = True) -> tuple[NativeEngine, TakenRecorder]:
     """The native engine for a load and the recorder of what it counts, as Parts.recorder() would count it
     (`slot_of`: each URL's slot, as Recorder takes it; backends counted when the options name a backendHeader;
     `terms`: for judging each interval's pace, as Recorder takes them; `hash_value`: what a hashed body is
-    checked against, as Recorder takes it), with the stats layer's constants for the rules both engines count by."""
+    checked against, as Recorder takes it; `live_bench`: a bench's figures with every interval, for a local
+    worker, as TakenRecorder takes it), with the stats layer's constants for the rules both engines count by."""
     model = load.model
     counting = Counting(grid, model.corrected, unit_ns or 0, LATE_NS, ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, metrics,
                         probe_ns=PROBE_PERIOD_NS, gap_ns=WATCH_GAP_NS, url_slots=tuple(slot_of), hash_value=hash_value)
     engine = NativeEngine(schedule, load, options, counting)
     due = schedule.sends_due if model.paced else None
-    return engine, TakenRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown, terms=terms)
+    return engine, TakenRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown, terms=terms,
+                                 live_bench=live_bench)
 
 
 def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, watch: LoopWatch, *,
@@ -288,7 +290,8 @@ def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, wa
         native, taken = native_run(schedule, parts.load(), parts.options, grid, unit_ns=parts.unit_ns,
                                    metrics=None if metrics is None else metrics.layout(), shown=parts.shown,
                                    slot_of=url_slots(parts.urls).slot_of, terms=parts.pace_terms,
-                                   hash_value=parts.settings.report.hash_value)
+                                   hash_value=parts.settings.report.hash_value,
+                                   live_bench=parts.shard.workers > 1)
         if metrics is not None:
             metrics.follow(native.metrics)
             taken.backends_counted = metrics.add_backends

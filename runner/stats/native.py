@@ -71,8 +71,13 @@ class TakenRecorder:
 
     def __init__(self, engine: Taking, grid: Grid, model: LoadModel, *,
                  due: Callable[[int, int], float] | None = None, unit_ns: int | None = None,
-                 shown: Callable[[str], str] = printable, terms: PaceTerms | None = None) -> None:
+                 shown: Callable[[str], str] = printable, terms: PaceTerms | None = None,
+                 live_bench: bool = True) -> None:
+        """`live_bench`: a bench's figures go with every interval (Interval.bench), as a local worker
+        sends them home (runner.run.workers); without it they are taken at the final close only, the
+        intervals before it carrying none: copying them out of the engine was most of a close's cost."""
         self._engine = engine
+        self._live_bench = live_bench
         self._terms = terms
         self._grid = grid
         self._due = due  # the sends due between two moments (Schedule.sends_due); None for a bench
@@ -131,12 +136,13 @@ class TakenRecorder:
         self._next += 1
         self.interval_connections.append(ConnectionCounts(taken.opened, taken.closed))
         self._meter_ticks(taken)
-        if final or self.bench is not None:  # a bench's figures go with every interval, as Recorder's do
+        live = self.bench is not None and self._live_bench  # a bench's figures with every interval, as Recorder's
+        if final or live:
             self._take_figures()
         client = self.client.close(cpu_s, end if now_ns is None else now_ns, start, end, final=final)
         due = interval_due(self._due, start, end, sending_end_ns)
-        interval = Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due,
-                            terms=self._terms or PaceTerms())
+        interval = Interval(k, start, end, tally, sending_end_ns, client=client,
+                            bench=self.bench if final or live else None, due=due, terms=self._terms or PaceTerms())
         self.client.counted(k, interval.pace)
         return interval
 

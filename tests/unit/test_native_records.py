@@ -6,8 +6,16 @@ from collections import Counter
 from typing import Any
 
 from runner.config.targets import url_slots
-from runner.load.model import Closed
-from runner.load.native.records import GroupCounts, HistogramCounts, MetricsCounts, TallyCounts
+from runner.load.model import Bench, Closed
+from runner.load.native.records import (
+    BenchCounts,
+    GroupCounts,
+    HistogramCounts,
+    MetricsCounts,
+    RunFigures,
+    Taken,
+    TallyCounts,
+)
 from runner.load.schedule import Grid
 from runner.metrics.tally import MetricsTally, holding
 from runner.stats.figures import BACKENDS_SHOWN, NO_BACKEND, OTHER_BACKENDS
@@ -133,3 +141,31 @@ def test_metrics_counts_become_a_metrics_tally() -> None:
     assert tally.skipped == 1 and tally.late == 2 and tally.failures == Counter({(0, "reset"): 3})
     assert (tally.connections_opened, tally.connections_closed) == (4, 3)
     assert tally.snapshot().good == [[1, 2]]
+
+
+class _Engine:
+    """What TakenRecorder takes from: empty intervals, and how often the run's figures were copied."""
+
+    def __init__(self) -> None:
+        self.copies = 0
+
+    def take(self, k: int, *, final: bool = False, until_ns: int | None = None) -> Taken:
+        return Taken(None, [], None, 0, EMPTY, [], None, 0, 0, None)
+
+    def figures(self) -> RunFigures:
+        self.copies += 1
+        bench = BenchCounts(EMPTY, EMPTY, EMPTY, EMPTY, EMPTY, 612, 0, 5, 900, "nginx", 0, 0, 0, {})
+        return RunFigures(5, None, None, None, None, None, 1, 1, 0, False, 0, bench)
+
+
+def test_a_bench_alone_takes_its_figures_from_the_engine_at_its_end_only() -> None:
+    """Copying ab's figures out of the engine was most of an interval close's cost; only a local
+    worker, which sends them home with every interval, takes them at each close."""
+    for live, copies in ((False, 1), (True, 3)):
+        engine = _Engine()
+        taken = TakenRecorder(engine, Grid(0, 10**9), Bench(), live_bench=live)  # type: ignore[arg-type]
+        before = [taken.close(cpu_s=0.0, now_ns=(k + 1) * 10**9) for k in range(2)]
+        last = taken.close(final=True, cpu_s=0.0, now_ns=3 * 10**9)
+        assert engine.copies == copies
+        assert [interval.bench is not None for interval in before] == [live, live]
+        assert last.bench is not None and last.bench.kept_alive == 5 and last.bench.document_length == 612
