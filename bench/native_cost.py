@@ -23,7 +23,8 @@ beside every round because the machine is shared and only same-round ratios coun
    `--separate-threads=yes`, a marker call before each interval's close and after its
    report, and around the run's end (Soak._finish: the last interval, the summary, the
    reports), so each is counted in the main thread alone (median and range per interval;
-   the engine thread's instructions per request beside them); then `soak bench -k -c 50`
+   the engine thread's instructions per request beside them); the same markers' main-thread
+   CPU time (thread_time) in runs of --seconds not under callgrind; then `soak bench -k -c 50`
    for --seconds with `--interval 1s` and `--interval 70s` in alternation: requests per
    CPU-second of the whole process (wait4), the 1 s run against the 70 s one.
 
@@ -209,8 +210,8 @@ INTERVAL, BETWEEN, END = "interval", "between", "end"
 
 def run_marked(argv: list[str]) -> int:
     """soak's CLI as `python -m runner ARGV` runs it, with a marker before each interval's close and after
-    its report, and before and after the run's end; the parts' names, one a marker, to the file named by
-    $SOAK_MARKS (each marker ends the part named)."""
+    its report, and before and after the run's end; the parts' names, one a marker (each ends the part
+    named), with the main thread's CPU time then (ns), to the file named by $SOAK_MARKS."""
     import runner.cli
     import runner.run.soak
 
@@ -220,7 +221,7 @@ def run_marked(argv: list[str]) -> int:
     ending = False
 
     def mark(part: str) -> None:
-        names.append(part)
+        names.append(f"{part} {time.thread_time_ns()}")
         os.sched_get_priority_max(os.SCHED_OTHER)
 
     def marked_close(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -260,13 +261,30 @@ def _marked_run(url: str, interval: str, seconds: float) -> tuple[dict[str, list
                               env={**os.environ, "PYTHONHASHSEED": "0", "SOAK_MARKS": str(marks)})
         if done.returncode != 0:
             raise SystemExit(f"callgrind failed on soak bench: {done.stderr[-2000:]}")
-        names = marks.read_text().split("\n")
+        names = [line.split()[0] for line in marks.read_text().split("\n")]
         parts: dict[str, list[int]] = {INTERVAL: [], END: [], BETWEEN: []}
         for number, name in enumerate(names, 1):
             parts[name].append(_totals(Path(f"{out}.{number}-01")))
         engine = sum(_totals(path) for path in Path(directory).glob("callgrind.out*-02"))
     requests = json.loads(done.stdout[done.stdout.index("\n{") + 1:])["requests"]
     return parts, engine, requests
+
+
+def _main_thread_cpu(url: str, interval: str, seconds: float) -> dict[str, list[int]]:
+    """One `soak bench -k -c 50` with the same markers, not under callgrind: the main thread's CPU time
+    (ns, thread_time) in each part."""
+    args = ["bench", "-k", "-c", "50", "-n", "100000000", "-t", str(seconds), "--interval", interval, url]
+    with tempfile.TemporaryDirectory() as directory:
+        marks = Path(directory) / "marks"
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), "--marked", *args], capture_output=True,
+                       text=True, timeout=seconds * 3 + 60, check=True, env={**os.environ, "SOAK_MARKS": str(marks)})
+        lines = [line.split() for line in marks.read_text().split("\n")]
+    parts: dict[str, list[int]] = {INTERVAL: [], END: [], BETWEEN: []}
+    before = int(lines[0][1])
+    for name, now in lines[1:]:
+        parts[name].append(int(now) - before)
+        before = int(now)
+    return parts
 
 
 def _totals(path: Path) -> int:
@@ -286,7 +304,16 @@ def interval_costs(url: str, rounds: int, seconds: int) -> None:
         print(f"| bench -k -c 50 -t {span} --interval {interval} | {len(closes)} closed + the last | {middle} | "
               f"{sum(parts[END]) / 1e6:.2f} M | {engine / max(requests, 1):,.0f} ({requests:,} requests) | "
               f"{uptime()} |", flush=True)
-    print(f"\n## 5b. bench -k -c 50 for {seconds} s: requests per CPU-second, --interval 1s against 70s\n")
+    print(f"\n## 5b. the same, not under callgrind, {seconds} s: the main thread's CPU (thread_time)\n")
+    print("| run | intervals | per interval, median (range) | run's end | uptime |")
+    print("|---|---|---|---|---|")
+    for r in range(rounds):
+        parts = _main_thread_cpu(url, "1s", seconds)
+        closes = sorted(parts[INTERVAL])
+        print(f"| {r + 1}: --interval 1s | {len(closes)} closed + the last | {closes[len(closes) // 2] / 1e3:,.0f} us "
+              f"({closes[0] / 1e3:,.0f}-{closes[-1] / 1e3:,.0f}) | {sum(parts[END]) / 1e6:.1f} ms | {uptime()} |",
+              flush=True)
+    print(f"\n## 5c. bench -k -c 50 for {seconds} s: requests per CPU-second, --interval 1s against 70s\n")
     print("| round | 1s: requests | 1s: req/CPU-s | 70s: requests | 70s: req/CPU-s | 1s x 70s | uptime |")
     print("|---|---|---|---|---|---|---|")
     ratios = []
