@@ -155,7 +155,7 @@ class _Engine:
     def figures(self) -> RunFigures:
         self.copies += 1
         bench = BenchCounts(EMPTY, EMPTY, EMPTY, EMPTY, EMPTY, 612, 0, 5, 900, "nginx", 0, 0, 0, {})
-        return RunFigures(5, None, None, None, None, None, 1, 1, 0, False, 0, bench)
+        return RunFigures(5, None, None, None, None, None, 1, {}, 1, 0, False, 0, bench)
 
 
 def test_a_bench_alone_takes_its_figures_from_the_engine_at_its_end_only() -> None:
