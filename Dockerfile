@@ -13,7 +13,8 @@ ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
 
 # Build a wheel of every dependency, exactly as requirements.lock pins them, and of the project.
 # Most are downloaded as binary wheels; the rest are compiled here (hdrhistogram has no wheel for
-# Linux arm64), and so is the project's native engine (setup.py: runner/load/native/, C), on
+# Linux arm64), and so is the project's native engine (setup.py: runner/load/native/, C, linked to
+# the system's libssl for HTTPS: the image's Python links the same libssl.so.3), on
 # each platform from source, so this stage has a C compiler, which never reaches the final image.
 # With buildx, each platform of --platform builds this stage as that platform (under QEMU where
 # the builder's machine is another: docker run --privileged --rm tonistiigi/binfmt --install arm64,
@@ -24,7 +25,7 @@ FROM ${PYTHON_IMAGE} AS build
 # Python headers: the official image has its own; a Debian python3 gets python3-dev.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && apt-get install -y --no-install-recommends gcc libc6-dev zlib1g-dev libssl-dev \
     && if ! python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))'; \
        then apt-get install -y --no-install-recommends python3-dev; fi \
     && rm -rf /var/lib/apt/lists/*

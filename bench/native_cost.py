@@ -18,7 +18,15 @@ beside every round because the machine is shared and only same-round ratios coun
    the first send, native against ab;
 4. 100 req/s from 5 clients for --steady-seconds: client CPU after start-up, native against
    `hey -q 20 -c 5` (hey's start-up is a few ms of Go; the native client measures its own
-   CPU from its first send, so Python's imports are left out).
+   CPU from its first send, so Python's imports are left out);
+5. interval closes and the run's end: `soak bench -k -c 50` under callgrind with
+   `--separate-threads=yes`, a marker call before each interval's close and after its
+   report, and around the run's end (Soak._finish: the last interval, the summary, the
+   reports), so each is counted in the main thread alone (median and range per interval;
+   the engine thread's instructions per request beside them); the same markers' main-thread
+   CPU time (thread_time) in runs of --seconds not under callgrind; then `soak bench -k -c 50`
+   for --seconds with `--interval 1s` and `--interval 70s` in alternation: requests per
+   CPU-second of the whole process (wait4), the 1 s run against the 70 s one.
 
 The native engine runs through its Python side (runner.load.native.engine, runner.stats.native
 and runner.run.engines) with one interval per run (an hour), as `soak bench` would with
@@ -39,6 +47,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -193,19 +202,150 @@ def steady(url: str, rounds: int, seconds: int) -> None:
               f"{figures['cpu_s'] / hcpu:.2f}x | {uptime()} |", flush=True)
 
 
+# --- 5. interval closes and the run's end -----------------------------------------------------
+
+MARKER = "os_sched_get_priority_max"  # nothing in soak calls it: callgrind dumps its counts before each call
+INTERVAL, BETWEEN, END = "interval", "between", "end"
+
+
+def run_marked(argv: list[str]) -> int:
+    """soak's CLI as `python -m runner ARGV` runs it, with a marker before each interval's close and after
+    its report, and before and after the run's end; the parts' names, one a marker (each ends the part
+    named), with the main thread's CPU time then (ns), to the file named by $SOAK_MARKS."""
+    import runner.cli
+    import runner.run.soak
+
+    soak = runner.run.soak.Soak
+    close, emit, finish = soak._close, soak._emit, soak._finish
+    names: list[str] = []
+    ending = False
+
+    def mark(part: str) -> None:
+        names.append(f"{part} {time.thread_time_ns()}")
+        os.sched_get_priority_max(os.SCHED_OTHER)
+
+    def marked_close(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not ending:
+            mark(BETWEEN)
+        return close(self, *args, **kwargs)
+
+    def marked_emit(self: Any, interval: Any) -> None:
+        emit(self, interval)
+        if not ending:
+            mark(INTERVAL)
+
+    def marked_finish(self: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal ending
+        mark(BETWEEN)
+        ending = True
+        summary = finish(self, *args, **kwargs)
+        mark(END)
+        return summary
+
+    soak._close, soak._emit, soak._finish = marked_close, marked_emit, marked_finish  # type: ignore[method-assign]
+    code = runner.cli.main(argv)
+    Path(os.environ["SOAK_MARKS"]).write_text("\n".join(names))
+    return code
+
+
+def _marked_run(url: str, interval: str, seconds: float) -> tuple[dict[str, list[int]], int, int]:
+    """One `soak bench -k -c 50` under callgrind, split by thread: the main thread's instructions in each
+    part (INTERVAL, END), the engine thread's whole, and the requests made."""
+    args = ["bench", "-k", "-c", "50", "-n", "100000000", "-t", str(seconds), "--interval", interval, url]
+    with tempfile.TemporaryDirectory() as directory:
+        out, marks = Path(directory) / "callgrind.out", Path(directory) / "marks"
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                               f"--callgrind-out-file={out}", f"--dump-before={MARKER}",
+                               sys.executable, str(Path(__file__).resolve()), "--marked", *args],
+                              capture_output=True, text=True, timeout=900,
+                              env={**os.environ, "PYTHONHASHSEED": "0", "SOAK_MARKS": str(marks)})
+        if done.returncode != 0:
+            raise SystemExit(f"callgrind failed on soak bench: {done.stderr[-2000:]}")
+        names = [line.split()[0] for line in marks.read_text().split("\n")]
+        parts: dict[str, list[int]] = {INTERVAL: [], END: [], BETWEEN: []}
+        for number, name in enumerate(names, 1):
+            parts[name].append(_totals(Path(f"{out}.{number}-01")))
+        engine = sum(_totals(path) for path in Path(directory).glob("callgrind.out*-02"))
+    requests = json.loads(done.stdout[done.stdout.index("\n{") + 1:])["requests"]
+    return parts, engine, requests
+
+
+def _main_thread_cpu(url: str, interval: str, seconds: float) -> dict[str, list[int]]:
+    """One `soak bench -k -c 50` with the same markers, not under callgrind: the main thread's CPU time
+    (ns, thread_time) in each part."""
+    args = ["bench", "-k", "-c", "50", "-n", "100000000", "-t", str(seconds), "--interval", interval, url]
+    with tempfile.TemporaryDirectory() as directory:
+        marks = Path(directory) / "marks"
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), "--marked", *args], capture_output=True,
+                       text=True, timeout=seconds * 3 + 60, check=True, env={**os.environ, "SOAK_MARKS": str(marks)})
+        lines = [line.split() for line in marks.read_text().split("\n")]
+    parts: dict[str, list[int]] = {INTERVAL: [], END: [], BETWEEN: []}
+    before = int(lines[0][1])
+    for name, now in lines[1:]:
+        parts[name].append(int(now) - before)
+        before = int(now)
+    return parts
+
+
+def _totals(path: Path) -> int:
+    found = re.search(r"^totals: (\d+)", path.read_text(errors="replace"), re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+def interval_costs(url: str, rounds: int, seconds: int) -> None:
+    print("\n## 5. interval closes and the run's end: main-thread instructions (callgrind, split by thread)\n")
+    print("| run | intervals | per interval, median (range) | run's end | engine thread per request | uptime |")
+    print("|---|---|---|---|---|---|")
+    for interval, span in (("1s", 8), ("70s", 8)):
+        parts, engine, requests = _marked_run(url, interval, span)
+        closes = sorted(parts[INTERVAL])
+        middle = f"{closes[len(closes) // 2] / 1e6:.2f} M ({closes[0] / 1e6:.2f}-{closes[-1] / 1e6:.2f})" if closes \
+            else "-"
+        print(f"| bench -k -c 50 -t {span} --interval {interval} | {len(closes)} closed + the last | {middle} | "
+              f"{sum(parts[END]) / 1e6:.2f} M | {engine / max(requests, 1):,.0f} ({requests:,} requests) | "
+              f"{uptime()} |", flush=True)
+    print(f"\n## 5b. the same, not under callgrind, {seconds} s: the main thread's CPU (thread_time)\n")
+    print("| run | intervals | per interval, median (range) | run's end | uptime |")
+    print("|---|---|---|---|---|")
+    for r in range(rounds):
+        parts = _main_thread_cpu(url, "1s", seconds)
+        closes = sorted(parts[INTERVAL])
+        print(f"| {r + 1}: --interval 1s | {len(closes)} closed + the last | {closes[len(closes) // 2] / 1e3:,.0f} us "
+              f"({closes[0] / 1e3:,.0f}-{closes[-1] / 1e3:,.0f}) | {sum(parts[END]) / 1e6:.1f} ms | {uptime()} |",
+              flush=True)
+    print(f"\n## 5c. bench -k -c 50 for {seconds} s: requests per CPU-second, --interval 1s against 70s\n")
+    print("| round | 1s: requests | 1s: req/CPU-s | 70s: requests | 70s: req/CPU-s | 1s x 70s | uptime |")
+    print("|---|---|---|---|---|---|---|")
+    ratios = []
+    for r in range(rounds):
+        figures = {}
+        for interval in ("1s", "70s") if r % 2 == 0 else ("70s", "1s"):
+            out, cpu, _, _ = timed([sys.executable, "-m", "runner", "bench", "-k", "-c", "50", "-n", "100000000",
+                                    "-t", str(seconds), "--interval", interval, url], seconds * 3 + 60)
+            requests = json.loads(out[out.index("\n{") + 1:])["requests"]
+            figures[interval] = (requests, requests / cpu)
+        ratios.append(figures["1s"][1] / figures["70s"][1])
+        print(f"| {r + 1} | {figures['1s'][0]:,} | {figures['1s'][1]:,.0f} | {figures['70s'][0]:,} | "
+              f"{figures['70s'][1]:,.0f} | {ratios[-1]:.3f}x | {uptime()} |", flush=True)
+    print(f"\nmedian 1s x 70s: {sorted(ratios)[len(ratios) // 2]:.3f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--steady-seconds", type=int, default=60)
-    parser.add_argument("--only", default="1234", help="which sections to run, e.g. 12")
+    parser.add_argument("--only", default="12345", help="which sections to run, e.g. 12")
     parser.add_argument("--client", metavar="URL", help="be the native client: one run against URL, figures as JSON")
     parser.add_argument("-c", type=int, default=50)
     parser.add_argument("-n", type=int, default=0)
     parser.add_argument("-t", type=float, default=0)
     parser.add_argument("--qps", type=float, default=0, help="0: bench (no pacing)")
     parser.add_argument("--new", action="store_true", help="a new connection for every request")
+    parser.add_argument("--marked", nargs=argparse.REMAINDER, help="be soak's CLI with callgrind markers (section 5)")
     args = parser.parse_args()
+    if args.marked is not None:
+        sys.exit(run_marked(args.marked))
     if args.client:
         print(json.dumps(asyncio.run(client(args.client, args.c, args.n, args.t, args.qps, not args.new))))
         return
@@ -220,6 +360,8 @@ def main() -> None:
                 new_connections(url, args.rounds, requests)
         if "4" in args.only:
             steady(url, args.rounds, args.steady_seconds)
+        if "5" in args.only:
+            interval_costs(url, args.rounds, args.seconds)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,12 @@ figures from the same minutes are compared.
    start), RSS after 5 s and at the end, achieved rate and p50/p99, next to hey at that rate;
 4. how late sends leave against the schedule at 100, 1,000 and 10,000 req/s, default and
    precise pacing (from the runner's own sendLagUs), on each engine;
-5. RSS at the start and at the end of a long paced run (--long-requests requests).
+5. RSS at the start and at the end of a long paced run (--long-requests requests);
+6. HTTPS (issue 34), against nginx with TLS on another loopback port (a self-signed certificate
+   for 127.0.0.1 made with `openssl req`, soak's --caBundle; wrk and hey verify nothing):
+   keep-alive at c=50, requests per client CPU-second, the native engine and `wrk -t1` in
+   interleaved pairs; and 100 req/s from 5 clients for --soak-seconds, the native engine's CPU
+   after start-up and hey's in interleaved pairs, the Python engine once beside them.
 
 Beside them runs bench/minimal_client.py, a Python client that does nothing but send and
 frame responses: the floor of any Python client on the machine, in the same minutes.
@@ -104,8 +109,22 @@ def free_port() -> int:
 
 
 @contextmanager
-def nginx(workers: int = 1) -> Iterator[str]:
-    """nginx on a free loopback port with `workers` workers and no access log; yields its URL."""
+def tls_files() -> Iterator[tuple[Path, Path]]:
+    """A self-signed certificate for 127.0.0.1 and its key (openssl req), for nginx, and as soak's CA bundle."""
+    with tempfile.TemporaryDirectory(prefix="soak-bench-tls-") as directory:
+        cert, key = Path(directory) / "cert.pem", Path(directory) / "key.pem"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+        os.chmod(directory, 0o755)
+        os.chmod(key, 0o644)
+        yield cert, key
+
+
+@contextmanager
+def nginx(workers: int = 1, tls: tuple[Path, Path] | None = None) -> Iterator[str]:
+    """nginx on a free loopback port with `workers` workers and no access log; yields its URL
+    (https, with TLS 1.2 and 1.3 and `tls`'s certificate and key, when given)."""
     with tempfile.TemporaryDirectory(prefix="soak-bench-") as directory:
         root = Path(directory)
         os.chmod(root, 0o755)
@@ -113,12 +132,14 @@ def nginx(workers: int = 1) -> Iterator[str]:
         (root / "www" / "index.html").write_bytes(PAGE)
         port = free_port()
         user = "user root;" if os.geteuid() == 0 else ""
+        ssl = "" if tls is None else (f" ssl; ssl_certificate {tls[0]}; ssl_certificate_key {tls[1]}; "
+                                      "ssl_protocols TLSv1.2 TLSv1.3")
         (root / "nginx.conf").write_text(
             f"daemon off; worker_processes {workers}; pid {root}/nginx.pid; error_log {root}/error.log; {user}\n"
             "events { worker_connections 4096; }\n"
             f"http {{ access_log off; keepalive_requests 100000000; client_body_temp_path {root}; "
             f"proxy_temp_path {root}; fastcgi_temp_path {root}; uwsgi_temp_path {root}; scgi_temp_path {root};\n"
-            f"  server {{ listen 127.0.0.1:{port}; root {root}/www; }} }}\n"
+            f"  server {{ listen 127.0.0.1:{port}{ssl}; root {root}/www; }} }}\n"
         )
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         process = subprocess.Popen([binary, "-c", str(root / "nginx.conf"), "-p", str(root)])
@@ -129,7 +150,7 @@ def nginx(workers: int = 1) -> Iterator[str]:
                     break
                 except OSError:
                     time.sleep(0.05)
-            yield f"http://127.0.0.1:{port}/"
+            yield f"{'http' if tls is None else 'https'}://127.0.0.1:{port}/"
         finally:
             process.terminate()
             process.wait(timeout=10)
@@ -360,10 +381,10 @@ class Steady:
     rss_end_mib: float
 
 
-def soak_steady(url: str, engine: str, seconds: int) -> Steady:
+def soak_steady(url: str, engine: str, seconds: int, *extra: str) -> Steady:
     """soak at 100 req/s from 5 clients for `seconds` on one engine, its RSS sampled once a second."""
     command = soak_command("--qps", "100", "--concurrency", "5", "--interval", "10s", "--duration", f"{seconds}s",
-                           "--latencyUnit", "us", "--engine", engine, url)
+                           "--latencyUnit", "us", "--engine", engine, *extra, url)
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started = time.monotonic()
     samples = []
@@ -505,9 +526,12 @@ def main() -> None:
             report_lag(url, args.seconds)
         if "memory" in only:
             report_memory(url, args.long_requests)
+    if "https" in only:
+        with tls_files() as (cert, key), nginx(workers=1, tls=(cert, key)) as url:
+            report_https(url, cert, args.seconds, args.soak_seconds, args.rounds, args.steady_rounds)
 
 
-SECTIONS = ("connections", "seed", "throughput", "callgrind", "steady", "lag", "memory")
+SECTIONS = ("connections", "seed", "throughput", "callgrind", "steady", "lag", "memory", "https")
 
 
 def met(ok: bool) -> str:
@@ -637,6 +661,55 @@ def report_memory(url: str, requests: int) -> None:
     print("| requests | achieved req/s | RSS after 5 s (MiB) | RSS at the end (MiB) |")
     print("|---|---|---|---|")
     print(f"| {done:,} | {rate:,.0f} | {early:.1f} | {late:.1f} |\n", flush=True)
+
+
+
+def report_https(url: str, cert: Path, seconds: int, soak_seconds: int, rounds: int, steady_rounds: int) -> None:
+    """Issue 34's HTTPS rows: keep-alive c=50 beside wrk -t1, and 100 req/s beside hey, interleaved."""
+    ca = ("--caBundle", str(cert))
+    print(f"## HTTPS (nginx with TLS 1.3, one worker), keep-alive c=50, {seconds} s each\n")
+    limit = seconds * 3 + 30
+    args = ("-k", "-c", "50", "-t", str(seconds), "-n", HUGE, "--interval", f"{seconds + 60}s", *ca)
+    pairs = []
+    for _ in range(rounds):
+        native, summary, _ = soak_bench(url, *args, engine="native", timeout=limit)
+        pairs.append(Pair(native, wrk_run(url, 50, seconds), uptime()))
+    print(f"| round | {NATIVE} req/s | {NATIVE} req/CPU-s, whole (after start-up) | wrk req/s | wrk req/CPU-s | "
+          "req/CPU-s x wrk's, whole (after start-up) | load average after |")
+    print("|---|---|---|---|---|---|---|")
+    for r, p in enumerate(pairs, 1):
+        print(f"| {r} | {p.a.rps:,.0f} | {p.a.per_cpu_s:,.0f} ({p.a.per_run_cpu_s:,.0f}) | {p.b.rps:,.0f} | "
+              f"{p.b.per_cpu_s:,.0f} | {ratio(p.a.per_cpu_s, p.b.per_cpu_s)} "
+              f"({ratio(p.a.per_run_cpu_s, p.b.per_cpu_s)}) | {p.uptime} |")
+    python = soak_bench(url, *args, engine="python", timeout=limit)[0]
+    wrk_cpu = statistics.median(p.b.per_cpu_s for p in pairs)
+    print(f"\n{python.tool}, once after the pairs: {python.rps:,.0f} req/s, {python.per_cpu_s:,.0f} per CPU-second "
+          f"({ratio(python.per_cpu_s, wrk_cpu)} wrk's median)")
+    x = median_ratio(pairs, "per_cpu_s")
+    run_x = statistics.median(p.a.per_run_cpu_s / p.b.per_cpu_s for p in pairs)
+    print("\n| target (median of the pairs' ratios) | figure | met |\n|---|---|---|")
+    print(f"| HTTPS keep-alive c=50: requests per client CPU-second >= 1.0x wrk -t1's (whole process) | {x:.2f}x | "
+          f"{met(x >= 1.0)} |")
+    print(f"| the same, soak's from its run's start | {run_x:.2f}x | {met(run_x >= 1.0)} |\n", flush=True)
+
+    print(f"## HTTPS, 100 req/s, 5 clients, {soak_seconds} s\n")
+    steady_pairs = []
+    for _ in range(steady_rounds):
+        native_steady = soak_steady(url, "native", soak_seconds, *ca)
+        steady_pairs.append((native_steady, hey_steady(url, soak_seconds), uptime()))
+    print(f"| round | {NATIVE} CPU after start-up (s) | hey CPU (s) | x hey's | native p50 / p99 (ms) | "
+          "hey p50 / p99 (ms) | load average after |")
+    print("|---|---|---|---|---|---|---|")
+    for r, (n, hey, load) in enumerate(steady_pairs, 1):
+        print(f"| {r} | {n.cpu_after_start_s:.3f} | {hey.cpu_s:.3f} | {ratio(n.cpu_after_start_s, hey.cpu_s)} | "
+              f"{n.m.p50_ms:.3f} / {n.m.p99_ms:.3f} | {hey.p50_ms:.3f} / {hey.p99_ms:.3f} | {load} |")
+    python_steady = soak_steady(url, "python", soak_seconds, *ca)
+    hey_cpu = statistics.median(hey.cpu_s for _, hey, _ in steady_pairs)
+    print(f"\n{python_steady.m.tool}, once after the pairs: {python_steady.cpu_after_start_s:.3f} s after start-up, "
+          f"{ratio(python_steady.cpu_after_start_s, hey_cpu)} hey's median ({uptime()})")
+    x = statistics.median(n.cpu_after_start_s / hey.cpu_s for n, hey, _ in steady_pairs)
+    print("\n| target (median of the pairs' ratios) | figure | met |\n|---|---|---|")
+    print(f"| HTTPS 100 req/s: CPU after start-up <= 0.8x hey's | {x:.2f}x | {met(x <= 0.8)} |\n", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """What a short `soak bench` costs from the process's start to its exit, part by part (issue 22).
 
     python bench/startup_cost.py [-n 1 -n 20000] [-c 100] [--url URL] [--bytecode cached,compiled]
+    python bench/startup_cost.py --cpu [--rounds 11] [--url URL] [--bytecode cached] [--against DIR|SOAK ...]
 
 Each row runs `soak bench -n N -c C --engine native URL` (no keep-alive) under
 `valgrind --tool=callgrind` and counts the user-space instructions of each part of the process,
@@ -23,6 +24,18 @@ install) and compiled on every run (`PYTHONDONTWRITEBYTECODE=1` and nothing cach
 tree: what a checkout on a machine that sets it pays). Python's hashing is seeded alike, so a
 count repeats to within a few hundred thousand instructions. Nothing is asserted; load goes
 to 127.0.0.1 only (bench/run.py's nginx, unless --url names another loopback server).
+
+With --cpu (issue 34: `soak --help` and `soak bench -n 1` each within 100 ms of CPU), each
+command's CPU time instead, user and system as the kernel counts them for the child (wait4,
+in microseconds), beside `python -c pass`, hey's and ab's one request: rounds of every command
+in turn, so a swing of the shared machine's load falls on all of them alike; the median of the
+rounds, their range, and the load average before the first and after the last. `--against DIR`
+adds soak's two commands from another checkout of this repository (main's, extracted with
+`git archive`), run with that tree first on the path, for before and after in the same minutes;
+`--against PATH/bin/soak` an installed soak as users run it (pip compiled its bytecode, and no
+editable install's finder loads at the interpreter's start). Repeat it for several.
+Beside each soak command, the modules it loaded that a plain run or a --help need not (asyncio,
+jsonschema, the engines...), counted in a second pass so the timed runs are not touched.
 """
 
 from __future__ import annotations
@@ -52,10 +65,11 @@ def run_in_parts(argv: list[str]) -> int:
     sys.path.insert(0, REPO)
     import runner.cli
     import runner.commands.bench
+    import runner.commands.execute
     import runner.run.soak
 
     mark()  # the imports
-    bench = runner.commands.bench
+    execute = runner.commands.execute
     soak = runner.run.soak.Soak
 
     def marked(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,7 +79,7 @@ def run_in_parts(argv: list[str]) -> int:
 
         return call
 
-    bench.execute = marked(bench.execute)  # config ends
+    execute.execute = marked(execute.execute)  # config ends (bench's main imports it when it runs)
     run = soak.run
 
     async def marked_run(self: Any) -> Any:
@@ -149,6 +163,124 @@ def _cell(parts: list[int], i: int) -> str:
     return f"{parts[i] / 1e6:.1f}"
 
 
+# What `soak --help` must not load (issue 34), and what else is worth seeing loaded or not.
+WATCHED = ("asyncio", "jsonschema", "runner.load.native", "runner.load.engine", "runner.load.http1", "httpx",
+           "hdrh", "prometheus_client", "yaml", "ssl", "xml.etree", "runner.stats", "runner.readback")
+# Run as `python -c LISTER ARGS...`: the CLI as `python -m runner ARGS` runs it, then the modules it loaded
+# into the file SOAK_MODULES names (stdout and stderr are the command's own), whatever its exit.
+LISTER = ("import os, sys\n"
+          "def listed():\n"
+          "    with open(os.environ['SOAK_MODULES'], 'w') as out: out.write('\\n'.join(sorted(sys.modules)))\n"
+          "import atexit; atexit.register(listed)\n"
+          "import runpy; runpy.run_module('runner', run_name='__main__', alter_sys=True)\n")
+
+
+class Soak:
+    """One soak to time: a checkout (run as `python -m runner` with it first on the path) or an
+    installed `soak` program (run as it is, its bytecode compiled by pip at install). A plain
+    class: the harness (--parts) loads nothing before its first marker that the CLI would not."""
+
+    def __init__(self, label: str, program: list[str], python: str, tree: str | None) -> None:
+        self.label = label
+        self.program = program  # what runs `soak`
+        self.python = python  # the interpreter that lists its modules (LISTER)
+        self.tree = tree  # put first on the path
+
+    @classmethod
+    def of(cls, path: str) -> Soak:
+        path = os.path.abspath(path)
+        if os.path.isdir(path):
+            return cls(path, [sys.executable, "-m", "runner"], sys.executable, path)
+        return cls(path, [path], os.path.join(os.path.dirname(path), "python"), None)
+
+    def env(self, env: dict[str, str]) -> dict[str, str]:
+        return {**env, "PYTHONPATH": self.tree} if self.tree else env
+
+    @property
+    def cwd(self) -> str:
+        """Its checkout; for an installed soak, a directory with no `runner` that `python -c` would find first."""
+        return self.tree or "/"
+
+
+Row = tuple[list[str], "Soak | None"]
+
+
+def cpu_commands(url: str, soaks: list[Soak]) -> dict[str, Row]:
+    """Each row's command and the soak it runs (None: not soak)."""
+    rows: dict[str, Row] = {"python -c pass": ([sys.executable, "-c", "pass"], None)}
+    for soak in soaks:
+        prefix = "" if soak.tree == REPO else f"{soak.label}: "
+        rows[prefix + "soak --help"] = ([*soak.program, "--help"], soak)
+        rows[prefix + "soak bench -n 1"] = ([*soak.program, "bench", "-n", "1", url], soak)
+    rows["hey -n 1 -c 1"] = (["hey", "-n", "1", "-c", "1", url], None)
+    rows["ab -n 1"] = (["ab", "-q", "-n", "1", url], None)
+    return rows
+
+
+def cpu_ms(command: list[str], env: dict[str, str], soak: Soak | None) -> float:
+    """One run's CPU, user and system, in milliseconds: the child's own (wait4)."""
+    import subprocess
+
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=soak.env(env) if soak else env, cwd=soak.cwd if soak else REPO)
+    _, status, usage = os.wait4(process.pid, 0)
+    if status != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {status}")
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def loaded(soak: Soak, args: list[str], env: dict[str, str]) -> set[str]:
+    """The modules `soak ARGS` loads (LISTER), in a run of its own."""
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("r", prefix="soak-modules-") as names:
+        subprocess.run([soak.python, "-c", LISTER, *args], capture_output=True, timeout=60,
+                       env={**soak.env(env), "SOAK_MODULES": names.name}, cwd=soak.cwd)
+        return set(names.read().split())
+
+
+def watched(modules: set[str]) -> str:
+    """WATCHED's that `modules` holds (a package counts when any of its modules is there), and how many in all."""
+    found = [w for w in WATCHED if any(m == w or m.startswith(w + ".") for m in modules)]
+    return f"{len(modules)}: " + (", ".join(found) or "none of them")
+
+
+def cpu_table(url: str, rounds: int, modes: list[str], soaks: list[Soak]) -> None:
+    """Print one markdown table per bytecode mode: each command's CPU, median of the rounds."""
+    import statistics
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    rows = cpu_commands(url, soaks)
+    with tempfile.TemporaryDirectory(prefix="soak-startup-") as directory:
+        envs = environments(Path(directory) / "pycache")
+        for mode in modes:
+            env = envs[mode]
+            for command, soak in rows.values():  # the cache filled, the programs found, before any is timed
+                subprocess.run(command, env=soak.env(env) if soak else env, cwd=soak.cwd if soak else REPO,
+                               capture_output=True, timeout=60)
+            times: dict[str, list[float]] = {name: [] for name in rows}
+            load_before = os.getloadavg()
+            for _ in range(rounds):
+                for name, (command, soak) in rows.items():
+                    times[name].append(cpu_ms(command, env, soak))
+            load_after = os.getloadavg()
+            print(f"\n### bytecode {mode}: CPU (user + system) per process, ms, {rounds} rounds interleaved\n")
+            print(f"load average before: {_load(load_before)}; after: {_load(load_after)}\n")
+            print("| command | median | min | max | modules loaded: of them, " + ", ".join(WATCHED) + " |")
+            print("|---|---|---|---|---|")
+            for name, (command, soak) in rows.items():
+                shown = watched(loaded(soak, command[len(soak.program):], env)) if soak else ""
+                values = times[name]
+                print(f"| {name} | {statistics.median(values):.1f} | {min(values):.1f} | {max(values):.1f} | {shown} |")
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return ", ".join(f"{figure:.2f}" for figure in load)
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--parts":
         sys.exit(run_in_parts(sys.argv[3:] if sys.argv[2:3] == ["--"] else sys.argv[2:]))
@@ -158,17 +290,30 @@ def main() -> None:
     parser.add_argument("-n", type=int, action="append", help="requests (repeat: one column each; 1 and 20000)")
     parser.add_argument("-c", type=int, default=100, help="concurrency (at most -n)")
     parser.add_argument("--url", help="a loopback server to send to (default: nginx started here)")
-    parser.add_argument("--bytecode", default="cached,compiled", help="cached, compiled, or both")
+    parser.add_argument("--bytecode", default=None, help="cached, compiled, or both (default: both; --cpu: cached)")
+    parser.add_argument("--cpu", action="store_true", help="CPU time per process instead of instructions per part")
+    parser.add_argument("--rounds", type=int, default=11, help="--cpu: rounds of every command in turn")
+    parser.add_argument("--against", metavar="DIR|SOAK", action="append", default=[],
+                        help="--cpu: also soak's commands from this checkout, or this installed soak (repeat)")
     args = parser.parse_args()
-    counts, modes = args.n or [1, 20_000], args.bytecode.split(",")
+    counts = args.n or [1, 20_000]
+    modes = (args.bytecode or ("cached" if args.cpu else "cached,compiled")).split(",")
+    soaks = [*map(Soak.of, args.against), Soak.of(REPO)]
+
+    def measure(url: str) -> None:
+        if args.cpu:
+            cpu_table(url, args.rounds, modes, soaks)
+        else:
+            table(url, counts, args.c, modes)
+
     if args.url:
-        table(args.url, counts, args.c, modes)
+        measure(args.url)
         return
     sys.path.insert(0, os.path.join(REPO, "bench"))
     from run import nginx
 
     with nginx(workers=1) as url:
-        table(url, counts, args.c, modes)
+        measure(url)
 
 
 if __name__ == "__main__":

@@ -13,20 +13,21 @@ compare_text() is pure; main() reads the files and prints.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.core.errors import EXIT_OK, UsageError
 from runner.core.units import UNIT_NS
-from runner.readback.figures import LATENCY_KEYS, URL_COUNTS, RunFigures
-from runner.readback.results import LoadedRun
-from runner.stats.figures import PHASE_PERCENTILES
-from runner.stats.phases import PHASES
 
-PHASE_ROWS = (*PHASE_PERCENTILES, "mean")  # each phase's, from the summary's phases section
+if TYPE_CHECKING:
+    from runner.readback.figures import RunFigures
+    from runner.readback.results import LoadedRun
+
 UNKNOWN = "-"
 ESTIMATED = "~"
 
@@ -50,22 +51,31 @@ def _phase_row(phase: str, key: str) -> Row:
     return Row(f"{phase} {key}", lambda f: f.phases_ns.get(phase, {}).get(key), latency=f"{phase}.{key}")
 
 
-ROWS = (
-    Row("requests", lambda f: f.requests),
-    Row("rate achieved (req/s)", lambda f: f.rate_achieved),
-    Row("bench (req/s)", lambda f: f.bench_rps),
-    Row("goal%", lambda f: f.goal_percent),
-    Row("good", lambda f: f.good),
-    Row("bad", lambda f: f.bad),
-    Row("failed", lambda f: f.failed),
-    Row("failed %", lambda f: f.failed_percent, decimals=2),
-    Row("backends reached", lambda f: f.backends_reached),
-    Row("connections opened", lambda f: f.connections_opened),
-    Row("connections closed", lambda f: f.connections_closed),
-    *(_latency_row(key) for key in LATENCY_KEYS),  # the summary's percentiles, then min, mean and max
-    *(_phase_row(phase, key) for phase in PHASES for key in PHASE_ROWS),
-    Row("duration (s)", lambda f: f.duration_seconds),
-)
+@functools.cache
+def table_rows() -> tuple[Row, ...]:
+    """Every row a table may have, in order: made when the first table is, so that `soak --help`,
+    which lists this command, loads none of the figures they read."""
+    from runner.readback.figures import LATENCY_KEYS
+    from runner.stats.figures import PHASE_PERCENTILES
+    from runner.stats.phases import PHASES
+
+    phase_rows = (*PHASE_PERCENTILES, "mean")  # each phase's, from the summary's phases section
+    return (
+        Row("requests", lambda f: f.requests),
+        Row("rate achieved (req/s)", lambda f: f.rate_achieved),
+        Row("bench (req/s)", lambda f: f.bench_rps),
+        Row("goal%", lambda f: f.goal_percent),
+        Row("good", lambda f: f.good),
+        Row("bad", lambda f: f.bad),
+        Row("failed", lambda f: f.failed),
+        Row("failed %", lambda f: f.failed_percent, decimals=2),
+        Row("backends reached", lambda f: f.backends_reached),
+        Row("connections opened", lambda f: f.connections_opened),
+        Row("connections closed", lambda f: f.connections_closed),
+        *(_latency_row(key) for key in LATENCY_KEYS),  # the summary's percentiles, then min, mean and max
+        *(_phase_row(phase, key) for phase in PHASES for key in phase_rows),
+        Row("duration (s)", lambda f: f.duration_seconds),
+    )
 
 
 URL_ROWS = ("requests", "failed", "p50", "p99", "max")  # of each URL's part of the run (the summary's perUrl)
@@ -73,14 +83,17 @@ URL_ROWS = ("requests", "failed", "p50", "p99", "max")  # of each URL's part of 
 
 def _url_row(label: str, key: str) -> Row:
     """A URL's figure: `http://a/ p99`, the URL as the summary's perUrl labels it."""
+    from runner.readback.figures import URL_COUNTS
+
     return Row(f"{label} {key}", lambda f: f.urls.get(label, {}).get(key),
                latency=f"{label}.{key}" if key not in URL_COUNTS else None)
 
 
 def rows_for(runs: Sequence[LoadedRun]) -> list[Row]:
-    """The table's rows: ROWS, with before the duration each URL's that any run has (in the order first met)."""
+    """The table's rows: table_rows(), with before the duration each URL's that any run has (in the order first met)."""
     labels = list(dict.fromkeys(label for run in runs for label in run.figures.urls))
-    return [*ROWS[:-1], *(_url_row(label, key) for label in labels for key in URL_ROWS), ROWS[-1]]
+    rows = table_rows()
+    return [*rows[:-1], *(_url_row(label, key) for label in labels for key in URL_ROWS), rows[-1]]
 
 
 def compare_text(runs: Sequence[LoadedRun], unit: str | None = None) -> str:

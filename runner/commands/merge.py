@@ -7,7 +7,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from runner.config.files import read_log
-from runner.config.storeurl import is_store_url
 from runner.core.errors import EXIT_SHARD_MISSING, UsageError
 from runner.core.redact import printable
 
@@ -32,6 +31,7 @@ def main(args: argparse.Namespace) -> int:
     from runner.commands.execute import PROG, junit_reporter, reporters_for
     from runner.commands.outputs import OUTPUTS
     from runner.config.files import check_output
+    from runner.config.storeurl import is_store_url
     from runner.readback.podlogs import read_pods
     from runner.report.outcome import ExitCode
     from runner.report.verdict import Verdict

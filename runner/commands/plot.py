@@ -26,11 +26,12 @@ from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.core.errors import EXIT_OK, UsageError
 from runner.core.numbers import whole_number
 from runner.core.units import NS_PER_HOUR, UNIT_NS
-from runner.readback.results import IntervalRow, LoadedRun
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # loading is imported by main() (load_usable), not by --help
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+    from runner.readback.results import IntervalRow, LoadedRun
 
 DEFAULT_WIDTH, DEFAULT_HEIGHT, DPI = 1200, 700, 100
 MIN_PIXELS, MAX_PIXELS = 200, 10_000

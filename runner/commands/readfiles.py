@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from runner.config.storeurl import is_store_url
 from runner.core.errors import UsageError
 from runner.core.units import UNIT_NS
-from runner.readback.results import LoadedRun, read_run
+
+if TYPE_CHECKING:  # loading is imported when a command reads (load_usable), not by its --help
+    from collections.abc import Sequence
+
+    from runner.readback.results import LoadedRun
 
 
 def add_assume_unit(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +30,8 @@ def add_assume_unit(parser: argparse.ArgumentParser) -> None:
 def load_usable(path: str, assumed_unit: str) -> LoadedRun:
     """The run in a file, or a UsageError when the file holds nothing of one; or the run (or runs,
     added up) that a store's URL asks for (runner.store.runs)."""
+    from runner.config.storeurl import is_store_url
+
     if is_store_url(path):
         from runner.store.backends import StoreError
         from runner.store.runs import load_selection, open_selection, reading
@@ -36,6 +41,8 @@ def load_usable(path: str, assumed_unit: str) -> LoadedRun:
             return load_selection(store, wanted, assumed_unit)
         except StoreError as e:
             raise reading(e, wanted.url) from None
+    from runner.readback.results import read_run
+
     run = read_run(path, assumed_unit)
     if not run.usable:
         raise UsageError(f"{path}: no soak or slow_cooker output in it (no interval lines, no JSON summary)")

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.config.files import STDIN, check_output, open_output
 from runner.core.errors import EXIT_OK, UsageError
-from runner.readback.results import LoadedRun
+
+if TYPE_CHECKING:
+    from runner.readback.results import LoadedRun
 
 DESCRIPTION = ("Write finished runs as one self-contained HTML page to open in a browser (offline, on a phone, "
                "on paper): the verdict first, then intervals, the latency distribution, per-URL, per-phase and "

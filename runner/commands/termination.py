@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from runner.commands.outputs import OUTPUTS
-from runner.config.settings import Settings
 from runner.core.errors import EXIT_OK
 from runner.report.outcome import verdict_lines
-from runner.report.verdict import Verdict
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from runner.config.settings import Settings
+    from runner.report.verdict import Verdict
 
 KUBERNETES_PATH = "/dev/termination-log"  # the kubelet's default terminationMessagePath
 MESSAGE_BYTES = 1024  # well under the kubelet's 4096 bytes a container

@@ -7,7 +7,6 @@ import os
 import threading
 
 from runner.config.flags import add_source_arguments, settings_of, urls_of
-from runner.config.storeurl import STORE_WAIT_S, parse_store_url
 from runner.core.errors import EXIT_OK
 
 USAGE = "%(prog)s [--config FILE] [--urls FILE] [--SETTING VALUE ...] [URL | @FILE ...]"
@@ -50,6 +49,7 @@ def _store_problem(url: str) -> str:
     A warning, not an error: the store may be made, or come back, before the run ends. An s3://
     store without its client is the run's error, as it would be the run's (exit code 2).
     """
+    from runner.config.storeurl import STORE_WAIT_S, parse_store_url
     from runner.store.backends import open_store
 
     store = open_store(parse_store_url(url))

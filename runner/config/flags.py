@@ -13,11 +13,7 @@ import math
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from runner.config.jsonfile import read_config_file
 from runner.config.schema import schema, settings_names, validate
-from runner.config.settings import Settings, merge, settings_from
-from runner.config.targets import Targets
-from runner.config.urls import load_targets, targets_from_arguments
 from runner.core.errors import UsageError
 from runner.core.numbers import decimal_number, whole_number
 
@@ -25,6 +21,9 @@ if TYPE_CHECKING:
     from argparse import _ArgumentGroup as ArgumentGroup  # what add_argument_group() returns
 
     from jsonschema import ValidationError
+
+    from runner.config.settings import Settings
+    from runner.config.targets import Targets
 
 
 # How `--help` lists the settings: the few most runs set first, then the rest by what they are
@@ -115,13 +114,25 @@ def _add_setting(group: argparse.ArgumentParser | ArgumentGroup, name: str, spec
 
 def settings_of(args: argparse.Namespace, *below: dict[str, Any], above: tuple[dict[str, Any], ...] = ()) -> Settings:
     """The settings: schema defaults < `below` < the config file (--config) < the flags < `above`."""
+    # Here, not above: a command's --help builds its flags from the schema without loading these.
+    from runner.config.settings import merge, settings_from
+
     config = getattr(args, "config", None)
-    file_layer = read_config_file(config) if config is not None else {}
+    file_layer = _config_file(config) if config is not None else {}
     return settings_from(merge(*below, file_layer, flags_layer(args), *above))
+
+
+def _config_file(path: str) -> dict[str, Any]:
+    """--config's layer (runner.config.jsonfile, loaded only for a run given one)."""
+    from runner.config.jsonfile import read_config_file
+
+    return read_config_file(path)
 
 
 def urls_of(args: argparse.Namespace) -> tuple[Targets, str | None]:
     """The URL list (with its weights) and the file it came from, from --urls or the arguments."""
+    from runner.config.urls import load_targets, targets_from_arguments
+
     if args.urls and args.url:
         raise UsageError("give URLs either as arguments or with --urls, not both")
     if args.urls:

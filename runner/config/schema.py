@@ -24,9 +24,6 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
-from runner.config.rules import ThresholdError, parse_rule
-from runner.config.storeurl import store_url_problem
-from runner.config.urls import address_problem, url_problem
 from runner.core import redact
 from runner.core.durations import DURATION_HINT, MAX_NS, DurationError, DurationRangeError, parse_duration
 from runner.core.errors import UsageError, shortened
@@ -91,6 +88,10 @@ def _outside(ns: int, bounds: list[str]) -> bool:
 
 def _is_threshold(value: object) -> bool:
     """A rule thresholds.py can read; its ThresholdError says what is wrong with one it cannot."""
+    # The format checks load their parsers when they run: the schema alone (every command's --help,
+    # a layer _plainly_valid) needs none of them.
+    from runner.config.rules import parse_rule
+
     if isinstance(value, str):
         parse_rule(value)
     return True
@@ -106,6 +107,8 @@ def _is_http_url(value: object) -> bool:
     A bad one would not stop the run but fail every push, one line each; a password in it
     would be printed with each of those lines.
     """
+    from runner.config.urls import url_problem
+
     if isinstance(value, str) and value:
         problem = url_problem(value) or _server_url_problem(value)
         if problem:
@@ -127,6 +130,8 @@ class StoreUrlError(ValueError):
 
 def _is_store_url(value: object) -> bool:
     """A store the runner can write its records to: file:///DIR or s3://BUCKET/PREFIX."""
+    from runner.config.storeurl import store_url_problem
+
     if isinstance(value, str) and value:
         problem = store_url_problem(value)
         if problem:
@@ -140,6 +145,8 @@ class AddressError(ValueError):
 
 def _is_host_port(value: object) -> bool:
     """An address whose host is an IP address or a host name (the pattern checks the form and the port)."""
+    from runner.config.urls import address_problem
+
     if isinstance(value, str) and value:
         problem = address_problem(value)
         if problem:
@@ -196,23 +203,26 @@ def _pattern(validator: Any, pattern: str, instance: Any, _schema: Any) -> Itera
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-# The formats the schema names, each with its check and the error that says what is wrong with a value.
-_FORMATS: tuple[tuple[str, Callable[[object], bool], type[Exception]], ...] = (
-    ("positive-duration", _is_positive_duration, DurationError),
-    ("duration", _is_duration, DurationError),
-    ("threshold", _is_threshold, ThresholdError),
-    ("http-url", _is_http_url, UrlError),
-    ("store-url", _is_store_url, StoreUrlError),
-    ("host-port", _is_host_port, AddressError),
-    ("file-path", _is_file_path, UnicodeError))
+def _formats() -> tuple[tuple[str, Callable[[object], bool], type[Exception]], ...]:
+    """The formats the schema names, each with its check and the error that says what is wrong with a value."""
+    from runner.config.rules import ThresholdError
+
+    return (
+        ("positive-duration", _is_positive_duration, DurationError),
+        ("duration", _is_duration, DurationError),
+        ("threshold", _is_threshold, ThresholdError),
+        ("http-url", _is_http_url, UrlError),
+        ("store-url", _is_store_url, StoreUrlError),
+        ("host-port", _is_host_port, AddressError),
+        ("file-path", _is_file_path, UnicodeError))
 
 
 def _format_checker() -> FormatChecker:
-    """jsonschema's checker for _FORMATS."""
+    """jsonschema's checker for _formats()."""
     from jsonschema import FormatChecker
 
     checker = FormatChecker(formats=())
-    for name, check, raises in _FORMATS:
+    for name, check, raises in _formats():
         checker.checks(name, raises=raises)(check)
     return checker
 
@@ -237,7 +247,7 @@ _PLAIN_KEYWORDS = frozenset({"type", "enum", "minimum", "maximum", "description"
                              "format", "x-durationRange"})
 # The formats _plain_value judges, with their checks: the durations, which it judges as jsonschema
 # does, by the format's check and then _outside.
-_PLAIN_FORMATS = {name: check for name, check, _ in _FORMATS if name in ("positive-duration", "duration")}
+_PLAIN_FORMATS = {"positive-duration": _is_positive_duration, "duration": _is_duration}
 # What the schema's top may say for a layer to be judged key by key: any other keyword there is
 # jsonschema's alone. Its `not` names the keys that are judged together (iterations and duration).
 _PLAIN_ROOT = frozenset({"$schema", "$id", "title", "description", "type", "additionalProperties", "not",

@@ -28,6 +28,26 @@ _GZIP_ONLY = 16 + zlib.MAX_WBITS  # a gzip header and trailer, nothing else
 _ZLIB_ERROR = re.compile(r"^Error -?\d+ while [a-z ]+: ")  # "Error -3 while decompressing data: "
 
 
+def too_large(bound: int) -> str:
+    """The failure of a body that inflates past `bound` bytes (MAX_INFLATED_BYTES)."""
+    return f"protocol: gzip body inflates to more than {bound >> 20} MiB"
+
+
+def not_gzip(reason: str) -> str:
+    """The failure of a body that says gzip and is not: `reason` is zlib's (or why it ended early)."""
+    return f"{GZIP_TEXT} ({reason})"
+
+
+CUT_TEXT = not_gzip("it ends before its gzip stream does")
+
+
+def body_texts() -> tuple[str, str, str, str]:
+    """What the native engine (runner/load/native/body.c) calls the same failures, as data: the text
+    before zlib's reason and after it, a body past the bound, one cut before its gzip stream ends."""
+    before, after = not_gzip("\0").split("\0")
+    return before, after, too_large(MAX_INFLATED_BYTES), CUT_TEXT
+
+
 class BodyError(Exception):
     """The body could not be read as what its headers say: its text is the failure's."""
 
@@ -78,12 +98,12 @@ class BodyHash:
         try:
             out = inflate.decompress(self._tail, INFLATE_STEP)
         except zlib.error as exc:
-            raise BodyError(f"{GZIP_TEXT} ({_ZLIB_ERROR.sub('', str(exc))})") from None
+            raise BodyError(not_gzip(_ZLIB_ERROR.sub('', str(exc)))) from None
         self._tail = b"" if inflate.eof else inflate.unconsumed_tail  # after the gzip stream: ignored
         self._full = len(out) == INFLATE_STEP
         self._inflated += len(out)
         if self._inflated > MAX_INFLATED_BYTES:
-            raise BodyError(f"protocol: gzip body inflates to more than {MAX_INFLATED_BYTES >> 20} MiB")
+            raise BodyError(too_large(MAX_INFLATED_BYTES))
         self._hasher.update(out)
 
     def value(self) -> int:
@@ -92,5 +112,5 @@ class BodyHash:
         while self.pending:
             self.step()
         if self._inflate is not None and not self._inflate.eof and not self._empty:
-            raise BodyError(f"{GZIP_TEXT} (it ends before its gzip stream does)")
+            raise BodyError(CUT_TEXT)
         return self._hasher.value

@@ -19,6 +19,7 @@ every layer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import ClassVar
 
 from runner.config.settings import Pacing
@@ -92,8 +93,15 @@ def model_for(pace: Pacing, shard: Shard) -> LoadModel:
 
 
 def ramp_of(pace: Pacing) -> Ramp | None:
-    """The run's stages as a ramp (runner.load.schedule.Ramp); None for a constant rate."""
-    return Ramp.of(pace.stages) if pace.stages else None
+    """The run's stages as a ramp (runner.load.schedule.Ramp); None for a constant rate. One ramp for
+    the same stages, whoever asks: what it has worked out (its due times, for the native engine,
+    worked out as the engine is chosen) is not worked out again when the run's schedule is made."""
+    return _ramp(pace.stages) if pace.stages else None
+
+
+@cache
+def _ramp(stages: tuple[tuple[int, float], ...]) -> Ramp:
+    return Ramp.of(stages)
 
 
 def schedule_of(pace: Pacing, shard: Shard, start_ns: int) -> Schedule:

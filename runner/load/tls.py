@@ -13,6 +13,8 @@ import ssl
 
 from runner.config.files import TLS_FILE_LIMIT, read_bounded
 from runner.core.errors import UsageError
+from runner.load.failures import VERIFY_FAILED, tls_text, tls_texts
+from runner.load.native.records import TlsClient
 from runner.load.transport import TransportOptions
 
 INSECURE_WARNING = "warning: insecure: HTTPS certificates and host names are not verified"
@@ -22,19 +24,38 @@ _KEY = "PRIVATE KEY-----"
 _ENCRYPTED = ("-----BEGIN ENCRYPTED PRIVATE KEY-----", "Proc-Type: 4,ENCRYPTED")
 
 
-def client_context(options: TransportOptions) -> ssl.SSLContext:
-    """The context every HTTPS connection of the run uses; UsageError if a file is unusable."""
+def ca_file(options: TransportOptions) -> str:
+    """The CAs servers are verified against: caBundle, else certifi's Mozilla bundle."""
+    if options.ca_bundle:
+        return options.ca_bundle
     import certifi  # only where a context is made: a run without https makes none
 
-    context = ssl.create_default_context(cafile=certifi.where())
+    return str(certifi.where())
+
+
+def client_context(options: TransportOptions) -> ssl.SSLContext:
+    """The context every HTTPS connection of the run uses; UsageError if a file is unusable."""
     if options.ca_bundle:
-        context = _with_ca_bundle(options.ca_bundle)
+        context = _with_ca_bundle(options.ca_bundle)  # the file checked first, so a bad one is named
+    else:
+        context = ssl.create_default_context(cafile=ca_file(options))
     if options.client_cert or options.client_key:
         _load_client_certificate(context, options.client_cert, options.client_key)
     if options.insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
+
+
+def native_client(options: TransportOptions) -> TlsClient:
+    """The native engine's TLS client, as client_context makes Python's (runner/load/native/tls.h):
+    the same files (checked by client_context first, which names a bad one), Python's default
+    cipher list for TLS 1.2, and the texts its failures are named by (failures.tls_texts)."""
+    return TlsClient(
+        ca_file=ca_file(options), cert_file=options.client_cert, key_file=options.client_key,
+        insecure=options.insecure, ciphers=getattr(ssl, "_DEFAULT_CIPHERS", ""),
+        verify_failed=tls_text(VERIFY_FAILED), reasons=tls_texts(),
+    )
 
 
 def _with_ca_bundle(path: str) -> ssl.SSLContext:

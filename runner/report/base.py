@@ -7,10 +7,13 @@ never see a Result: by the time they hear of an interval it is counts and histog
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from runner.stats.recorder import Interval
-from runner.stats.runinfo import RunInfo, RunSummary
+if TYPE_CHECKING:  # annotations only: `soak --help` loads this interface (commands.outputs), not the stats
+    from collections.abc import Callable
+
+    from runner.stats.recorder import Interval
+    from runner.stats.runinfo import RunInfo, RunSummary
 
 
 class Reporter:

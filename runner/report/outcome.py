@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.core.durations import format_duration
 from runner.core.errors import (
@@ -30,8 +30,10 @@ from runner.core.errors import (
 from runner.core.redact import printable
 from runner.report.base import Reporter
 from runner.report.slowcooker import to_ms
-from runner.report.verdict import Verdict
 from runner.stats.runinfo import SIGNAL_STOP, RunSummary, before_the_others
+
+if TYPE_CHECKING:  # a run without thresholds has no verdict and loads none (commands.execute)
+    from runner.report.verdict import Verdict
 
 Said = tuple[int, str]  # an exit code that applies, and its line ("" when another line says it)
 

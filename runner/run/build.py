@@ -30,7 +30,7 @@ from runner.core.redact import Secrets
 from runner.core.units import UNIT_NS
 from runner.load.clients import TRANSPORTS
 from runner.load.engine import Load
-from runner.load.model import Bench, LoadModel, Open, model_for, model_of, schedule_of
+from runner.load.model import Bench, LoadModel, Open, model_for, model_of, ramp_of, schedule_of
 from runner.load.native.engine import refusal
 from runner.load.request import Request, build_requests, origin
 from runner.load.schedule import Grid, Schedule
@@ -147,6 +147,9 @@ def engine_for(settings: Settings, requests: list[Request], options: TransportOp
         return EngineChoice("python", "")
     why = refusal(settings, requests, options)
     if why is None:
+        ramp = ramp_of(settings.pace)
+        if ramp is not None:  # the native engine's due times, worked out before the run's start is chosen
+            ramp.due_times()
         return EngineChoice("native", "")
     if choice == "native":
         raise UsageError(f"engine: native cannot send this run: {why}; use engine: auto or python")

@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from runner.config.targets import url_slots
 from runner.core.redact import printable
@@ -26,7 +26,6 @@ from runner.load.native.engine import Counting, MetricsConfig, NativeEngine
 from runner.load.result import Result
 from runner.load.schedule import Grid, Schedule, Skips
 from runner.load.transport import TransportOptions
-from runner.metrics.tally import MetricsTally
 from runner.run.build import Parts
 from runner.run.probe import LoopWatch
 from runner.run.progress import Progress
@@ -34,6 +33,9 @@ from runner.stats.client import LATE_NS, PROBE_PERIOD_NS, WATCH_GAP_NS, ClientMe
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.native import TakenRecorder
 from runner.stats.recorder import ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, BenchTally, Interval, Recorder, Tally
+
+if TYPE_CHECKING:  # a run without metrics does not load them
+    from runner.metrics.tally import MetricsTally
 
 PROGRESS_EVERY_NS = 100_000_000  # how often a native run's finished sends are read for progress
 
@@ -256,17 +258,20 @@ class NativeRun:
 
 def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: Grid, *, unit_ns: int | None = None,
                metrics: MetricsConfig | None = None, shown: Callable[[str], str] = printable,
-               slot_of: Sequence[int] = (), terms: PaceTerms | None = None) -> tuple[NativeEngine, TakenRecorder]:
+               slot_of: Sequence[int] = (), terms: PaceTerms | None = None,
+               hash_value: int = 0, live_bench: bool = True) -> tuple[NativeEngine, TakenRecorder]:
     """The native engine for a load and the recorder of what it counts, as Parts.recorder() would count it
     (`slot_of`: each URL's slot, as Recorder takes it; backends counted when the options name a backendHeader;
-    `terms`: for judging each interval's pace, as Recorder takes them), with the stats layer's constants for
-    the rules both engines count by."""
+    `terms`: for judging each interval's pace, as Recorder takes them; `hash_value`: what a hashed body is
+    checked against, as Recorder takes it; `live_bench`: a bench's figures with every interval, for a local
+    worker, as TakenRecorder takes it), with the stats layer's constants for the rules both engines count by."""
     model = load.model
     counting = Counting(grid, model.corrected, unit_ns or 0, LATE_NS, ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, metrics,
-                        probe_ns=PROBE_PERIOD_NS, gap_ns=WATCH_GAP_NS, url_slots=tuple(slot_of))
+                        probe_ns=PROBE_PERIOD_NS, gap_ns=WATCH_GAP_NS, url_slots=tuple(slot_of), hash_value=hash_value)
     engine = NativeEngine(schedule, load, options, counting)
     due = schedule.sends_due if model.paced else None
-    return engine, TakenRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown, terms=terms)
+    return engine, TakenRecorder(engine, grid, model, due=due, unit_ns=unit_ns, shown=shown, terms=terms,
+                                 live_bench=live_bench)
 
 
 def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, watch: LoopWatch, *,
@@ -284,7 +289,9 @@ def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, wa
         assert take_sessions is None, "the native engine refuses a warm-up (refusal)"
         native, taken = native_run(schedule, parts.load(), parts.options, grid, unit_ns=parts.unit_ns,
                                    metrics=None if metrics is None else metrics.layout(), shown=parts.shown,
-                                   slot_of=url_slots(parts.urls).slot_of, terms=parts.pace_terms)
+                                   slot_of=url_slots(parts.urls).slot_of, terms=parts.pace_terms,
+                                   hash_value=parts.settings.report.hash_value,
+                                   live_bench=parts.shard.workers > 1)
         if metrics is not None:
             metrics.follow(native.metrics)
             taken.backends_counted = metrics.add_backends

@@ -16,13 +16,12 @@ from __future__ import annotations
 import asyncio
 import resource
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.config.settings import Settings
 from runner.load.clock import RunClock, SystemClock
 from runner.load.schedule import Grid
 from runner.load.shards import Shard, aligned_start
-from runner.metrics.tally import MetricsTally
 from runner.report.base import Reporter
 from runner.run.build import Parts
 from runner.run.engines import EngineRun, engine_run
@@ -33,6 +32,9 @@ from runner.run.warmup import WarmUpPhase
 from runner.stats.client import ClientMeter
 from runner.stats.recorder import Interval
 from runner.stats.runinfo import SIGNAL_STOP, RunInfo, RunSummary, Warmup
+
+if TYPE_CHECKING:  # a run without metrics does not load them
+    from runner.metrics.tally import MetricsTally
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish

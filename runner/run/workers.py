@@ -23,18 +23,18 @@ import queue
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection, wait
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from runner.config.settings import Settings
 from runner.config.targets import as_targets
 from runner.load.clock import RunClock, SystemClock
 from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter
-from runner.run.signals import STOP_SIGNALS
+from runner.run.signals import STOP_SIGNALS, HandledSignals, Signals
 from runner.stats.merge import RunTotal, merged_bench, merged_interval, merged_summary, merged_warmup_interval
 from runner.stats.record import (
     ShardRun,
@@ -53,16 +53,57 @@ if TYPE_CHECKING:
 # runner and set up its clients (about a quarter of a second each, two at a time here).
 LEAD_S = 1.5
 POLL_S = 0.1
+JOIN_S = 5.0  # at the end, how long each worker may take to exit once it has sent its summary
+
+# What a worker sends home (its _Courier): (kind, worker, payload), read by _Gather._receive.
+Message = tuple[str, int, Any]
+
+
+class Crew(Protocol):
+    """The parent's view of its workers: the processes it started (_Processes), or a script in the unit
+    tier (tests/support/crew.py), so that how the parent merges, and reacts to a worker that dies, to
+    a signal and to the end of the run, is tested without processes or pipes."""
+
+    def __len__(self) -> int:
+        """How many workers there are (worker w is 0 <= w < len)."""
+        ...
+
+    def receive(self, timeout_s: float) -> list[Message]:
+        """The messages that have come home, waiting at most `timeout_s` for one; none if none came."""
+        ...
+
+    def exit_code(self, worker: int) -> int | None:
+        """The worker's exit code once it has exited (negative: the signal that killed it); None while it runs."""
+        ...
+
+    def signal(self, sig: signal.Signals) -> None:
+        """Send `sig` to every worker still running."""
+        ...
+
+    def join(self, timeout_s: float) -> None:
+        """Wait for the workers to exit, at most `timeout_s` for each."""
+        ...
+
+    def close(self) -> None:
+        """Release the pipes home, whether or not the run ended."""
+        ...
+
+
+# Starts the workers: (settings, urls, source, pod, agreed start as a Unix time, metric slots, progress step).
+Spawn = Callable[[Settings, Sequence[str], "str | None", Shard, float, "UrlSlots | None", int], Crew]
 
 
 def run(settings: Settings, urls: Sequence[str], source: str | None, reporters: Sequence[Reporter],
         pod: Shard, counts: WorkerTallies | None = None, engine: str = "python",
-        clock: RunClock | None = None) -> RunSummary:
+        clock: RunClock | None = None, signals: Signals | None = None, spawn: Spawn | None = None) -> RunSummary:
     """Run with `settings.split.workers` processes; tell `reporters` about the merged run.
 
     `engine`: which one the workers send with (each builds its own parts from the same settings,
     so each chooses as the parent did: runner.run.build.engine_for). `clock`: where the parent
-    reads the time that the workers' agreed start and the merged run are set from.
+    reads the time that the workers' agreed start and the merged run are set from. `signals`:
+    where it hears of SIGINT and SIGTERM, which it passes on to the workers (default: the
+    process's own); `spawn`: what starts the workers (default: processes). The last three are
+    given as values so that the unit tier can drive the parent with scripted workers.
 
     With `counts` (Prometheus metrics), each worker also counts its results for metrics and
     sends its counts home before each interval and its summary, and `counts` gets them.
@@ -71,40 +112,53 @@ def run(settings: Settings, urls: Sequence[str], source: str | None, reporters: 
     start_wall = clock.wall_s() + LEAD_S
     if not pod.alone:
         start_wall = aligned_start(start_wall, settings.pace.interval_ns / 1e9)
-    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited event loop
-    pipes = [context.Pipe(duplex=False) for _ in range(settings.split.workers)]  # (this end, the worker's end)
     slots = counts.slots if counts is not None else None
-    workers = settings.split.workers
-    step = _progress_step(reporters)
-    processes = [
-        context.Process(target=_work, args=(settings, urls, source, Shard(pod.index, pod.count, w, workers),
-                                            start_wall, pipes[w][1], slots, step), daemon=True)
-        for w in range(workers)
-    ]
-    # SIGINT and SIGTERM are held while the workers start: they inherit the held mask and
-    # take the signals only once their handlers are in place (see Soak), so a Ctrl-C in the
-    # first moments stops them cleanly instead of killing them halfway through starting.
-    # Spawning starts multiprocessing's resource tracker if it is not running, and starting it
-    # unblocks both signals here: so it is started first, before they are held.
-    resource_tracker.ensure_running()
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    spawn = spawn if spawn is not None else _spawn
+    crew = spawn(settings, urls, source, pod, start_wall, slots, _progress_step(reporters))
     try:
-        for process in processes:
-            process.start()
-        for _, theirs in pipes:
-            theirs.close()  # the worker holds its own copy: when it exits, this end reads EOF
         # The run begins where the workers' warm-ups (if any) end, as in each worker (runner.run.soak).
         warmup_ns = settings.pace.warmup_ns
         info = RunInfo(settings, list(urls), source,
                        clock.now_ns() + round((start_wall - clock.wall_s()) * 1e9) + warmup_ns,
                        start_wall + warmup_ns / 1e9, pod, as_targets(urls).weights, engine)
-        with _forwarding_signals(processes):
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            return _Gather(info, reporters, processes, counts).collect([ours for ours, _ in pipes])
+        return _Gather(info, reporters, crew, counts).collect(signals if signals is not None else HandledSignals())
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        for ours, _ in pipes:
-            ours.close()
+        crew.close()
+
+
+def _spawn(settings: Settings, urls: Sequence[str], source: str | None, pod: Shard, start_wall: float,
+           slots: UrlSlots | None, step: int) -> _Processes:
+    """Start one process per worker, each told the agreed start, with a pipe home of its own.
+
+    SIGINT and SIGTERM are held while the workers start: they inherit the held mask and take
+    the signals only once their handlers are in place (see Soak), so a Ctrl-C in the first
+    moments stops them cleanly instead of killing them halfway through starting. The parent
+    holds them until its own handlers are in place (HandledSignals.install; _Processes.close
+    restores the mask however the run ends).
+    """
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited event loop
+    workers = settings.split.workers
+    pipes = [context.Pipe(duplex=False) for _ in range(workers)]  # (this end, the worker's end)
+    processes = [
+        context.Process(target=_work, args=(settings, urls, source, Shard(pod.index, pod.count, w, workers),
+                                            start_wall, pipes[w][1], slots, step), daemon=True)
+        for w in range(workers)
+    ]
+    # Spawning starts multiprocessing's resource tracker if it is not running, and starting it
+    # unblocks both signals here: so it is started first, before they are held.
+    resource_tracker.ensure_running()
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    crew = _Processes(processes, [ours for ours, _ in pipes], held)
+    try:
+        for process in processes:
+            process.start()
+    except BaseException:
+        crew.close()
+        raise
+    finally:
+        for _, theirs in pipes:
+            theirs.close()  # the worker holds its own copy: when it exits, this end reads EOF
+    return crew
 
 
 def _progress_step(reporters: Sequence[Reporter]) -> int:
@@ -207,6 +261,52 @@ class _Courier(Reporter):
             self._outbox.put(("counts", worker, self._tally.snapshot()))
 
 
+class _Processes:
+    """The workers as the processes _spawn started, each with this end of its pipe home (a Crew)."""
+
+    def __init__(self, processes: Sequence[multiprocessing.process.BaseProcess], inboxes: list[Connection],
+                 held: set[int | signal.Signals]) -> None:
+        self._processes = processes  # worker w is processes[w]
+        self._inboxes = inboxes  # worker w's is inboxes[w]
+        self._open = list(inboxes)  # those whose worker has not closed its end
+        self._held = held  # the signal mask before the stop signals were held for the start
+
+    def __len__(self) -> int:
+        return len(self._processes)
+
+    def receive(self, timeout_s: float) -> list[Message]:
+        """One message from each pipe that has one; a pipe whose worker has gone is read no more
+        (exit_code tells how it went, once it has exited)."""
+        messages = []
+        for inbox in cast(list[Connection], wait(self._open, timeout=timeout_s)):  # some of those it was given
+            try:
+                messages.append(inbox.recv())
+            except (EOFError, OSError):
+                self._open.remove(inbox)
+        return messages
+
+    def exit_code(self, worker: int) -> int | None:
+        process = self._processes[worker]
+        return None if process.is_alive() else process.exitcode
+
+    def signal(self, sig: signal.Signals) -> None:
+        for process in self._processes:
+            if process.is_alive() and process.pid is not None:
+                try:
+                    os.kill(process.pid, sig)
+                except ProcessLookupError:
+                    pass
+
+    def join(self, timeout_s: float) -> None:
+        for process in self._processes:
+            process.join(timeout=timeout_s)
+
+    def close(self) -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._held)
+        for inbox in self._inboxes:
+            inbox.close()
+
+
 @dataclass
 class _Gather:
     """The parent's side: merges an interval as soon as every running worker has closed it.
@@ -217,7 +317,7 @@ class _Gather:
 
     info: RunInfo
     reporters: Sequence[Reporter]
-    processes: Sequence[multiprocessing.process.BaseProcess]  # worker w is processes[w]
+    crew: Crew
     counts: WorkerTallies | None
     intervals: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     warmups: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # each worker's warm-up intervals
@@ -232,38 +332,35 @@ class _Gather:
 
     @property
     def workers(self) -> int:
-        return len(self.processes)
+        return len(self.crew)
 
-    def collect(self, inboxes: list[Connection]) -> RunSummary:
-        """Merge the workers' messages as they come, from `inboxes` (worker w's is inboxes[w])."""
-        for reporter in self.reporters:
-            reporter.bind_stop(self._stop)
-            reporter.start(self.info)
-        open_inboxes = list(inboxes)
-        while len(self.runs.keys() | self.failures.keys()) < self.workers:  # a worker may report both
-            ready = wait(open_inboxes, timeout=POLL_S)
-            if not ready:
-                self._note_deaths()
-                continue
-            for inbox in cast(list[Connection], ready):  # wait() returns some of the connections it was given
-                try:
-                    kind, worker, payload = inbox.recv()
-                except (EOFError, OSError):  # the worker has gone; _note_deaths tells how, once it has exited
-                    open_inboxes.remove(inbox)
-                    continue
-                self._receive(kind, worker, payload)
-                self._emit(final=False)
-        for process in self.processes:
-            process.join(timeout=5)
-        for worker, text in sorted(self.failures.items()):
-            print(f"soak: worker {worker} failed: {text}", file=sys.stderr)
-        return self._finish()
+    def collect(self, signals: Signals) -> RunSummary:
+        """Merge the workers' messages as they come, until each has sent its summary or failed;
+        meanwhile every SIGINT and SIGTERM from `signals` is passed on to them (each stops cleanly)."""
+        signals.install(lambda name, pending: self.crew.signal(signal.Signals[name]))
+        try:
+            for reporter in self.reporters:
+                reporter.bind_stop(self._stop)
+                reporter.start(self.info)
+            while len(self.runs.keys() | self.failures.keys()) < self.workers:  # a worker may report both
+                messages = self.crew.receive(POLL_S)
+                if not messages:
+                    self._note_deaths()
+                for kind, worker, payload in messages:
+                    self._receive(kind, worker, payload)
+                    self._emit(final=False)
+            self.crew.join(JOIN_S)
+            for worker, text in sorted(self.failures.items()):
+                print(f"soak: worker {worker} failed: {text}", file=sys.stderr)
+            return self._finish()
+        finally:
+            signals.remove()
 
     def _stop(self, reason: str) -> None:
         """A reporter's early stop: the workers stop as on SIGTERM, and the run says why it stopped."""
         if self.stop_reason is None:
             self.stop_reason = reason
-            _signal_all(self.processes, signal.SIGTERM)
+            self.crew.signal(signal.SIGTERM)
 
     def _receive(self, kind: str, worker: int, payload: Any) -> None:
         if kind == "interval":
@@ -294,9 +391,11 @@ class _Gather:
         self.told = max(self.told, done)
 
     def _note_deaths(self) -> None:
-        for worker, process in enumerate(self.processes):
-            if not process.is_alive() and worker not in self.runs and worker not in self.failures:
-                self.failures[worker] = f"exited with code {process.exitcode} before its summary"
+        """A worker that exited before its summary failed: how it exited, once it has."""
+        for worker in range(self.workers):
+            code = self.crew.exit_code(worker)
+            if code is not None and worker not in self.runs and worker not in self.failures:
+                self.failures[worker] = f"exited with code {code} before its summary"
 
     def _emit(self, final: bool) -> None:
         """Merge and tell every interval that all still-running workers have closed (all, at the end)."""
@@ -371,32 +470,3 @@ def _on_clock(info: RunInfo, interval: Interval) -> Interval:
     sending = None if interval.sending_end_ns is None else interval.sending_end_ns + shift
     return replace(interval, start_ns=interval.start_ns + shift, end_ns=interval.end_ns + shift,
                    sending_end_ns=sending)
-
-
-class _forwarding_signals:
-    """While the workers run, SIGINT and SIGTERM here are passed on to them (each stops cleanly)."""
-
-    def __init__(self, processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
-        self._processes = processes
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._previous[sig] = signal.signal(sig, self._forward)
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-    def _forward(self, sig: int, frame: object) -> None:
-        _signal_all(self._processes, sig)
-
-
-def _signal_all(processes: Sequence[multiprocessing.process.BaseProcess], sig: int) -> None:
-    """Send `sig` to every worker still running."""
-    for process in processes:
-        if process.is_alive() and process.pid is not None:
-            try:
-                os.kill(process.pid, sig)
-            except ProcessLookupError:
-                pass

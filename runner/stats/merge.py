@@ -8,7 +8,7 @@ up, and last intervals cut short at slightly different moments still merge into 
 same merge serves `soak merge` (records read back from pods' logs) and local workers
 (records sent by the worker processes).
 
-A decoded tally holds HDR histograms of some 270 KB each, so the merge streams: it walks the
+A decoded tally holds HDR histograms of up to 270 KB each, so the merge streams: it walks the
 shards' intervals in lockstep, decodes one record per shard at a time, hands each merged
 interval on and keeps only the run's running total (RunTotal). However long the run, it holds
 the decoded histograms of one interval per shard and the run's own, never one per interval

@@ -6,8 +6,8 @@ rules, and hands over one interval at a time as runner.load.native.records' reco
 next_index, and the run-wide figures: total, uncorrected, send_lag, in_unit, bench,
 connections, client, drain, drain_end_ns, per_url) over an engine that is Taking, so what
 comes after it (reports, thresholds, merges) never knows which engine counted. Each
-interval's counts become a Tally here, once per interval; its histogram's counts array is
-the engine's own, taken over without a copy (LatencyHistogram.from_counts).
+interval's counts become a Tally here, once per interval; its histograms hold the engine's
+counts up to each one's max (LatencyHistogram.from_counts).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from runner.stats.recorder import (
     phased,
 )
 
-PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connections' key)
+PROTOCOL = "HTTP/1.1"  # what every native connection speaks (Recorder.connections' key, with its TLS version)
 
 
 class Taking(Protocol):
@@ -71,8 +71,13 @@ class TakenRecorder:
 
     def __init__(self, engine: Taking, grid: Grid, model: LoadModel, *,
                  due: Callable[[int, int], float] | None = None, unit_ns: int | None = None,
-                 shown: Callable[[str], str] = printable, terms: PaceTerms | None = None) -> None:
+                 shown: Callable[[str], str] = printable, terms: PaceTerms | None = None,
+                 live_bench: bool = True) -> None:
+        """`live_bench`: a bench's figures go with every interval (Interval.bench), as a local worker
+        sends them home (runner.run.workers); without it they are taken at the final close only, the
+        intervals before it carrying none: copying them out of the engine was most of a close's cost."""
         self._engine = engine
+        self._live_bench = live_bench
         self._terms = terms
         self._grid = grid
         self._due = due  # the sends due between two moments (Schedule.sends_due); None for a bench
@@ -131,12 +136,13 @@ class TakenRecorder:
         self._next += 1
         self.interval_connections.append(ConnectionCounts(taken.opened, taken.closed))
         self._meter_ticks(taken)
-        if final or self.bench is not None:  # a bench's figures go with every interval, as Recorder's do
+        live = self.bench is not None and self._live_bench  # a bench's figures with every interval, as Recorder's
+        if final or live:
             self._take_figures()
         client = self.client.close(cpu_s, end if now_ns is None else now_ns, start, end, final=final)
         due = interval_due(self._due, start, end, sending_end_ns)
-        interval = Interval(k, start, end, tally, sending_end_ns, client=client, bench=self.bench, due=due,
-                            terms=self._terms or PaceTerms())
+        interval = Interval(k, start, end, tally, sending_end_ns, client=client,
+                            bench=self.bench if final or live else None, due=due, terms=self._terms or PaceTerms())
         self.client.counted(k, interval.pace)
         return interval
 
@@ -164,6 +170,7 @@ class TakenRecorder:
             errors=Counter(counts.errors), latency=histogram(counts.latency),
             phases=phases(counts.phases),
             connections_opened=counts.opened, connections_closed=counts.closed,
+            hash_checked=counts.hash_checked, hash_mismatches=counts.hash_mismatches,
         )
         for raw, count in counts.backends:  # in the order met, as Recorder met them
             tally.count_backend(self._backend(raw), count)
@@ -203,7 +210,7 @@ class TakenRecorder:
             self.uncorrected = histogram(figures.uncorrected)
         if self.in_unit is not None and figures.in_unit is not None:
             self.in_unit = histogram(figures.in_unit, self._unit_ns)
-        self.connections = Counter({PROTOCOL: figures.connections} if figures.connections else {})
+        self.connections = by_protocol(figures.connections, figures.tls_connections)
         self.run_connections = ConnectionCounts(figures.opened, figures.closed)
         if self.bench is not None and figures.bench is not None:
             self.bench = self.bench_tally(figures.bench)
@@ -221,13 +228,26 @@ class TakenRecorder:
         )
 
 
-def phases(parts: tuple[HistogramCounts, HistogramCounts, HistogramCounts, int]) -> PhaseTally:
-    """The engine's (connect_new, ttfb, body, reused) as a PhaseTally: it looks no name up (Python
-    does, between intervals) and speaks no TLS, so each new connection's dns and tls are 0."""
-    connect_new, ttfb, body, reused = parts
-    tally = PhaseTally(connect_new=histogram(connect_new), ttfb=histogram(ttfb), body=histogram(body), reused=reused)
+def by_protocol(connections: int, tls: Mapping[str, int]) -> Counter[str]:
+    """Recorder.connections from the engine's count of new connections that carried a response and
+    the count of those over TLS by version: {"HTTP/1.1": 3, "HTTP/1.1 TLSv1.3": 2}, as
+    http1.Connection.protocol names each."""
+    found = Counter({f"{PROTOCOL} {version}": n for version, n in tls.items() if n})
+    plain = connections - sum(tls.values())
+    if plain:
+        found[PROTOCOL] = plain
+    return found
+
+
+def phases(parts: tuple[HistogramCounts, HistogramCounts, HistogramCounts, HistogramCounts, int]) -> PhaseTally:
+    """The engine's (connect_new, tls_new, ttfb, body, reused) as a PhaseTally: it looks no name up
+    (Python does, between intervals), so each new connection's dns is 0, and tls_new holds the
+    handshakes of those made over TLS only: the others' tls is 0."""
+    connect_new, tls_new, ttfb, body, reused = parts
+    tally = PhaseTally(connect_new=histogram(connect_new), tls_new=histogram(tls_new), ttfb=histogram(ttfb),
+                       body=histogram(body), reused=reused)
     tally.dns_new.record(0, tally.connect_new.count)
-    tally.tls_new.record(0, tally.connect_new.count)
+    tally.tls_new.record(0, tally.connect_new.count - tally.tls_new.count)
     return tally
 
 

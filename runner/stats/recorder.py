@@ -334,6 +334,7 @@ class Interval:
     client: ClientFigures = field(default_factory=ClientFigures)  # how the client itself fared
     # Bench mode: the run's ab figures so far, the live tally (read it at once): a local worker
     # sends them home with each interval, so a worker that dies later loses nothing measured.
+    # The native engine's intervals carry them only there, and at the last (TakenRecorder's live_bench).
     bench: BenchTally | None = None
     # The sends the schedule made due in it (Schedule.sends_due, unrounded); None without a
     # schedule (a bench). From the load model, never worked out again downstream.

@@ -1,4 +1,5 @@
-"""Write the seed corpus of the response parser's fuzzer (tests/fuzz/corpus/response/).
+"""Write the seed corpora of the response parser's fuzzer (tests/fuzz/corpus/response/) and of the
+TLS read path's (tests/fuzz/corpus/tls/).
 
     python tests/fuzz/seed_corpus.py
 
@@ -8,6 +9,9 @@ sends, each in fuzz_response.c's input format: a control byte (HEAD, close, smal
 byte that picks the cuts into reads, then the bytes. The seeds written here are named seed-*;
 the other files are left alone: found-* (what long fuzz runs reached, merged with libFuzzer's
 -merge=1 so that each adds coverage) and regression-* (inputs that once crashed it).
+
+The TLS seeds are exchanges in fuzz_tls.c's input format: a control byte (TLS 1.2, insecure, raw
+bytes instead of a server, a name to check), then its operations (OPS below).
 """
 
 from __future__ import annotations
@@ -23,6 +27,12 @@ from tests.support.faultserver import FaultServer  # noqa: E402
 from tests.support.responses import HOSTILE, VALID  # noqa: E402
 
 CORPUS = REPO / "tests" / "fuzz" / "corpus" / "response"
+TLS_CORPUS = REPO / "tests" / "fuzz" / "corpus" / "tls"
+TLS12, INSECURE, RAW, NAMED = 1, 2, 4, 8  # fuzz_tls.c's control bits
+# fuzz_tls.c's operations: the server writes, part of its bytes reach the client, bytes put in, close_notify,
+# renegotiation (or key update), the client's request, a byte flipped, everything reaches the client.
+WRITE, DELIVER, INJECT, NOTIFY, RENEGOTIATE, REQUEST, FLIP, ALL = range(8)
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 HEAD, CLOSE, SMALL_BOUND, BACKEND = 1, 2, 4, 8  # fuzz_response.c's control bits
 MOST = 4096  # bytes of a seed at most: longer bodies teach the fuzzer nothing more
 
@@ -64,6 +74,39 @@ def backend_seeds() -> None:
     seed("backend-head", BACKEND | HEAD, 3, BACKEND_RESPONSES["plain"])
 
 
+def write(data: bytes) -> bytes:
+    """The server writes `data` (in pieces of at most 256 bytes)."""
+    return b"".join(bytes([WRITE, len(data[i:i + 256]) - 1]) + data[i:i + 256] for i in range(0, len(data), 256))
+
+
+def tls_seeds() -> None:
+    """Exchanges: whole, a byte at a time, closed, renegotiated, tampered with, and raw bytes."""
+    TLS_CORPUS.mkdir(parents=True, exist_ok=True)
+    for old in TLS_CORPUS.glob("seed-*"):
+        old.unlink()
+    answer = bytes([ALL]) + bytes([REQUEST, ALL]) + write(OK) + bytes([ALL])
+    seeds = {
+        "tls13": bytes([0]) + answer, "tls12": bytes([TLS12]) + answer, "insecure": bytes([INSECURE]) + answer,
+        "named": bytes([NAMED]) + answer, "named-insecure": bytes([NAMED | INSECURE]) + answer,
+        "byte-by-byte": bytes([0, ALL, REQUEST, ALL]) + write(OK) + bytes([DELIVER, 0]) * 80,
+        "handshake-byte-by-byte": bytes([TLS12]) + bytes([DELIVER, 0, REQUEST]) * 200,
+        "close-notify": bytes([0]) + answer + bytes([NOTIFY, ALL]),
+        "close-notify-mid-body": bytes([0, ALL, REQUEST, ALL]) + write(OK[:-1]) + bytes([NOTIFY, ALL]),
+        "renegotiate": bytes([TLS12]) + answer + bytes([RENEGOTIATE, ALL, REQUEST, ALL]) + write(OK) + bytes([ALL]),
+        "key-update": bytes([0]) + answer + bytes([RENEGOTIATE, ALL, REQUEST, ALL]) + write(OK) + bytes([ALL]),
+        "flipped": bytes([0, ALL, REQUEST, ALL]) + write(OK) + bytes([FLIP, 30, ALL]),
+        "flipped-handshake": bytes([TLS12, FLIP, 100, ALL]),
+        "injected": bytes([0]) + answer + bytes([INJECT, 4]) + b"\x17\x03\x03\x00\x01",
+        "big-body": bytes([0, ALL, REQUEST, ALL]) + write(b"HTTP/1.1 200 OK\r\nContent-Length: 3000\r\n\r\n"
+                                                       + b"b" * 3000) + bytes([ALL]),
+        "raw-http": bytes([RAW, 63]) + OK,
+        "raw-alert": bytes([RAW, 6]) + b"\x15\x03\x03\x00\x02\x02\x28",
+        "raw-garbage": bytes([RAW, 10]) + bytes(range(256)),
+    }
+    for name, data in seeds.items():
+        (TLS_CORPUS / f"seed-{name}").write_bytes(data)
+
+
 def main() -> None:
     CORPUS.mkdir(parents=True, exist_ok=True)
     for old in CORPUS.glob("seed-*"):
@@ -85,6 +128,8 @@ def main() -> None:
     finally:
         server.stop()
     print(f"{len(list(CORPUS.iterdir()))} files in {CORPUS.relative_to(REPO)}")
+    tls_seeds()
+    print(f"{len(list(TLS_CORPUS.iterdir()))} files in {TLS_CORPUS.relative_to(REPO)}")
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ def test_quick_start_says_before_its_block_that_the_second_line_is_the_test_suit
     The text just above the block says what it is, what it installs and how long it takes."""
     above = " ".join(README.read_text().split("<!-- quickstart", 1)[0].rsplit("## Quick start", 1)[1].split())
     assert "not set-up" in above and "test suite" in above
-    assert re.search(r"\babout \d+ minutes\b", above)
+    assert re.search(r"\b(about \d+|\d+ to \d+) minutes\b", above)
     assert all(program in above for program in ("as root", "nginx", "HAProxy", "Prometheus", "Docker", "compilers"))
 
 

@@ -36,7 +36,10 @@ def test_the_c_sources_compile_without_a_warning(compiler: str) -> None:
     binding = ["-fPIC", "-I", python_headers]
     for source, extra in ((NATIVE / "response.c", pure), (NATIVE / "response.c", [*pure, *PORTABLE]),
                           (NATIVE / "_response.c", binding),
-                          (NATIVE / "core.c", pure), (NATIVE / "engine.c", [*binding, "-Wshadow"])):
+                          (NATIVE / "core.c", pure), (NATIVE / "tls.c", pure), (NATIVE / "body.c", pure),
+                          (NATIVE / "core.c", [*pure, "-DSOAK_NO_TLS"]), (NATIVE / "engine.c", [*binding, "-Wshadow"]),
+                          (NATIVE / "engine.c", [*binding, "-Wshadow", "-DSOAK_NO_TLS"]),
+                          (NATIVE / "counts.c", [*binding, "-Wshadow", "-Wconversion"])):
         done = subprocess.run([cc, *STRICT, *extra, str(source)], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0 and not done.stderr, f"{compiler} {source.name} {extra}:\n{done.stderr}"
 
@@ -63,6 +66,38 @@ def test_the_tree_the_tests_run_has_the_native_engine_built() -> None:
                           capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.stdout == "True\n", ("the native engine is not built in the tree the tests run "
                                       f"({REPO}): pip install -e '.[test]' builds it in place", done.stderr)
+
+
+def test_without_openssl_headers_the_engine_has_no_tls_and_https_takes_the_python_engine(tmp_path: Path) -> None:
+    """setup.py builds the engine with SOAK_NO_TLS where OpenSSL's headers are not (tls.h's stubs,
+    no libssl linked): it loads, says it has no TLS, and an https load is refused to it with the
+    reason the start-up line gives, while plain HTTP is still its."""
+    cc = program("gcc", HINTS["gcc"])
+    target = tmp_path / f"_engine{sysconfig.get_config_var('EXT_SUFFIX')}"
+    done = subprocess.run([cc, "-std=c11", "-shared", "-fPIC", "-O1", "-DSOAK_NO_TLS", "-I",
+                           sysconfig.get_paths()["include"], "-o", str(target),
+                           *(str(NATIVE / name) for name in ("engine.c", "core.c", "response.c", "body.c")), "-lm", "-lz"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    code = f"""
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("runner.load.native._engine", {str(target)!r})
+module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+sys.modules["runner.load.native._engine"] = module
+from runner.load.engine import Load
+from runner.load.model import Closed
+from runner.load.native.engine import _load_refusal
+from runner.load.request import Request
+from runner.load.transport import TransportOptions
+options = TransportOptions(timeout_ns=10**9, no_reuse=False, compress=False, max_connections=1)
+for url in ("https://127.0.0.1:8443/", "http://127.0.0.1:8080/"):
+    print(_load_refusal(Load([Request("GET", url, (), b"")], Closed()), options))
+print(module.TLS)
+"""
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [
+        "TLS (the native engine was built without OpenSSL's headers: apt-get install libssl-dev)", "None", "0"]
 
 
 # The tree's engine loaded after records.py's TallyCounts was given two fields the other way round.

@@ -10,7 +10,11 @@ itself a race (a reset at accept lands before or after the request is written: `
 compared: how many a client skips is the machine's pace, on either engine.
 
 The scenarios: every server of the fault matrix (tests/integration/test_fault_matrix.py) the
-native engine can send to (TLS and compress are refused by it, and skipped, saying so);
+native engine can send to, compress and body
+hashing among them; a gzip bomb, hashed; a backendHeader naming a header the parser reads for
+itself (Content-Length, Server, Connection, Transfer-Encoding); HTTPS to nginx in
+each load model, without keep-alive, with a connection lifetime, with a client certificate, and
+unverified (every send a `tls` failure);
 SIGTERM and SIGINT with requests in flight; totalRequests in each load model; local workers;
 shards; a backendHeader, and a weighted list of two URLs (each URL's counts alike too); a
 server that answers a large upload before it is all written; bytes after a response (`soak
@@ -32,21 +36,25 @@ from typing import Any
 import pytest
 
 from runner.core.errors import EXIT_NO_RESPONSE, EXIT_OK
+from runner.load.fnv import fnv1a64
 from runner.load.native.engine import module
 from tests.conftest import Nginx, Run, assert_counts_add_up, run_soak
 from tests.integration.test_fault_matrix import CASES, Case, _target_url
 from tests.support.abparse import parse_ab
 from tests.support.balancer import HEADER, name, named_nginx
-from tests.support.faultserver import OK_BODY, FaultServer
+from tests.support.certs import Pki
+from tests.support.faultserver import GZIP_PLAIN, OK_BODY, FaultServer
 from tests.support.liverun import LONG_RUN, LiveRun
 from tests.support.programs import program
+from tests.support.tlsservers import TlsNginx
 
 pytestmark = pytest.mark.skipif(module() is None, reason="the native engine is not built here")
 
 ENGINES = ("native", "python")
 RACES = {"reset at accept", "reset at accept, noReuse", "reset at accept, 2 workers"}  # reset or closed, by a race
 REFUSED = re.compile(r"soak: engine: native cannot send this run: (.*); use engine: auto or python\n")
-COUNTED = ("requests", "good", "bad", "failed", "statusCodes", "errors", "connectionsOpened", "connectionsClosed")
+COUNTED = ("requests", "good", "bad", "failed", "statusCodes", "errors", "connectionsOpened", "connectionsClosed",
+           "hashChecked", "hashMismatches")
 
 
 def engine_run(engine: str, *args: str, timeout: float = 120, refusable: bool = True) -> Run:
@@ -234,6 +242,69 @@ def test_a_weighted_list_counts_the_same_on_both_engines(named: list[str], tmp_p
     assert verdicts["native"] == verdicts["python"] and len(verdicts["python"]) == 2
 
 
+def failure_texts(run: Run) -> set[str]:
+    """The failure texts of a run's stderr lines (`GET "url": text (n times)`)."""
+    return {m[1] for m in re.finditer(r'^GET "[^"]+": (.+) \(\d+ times?\)$', run.stderr, re.MULTILINE)}
+
+
+def test_a_gzip_bomb_fails_at_the_bound_the_same_on_both_engines(fault_server: FaultServer) -> None:
+    """compress, every body hashed, 4 sends of a body that inflates to 256 MiB: each fails at the
+    16 MiB bound as `protocol` with the same text on both engines (bodyhash's, handed to C), and
+    the native engine sends it (no refusal)."""
+    url = fault_server.url("/gzip-bomb/256")
+    runs = {engine: engine_run(engine, "--qps", "20", "--concurrency", "2", "--interval", "1s", "--iterations", "0",
+                               "--duration", "100s", "--totalRequests", "4", "--timeout", "60s", "--compress",
+                               "--hashValue", "1", "--hashSampleRate", "1", url, timeout=300, refusable=False)
+            for engine in ENGINES}
+    assert_same(runs)
+    assert counted(runs["native"])["errors"] == {"protocol": 4}
+    assert failure_texts(runs["native"]) == failure_texts(runs["python"]) == {
+        "protocol: gzip body inflates to more than 16 MiB"}
+
+
+@pytest.mark.parametrize(("path", "value"), [("/gzip", None), ("/ok", OK_BODY), ("/gzip-lie", None)])
+def test_hashed_bodies_count_the_same_on_both_engines(fault_server: FaultServer, path: str, value: bytes | None) -> None:
+    """Every body hashed, with compress and without: a gzip body is inflated only with compress, so its
+    hash matches hashValue (the plain text's) with it and not without; a body that claims gzip fails
+    only with compress, as the same failure. The bhash counts (hashChecked, hashMismatches), the
+    failures and their texts are the same on both engines."""
+    url = fault_server.url(path)
+    expected = fnv1a64(value if value is not None else GZIP_PLAIN)
+    for compress in (("--compress",), ()):
+        runs = {engine: engine_run(engine, "--qps", "100", "--concurrency", "2", "--interval", "1s",
+                                   "--iterations", "0", "--duration", "100s", "--totalRequests", "20",
+                                   "--hashValue", str(expected), "--hashSampleRate", "1", *compress, url,
+                                   refusable=False) for engine in ENGINES}
+        assert_same(runs)
+        assert failure_texts(runs["native"]) == failure_texts(runs["python"])
+        native = counted(runs["native"])
+        if path == "/gzip-lie" and compress:
+            assert native["errors"] == {"protocol": 20} and native["hashChecked"] == 0
+        else:
+            assert native["hashChecked"] == 20
+            assert native["hashMismatches"] == (0 if compress or path == "/ok" else 20)
+
+
+@pytest.mark.parametrize("header", ["Content-Length", "server", "Connection", "Transfer-Encoding"])
+def test_a_backend_header_the_parser_reads_itself_counts_the_same_on_both_engines(
+        fault_server: FaultServer, header: str, request: pytest.FixtureRequest) -> None:
+    """backendHeader naming a header response.c reads for its own ends: the native engine keeps its
+    value too (it once sent these runs on the Python engine), as http1.py reads it, for every
+    response: the fault server's /ok says Content-Length: 3, its /chunked Transfer-Encoding:
+    chunked; nginx says Server: nginx/... and Connection: keep-alive."""
+    if header in ("server", "Connection"):
+        url = request.getfixturevalue("nginx").url
+    else:
+        url = fault_server.url("/chunked" if header == "Transfer-Encoding" else "/ok")
+    runs = {engine: engine_run(engine, "--qps", "100", "--concurrency", "2", "--interval", "1s", "--iterations", "0",
+                               "--duration", "100s", "--totalRequests", "20", "--backendHeader", header, url,
+                               refusable=False) for engine in ENGINES}
+    assert_same(runs)
+    backends = {engine: runs[engine].summary["backends"] for engine in ENGINES}
+    assert backends["native"] == backends["python"]
+    assert list(backends["native"].values()) == [20], backends  # one value, every response named by it
+
+
 EARLY_BODY = 16 << 20  # more than a loopback socket's buffers take before the server reads (4 MiB + its window)
 
 
@@ -294,3 +365,87 @@ def test_bytes_after_a_response_are_transferred_bytes_on_both_engines_as_in_ab()
     head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(OK_BODY)}\r\n\r\n"  # what /extra/N writes before its body
     assert ab == 10 * (len(head) + len(OK_BODY) + 100)
     assert transferred == {keep_alive: {"native": ab, "python": ab} for keep_alive in ((), ("-k",))}
+
+
+# Stage shapes (issue 34): the ramp reaches the native engine as its due times (Ramp.due_times), so
+# both engines keep the one ramp: the same goal in every interval, every send it made due sent or
+# skipped, and with a count, the same sends. Up, hold, down; fractional rates over odd spans;
+# a pause at 0 in the middle; and a ramp split over two shards.
+SHAPES = {
+    "up, hold, down": ("--stages", "1s:20,1s:20,1s:0"),
+    "fractions": ("--stages", "700ms:33.3,1300ms:5"),
+    "a pause": ("--stages", "500ms:16,500ms:0,500ms:0,1s:24"),
+}
+
+
+def goals_and_sends(run: Run) -> tuple[list[float], int]:
+    """Each interval's goal, and the sends the run made or skipped (the drain's included): what a
+    ramp makes due, and what became of it, which must be all of it."""
+    summary = assert_counts_add_up(run.stdout)
+    goals = [s["t"] for s in summary["intervalStats"]]
+    assert summary["requests"] + summary["skipped"] == round(sum(goals))  # every due send sent or skipped
+    assert summary["stopReason"] == "stages"
+    return goals, summary["requests"] + summary["skipped"]
+
+
+@pytest.mark.parametrize("model", ["closed", "open"])
+@pytest.mark.parametrize("shape", list(SHAPES.values()), ids=list(SHAPES))
+def test_a_stage_shape_is_the_same_ramp_on_both_engines(nginx: Nginx, shape: tuple[str, ...], model: str) -> None:
+    runs = {engine: engine_run(engine, *shape, "--interval", "500ms", "--concurrency", "3", "--loadModel", model,
+                               nginx.url, refusable=False) for engine in ENGINES}
+    native, python = (goals_and_sends(runs[engine]) for engine in ENGINES)
+    assert native == python  # the same goal interval by interval, and the same sends due in all
+
+
+@pytest.mark.parametrize("shard", ["0", "1"])
+def test_a_ramps_count_and_shards_count_the_same_on_both_engines(nginx: Nginx, shard: str) -> None:
+    """A count that ends the ramp in its middle, and one shard of two sending its share of it."""
+    runs = {engine: engine_run(engine, "--stages", "2s:200,1s:200", "--shards", "2", "--shard", shard,
+                               "--interval", "500ms", "--concurrency", "4", "--totalRequests", "90", nginx.url,
+                               refusable=False) for engine in ENGINES}
+    assert_same(runs)
+    assert counted(runs["native"])["good"] == 45
+
+
+HTTPS = {
+    "closed": ("--loadModel", "closed"),
+    "open": ("--loadModel", "open"),
+    "noReuse": ("--noReuse",),
+    "lifetime": ("--maxRequestsPerConnection", "7"),
+    "client certificate": ("--clientCert", "CLIENT"),
+    "unverified": ("--caBundle", "OTHER_CA"),
+    "bench": ("bench",),
+}
+
+
+@pytest.mark.parametrize("how", list(HTTPS.values()), ids=list(HTTPS))
+def test_https_counts_the_same_on_both_engines(tls_nginx: TlsNginx, pki: Pki, how: tuple[str, ...]) -> None:
+    """HTTPS to nginx (TLS 1.3): the same counts, kinds and connections (opened and closed, and what
+    each spoke) on both engines; the native engine sends it (no refusal); nginx saw each request."""
+    files = {"CLIENT": str(pki.client_combined), "OTHER_CA": str(pki.other_ca)}
+    flags = tuple(files.get(flag, flag) for flag in how)
+    port = tls_nginx.mtls_port if "--clientCert" in how else tls_nginx.https_port
+    url = tls_nginx.url(port)
+    ca = () if "--caBundle" in how else ("--caBundle", str(pki.ca))
+    runs = {}
+    for engine in ENGINES:
+        if how == ("bench",):
+            runs[engine] = engine_run(engine, "bench", "-n", "200", "-c", "4", *ca, url, refusable=False)
+        else:
+            runs[engine] = engine_run(engine, "--qps", "400", "--concurrency", "4", "--interval", "1s",
+                                      "--iterations", "0", "--duration", "100s", "--totalRequests", "137", *ca, *flags,
+                                      url, refusable=False)
+    # The open model's connections are its overlaps, the machine's pace; so, with a lifetime, are
+    # the closed model's where a send was skipped: a skip moves sends between clients, and which
+    # connections reach their 7th request with them (18 closed of 20 opened on one engine, 17 on
+    # the other, with both cores busy).
+    paced = "open" in how or ("--maxRequestsPerConnection" in how and not unskipped(runs))
+    assert_same(runs, connections=not paced)
+    native = runs["native"].summary
+    requests = 200 if how == ("bench",) else 137
+    if "--caBundle" in how:
+        assert native["errors"] == {"tls": requests}
+    else:
+        assert native["good"] == requests and native["statusCodes"] == {"200": requests}
+        assert set(native["connections"]) == {"HTTP/1.1 TLSv1.3"} == set(runs["python"].summary["connections"])
+        assert native["phases"]["tls"]["count"] == requests and native["phases"]["tls"]["max"] > 0

@@ -1,4 +1,4 @@
-"""The native response parser against hostile input: libFuzzer, AddressSanitizer and UBSan.
+"""The native response parser and TLS read path against hostile input: libFuzzer, ASan and UBSan.
 
 tests/fuzz/fuzz_response.c feeds each input cut into reads (the fuzzer chooses where),
 checks every promise of the parser after every read (offsets within what was fed, body
@@ -7,6 +7,14 @@ bytes were cut) and crashes when one breaks; the sanitizers crash it on any read
 write out of bounds and on undefined behaviour. The committed corpus (tests/fuzz/corpus/
 response/: every framing, every refusal, every fault-server answer, and each crash the
 fuzzer ever found) must replay clean, and a bounded run from it must find nothing.
+
+tests/fuzz/fuzz_body.c does the same for a hashed body (body.c: zlib's inflate within
+bodyhash's bounds, a step at a time, as core.c drives it) behind the parser's body sink: the
+same hash or failure however the bytes were cut, each step within its bound, and the hash of a
+whole gzip body the one zlib makes inflating it at once. Its corpus is tests/fuzz/corpus/body/.
+tests/fuzz/fuzz_tls.c does the same for the engine's TLS (runner/load/native/tls.c) with the
+parser behind it: a real OpenSSL server in memory whose bytes the fuzzer cuts, delays, flips, adds
+to or replaces, renegotiations and close_notify included; its corpus is tests/fuzz/corpus/tls/.
 
 Fuzzing longer, and making the corpus: docs/development.md.
 """
@@ -26,19 +34,23 @@ from tests.support.replay import PORTABLE
 NATIVE = REPO / "runner" / "load" / "native"
 FUZZ = REPO / "tests" / "fuzz"
 CORPUS = FUZZ / "corpus" / "response"
+BODY_CORPUS = FUZZ / "corpus" / "body"
+TLS_CORPUS = FUZZ / "corpus" / "tls"
 SECONDS = 45  # of fuzzing in the suite; a longer run is a developer's (docs/development.md)
+TLS_SECONDS = 30  # of the TLS harness: a handshake per input, about 250 inputs a second
 CLANG_HINT = "apt-get install -y clang libclang-rt-14-dev (libFuzzer and the sanitizers' runtime, as .ci/run does)"
 ARM64_HINT = "apt-get install -y gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static (as .ci/run does)"
 
 
-def build_harness(into: Path, *defines: str) -> Path:
-    """fuzz_response.c and the parser, built with libFuzzer, ASan and UBSan (any UB aborts)."""
+def build_harness(into: Path, *defines: str, name: str = "fuzz_response", extra: tuple[str, ...] = ()) -> Path:
+    """A harness (fuzz_response.c, or `name`.c with the `extra` sources and libraries) and the parser,
+    built with libFuzzer, ASan and UBSan (any UB aborts)."""
     clang = program("clang", CLANG_HINT)
-    built = into / "fuzz_response"
+    built = into / name
     done = subprocess.run(
         [clang, "-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all",
-         "-Wall", "-Wextra", "-Werror", *defines, "-I", str(NATIVE), str(FUZZ / "fuzz_response.c"),
-         str(NATIVE / "response.c"), "-o", str(built)],
+         "-Wall", "-Wextra", "-Werror", *defines, "-I", str(NATIVE), str(FUZZ / f"{name}.c"),
+         str(NATIVE / "response.c"), *extra, "-o", str(built)],
         capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         pytest.fail(f"the fuzz harness did not build ({CLANG_HINT}):\n{done.stderr[-3000:]}")
@@ -77,6 +89,30 @@ def test_a_bounded_fuzz_run_finds_nothing(harness: Path, tmp_path: Path) -> None
     assert "stat::number_of_executed_units" in done.stderr
 
 
+@pytest.fixture(scope="module")
+def body_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """fuzz_body.c: the parser's body sink into body.c and zlib."""
+    return build_harness(tmp_path_factory.mktemp("fuzz-body"), name="fuzz_body",
+                         extra=(str(NATIVE / "body.c"), "-lz"))
+
+
+def test_the_body_corpus_replays_clean(body_harness: Path, tmp_path: Path) -> None:
+    assert len(list(BODY_CORPUS.iterdir())) >= 20
+    done = fuzz(body_harness, "-runs=0", f"-artifact_prefix={tmp_path}/", str(BODY_CORPUS), timeout=600)
+    assert done.returncode == 0, done.stderr[-5000:]
+
+
+def test_a_bounded_fuzz_run_of_the_inflate_path_finds_nothing(body_harness: Path, tmp_path: Path) -> None:
+    found = tmp_path / "new"
+    found.mkdir()
+    done = fuzz(body_harness, f"-max_total_time={SECONDS}", "-rss_limit_mb=2048", "-timeout=10",
+                "-print_final_stats=1", f"-artifact_prefix={tmp_path}/", str(found), str(BODY_CORPUS),
+                timeout=SECONDS * 10 + 300)
+    crashes = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-"))]
+    assert done.returncode == 0 and not crashes, f"{crashes}:\n{done.stderr[-5000:]}"
+    assert "stat::number_of_executed_units" in done.stderr
+
+
 def test_the_corpus_replays_clean_on_arm64(tmp_path: Path) -> None:
     """arm64, the other platform the image and the wheels are built for, has no SSE2: the harness
     cross-compiled for it (with tests/fuzz/replay_main.c in libFuzzer's place) and run under
@@ -94,3 +130,37 @@ def test_the_corpus_replays_clean_on_arm64(tmp_path: Path) -> None:
     inputs = len([p for p in CORPUS.iterdir() if not p.name.startswith(".")])
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout == f"replay: {inputs} inputs, every promise kept\n"
+
+
+@pytest.fixture(scope="module")
+def tls_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """fuzz_tls.c with tls.c and the parser, linked to the system's OpenSSL, under the sanitizers."""
+    clang = program("clang", CLANG_HINT)
+    built = tmp_path_factory.mktemp("fuzz-tls") / "fuzz_tls"
+    done = subprocess.run(
+        [clang, "-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all", "-Wall", "-Wextra",
+         "-Werror", "-I", str(NATIVE), str(FUZZ / "fuzz_tls.c"), str(NATIVE / "tls.c"), str(NATIVE / "response.c"),
+         "-lssl", "-lcrypto", "-o", str(built)],
+        capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        pytest.fail(f"the TLS fuzz harness did not build ({CLANG_HINT}, libssl-dev):\n{done.stderr[-3000:]}")
+    return built
+
+
+def test_the_tls_corpus_replays_clean(tls_harness: Path, tmp_path: Path) -> None:
+    assert len(sorted(TLS_CORPUS.iterdir())) > 100
+    done = fuzz(tls_harness, "-runs=0", "-rss_limit_mb=4096", f"-artifact_prefix={tmp_path}/", str(TLS_CORPUS),
+                timeout=600)
+    assert done.returncode == 0, done.stderr[-5000:]
+    assert "INITED" in done.stderr or "Done" in done.stderr, done.stderr[-2000:]
+
+
+def test_a_bounded_tls_fuzz_run_finds_nothing(tls_harness: Path, tmp_path: Path) -> None:
+    found = tmp_path / "new"
+    found.mkdir()
+    done = fuzz(tls_harness, f"-max_total_time={TLS_SECONDS}", "-rss_limit_mb=4096", "-timeout=10",
+                "-print_final_stats=1", f"-artifact_prefix={tmp_path}/", str(found), str(TLS_CORPUS),
+                timeout=TLS_SECONDS * 10 + 300)
+    crashes = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-"))]
+    assert done.returncode == 0 and not crashes, f"{crashes}:\n{done.stderr[-5000:]}"
+    assert "stat::number_of_executed_units" in done.stderr

@@ -88,6 +88,25 @@ class ScriptedClock:
         """
         return asyncio.run(self._drive(main, self.t + limit_ns))
 
+    async def advance(self, until_ns: int, done: Callable[[], bool]) -> None:
+        """Move time as run() does, but only up to `until_ns`, and stop early once `done()` holds: for a
+        caller that is not on the loop (the local workers' parent, which waits on its pipes instead)."""
+        while True:
+            await _settle()
+            if done():
+                return
+            while self._sleepers and self._sleepers[0][2].done():  # cancelled meanwhile
+                heapq.heappop(self._sleepers)
+            if not self._sleepers or self._sleepers[0][0] > until_ns:
+                self.t = max(self.t, until_ns)
+                return
+            self.t = max(self.t, self._sleepers[0][0])
+            self.wakeups += 1
+            while self._sleepers and self._sleepers[0][0] <= self.t:
+                waiter = heapq.heappop(self._sleepers)[2]
+                if not waiter.done():
+                    waiter.set_result(None)
+
     async def _drive(self, main: Coroutine[Any, Any, T], limit_ns: int) -> T:
         task = asyncio.ensure_future(main)
         while True:
@@ -173,6 +192,14 @@ class ScriptedSignals:
 
     def remove(self) -> None:
         self._handle = None
+
+    def arrive(self, name: str = "SIGTERM") -> None:
+        """A signal now: taken at once by a run that listens, else held until it does (a local
+        worker still starting, whose stop signals are held until its handler is in place)."""
+        if self._handle is not None:
+            self._handle(name, False)
+        elif not self.installed:
+            self._pending.append(name)
 
     def send(self, name: str = "SIGTERM") -> None:
         """A signal now; one sent while no run listens is lost, as a real one would kill the process."""

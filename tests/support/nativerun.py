@@ -45,7 +45,7 @@ from tests.support.cbuild import OUTPUT, compiled
 
 REPO = Path(__file__).resolve().parents[2]
 NATIVE = REPO / "runner" / "load" / "native"
-SOURCES = ("engine.c", "core.c", "response.c")
+SOURCES = ("engine.c", "core.c", "response.c", "body.c", "tls.c")
 MS = 1_000_000
 
 
@@ -54,13 +54,13 @@ def build_engine(build_dir: Path, flags: tuple[str, ...] = ("-O2",)) -> Path:
     test run (tests/support/cbuild.py), so `build_dir` is only where a failure's output is kept."""
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
     command = [*compiler, "-std=c11", "-shared", "-fPIC", *flags, f"-I{sysconfig.get_paths()['include']}", "-o",
-               OUTPUT, *(str(NATIVE / source) for source in SOURCES), "-lm"]
+               OUTPUT, *(str(NATIVE / source) for source in SOURCES), "-lm", "-lz", "-lssl", "-lcrypto"]
     target, done = compiled(command, f"_engine{sysconfig.get_config_var('EXT_SUFFIX')}")
     if not target.exists():
         output = f"{done.stdout}{done.stderr}" if done is not None else ""
         (build_dir / "compiler.log").write_text(output)
-        pytest.fail("the native engine did not build (it needs a C compiler and the Python headers: "
-                    f"apt-get install -y gcc python3-dev):\n{output}")
+        pytest.fail("the native engine did not build (it needs a C compiler, the Python headers and OpenSSL's: "
+                    f"apt-get install -y gcc python3-dev libssl-dev):\n{output}")
     return target
 
 
@@ -99,6 +99,7 @@ class Plan:
     unit_ns: int | None = None
     metrics: bool = False  # count Prometheus' metrics too (Soak's `metrics`, a MetricsTally the engine counts into)
     backend_header: str = ""  # backendHeader: responses counted by its value
+    ca_bundle: str = ""  # caBundle: the CAs an https URL's server is verified against
     lead_s: float = 0.05  # soak.LEAD_NS
     # False: each interval is dropped once reported, as a real run drops it, so the process's memory
     # does not grow with the count of intervals (Ran.intervals is then empty and Ran.due 0).
@@ -120,7 +121,7 @@ class Plan:
             "totalRequests": self.total_requests, "noReuse": self.no_reuse, "method": self.method,
             "maxRequestsPerConnection": self.max_requests,
             "maxConnectionAge": format_duration(round(self.max_age_s * 1e9)), "engine": engine,
-            "backendHeader": self.backend_header,
+            "backendHeader": self.backend_header, "caBundle": self.ca_bundle,
         }
         if self.seconds is None:
             config["iterations"] = 0
@@ -140,7 +141,7 @@ class Plan:
         options = TransportOptions(timeout_ns=int(self.timeout_s * 1e9), no_reuse=self.no_reuse, compress=False,
                                    max_connections=self.max_in_flight if self.open_model else 1,
                                    lifetime=Lifetime(self.max_requests, int(self.max_age_s * 1e9)),
-                                   backend_header=self.backend_header)
+                                   backend_header=self.backend_header, ca_bundle=self.ca_bundle)
         return schedule, load, options, Grid(start, int(self.interval_s * 1e9))
 
 

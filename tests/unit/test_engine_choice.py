@@ -98,16 +98,23 @@ def test_backends_and_urls_counted_apart_take_the_native_engine() -> None:
 @needs_native
 @pytest.mark.parametrize("header", ["Server", "content-length", "Connection", "Transfer-Encoding", "Upgrade",
                                     "Content-Encoding", "Proxy-Connection"])
-def test_a_backend_header_the_native_parser_reads_itself_takes_the_python_engine(header: str) -> None:
-    """response.c keeps no backendHeader among the names it reads for its own ends (its NAMES):
-    the Python engine, which reads any header, sends that run, saying why."""
-    assert refusal(settings(backendHeader=header)) == (
-        f"backendHeader {header} (a header the native parser reads for itself)")
+def test_a_backend_header_the_native_parser_reads_itself_takes_the_native_engine(header: str) -> None:
+    """response.c keeps any backendHeader, those among the names it reads for its own ends (its
+    NAMES) too (issue 34): they once sent the run on the Python engine."""
+    assert refusal(settings(backendHeader=header)) is None
+
+
+@needs_native
+def test_compress_and_body_hashing_take_the_native_engine() -> None:
+    """The native engine inflates and hashes bodies as the Python engine does (issue 34): compress
+    and hashSampleRate once sent the run on the Python engine."""
+    assert refusal(settings(compress=True)) is None
+    assert refusal(settings(hashSampleRate=0.5, hashValue=7)) is None
+    assert refusal(settings(compress=True, hashSampleRate=1, hashValue=7, backendHeader="Content-Length")) is None
 
 
 @pytest.mark.parametrize(("config", "why"), [
     ({"transport": "httpx"}, "the httpx transport"),
-    ({"compress": True}, "compress (the native engine reads no gzip)"),
     ({"transport": "httpx", "http2": True}, "the httpx transport"),
 ])
 def test_what_the_native_engine_does_not_do_is_named(config: dict[str, Any], why: str) -> None:
@@ -116,21 +123,33 @@ def test_what_the_native_engine_does_not_do_is_named(config: dict[str, Any], why
 
 @needs_native
 def test_engine_native_for_a_run_it_cannot_send_is_refused_in_one_line() -> None:
-    s = settings(engine="native", compress=True)
+    s = settings(engine="native", warmup="2s")
     with pytest.raises(UsageError) as refused:
         engine_for(s, build_requests(s, URLS), options_for(s, ALONE))
-    assert str(refused.value) == ("engine: native cannot send this run: compress (the native engine reads no gzip); "
+    assert str(refused.value) == ("engine: native cannot send this run: warmup (not in the native engine); "
                                   "use engine: auto or python")
 
 
 @needs_native
 def test_auto_takes_the_native_engine_where_it_can_and_says_why_not_elsewhere() -> None:
-    plain, gzip = settings(), settings(compress=True)
+    plain, warm = settings(), settings(warmup="2s")
     assert engine_for(plain, build_requests(plain, URLS), options_for(plain, ALONE)).name == "native"
-    chosen = engine_for(gzip, build_requests(gzip, URLS), options_for(gzip, ALONE))
-    assert (chosen.name, chosen.why) == ("python", "compress (the native engine reads no gzip)")
+    chosen = engine_for(warm, build_requests(warm, URLS), options_for(warm, ALONE))
+    assert (chosen.name, chosen.why) == ("python", "warmup (not in the native engine)")
     python = settings(engine="python")
     assert engine_for(python, build_requests(python, URLS), options_for(python, ALONE)).name == "python"
+
+
+@needs_native
+def test_an_https_run_takes_the_native_engine_with_every_tls_setting() -> None:
+    """TLS was the Python engine's: now tls.c makes the fast transport's client, files and all
+    (checked when the transport is made, not here), unless the engine was built without OpenSSL."""
+    https = ["https://127.0.0.1:8443/", "https://127.0.0.1:8444/x"]
+    tls = settings(caBundle="/ca.pem", clientCert="/client.pem", clientKey="/client.key", insecure=True)
+    engine = module()
+    assert engine is not None
+    expected = None if engine.TLS else refusal(settings(), https)
+    assert refusal(tls, https) == expected and (expected is None or expected.startswith("TLS ("))
 
 
 def test_every_setting_a_refusal_can_name_is_named_as_the_configuration_spells_it() -> None:
@@ -153,3 +172,12 @@ def test_the_engine_settings_description_names_every_setting_the_native_engine_r
                 continue
             named = REFUSES.get(field.name, "{name}").format(value=OTHER.get(field.name), name=setting_name(field.name))
             assert named.split(" (")[0].lower() in description, field.name
+
+
+@needs_native
+def test_stages_take_the_native_engine_unless_their_due_times_would_be_too_many() -> None:
+    """Issue 34: a ramp is handed over as its due times (Ramp.due_times), one per send it makes due;
+    beyond MAX_RAMP_SENDS of them the Python engine sends it, and the refusal says how many."""
+    assert refusal(settings(stages=[{"duration": "1h", "qps": 250}])) is None  # 450,000 sends
+    too_many = settings(stages=[{"duration": "1h", "qps": 1000}])  # 1,800,000
+    assert refusal(too_many) == "stages that make more than 1,000,000 sends due (these make 1,800,000)"

@@ -8,7 +8,7 @@ import statistics
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from runner.stats.histogram import DIGITS, HIGHEST_NS, LatencyHistogram, slot
+from runner.stats.histogram import DIGITS, HIGHEST_NS, LatencyHistogram, counts_len, slot
 
 
 def filled(values: list[int]) -> LatencyHistogram:
@@ -222,7 +222,7 @@ def test_a_histogram_whose_buckets_pass_its_max_still_gets_hdrhs_percentiles() -
     assert edited.percentiles([50, 99]) == {50: min(theirs[50], 2_000), 99: 2_000}
 
 
-def test_a_dropped_histogram_is_freed_at_once_not_by_the_cyclic_gc() -> None:
+def test_the_hdrh_histogram_made_to_encode_is_freed_at_once_not_by_the_cyclic_gc() -> None:
     """hdrh's encoder refers back to its histogram; a cycle kept every closed interval's
     270 KB until the cyclic GC ran, so a long run's memory grew (found by bench/run.py)."""
     import gc
@@ -232,9 +232,10 @@ def test_a_dropped_histogram_is_freed_at_once_not_by_the_cyclic_gc() -> None:
     try:
         histogram = filled([1_000, 2_000])
         assert histogram.encode().startswith("HIST")
-        hdr = weakref.ref(histogram._hdr)
-        del histogram
-        assert hdr() is None
+        hdr = histogram._synced()
+        gone = weakref.ref(hdr)
+        del hdr
+        assert gone() is None
     finally:
         gc.enable()
 
@@ -249,7 +250,7 @@ def test_a_histogram_from_a_counts_buffer_is_the_one_recorded(unit_ns: int | Non
         recorded.record(value)
     highest = recorded._highest
     clamped = [min(v, highest) for v in values]
-    counts = bytearray(recorded._hdr.counts_len * 8)
+    counts = bytearray(counts_len(highest) * 8)
     view = memoryview(counts).cast("Q")
     for value in clamped:
         view[slot(value)] += 1
@@ -271,3 +272,97 @@ def test_a_counts_buffer_of_the_wrong_size_is_refused() -> None:
         LatencyHistogram.from_counts(bytearray(8 * 100), 1, 1, 1, 1, 1)
     empty = LatencyHistogram.from_counts(None, 0, 0, 0, 0, 0)
     assert empty.count == 0 and empty.percentiles([50]) == {50: 0}
+
+
+def test_slot_bounds_are_hdrhs_for_every_slot() -> None:
+    """lowest_in and highest_in, which turn a percentile's slot into its value, are hdrh's
+    get_value_from_index and get_highest_equivalent_value, slot for slot, over the whole range."""
+    from runner.stats.histogram import highest_in, lowest_in
+
+    reference = HdrHistogram(1, HIGHEST_NS, DIGITS)
+    for index in range(reference.counts_len):
+        value = reference.get_value_from_index(index)
+        assert lowest_in(index) == value == reference.get_lowest_equivalent_value(value), index
+        assert highest_in(index) == reference.get_highest_equivalent_value(value), index
+        assert slot(lowest_in(index)) == slot(highest_in(index)) == index
+
+
+def test_counts_len_and_target_count_are_hdrhs() -> None:
+    from runner.stats.histogram import target_count
+
+    rng = random.Random(3)
+    for highest in [2, 2047, 2048, 2049, 4095, 4096, 3_600, 3_600_000, HIGHEST_NS,
+                    *(rng.randint(2, HIGHEST_NS) for _ in range(300))]:
+        assert counts_len(highest) == HdrHistogram(1, highest, DIGITS).counts_len, highest
+    reference = HdrHistogram(1, HIGHEST_NS, DIGITS)
+    for count in (1, 2, 3, 7, 1000, 123_457):
+        reference.total_count = count
+        for percentile in (0, 0.1, 1, 25, 50, 66.6, 75, 90, 99, 99.9, 99.99, 100, 120):
+            assert target_count(percentile, count) == reference.get_target_count_at_percentile(percentile)
+
+
+def test_counts_are_kept_only_up_to_the_largest_value() -> None:
+    """A histogram of a few small values holds a few slots, not hdrh's 270 KB; it grows as larger come."""
+    histogram = LatencyHistogram()
+    assert histogram.percentiles([50]) == {50: 0} and list(histogram.buckets()) == []
+    histogram.record(1_000)
+    assert len(histogram._counts or ()) == slot(1_000) + 1
+    histogram.record(5_000_000)
+    assert len(histogram._counts or ()) == slot(5_000_000) + 1
+    assert histogram.percentiles([0, 50, 100]) == {0: 1_000, 50: 1_000, 100: 5_000_000}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_adding_histograms_is_recording_their_values_in_one(seed: int) -> None:
+    """add() adds counts slot by slot over the other's range only; the sum is the histogram of every value."""
+    rng = random.Random(seed)
+    parts = [[rng.randint(0, rng.choice([3_000, 10**6, 10**9, HIGHEST_NS])) for _ in range(rng.choice([0, 1, 50, 500]))]
+             for _ in range(rng.randint(1, 4))]
+    whole = LatencyHistogram()
+    for values in parts:
+        whole.add(filled(values))
+    everything = filled([v for values in parts for v in values])
+    wanted = [0, 1, 50, 90, 99, 99.9, 100]
+    assert whole.percentiles(wanted) == everything.percentiles(wanted)
+    assert list(whole.buckets()) == list(everything.buckets())
+    assert whole.encode() == everything.encode()
+    assert (whole.count, whole.min, whole.max, whole.sum) == (everything.count, everything.min, everything.max,
+                                                              everything.sum)
+
+
+def test_the_counts_are_summed_once_for_every_percentile_until_more_is_recorded() -> None:
+    """Every percentile, count below a bound and figure of a histogram comes from one walk of its counts,
+    made again only once it holds more."""
+    histogram = filled([1_000, 2_000, 3_000])
+    assert histogram.percentiles([50]) == {50: 2_000}
+    walked = histogram._walk()
+    assert histogram.percentiles([99])[99] == 3_000 and histogram.counts_up_to([2_000]) == [2]
+    assert histogram._walk()[1] is walked[1]
+    histogram.record(4_000_000)
+    assert histogram._walk()[1] is not walked[1]
+    assert histogram.percentiles([99]) == {99: 4_000_000} and histogram.counts_up_to([2_000, 10**7]) == [2, 4]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_running_totals_are_the_same_summed_in_c_or_in_python(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The optional C loop (runner.load.native._counts) and itertools.accumulate, which sums where
+    it is not built, give the same totals, so the same percentiles."""
+    from array import array
+
+    from runner.stats import histogram as module
+
+    if module._summed is None:
+        pytest.skip("the native extension is not built here")
+    rng = random.Random(seed)
+    counts = array("Q", (rng.choice([0, 0, 1, 7, 2**40]) for _ in range(rng.randint(1, 40_000))))
+    start = rng.randrange(len(counts))
+    stop = rng.randint(start, len(counts))
+    in_c = list(module.running_totals(counts, start, stop))
+    values = [rng.randint(0, rng.choice([10**4, 10**8, HIGHEST_NS])) for _ in range(2_000)]
+    wanted = [0, 50, 90, 99, 99.9, 100]
+    found = filled(values).percentiles(wanted)
+    monkeypatch.setattr(module, "_summed", None)
+    assert list(module.running_totals(counts, start, stop)) == in_c
+    assert filled(values).percentiles(wanted) == found
+    with pytest.raises(IndexError):
+        module._summed_in_c(counts, start, len(counts) + 1)  # type: ignore[misc]

@@ -6,12 +6,20 @@ from collections import Counter
 from typing import Any
 
 from runner.config.targets import url_slots
-from runner.load.model import Closed
-from runner.load.native.records import GroupCounts, HistogramCounts, MetricsCounts, TallyCounts
+from runner.load.model import Bench, Closed
+from runner.load.native.records import (
+    BenchCounts,
+    GroupCounts,
+    HistogramCounts,
+    MetricsCounts,
+    RunFigures,
+    Taken,
+    TallyCounts,
+)
 from runner.load.schedule import Grid
 from runner.metrics.tally import MetricsTally, holding
 from runner.stats.figures import BACKENDS_SHOWN, NO_BACKEND, OTHER_BACKENDS
-from runner.stats.native import TakenRecorder
+from runner.stats.native import TakenRecorder, by_protocol
 from runner.stats.recorder import BACKENDS_KEPT, OTHER_TEXTS, Tally
 
 EMPTY = HistogramCounts(None, 0, 0, 0, 0, 0)
@@ -25,8 +33,8 @@ def counts(**changed: Any) -> TallyCounts:
     base = TallyCounts(good=3, bad=1, failed=4, skipped=2, skipped_at_end=1, late=1, late_max_ns=5_000_000,
                        delayed_max_ns=7_000_000, kernel_clocked=3,
                        bytes_in=10, bytes_out=0, statuses={200: 3, 503: 1}, errors={"closed": 3, "protocol": 1},
-                       groups=[], latency=EMPTY, phases=(EMPTY, EMPTY, EMPTY, 0), backends=[], other_backends=0,
-                       opened=0, closed=0)
+                       groups=[], latency=EMPTY, phases=(EMPTY, EMPTY, EMPTY, EMPTY, 0), backends=[], other_backends=0,
+                       opened=0, closed=0, hash_checked=3, hash_mismatches=1)
     return base._replace(**changed)
 
 
@@ -35,6 +43,7 @@ def test_a_tally_keeps_every_count() -> None:
     assert (tally.good, tally.bad, tally.failed, tally.skipped, tally.late, tally.late_max_ns) == (3, 1, 4, 2, 1,
                                                                                                     5_000_000)
     assert tally.delayed_max_ns == 7_000_000 and tally.skipped_at_end == 1
+    assert (tally.hash_checked, tally.hash_mismatches) == (3, 1)  # the bhash column, and the summary's
     assert tally.statuses == Counter({200: 3, 503: 1}) and tally.errors == Counter({"closed": 3, "protocol": 1})
     assert tally.requests == 8 and tally.latency.count == 0
     assert recorder().tally(None).requests == 0  # an interval nothing landed in
@@ -43,12 +52,31 @@ def test_a_tally_keeps_every_count() -> None:
 def test_a_tally_takes_the_engines_phases_dns_and_tls_0() -> None:
     connect, ttfb, body = (HistogramCounts(None, 2, 5, 9, 14, 106), HistogramCounts(None, 4, 1, 7, 16, 70),
                            HistogramCounts(None, 4, 2, 2, 8, 16))
-    phases = recorder().tally(counts(phases=(connect, ttfb, body, 2))).phases
+    phases = recorder().tally(counts(phases=(connect, EMPTY, ttfb, body, 2))).phases
     assert phases is not None and phases.reused == 2
     found = phases.histograms()
     assert {name: (h.count, h.min, h.max, h.sum) for name, h in found.items()} == {
         "dns": (4, 0, 0, 0), "connect": (4, 0, 9, 14), "tls": (4, 0, 0, 0), "ttfb": (4, 1, 7, 16),
         "body": (4, 2, 2, 8)}
+
+
+def test_a_tally_takes_the_handshakes_of_the_connections_made_over_tls() -> None:
+    """Three new connections, two over TLS (handshakes of 5 and 8 ns): tls is those two and a 0 for
+    the plain one, as PhaseTally.add times a plain connection's tls; two reused add their zeros."""
+    connect, tls = HistogramCounts(None, 3, 4, 9, 20, 0), HistogramCounts(None, 2, 5, 8, 13, 0)
+    ttfb = body = HistogramCounts(None, 5, 1, 1, 5, 5)
+    phases = recorder().tally(counts(phases=(connect, tls, ttfb, body, 2))).phases
+    assert phases is not None
+    found = phases.histograms()
+    assert (found["tls"].count, found["tls"].min, found["tls"].max, found["tls"].sum) == (5, 0, 8, 13)
+    assert (found["dns"].count, found["dns"].sum, found["connect"].count) == (5, 0, 5)
+
+
+def test_connections_are_counted_by_what_they_spoke() -> None:
+    assert by_protocol(5, {"TLSv1.3": 2, "TLSv1.2": 1}) == Counter(
+        {"HTTP/1.1": 2, "HTTP/1.1 TLSv1.3": 2, "HTTP/1.1 TLSv1.2": 1})
+    assert by_protocol(2, {"TLSv1.3": 2}) == Counter({"HTTP/1.1 TLSv1.3": 2})
+    assert by_protocol(0, {}) == Counter()
 
 
 def test_backends_are_counted_as_the_recorder_counts_them() -> None:
@@ -113,3 +141,31 @@ def test_metrics_counts_become_a_metrics_tally() -> None:
     assert tally.skipped == 1 and tally.late == 2 and tally.failures == Counter({(0, "reset"): 3})
     assert (tally.connections_opened, tally.connections_closed) == (4, 3)
     assert tally.snapshot().good == [[1, 2]]
+
+
+class _Engine:
+    """What TakenRecorder takes from: empty intervals, and how often the run's figures were copied."""
+
+    def __init__(self) -> None:
+        self.copies = 0
+
+    def take(self, k: int, *, final: bool = False, until_ns: int | None = None) -> Taken:
+        return Taken(None, [], None, 0, EMPTY, [], None, 0, 0, None)
+
+    def figures(self) -> RunFigures:
+        self.copies += 1
+        bench = BenchCounts(EMPTY, EMPTY, EMPTY, EMPTY, EMPTY, 612, 0, 5, 900, "nginx", 0, 0, 0, {})
+        return RunFigures(5, None, None, None, None, None, 1, {}, 1, 0, False, 0, bench)
+
+
+def test_a_bench_alone_takes_its_figures_from_the_engine_at_its_end_only() -> None:
+    """Copying ab's figures out of the engine was most of an interval close's cost; only a local
+    worker, which sends them home with every interval, takes them at each close."""
+    for live, copies in ((False, 1), (True, 3)):
+        engine = _Engine()
+        taken = TakenRecorder(engine, Grid(0, 10**9), Bench(), live_bench=live)  # type: ignore[arg-type]
+        before = [taken.close(cpu_s=0.0, now_ns=(k + 1) * 10**9) for k in range(2)]
+        last = taken.close(final=True, cpu_s=0.0, now_ns=3 * 10**9)
+        assert engine.copies == copies
+        assert [interval.bench is not None for interval in before] == [live, live]
+        assert last.bench is not None and last.bench.kept_alive == 5 and last.bench.document_length == 612

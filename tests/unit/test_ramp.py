@@ -6,6 +6,7 @@ between its corners (exact for a linear rate), with due times found by bisection
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import random
 from fractions import Fraction
@@ -13,7 +14,7 @@ from fractions import Fraction
 import pytest
 
 from runner.core.units import NS_PER_MS, NS_PER_S
-from runner.load.schedule import Grid, Ramp, Schedule, Skips, exact_rate
+from runner.load.schedule import NEVER_NS, Grid, Ramp, Schedule, Skips, exact_rate
 
 START = 1_000_000_000_000
 
@@ -177,3 +178,34 @@ def test_the_last_sends_slot_ends_with_the_ramp() -> None:
     assert schedule.planned_sends() == 2 and not schedule.in_run(2)
     assert schedule.slot_end_ns(1) == START + NS_PER_S
     assert schedule.slot_end_ns(0) == schedule.due_ns(1) < START + NS_PER_S
+
+
+def assert_due_times_are_the_ramp(ramp: Ramp) -> None:
+    """The ramp as data (what the native engine is handed): send n's due time at n, the last entry
+    every later send's; and the two things schedule.h does with it, a look-up and a binary
+    search, answer as the ramp does at every due time and a nanosecond either side."""
+    table = ramp.due_times()
+    last = int(ramp.total)
+    assert len(table) == last + 2
+    assert list(table[:-1]) == [ramp.due_ns(n) for n in range(last + 1)]
+    assert table[-1] == ramp.duration_ns + NEVER_NS and ramp.due_ns(last + 1) is None
+    for n in range(last + 3):  # schedule.h's soak_due
+        assert table[min(n, len(table) - 1)] == (ramp.due_ns(n) if n <= last else ramp.duration_ns + NEVER_NS)
+    moments = {-1, 0, ramp.duration_ns - 1, ramp.duration_ns, ramp.duration_ns + 1}
+    moments |= {due + step for due in table[:-1] for step in (-1, 0, 1)}
+    for t in sorted(moments):  # schedule.h's soak_estimate: the highest n due by t
+        assert bisect.bisect_right(table, t) - 1 == ramp.last_send_by(t), t
+
+
+@pytest.mark.parametrize("stages", RAMPS)
+def test_the_ramps_due_times_are_its_sends_due_times_and_answer_as_it_does(stages: list[tuple[int, int | str]]) -> None:
+    assert_due_times_are_the_ramp(Ramp.of(stages))
+
+
+def test_random_ramps_due_times_answer_as_the_ramp_does() -> None:
+    rng = random.Random(34)
+    for _ in range(60):
+        stages = [(rng.choice([1, 7, NS_PER_MS, rng.randrange(1, 3 * NS_PER_S)]),
+                   rng.choice([0, 1, 3, 50, 999, "0.25", "12.5", rng.randrange(0, 2000)]))
+                  for _ in range(rng.randrange(1, 5))]
+        assert_due_times_are_the_ramp(Ramp.of(stages))

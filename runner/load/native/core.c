@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -30,6 +31,7 @@
 const char *const soak_kind_names[SOAK_KINDS] = {
     "dns", "refused", "connect", "timeout", "reset", "closed", "protocol", "tls", "cancelled", "other",
 };
+const char *const soak_tls_versions[SOAK_TLS_VERSIONS] = {"TLSv1.2", "TLSv1.3"};
 
 #define READ_SIZE 65536        /* rawsocket._READ_SIZE */
 #define EVENTS 256             /* events taken per epoll_wait */
@@ -39,8 +41,9 @@ const char *const soak_kind_names[SOAK_KINDS] = {
 #define WAKE_TAG 1             /* ... and of the eventfd other threads wake the loop with */
 
 static const char CANCELLED_TEXT[] = "cancelled: still in flight when the run stopped";
+static const char RESET_TEXT[] = "connection reset by peer";
 
-enum conn_state { CONN_FREE, CONN_CONNECTING, CONN_BUSY, CONN_IDLE };
+enum conn_state { CONN_FREE, CONN_CONNECTING, CONN_HANDSHAKE, CONN_BUSY, CONN_IDLE };
 enum client_state { CL_WAIT, CL_READY, CL_BUSY, CL_ROOM, CL_DONE };
 
 /* A connection slot; while it carries a request, the request's state too. */
@@ -51,19 +54,26 @@ typedef struct conn {
     uint8_t kernel_clock;   /* Result.kernel_clock */
     uint8_t new_conn;       /* the request opened this connection (Result.connected_ns set) */
     uint8_t last;           /* the connection's last request (Lifetime.last): written with Connection: close */
-    uint8_t made;           /* its connect completed: counted opened, and closed when it is (Tally.connections_*) */
+    uint8_t made;           /* it is ready (connected, and over TLS shaken hands): counted opened, and closed when
+                             * it is (Tally.connections_*) */
+    uint8_t tls_over;       /* its TLS failed, or the server ended it (no close_notify is sent) */
     uint32_t client, target, origin;
     uint32_t served;        /* requests it has carried (http1.Connection.served) */
     uint32_t dial_turn, tries; /* the dial's turn at its origin's addresses, and addresses tried */
     int first_err;          /* the dial's first failure (fast_transport._connect_first) */
     int64_t opened;         /* when it was made (http1.Connection.opened_ns) */
-    int64_t n, due, free_ns, start, connected, written, headers, deadline;
+    int64_t n, due, free_ns, start, tcp, connected, written, headers, deadline; /* tcp: TCP connected before TLS */
     int64_t stamp;          /* kernel receive time (CLOCK_REALTIME) of the last read that had one */
     uint64_t wire;          /* bytes read for this response */
     size_t write_off;
     struct conn *prev, *next; /* the deadline list while busy, an idle list while idle, the free list */
     soak_address addr;      /* the address it is connected (or connecting) to */
+    soak_tls *tls;          /* its TLS (an https origin's), NULL for plain HTTP */
     soak_response r;
+    uint8_t hashing;        /* the request's body is hashed (sampled: Engine._send's draw) */
+    uint8_t stepping;       /* ... and a gzip body's kept bytes are being inflated: no read until done */
+    uint8_t leftover;       /* ... and bytes came after the response in its last read (parsed's) */
+    soak_body body;         /* ... its hash, inflated as bodyhash.py does (set up at the slot's first use) */
 } conn;
 
 typedef struct client {
@@ -76,12 +86,15 @@ typedef struct client {
 
 /* One send made, as the recorder and the tallies see it (runner.load.result.Result). */
 typedef struct result {
-    int64_t n, due, free_ns, start, connected, written, headers, end;
+    int64_t n, due, free_ns, start, tcp, connected, written, headers, end;
     uint64_t bytes_in, bytes_out, header_bytes;
     uint32_t url;
     uint16_t status;
     int kind;               /* SOAK_K_*, or -1 for a response */
-    uint8_t kernel_clock, kept_alive, protocol;
+    uint8_t kernel_clock, kept_alive;
+    uint8_t protocol;       /* a new connection that carried a response: 1 plain, 2 + its soak_tls_versions index */
+    uint8_t hashed;         /* Result.body_hash is set: body_hash */
+    uint64_t body_hash;
     const char *text;
     const soak_response *r; /* the response's parser (its Server header), NULL for a cancelled send */
 } result;
@@ -120,6 +133,10 @@ struct soak_engine {
     int64_t wall_offset;                /* realtime - monotonic; SOAK_NONE: the last measure was unusable */
     int64_t offset_at;                  /* when it was measured (0: never) */
     unsigned char *buf;
+    unsigned char *inflated;            /* a gzip body's step of inflated bytes (cfg.inflate_step), hashed at once */
+    uint64_t draw;                      /* the state of the body hash's draws (splitmix64) */
+    uint32_t stepping;                  /* connections whose body is being inflated a step a turn */
+    unsigned char *plain;               /* what TLS makes of a read (NULL in a run without https) */
     _Alignas(size_t) char control[CMSG_SPACE(sizeof(struct timespec))]; /* as cmsghdr is aligned */
 
     /* --- recording (recorder.py's Recorder) --- */
@@ -133,11 +150,19 @@ struct soak_engine {
     soak_hist send_lag, lateness, uncorrected, in_unit, loop_lag;
     soak_bench *bench;
     uint64_t connections, opened, closed;
+    uint64_t tls_connections[SOAK_TLS_VERSIONS];
     uint64_t opened_since, closed_since; /* since the previous take */
     soak_metrics metrics;
     soak_tally **per_url;               /* [cfg.nurl_slots] for the run, each made at its first result */
     int apart;                          /* backends or URLs counted apart (count_apart) */
 };
+
+/* TLS over a connection (below, beside reading). */
+static void tls_release(conn *c);
+static unsigned tls_version(const soak_tls *t);
+static void tcp_done(soak_engine *e, conn *c);
+static void tls_write(soak_engine *e, conn *c, const unsigned char *data, size_t len);
+static int tls_flush(soak_engine *e, conn *c);
 
 /* --- the three calls of every request --------------------------------------------------- */
 
@@ -220,9 +245,11 @@ static void fatal(soak_engine *e, int err)
 }
 
 /* The phase histograms of a new tally; 0, or -1 without memory. */
-static int phases_init(soak_tally *t)
+static int phases_init(soak_tally *t, int tls)
 {
     if (soak_hist_init(&t->phase_connect, SOAK_HIGHEST_NS) < 0 || soak_hist_init(&t->phase_ttfb, SOAK_HIGHEST_NS) < 0)
+        return -1;
+    if (tls && soak_hist_init(&t->phase_tls, SOAK_HIGHEST_NS) < 0)
         return -1;
     return soak_hist_init(&t->phase_body, SOAK_HIGHEST_NS);
 }
@@ -230,10 +257,14 @@ static int phases_init(soak_tally *t)
 /* PhaseTally.add: one response's phases (runner.stats.phases), ttfb as bench_add's waiting. */
 static void phases_add(soak_tally *t, const result *r)
 {
-    if (r->connected)
+    if (r->connected && r->tcp) {
+        soak_hist_record(&t->phase_connect, r->tcp - r->start);
+        soak_hist_record(&t->phase_tls, r->connected - r->tcp);
+    } else if (r->connected) {
         soak_hist_record(&t->phase_connect, r->connected - r->start);
-    else
+    } else {
         t->phase_reused++;
+    }
     soak_hist_record(&t->phase_ttfb, r->headers - (r->written ? r->written : r->start));
     soak_hist_record(&t->phase_body, r->end - r->headers);
 }
@@ -241,7 +272,7 @@ static void phases_add(soak_tally *t, const result *r)
 static soak_tally *tally_new(soak_engine *e)
 {
     soak_tally *t = calloc(1, sizeof *t);
-    if (t == NULL || soak_hist_init(&t->latency, SOAK_HIGHEST_NS) < 0 || phases_init(t) < 0) {
+    if (t == NULL || soak_hist_init(&t->latency, SOAK_HIGHEST_NS) < 0 || phases_init(t, e->cfg.tls != NULL) < 0) {
         soak_tally_free(t);
         fatal(e, ENOMEM);
         return NULL;
@@ -254,6 +285,7 @@ void soak_tally_free(soak_tally *t)
     if (t == NULL)
         return;
     soak_hist_free(&t->phase_connect);
+    soak_hist_free(&t->phase_tls);
     soak_hist_free(&t->phase_ttfb);
     soak_hist_free(&t->phase_body);
     soak_hist_free(&t->latency);
@@ -517,6 +549,10 @@ static int tally_add(soak_engine *e, soak_tally *t, const result *r, int64_t lat
         t->bad++;
     t->statuses[r->status < SOAK_STATUSES ? r->status : 0]++;
     t->kernel_clocked += r->kernel_clock;
+    if (r->hashed) {
+        t->hash_checked++;
+        t->hash_mismatches += r->body_hash != e->cfg.hash_value;
+    }
     soak_hist_record(&t->latency, latency);
     return 1;
 }
@@ -593,7 +629,11 @@ static void record(soak_engine *e, const result *r)
         return;
     if (e->bench != NULL)
         bench_add(e->bench, cfg, r);
-    e->connections += r->protocol;
+    if (r->protocol) {
+        e->connections++;
+        if (r->protocol > 1)
+            e->tls_connections[r->protocol - 2]++;
+    }
     int late = 0;
     if (r->start && r->kind != SOAK_K_CANCELLED) {
         int64_t lag = r->start - (r->due > r->free_ns ? r->due : r->free_ns); /* Result.client_lag_ns */
@@ -815,6 +855,8 @@ static void conn_release(soak_engine *e, conn *c)
 {
     if (c->state == CONN_IDLE)
         idle_remove(e, c);
+    if (c->tls != NULL)
+        tls_release(c);
     if (c->fd >= 0) {
         close(c->fd); /* which takes it out of the epoll set */
         if (c->made) {
@@ -843,6 +885,7 @@ static conn *conn_slot(soak_engine *e)
     if (e->unused < e->nconns) {
         c = &e->conns[e->unused++];
         c->fd = -1;
+        soak_body_setup(&c->body, e->cfg.max_inflated, e->cfg.inflate_step, e->inflated, e->cfg.inflate);
         if (e->cfg.backend_len) /* kept across soak_response_init */
             soak_response_want_backend(&c->r, e->cfg.backend, e->cfg.backend_len);
         return c;
@@ -883,6 +926,71 @@ static int rewatch(soak_engine *e, conn *c)
     return watch(e, c, EPOLL_CTL_MOD, c->out_watched ? EPOLLIN | EPOLLOUT : EPOLLIN);
 }
 
+/* --- a body's hash (runner.load.bodyhash) ------------------------------------------------ */
+
+/* random.random() of Engine._send's draw: 53 random bits as a double in [0, 1) (splitmix64). */
+static double draw(soak_engine *e)
+{
+    uint64_t z = (e->draw += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+/* The parser's body_sink: the next run of body bytes, to the hash (inflated if its head said gzip). */
+static void body_piece(void *ctx, const unsigned char *data, size_t len)
+{
+    conn *c = ctx;
+    if (!c->body.begun)
+        soak_body_begin(&c->body, c->r.gzip);
+    soak_body_feed(&c->body, data, len);
+}
+
+/* The request on `c` has its body hashed. */
+static void hash_body(conn *c)
+{
+    c->hashing = 1;
+    soak_body_reset(&c->body);
+    c->r.body_sink = body_piece;
+    c->r.body_ctx = c;
+}
+
+/* The request on `c` is over: its body, if it was being inflated, is no more. */
+static void unstep(soak_engine *e, conn *c)
+{
+    if (c->stepping) {
+        c->stepping = 0;
+        e->stepping--;
+    }
+}
+
+/* Whether the hashed body of `c` failed (http1.Connection._hash_step's and _complete's BodyError):
+ * its kind, with the text in `text` (the texts are Python's: cfg.body_texts); -1 if it did not. A
+ * whole response is checked for a gzip stream that ended early too. */
+static int body_failed(soak_engine *e, conn *c, char *text, size_t size)
+{
+    const soak_config *cfg = &e->cfg;
+    int error = c->r.outcome == SOAK_DONE ? soak_body_end(&c->body) : c->body.error;
+    switch (error) {
+    case SOAK_BODY_OK:
+        return -1;
+    case SOAK_BODY_NOT_GZIP:
+        if (snprintf(text, size, "%s%s%s", cfg->body_texts[SOAK_NOT_GZIP_BEFORE], c->body.reason,
+                     cfg->body_texts[SOAK_NOT_GZIP_AFTER]) >= (int)size)
+            text[size - 1] = '\0'; /* cut to size, as every failure text is (it is shorter) */
+        return SOAK_K_PROTOCOL;
+    case SOAK_BODY_TOO_LARGE:
+        snprintf(text, size, "%s", cfg->body_texts[SOAK_TOO_LARGE_TEXT]);
+        return SOAK_K_PROTOCOL;
+    case SOAK_BODY_CUT:
+        snprintf(text, size, "%s", cfg->body_texts[SOAK_CUT_TEXT]);
+        return SOAK_K_PROTOCOL;
+    default: /* zlib had no memory for its state: as Engine._send names a MemoryError (_crashed) */
+        snprintf(text, size, "other: MemoryError");
+        return SOAK_K_OTHER;
+    }
+}
+
 /* --- ending a request ------------------------------------------------------------------- */
 
 static void request_done(soak_engine *e, uint32_t client, int64_t end);
@@ -895,13 +1003,15 @@ static void finish(soak_engine *e, conn *c, int kind, const char *text, int keep
     const soak_target *t = &cfg->targets[c->target];
     char late_text[SOAK_TEXT_MAX];
     result r = {
-        .n = c->n, .due = c->due, .free_ns = c->free_ns, .start = c->start, .connected = c->connected,
+        .n = c->n, .due = c->due, .free_ns = c->free_ns, .start = c->start, .tcp = c->tcp, .connected = c->connected,
         .written = c->written, .headers = c->headers, .end = end,
         .bytes_in = c->r.body_bytes, .bytes_out = t->body_bytes_out, .url = c->target,
         .status = c->headers ? c->r.status : 0, .kind = kind, .kernel_clock = c->kernel_clock, .text = text,
         .r = &c->r,
     };
     if (c->r.outcome == SOAK_DONE) {
+        r.hashed = c->hashing && kind < 0; /* a body that failed to hash failed the response (body_failed) */
+        r.body_hash = c->body.hash;
         /* http1.Connection: whole reads, so the rest of the read that ended the response counts
          * too (bytes read, as ab's Total transferred counts them), though no response owns it */
         r.header_bytes = c->wire - (t->is_head ? 0 : c->r.body_bytes);
@@ -920,7 +1030,10 @@ static void finish(soak_engine *e, conn *c, int kind, const char *text, int keep
         keep = 0;
     }
     r.protocol = c->new_conn && r.status && r.kind != SOAK_K_TIMEOUT;
+    if (r.protocol && c->tls != NULL)
+        r.protocol = (uint8_t)(2 + tls_version(c->tls));
     record(e, &r);
+    unstep(e, c);
     dl_remove(e, c);
     uint32_t client = c->client;
     if (keep && cfg->keep_alive && !c->last) /* a last request's connection closes, whatever the server said */
@@ -937,15 +1050,28 @@ static void fail_now(soak_engine *e, conn *c, int kind, const char *text)
     finish(e, c, kind, text, 0, mono());
 }
 
-/* The response's parser ended it (done or failed). */
+/* Whether the request on `c` has all been written (over TLS: taken, and its records sent). */
+static int request_written(const soak_engine *e, const conn *c)
+{
+    const soak_target *t = &e->cfg.targets[c->target];
+    return !c->out_watched && c->write_off == (c->last ? t->last_request_len : t->request_len);
+}
+
+/* The response's parser ended it (done or failed), or its body failed to hash (body_failed). */
 static void parsed(soak_engine *e, conn *c, int leftover, int64_t now)
 {
     int64_t end = c->headers ? arrived(e, c, now) : now;
+    char failure[SOAK_TEXT_MAX];
+    int kind = c->hashing && c->r.outcome != SOAK_FAILED ? body_failed(e, c, failure, sizeof failure) : -1;
+    if (kind >= 0) {
+        finish(e, c, kind, failure, 0, end);
+        return;
+    }
     if (c->r.outcome == SOAK_DONE) {
         /* bytes after the response belong to no request: the connection is out of step; so is
          * one whose request the server answered before it was all written (a large body): the
          * server reads the rest, or not, before the next request (http1.Connection._complete) */
-        int keep = c->r.keep_alive && !leftover && !c->out_watched && !e->cfg.targets[c->target].is_head;
+        int keep = c->r.keep_alive && !leftover && request_written(e, c) && !e->cfg.targets[c->target].is_head;
         finish(e, c, -1, NULL, keep, end);
         return;
     }
@@ -959,7 +1085,7 @@ static void lost(soak_engine *e, conn *c, int err)
 {
     if (err == ECONNRESET) {
         int64_t now = mono();
-        finish(e, c, SOAK_K_RESET, "connection reset by peer", 0, c->headers ? arrived(e, c, now) : now);
+        finish(e, c, SOAK_K_RESET, RESET_TEXT, 0, c->headers ? arrived(e, c, now) : now);
         return;
     }
     soak_response_lost(&c->r);
@@ -989,7 +1115,7 @@ static void connect_failed(soak_engine *e, conn *c, int err)
     if (err == ECONNREFUSED) {
         fail_now(e, c, SOAK_K_REFUSED, "connection refused");
     } else if (err == ECONNRESET) {
-        fail_now(e, c, SOAK_K_RESET, "connection reset by peer");
+        fail_now(e, c, SOAK_K_RESET, RESET_TEXT);
     } else if (err == ETIMEDOUT) { /* TimeoutError: the connect phase's timeout */
         snprintf(text, sizeof text, "timeout: connect to %s not made within %s", c->addr.text,
                  e->cfg.timeout_text);
@@ -1009,6 +1135,9 @@ static void time_out(soak_engine *e, conn *c, int64_t now)
     if (c->state == CONN_CONNECTING)
         snprintf(text, sizeof text, "timeout: connect to %s not made within %s", c->addr.text,
                  e->cfg.timeout_text);
+    else if (c->state == CONN_HANDSHAKE)
+        snprintf(text, sizeof text, "timeout: TLS handshake with %s not finished within %s", c->addr.text,
+                 e->cfg.timeout_text);
     else
         snprintf(text, sizeof text, c->headers ? "timeout: no complete body within %s"
                                                : "timeout: no response headers within %s", e->cfg.timeout_text);
@@ -1023,6 +1152,7 @@ static void cancel_request(soak_engine *e, conn *c, int64_t now)
         .kind = SOAK_K_CANCELLED, .text = CANCELLED_TEXT,
     };
     record(e, &r);
+    unstep(e, c);
     dl_remove(e, c);
     conn_release(e, c);
     e->in_flight--;
@@ -1065,6 +1195,10 @@ static void write_request(soak_engine *e, conn *c)
     size_t len = c->last ? t->last_request_len : t->request_len;
     if (c->written == 0) /* before the send: the server may read it, and start on it, before send() returns */
         c->written = mono();
+    if (c->tls != NULL) {
+        tls_write(e, c, data, len);
+        return;
+    }
     ssize_t n = sys_send(c->fd, data + c->write_off, len - c->write_off);
     if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -1137,7 +1271,7 @@ static void dial_next(soak_engine *e, conn *c)
         connect_failed(e, c, errno);
         return;
     }
-    connected(e, c);
+    tcp_done(e, c);
 }
 
 /* A new connection for the request on `c`: the origin's next turn (Answers.next_turn), or
@@ -1183,13 +1317,16 @@ static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t du
     c->free_ns = free_ns;
     c->start = now;
     c->deadline = now + cfg->timeout_ns;
-    c->connected = c->written = c->headers = 0;
+    c->tcp = c->connected = c->written = c->headers = 0;
     c->last = 0;
     c->wire = 0;
     c->write_off = 0;
     c->kernel_clock = 0;
     c->out_watched = 0; /* so it is: a connection is kept only once its request was all written (parsed) */
     soak_response_init(&c->r, cfg->targets[target].is_head, cfg->max_head);
+    c->hashing = 0;
+    if (cfg->hash_rate > 0 && draw(e) < cfg->hash_rate && !cfg->targets[target].is_head)
+        hash_body(c); /* a response to HEAD has no body to hash: http1.py finishes it unhashed */
     e->in_flight++;
     dl_append(e, c);
     if (c->fd >= 0) {
@@ -1201,6 +1338,208 @@ static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t du
         c->new_conn = 1;
         dial(e, c);
     }
+}
+
+/* --- TLS ------------------------------------------------------------------------------- */
+
+/* An https connection is plain TCP until its handshake is done (CONN_HANDSHAKE), then carries
+ * its requests as any connection does: the same reads (one recvmsg per wake-up, the kernel's
+ * stamp), the same sends, with tls.c between them and the parser. What TLS has to send waits
+ * in its memory until tls_flush sends it; whatever is left after a send that could not take
+ * it all is written when the socket is writable (out_watched, as for a plain request). */
+
+/* Its soak_tls_versions index (the last for any other). */
+static unsigned tls_version(const soak_tls *t)
+{
+    const char *version = soak_tls_version(t);
+    for (unsigned i = 0; i + 1 < SOAK_TLS_VERSIONS; i++)
+        if (strcmp(version, soak_tls_versions[i]) == 0)
+            return i;
+    return SOAK_TLS_VERSIONS - 1;
+}
+
+/* A connection closed in order (its handshake done, its TLS whole) says so with close_notify, as
+ * Python's transports close theirs, the idle ones at the run's end too: one send, whatever it takes. */
+static void tls_release(conn *c)
+{
+    if (!c->tls_over && c->fd >= 0) { /* soak_tls_close_notify: nothing before the handshake is done */
+        const unsigned char *data;
+        soak_tls_close_notify(c->tls);
+        size_t len = soak_tls_output(c->tls, &data);
+        if (len > 0 && sys_send(c->fd, data, len) < 0) {
+            /* the server has gone: nothing to tell it */
+        }
+    }
+    soak_tls_free(c->tls);
+    c->tls = NULL;
+    c->tls_over = 0;
+}
+
+/* Send what TLS has waiting (as much as the socket takes), and watch for writability while
+ * some is left; 0, or the errno that lost the connection. */
+static int tls_flush(soak_engine *e, conn *c)
+{
+    const unsigned char *data;
+    size_t len = soak_tls_output(c->tls, &data), sent = 0;
+    int err = 0;
+    while (sent < len) {
+        ssize_t n = sys_send(c->fd, data + sent, len - sent);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                err = errno;
+            break;
+        }
+        sent += (size_t)n;
+    }
+    if (sent > 0)
+        soak_tls_sent(c->tls, sent);
+    if (err)
+        return err;
+    uint8_t want_out = sent < len;
+    if (want_out != c->out_watched) {
+        c->out_watched = want_out;
+        if (rewatch(e, c) < 0)
+            return errno;
+    }
+    return 0;
+}
+
+/* The connection's TLS failed: its alert (if any) goes out, and the request fails as `tls`,
+ * in failures.py's words (tls.c's table). */
+static void tls_failed(soak_engine *e, conn *c)
+{
+    char text[SOAK_TEXT_MAX];
+    soak_tls_failure(c->tls, text, sizeof text);
+    (void)tls_flush(e, c); /* what TLS says of it, for the server's log; the connection ends anyway */
+    c->tls_over = 1;
+    fail_now(e, c, SOAK_K_TLS, text);
+}
+
+/* The request's plaintext to TLS (what is not yet taken: none is taken while a renegotiation
+ * waits for the server), and its records to the socket. */
+static void tls_write(soak_engine *e, conn *c, const unsigned char *data, size_t len)
+{
+    if (c->write_off < len) {
+        long n = soak_tls_write(c->tls, data + c->write_off, len - c->write_off);
+        if (n < 0) {
+            tls_failed(e, c);
+            return;
+        }
+        c->write_off += (size_t)n;
+    }
+    int err = tls_flush(e, c);
+    if (err)
+        lost(e, c, err);
+}
+
+/* One step of the handshake on what has come: done, the connection is made and its request
+ * goes out; failed, the request fails as `tls`. */
+static void tls_shake(soak_engine *e, conn *c)
+{
+    int status = soak_tls_handshake(c->tls);
+    if (status == SOAK_TLS_FAILED) {
+        tls_failed(e, c);
+        return;
+    }
+    int err = tls_flush(e, c);
+    if (err)
+        lost(e, c, err);
+    else if (status == SOAK_TLS_DONE)
+        connected(e, c);
+}
+
+/* The TCP connection is made: a plain one is ready, an https one shakes hands first (its tls phase). */
+static void tcp_done(soak_engine *e, conn *c)
+{
+    const soak_origin *o = &e->cfg.origins[c->origin];
+    if (o->tls_host == NULL) {
+        connected(e, c);
+        return;
+    }
+    c->tcp = mono();
+    c->state = CONN_HANDSHAKE;
+    c->tls_over = 0;
+    c->tls = soak_tls_new(e->cfg.tls, o->tls_host, o->tls_numeric, o->tls_mismatch);
+    if (c->tls == NULL) {
+        fatal(e, ENOMEM); /* the run ends, this request cancelled with the others */
+        return;
+    }
+    tls_shake(e, c);
+}
+
+/* What TLS makes of the ciphertext just fed, to the response's parser, until it has no more
+ * or the response has ended (as read_response does with a plain read). */
+static void tls_deliver(soak_engine *e, conn *c)
+{
+    for (;;) {
+        long n = soak_tls_read(c->tls, e->plain, READ_SIZE);
+        if (n == 0)
+            return;
+        if (n == SOAK_TLS_READ_CLOSED) { /* close_notify: the end, as a TCP close is */
+            c->tls_over = 1;
+            soak_response_eof(&c->r);
+            parsed(e, c, 0, mono());
+            return;
+        }
+        if (n < 0) {
+            tls_failed(e, c);
+            return;
+        }
+        c->wire += (uint64_t)n;
+        size_t used = soak_response_feed(&c->r, e->plain, (size_t)n);
+        if (!(c->r.events & SOAK_EVENT_HEAD) && c->r.outcome == SOAK_PENDING)
+            continue;
+        int64_t now = mono();
+        if (c->r.events & SOAK_EVENT_HEAD)
+            c->headers = arrived(e, c, now);
+        if (c->r.outcome == SOAK_PENDING)
+            continue;
+        int leftover = used < (size_t)n;
+        if (!leftover && soak_tls_buffered(c->tls)) { /* a record after the response: data, or an ending */
+            long more = soak_tls_read(c->tls, e->plain, READ_SIZE);
+            leftover = more != 0;
+            if (more > 0)
+                c->wire += (uint64_t)more;
+        }
+        parsed(e, c, leftover, now);
+        return;
+    }
+}
+
+/* A read's ciphertext on an https connection (n > 0 bytes in e->buf), as read_response hands
+ * over a plain read: the handshake's next step, the response's bytes, or on an idle connection
+ * only what TLS itself sends (a session ticket, a key update): anything else ends it. */
+static void tls_read(soak_engine *e, conn *c, size_t n)
+{
+    if (soak_tls_feed(c->tls, e->buf, n) < 0) {
+        fatal(e, ENOMEM);
+        return;
+    }
+    if (c->state == CONN_HANDSHAKE) {
+        tls_shake(e, c);
+        return;
+    }
+    if (c->state == CONN_IDLE) {
+        long got = soak_tls_read(c->tls, e->plain, READ_SIZE);
+        if (got != 0) {
+            c->tls_over = got < 0;
+            conn_release(e, c);
+        } else if (tls_flush(e, c)) {
+            conn_release(e, c);
+        }
+        return;
+    }
+    int err;
+    tls_deliver(e, c);
+    if (c->state != CONN_BUSY) /* it ended: kept idle (its output is sent at the next request) or closed */
+        return;
+    const soak_target *t = &e->cfg.targets[c->target];
+    if (c->write_off < (c->last ? t->last_request_len : t->request_len))
+        write_request(e, c); /* a renegotiation held the request back: it goes now, if it can */
+    else if ((err = tls_flush(e, c)) != 0) /* TLS's own answer, if any: a renegotiation's, a key update's */
+        lost(e, c, err);
 }
 
 /* --- reading ---------------------------------------------------------------------------- */
@@ -1221,6 +1560,8 @@ static int read_response(soak_engine *e, conn *c, int closed)
     struct iovec iov = {.iov_base = e->buf, .iov_len = READ_SIZE};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = e->control,
                          .msg_controllen = sizeof e->control};
+    if (c->stepping)
+        return 0; /* no read until its body is hashed: step_bodies watches it again then */
     ssize_t n = sys_recvmsg(c->fd, &msg);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -1230,11 +1571,19 @@ static int read_response(soak_engine *e, conn *c, int closed)
         broken(e, c, errno);
         return 0;
     }
-    if (c->state == CONN_IDLE) { /* the server closed it, or sent what nobody asked for */
+    if (c->state == CONN_IDLE && (c->tls == NULL || n == 0)) { /* the server closed it, or sent what nobody asked for */
         conn_release(e, c);
         return 0;
     }
+    if (n == 0 && c->state == CONN_HANDSHAKE) {
+        /* as Python's TLS transport reports a close before the handshake is done: the connection lost */
+        c->tls_over = 1;
+        fail_now(e, c, SOAK_K_RESET, RESET_TEXT);
+        return 0;
+    }
     if (n == 0) {
+        if (c->tls != NULL) /* without close_notify: the end all the same, as Python's TLS transport takes it */
+            c->tls_over = 1;
         soak_response_eof(&c->r);
         parsed(e, c, 0, mono());
         return 0;
@@ -1246,13 +1595,29 @@ static int read_response(soak_engine *e, conn *c, int closed)
             c->stamp = (int64_t)ts.tv_sec * SOAK_NS_PER_S + ts.tv_nsec;
         }
     }
+    if (c->tls != NULL) {
+        tls_read(e, c, (size_t)n);
+        return (n == READ_SIZE || closed) && c->state != CONN_FREE;
+    }
     c->wire += (uint64_t)n;
     size_t used = soak_response_feed(&c->r, e->buf, (size_t)n);
-    if (c->r.events & SOAK_EVENT_HEAD || c->r.outcome != SOAK_PENDING) {
+    if (c->hashing && c->r.outcome != SOAK_FAILED && soak_body_pending(&c->body)) {
+        soak_body_step(&c->body); /* one step now: most gzip bodies need no other */
+        if (soak_body_pending(&c->body)) {
+            if (c->r.events & SOAK_EVENT_HEAD)
+                c->headers = arrived(e, c, mono());
+            c->leftover = used < (size_t)n;
+            c->stepping = 1;
+            e->stepping++;
+            return 0;
+        }
+    }
+    int ended = c->r.outcome != SOAK_PENDING || (c->hashing && c->body.error != SOAK_BODY_OK);
+    if (c->r.events & SOAK_EVENT_HEAD || ended) {
         int64_t now = mono(); /* one reading for the head and the end, when one read held both */
         if (c->r.events & SOAK_EVENT_HEAD)
             c->headers = arrived(e, c, now);
-        if (c->r.outcome != SOAK_PENDING)
+        if (ended)
             parsed(e, c, used < (size_t)n, now);
     }
     return (n == READ_SIZE || closed) && c->state != CONN_FREE;
@@ -1275,8 +1640,15 @@ static void conn_event(soak_engine *e, conn *c, uint32_t events)
             connect_failed(e, c, errno);
             return;
         }
-        connected(e, c);
+        tcp_done(e, c);
         return;
+    }
+    if (c->state == CONN_HANDSHAKE && (events & EPOLLOUT) && c->out_watched) {
+        int err = tls_flush(e, c);
+        if (err) {
+            lost(e, c, err);
+            return;
+        }
     }
     if (c->state == CONN_BUSY && (events & EPOLLOUT) && c->out_watched) {
         write_request(e, c);
@@ -1290,6 +1662,27 @@ static void conn_event(soak_engine *e, conn *c, uint32_t events)
 }
 
 /* --- clients ---------------------------------------------------------------------------- */
+
+/* One step of each body being inflated (http1.Connection._hash_step), between two batches of
+ * events, as the Python engine takes one between its other callbacks: a gzip bomb costs the
+ * loop about half a millisecond a turn, not the whole inflate at once. One whose body is done
+ * ends its response if the parser had ended it (or its body failed), else is read again. */
+static void step_bodies(soak_engine *e)
+{
+    for (uint32_t i = 0; e->stepping && i < e->unused; i++) {
+        conn *c = &e->conns[i];
+        if (!c->stepping)
+            continue;
+        soak_body_step(&c->body);
+        if (soak_body_pending(&c->body))
+            continue;
+        unstep(e, c);
+        if (c->r.outcome != SOAK_PENDING || c->body.error != SOAK_BODY_OK)
+            parsed(e, c, c->leftover, mono());
+        else if (rewatch(e, c) < 0) /* epoll looks at the socket again at once: what came meanwhile is read */
+            broken(e, c, errno);
+    }
+}
 
 /* A client's request ended at `end`: the engine's client loops, after `await self._send`. */
 static void request_done(soak_engine *e, uint32_t c, int64_t end)
@@ -1560,7 +1953,7 @@ static void *engine_thread(void *arg)
         if (e->live_clients == 0 && e->in_flight == 0)
             break;
         rearm(e);
-        int timeout = e->ready_len ? 0 : -1;
+        int timeout = e->ready_len || e->stepping ? 0 : -1;
         pthread_mutex_unlock(&e->lock);
         int n = sys_epoll_wait(e->ep, events, EVENTS, timeout);
         int err = errno;
@@ -1583,6 +1976,8 @@ static void *engine_thread(void *arg)
                 conn_event(e, events[i].data.ptr, events[i].events);
             }
         }
+        if (e->stepping)
+            step_bodies(e);
     }
     /* A firing that fell due and was never read: a stop and SIGCONT interrupt epoll_wait, and the
      * clients, all done once they see sending over, end the loop first. Late until now, as the
@@ -1615,13 +2010,18 @@ void soak_config_free(soak_config *cfg)
         free(cfg->targets[i].last_request);
     }
     free(cfg->targets);
-    for (uint32_t i = 0; cfg->origins != NULL && i < cfg->norigins; i++)
+    for (uint32_t i = 0; cfg->origins != NULL && i < cfg->norigins; i++) {
         free(cfg->origins[i].addrs);
+        free(cfg->origins[i].tls_host);
+        free(cfg->origins[i].tls_mismatch);
+    }
+    soak_tls_ctx_free(cfg->tls);
     free(cfg->origins);
     free(cfg->slot_of);
     free(cfg->edges);
     free(cfg->wheel);
     free(cfg->url_slot);
+    free(cfg->schedule.dues);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -1679,13 +2079,18 @@ static const char *check(const soak_config *cfg)
     for (uint32_t i = 0; i < cfg->norigins; i++)
         if (cfg->origins == NULL || cfg->origins[i].naddrs == 0 || cfg->origins[i].nown == 0)
             return "an origin has no address";
+        else if (cfg->origins[i].tls_host != NULL && cfg->tls == NULL)
+            return "an https origin needs the TLS context";
     if (cfg->clients < 1 || cfg->clients > (1 << 24))
         return "clients must be 1 to 16777216";
     if (cfg->model == SOAK_OPEN && (cfg->max_in_flight < 1 || cfg->max_in_flight > (1 << 24)))
         return "max_in_flight must be 1 to 16777216";
-    if (!(cfg->schedule.qps > 0) || cfg->schedule.stride < 1 || cfg->schedule.offset < 0 ||
-        cfg->schedule.clients != cfg->clients)
+    if (!(cfg->schedule.qps > 0 || cfg->schedule.dues != NULL) || cfg->schedule.stride < 1 ||
+        cfg->schedule.offset < 0 || cfg->schedule.clients != cfg->clients)
         return "the schedule needs qps > 0, stride >= 1, offset >= 0 and this engine's clients";
+    for (int64_t n = 0; cfg->schedule.dues != NULL && n < cfg->schedule.ndues; n++)
+        if (cfg->schedule.ndues < 2 || cfg->schedule.dues[0] != 0 || (n && cfg->schedule.dues[n] < cfg->schedule.dues[n - 1]))
+            return "a ramp's due times start at 0, never go back, and end with the one beyond its end";
     if (cfg->grid.interval_ns < 1 || cfg->timeout_ns < 1 || cfg->unit_ns < 0 || cfg->total_requests < 0)
         return "interval, timeout and unit must be positive";
     if (cfg->group_urls > SOAK_MAX_GROUP_URLS || cfg->other_lengths > SOAK_MAX_OTHER_LENGTHS)
@@ -1708,6 +2113,8 @@ static const char *check(const soak_config *cfg)
         if (soak_response_want_backend(&probe, cfg->backend, cfg->backend_len) < 0)
             return "the backend header is no name the parser keeps";
     }
+    if (cfg->hash_rate > 0 && cfg->inflate && (cfg->inflate_step < 1 || cfg->max_inflated < 1))
+        return "inflate_step and max_inflated must be positive";
     return NULL;
 }
 
@@ -1728,6 +2135,7 @@ soak_engine *soak_engine_new(soak_config *config, char *err, size_t err_size)
     e->cfg = *config;
     memset(config, 0, sizeof *config);
     soak_config *cfg = &e->cfg;
+    int failed_body = 0;
     e->ep = e->timer_fd = e->wake_fd = e->done_fd = -1;
     e->stopped_ns = e->count_end_ns = e->drain_from = SOAK_NONE;
     e->last_claimed = -1;
@@ -1743,12 +2151,21 @@ soak_engine *soak_engine_new(soak_config *config, char *err, size_t err_size)
     e->room = calloc((size_t)cfg->clients, sizeof *e->room);
     e->idle = calloc((size_t)cfg->clients * cfg->norigins, sizeof *e->idle);
     e->buf = malloc(READ_SIZE);
+    if (cfg->tls != NULL)
+        e->plain = malloc(READ_SIZE);
     e->open_cap = 4;
     e->open = calloc(e->open_cap, sizeof *e->open);
     if (cfg->nurl_slots)
         e->per_url = calloc(cfg->nurl_slots, sizeof *e->per_url);
     e->apart = cfg->backend_len || cfg->nurl_slots;
-    int failed = (cfg->nurl_slots && !e->per_url) || !e->conns || !e->clients || !e->heap || !e->ready || !e->room || !e->idle || !e->buf || !e->open;
+    if (cfg->hash_rate > 0 && cfg->inflate) {
+        e->inflated = malloc(cfg->inflate_step);
+        failed_body = e->inflated == NULL;
+    }
+    if (cfg->hash_rate > 0 && getrandom(&e->draw, sizeof e->draw, 0) != sizeof e->draw) /* as random.Random() seeds */
+        e->draw = (uint64_t)clock_ns(CLOCK_REALTIME) ^ (uint64_t)mono();
+    int failed = failed_body || (cfg->nurl_slots && !e->per_url) || !e->conns || !e->clients || !e->heap || !e->ready || !e->room || !e->idle || !e->buf || !e->open ||
+                 (cfg->tls != NULL && !e->plain);
     for (uint32_t c = 0; e->clients != NULL && c < cfg->clients; c++)
         e->clients[c].end_k = soak_end_k(&cfg->schedule, c); /* a stop before the start needs it too */
     if (cfg->model != SOAK_BENCH)
@@ -1817,9 +2234,12 @@ void soak_engine_free(soak_engine *e)
         soak_engine_cancel(e);
         soak_engine_join(e);
     }
-    for (uint32_t i = 0; e->conns != NULL && i < e->unused; i++)
+    for (uint32_t i = 0; e->conns != NULL && i < e->unused; i++) {
+        soak_tls_free(e->conns[i].tls);
         if (e->conns[i].fd >= 0)
             close(e->conns[i].fd);
+        soak_body_free(&e->conns[i].body);
+    }
     int fds[] = {e->ep, e->timer_fd, e->wake_fd, e->done_fd};
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (fds[i] >= 0)
@@ -1845,6 +2265,8 @@ void soak_engine_free(soak_engine *e)
     free(e->room);
     free(e->idle);
     free(e->buf);
+    free(e->inflated);
+    free(e->plain);
     soak_config_free(&e->cfg);
     pthread_mutex_destroy(&e->lock);
     free(e);
@@ -2045,6 +2467,7 @@ int soak_engine_figures(soak_engine *e, soak_figures *out)
     out->sent = e->sent;
     out->stopped_sending_ns = stopped_sending(e);
     out->connections = e->connections;
+    memcpy(out->tls_connections, e->tls_connections, sizeof out->tls_connections);
     out->opened = e->opened;
     out->closed = e->closed;
     out->finished = e->finished;

@@ -18,9 +18,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "body.h"
 #include "histogram.h"
 #include "response.h"
 #include "schedule.h"
+#include "tls.h"
 
 /* result.ERROR_KINDS, in its order: the index of a failure's kind. */
 enum soak_kind_index {
@@ -31,12 +33,20 @@ extern const char *const soak_kind_names[SOAK_KINDS];
 
 enum soak_model { SOAK_CLOSED, SOAK_OPEN, SOAK_BENCH };
 
+/* The TLS versions a connection is counted by (Recorder.connections' "HTTP/1.1 TLSv1.3"); the
+ * client speaks TLS 1.2 at least, and any later version than these is counted as the last. */
+#define SOAK_TLS_VERSIONS 2
+extern const char *const soak_tls_versions[SOAK_TLS_VERSIONS];
+
 #define SOAK_STATUSES 1000  /* runner.metrics.tally.STATUSES: statuses are 3 digits */
 #define SOAK_TEXT_MAX 256   /* a failure text, and its pattern, are cut to this (they are shorter) */
 #define SOAK_MAX_GROUP_URLS 64
 #define SOAK_MAX_OTHER_LENGTHS 256
 #define SOAK_NONE INT64_MIN /* an unset time */
 #define SOAK_BACKENDS_KEPT 100 /* runner.stats.recorder.BACKENDS_KEPT: names a tally counts apart */
+/* records.Config.body_texts, in order: a body that is not gzip (the text before zlib's reason, and
+ * after it), one that inflates past the bound, one that ends before its gzip stream does */
+enum { SOAK_NOT_GZIP_BEFORE, SOAK_NOT_GZIP_AFTER, SOAK_TOO_LARGE_TEXT, SOAK_CUT_TEXT, SOAK_BODY_TEXTS };
 
 /* One address a connection can be made to (as transport.Address: family, sockaddr). */
 typedef struct soak_address {
@@ -57,6 +67,11 @@ typedef struct soak_origin {
     uint32_t naddrs, nown;
     uint64_t turn;            /* connections dialled to it (Answers.next_turn) */
     char failure[SOAK_TEXT_MAX];
+    /* https: the name its certificate must cover (and the SNI, unless an IP address), and the
+     * text of a certificate that does not (tls.h); tls_host NULL: plain HTTP */
+    char *tls_host;
+    int tls_numeric;
+    char *tls_mismatch;
 } soak_origin;
 
 /* One URL: what its requests are and which origin they go to. */
@@ -107,6 +122,17 @@ typedef struct soak_config {
     /* per URL (Recorder.per_url): URL index -> slot (targets.url_slots); nurl_slots 0: none kept */
     uint32_t *url_slot;
     uint32_t nurl_slots;
+    /* body hashing (hashSampleRate, hashValue; runner.load.bodyhash): each send's body hashed when
+     * random() < hash_rate (0: never), a gzip body inflated first when `inflate` (compress),
+     * within inflate_step and max_inflated; body_texts: what its failures are called */
+    double hash_rate;
+    uint64_t hash_value;
+    int inflate;
+    uint32_t inflate_step;
+    uint64_t max_inflated;
+    char body_texts[SOAK_BODY_TEXTS][SOAK_TEXT_MAX];
+    /* the run's TLS client (tls.h), for its https origins; NULL: none is https */
+    soak_tls_ctx *tls;
 } soak_config;
 
 /* Tally.backends: responses by backendHeader value, the first SOAK_BACKENDS_KEPT values met
@@ -143,6 +169,7 @@ typedef struct soak_group {
 typedef struct soak_tally {
     uint64_t good, bad, failed, skipped, late, kernel_clocked, bytes_in, bytes_out;
     uint64_t skipped_at_end;  /* of the skipped: those a client got to only once sending was over */
+    uint64_t hash_checked, hash_mismatches; /* responses whose body was hashed, and of those not hashValue */
     int64_t late_max_ns;
     int64_t delayed_max_ns;   /* the slowest response whose latency the client's delay may be in */
     uint64_t errors[SOAK_KINDS];
@@ -150,9 +177,10 @@ typedef struct soak_tally {
     soak_group *groups;       /* allocated at the first failure */
     uint32_t ngroups;
     soak_hist latency;
-    /* runner.stats.phases.PhaseTally: dns and tls are 0 here (Python looks names up; no TLS), so
-     * connect is kept for the responses that opened a connection, and the others only counted. */
-    soak_hist phase_connect, phase_ttfb, phase_body;
+    /* runner.stats.phases.PhaseTally: dns is 0 here (Python looks names up), so connect is kept
+     * for the responses that opened a connection, tls for those that opened one over TLS (kept
+     * in a run with an https origin: its other new connections' tls is 0), the rest counted. */
+    soak_hist phase_connect, phase_tls, phase_ttfb, phase_body;
     uint64_t phase_reused;
     soak_backends *backends;  /* allocated at the first response, with a backendHeader */
     uint64_t opened, closed;  /* a URL's tally only: connections its sends opened, and closed */
@@ -232,6 +260,7 @@ typedef struct soak_figures {
     int64_t stopped_sending_ns;   /* SOAK_NONE: sending did not stop early */
     soak_hist send_lag, lateness, uncorrected, in_unit;  /* counts NULL where not kept */
     uint64_t connections;         /* new connections that carried a response (Recorder.connections) */
+    uint64_t tls_connections[SOAK_TLS_VERSIONS]; /* ... of them over TLS, by version (soak_tls_versions) */
     uint64_t opened;              /* sockets opened */
     uint64_t closed;              /* sockets closed */
     int has_bench;

@@ -1,7 +1,8 @@
 /*
  * runner.load.native._engine: the native engine (core.c) seen from Python.
  *
- * One Engine runs one process's clients of a run for plain HTTP/1.1 in a thread of its own,
+ * One Engine runs one process's clients of a run for HTTP/1.1 (over TLS too, where it was
+ * built with OpenSSL: the module's TLS is 1) in a thread of its own,
  * with the GIL released the whole time: no Python runs per request. Python configures it,
  * starts it, takes each interval's aggregates as the interval closes, stops it, and reads
  * the run-wide figures at the end. runner/load/native/engine.py and runner/stats/native.py
@@ -19,17 +20,35 @@
  *     model          "closed" | "open" | "bench"
  *     clients, max_in_flight (open), total_requests (0: no limit)
  *     start_ns, qps, end_ns (None: no end), stride, offset   runner.load.schedule.Schedule
+ *     dues           None (a constant qps), or a ramp's due times in ns from start_ns, as
+ *                      Ramp.due_times makes them: a buffer of native int64 (array("q"))
  *     grid_start_ns, interval_ns                             runner.load.schedule.Grid
  *     timeout_ns, timeout_text (format_duration's), keep_alive, corrected (latency from
  *     the due time), unit_ns (0: no in-unit histogram)
  *     late_ns, probe_ns, gap_ns, max_head, error_groups, group_urls, other_lengths: the
  *     Python constants (probe_ns, gap_ns: the loop lag's, runner.stats.client)
  *     metrics        None, or (slot_of tuple, slots, edges_ns tuple): MetricsTally's counts
- *     backend_header "" or a header name (a token, at most 64 bytes, none the parser reads
- *                      itself): each response's value of it counted in the tallies' backends
+ *     backend_header "" or a header name (a token, at most 64 bytes): each response's value
+ *                      of it counted in the tallies' backends
  *     wheel          None, or a tuple of URL indices: send n goes to targets[wheel[n % len]]
  *                      (runner.config.targets.Targets.wheel) instead of targets[n % len]
  *     url_slots      None, or (slot_of tuple, slots): a tally per slot for the run (Recorder.per_url)
+ *     hash_sample_rate, hash_value   each send's body hashed (FNV-1a 64) when random() <
+ *                      hash_sample_rate (0: none), each hashed response counted in the tallies'
+ *                      hash_checked, and in hash_mismatches when its hash is not hash_value
+ *     inflate, inflate_step, max_inflated   a hashed body that says gzip is inflated first
+ *                      (compress), inflate_step bytes at a time, failing past max_inflated
+ *                      (runner.load.bodyhash's bounds)
+ *     body_texts     what a hashed body's failures are called (runner.load.bodyhash.BODY_TEXTS):
+ *                      (text before zlib's reason, after it, inflates too far, ends too early)
+ *     tls            None (no https origin), or the run's TLS client (tls.h), a TlsClient:
+ *                      ca_file, cert_file, key_file ("": none), insecure, ciphers (TLS 1.2's
+ *                      list), verify_failed (what a failed certificate check's text begins
+ *                      with), reasons [(lib, reason, text)]: OpenSSL's codes and the failure
+ *                      text each is named by
+ *     origins_tls    [None (plain HTTP) or an OriginTls (host, numeric, mismatch)] per origin:
+ *                      the name checked (and sent as SNI unless numeric), and the text of a
+ *                      certificate that does not cover it
  *   start()                   start the thread (once)
  *   fileno() -> int           an eventfd that becomes readable when the thread has ended
  *   stop(at_ns)               send nothing more; the first stop's time counts (Engine.stop)
@@ -49,8 +68,8 @@
  *   sent, done, next_index, stopped_sending_ns   properties (done: sends ended and counted;
  *                             stopped_sending_ns: None, or as Engine's)
  *
- * For tests: counts_len(highest) (hdrh's counts_len) and schedule(...) (schedule.h's answers,
- * to hold to runner/load/schedule.py's on any input).
+ * For tests: counts_len(highest) (hdrh's counts_len) and schedule(..., dues=None) (schedule.h's
+ * answers, a ramp's with its due times, to hold to runner/load/schedule.py's on any input).
  *
  * The records (Config in, Taken, RunFigures, MetricsCounts and what they hold out) are the
  * Record classes of runner/load/native/records.py (tuples with named fields), each the table
@@ -72,15 +91,20 @@
 
 #define CONFIG_FIELDS(F)                                                                                   \
     F(targets) F(model) F(clients) F(max_in_flight) F(total_requests) F(start_ns) F(qps) F(end_ns) F(stride)  \
-    F(offset) F(grid_start_ns) F(interval_ns) F(timeout_ns) F(timeout_text) F(keep_alive) F(corrected)       \
+    F(offset) F(dues) F(grid_start_ns) F(interval_ns) F(timeout_ns) F(timeout_text) F(keep_alive) F(corrected)       \
     F(unit_ns) F(late_ns) F(probe_ns) F(gap_ns) F(max_head) F(error_groups) F(group_urls) F(other_lengths)   \
-    F(metrics) F(backend_header) F(wheel) F(url_slots) F(origins) F(max_requests) F(max_age_ns)
+    F(metrics) F(backend_header) F(wheel) F(url_slots) F(origins) F(max_requests) F(max_age_ns)                 \
+    F(hash_sample_rate) F(hash_value) F(inflate) F(inflate_step) F(max_inflated) F(body_texts)   \
+    F(tls) F(origins_tls)
+#define TLS_FIELDS(F) F(ca_file) F(cert_file) F(key_file) F(insecure) F(ciphers) F(verify_failed) F(reasons)
+#define ORIGIN_TLS_FIELDS(F) F(host) F(numeric) F(mismatch)
 #define HIST_FIELDS(F) F(counts) F(total) F(min) F(max) F(sum) F(sum_sq)
 #define GROUP_FIELDS(F) F(kind) F(pattern) F(total) F(text) F(url) F(urls) F(more_urls) F(varied)
 #define TALLY_FIELDS(F)                                                                                    \
     F(good) F(bad) F(failed) F(skipped) F(skipped_at_end) F(late) F(late_max_ns) F(delayed_max_ns)         \
     F(kernel_clocked) F(bytes_in) F(bytes_out) F(statuses) F(errors) F(groups) F(latency) F(phases)        \
-    F(backends) F(other_backends) F(opened) F(closed)
+    F(backends) F(other_backends) F(opened) F(closed)         \
+    F(hash_checked) F(hash_mismatches)
 #define TAKEN_FIELDS(F)                                                                                    \
     F(tally) F(later) F(drain) F(drain_end_ns) F(loop_lag) F(stalls) F(next_tick_ns) F(opened) F(closed)    \
     F(per_url)
@@ -89,13 +113,15 @@
     F(length_mismatches) F(kept_alive) F(header_bytes) F(server) F(last_end_ns) F(first_response_ns)       \
     F(server_ns) F(other_lengths)
 #define FIGURES_FIELDS(F)                                                                                  \
-    F(sent) F(stopped_sending_ns) F(send_lag) F(lateness) F(uncorrected) F(in_unit) F(connections) F(opened) \
-    F(closed) F(finished) F(fatal) F(bench)
+    F(sent) F(stopped_sending_ns) F(send_lag) F(lateness) F(uncorrected) F(in_unit) F(connections)          \
+    F(tls_connections) F(opened) F(closed) F(finished) F(fatal) F(bench)
 #define METRICS_FIELDS(F)                                                                                  \
     F(skipped) F(late) F(opened) F(closed) F(statuses) F(failures) F(good) F(bad) F(good_ns) F(bad_ns)
 
 #define FIELD_NAME(name) #name,
 #define CONFIG_INDEX(name) CONFIG_##name,
+#define TLS_INDEX(name) TLS_##name,
+#define ORIGIN_TLS_INDEX(name) ORIGIN_TLS_##name,
 #define HIST_INDEX(name) HIST_##name,
 #define GROUP_INDEX(name) GROUP_##name,
 #define TALLY_INDEX(name) TALLY_##name,
@@ -104,6 +130,8 @@
 #define FIGURES_INDEX(name) FIGURES_##name,
 #define METRICS_INDEX(name) METRICS_##name,
 enum { CONFIG_FIELDS(CONFIG_INDEX) CONFIG_N };
+enum { TLS_FIELDS(TLS_INDEX) TLS_N };
+enum { ORIGIN_TLS_FIELDS(ORIGIN_TLS_INDEX) ORIGIN_TLS_N };
 enum { HIST_FIELDS(HIST_INDEX) HIST_N };
 enum { GROUP_FIELDS(GROUP_INDEX) GROUP_N };
 enum { TALLY_FIELDS(TALLY_INDEX) TALLY_N };
@@ -113,6 +141,8 @@ enum { FIGURES_FIELDS(FIGURES_INDEX) FIGURES_N };
 enum { METRICS_FIELDS(METRICS_INDEX) METRICS_N };
 
 static const char *const CONFIG_NAMES[] = {CONFIG_FIELDS(FIELD_NAME)};
+static const char *const TLS_NAMES[] = {TLS_FIELDS(FIELD_NAME)};
+static const char *const ORIGIN_TLS_NAMES[] = {ORIGIN_TLS_FIELDS(FIELD_NAME)};
 static const char *const HIST_NAMES[] = {HIST_FIELDS(FIELD_NAME)};
 static const char *const GROUP_NAMES[] = {GROUP_FIELDS(FIELD_NAME)};
 static const char *const TALLY_NAMES[] = {TALLY_FIELDS(FIELD_NAME)};
@@ -128,9 +158,11 @@ typedef struct {
     PyTypeObject *type;        /* the class, once loaded (records_load) */
 } record_kind;
 
-enum { R_CONFIG, R_HIST, R_GROUP, R_TALLY, R_TAKEN, R_BENCH, R_FIGURES, R_METRICS, R_KINDS };
+enum { R_CONFIG, R_TLS, R_ORIGIN_TLS, R_HIST, R_GROUP, R_TALLY, R_TAKEN, R_BENCH, R_FIGURES, R_METRICS, R_KINDS };
 static record_kind RECORDS[R_KINDS] = {
-    {"Config", CONFIG_NAMES, CONFIG_N, NULL},      {"HistogramCounts", HIST_NAMES, HIST_N, NULL},
+    {"Config", CONFIG_NAMES, CONFIG_N, NULL},      {"TlsClient", TLS_NAMES, TLS_N, NULL},
+    {"OriginTls", ORIGIN_TLS_NAMES, ORIGIN_TLS_N, NULL},
+    {"HistogramCounts", HIST_NAMES, HIST_N, NULL},
     {"GroupCounts", GROUP_NAMES, GROUP_N, NULL},   {"TallyCounts", TALLY_NAMES, TALLY_N, NULL},
     {"Taken", TAKEN_NAMES, TAKEN_N, NULL},         {"BenchCounts", BENCH_NAMES, BENCH_N, NULL},
     {"RunFigures", FIGURES_NAMES, FIGURES_N, NULL}, {"MetricsCounts", METRICS_NAMES, METRICS_N, NULL},
@@ -320,18 +352,19 @@ static PyObject *group_record(const soak_group *g)
     return record;
 }
 
-/* A tally's phases (PhaseTally's parts): (connect_new, ttfb, body, reused), histograms taken over. */
+/* A tally's phases (PhaseTally's parts): (connect_new, tls_new, ttfb, body, reused), histograms taken over. */
 static PyObject *phases_tuple(soak_tally *t)
 {
-    PyObject *connect = histogram(&t->phase_connect), *ttfb = histogram(&t->phase_ttfb),
-             *body = histogram(&t->phase_body);
-    if (connect == NULL || ttfb == NULL || body == NULL) {
+    PyObject *connect = histogram(&t->phase_connect), *tls = histogram(&t->phase_tls),
+             *ttfb = histogram(&t->phase_ttfb), *body = histogram(&t->phase_body);
+    if (connect == NULL || tls == NULL || ttfb == NULL || body == NULL) {
         Py_XDECREF(connect);
+        Py_XDECREF(tls);
         Py_XDECREF(ttfb);
         Py_XDECREF(body);
         return NULL;
     }
-    return Py_BuildValue("(NNNK)", connect, ttfb, body, (unsigned long long)t->phase_reused);
+    return Py_BuildValue("(NNNNK)", connect, tls, ttfb, body, (unsigned long long)t->phase_reused);
 }
 
 /* A tally's backends as [(value bytes, count)], in the order met. */
@@ -415,14 +448,16 @@ static PyObject *tally_record(soak_tally *t)
         record_set(record, TALLY_phases, phases_tuple(t)) ||
         record_set(record, TALLY_backends, backends_list(t->backends)) ||
         record_set(record, TALLY_other_backends, u64(t->backends != NULL ? t->backends->other : 0)) ||
-        record_set(record, TALLY_opened, u64(t->opened)) || record_set(record, TALLY_closed, u64(t->closed)))
+        record_set(record, TALLY_opened, u64(t->opened)) || record_set(record, TALLY_closed, u64(t->closed)) ||
+        record_set(record, TALLY_hash_checked, u64(t->hash_checked)) ||
+        record_set(record, TALLY_hash_mismatches, u64(t->hash_mismatches)))
         Py_CLEAR(record);
     return record;
 }
 
 /* --- reading the config --------------------------------------------------------------- */
 
-/* Field `field` of the Config (borrowed); the caller has checked it is one (read_config). */
+/* Field `field` of a record (borrowed); the caller has checked it is one (read_config, is_record). */
 static PyObject *item(PyObject *config, int field) { return PyTuple_GET_ITEM(config, field); }
 
 static int get_i64(PyObject *config, int field, int64_t *out)
@@ -710,6 +745,30 @@ static uint32_t *index_array(PyObject *tuple, const char *what, uint32_t below, 
     return indices;
 }
 
+/* dues: a ramp's due times (schedule.h), copied from the buffer Ramp.due_times made. */
+static int read_dues(PyObject *config, soak_config *cfg)
+{
+    PyObject *dues = item(config, CONFIG_dues);
+    if (dues == Py_None)
+        return 0;
+    Py_buffer view;
+    if (PyObject_GetBuffer(dues, &view, PyBUF_FORMAT) < 0)
+        return -1;
+    int ok = view.itemsize == 8 && view.format != NULL && strchr("qlQL", view.format[0]) != NULL && view.len >= 16;
+    if (ok)
+        cfg->schedule.dues = malloc((size_t)view.len);
+    if (cfg->schedule.dues != NULL) {
+        memcpy(cfg->schedule.dues, view.buf, (size_t)view.len);
+        cfg->schedule.ndues = view.len / 8;
+    }
+    PyBuffer_Release(&view);
+    if (!ok)
+        PyErr_SetString(PyExc_TypeError, "native engine config: dues must be an array('q') of at least 2");
+    else if (cfg->schedule.dues == NULL)
+        PyErr_NoMemory();
+    return cfg->schedule.dues != NULL ? 0 : -1;
+}
+
 /* backend_header, wheel and url_slots: what counting backends and URLs apart needs. */
 static int read_counting(PyObject *config, soak_config *cfg)
 {
@@ -750,6 +809,141 @@ static int read_counting(PyObject *config, soak_config *cfg)
         return -1;
     }
     cfg->nurl_slots = nslots;
+    return 0;
+}
+
+/* hash_sample_rate to body_texts: what hashing a body needs. */
+static int read_hashing(PyObject *config, soak_config *cfg)
+{
+    int64_t step, most;
+    PyObject *rate = item(config, CONFIG_hash_sample_rate), *value = item(config, CONFIG_hash_value);
+    PyObject *texts = item(config, CONFIG_body_texts);
+    cfg->hash_rate = PyFloat_AsDouble(rate);
+    if (cfg->hash_rate == -1.0 && PyErr_Occurred())
+        return -1;
+    cfg->hash_value = PyLong_AsUnsignedLongLong(value);
+    if (cfg->hash_value == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    if (get_bool(config, CONFIG_inflate, &cfg->inflate) || get_i64(config, CONFIG_inflate_step, &step) ||
+        get_i64(config, CONFIG_max_inflated, &most))
+        return -1;
+    if (step < 0 || step > UINT32_MAX || most < 0) {
+        PyErr_SetString(PyExc_ValueError, "native engine config: inflate_step or max_inflated out of range");
+        return -1;
+    }
+    cfg->inflate_step = (uint32_t)step;
+    cfg->max_inflated = (uint64_t)most;
+    if (!PyTuple_Check(texts) || PyTuple_GET_SIZE(texts) != SOAK_BODY_TEXTS) {
+        PyErr_SetString(PyExc_TypeError, "native engine config: body_texts must be a tuple of 4 str");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < SOAK_BODY_TEXTS; i++) {
+        const char *text = PyUnicode_AsUTF8(PyTuple_GET_ITEM(texts, i));
+        if (text == NULL)
+            return -1;
+        snprintf(cfg->body_texts[i], sizeof cfg->body_texts[i], "%s", text);
+    }
+    return 0;
+}
+
+/* Whether `value` is a record of kind `r` (records.py's class, its fields all there); if not, a
+ * TypeError naming `what`. */
+static int is_record(PyObject *value, int r, const char *what)
+{
+    if (PyObject_TypeCheck(value, RECORDS[r].type) && PyTuple_GET_SIZE(value) == RECORDS[r].n)
+        return 1;
+    PyErr_Format(PyExc_TypeError, "native engine config: %s must be a records.%s", what, RECORDS[r].name);
+    return 0;
+}
+
+/* Field `field` of a record, a str, as UTF-8 (borrowed from it); NULL with an error. */
+static const char *get_str(PyObject *record, int field)
+{
+    PyObject *value = item(record, field);
+    if (!PyUnicode_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "native engine config: a TLS field must be a str");
+        return NULL;
+    }
+    return PyUnicode_AsUTF8(value);
+}
+
+static char *copied_str(const char *text)
+{
+    size_t len = strlen(text) + 1;
+    char *copy = malloc(len);
+    if (copy == NULL)
+        PyErr_NoMemory();
+    else
+        memcpy(copy, text, len);
+    return copy;
+}
+
+/* The run's TLS client (a records.TlsClient): its context, and its table of failure texts. */
+static int read_tls_client(PyObject *tls, soak_config *cfg)
+{
+    if (!is_record(tls, R_TLS, "tls"))
+        return -1;
+    const char *ca = get_str(tls, TLS_ca_file), *cert = ca ? get_str(tls, TLS_cert_file) : NULL;
+    const char *key = cert ? get_str(tls, TLS_key_file) : NULL, *ciphers = key ? get_str(tls, TLS_ciphers) : NULL;
+    const char *verify_failed = ciphers ? get_str(tls, TLS_verify_failed) : NULL;
+    int insecure;
+    if (verify_failed == NULL || get_bool(tls, TLS_insecure, &insecure) < 0)
+        return -1;
+    char err[256];
+    cfg->tls = soak_tls_ctx_new(ca, cert, key, insecure, ciphers, verify_failed, err, sizeof err);
+    if (cfg->tls == NULL) {
+        PyErr_Format(PyExc_ValueError, "native engine config: tls: %s", err);
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(item(tls, TLS_reasons), "native engine config: tls reasons must be a list");
+    if (seq == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        int lib, reason;
+        const char *text;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "iis", &lib, &reason, &text) ||
+            soak_tls_ctx_name(cfg->tls, lib, reason, text) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* tls (the run's TLS client, if any origin is https) and origins_tls (each origin's records.OriginTls, or None). */
+static int read_tls(PyObject *config, soak_config *cfg)
+{
+    PyObject *tls = item(config, CONFIG_tls);
+    if (tls != Py_None && read_tls_client(tls, cfg) < 0)
+        return -1;
+    PyObject *seq = PySequence_Fast(item(config, CONFIG_origins_tls), "native engine config: origins_tls must be a list");
+    if (seq == NULL)
+        return -1;
+    if ((uint32_t)PySequence_Fast_GET_SIZE(seq) != cfg->norigins) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "native engine config: origins_tls needs one entry per origin");
+        return -1;
+    }
+    for (uint32_t i = 0; i < cfg->norigins; i++) {
+        PyObject *entry = PySequence_Fast_GET_ITEM(seq, i);
+        if (entry == Py_None)
+            continue;
+        soak_origin *o = &cfg->origins[i];
+        const char *host = NULL, *mismatch = NULL;
+        if (!is_record(entry, R_ORIGIN_TLS, "an origins_tls entry") || cfg->tls == NULL ||
+            (host = get_str(entry, ORIGIN_TLS_host)) == NULL || (mismatch = get_str(entry, ORIGIN_TLS_mismatch)) == NULL ||
+            get_bool(entry, ORIGIN_TLS_numeric, &o->tls_numeric) < 0 || (o->tls_host = copied_str(host)) == NULL ||
+            (o->tls_mismatch = copied_str(mismatch)) == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "native engine config: an https origin needs tls");
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
     return 0;
 }
 
@@ -809,7 +1003,8 @@ static int read_config(PyObject *config, soak_config *cfg)
     }
     cfg->late_ns = v;
     cfg->schedule.clients = cfg->clients;
-    if (read_counting(config, cfg) < 0)
+    if (read_counting(config, cfg) < 0 || read_hashing(config, cfg) < 0 || read_dues(config, cfg) < 0 ||
+        read_tls(config, cfg) < 0)
         return -1;
     return read_metrics(config, cfg);
 }
@@ -1070,6 +1265,21 @@ static PyObject *bench_record(soak_bench *b)
     return record;
 }
 
+/* {version: n} of the connections over TLS, the versions met only. */
+static PyObject *tls_connections(const soak_figures *f)
+{
+    PyObject *d = PyDict_New();
+    for (int i = 0; d != NULL && i < SOAK_TLS_VERSIONS; i++) {
+        if (!f->tls_connections[i])
+            continue;
+        PyObject *n = u64(f->tls_connections[i]);
+        if (n == NULL || PyDict_SetItemString(d, soak_tls_versions[i], n) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(n);
+    }
+    return d;
+}
+
 static PyObject *engine_figures(EngineObject *self, PyObject *unused)
 {
     (void)unused;
@@ -1091,7 +1301,8 @@ static PyObject *engine_figures(EngineObject *self, PyObject *unused)
          record_set(record, FIGURES_lateness, kept_histogram(&f.lateness)) ||
          record_set(record, FIGURES_uncorrected, kept_histogram(&f.uncorrected)) ||
          record_set(record, FIGURES_in_unit, kept_histogram(&f.in_unit)) ||
-         record_set(record, FIGURES_connections, u64(f.connections)) || record_set(record, FIGURES_opened, u64(f.opened)) ||
+         record_set(record, FIGURES_connections, u64(f.connections)) ||
+         record_set(record, FIGURES_tls_connections, tls_connections(&f)) || record_set(record, FIGURES_opened, u64(f.opened)) ||
          record_set(record, FIGURES_closed, u64(f.closed)) || record_set(record, FIGURES_finished, PyBool_FromLong(f.finished)) ||
          record_set(record, FIGURES_fatal, PyLong_FromLong(f.fatal)) ||
          record_set(record, FIGURES_bench, f.has_bench ? bench_record(&f.bench) : Py_NewRef(Py_None))))
@@ -1266,7 +1477,7 @@ static PyTypeObject EngineType = {
     .tp_basicsize = sizeof(EngineObject),
     .tp_dealloc = (destructor)engine_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Engine(config): one process's clients for plain HTTP/1.1, in a thread of their own.",
+    .tp_doc = "Engine(config): one process's clients for HTTP/1.1, in a thread of their own.",
     .tp_methods = ENGINE_METHODS,
     .tp_getset = ENGINE_GETSET,
     .tp_init = (initproc)engine_init,
@@ -1288,28 +1499,38 @@ static PyObject *module_counts_len(PyObject *module, PyObject *arg)
 static PyObject *module_schedule(PyObject *module, PyObject *args)
 {
     (void)module;
-    soak_schedule s;
-    PyObject *end;
+    soak_schedule s = {0};
+    PyObject *end, *dues = Py_None;
     long long client, k, free_ns, now_ns;
-    if (!PyArg_ParseTuple(args, "LdLOLLLLLL", &s.start_ns, &s.qps, &s.clients, &end, &s.stride, &s.offset, &client,
-                          &k, &free_ns, &now_ns))
+    if (!PyArg_ParseTuple(args, "LdLOLLLLLL|O", &s.start_ns, &s.qps, &s.clients, &end, &s.stride, &s.offset, &client,
+                          &k, &free_ns, &now_ns, &dues))
         return NULL;
     s.end_ns = end == Py_None ? SOAK_NO_END : PyLong_AsLongLong(end);
     if (s.end_ns == -1 && PyErr_Occurred())
         return NULL;
-    if (!(s.qps > 0) || s.clients < 1 || s.stride < 1 || client < 0 || client >= s.clients || k < 0) {
+    if (!(s.qps > 0 || dues != Py_None) || s.clients < 1 || s.stride < 1 || client < 0 || client >= s.clients || k < 0) {
         PyErr_SetString(PyExc_ValueError, "a schedule needs qps > 0, clients and stride >= 1, 0 <= client < clients");
         return NULL;
+    }
+    Py_buffer view = {0};
+    if (dues != Py_None) { /* a ramp's due times, looked at where they are (Ramp.due_times's array) */
+        if (PyObject_GetBuffer(dues, &view, PyBUF_SIMPLE) < 0)
+            return NULL;
+        s.dues = view.buf;
+        s.ndues = view.len / 8;
     }
     int64_t end_k = soak_end_k(&s, client), skipped;
     int64_t next = soak_catch_up(&s, client, end_k, k, free_ns, now_ns, &skipped);
     int64_t n = soak_send_number(&s, client, k);
-    return Py_BuildValue("{sLsLsLsLsLsisisLsL}", "send_number", (long long)n, "due_ns", (long long)soak_due(&s, n),
-                         "last_due_by", (long long)soak_last_due_by(&s, client, now_ns), "last_send_by",
-                         (long long)soak_last_send_by(&s, now_ns), "last_in_run",
-                         (long long)soak_last_in_run(&s, client, end_k, k, now_ns), "in_run", soak_in_run(&s, n),
-                         "before_end", soak_before_end(&s, now_ns), "catch_up_k", (long long)next, "catch_up_skipped",
-                         (long long)skipped);
+    PyObject *answers = Py_BuildValue(
+        "{sLsLsLsLsLsisisLsLsL}", "send_number", (long long)n, "due_ns", (long long)soak_due(&s, n), "last_due_by",
+        (long long)soak_last_due_by(&s, client, now_ns), "last_send_by", (long long)soak_last_send_by(&s, now_ns),
+        "last_in_run", (long long)soak_last_in_run(&s, client, end_k, k, now_ns), "in_run", soak_in_run(&s, n),
+        "before_end", soak_before_end(&s, now_ns), "catch_up_k", (long long)next, "catch_up_skipped", (long long)skipped,
+        "slot_end", (long long)soak_slot_end(&s, n));
+    if (dues != Py_None)
+        PyBuffer_Release(&view);
+    return answers;
 }
 
 /* soak_keep_stall over `stalls` [(due, ran)], as loop_tick meets them in one interval: (the
@@ -1355,7 +1576,7 @@ static PyMethodDef MODULE_METHODS[] = {
 };
 
 static struct PyModuleDef MODULE = {
-    PyModuleDef_HEAD_INIT, "_engine", "The native engine: plain HTTP/1.1 load in a thread of its own.", -1,
+    PyModuleDef_HEAD_INIT, "_engine", "The native engine: HTTP/1.1 load (TLS where TLS is 1) in a thread of its own.", -1,
     MODULE_METHODS, NULL, NULL, NULL, NULL,
 };
 
@@ -1371,7 +1592,8 @@ PyMODINIT_FUNC PyInit__engine(void)
         PyTuple_SET_ITEM(kinds, i, PyUnicode_FromString(soak_kind_names[i]));
     if (kinds == NULL || PyModule_AddObject(m, "KINDS", kinds) < 0 ||
         PyModule_AddObject(m, "Engine", Py_NewRef((PyObject *)&EngineType)) < 0 ||
-        PyModule_AddObject(m, "Counts", Py_NewRef((PyObject *)&CountsType)) < 0) {
+        PyModule_AddObject(m, "Counts", Py_NewRef((PyObject *)&CountsType)) < 0 ||
+        PyModule_AddIntConstant(m, "TLS", SOAK_TLS_BUILT) < 0) {
         Py_XDECREF(kinds);
         Py_DECREF(m);
         return NULL;

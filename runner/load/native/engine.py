@@ -7,10 +7,13 @@ it has ended (its fd becomes readable: no polling), `stop()` and `cancel_in_flig
 at once, and take(), figures() and metrics() hand over what it counted as records.py's
 records, which runner.stats.native turns into the recorder's.
 
-It does what the fast transport does for plain HTTP/1.1 and nothing else: `refusal()`, the one
-place that decides it, says why a run must take the Python engine instead (a setting it does
-not do, TLS, HTTP/2, body hashing, ...); `soak validate`, the start-up line and
-docs/configuration.md's `engine` row all say its answer.
+It does what the fast transport does for HTTP/1.1, over TLS too (runner/load/tls.py's client,
+made in C by tls.c from a records.TlsClient: the same files, checks, ALPN and failure texts),
+and nothing else: `refusal()`, the one place that decides it, says why a run must take the
+Python engine instead (a setting it does not do, HTTP/2, TLS where the engine was built
+without OpenSSL's headers, ...); `soak validate`, the start-up line and docs/configuration.md's
+`engine` row all say its answer. It hashes sampled bodies as the Python engine does (inflated
+with `compress`), with runner.load.bodyhash's bounds and failure texts handed over as data.
 
 Connections live as the fast transport's do (transport.Lifetime: a connection's last request
 says `Connection: close`, decided in C at each send), and new ones rotate through a name's
@@ -42,10 +45,20 @@ from typing import Any
 
 from runner.config.settings import Settings, merge, settings_from
 from runner.core.durations import format_duration
+from runner.load import bodyhash
 from runner.load.engine import Load
+from runner.load.failures import verify_mismatch
 from runner.load.fast_transport import classify_connect_error, wire_request
-from runner.load.model import Open, model_of
-from runner.load.native.records import AddressRecord, Config, MetricsCounts, RunFigures, Taken, Target
+from runner.load.model import Open, model_of, ramp_of
+from runner.load.native.records import (
+    AddressRecord,
+    Config,
+    MetricsCounts,
+    OriginTls,
+    RunFigures,
+    Taken,
+    Target,
+)
 from runner.load.request import Request
 from runner.load.result import ErrorKind
 from runner.load.schedule import Grid, Schedule
@@ -75,29 +88,28 @@ def module() -> ModuleType | None:
 
 
 # What the native engine does with each ClientSpec and Pacing setting. Honoured: it sends as
-# the Python engine does with it (the differential and lifetime tests hold it to that; the TLS
-# files and insecure only matter for https URLs, which are refused). Every other field, one
+# the Python engine does with it (the differential, lifetime and TLS tests hold it to that: the
+# TLS files and insecure make tls.c's client as runner/load/tls.py makes Python's). Every other field, one
 # added later included, refuses the native engine when it is not at its default: a run never
 # quietly loses a setting to the engine that sends it.
 HONOURS = frozenset({
     "engine", "timeout_ns", "no_reuse", "max_requests_per_connection", "max_connection_age_ns",
-    "ca_bundle", "insecure", "client_cert", "client_key",  # client
+    "ca_bundle", "insecure", "client_cert", "client_key", "compress",  # client
     "mode", "qps", "concurrency", "interval_ns", "iterations", "duration_ns", "total_requests", "load_model",
     "max_in_flight", "precise",  # pace: precise needs no yielding in C, whose pacing timer is exact
+    "stages",  # its ramp handed over as its due times (Ramp.due_times), up to MAX_RAMP_SENDS
 })
-# Headers the native response parser reads for its own ends (response.c's NAMES): a backendHeader
-# naming one is left to the Python engine, which reads any header.
-OWN_HEADERS = frozenset({"connection", "content-length", "proxy-connection", "transfer-encoding", "upgrade",
-                         "server", "content-encoding"})
+# The most sends a ramp may make due for the native engine to send it: it is handed every one's due
+# time (8 bytes each: 8 MB), worked out in Python before the run starts (about 1-2 us each).
+MAX_RAMP_SENDS = 1_000_000
 # Settings the native engine does not do, with what a refusal calls them.
-REFUSES = {"transport": "the {value} transport", "compress": "compress (the native engine reads no gzip)",
-           "http2": "HTTP/2"}
+REFUSES = {"transport": "the {value} transport", "http2": "HTTP/2"}
 
 
 def refusal(settings: Settings, requests: list[Request], options: TransportOptions) -> str | None:
-    """Why the native engine cannot send this run (plain HTTP/1.1, the fast transport's), or None if it can:
-    a setting it does not do (HONOURS), a backendHeader its parser reads for itself, or what the
-    load needs (TLS, HTTP/2, body hashing, a name that does not resolve)."""
+    """Why the native engine cannot send this run (HTTP/1.1, the fast transport's), or None if it can:
+    a setting it does not do (HONOURS), or what the load needs (HTTP/2, TLS without OpenSSL's
+    headers, a name that does not resolve)."""
     defaults = settings_from(merge())
     for group, default in ((settings.client, defaults.client), (settings.pace, defaults.pace)):
         for field in fields(group):
@@ -106,10 +118,10 @@ def refusal(settings: Settings, requests: list[Request], options: TransportOptio
                 continue
             return REFUSES.get(field.name, "{name} (not in the native engine)").format(
                 value=value, name=setting_name(field.name))
-    if settings.report.backend_header.lower() in OWN_HEADERS:
-        return f"backendHeader {settings.report.backend_header} (a header the native parser reads for itself)"
-    load = Load(requests, model_of(settings.pace), hash_sample_rate=settings.report.hash_sample_rate)
-    return _load_refusal(load, options)
+    ramp = ramp_of(settings.pace)
+    if ramp is not None and ramp.total > MAX_RAMP_SENDS:
+        return f"stages that make more than {MAX_RAMP_SENDS:,} sends due (these make {int(ramp.total):,})"
+    return _load_refusal(Load(requests, model_of(settings.pace)), options)
 
 
 def setting_name(field: str) -> str:
@@ -121,15 +133,14 @@ def setting_name(field: str) -> str:
 
 def _load_refusal(load: Load, options: TransportOptions) -> str | None:
     """What of the load itself the native engine cannot send, if anything."""
-    if module() is None:
+    native = module()
+    if native is None:
         return "the native engine is not built here"
-    if any(r.url.startswith("https:") for r in load.requests):
-        return "TLS"
+    if not native.TLS and any(r.url.startswith("https:") for r in load.requests):
+        return "TLS (the native engine was built without OpenSSL's headers: apt-get install libssl-dev)"
     if options.http2:
         return "HTTP/2"
-    if load.hash_sample_rate > 0:
-        return "body hashing"
-    for host, port in origins(load.requests, options):
+    for host, port, _ in origins(load.requests, options):
         try:
             lookup(host, port, options.timeout_ns)
         except concurrent.futures.TimeoutError:  # an OSError too, since 3.11: first
@@ -154,6 +165,7 @@ class Counting:
     probe_ns: int = 0  # runner.stats.client.PROBE_PERIOD_NS: a timer firing later is a stall (0: none is)
     gap_ns: int = 0  # ... WATCH_GAP_NS: the timer fires at least this often, for the loop lag (0: only when due)
     url_slots: tuple[int, ...] = ()  # each URL's slot (targets.url_slots), as Recorder(slot_of=...): () for none
+    hash_value: int = 0  # what a hashed body is checked against, as Recorder(hash_value=...)
 
 
 class NativeEngine:
@@ -170,8 +182,8 @@ class NativeEngine:
         """Look each origin's name up again as its answer expires (Answers.expires), a failed one
         FAILED_RETRY_NS after it failed, and hand C what came of it; for as long as C's thread
         runs (see the module's docstring). IP addresses never change: they are not looked up."""
-        due = {origin: _ANSWERS.expires(key) or 0 for origin, key in enumerate(self._origins)
-               if numeric(*key) is None}
+        due = {origin: _ANSWERS.expires(key[:2]) or 0 for origin, key in enumerate(self._origins)
+               if numeric(*key[:2]) is None}
         while due:
             origin = min(due, key=due.__getitem__)
             wait_ns = due[origin] - time.monotonic_ns()
@@ -183,7 +195,7 @@ class NativeEngine:
     async def _look_up(self, origin: int) -> int:
         """Look the origin's name up now and give C its addresses, or the failure its new connections
         end as; when to look it up next."""
-        key = self._origins[origin]
+        key = self._origins[origin][:2]
         try:
             found = await resolve(*key)
         except OSError as exc:
@@ -272,7 +284,10 @@ class NativeEngine:
 
 def config(schedule: Schedule, load: Load, options: TransportOptions, counting: Counting) -> Config:
     """The C engine's configuration (records.Config; engine.c's header says what each field means)."""
+    from runner.load.tls import native_client  # an https run's only (certifi, the files)
+
     model = load.model
+    found = origins(load.requests, options)
     return Config(
         targets=targets(load.requests, options),
         model=model.name,
@@ -284,6 +299,7 @@ def config(schedule: Schedule, load: Load, options: TransportOptions, counting: 
         end_ns=schedule.end_ns,
         stride=schedule.stride,
         offset=schedule.offset,
+        dues=None if schedule.ramp is None else schedule.ramp.due_times(),
         grid_start_ns=counting.grid.start_ns,
         interval_ns=counting.grid.interval_ns,
         timeout_ns=options.timeout_ns,
@@ -302,10 +318,25 @@ def config(schedule: Schedule, load: Load, options: TransportOptions, counting: 
         backend_header=options.backend_header,
         wheel=None if load.wheel is None or load.wheel == range(len(load.requests)) else tuple(load.wheel),
         url_slots=url_slots(counting.url_slots),
-        origins=[[_address_tuple(a) for a in lookup(host, port)] for host, port in origins(load.requests, options)],
+        origins=[[_address_tuple(a) for a in lookup(host, port)] for host, port, _ in found],
         max_requests=options.lifetime.max_requests,
         max_age_ns=options.lifetime.max_age_ns,
+        hash_sample_rate=load.hash_sample_rate,
+        hash_value=counting.hash_value,
+        inflate=options.compress,
+        inflate_step=bodyhash.INFLATE_STEP,
+        max_inflated=bodyhash.MAX_INFLATED_BYTES,
+        body_texts=bodyhash.body_texts(),
+        tls=native_client(options) if any(https for _, _, https in found) else None,
+        origins_tls=[origin_tls(host, port) if https else None for host, port, https in found],
     )
+
+
+def origin_tls(host: str, port: int) -> OriginTls:
+    """An https origin's TLS as C takes it: the name checked (an IP address checked as one, never
+    sent as SNI) and, in CPython's words, what a certificate that does not cover it says."""
+    is_ip = numeric(host, port) is not None
+    return OriginTls(host=host, numeric=is_ip, mismatch=verify_mismatch(host, is_ip))
 
 
 def url_slots(slot_of: tuple[int, ...]) -> tuple[tuple[int, ...], int] | None:
@@ -320,18 +351,19 @@ def targets(requests: list[Request], options: TransportOptions) -> list[Target]:
     found = []
     known = {origin: index for index, origin in enumerate(origins(requests, options))}
     for request in requests:
-        data, host, port, _ = wire_request(request, not options.no_reuse, options.compress)
+        data, host, port, https = wire_request(request, not options.no_reuse, options.compress)
         last = data if options.no_reuse else wire_request(request, False, options.compress)[0]
-        found.append((data, last, request.method == "HEAD", len(request.body), known[(host, port)]))
+        found.append((data, last, request.method == "HEAD", len(request.body), known[(host, port, https)]))
     return found
 
 
-def origins(requests: list[Request], options: TransportOptions) -> list[tuple[str, int]]:
-    """The (host, port) of each origin the URLs name, in the order they first come: index = origin."""
-    seen: dict[tuple[str, int], None] = {}
+def origins(requests: list[Request], options: TransportOptions) -> list[tuple[str, int, bool]]:
+    """The (host, port, https) of each origin the URLs name, in the order they first come: index =
+    origin (a client's connections serve one origin each, as FastSession keys its idle ones)."""
+    seen: dict[tuple[str, int, bool], None] = {}
     for request in requests:
-        _, host, port, _ = wire_request(request, not options.no_reuse, options.compress)
-        seen.setdefault((host, port), None)
+        _, host, port, https = wire_request(request, not options.no_reuse, options.compress)
+        seen.setdefault((host, port, https), None)
     return list(seen)
 
 

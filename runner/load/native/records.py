@@ -3,13 +3,14 @@
 The C side (engine.c) has one table per record, the same fields in the same order; as the
 compiled engine loads, it checks each class here against its table (a TypeError naming the
 first field that differs) and builds its answers as instances of these classes, field by
-field, with no dict and no key read by name. Python hands it a Config; it answers take() with
-a Taken, figures() with RunFigures, metrics() with MetricsCounts. Who reads them: the run's
+field, with no dict and no key read by name. Python hands it a Config (an https run's with a
+TlsClient and an OriginTls per https origin); it answers take() with a Taken, figures() with
+RunFigures, metrics() with MetricsCounts. Who reads them: the run's
 engine-run (runner.run.engines), the stats layer's conversion into the recorder's records
 (runner.stats.native), and the metrics' tally (runner.metrics.tally).
 
 A histogram travels as HistogramCounts, hdrhistogram's own counts layout
-(LatencyHistogram.from_counts takes it as it is, without a copy).
+(LatencyHistogram.from_counts takes the slots up to its max as they are).
 
 Each record is a Record: a tuple whose fields are its class's annotations, in order, read by
 name. Not a NamedTuple: making the eight classes cost every process 3 ms of its start (11 M
@@ -18,6 +19,7 @@ instructions, 3% of a short bench), where a Record costs a few microseconds each
 
 from __future__ import annotations
 
+from array import array
 from collections import _tuplegetter  # type: ignore[attr-defined]  # namedtuple's own field reader
 from typing import Any, ClassVar, Self, dataclass_transform
 
@@ -83,6 +85,7 @@ class Config(Record):
     end_ns: int | None
     stride: int
     offset: int
+    dues: array[int] | None  # a ramp's due times (Ramp.due_times, array("q")); None: the constant qps
     grid_start_ns: int  # runner.load.schedule.Grid
     interval_ns: int
     timeout_ns: int
@@ -104,6 +107,39 @@ class Config(Record):
     origins: list[list[AddressRecord]]  # index = origin: its addresses in the resolver's order
     max_requests: int  # transport.Lifetime; 0: no limit
     max_age_ns: int
+    hash_sample_rate: float  # each send's body hashed when random() < this; 0: none
+    hash_value: int  # what a hashed body is checked against (hash_mismatches)
+    inflate: bool  # compress: a hashed body that says gzip is inflated first
+    inflate_step: int  # runner.load.bodyhash.INFLATE_STEP
+    max_inflated: int  # ... MAX_INFLATED_BYTES
+    body_texts: tuple[str, str, str, str]  # ... BODY_TEXTS: what a hashed body's failures are called
+    tls: TlsClient | None  # the run's TLS client; None: no origin is https
+    origins_tls: list[OriginTls | None]  # index = origin: its TLS, None for plain HTTP
+
+
+class TlsClient(Record):
+    """The run's TLS client (tls.c's), as runner.load.tls.client_context makes Python's: the same
+    files (checked by Python first, which names a bad one) and the texts its failures are named by."""
+
+    __slots__ = ()
+
+    ca_file: str  # caBundle, else certifi's bundle
+    cert_file: str  # clientCert; "": none
+    key_file: str  # clientKey; "": the key is in cert_file
+    insecure: bool  # verify nothing
+    ciphers: str  # Python's default cipher list, for TLS 1.2
+    verify_failed: str  # what a failed certificate check's text begins with
+    reasons: list[tuple[int, int, str]]  # (library, reason, text): OpenSSL's codes and each one's failure text
+
+
+class OriginTls(Record):
+    """An https origin's TLS: the name its certificate must cover (sent as SNI unless an IP address)."""
+
+    __slots__ = ()
+
+    host: str
+    numeric: bool  # host is an IP address: checked as one, never sent as SNI
+    mismatch: str  # the text of a certificate that does not cover host (failures.verify_mismatch)
 
 
 class HistogramCounts(Record):
@@ -154,11 +190,14 @@ class TallyCounts(Record):
     errors: dict[str, int]
     groups: list[GroupCounts]
     latency: HistogramCounts
-    phases: tuple[HistogramCounts, HistogramCounts, HistogramCounts, int]  # connect_new, ttfb, body, reused
+    # connect_new, tls_new (the new connections made over TLS only), ttfb, body, reused
+    phases: tuple[HistogramCounts, HistogramCounts, HistogramCounts, HistogramCounts, int]
     backends: list[Backend]  # in the order met
     other_backends: int  # responses beyond the values kept
     opened: int  # a URL slot's: connections its sends opened, and closed
     closed: int
+    hash_checked: int  # responses whose body was hashed ...
+    hash_mismatches: int  # ... and of those, the ones whose hash was not hashValue
 
 
 class Taken(Record):
@@ -211,6 +250,7 @@ class RunFigures(Record):
     uncorrected: HistogramCounts | None
     in_unit: HistogramCounts | None
     connections: int  # new connections that carried a response
+    tls_connections: dict[str, int]  # ... of them over TLS, by version ("TLSv1.3"): the versions met only
     opened: int  # sockets opened and closed
     closed: int
     finished: bool  # the thread has ended

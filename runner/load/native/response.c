@@ -133,7 +133,7 @@ static const struct {
 static const char CHUNKED[] = "chunked";
 
 /* What a kept header value is for; one per head at most of each. */
-enum { W_NONE, W_SERVER, W_ENCODING, W_TE, W_BACKEND };
+enum { W_NONE, W_SERVER, W_ENCODING, W_TE };
 enum { SEEN_SERVER = 1, SEEN_ENCODING = 2, SEEN_BACKEND = 4 };
 
 /* How the current message's body ends. */
@@ -199,6 +199,8 @@ static void fail(soak_response *r, unsigned kind, unsigned error, const char *re
     r->error = (uint8_t)error;
     r->reason = reason;
     r->state = S_ENDED;
+    if (!r->head_done) /* a head that never ended has no backend, however far scan_backend read ahead */
+        r->backend_len = 0, r->backend_on = 0;
 }
 
 /* llhttp refused the bytes: `reason` is its text. Returns the offset, for the feed loop. */
@@ -421,26 +423,63 @@ HOT int field_complete(soak_response *r, int n, const char **reason)
     return 0;
 }
 
-/* The backendHeader's name ended at its colon: keep its value if it is the first in the final
- * head (http1._header: the first match in the final head, never the trailers). */
-static void backend_field(soak_response *r)
+/* Keep the backendHeader's value as http1._header reads it, a piece at a time: the bytes after
+ * the colon up to the line's CR (`[ \t]*([^\r\n]*)`: a value holds no CR or LF, or the head is
+ * refused), str.strip()ped as keep_value strips, cut to SOAK_BACKEND_MAX. Its own state, not
+ * the watch's: the name may be one the parser reads for itself (Server, Content-Length, ...),
+ * whose value its states read meanwhile; this only copies bytes, whatever they read. */
+static void keep_backend(soak_response *r, const unsigned char *s, size_t n)
+{
+    size_t i = 0, last = n;
+    if (!r->backend_started) {
+        while (i < n && IS(s[i], BLANK))
+            i++;
+        if (i == n)
+            return;
+        r->backend_started = 1;
+    }
+    size_t take = n - i < sizeof r->backend - r->backend_kept ? n - i : sizeof r->backend - r->backend_kept;
+    memcpy(r->backend + r->backend_kept, s + i, take);
+    r->backend_kept = (uint8_t)(r->backend_kept + take);
+    while (last > i && IS(s[last - 1], BLANK))
+        last--;
+    if (last > i)
+        r->backend_end = r->backend_seen + (last - i);
+    r->backend_seen += n - i;
+}
+
+/* The backendHeader's value in data[i, len), as far as its line goes: kept, and settled at its
+ * end (BACKEND_CHARS of the stripped value). */
+static void scan_backend(soak_response *r, const unsigned char *data, size_t i, size_t len)
+{
+    size_t end = i;
+    while (end < len && data[end] != '\r' && data[end] != '\n')
+        end++;
+    keep_backend(r, data + i, end - i);
+    if (end < len) {
+        r->backend_on = 0;
+        r->backend_len = (uint8_t)(r->backend_end > sizeof r->backend ? sizeof r->backend : r->backend_end);
+    }
+}
+
+/* The backendHeader's name ended at its colon, at data[at]: keep its value if it is the first in
+ * the final head (http1._header: the first match in the final head, never the trailers), from
+ * what follows the colon in this read on (soak_response_feed goes on with the next reads). */
+static void backend_field(soak_response *r, const unsigned char *data, size_t at, size_t len)
 {
     if (!r->final_head || (r->flags & F_TRAILING) || (r->seen & SEEN_BACKEND))
         return;
-    r->watch = W_BACKEND, r->seen |= SEEN_BACKEND;
-    r->value_len = r->value_end = 0;
-    r->kept_len = 0;
-    r->value_started = 0;
+    r->seen |= SEEN_BACKEND;
+    r->backend_on = 1;
+    scan_backend(r, data, at + 1, len);
 }
 
-/* Keep what http1.py keeps of a Server, Content-Encoding or backendHeader value: its bytes
- * with the blanks at either end taken off (str.strip()), the Server's up to SOAK_SERVER_MAX,
- * the backend's up to SOAK_BACKEND_MAX. */
+/* Keep what http1.py keeps of a Server or Content-Encoding value: its bytes with the blanks at
+ * either end taken off (str.strip()), the Server's up to SOAK_SERVER_MAX. */
 static void keep_value(soak_response *r, const unsigned char *s, size_t n)
 {
-    char *copy = r->watch == W_SERVER ? r->server : r->watch == W_BACKEND ? r->backend : r->encoding;
-    size_t cap = r->watch == W_SERVER ? sizeof r->server : r->watch == W_BACKEND ? sizeof r->backend
-                                                                                 : sizeof r->encoding;
+    char *copy = r->watch == W_SERVER ? r->server : r->encoding;
+    size_t cap = r->watch == W_SERVER ? sizeof r->server : sizeof r->encoding;
     size_t i = 0, last = n;
     if (!r->value_started) { /* the blanks before the value */
         while (i < n && IS(s[i], BLANK))
@@ -465,8 +504,6 @@ static void value_kept(soak_response *r)
     if (r->watch == W_SERVER) {
         r->server_cut = r->value_end > sizeof r->server;
         r->server_len = (uint16_t)(r->server_cut ? sizeof r->server : r->value_end);
-    } else if (r->watch == W_BACKEND) { /* BACKEND_CHARS of the stripped value */
-        r->backend_len = (uint8_t)(r->value_end > sizeof r->backend ? sizeof r->backend : r->value_end);
     } else if (r->watch == W_ENCODING) {
         size_t n = (size_t)r->value_end;
         char v[sizeof r->encoding];
@@ -615,7 +652,7 @@ HOT size_t token_run(const unsigned char *data, size_t i, size_t len)
 static size_t scan_value(soak_response *r, const unsigned char *data, size_t i, size_t len)
 {
     size_t end = value_run(data, i, len);
-    if (r->watch == W_SERVER || r->watch == W_ENCODING || r->watch == W_BACKEND)
+    if (r->watch == W_SERVER || r->watch == W_ENCODING)
         keep_value(r, data + i, end - i);
     else if (r->watch == W_TE)
         for (size_t k = i; k < end; k++)
@@ -734,19 +771,14 @@ HOT size_t fast_fields_as(soak_response *r, const unsigned char *data, size_t i,
         int id = name_of(p, n);
         if (id < 0) { /* nothing is done with its value, even an empty one, unless it is the backend's */
             r->header = H_GENERAL;
-            if (backend && n == r->backend_name_len && is_backend(r, p, n)) {
-                backend_field(r);
-                if (r->watch == W_BACKEND) {
-                    keep_value(r, p + n + 1, e - n - 1);
-                    value_kept(r);
-                }
-            }
         } else {
             for (v = n + 1; v < e && (p[v] == ' ' || p[v] == '\t'); v++)
                 ;
             if (v == e || !fast_special(r, id, p + v, e - v))
                 return i;
         }
+        if (backend && n == r->backend_name_len && is_backend(r, p, n))
+            backend_field(r, p, n, e + 1); /* the line's CR is at p[e] */
         i += e + 2;
     }
 }
@@ -770,7 +802,7 @@ void soak_response_init(soak_response *r, int head_request, uint32_t max_head)
 
 int soak_response_want_backend(soak_response *r, const char *name, size_t len)
 {
-    if (len == 0 || len > SOAK_BACKEND_MAX || name_of((const unsigned char *)name, len) >= 0)
+    if (len == 0 || len > SOAK_BACKEND_MAX)
         return -1;
     for (size_t i = 0; i < len; i++)
         if (!IS(name[i], TOKEN) || lower((unsigned char)name[i]) != (unsigned char)name[i])
@@ -1115,12 +1147,12 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
             if (c != ':') /* llhttp says it one way after a special name, another after any other */
                 return invalid(r, i, c == ' ' && n >= 0 && NAMES[n].special ? "Invalid header field char"
                                                                              : "Invalid header token");
-            if (n < 0) {
+            if (n < 0)
                 r->header = H_GENERAL; /* and nothing of it is watched, but the backendHeader */
-                if (backend)
-                    backend_field(r);
-            } else if (field_complete(r, n, &reason))
+            else if (field_complete(r, n, &reason))
                 return invalid(r, i, reason);
+            if (backend)
+                backend_field(r, data, i, len);
             r->state = S_VALUE_WS;
             if (++i == len)
                 break;
@@ -1157,6 +1189,8 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
             size_t n = len - i < r->remaining ? len - i : (size_t)r->remaining;
             r->remaining -= n;
             r->body_bytes += n;
+            if (r->body_sink != NULL && r->final_head && n > 0)
+                r->body_sink(r->body_ctx, data + i, n);
             i += n;
             if (r->remaining > 0)
                 break;
@@ -1171,6 +1205,8 @@ static size_t parse(soak_response *r, const unsigned char *data, size_t len)
         }
         case S_BODY_EOF: /* everything until the close */
             r->body_bytes += len - i;
+            if (r->body_sink != NULL && r->final_head)
+                r->body_sink(r->body_ctx, data + i, len - i);
             i = len;
             break;
         case S_CHUNK_SIZE_FIRST:
@@ -1302,6 +1338,8 @@ size_t soak_response_feed(soak_response *r, const unsigned char *data, size_t le
         return 0;
     int head_before = r->head_done;
     uint64_t body_before = r->body_bytes;
+    if (r->backend_on) /* the backendHeader's value goes on in this read */
+        scan_backend(r, data, 0, len);
     size_t used = parse(r, data, len);
     r->wire_bytes += used;
     if (r->outcome != SOAK_PENDING)

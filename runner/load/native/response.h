@@ -92,6 +92,13 @@ typedef struct soak_response {
     size_t head_end;        /* SOAK_EVENT_HEAD: offset in the last piece just past the head */
     size_t message_end;     /* SOAK_EVENT_DONE: offset in the last piece just past the response */
 
+    /* --- set by the caller after soak_response_init (which clears it) ------------------ */
+    /* Handed each run of the final response's body bytes as the feed meets them, in order,
+     * chunk framing and trailers left out (http1.Connection.on_body's pieces, a body hash's
+     * input); NULL: nobody wants them. */
+    void (*body_sink)(void *ctx, const unsigned char *data, size_t len);
+    void *body_ctx;
+
     /* --- the parser's own ------------------------------------------------------------ */
     uint8_t state;          /* where in the grammar */
     uint8_t head_request;   /* the request was HEAD: no body, whatever the head says */
@@ -108,6 +115,9 @@ typedef struct soak_response {
     uint8_t value_started;  /* a kept value has had a non-blank byte */
     uint8_t backend_match;  /* bytes of a name cut by a read that spell backend_name so far (0xff: not it) */
     uint8_t backend_len;    /* bytes in backend: the backendHeader's value, once the final head is read */
+    uint8_t backend_on;     /* its value is being kept: its line goes on in the next read */
+    uint8_t backend_started;/* ... and has had a non-blank byte */
+    uint8_t backend_kept;   /* ... bytes of it copied (up to SOAK_BACKEND_MAX) */
     uint16_t flags;         /* llhttp's F_* of the current message */
     uint16_t code;          /* status of the current message */
     uint16_t name_len;      /* bytes of a header name cut by a read (at most SOAK_NAME_MAX + 1) */
@@ -117,6 +127,8 @@ typedef struct soak_response {
     uint64_t value_len;     /* bytes of a kept value after its leading blanks */
     uint64_t value_end;     /* ... up to its last non-blank byte */
     uint64_t framing_run;   /* bytes read after the head since the last piece with body */
+    uint64_t backend_seen;  /* bytes of the backendHeader's value after its leading blanks */
+    uint64_t backend_end;   /* ... up to its last non-blank byte */
     char encoding[8];       /* the start of the Content-Encoding value */
     char name[SOAK_NAME_MAX]; /* the start of a header name cut by a read */
 
@@ -135,9 +147,9 @@ typedef struct soak_response {
 void soak_response_init(soak_response *r, int head_request, uint32_t max_head);
 
 /* Keep the value of the header `name` (`len` bytes, in lower case, not copied: it must outlive
- * `r`) from every response `r` is inited for from now on: the backendHeader. -1 (nothing changed)
- * if it is no header name, longer than SOAK_BACKEND_MAX, or one the parser already reads
- * for itself (Connection, Content-Length, Server, ...): those stay with the Python engine. */
+ * `r`) from every response `r` is inited for from now on: the backendHeader, any header, those
+ * the parser reads for itself (Connection, Content-Length, Server, ...) too. -1 (nothing
+ * changed) if it is empty or longer than SOAK_BACKEND_MAX. */
 int soak_response_want_backend(soak_response *r, const char *name, size_t len);
 
 /* Parse the next `len` bytes of the connection. Returns how many were part of this

@@ -7,6 +7,12 @@
  * c owns sends offset + stride * (c + k * clients), k = 0, 1, 2, ... Every answer that
  * starts from a floating-point estimate is settled exactly against due() afterwards, as
  * schedule.py settles it, so both give the same integers whatever the rounding.
+ *
+ * A ramp (stages) is not worked out here: Python hands its due times over as data
+ * (schedule.Ramp.due_times: send n's at dues[n], the last entry the due time of every later
+ * send), so send n's due time is looked up and the sends due by a moment are found by a
+ * binary search. Every answer below then follows from those two, as schedule.py's do from
+ * Ramp.due_ns and Ramp.last_send_by: the ramp's arithmetic has one definition, in Python.
  */
 #ifndef SOAK_SCHEDULE_H
 #define SOAK_SCHEDULE_H
@@ -24,6 +30,8 @@ typedef struct soak_schedule {
     int64_t end_ns;  /* sends due at or after this are not sent; SOAK_NO_END: none */
     int64_t stride;  /* shards in the run */
     int64_t offset;  /* this shard's index */
+    int64_t *dues;   /* a ramp's due times from start_ns (Ramp.due_times), ndues of them; NULL: qps */
+    int64_t ndues;
 } soak_schedule;
 
 typedef struct soak_grid {
@@ -41,6 +49,8 @@ static inline int64_t soak_floordiv(int64_t a, int64_t b)
 /* Schedule.due_ns */
 static inline int64_t soak_due(const soak_schedule *s, int64_t n)
 {
+    if (s->dues != NULL)
+        return s->start_ns + s->dues[n <= 0 ? 0 : n < s->ndues ? n : s->ndues - 1];
     double ns;
     if (n > -9000000000LL && n < 9000000000LL) {
         ns = (double)(n * SOAK_NS_PER_S); /* exact in 64 bits; to the nearest double, as float(int) */
@@ -69,15 +79,30 @@ static inline int soak_before_end(const soak_schedule *s, int64_t t_ns)
     return s->end_ns == SOAK_NO_END || t_ns < s->end_ns;
 }
 
-/* Schedule.slot_end_ns */
+/* Schedule.slot_end_ns: a ramp's last send's slot ends with the run (it may make no send n + 1 due). */
 static inline int64_t soak_slot_end(const soak_schedule *s, int64_t n)
 {
-    return soak_due(s, n + 1);
+    int64_t next = soak_due(s, n + 1);
+    return s->dues != NULL && s->end_ns != SOAK_NO_END && s->end_ns < next ? s->end_ns : next;
 }
 
-/* The estimate both searches below start from: floor((t - start) * qps / 1e9). */
+/* The estimate both searches below start from: floor((t - start) * qps / 1e9); with a ramp,
+ * exact (Ramp.last_send_by): its highest n due by t, found among its due times. */
 static inline int64_t soak_estimate(const soak_schedule *s, int64_t t_ns)
 {
+    if (s->dues != NULL) {
+        int64_t lo = -1, hi = s->ndues - 1; /* dues[lo] <= t < dues[hi] (dues[-1]: minus infinity) */
+        if (t_ns - s->start_ns >= s->dues[hi])
+            return hi - 1; /* as Ramp.last_send_by past its end (the last entry is beyond any run's end) */
+        while (hi - lo > 1) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (s->dues[mid] <= t_ns - s->start_ns)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        return lo;
+    }
     return (int64_t)floor((double)(t_ns - s->start_ns) * s->qps / (double)SOAK_NS_PER_S);
 }
 
