@@ -568,18 +568,23 @@ def report_no_keep_alive(url: str, clients: int, requests: int, rounds: int, tit
           "start-up: soak's summary's process.cpuSeconds.\n", flush=True)
 
 
+def print_wrk_pairs(pairs: list[Pair]) -> None:
+    """The keep-alive table of soak's rounds beside wrk's, one row a pair, plain HTTP and HTTPS alike."""
+    print(f"| round | {NATIVE} req/s | {NATIVE} req/CPU-s, whole (after start-up) | wrk req/s | wrk req/CPU-s | "
+          "req/CPU-s x wrk's, whole (after start-up) | load average after |")
+    print("|---|---|---|---|---|---|---|")
+    for r, p in enumerate(pairs, 1):
+        print(f"| {r} | {p.a.rps:,.0f} | {p.a.per_cpu_s:,.0f} ({p.a.per_run_cpu_s:,.0f}) | {p.b.rps:,.0f} | "
+              f"{p.b.per_cpu_s:,.0f} | {ratio(p.a.per_cpu_s, p.b.per_cpu_s)} "
+              f"({ratio(p.a.per_run_cpu_s, p.b.per_cpu_s)}) | {p.uptime} |")
+
+
 def report_throughput(url: str, seconds: int, rounds: int) -> None:
     print(f"## Throughput, keep-alive, {seconds} s each\n")
     for clients in (50, 5):
         pairs, others = throughput(url, clients, seconds, rounds if clients == 50 else 1)
         print(f"### c={clients}\n")
-        print(f"| round | {NATIVE} req/s | {NATIVE} req/CPU-s, whole (after start-up) | wrk req/s | wrk req/CPU-s | "
-              "req/CPU-s x wrk's, whole (after start-up) | load average after |")
-        print("|---|---|---|---|---|---|---|")
-        for r, p in enumerate(pairs, 1):
-            print(f"| {r} | {p.a.rps:,.0f} | {p.a.per_cpu_s:,.0f} ({p.a.per_run_cpu_s:,.0f}) | {p.b.rps:,.0f} | "
-                  f"{p.b.per_cpu_s:,.0f} | {ratio(p.a.per_cpu_s, p.b.per_cpu_s)} "
-                  f"({ratio(p.a.per_run_cpu_s, p.b.per_cpu_s)}) | {p.uptime} |")
+        print_wrk_pairs(pairs)
         wrk_cpu = statistics.median(p.b.per_cpu_s for p in pairs)
         print("\n| client, once after the pairs | req/s | requests per client CPU-second, whole (after start-up) | "
               "x wrk's (median) |")
@@ -674,13 +679,7 @@ def report_https(url: str, cert: Path, seconds: int, soak_seconds: int, rounds: 
     for _ in range(rounds):
         native, summary, _ = soak_bench(url, *args, engine="native", timeout=limit)
         pairs.append(Pair(native, wrk_run(url, 50, seconds), uptime()))
-    print(f"| round | {NATIVE} req/s | {NATIVE} req/CPU-s, whole (after start-up) | wrk req/s | wrk req/CPU-s | "
-          "req/CPU-s x wrk's, whole (after start-up) | load average after |")
-    print("|---|---|---|---|---|---|---|")
-    for r, p in enumerate(pairs, 1):
-        print(f"| {r} | {p.a.rps:,.0f} | {p.a.per_cpu_s:,.0f} ({p.a.per_run_cpu_s:,.0f}) | {p.b.rps:,.0f} | "
-              f"{p.b.per_cpu_s:,.0f} | {ratio(p.a.per_cpu_s, p.b.per_cpu_s)} "
-              f"({ratio(p.a.per_run_cpu_s, p.b.per_cpu_s)}) | {p.uptime} |")
+    print_wrk_pairs(pairs)
     python = soak_bench(url, *args, engine="python", timeout=limit)[0]
     wrk_cpu = statistics.median(p.b.per_cpu_s for p in pairs)
     print(f"\n{python.tool}, once after the pairs: {python.rps:,.0f} req/s, {python.per_cpu_s:,.0f} per CPU-second "

@@ -70,6 +70,20 @@ def fuzz(harness: Path, *args: str, timeout: float) -> subprocess.CompletedProce
                           preexec_fn=lambda: os.nice(19))
 
 
+def assert_a_bounded_run_finds_nothing(harness: Path, corpus: Path, tmp_path: Path, seconds: int, *,
+                                       rss_mb: int = 2048, extra: tuple[str, ...] = ()) -> None:
+    """Fuzz `harness` from `corpus` for `seconds`: no crash, leak, timeout or memory blow-up, and it ran.
+    What the run adds to the corpus goes to a folder of its own, out of the tree."""
+    found = tmp_path / "new"
+    found.mkdir()
+    done = fuzz(harness, f"-max_total_time={seconds}", f"-rss_limit_mb={rss_mb}", "-timeout=10",
+                "-print_final_stats=1", *extra, f"-artifact_prefix={tmp_path}/", str(found), str(corpus),
+                timeout=seconds * 10 + 300)
+    crashes = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-"))]
+    assert done.returncode == 0 and not crashes, f"{crashes}:\n{done.stderr[-5000:]}"
+    assert "stat::number_of_executed_units" in done.stderr
+
+
 def test_the_corpus_replays_clean(harness: Path, tmp_path: Path) -> None:
     seeds = sorted(CORPUS.iterdir())
     assert len(seeds) > 300
@@ -79,14 +93,7 @@ def test_the_corpus_replays_clean(harness: Path, tmp_path: Path) -> None:
 
 
 def test_a_bounded_fuzz_run_finds_nothing(harness: Path, tmp_path: Path) -> None:
-    found = tmp_path / "new"  # what the run adds to the corpus stays out of the tree
-    found.mkdir()
-    done = fuzz(harness, f"-max_total_time={SECONDS}", "-rss_limit_mb=2048", "-timeout=10", "-print_final_stats=1",
-                f"-dict={FUZZ / 'http.dict'}", f"-artifact_prefix={tmp_path}/", str(found), str(CORPUS),
-                timeout=SECONDS * 10 + 300)
-    crashes = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-"))]
-    assert done.returncode == 0 and not crashes, f"{crashes}:\n{done.stderr[-5000:]}"
-    assert "stat::number_of_executed_units" in done.stderr
+    assert_a_bounded_run_finds_nothing(harness, CORPUS, tmp_path, SECONDS, extra=(f"-dict={FUZZ / 'http.dict'}",))
 
 
 @pytest.fixture(scope="module")
@@ -103,14 +110,7 @@ def test_the_body_corpus_replays_clean(body_harness: Path, tmp_path: Path) -> No
 
 
 def test_a_bounded_fuzz_run_of_the_inflate_path_finds_nothing(body_harness: Path, tmp_path: Path) -> None:
-    found = tmp_path / "new"
-    found.mkdir()
-    done = fuzz(body_harness, f"-max_total_time={SECONDS}", "-rss_limit_mb=2048", "-timeout=10",
-                "-print_final_stats=1", f"-artifact_prefix={tmp_path}/", str(found), str(BODY_CORPUS),
-                timeout=SECONDS * 10 + 300)
-    crashes = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-"))]
-    assert done.returncode == 0 and not crashes, f"{crashes}:\n{done.stderr[-5000:]}"
-    assert "stat::number_of_executed_units" in done.stderr
+    assert_a_bounded_run_finds_nothing(body_harness, BODY_CORPUS, tmp_path, SECONDS)
 
 
 def test_the_corpus_replays_clean_on_arm64(tmp_path: Path) -> None:
@@ -156,11 +156,4 @@ def test_the_tls_corpus_replays_clean(tls_harness: Path, tmp_path: Path) -> None
 
 
 def test_a_bounded_tls_fuzz_run_finds_nothing(tls_harness: Path, tmp_path: Path) -> None:
-    found = tmp_path / "new"
-    found.mkdir()
-    done = fuzz(tls_harness, f"-max_total_time={TLS_SECONDS}", "-rss_limit_mb=4096", "-timeout=10",
-                "-print_final_stats=1", f"-artifact_prefix={tmp_path}/", str(found), str(TLS_CORPUS),
-                timeout=TLS_SECONDS * 10 + 300)
-    crashes = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-"))]
-    assert done.returncode == 0 and not crashes, f"{crashes}:\n{done.stderr[-5000:]}"
-    assert "stat::number_of_executed_units" in done.stderr
+    assert_a_bounded_run_finds_nothing(tls_harness, TLS_CORPUS, tmp_path, TLS_SECONDS, rss_mb=4096)

@@ -21,3 +21,28 @@ def accept_until(listener: socket.socket, stopping: threading.Event, take: Calla
         except OSError:
             return
         take(conn)
+
+
+class Acceptor:
+    """A server on a free loopback port whose thread hands each connection to `_take`, from `with`
+    to its end: the listener, the thread and their stop, for a server to add its serving to."""
+
+    def __init__(self, name: str) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
+        self._listener.settimeout(0.1)
+        self.port: int = self._listener.getsockname()[1]
+        self._stopping = threading.Event()
+        self._acceptor = threading.Thread(target=accept_until, args=(self._listener, self._stopping, self._take),
+                                          name=f"{name}-accept", daemon=True)
+
+    def _take(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Acceptor:
+        self._acceptor.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stopping.set()
+        self._acceptor.join(timeout=5)
+        self._listener.close()

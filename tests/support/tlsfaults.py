@@ -50,7 +50,7 @@ from contextlib import contextmanager
 
 from tests.support import reaper
 from tests.support.certs import Pki
-from tests.support.loopback import accept_until
+from tests.support.loopback import Acceptor
 from tests.support.programs import program
 
 OK_BODY = b"ok\n"
@@ -59,7 +59,7 @@ CUT_SENT = 1_000
 _READ = 65536
 
 
-class TlsFaultServer:
+class TlsFaultServer(Acceptor):
     """Serves TLS faults on a free loopback port (see the module's docstring)."""
 
     def __init__(self, pki: Pki, cert: str = "server", on_accept: str = "serve", split: bool = False) -> None:
@@ -72,28 +72,21 @@ class TlsFaultServer:
         self._context.set_alpn_protocols(["http/1.1"])
         self._on_accept = on_accept
         self._split = split
-        self._listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
-        self._listener.settimeout(0.1)
-        self.port: int = self._listener.getsockname()[1]
-        self._stopping = threading.Event()
+        super().__init__("tlsfaults")
         self._lock = threading.Condition()
         self._seen: Counter[str] = Counter()
         self._open: set[socket.socket] = set()
         self.accepted = 0
-        self._acceptor = threading.Thread(target=accept_until, args=(self._listener, self._stopping, self._take),
-                                          name="tlsfaults-accept", daemon=True)
 
     def url(self, path: str = "/ok") -> str:
         return f"https://127.0.0.1:{self.port}{path}"
 
     def __enter__(self) -> TlsFaultServer:
-        self._acceptor.start()
+        super().__enter__()
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._stopping.set()
-        self._acceptor.join(timeout=5)
-        self._listener.close()
+        super().__exit__()
         with self._lock:
             for conn in self._open:
                 _shutdown(conn)
@@ -298,7 +291,7 @@ def renegotiating_server(pki: Pki, responses: int) -> Iterator[int]:
         reaper.stop(server)
 
 
-class TlsFront:
+class TlsFront(Acceptor):
     """TLS in front of a plain server on `backend` (tests/support/hostileserver.py): each connection's
     handshake done here, then each piece the client sends goes to the backend as it is, and each
     piece the backend sends (in whatever cuts) comes back as one TLS record; when the backend closes
@@ -309,21 +302,11 @@ class TlsFront:
         self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._context.load_cert_chain(str(pki.server_cert), str(pki.server_key))
         self._backend = backend
-        self._listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
-        self._listener.settimeout(0.1)
-        self.port: int = self._listener.getsockname()[1]
-        self._stopping = threading.Event()
-        self._acceptor = threading.Thread(target=accept_until, args=(self._listener, self._stopping, self._take),
-                                          name="tlsfront-accept", daemon=True)
+        super().__init__("tlsfront")
 
     def __enter__(self) -> TlsFront:
-        self._acceptor.start()
+        super().__enter__()
         return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stopping.set()
-        self._acceptor.join(timeout=5)
-        self._listener.close()
 
     def _take(self, conn: socket.socket) -> None:
         conn.settimeout(10)
