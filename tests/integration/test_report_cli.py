@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from junitparser import JUnitXml
 
+from runner.core.columns import LINE
 from runner.core.errors import EXIT_USAGE
-from tests.conftest import REPO, Nginx, run_soak, soak_command
+from tests.conftest import REPO, Nginx, parse_interval, run_soak, soak_command
 from tests.support.chromium import Connections, chromium, host_of, png_size
 from tests.unit.test_junit import schema
 
@@ -107,7 +108,10 @@ def test_a_60_interval_run_renders_with_no_network_on_a_desktop_a_phone_and_pape
         assert section in text, section
     assert "status 503" in text and "status 200" in text
     latency_chart = dom[dom.index("Latency per interval"):dom.index("Rate (req/s)")]
-    assert latency_chart.count("<circle") == 60 * 5  # p50, p95, p99, p999, max at each of the 60 intervals
+    lines = [parse_interval(line) for line in sixty.read_text().splitlines() if LINE.match(line)]
+    answered = sum(1 for line in lines if line.good + line.bad)  # on a busy machine an interval may get none
+    assert len(lines) == 60 and answered > 0
+    assert latency_chart.count("<circle") == answered * 5  # p50, p95, p99, p999, max at each answered interval
     schema().validate(str(junit))
     (suite,) = JUnitXml.fromfile(str(junit))
     assert [case.name for case in suite] == ["run p99 < 10s", "run p99 < 1us", "interval goal% >= 10"]
