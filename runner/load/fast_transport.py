@@ -18,54 +18,19 @@ import ssl
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
-from runner import __version__
 from runner.core.durations import format_duration
 from runner.load import failures
-from runner.load.failures import causes, message, os_failure
 from runner.load.http1 import Connection, Deadlines, header_pattern
 from runner.load.rawsocket import AVAILABLE as RAW_SOCKETS
 from runner.load.rawsocket import Pump, RawTransport
-from runner.load.request import Request, origin
+from runner.load.request import Request
 from runner.load.result import ErrorKind, Result
 from runner.load.tls import client_context
 from runner.load.transport import Address, Resolver, TransportOptions, address_text, numeric
+from runner.load.wire import classify_connect_error, wire_request
 
-USER_AGENT = f"soak/{__version__}"
 _now = time.monotonic_ns
-
-
-def wire_request(request: Request, keep_alive: bool, compress: bool) -> tuple[bytes, str, int, bool]:
-    """The request's bytes on the wire, and where it goes: (bytes, host, port, https).
-
-    Built once per target by each session and reused for every send: a soak sends the same
-    request over and over, so there is nothing to format per request.
-    """
-    url = urlsplit(request.url)
-    scheme, host, port = origin(request.url)
-    https = scheme == "https"
-    target = (url.path or "/") + (f"?{url.query}" if url.query else "")
-    names = {name.lower() for name, _ in request.headers}
-    default_port = port == (443 if https else 80)
-    host_header = host if ":" not in host else f"[{host}]"
-    lines = [f"{request.method} {target} HTTP/1.1"]
-    if "host" not in names:
-        lines.append(f"Host: {host_header}" + ("" if default_port else f":{port}"))
-    if "user-agent" not in names:
-        lines.append(f"User-Agent: {USER_AGENT}")
-    if "accept" not in names:
-        lines.append("Accept: */*")
-    if compress and "accept-encoding" not in names:
-        lines.append("Accept-Encoding: gzip")
-    if not keep_alive:
-        lines.append("Connection: close")
-    lines += [f"{name}: {value}" for name, value in request.headers]
-    if request.body or request.method in ("POST", "PUT", "PATCH"):
-        if "content-length" not in names:
-            lines.append(f"Content-Length: {len(request.body)}")
-    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-    return head + request.body, host, port, https
 
 
 class FastTransport:
@@ -315,8 +280,3 @@ class _Dial:
             self.timed_out = True
             self.task.cancel()
 
-
-def classify_connect_error(exc: OSError) -> tuple[ErrorKind, str]:
-    """The error kind and text for a failure to connect."""
-    chain = causes(exc)
-    return os_failure(chain) or (ErrorKind.CONNECT, f"connect: {message(chain)}")

@@ -1092,7 +1092,7 @@ static void lost(soak_engine *e, conn *c, int err)
     parsed(e, c, 0, mono());
 }
 
-/* fast_transport.classify_connect_error for an errno (OSError's subclasses by errno). */
+/* wire.classify_connect_error for an errno (OSError's subclasses by errno). */
 static void dial_next(soak_engine *e, conn *c);
 
 static void connect_failed(soak_engine *e, conn *c, int err)

@@ -79,7 +79,7 @@ typedef struct soak_target {
     uint32_t origin;          /* connections are reused only for targets of the same origin */
     int is_head;              /* a HEAD request: the response has no body, the connection ends */
     uint64_t body_bytes_out;  /* Result.bytes_out */
-    unsigned char *request;   /* the exact bytes written (fast_transport.wire_request) */
+    unsigned char *request;   /* the exact bytes written (wire.wire_request) */
     size_t request_len;
     unsigned char *last_request; /* the same with `Connection: close`: a connection's last (Lifetime) */
     size_t last_request_len;

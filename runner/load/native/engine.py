@@ -21,7 +21,7 @@ addresses as transport.in_turn has them. The C engine resolves nothing: Python l
 name up when the engine is made, and again as each answer expires, RESOLVE_TTL_NS after it
 came, as the Python engine's Resolver keeps it (`_keep_resolved`, beside C's thread), and
 hands C the whole list; or, when the lookup fails, the failure's text as the Python engine's
-dial names it (fast_transport.classify_connect_error), and C fails each new connection to
+dial names it (wire.classify_connect_error), and C fails each new connection to
 that origin as `dns` with it, as the Python engine fails each dial whose lookup failed, until
 a lookup succeeds (asked again FAILED_RETRY_NS on; the Python engine asks at each dial). So a
 name that stops resolving fails new connections from the same moment in both, give or take a
@@ -48,7 +48,6 @@ from runner.core.durations import format_duration
 from runner.load import bodyhash
 from runner.load.engine import Load
 from runner.load.failures import verify_mismatch
-from runner.load.fast_transport import classify_connect_error, wire_request
 from runner.load.model import Open, model_of, ramp_of
 from runner.load.native.records import (
     AddressRecord,
@@ -72,6 +71,7 @@ from runner.load.transport import (
     numeric,
     resolve,
 )
+from runner.load.wire import classify_connect_error, wire_request
 
 MetricsConfig = tuple[tuple[int, ...], int, tuple[int, ...]]  # (URL index -> slot, slots, bucket edges in ns)
 # How soon a name whose lookup failed is asked again: the Python engine asks at each dial, so a
