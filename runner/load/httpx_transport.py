@@ -400,8 +400,18 @@ class HttpxSession:
         result.end_ns = time.monotonic_ns()
         if result.connected_ns:
             self._opened += 1
+        if not self._http2:
+            await self._drop_unasked()
         result.connections_closed = self._closed_now()
         return result
+
+    async def _drop_unasked(self) -> None:
+        """Close each idle connection that holds bytes no request asked for (_unasked), as the
+        native engine does: h11 would read them as the next response's status line, and that
+        send would fail as `protocol` for what the server sent after the last response."""
+        for connection in self._pool.connections:
+            if _unasked(connection):
+                await connection.aclose()
 
     def _closed_now(self) -> int:
         """How many more of the session's connections have closed since the last send said.
@@ -467,6 +477,19 @@ def _is_open(connection: httpcore.AsyncConnectionInterface) -> bool:
     if isinstance(inner, httpcore.AsyncHTTPConnection):
         return inner._connection is not None and not inner.is_closed()
     return not inner.is_closed()
+
+
+def _unasked(connection: httpcore.AsyncConnectionInterface) -> bool:
+    """Whether one of the pool's HTTP/1.1 connections is idle with bytes already received: sent
+    after its last response, in the same read, so that h11 holds them (httpcore 1.0's, pinned).
+
+    httpcore drops an idle connection whose socket is readable (has_expired), but not one whose
+    extra bytes came with the response and sit in h11's buffer."""
+    inner = connection._inner if isinstance(connection, _Lived) else connection
+    http11 = getattr(inner, "_connection", None)
+    if not isinstance(http11, httpcore.AsyncHTTP11Connection) or not http11.is_idle():
+        return False
+    return bool(http11._h11_state.trailing_data[0])
 
 
 def head_size(response: httpx.Response) -> int:

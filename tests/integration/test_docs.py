@@ -30,6 +30,7 @@ from runner.report.clientnotes import INTERVAL_NOTE, NOTE_PREFIXES  # noqa: E402
 from runner.report.slowcooker import ChangeWindow  # noqa: E402
 from runner.run.demo_target import start_target, stop_target  # noqa: E402
 from tests.conftest import parse_interval  # noqa: E402
+from tests.support.httpx_differs import HTTPX_DIFFERS  # noqa: E402
 
 README = REPO / "README.md"
 DOCS = REPO / "docs"
@@ -223,6 +224,12 @@ def marked_table(text: str, marker: str) -> list[str]:
 def test_every_error_kind_is_documented_in_order() -> None:
     kinds = [re.findall(r"`(\w+)`", cell)[0] for cell in marked_table(OUTPUT.read_text(), "error-kinds")]
     assert kinds == list(ErrorKind)
+
+
+def test_every_difference_of_httpx_is_documented() -> None:
+    """docs/development.md's table is tests/support/httpx_differs.py's, row for row, in order."""
+    text = (DOCS / "development.md").read_text()
+    assert [cell.strip() for cell in marked_table(text, "httpx-differs")] == list(HTTPX_DIFFERS)
 
 
 def test_every_exit_code_is_documented() -> None:
