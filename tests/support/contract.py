@@ -18,7 +18,11 @@ The parsers, each a `Parser` (method, reads, closed -> outcome):
   at the close) over tests/support/replay.py's Wire, on an event loop that is never run;
 - `NativeParser`: runner/load/native/response.c through its test binding
   runner.load.native._response, as `pip install -e .` builds it in place (`native_module`),
-  with the native engine's rule for keeping a connection applied to what the parser says.
+  with the native engine's rule for keeping a connection applied to what the parser says;
+- `H11Parser`: h11 as httpx runs it, runner.load.httpx_transport's session (httpcore's pool and
+  connection, the transport's naming of failures) over scripted connections (_Scripted), no
+  socket; where it reads a row otherwise is not the row's `also` but one table, H11_DIFFERS
+  (at the end), for the day h11 is the Python side's only parser (issue 34).
 
 What needs a socket (timeouts, resets, slow bytes, what a real server sends) stays with the
 fault servers (tests/support/faultserver.py) and the differential test of the two parsers
@@ -28,15 +32,20 @@ are the bytes of the rows FAULT_SERVER names.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import random
+import ssl
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+import httpcore
+
 from runner.load import failures
-from runner.load.transport import MAX_HEAD_BYTES
+from runner.load.request import Request
+from runner.load.transport import MAX_HEAD_BYTES, Resolver, TransportOptions
 from tests.support.faultserver import CHUNKS, OK_BODY, RESET_DECLARED, RESET_SENT
 from tests.support.replay import REPO, PythonTransport
 
@@ -115,6 +124,101 @@ class PythonParser(PythonTransport):
         if result.error:
             return Failure(str(result.error), result.error_text)
         return Response(result.status, result.bytes_in, reusable)
+
+
+class _Silence(Exception):
+    """The scripted server has no more to say and keeps the connection open: the response is pending."""
+
+
+class _Scripted(httpcore.AsyncNetworkStream):
+    """A connection whose server sends `reads`, one per read, then closes it or falls silent."""
+
+    def __init__(self, reads: Sequence[bytes], closed: bool) -> None:
+        self._reads = list(reads)
+        self._closed = closed
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self._reads:
+            data = self._reads.pop(0)
+            if len(data) > max_bytes:  # as a socket hands over no more than asked
+                self._reads.insert(0, data[max_bytes:])
+                data = data[:max_bytes]
+            return data
+        if self._closed:
+            return b""
+        raise _Silence
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+    def get_extra_info(self, info: str) -> object:
+        # httpcore drops an idle connection its socket says is readable: bytes or the close wait.
+        return bool(self._reads) or self._closed if info == "is_readable" else None
+
+
+class _ScriptedBackend(httpcore.AsyncNetworkBackend):
+    """Every connection httpcore makes is the next script's (H11Parser)."""
+
+    def __init__(self) -> None:
+        self.script: _Scripted | None = None
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: object = None) -> httpcore.AsyncNetworkStream:
+        assert self.script is not None
+        return self.script
+
+    async def sleep(self, seconds: float) -> None:
+        pass
+
+
+class H11Parser:
+    """h11 as httpx runs it: runner.load.httpx_transport's session (httpcore's pool and its h11
+    connection, and the transport's own naming of failures), its connections scripted by
+    _Scripted, on an event loop of its own; use it as a context. A connection is kept (reusable)
+    when the pool holds it idle after the response, with nothing more to read."""
+
+    name = "h11"
+
+    def __enter__(self) -> H11Parser:
+        from runner.load.httpx_transport import HttpxSession
+
+        self._loop = asyncio.new_event_loop()
+        options = TransportOptions(timeout_ns=3600 * 10**9, no_reuse=False, compress=False, max_connections=1,
+                                   https=False)
+        self._backend = _ScriptedBackend()
+
+        async def session() -> HttpxSession:
+            made = HttpxSession(options, ssl.create_default_context(), Resolver())
+            made._pool._network_backend = self._backend
+            return made
+
+        self._session = self._loop.run_until_complete(session())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.run_until_complete(self._session.aclose())
+        self._loop.close()
+
+    def __call__(self, method: str, reads: Sequence[bytes], closed: bool) -> Outcome:
+        return self._loop.run_until_complete(self._send(method, reads, closed))
+
+    async def _send(self, method: str, reads: Sequence[bytes], closed: bool) -> Outcome:
+        pool = self._session._pool
+        self._backend.script = _Scripted(reads, closed)
+        try:
+            result = await self._session.send(Request(method, "http://127.0.0.1/", (), b""), False)
+        except _Silence:
+            return PENDING
+        finally:
+            kept = [connection for connection in pool.connections if connection.is_idle() and not connection.has_expired()]
+            for connection in list(pool.connections):
+                await connection.aclose()
+        if result.error:
+            return Failure(str(result.error), result.error_text)
+        return Response(result.status, result.bytes_in, bool(kept))
 
 
 def native_module() -> ModuleType | None:
@@ -490,3 +594,116 @@ ENDLESS = {("GET", "/endless-headers"): "endless headers, in reads of 64 KiB"}
 def row(name: str) -> Case:
     """The row named `name`."""
     return next(case for case in CASES if case.name == name)
+
+
+# Where h11, as httpx runs it (H11Parser), reads a row otherwise than the table says: every outcome it
+# gives for some feed of the row, most feeds first (2026-12-03; issue 34). Most are texts (h11 says
+# `illegal status line: bytearray(...)` where llhttp and response.c name the rule broken); some are
+# more: h11 waits (PENDING) for a length or status it does not refuse, reads a response the others
+# refuse (a duplicated length, a blank in a chunk size, a line ended by LF alone), refuses a
+# Transfer-Encoding other than chunked, and keeps a connection the others end (after HEAD, a
+# trailer or Proxy-Connection that says close) or ends one they keep (HTTP/1.0 keep-alive).
+H11_DIFFERS: dict[str, tuple[Outcome, ...]] = {
+    'length past 2^64-1': (PENDING,),
+    'length of letters': (Failure('protocol', 'protocol: bad Content-Length'),),
+    'length with a sign': (Failure('protocol', 'protocol: bad Content-Length'),),
+    'length of two numbers': (Failure('protocol', 'protocol: bad Content-Length'),),
+    'length listed twice in one line': (PENDING,),
+    'length empty': (Failure('protocol', 'protocol: bad Content-Length'),),
+    'length twice': (Response(200, 5, True),),
+    'length, then chunked': (Response(200, 5, True),),
+    'chunked, then a length': (PENDING,),
+    'a trailer that says close': (Response(200, 5, True),),
+    'a trailer with a length': (Response(200, 5, True),),
+    'gzip, then chunked': (Failure('protocol', 'protocol: Only Transfer-Encoding: chunked is supported'),),
+    'chunked, cut by the close': (
+        Failure('closed', 'closed: peer closed connection without sending complete message body (incomplete chunked read)'),  # noqa: E501
+    ),
+    'chunk size past 2^64-1': (PENDING,),
+    'chunk size not hexadecimal': (Failure('protocol', "protocol: illegal chunk header: bytearray(b'zz\\r\\n')"),),
+    'chunk size negative': (Failure('protocol', "protocol: illegal chunk header: bytearray(b'-5\\r\\n')"),),
+    'chunk size with a blank after': (Response(200, 5, True),),
+    'chunk size empty': (Failure('protocol', "protocol: illegal chunk header: bytearray(b'\\r\\n')"),),
+    'chunk size ended by LF alone': (
+        Failure('protocol', "protocol: illegal chunk header: bytearray(b'5\\nhello\\r\\n')"),
+    ),
+    'chunk extension after a blank': (Response(200, 5, True),),
+    'chunk extension name of a bad byte': (Response(200, 5, True),),
+    'chunk extension quote left open': (Response(200, 5, True),),
+    'chunk longer than its size': (
+        Failure('protocol', "protocol: malformed chunk footer: bytearray(b'X\\r') (expected b'\\r\\n')"),
+        Failure('protocol', "protocol: malformed chunk footer: bytearray(b'X') (expected b'\\r\\n')"),
+    ),
+    'chunk ended by LF alone': (
+        Failure('protocol', "protocol: malformed chunk footer: bytearray(b'\\n0') (expected b'\\r\\n')"),
+        Failure('protocol', "protocol: malformed chunk footer: bytearray(b'\\n') (expected b'\\r\\n')"),
+    ),
+    'a folded trailer': (Response(200, 0, True),),
+    'a 1xx with a body (counted)': (
+        Failure('protocol', "protocol: illegal status line: bytearray(b'abcHTTP/1.1 200 OK')"),
+    ),
+    'blank lines after a 1xx': (
+        Failure('protocol', 'protocol: no response line received'),
+        Failure('protocol', 'protocol: illegal request line'),
+    ),
+    'a 1xx in HTTP/1.0, which closes': (Response(200, 2, True),),
+    'Transfer-Encoding identity: to the close': (
+        Failure('protocol', 'protocol: Only Transfer-Encoding: chunked is supported'),
+    ),
+    'HEAD, with a length': (Response(200, 0, True),),
+    'HEAD, chunked': (Response(200, 0, True),),
+    'HEAD, no length': (Response(200, 0, True),),
+    '304, Transfer-Encoding gzip': (Failure('protocol', 'protocol: Only Transfer-Encoding: chunked is supported'),),
+    'not HTTP': (
+        Failure('protocol', "protocol: illegal status line: bytearray(b'SSH-2.0-OpenSSH_9.6 this is not HTTP')"),
+    ),
+    'http in lower case': (Failure('protocol', "protocol: illegal status line: bytearray(b'http/1.1 200 OK')"),),
+    'HTTP/1.2': (PENDING,),
+    'HTTP/11.1': (Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/11.1 200 OK')"),),
+    'no space after the version': (Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/1.1200 OK')"),),
+    'two spaces after the version': (
+        Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/1.1  200 OK')"),
+    ),
+    'a status of two digits': (Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/1.1 20 OK')"),),
+    'a status of four digits': (Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/1.1 2000 OK')"),),
+    'a status of letters': (Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/1.1 2x0 OK')"),),
+    'status 000': (
+        Failure('protocol', 'protocol: InformationalResponse status_code should be in range [100, 200), not 0'),
+    ),
+    'status 099': (
+        Failure('protocol', 'protocol: InformationalResponse status_code should be in range [100, 200), not 99'),
+    ),
+    'status 99': (Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/1.1 99 Whatever')"),),
+    'status 0999': (Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/1.1 0999 Whatever')"),),
+    'status 1000': (Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/1.1 1000 Whatever')"),),
+    'status abc': (Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/1.1 abc Whatever')"),),
+    'blank lines before the status line': (
+        Failure('protocol', 'protocol: no response line received'),
+        Failure('protocol', 'protocol: illegal request line'),
+    ),
+    'a status line ended by LF alone': (Response(200, 0, True),),
+    'RTSP/1.0': (Failure('protocol', "protocol: illegal status line: bytearray(b'RTSP/1.0 200 OK')"),),
+    'a folded header line': (Response(200, 0, True),),
+    'a blank before the first header': (Failure('protocol', 'protocol: continuation line at start of headers'),),
+    'a blank before the colon of Content-Length': (
+        Failure('protocol', "protocol: illegal header line: bytearray(b'Content-Length : 0')"),
+    ),
+    'a blank before a colon': (Failure('protocol', "protocol: illegal header line: bytearray(b'X-A : 0')"),),
+    'a blank in a name': (Failure('protocol', "protocol: illegal header line: bytearray(b'X A: 0')"),),
+    'an empty name': (Failure('protocol', "protocol: illegal header line: bytearray(b': 0')"),),
+    'no colon': (Failure('protocol', "protocol: illegal header line: bytearray(b'Content-Length')"),),
+    'a control byte in a value': (PENDING,),
+    'a header line ended by LF alone': (Response(200, 0, True),),
+    'the head ended by LF alone': (Response(200, 0, True),),
+    'the head ended by CR and a byte': (PENDING,),
+    'Proxy-Connection: close': (Response(200, 2, True),),
+    'HTTP/1.0 with keep-alive': (Response(200, 2, False),),
+    'endless 1xx heads': (PENDING,),
+    'fault server: GET /status/99': (
+        Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/1.1 99 Whatever')"),
+    ),
+    'fault server: GET /garbage': (
+        Failure('protocol', "protocol: illegal status line: bytearray(b'SSH-2.0-OpenSSH_9.6 this is not HTTP')"),
+    ),
+    'fault server: GET /bad-chunking': (Failure('protocol', "protocol: illegal chunk header: bytearray(b'zz\\r\\n')"),),
+}

@@ -5,7 +5,9 @@ parser (response.c, through the binding `pip install -e .` builds in place) whol
 every byte, a byte per read and at seeded random points, and must come out as the row says
 every time: status, body bytes and whether the connection may carry another request, or the
 failure's kind and text, or still waiting. Where the native parser is not built (no
-compiler), its rows skip, saying so.
+compiler), its rows skip, saying so. h11 too, as httpx runs it (H11Parser: httpx_transport's
+session over scripted connections): where it reads a row otherwise, the outcomes it gives are
+H11_DIFFERS's, one table, checked to be still true.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ import pytest
 from tests.support.contract import (
     CASES,
     FAULT_SERVER,
+    H11_DIFFERS,
     PENDING,
     Case,
+    H11Parser,
     NativeParser,
     Parser,
     PythonParser,
     Response,
     feeds,
     native_module,
+    row,
     stale,
 )
 
@@ -40,6 +45,12 @@ def python() -> Iterator[Parser]:
 
 
 @pytest.fixture(scope="module")
+def h11() -> Iterator[Parser]:
+    with H11Parser() as parser:
+        yield parser
+
+
+@pytest.fixture(scope="module")
 def native() -> Parser:
     module = native_module()
     if module is None:
@@ -51,12 +62,14 @@ def native() -> Parser:
     return NativeParser(module)
 
 
-@pytest.mark.parametrize("which", ["python", "native"])
+@pytest.mark.parametrize("which", ["python", "native", "h11"])
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_every_parser_reads_each_response_as_the_table_says(case: Case, which: str,
                                                             request: pytest.FixtureRequest) -> None:
     parser: Parser = request.getfixturevalue(which)
     allowed = {case.outcome, *(outcome for name, outcome in case.also if name == which)}
+    if which == "h11":  # httpx's parser: where it reads the row otherwise is H11_DIFFERS, not the row's `also`
+        allowed |= set(H11_DIFFERS.get(case.name, ()))
     wrong: dict[object, list[str]] = {}
     fed = 0
     for how, reads in feeds(case, SEED, RANDOM_SPLITS):
@@ -75,6 +88,15 @@ def test_an_allowance_is_still_needed(python: Parser) -> None:
             assert name == "python", case.name  # the only parser with an allowance; add a fixture for another
             answers = {python(case.method, reads, case.closed) for _, reads in feeds(case, SEED, RANDOM_SPLITS)}
             assert outcome in answers, f"{case.name!r}: python never answers {outcome} any more: drop the allowance"
+
+
+def test_every_difference_of_h11_is_still_true(h11: Parser) -> None:
+    """H11_DIFFERS names what h11 answers otherwise, feed by feed: once it no longer does, the row must go."""
+    for name, outcomes in H11_DIFFERS.items():
+        case = row(name)
+        answers = {h11(case.method, reads, case.closed) for _, reads in feeds(case, SEED, RANDOM_SPLITS)}
+        gone = [outcome for outcome in outcomes if outcome not in answers]
+        assert not gone, f"{name!r}: h11 never answers {gone} any more: drop it from H11_DIFFERS"
 
 
 def test_the_table_covers_every_ending() -> None:
