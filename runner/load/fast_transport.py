@@ -26,7 +26,7 @@ from runner.load.rawsocket import AVAILABLE as RAW_SOCKETS
 from runner.load.rawsocket import Pump, RawTransport
 from runner.load.request import Request
 from runner.load.result import ErrorKind, Result
-from runner.load.tls import client_context
+from runner.load.tls import client_context, run_context
 from runner.load.transport import Address, Resolver, TransportOptions, address_text, numeric
 from runner.load.wire import classify_connect_error, wire_request
 
@@ -37,17 +37,15 @@ class FastTransport:
     """Makes sessions that share one set of options, one TLS context and one watch over the
     requests' deadlines.
 
-    The TLS context is made at once, so a TLS setting naming a bad file stops the run before
-    any load; it offers only HTTP/1.1 in ALPN, the one protocol this client speaks. A run with
-    no https URL and no TLS file named makes none: loading certifi's CA bundle costs more
-    instructions than the rest of a one-request run's start (OpenSSL 3 decodes each certificate).
+    The TLS context is the run's (tls.run_context, made by runner.run.build before any load,
+    or here when not given); it offers only HTTP/1.1 in ALPN, the one protocol this client speaks.
     """
 
-    def __init__(self, options: TransportOptions) -> None:
+    def __init__(self, options: TransportOptions, tls: ssl.SSLContext | None = None) -> None:
         self._options = options
-        self._tls: ssl.SSLContext | None = None
-        if options.https or options.ca_bundle or options.client_cert or options.client_key:
-            self._tls = self.tls()
+        self._tls = tls if tls is not None else run_context(options)
+        if self._tls is not None:
+            self._tls.set_alpn_protocols(["http/1.1"])
         self._deadlines: Deadlines | None = None
         self._pump: Pump | None = None
         self._resolver = Resolver()  # one for all sessions: a name's addresses are dialled in turn across them

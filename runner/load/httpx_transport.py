@@ -62,12 +62,12 @@ _WRITTEN_EVENTS = {
 class HttpxTransport:
     """Makes httpx sessions that share one set of options."""
 
-    def __init__(self, options: TransportOptions) -> None:
+    def __init__(self, options: TransportOptions, tls: ssl.SSLContext | None = None) -> None:
         self._options = options
         # One TLS context for all sessions: building one reads the CA bundle (tens of ms),
-        # which per client would delay the first sends of a run. Made now, so a TLS setting
-        # naming a bad file stops the run before any load.
-        self._tls = client_context(options)
+        # which per client would delay the first sends of a run. The run's (tls.run_context,
+        # made before any load), or made now: httpx takes one whether or not a URL is https.
+        self._tls = tls if tls is not None else client_context(options)
         self._resolver = Resolver()  # one for all sessions: a name's addresses are dialled in turn across them
 
     def session(self) -> HttpxSession:

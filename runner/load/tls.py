@@ -47,6 +47,16 @@ def client_context(options: TransportOptions) -> ssl.SSLContext:
     return context
 
 
+def run_context(options: TransportOptions) -> ssl.SSLContext | None:
+    """The run's context if it makes one, made now (before any load, whichever engine sends, so a
+    bad file stops the run with its one line); None for a run with no https URL and no TLS file
+    named: loading certifi's CA bundle costs more instructions than the rest of a one-request
+    run's start (OpenSSL 3 decodes each certificate)."""
+    if options.https or options.ca_bundle or options.client_cert or options.client_key:
+        return client_context(options)
+    return None
+
+
 def native_client(options: TransportOptions) -> TlsClient:
     """The native engine's TLS client, as client_context makes Python's (runner/load/native/tls.h):
     the same files (checked by client_context first, which names a bad one), Python's default

@@ -17,6 +17,7 @@ depend on the moment the run starts (runner.run.engines builds the engine that s
 from __future__ import annotations
 
 import resource
+import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -35,7 +36,8 @@ from runner.load.native.engine import refusal
 from runner.load.request import Request, build_requests, origin
 from runner.load.schedule import Grid, Schedule
 from runner.load.shards import Shard, check_split, shard_of
-from runner.load.transport import Lifetime, Transport, TransportOptions
+from runner.load.tls import run_context
+from runner.load.transport import Lifetime, Session, Transport, TransportOptions
 from runner.stats.client import PaceTerms
 from runner.stats.recorder import Recorder
 
@@ -50,7 +52,7 @@ class Parts:
     shard: Shard  # which part of the run this process sends
     requests: list[Request]  # one per URL, resolved once
     options: TransportOptions  # how every request is sent
-    transport: Transport  # the Python engine's HTTP client
+    transport: Transport  # the Python engine's HTTP client (NO_CLIENT where the native engine sends)
     model: LoadModel  # this process's load model, with its share of the run's maxInFlight
     engine: EngineChoice  # which engine sends: "native" or "python", and why (engine_for)
 
@@ -110,11 +112,13 @@ def build(settings: Settings, urls: Sequence[str], source: str | None, shard: Sh
     check_open_files(settings, shard, origins)  # more connections than the process may open
     requests = build_requests(settings, urls)  # bad headers or body files stop here
     options = options_for(settings, shard, origins, https=any(scheme == "https" for scheme, _, _ in found))
-    transport = transport_for(settings, options)  # and TLS files too
+    tls = run_context(options)  # TLS files checked here, whichever engine sends
     for name, path in (("reportLatenciesCSV", settings.report.report_latencies_csv), ("junit", settings.report.junit)):
         if path:
             check_output(path, name)  # opened (and emptied) only once the run starts
     engine = engine_for(settings, requests, options)  # engine: native refuses here what it cannot send
+    # The Python engine's client only where it sends: a run the native engine sends loads none.
+    transport = transport_for(settings, options, tls) if engine.name == "python" else NO_CLIENT
     return Parts(settings, targets, source, shard, requests, options, transport, model_for(settings.pace, shard),
                  engine)
 
@@ -228,7 +232,8 @@ def check_open_files(settings: Settings, shard: Shard, origins: int) -> None:
 def options_for(settings: Settings, shard: Shard, origins: int = 1, https: bool = True) -> TransportOptions:
     """How every request is sent, whichever engine and client send it; `origins`: the servers
     (scheme, host, port) the URLs name, each of which a client keeps a connection to; `https`:
-    whether any of them is https (without one, the fast transport makes no TLS context)."""
+    whether any of them is https (without one, and no TLS file named, no TLS context is made:
+    tls.run_context)."""
     client, model = settings.client, model_for(settings.pace, shard)
     return TransportOptions(
         timeout_ns=client.timeout_ns,
@@ -247,7 +252,16 @@ def options_for(settings: Settings, shard: Shard, origins: int = 1, https: bool 
     )
 
 
-def transport_for(settings: Settings, options: TransportOptions) -> Transport:
-    """The Python engine's HTTP client, the one the settings name."""
-    factory: Callable[[TransportOptions], Transport] = TRANSPORTS[settings.client.transport]
-    return factory(options)
+class _NoClient:
+    """Parts.transport in a run the native engine sends: never asked for a session."""
+
+    def session(self) -> Session:
+        raise AssertionError("the native engine sends this run: it has no Python client")
+
+
+NO_CLIENT: Transport = _NoClient()
+
+
+def transport_for(settings: Settings, options: TransportOptions, tls: ssl.SSLContext | None) -> Transport:
+    """The Python engine's HTTP client, the one the settings name, on the run's TLS context."""
+    return TRANSPORTS[settings.client.transport](options, tls)

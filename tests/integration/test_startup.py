@@ -84,6 +84,23 @@ def test_a_plain_run_loads_no_optional_module(case: str, nginx: Nginx, tmp_path:
     assert sorted(m for m in OPTIONAL if _held(modules, m)) == []
 
 
+# The Python engine's HTTP/1.1 client and what it loads (issue 34): a run the native engine sends needs none.
+PYTHON_CLIENT = ("runner.load.fast_transport", "runner.load.http1", "runner.load.rawsocket", "httptools")
+
+
+@pytest.mark.parametrize("case", list(PLAIN))
+def test_only_the_python_engine_loads_the_fast_transport(case: str, nginx: Nginx, tmp_path: Path) -> None:
+    """Every run built the fast transport (and the native engine imported two functions of it): about
+    19 ms of imports in a one-request bench, for a client the native engine never sends with."""
+    code, modules, stderr = loaded(tmp_path, *PLAIN[case], nginx.url)
+    if code == 2 and "native engine" in stderr:
+        pytest.skip(f"the native engine is not built here: {stderr.strip()}")
+    assert code == 0, stderr
+    python = "soak: engine: python" in stderr
+    assert python == ("--engine" in PLAIN[case] and "python" in PLAIN[case]), stderr
+    assert {m: _held(modules, m) for m in PYTHON_CLIENT} == dict.fromkeys(PYTHON_CLIENT, python)
+
+
 # What no --help needs (issue 34): a command's parser is its flags, made from the schema; `soak --help`
 # lists the other commands by their DESCRIPTION. A package stands for every module in it.
 NOT_FOR_HELP = ("asyncio", "jsonschema", "runner.load", "runner.stats", "runner.run", "runner.report.verdict",
