@@ -15,6 +15,10 @@ Its sends are numbered the same way; send n is due at the first nanosecond by wh
 ramp has made n sends due (the rate's integral reaches n), worked out in exact integers,
 so the goals of the intervals add up to the ramp's sends exactly, and the clients, shards
 and URLs share its sends as they share a constant rate's.
+
+The Schedule holds the numbering (clients, shards, the end); what the rate is over time is its
+RateShape, Constant or Ramp, three answers each (send n's due time, a span's goal, the last send
+due by a moment), so a new shape of load is one class and no branch in the Schedule.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
+from typing import Protocol
 
 from runner.core.units import NS_PER_S
 
@@ -170,6 +176,19 @@ class Ramp:
         due = self._due[n] = self._work_out_due(n)
         return due
 
+    # --- the RateShape the Schedule runs (Constant is the other) ------------------------------
+
+    ends_slots = True  # it makes only so many sends due: the last one's slot ends with the run
+
+    def send_due_ns(self, n: int) -> int:
+        """When send n is due; a send it never makes due is due long after any end (NEVER_NS)."""
+        due = self.due_ns(n)
+        return self.duration_ns + NEVER_NS if due is None else due
+
+    def share_due(self, start_ns: int, end_ns: int, share: int) -> float:
+        """1/share of the sends due in [start_ns, end_ns): exact, made a float once."""
+        return float(self.sends_between(start_ns, end_ns) / share)
+
     def due_times(self) -> array[int]:
         """Every send's due time, ns from the ramp's start, in order (n = 0, 1, ... as far as the
         ramp makes sends due), then NEVER_NS past its end: the due time of every later send.
@@ -213,6 +232,47 @@ def _root_guess(a: int, b: int, c: int, limit: int) -> int:
     return min(max(guess, 0), limit)
 
 
+class RateShape(Protocol):
+    """A run's rate over time, from its start (ns): what a Schedule asks of it, so a new shape of
+    load is one class. Constant and Ramp are the two; Ramp.due_times hands a ramp to the native
+    engine as data, and the native engine's constant rate is Constant.send_due_ns's formula."""
+
+    ends_slots: bool  # it makes only so many sends due: its last send's slot ends with the run
+
+    def send_due_ns(self, n: int) -> int:
+        """When send n is due, ns from the start."""
+
+    def share_due(self, start_ns: int, end_ns: int, share: int) -> float:
+        """1/share of the sends due in [start_ns, end_ns): a span's goal, unrounded."""
+
+    def last_send_by(self, t_ns: int) -> int:
+        """The highest n due at or before `t_ns` (-1 if none)."""
+
+
+@dataclass(frozen=True)
+class Constant:
+    """One rate from start to end: send n is due n / qps seconds in (rounded to the ns)."""
+
+    qps: float
+    ends_slots = False
+
+    def send_due_ns(self, n: int) -> int:
+        return round(n * NS_PER_S / self.qps)
+
+    def share_due(self, start_ns: int, end_ns: int, share: int) -> float:
+        # The rate over the span, not a count of due times: adjacent spans' goals add up.
+        return self.qps / share * max(0, end_ns - start_ns) / NS_PER_S
+
+    def last_send_by(self, t_ns: int) -> int:
+        n = math.floor(t_ns * self.qps / NS_PER_S)
+        # Float rounding can put n one off around a due time; settle it exactly.
+        while n >= 0 and self.send_due_ns(n) > t_ns:
+            n -= 1
+        while self.send_due_ns(n + 1) <= t_ns:
+            n += 1
+        return max(n, -1)
+
+
 @dataclass(frozen=True)
 class Schedule:
     """The due time of every send of a run, and the clients' share of them."""
@@ -225,12 +285,14 @@ class Schedule:
     offset: int = 0  # this shard's index
     ramp: Ramp | None = None  # stages: the rate changes as this says (qps is then its peak, for show)
 
+    @cached_property
+    def shape(self) -> RateShape:
+        """The rate over time the run keeps: its ramp, else its constant qps."""
+        return self.ramp if self.ramp is not None else Constant(self.qps)
+
     def due_ns(self, n: int) -> int:
         """When send n is due (with a ramp, a send it never makes due is due long after any end)."""
-        if self.ramp is not None:
-            due = self.ramp.due_ns(n)
-            return self.start_ns + (self.ramp.duration_ns + NEVER_NS if due is None else due)
-        return self.start_ns + round(n * NS_PER_S / self.qps)
+        return self.start_ns + self.shape.send_due_ns(n)
 
     def send_number(self, client: int, k: int) -> int:
         """The run-wide number of client `client`'s k-th send."""
@@ -245,9 +307,7 @@ class Schedule:
         The one place a goal is made from the run's rate; a rate that changes during a run
         changes only this.
         """
-        if self.ramp is not None:  # exact, made a float once
-            return float(self.ramp.sends_between(start_ns - self.start_ns, end_ns - self.start_ns) / self.stride)
-        return self.qps / self.stride * max(0, end_ns - start_ns) / NS_PER_S
+        return self.shape.share_due(start_ns - self.start_ns, end_ns - self.start_ns, self.stride)
 
     def planned_sends(self) -> int | None:
         """How many sends this process will have made by the end of sending, if nothing stops it
@@ -262,7 +322,7 @@ class Schedule:
         """When send n's slot ends: when the run's next send after it is due (any shard's), so
         the shards of a count-limited run end together, at the run's end, not a stride apart.
         A ramp's last send's slot ends with the ramp (it may make no send n + 1 due at all)."""
-        if self.ramp is not None and self.end_ns is not None:
+        if self.shape.ends_slots and self.end_ns is not None:
             return min(self.due_ns(n + 1), self.end_ns)
         return self.due_ns(n + 1)
 
@@ -276,22 +336,11 @@ class Schedule:
 
     def last_send_by(self, t_ns: int) -> int:
         """The run's highest send number due at or before `t_ns` (-1 if none), any shard's."""
-        if self.ramp is not None:
-            return self.ramp.last_send_by(t_ns - self.start_ns)  # exact: no settling needed
-        n = math.floor((t_ns - self.start_ns) * self.qps / NS_PER_S)
-        # Float rounding can put n one off around a due time; settle it exactly.
-        while n >= 0 and self.due_ns(n) > t_ns:
-            n -= 1
-        while self.due_ns(n + 1) <= t_ns:
-            n += 1
-        return max(n, -1)
+        return self.shape.last_send_by(t_ns - self.start_ns)
 
     def last_due_by(self, client: int, now_ns: int) -> int:
         """The client's highest k whose send is due at or before `now_ns` (-1 if none)."""
-        if self.ramp is not None:
-            n = self.ramp.last_send_by(now_ns - self.start_ns)
-        else:
-            n = math.floor((now_ns - self.start_ns) * self.qps / NS_PER_S)
+        n = self.shape.last_send_by(now_ns - self.start_ns)
         k = ((n - self.offset) // self.stride - client) // self.clients
         # Float rounding can put k one off around a due time; settle it exactly.
         while k >= 0 and self.due_ns(self.send_number(client, k)) > now_ns:

@@ -10,7 +10,7 @@ from fractions import Fraction
 import pytest
 
 from runner.core.units import NS_PER_S
-from runner.load.schedule import Grid, Schedule, Skips
+from runner.load.schedule import Constant, Grid, Ramp, RateShape, Schedule, Skips
 from runner.stats.figures import goal
 
 START = 1_000_000_000_000  # an arbitrary monotonic reading
@@ -436,3 +436,27 @@ def test_planned_sends_are_the_shards_sends_due_before_the_end() -> None:
         schedule = Schedule(10**9, qps, 1, 10**9 + run_ns, stride=stride, offset=offset)
         brute = sum(1 for n in range(offset, int(qps * run_ns / NS_PER_S) + 3, stride) if schedule.in_run(n))
         assert schedule.planned_sends() == brute, (qps, run_ns, stride, offset)
+
+
+SHAPES: list[RateShape] = [Constant(7.0), Constant(1 / 3), Constant(1000.0), Ramp.of([(NS_PER_S, 10), (2 * NS_PER_S, 3)]),
+                           Ramp.of([(NS_PER_S // 2, 0), (NS_PER_S, "33.3")])]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=repr)
+def test_each_rate_shape_answers_what_a_schedule_asks_alike(shape: RateShape) -> None:
+    """The Schedule asks a shape three things; a new shape is one class that answers them so: the
+    last send due by t is the highest n whose due time is at or before t, due times never go back,
+    and the goals of adjacent spans add up to the goal of both."""
+    dues = [shape.send_due_ns(n) for n in range(40)]
+    assert dues == sorted(dues) and dues[0] == 0
+    for t in sorted({*dues, *(d - 1 for d in dues), *(d + 1 for d in dues), -1} - {dues[-1], dues[-1] + 1}):
+        assert shape.last_send_by(t) == max((n for n, d in enumerate(dues) if d <= t), default=-1)
+    for a, b, c in [(0, NS_PER_S // 3, NS_PER_S), (NS_PER_S, 2 * NS_PER_S, 3 * NS_PER_S + 7)]:
+        assert shape.share_due(a, b, 2) + shape.share_due(b, c, 2) == pytest.approx(shape.share_due(a, c, 2))
+
+
+def test_a_schedule_keeps_its_ramp_else_its_constant_rate() -> None:
+    ramp = Ramp.of([(NS_PER_S, 10)])
+    assert Schedule(0, 5.0, 1).shape == Constant(5.0)
+    assert Schedule(0, 10.0, 1, ramp=ramp).shape is ramp
+    assert Schedule(100, 5.0, 1).due_ns(3) == 100 + Constant(5.0).send_due_ns(3)
