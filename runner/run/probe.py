@@ -55,6 +55,14 @@ class LoopWatch:
         """Pacer: a firing due at `due_ns` ran at `ran_ns`; the timer's next is due at `next_ns`."""
         if not self._running:
             return
+        if self._handle is not None and self._due_ns < due_ns:
+            # The fallback fell due first and a stall kept both from running: asyncio runs this
+            # firing (a reader) before the loop's timers, but the meter counts ticks in due
+            # order, so the earlier is told first (ran now) and withdrawn; else the stall's lag
+            # would be read from this firing's later due time.
+            self._handle.cancel()
+            self._handle = None
+            self._record(self._due_ns, ran_ns)
         self._record(due_ns, ran_ns)
         self._last_ns, self._promised = max(ran_ns, self._last_ns), next_ns
         self._plan()
