@@ -44,7 +44,8 @@ static const char CANCELLED_TEXT[] = "cancelled: still in flight when the run st
 static const char RESET_TEXT[] = "connection reset by peer";
 
 enum conn_state { CONN_FREE, CONN_CONNECTING, CONN_HANDSHAKE, CONN_BUSY, CONN_IDLE };
-enum client_state { CL_WAIT, CL_READY, CL_BUSY, CL_ROOM, CL_DONE };
+/* CL_TAKING: a run's client waiting for its warm-up's client to hand its connections on (give) */
+enum client_state { CL_WAIT, CL_READY, CL_BUSY, CL_ROOM, CL_DONE, CL_TAKING };
 
 /* A connection slot; while it carries a request, the request's state too. */
 typedef struct conn {
@@ -81,7 +82,9 @@ typedef struct client {
     int64_t free_ns;        /* closed model: when its previous request ended */
     int64_t end_k;          /* its first k not in the run */
     int64_t due;            /* when its next send is due, while it waits for it */
+    uint32_t busy;          /* its requests in flight */
     uint8_t state;          /* enum client_state */
+    uint8_t given;          /* a warm-up's client: its connections went on to the run's (give) */
 } clientrec;
 
 /* One send made, as the recorder and the tallies see it (runner.load.result.Result). */
@@ -118,6 +121,10 @@ struct soak_engine {
     uint32_t *heap, heap_len;           /* clients waiting for a due time, by due time */
     uint32_t *ready, ready_head, ready_len; /* clients whose turn it is (a ring) */
     uint32_t *room, room_len;           /* open model: clients waiting for room in flight */
+    /* --- a warm-up and its run (engine.Handoff): two engines, one connection pool --- */
+    struct soak_engine *give;           /* a warm-up's: the run each client's connections go on to */
+    int taking;                         /* a run's: its clients begin with their warm-up's connections */
+    uint32_t awaited;                   /* ... clients still waiting for them (CL_TAKING) */
 
     /* --- connections --- */
     conn *conns;
@@ -668,12 +675,18 @@ static void record(soak_engine *e, const result *r)
 
 /* --- the schedule's side: claiming, skipping, stopping ---------------------------------- */
 
+static void give(soak_engine *e, uint32_t c);
+static void wake(soak_engine *e);
+
 static void client_done(soak_engine *e, uint32_t c)
 {
     if (e->clients[c].state != CL_DONE) {
+        if (e->clients[c].state == CL_TAKING)
+            e->awaited--;
         e->clients[c].state = CL_DONE;
         e->live_clients--;
     }
+    give(e, c);
 }
 
 /* Engine._skip_missed: the client's sends from its k-th that fell due before the stop (one due at it
@@ -926,6 +939,117 @@ static int rewatch(soak_engine *e, conn *c)
     return watch(e, c, EPOLL_CTL_MOD, c->out_watched ? EPOLLIN | EPOLLOUT : EPOLLIN);
 }
 
+/* --- a warm-up's connections, handed on to its run (engine.Handoff) -------------------- *
+ *
+ * A warm-up runs on an engine of its own (its schedule, grid, recorder and counts are its own,
+ * as runner/run/warmup.py has them), and so does its run; what the two share is the
+ * connections. Each client of the warm-up, once it is done (no send left, its last request
+ * ended), hands its idle connections to the same client of the run, which waits for them
+ * (CL_TAKING) and only then begins, catching up from when the warm-up's last request ended,
+ * as the Python engine's run client does after Handoff.take. The run counts them as opened
+ * when it takes them (Recorder.took_over), the warm-up not as closed. */
+
+/* Connection `from` of engine e, idle, goes on as an idle connection of `to` (e's lock and to's
+ * held): its socket leaves e's epoll set for to's, its TLS reads to's context. 0 if `to` had no
+ * room or could not watch it: it is then closed, uncounted. */
+static int take_over(soak_engine *e, conn *from, soak_engine *to)
+{
+    idle_remove(e, from);
+    from->state = CONN_BUSY; /* out of the idle list already */
+    epoll_ctl(e->ep, EPOLL_CTL_DEL, from->fd, NULL);
+    conn *into = conn_slot(to);
+    if (into == NULL) {
+        from->made = 0;
+        conn_release(e, from);
+        return 0;
+    }
+    into->fd = from->fd;
+    into->tls = from->tls;
+    into->addr = from->addr;
+    into->client = from->client;
+    into->target = from->target;
+    into->origin = from->origin;
+    into->served = from->served;
+    into->dial_turn = from->dial_turn;
+    into->tries = from->tries;
+    into->opened = from->opened;
+    into->tls_over = from->tls_over;
+    into->out_watched = into->stepping = into->hashing = 0;
+    into->made = 1;
+    if (into->tls != NULL)
+        soak_tls_adopt(into->tls, to->cfg.tls);
+    from->fd = -1;
+    from->tls = NULL;
+    from->made = 0;
+    conn_release(e, from); /* the slot alone */
+    if (watch(to, into, EPOLL_CTL_ADD, EPOLLIN) < 0) { /* epoll reports at once what came meanwhile */
+        into->state = CONN_BUSY;
+        into->made = 0;
+        conn_release(to, into);
+        return 0;
+    }
+    idle_push(to, into);
+    to->opened++;
+    to->opened_since++;
+    SOAK_ADD(to->metrics.opened, 1);
+    to->connections++;
+    if (into->tls != NULL)
+        to->tls_connections[tls_version(into->tls)]++;
+    return 1;
+}
+
+/* Client c of the run `e` has its warm-up's connections: it begins, its first send caught up
+ * from `free_ns`, when the warm-up's last request ended (0: it sent none), as the Python closed
+ * client does; the loop's lag is counted from the first client's beginning. */
+static void client_taken(soak_engine *e, uint32_t c, int64_t free_ns)
+{
+    clientrec *cl = &e->clients[c];
+    int64_t now = mono();
+    if (e->awaited == e->live_clients)
+        e->tick_ns = now;
+    e->awaited--;
+    cl->state = CL_WAIT;
+    if (e->cfg.model == SOAK_CLOSED && free_ns) {
+        int64_t skipped;
+        int64_t k = soak_catch_up(&e->cfg.schedule, c, cl->end_k, cl->k, free_ns, now, &skipped);
+        skip(e, c, k - skipped, k);
+        cl->k = k;
+        cl->free_ns = free_ns;
+    }
+    make_ready(e, c);
+}
+
+/* Engine.Handoff.give: client c of a warm-up, done and with no request in flight, hands its
+ * connections on to client c of the run (e->give), and the run's client begins. One whose run
+ * client no longer waits (the run stopped first) closes them, uncounted, as FastSession.aclose
+ * does. The run's lock is taken inside the warm-up's, never the other way round. */
+static void give(soak_engine *e, uint32_t c)
+{
+    clientrec *cl = &e->clients[c];
+    soak_engine *to = e->give;
+    if (to == NULL || cl->given || cl->state != CL_DONE || cl->busy)
+        return;
+    cl->given = 1;
+    pthread_mutex_lock(&to->lock);
+    int taking = !to->finished && to->clients[c].state == CL_TAKING;
+    for (uint32_t o = 0; o < e->cfg.norigins; o++) {
+        conn **idle = idle_list(e, c, o);
+        while (*idle != NULL) {
+            if (taking) {
+                take_over(e, *idle, to);
+            } else {
+                (*idle)->made = 0;
+                conn_release(e, *idle);
+            }
+        }
+    }
+    if (taking) {
+        client_taken(to, c, e->cfg.model == SOAK_CLOSED ? cl->free_ns : 0);
+        wake(to);
+    }
+    pthread_mutex_unlock(&to->lock);
+}
+
 /* --- a body's hash (runner.load.bodyhash) ------------------------------------------------ */
 
 /* random.random() of Engine._send's draw: 53 random bits as a double in [0, 1) (splitmix64). */
@@ -1041,7 +1165,9 @@ static void finish(soak_engine *e, conn *c, int kind, const char *text, int keep
     else
         conn_release(e, c);
     e->in_flight--;
+    e->clients[client].busy--;
     request_done(e, client, end);
+    give(e, client); /* an open client done sending hands its connections on once its last request ends */
 }
 
 /* A failure before any response byte could time it: it ends now. */
@@ -1153,9 +1279,12 @@ static void cancel_request(soak_engine *e, conn *c, int64_t now)
     };
     record(e, &r);
     unstep(e, c);
+    uint32_t client = c->client;
     dl_remove(e, c);
     conn_release(e, c);
     e->in_flight--;
+    e->clients[client].busy--;
+    give(e, client);
 }
 
 /* --- making a request ------------------------------------------------------------------- */
@@ -1328,6 +1457,7 @@ static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t du
     if (cfg->hash_rate > 0 && draw(e) < cfg->hash_rate && !cfg->targets[target].is_head)
         hash_body(c); /* a response to HEAD has no body to hash: http1.py finishes it unhashed */
     e->in_flight++;
+    e->clients[client].busy++;
     dl_append(e, c);
     if (c->fd >= 0) {
         c->new_conn = 0;
@@ -1915,7 +2045,8 @@ static void rearm(soak_engine *e)
         want = e->clients[e->heap[0]].due;
     if (e->dl_head != NULL && e->dl_head->deadline < want)
         want = e->dl_head->deadline;
-    if (e->cfg.gap_ns > 0 && e->tick_ns + e->cfg.gap_ns < want)
+    /* no tick while every client waits for its warm-up's connections: the warm-up's loop is measured */
+    if (e->cfg.gap_ns > 0 && e->tick_ns + e->cfg.gap_ns < want && !(e->awaited && e->awaited == e->live_clients))
         want = e->tick_ns + e->cfg.gap_ns;
     if (want != INT64_MAX && (e->armed_ns == 0 || want < e->armed_ns))
         arm(e, want > 0 ? want : 1);
@@ -1924,6 +2055,8 @@ static void rearm(soak_engine *e)
 static void start_clients(soak_engine *e)
 {
     const soak_schedule *s = &e->cfg.schedule;
+    if (e->taking)
+        return; /* each client begins once its warm-up's client hands it on (take_over) */
     for (uint32_t c = 0; c < e->cfg.clients; c++) {
         if (e->clients[c].state == CL_DONE)
             continue; /* a stop or a cancel came before the start */
@@ -2270,6 +2403,26 @@ void soak_engine_free(soak_engine *e)
     soak_config_free(&e->cfg);
     pthread_mutex_destroy(&e->lock);
     free(e);
+}
+
+int soak_engine_give_to(soak_engine *e, soak_engine *to)
+{
+    const soak_config *a = &e->cfg, *b = &to->cfg;
+    if (e == to || e->started || to->started || e->give != NULL || e->taking || to->taking || to->give != NULL ||
+        a->clients != b->clients || a->norigins != b->norigins || a->model != b->model || a->model == SOAK_BENCH)
+        return -1;
+    pthread_mutex_lock(&to->lock);
+    for (uint32_t c = 0; c < b->clients; c++)
+        if (to->clients[c].state != CL_DONE) {
+            to->clients[c].state = CL_TAKING;
+            to->awaited++;
+        }
+    to->taking = 1;
+    pthread_mutex_unlock(&to->lock);
+    pthread_mutex_lock(&e->lock);
+    e->give = to;
+    pthread_mutex_unlock(&e->lock);
+    return 0;
 }
 
 void soak_engine_stop(soak_engine *e, int64_t at_ns)

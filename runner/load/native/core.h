@@ -279,6 +279,11 @@ int soak_engine_start(soak_engine *e);                 /* 0 or an errno */
 void soak_engine_stop(soak_engine *e, int64_t at_ns);  /* any thread */
 void soak_engine_cancel(soak_engine *e);               /* any thread */
 void soak_engine_drain_from(soak_engine *e, int64_t t_ns);
+/* A warm-up's engine `e` hands each client's connections, once it is done with them, to the
+ * same client of its run's engine `to`, whose clients wait for them (engine.Handoff); both made
+ * alike (clients, origins, model: not a bench) and neither started. 0, or -1 if they cannot.
+ * `to` must outlive e's thread. */
+int soak_engine_give_to(soak_engine *e, soak_engine *to);
 /* Origin o's addresses from now on (any thread; takes `addrs` over); with none (n 0, addrs
  * NULL), the `dns` failure text of its new connections instead; -1: no such origin. */
 int soak_engine_set_addresses(soak_engine *e, uint32_t o, soak_address *addrs, uint32_t n, const char *failure);

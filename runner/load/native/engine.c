@@ -1014,7 +1014,10 @@ static int read_config(PyObject *config, soak_config *cfg)
 typedef struct {
     PyObject_HEAD
     soak_engine *engine;
+    PyObject *heir;            /* a warm-up's: the run's Engine its connections go on to (give_to), kept alive */
 } EngineObject;
+
+static PyTypeObject EngineType;
 
 static int engine_init(EngineObject *self, PyObject *args, PyObject *kwargs)
 {
@@ -1048,6 +1051,7 @@ static void engine_dealloc(EngineObject *self)
         soak_engine_free(self->engine);
         Py_END_ALLOW_THREADS
     }
+    Py_XDECREF(self->heir); /* after this engine's thread, which may hand connections to it, has ended */
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1088,6 +1092,25 @@ static PyObject *engine_stop(EngineObject *self, PyObject *arg)
     Py_BEGIN_ALLOW_THREADS
     soak_engine_stop(e, at);
     Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *engine_give_to(EngineObject *self, PyObject *arg)
+{
+    soak_engine *e = configured(self);
+    if (e == NULL)
+        return NULL;
+    if (!PyObject_TypeCheck(arg, &EngineType) || configured((EngineObject *)arg) == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "give_to takes an Engine");
+        return NULL;
+    }
+    if (self->heir != NULL || soak_engine_give_to(e, ((EngineObject *)arg)->engine) < 0) {
+        PyErr_SetString(PyExc_ValueError, "give_to: both engines unstarted, made alike (clients, origins, "
+                                          "model: not a bench), and each given once");
+        return NULL;
+    }
+    self->heir = Py_NewRef(arg);
     Py_RETURN_NONE;
 }
 
@@ -1434,6 +1457,8 @@ static PyMethodDef ENGINE_METHODS[] = {
     {"start", (PyCFunction)engine_start, METH_NOARGS, "Start the engine's thread."},
     {"fileno", (PyCFunction)engine_fileno, METH_NOARGS, "An eventfd, readable once the thread has ended."},
     {"stop", (PyCFunction)engine_stop, METH_O, "stop(at_ns): send nothing more; the first stop's time counts."},
+    {"give_to", (PyCFunction)engine_give_to, METH_O,
+     "give_to(run): a warm-up's clients hand their connections on to the run's, which wait for them."},
     {"cancel", (PyCFunction)engine_cancel, METH_NOARGS, "Abandon every request in flight (each `cancelled`)."},
     {"drain_from", (PyCFunction)engine_drain_from, METH_O, "drain_from(t_ns): results ending later are the drain."},
     {"set_addresses", (PyCFunction)engine_set_addresses, METH_VARARGS,

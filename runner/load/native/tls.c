@@ -171,6 +171,11 @@ void soak_tls_free(soak_tls *t)
     free(t);
 }
 
+void soak_tls_adopt(soak_tls *t, const soak_tls_ctx *ctx)
+{
+    t->ctx = ctx;
+}
+
 int soak_tls_feed(soak_tls *t, const unsigned char *data, size_t len)
 {
     while (len > 0) {

@@ -60,6 +60,9 @@ void soak_tls_ctx_free(soak_tls_ctx *ctx);
  * `mismatch`: the text of a certificate that does not cover host (copied). NULL without memory. */
 soak_tls *soak_tls_new(soak_tls_ctx *ctx, const char *host, int numeric, const char *mismatch);
 void soak_tls_free(soak_tls *t);
+/* The connection goes on under `ctx` (another engine's, made from the same settings: a warm-up's
+ * connection taken over by its run), whose failure names it reads from now on. */
+void soak_tls_adopt(soak_tls *t, const soak_tls_ctx *ctx);
 
 /* Ciphertext the server sent, for the next steps to read; 0, or -1 without memory. */
 int soak_tls_feed(soak_tls *t, const unsigned char *data, size_t len);
@@ -102,6 +105,7 @@ static inline int soak_tls_ctx_name(soak_tls_ctx *c, int l, int r, const char *t
 static inline void soak_tls_ctx_free(soak_tls_ctx *ctx) { (void)ctx; }
 static inline soak_tls *soak_tls_new(soak_tls_ctx *c, const char *h, int n, const char *m) { (void)c, (void)h, (void)n, (void)m; return NULL; }
 static inline void soak_tls_free(soak_tls *t) { (void)t; }
+static inline void soak_tls_adopt(soak_tls *t, const soak_tls_ctx *c) { (void)t, (void)c; }
 static inline int soak_tls_feed(soak_tls *t, const unsigned char *d, size_t n) { (void)t, (void)d, (void)n; return -1; }
 static inline int soak_tls_handshake(soak_tls *t) { (void)t; return SOAK_TLS_FAILED; }
 static inline long soak_tls_read(soak_tls *t, unsigned char *o, size_t n) { (void)t, (void)o, (void)n; return SOAK_TLS_FAILED; }
