@@ -274,24 +274,33 @@ def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: 
                                  live_bench=live_bench)
 
 
+def native_of(parts: Parts, schedule: Schedule, grid: Grid, load: Load,
+              metrics: MetricsTally | None = None) -> tuple[NativeEngine, TakenRecorder]:
+    """The native engine sending `load` on `schedule` for this process, counted on `grid` as
+    parts.recorder() counts (a run's, or its warm-up's)."""
+    return native_run(schedule, load, parts.options, grid, unit_ns=parts.unit_ns,
+                      metrics=None if metrics is None else metrics.layout(), shown=parts.shown,
+                      slot_of=url_slots(parts.urls).slot_of, terms=parts.pace_terms,
+                      hash_value=parts.settings.report.hash_value, live_bench=parts.shard.workers > 1)
+
+
 def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, watch: LoopWatch, *,
                metrics: MetricsTally | None = None, progress: Progress | None = None,
-               take_sessions: Handoff | None = None) -> EngineRun:
+               take_sessions: Handoff | NativeEngine | None = None) -> EngineRun:
     """The engine parts.engine names, on `schedule`, counted on `grid`, on the run's `clock`.
 
     `watch`: the loop-lag watch the Python engine's pacing wake-ups are told to (the native
     engine measures its own loop); `metrics`: this process's Prometheus counts, fed every result
     after the recorder (the native engine counts them itself); `progress`: told of each
-    finished send; `take_sessions`: the sessions a warm-up hands over (the Python engine only:
-    the native engine refuses a warm-up).
+    finished send; `take_sessions`: where a warm-up's connections come from, the same engine as
+    this one: the Python engine's Handoff, or the native engine that sends the warm-up, whose
+    clients hand theirs on in C (NativeEngine.give_to).
     """
     if parts.engine.name == "native":
-        assert take_sessions is None, "the native engine refuses a warm-up (refusal)"
-        native, taken = native_run(schedule, parts.load(), parts.options, grid, unit_ns=parts.unit_ns,
-                                   metrics=None if metrics is None else metrics.layout(), shown=parts.shown,
-                                   slot_of=url_slots(parts.urls).slot_of, terms=parts.pace_terms,
-                                   hash_value=parts.settings.report.hash_value,
-                                   live_bench=parts.shard.workers > 1)
+        native, taken = native_of(parts, schedule, grid, parts.load(), metrics)
+        if take_sessions is not None:
+            assert isinstance(take_sessions, NativeEngine), "a native run's warm-up is the native engine's"
+            take_sessions.give_to(native)
         if metrics is not None:
             metrics.follow(native.metrics)
             taken.backends_counted = metrics.add_backends
@@ -302,6 +311,7 @@ def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, wa
         sink = _both(sink, metrics.record)
     load = parts.load()
     if take_sessions is not None:  # the run's clients go on over the warm-up's connections, its own from then
+        assert isinstance(take_sessions, Handoff), "a Python run's warm-up is the Python engine's"
         take_sessions.taken = recorder.took_over if metrics is None else _both_taken(recorder.took_over,
                                                                                      metrics.took_over)
         load = dataclasses.replace(load, take_sessions=take_sessions)

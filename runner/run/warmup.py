@@ -7,6 +7,12 @@ own, on a grid of its own that ends where the run's begins (its clients then han
 sessions, and so their connections, to the run's); its intervals are reported as
 warm-up lines, and what it measured (requests still in flight when it ended included) goes
 to the summary's warmup section only: never the run's counts, histogram or thresholds.
+
+The warm-up is sent by the engine the run is (runner.run.build.engine_for): the Python
+engine's clients hand their sessions on through an engine.Handoff; the native engine's, in C,
+from the warm-up's engine to the run's (NativeEngine.give_to), each client's once it is done
+with them. Either way the warm-up's counting is a recorder of its own, Recorder or
+TakenRecorder, closed here alike.
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ from runner.load.alarm import Pacer
 from runner.load.clock import RunClock
 from runner.load.engine import Engine, Handoff
 from runner.load.model import warmup_schedule_of
+from runner.load.native.engine import NativeEngine
 from runner.load.schedule import Grid
 from runner.run.build import Parts
-from runner.stats.recorder import Interval, Tally
+from runner.run.engines import native_of
+from runner.stats.native import TakenRecorder
+from runner.stats.recorder import Interval, Recorder, Tally
 from runner.stats.runinfo import Warmup
 
 
@@ -35,14 +44,20 @@ class WarmUpPhase:
         self.end_ns = start_ns + pace.warmup_ns
         self.grid = Grid(start_ns, pace.interval_ns)
         self._schedule = warmup_schedule_of(pace, parts.shard, start_ns)
-        self.recorder = parts.recorder(self.grid, self._schedule)
+        load = dataclasses.replace(parts.load(), total_requests=0)  # totalRequests counts the run's sends only
+        # Its clients' connections go on to the run's clients (engines.engine_run takes `handoff`).
+        self.engine: Engine | NativeEngine
+        self.recorder: Recorder | TakenRecorder
+        self.handoff: Handoff | NativeEngine
+        if parts.engine.name == "native":
+            self.engine, self.recorder = native_of(parts, self._schedule, self.grid, load)
+            self.handoff = self.engine
+        else:
+            self.recorder = parts.recorder(self.grid, self._schedule)
+            self.handoff = Handoff()
+            self.engine = Engine(self._schedule, dataclasses.replace(load, give_sessions=self.handoff),
+                                 parts.transport, self.recorder.record, clock.for_engine(load.model.precise, pacer))
         self.recorder.drain_from(self.end_ns)  # what comes back after it ended is still the warm-up's
-        # Its clients' sessions go on to the run's clients, connections and all (engine.Handoff).
-        self.handoff = Handoff()
-        # totalRequests counts the run's sends only.
-        load = dataclasses.replace(parts.load(), total_requests=0, give_sessions=self.handoff)
-        self.engine = Engine(self._schedule, load, parts.transport, self.recorder.record,
-                             clock.for_engine(load.model.precise, pacer))
         self.task: asyncio.Future[None] | None = None
         self._stopped_ns: int | None = None
 
@@ -66,8 +81,10 @@ class WarmUpPhase:
         self.recorder.drain_from(self._stopped_ns)
 
     def close(self, end_ns: int, cpu_s: float, now_ns: int) -> Interval:
-        """Close the next warm-up interval at `end_ns`, with the skips the engine knows of by then."""
-        self.engine.skip_due_before(end_ns)
+        """Close the next warm-up interval at `end_ns`, with the skips the engine knows of by then
+        (the native engine counts them as the interval is taken)."""
+        if isinstance(self.engine, Engine):
+            self.engine.skip_due_before(end_ns)
         sending_end = self._stopped_ns if self._stopped_ns is not None else self.end_ns
         return self.recorder.close(end_ns, sending_end_ns=sending_end if end_ns >= sending_end else None,
                                    cpu_s=cpu_s, now_ns=now_ns)

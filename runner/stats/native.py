@@ -146,6 +146,21 @@ class TakenRecorder:
         self.client.counted(k, interval.pace)
         return interval
 
+    def leftover(self) -> Tally:
+        """As Recorder.leftover: what no closed interval holds, added up (a warm-up's requests that
+        came back once it had ended, runner.run.warmup), with the connections opened and closed since
+        the last close; taken from the engine once, when it is done, as are its run-wide figures
+        (connections). No interval is closed: next_index stays."""
+        taken = self._engine.take(self._next, final=True)
+        tally = self.tally(taken.tally)
+        tally.connections_opened, tally.connections_closed = taken.opened, taken.closed
+        for later in taken.later:
+            tally.merge(self.tally(later))
+        if taken.drain is not None:
+            tally.merge(self.tally(taken.drain))
+        self._take_figures()
+        return tally
+
     def _meter_ticks(self, taken: Taken) -> None:
         """The engine timer's firings since the last take, to the client meter as the Python engine's
         are: those on time within a period in bulk, each later one (a stall) with its times, so the

@@ -22,7 +22,8 @@ unverified (every send a `tls` failure);
 SIGTERM and SIGINT with requests in flight; totalRequests in each load model; local workers;
 shards; a backendHeader, and a weighted list of two URLs (each URL's counts alike too); a
 server that answers a large upload before it is all written; bytes after a response (`soak
-bench`'s Total transferred, against ab's).
+bench`'s Total transferred, against ab's); a warm-up in each load model, with a connection
+lifetime, and over HTTPS (its connections going on to the run).
 """
 
 from __future__ import annotations
@@ -468,3 +469,74 @@ def test_https_counts_the_same_on_both_engines(tls_nginx: TlsNginx, pki: Pki, ho
         assert native["good"] == requests and native["statusCodes"] == {"200": requests}
         assert set(native["connections"]) == {"HTTP/1.1 TLSv1.3"} == set(runs["python"].summary["connections"])
         assert native["phases"]["tls"]["count"] == requests and native["phases"]["tls"]["max"] > 0
+
+
+# Issue 34: a warm-up on both engines. Its own books balance (every send it made due sent or
+# skipped: requests + skipped = t), the run's count ends the run (totalRequests counts the run's
+# sends only), and the run goes on over the warm-up's connections, counted as the Python engine
+# counts them: opened by the warm-up, then by the run that takes them over (Recorder.took_over).
+WARMUPS = {
+    "closed": ("--loadModel", "closed"),
+    "open": ("--loadModel", "open"),
+    "lifetime": ("--maxRequestsPerConnection", "3"),
+}
+WARMUP_COUNTED = ("requests", "good", "bad", "failed", "statusCodes", "errors", "connectionsOpened",
+                  "connectionsClosed", "connections")
+
+
+def warmed(run: Run) -> dict[str, Any]:
+    """The warm-up's section of a run's summary, its books checked: every send due sent or skipped."""
+    warmup = assert_counts_add_up(run.stdout)["warmup"]
+    assert warmup["requests"] + warmup["skipped"] == round(warmup["t"]), warmup
+    assert 0 <= warmup["connectionsClosed"] <= warmup["connectionsOpened"], warmup
+    return warmup
+
+
+def assert_warmups_same(runs: dict[str, Run], connections: bool) -> None:
+    """The warm-ups sent and counted alike: the same sends due, and (`connections`) the same
+    connections; what they sent is the machine's pace where a client skipped, so those counts
+    are compared only where neither warm-up skipped."""
+    native, python = (warmed(runs[engine]) for engine in ENGINES)
+    assert native["t"] == python["t"] and native["intervals"] == python["intervals"]
+    if native["skipped"] == python["skipped"] == 0:
+        keys = WARMUP_COUNTED if connections else WARMUP_COUNTED[:6]
+        assert {k: native.get(k) for k in keys} == {k: python.get(k) for k in keys}
+
+
+@pytest.mark.parametrize("how", list(WARMUPS.values()), ids=list(WARMUPS))
+def test_a_warmup_counts_the_same_on_both_engines(nginx: Nginx, how: tuple[str, ...]) -> None:
+    """A 1 s warm-up at 40 req/s, then a run of 60 sends: the same warm-up on both engines, the same
+    run, and the native engine sends it (no refusal). Closed and keep-alive, each client's one
+    connection carries the warm-up and the run: the run opens none of its own, and counts the two it
+    took over (`connections`); with a lifetime, connections end in both."""
+    runs = {engine: engine_run(engine, "--warmup", "1s", "--qps", "40", "--concurrency", "2", "--interval", "500ms",
+                               "--iterations", "0", "--duration", "100s", "--totalRequests", "60", *how, nginx.url,
+                               refusable=False)
+            for engine in ENGINES}
+    closed = "open" not in how
+    assert_warmups_same(runs, connections=closed)
+    assert_same(runs, connections=closed and unskipped(runs))
+    summary = runs["native"].summary
+    assert summary["requests"] == summary["good"] == 60  # totalRequests: the run's sends only
+    if how == WARMUPS["closed"]:
+        for engine in ENGINES:
+            summary = runs[engine].summary
+            assert summary["connectionsOpened"] == 2 and summary["connections"] == {"HTTP/1.1": 2}, engine
+            assert summary["warmup"]["connectionsOpened"] == 2 and summary["warmup"]["connectionsClosed"] == 0
+
+
+def test_an_https_warmup_hands_its_tls_connections_on_on_both_engines(tls_nginx: TlsNginx, pki: Pki) -> None:
+    """Over TLS, the warm-up's connections (their SSL state, in C) go on to the run: the run makes no
+    handshake of its own, and says it spoke TLS 1.3 over the two it took over, on both engines."""
+    url = tls_nginx.url(tls_nginx.https_port)
+    runs = {engine: engine_run(engine, "--warmup", "1s", "--qps", "40", "--concurrency", "2", "--interval", "500ms",
+                               "--iterations", "0", "--duration", "100s", "--totalRequests", "60",
+                               "--caBundle", str(pki.ca), url, refusable=False)
+            for engine in ENGINES}
+    assert_warmups_same(runs, connections=True)
+    assert_same(runs)
+    for engine in ENGINES:
+        summary = runs[engine].summary
+        assert summary["good"] == 60 and summary["connections"] == {"HTTP/1.1 TLSv1.3": 2}, engine
+        assert summary["phases"]["tls"]["max"] == 0, engine  # no handshake in the run: every connection warmed
+        assert summary["warmup"]["connections"] == {"HTTP/1.1 TLSv1.3": 2}, engine

@@ -24,7 +24,7 @@ from tests.support.faultserver import FaultServer
 from tests.support.liverun import EXIT_WITHIN_S, LiveRun, wait_until
 
 # Stages are the run driver's, not the transport's: every test here runs once, as a user's run goes
-# (stages on the native engine where it is built, as `auto` chooses; a warm-up on the Python engine).
+# (stages and warm-ups on the native engine where it is built, as `auto` chooses).
 pytestmark = [pytest.mark.usefixtures("transport"), pytest.mark.transports(DEFAULT)]
 
 # Up from 0 to 20 req/s over 1 s, 20 for 1 s, down to 0 over 1 s: 10 + 20 + 10 sends.

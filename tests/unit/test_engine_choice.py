@@ -123,19 +123,19 @@ def test_what_the_native_engine_does_not_do_is_named(config: dict[str, Any], why
 
 @needs_native
 def test_engine_native_for_a_run_it_cannot_send_is_refused_in_one_line() -> None:
-    s = settings(engine="native", warmup="2s")
+    s = settings(engine="native", transport="httpx")
     with pytest.raises(UsageError) as refused:
         engine_for(s, build_requests(s, URLS), options_for(s, ALONE))
-    assert str(refused.value) == ("engine: native cannot send this run: warmup (not in the native engine); "
+    assert str(refused.value) == ("engine: native cannot send this run: the httpx transport; "
                                   "use engine: auto or python")
 
 
 @needs_native
 def test_auto_takes_the_native_engine_where_it_can_and_says_why_not_elsewhere() -> None:
-    plain, warm = settings(), settings(warmup="2s")
+    plain, httpx = settings(warmup="2s"), settings(transport="httpx")
     assert engine_for(plain, build_requests(plain, URLS), options_for(plain, ALONE)).name == "native"
-    chosen = engine_for(warm, build_requests(warm, URLS), options_for(warm, ALONE))
-    assert (chosen.name, chosen.why) == ("python", "warmup (not in the native engine)")
+    chosen = engine_for(httpx, build_requests(httpx, URLS), options_for(httpx, ALONE))
+    assert (chosen.name, chosen.why) == ("python", "the httpx transport")
     python = settings(engine="python")
     assert engine_for(python, build_requests(python, URLS), options_for(python, ALONE)).name == "python"
 
@@ -159,7 +159,15 @@ def test_every_setting_a_refusal_can_name_is_named_as_the_configuration_spells_i
         for field in dataclasses.fields(group):
             if field.name not in HONOURS and field.name not in REFUSES:
                 assert setting_name(field.name) in names, field.name
-    assert refusal(settings(warmup="2s")) == "warmup (not in the native engine)"
+    assert setting_name("warmup_ns") == "warmup" and setting_name("max_in_flight") == "maxInFlight"
+
+
+@needs_native
+def test_a_warmup_takes_the_native_engine() -> None:
+    """Issue 34: a warm-up is sent by an engine of its own whose clients hand their connections on to
+    the run's, in C (NativeEngine.give_to): it refused the native engine before."""
+    assert refusal(settings(warmup="2s")) is None
+    assert refusal(settings(warmup="2s", stages=[{"duration": "10s", "qps": 20}])) is None
 
 
 def test_the_engine_settings_description_names_every_setting_the_native_engine_refuses() -> None:

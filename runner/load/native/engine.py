@@ -98,6 +98,7 @@ HONOURS = frozenset({
     "mode", "qps", "concurrency", "interval_ns", "iterations", "duration_ns", "total_requests", "load_model",
     "max_in_flight", "precise",  # pace: precise needs no yielding in C, whose pacing timer is exact
     "stages",  # its ramp handed over as its due times (Ramp.due_times), up to MAX_RAMP_SENDS
+    "warmup_ns",  # an engine of its own, whose clients hand their connections on to the run's (give_to)
 })
 # The most sends a ramp may make due for the native engine to send it: it is handed every one's due
 # time (8 bytes each: 8 MB), worked out in Python before the run starts (about 1-2 us each).
@@ -264,6 +265,12 @@ class NativeEngine:
     def drain_from(self, t_ns: int) -> None:
         """As Recorder.drain_from: results ending at or after `t_ns` are the drain."""
         self._core.drain_from(t_ns)
+
+    def give_to(self, run: NativeEngine) -> None:
+        """This engine sends a warm-up: each of its clients, once done with its connections, hands
+        them on to the same client of `run`, which waits for them before it begins (engine.Handoff).
+        Both unstarted, made for the same run's clients and URLs."""
+        self._core.give_to(run._core)
 
     def take(self, k: int, *, final: bool = False, until_ns: int | None = None) -> Taken:
         """Interval k (the next untaken one) as Recorder.close files it, the skips of open clients due
