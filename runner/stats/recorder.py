@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from runner.config.rules import BACKENDS_KEPT
+from runner.core.measures import BACKENDS_KEPT
 from runner.core.redact import printable
 from runner.load.model import LoadModel
 from runner.load.result import ErrorKind, Result, is_good
