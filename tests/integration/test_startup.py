@@ -43,6 +43,8 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
     "runner.config.rules": ("bench", "-n", "1", "--thresholds", "p99 < 10s"),  # the rules' parser
     "runner.run.warmup": ("run", "--qps", "20", "--concurrency", "1", "--totalRequests", "2", "--interval", "1s",
                           "--warmup", "100ms"),  # a warm-up (sent on the Python engine)
+    "runner.load.alarm": ("run", "--qps", "20", "--concurrency", "1", "--totalRequests", "2", "--interval", "1s",
+                          "--engine", "python"),  # the Python engine's pacing, on the kernel's timer
     "runner.stats.record": ("run", "--qps", "20", "--concurrency", "2", "--totalRequests", "2", "--interval", "1s",
                             "--shards", "2", "--shard", "0"),  # a shard's records, for merging
 }
