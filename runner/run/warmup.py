@@ -16,7 +16,8 @@ import dataclasses
 
 from runner.load.alarm import Pacer
 from runner.load.clock import RunClock
-from runner.load.engine import Engine, Handoff
+from runner.load.engine import Engine
+from runner.load.handoff import Handoff
 from runner.load.model import warmup_schedule_of
 from runner.load.schedule import Grid
 from runner.run.build import Parts
@@ -37,7 +38,7 @@ class WarmUpPhase:
         self._schedule = warmup_schedule_of(pace, parts.shard, start_ns)
         self.recorder = parts.recorder(self.grid, self._schedule)
         self.recorder.drain_from(self.end_ns)  # what comes back after it ended is still the warm-up's
-        # Its clients' sessions go on to the run's clients, connections and all (engine.Handoff).
+        # Its clients' sessions go on to the run's clients, connections and all (runner.load.handoff.Handoff).
         self.handoff = Handoff()
         # totalRequests counts the run's sends only.
         load = dataclasses.replace(parts.load(), total_requests=0, give_sessions=self.handoff)
