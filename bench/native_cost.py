@@ -62,8 +62,7 @@ HOUR_NS = 3_600_000_000_000
 
 async def client(url: str, clients: int, requests: int, seconds: float, qps: float, keep_alive: bool) -> dict:
     """One run of the native engine; its figures, CPU from the first send on."""
-    from runner.load.engine import Load
-    from runner.load.model import Bench, Closed
+    from runner.load.model import Bench, Closed, Load
     from runner.load.request import Request
     from runner.load.schedule import Grid, Schedule
     from runner.load.transport import TransportOptions

@@ -28,7 +28,10 @@ figures from the same minutes are compared.
    for 127.0.0.1 made with `openssl req`, soak's --caBundle; wrk and hey verify nothing):
    keep-alive at c=50, requests per client CPU-second, the native engine and `wrk -t1` in
    interleaved pairs; and 100 req/s from 5 clients for --soak-seconds, the native engine's CPU
-   after start-up and hey's in interleaved pairs, the Python engine once beside them.
+   after start-up and hey's in interleaved pairs, the Python engine once beside them;
+7. rate shapes (issue 34): CPU per request of `--stages 10s:100,50s:100` and of `--warmup 10s`
+   beside a plain 100 req/s run of the same length, all on the native engine, interleaved
+   (the 10 s and 50 s scale with --soak-seconds).
 
 Beside them runs bench/minimal_client.py, a Python client that does nothing but send and
 frame responses: the floor of any Python client on the machine, in the same minutes.
@@ -381,10 +384,12 @@ class Steady:
     rss_end_mib: float
 
 
-def soak_steady(url: str, engine: str, seconds: int, *extra: str) -> Steady:
-    """soak at 100 req/s from 5 clients for `seconds` on one engine, its RSS sampled once a second."""
-    command = soak_command("--qps", "100", "--concurrency", "5", "--interval", "10s", "--duration", f"{seconds}s",
-                           "--latencyUnit", "us", "--engine", engine, *extra, url)
+def soak_steady(url: str, engine: str, seconds: int, *extra: str, shape: tuple[str, ...] = ()) -> Steady:
+    """soak at 100 req/s from 5 clients for `seconds` on one engine, its RSS sampled once a second;
+    `shape`: the rate's settings instead of a constant 100 req/s for `seconds` (stages, say)."""
+    rate = shape or ("--qps", "100", "--duration", f"{seconds}s")
+    command = soak_command(*rate, "--concurrency", "5", "--interval", "10s", "--latencyUnit", "us", "--engine", engine,
+                           *extra, url)
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started = time.monotonic()
     samples = []
@@ -526,12 +531,14 @@ def main() -> None:
             report_lag(url, args.seconds)
         if "memory" in only:
             report_memory(url, args.long_requests)
+        if "shapes" in only:
+            report_shapes(url, args.soak_seconds, args.steady_rounds)
     if "https" in only:
         with tls_files() as (cert, key), nginx(workers=1, tls=(cert, key)) as url:
             report_https(url, cert, args.seconds, args.soak_seconds, args.rounds, args.steady_rounds)
 
 
-SECTIONS = ("connections", "seed", "throughput", "callgrind", "steady", "lag", "memory", "https")
+SECTIONS = ("connections", "seed", "throughput", "callgrind", "steady", "lag", "memory", "shapes", "https")
 
 
 def met(ok: bool) -> str:
@@ -667,6 +674,35 @@ def report_memory(url: str, requests: int) -> None:
     print("|---|---|---|---|")
     print(f"| {done:,} | {rate:,.0f} | {early:.1f} | {late:.1f} |\n", flush=True)
 
+
+
+def report_shapes(url: str, seconds: int, rounds: int) -> None:
+    """Issue 34's stages and warm-up rows: CPU per request of each beside a plain run of the same
+    length on the native engine, interleaved (plain, stages, warm-up, plain, ...)."""
+    first = seconds // 6
+    stages = f"{first}s:100,{seconds - first}s:100"
+    shapes = {"plain": ((), ()), f"--stages {stages}": (("--stages", stages), ()),
+              f"--warmup {first}s": ((), ("--warmup", f"{first}s"))}
+    print(f"## Rate shapes, 100 req/s, 5 clients, {seconds} s, engine native\n")
+    print("| round | shape | requests | CPU after start-up (s) | CPU per request (us) | x plain's "
+          "| load average after |")
+    print("|---|---|---|---|---|---|---|")
+    ratios: dict[str, list[float]] = {name: [] for name in shapes if name != "plain"}
+    for r in range(1, rounds + 1):
+        plain_us = 0.0
+        for name, (shape, extra) in shapes.items():
+            run = soak_steady(url, "native", seconds, *extra, shape=shape)
+            us = run.cpu_after_start_s / max(run.m.requests, 1) * 1e6
+            plain_us = us if name == "plain" else plain_us
+            if name != "plain":
+                ratios[name].append(us / plain_us)
+            print(f"| {r} | `{name}` | {run.m.requests:,} | {run.cpu_after_start_s:.3f} | {us:.1f} | "
+                  f"{ratio(us, plain_us)} | {uptime()} |", flush=True)
+    print("\n| target (median of the rounds' ratios) | figure | met |\n|---|---|---|")
+    for name, xs in ratios.items():
+        x = statistics.median(xs)
+        print(f"| `{name}`: CPU per request within 1.2x of the plain run's | {x:.2f}x | {met(x <= 1.2)} |")
+    print(flush=True)
 
 
 def report_https(url: str, cert: Path, seconds: int, soak_seconds: int, rounds: int, steady_rounds: int) -> None:

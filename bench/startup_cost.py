@@ -27,7 +27,8 @@ to 127.0.0.1 only (bench/run.py's nginx, unless --url names another loopback ser
 
 With --cpu (issue 34: `soak --help` and `soak bench -n 1` each within 100 ms of CPU), each
 command's CPU time instead, user and system as the kernel counts them for the child (wait4,
-in microseconds), beside `python -c pass`, hey's and ab's one request: rounds of every command
+in microseconds), beside `python -c pass`, `python -c 'import asyncio'` (the floor of a run driven
+on asyncio), hey's and ab's one request: rounds of every command
 in turn, so a swing of the shared machine's load falls on all of them alike; the median of the
 rounds, their range, and the load average before the first and after the last. `--against DIR`
 adds soak's two commands from another checkout of this repository (main's, extracted with
@@ -207,7 +208,9 @@ Row = tuple[list[str], "Soak | None"]
 
 def cpu_commands(url: str, soaks: list[Soak]) -> dict[str, Row]:
     """Each row's command and the soak it runs (None: not soak)."""
-    rows: dict[str, Row] = {"python -c pass": ([sys.executable, "-c", "pass"], None)}
+    rows: dict[str, Row] = {"python -c pass": ([sys.executable, "-c", "pass"], None),
+                            # The floor of any run driven on asyncio (every run is, the native engine's too).
+                            "python -c 'import asyncio'": ([sys.executable, "-c", "import asyncio"], None)}
     for soak in soaks:
         prefix = "" if soak.tree == REPO else f"{soak.label}: "
         rows[prefix + "soak --help"] = ([*soak.program, "--help"], soak)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 from runner.core import units
 from runner.core.errors import UsageError
+from runner.core.measures import BACKENDS_KEPT, PHASES  # a latency rule may name a phase: `connect.p99 < 5ms`
 from runner.core.percentiles import PERCENTILES
 
 # Latencies: percentile (None for max and mean) of the responses' latencies.
@@ -44,13 +45,7 @@ RATE = "rate"
 # How many backends answered (backendHeader): a count, with no unit. `backends >= 10` fails a run
 # that did not reach ten of a Service's pods.
 BACKENDS = "backends"
-# The backends a tally counts by name (runner.stats.recorder.Tally.count_backend, the native engine's
-# SOAK_BACKENDS_KEPT): up to this many, how many answered is exact; beyond, it is this, "at least".
-BACKENDS_KEPT = 100
 METRICS = (*LATENCIES, *PERCENTAGES, RATE, BACKENDS)
-# Where the time went (runner.stats.phases): a latency rule may name a phase, `connect.p99 < 5ms`,
-# and is then judged on that phase of every response instead of its whole latency.
-PHASES = ("dns", "connect", "tls", "ttfb", "body")
 
 # The units a latency rule may be written in: Go's, up to seconds.
 TIME_UNITS = {unit: units.TIME_UNITS[unit] for unit in ("ns", "us", "µs", "ms", "s")}

@@ -8,13 +8,15 @@ Settings with durations parsed to nanoseconds; nothing downstream reads raw JSON
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from runner.config.rules import Rule, rules_for
 from runner.config.schema import defaults, settings_names
 from runner.core import redact
 from runner.core.durations import format_duration, parse_duration
 from runner.core.errors import UsageError
+
+if TYPE_CHECKING:  # a run without thresholds does not load the rules' parser (_rules)
+    from runner.config.rules import Rule
 
 # iterations and duration are two ways to say when to stop; a layer that names one
 # replaces whichever one a lower layer chose, so `--duration 2h` overrides `iterations: 60`.
@@ -250,8 +252,7 @@ def settings_from(merged: dict[str, Any]) -> Settings:
             termination_message_path=merged["terminationMessagePath"],
             backend_header=merged["backendHeader"],
         ),
-        thresholds=ThresholdSpec(rules_for(merged["thresholds"], merged["intervalThresholds"], merged["mode"],
-                                           merged["backendHeader"]),
+        thresholds=ThresholdSpec(_rules(merged),
                                  merged["abortOnThreshold"], merged["stopAtBrokenRule"]),
         metrics=MetricsSpec(merged["metricAddr"], merged["pushgateway"], merged["pushgatewayJob"],
                             merged["remoteWrite"], tuple(merged["remoteWriteHeaders"].items()),
@@ -264,6 +265,15 @@ def settings_from(merged: dict[str, Any]) -> Settings:
         results=ResultsSpec(merged["resultsStore"], merged["resultsRun"], merged["pushgatewayJob"],
                             parse_duration(merged["resultsMergeWait"])),
     )
+
+
+def _rules(merged: dict[str, Any]) -> tuple[Rule, ...]:
+    """The thresholds' rules, run rules first; their parser loads only for a run that states some."""
+    if not merged["thresholds"] and not merged["intervalThresholds"]:
+        return ()
+    from runner.config.rules import rules_for
+
+    return rules_for(merged["thresholds"], merged["intervalThresholds"], merged["mode"], merged["backendHeader"])
 
 
 def _stages(merged: dict[str, Any]) -> tuple[tuple[int, float], ...]:

@@ -25,9 +25,10 @@ import asyncio
 import resource
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from runner.load.alarm import Alarm, Pacer
+if TYPE_CHECKING:  # the kernel timer loads where a client first sleeps on it (MonotonicClock.sleep_until)
+    from runner.load.alarm import Alarm, Pacer
 
 # Precise pacing: how long before a due time the sleep ends and yielding begins. Longer than
 # the worst early or late timer wake-up (about a millisecond), so the sleep never overshoots.
@@ -150,7 +151,9 @@ class MonotonicClock:
         delay = due_ns - time.monotonic_ns()
         if delay <= 0:
             return
-        if not self._opened:
+        if not self._opened:  # the Python engine's first sleep: a run the native engine sends never gets here
+            from runner.load.alarm import Alarm
+
             self._alarm, self._opened = Alarm.open(asyncio.get_running_loop()), True
             if self._alarm is not None:
                 self._alarm.pacer = self._pacer

@@ -26,73 +26,17 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
 from runner.load import failures
 from runner.load.clock import Clock, MonotonicClock
-from runner.load.model import Bench, LoadModel, Open
-from runner.load.request import Request
+from runner.load.handoff import close_session
+from runner.load.model import Bench, Load, Open
 from runner.load.result import ErrorKind, Result
 from runner.load.schedule import Schedule, Skips
 from runner.load.transport import Session, Transport
 
 Sink = Callable[[Result | Skips], None]
-
-
-class Handoff:
-    """Sessions passed from one engine's clients to the next's: a warm-up's to its run's.
-
-    So the run goes on over the connections its warm-up opened (their set-up, a proxy's
-    handshake, is the warm-up's, not interval 0's), each client taking over its own. A client
-    of the run waits for its session until the warm-up's client is done with it (its last
-    request answered), as it would have waited for that request; a session whose taker is
-    gone (the run stopped first) is closed by the giver.
-
-    `taken`, when set, is told of each session taken: the protocols of the connections it
-    brings (Session.held) and when it was free, so that the run counts them as its own.
-    """
-
-    def __init__(self) -> None:
-        self._given: dict[int, asyncio.Future[tuple[Session, int]]] = {}
-        self.taken: Callable[[list[str], int], None] | None = None
-
-    def _future(self, client: int) -> asyncio.Future[tuple[Session, int]]:
-        if client not in self._given:
-            self._given[client] = asyncio.get_running_loop().create_future()
-        return self._given[client]
-
-    async def give(self, client: int, session: Session, free_ns: int) -> None:
-        """Hand client `client`'s session on; `free_ns`: when its last request ended."""
-        future = self._future(client)
-        if future.done():  # its taker was cancelled while waiting: nobody will close it but us
-            await _close(session)
-            return
-        future.set_result((session, free_ns))
-
-    async def take(self, client: int) -> tuple[Session, int]:
-        """Client `client`'s session, once given, and when its last request ended."""
-        session, free_ns = await self._future(client)
-        if self.taken is not None:
-            self.taken(session.held(), free_ns)
-        return session, free_ns
-
-
-@dataclass(frozen=True)
-class Load:
-    """What the engine must do, beyond the schedule itself."""
-
-    requests: list[Request]  # one per URL; send n goes to requests[wheel[n % len(wheel)]]
-    model: LoadModel  # which loop the clients run (runner.load.model)
-    total_requests: int = 0  # stop after this many sends; 0: no limit
-    hash_sample_rate: float = 0.0
-    take_sessions: Handoff | None = None  # the clients' sessions come from here (a warm-up's), not the transport
-    give_sessions: Handoff | None = None  # ... and go here when they are done, instead of being closed
-    wheel: Sequence[int] | None = None  # the URL of each send of a turn (runner.config.targets); None: in order
-
-    @property
-    def turn(self) -> Sequence[int]:
-        return self.wheel if self.wheel is not None else range(len(self.requests))
 
 
 class Engine:
@@ -280,7 +224,7 @@ class Engine:
                 while not self._stopping and before_end(self._now()) and self._claim():
                     await self._send(session, self._sent - 1, paced=False)
         finally:
-            await _close(session)
+            await close_session(session)
 
     async def _session(self, client: int) -> tuple[Session, int]:
         """A client's session, and when its previous request ended (0: none yet): a new one, or the
@@ -294,7 +238,7 @@ class Engine:
         """A client is done with its session: hand it on (a warm-up's), or close it."""
         handoff = self._load.give_sessions
         if handoff is None:
-            await _close(session)
+            await close_session(session)
         else:
             await handoff.give(client, session, free_ns)
 
@@ -437,15 +381,3 @@ def _crashed(exc: Exception, due: int, now: int) -> Result:
     name, text = type(exc).__name__, failures.message([exc])
     return Result(start_ns=min(due, now), end_ns=now, error=ErrorKind.OTHER,
                   error_text=f"other: {name}" if text == name else f"other: {name}: {text}")
-
-
-async def _close(session: Session) -> None:
-    """Close a client's session; a transport's bug while closing is no reason to end the run.
-
-    Every send of the client has been counted by then, so nothing measured is lost by
-    going on; an exception here would instead end the whole run as an error.
-    """
-    try:
-        await session.aclose()
-    except Exception:  # noqa: BLE001 - see above
-        pass

@@ -18,14 +18,19 @@ every layer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from runner.config.settings import Pacing
 from runner.load.result import Result
 from runner.load.schedule import Ramp, Schedule
 from runner.load.shards import Shard
+
+if TYPE_CHECKING:
+    from runner.load.handoff import Handoff
+    from runner.load.request import Request
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,23 @@ class Bench:
 
 
 LoadModel = Closed | Open | Bench
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the engine must do, beyond the schedule itself."""
+
+    requests: list[Request]  # one per URL; send n goes to requests[wheel[n % len(wheel)]]
+    model: LoadModel  # which loop the clients run
+    total_requests: int = 0  # stop after this many sends; 0: no limit
+    hash_sample_rate: float = 0.0
+    take_sessions: Handoff | None = None  # the clients' sessions come from here (a warm-up's), not the transport
+    give_sessions: Handoff | None = None  # ... and go here when they are done, instead of being closed
+    wheel: Sequence[int] | None = None  # the URL of each send of a turn (runner.config.targets); None: in order
+
+    @property
+    def turn(self) -> Sequence[int]:
+        return self.wheel if self.wheel is not None else range(len(self.requests))
 
 
 def model_of(pace: Pacing, max_in_flight: int | None = None) -> LoadModel:

@@ -96,7 +96,7 @@ class Session(Protocol):
 
     def held(self) -> list[str]:
         """What each connection the session holds open between requests speaks ("HTTP/1.1 TLSv1.3"):
-        the connections a warm-up's client hands on with it (engine.Handoff), which the run counts."""
+        the connections a warm-up's client hands on with it (runner.load.handoff.Handoff), which the run counts."""
         ...
 
 

@@ -26,7 +26,6 @@ from runner.report.slowcooker import shown_percent, to_ms
 from runner.stats.client import ClientFigures
 from runner.stats.figures import PHASE_PERCENTILES, SUMMARY_PERCENTILES, Figures, Latency
 from runner.stats.histogram import LatencyHistogram
-from runner.stats.record import interval_record, run_record
 from runner.stats.recorder import BenchTally, Interval, Tally
 from runner.stats.runinfo import RunInfo, RunSummary
 
@@ -232,6 +231,8 @@ def summary_dict(summary: RunSummary, intervals: list[dict[str, Any]] | None = N
     if summary.failed_workers:
         data[k.FAILED_WORKERS] = {str(w): text for w, text in summary.failed_workers.items()}
     if not info.shard.alone:
+        from runner.stats.record import run_record  # a shard's only: a run alone does not load the records' code
+
         data[k.SHARD] = run_record(summary, shard_intervals or [])
     return data
 
@@ -369,6 +370,8 @@ class JsonSummaryReporter(Reporter):
     def interval(self, info: RunInfo, interval: Interval) -> None:
         self._intervals.append(interval_dict(info, interval))
         if not info.shard.alone:
+            from runner.stats.record import interval_record  # as summary_dict's run_record
+
             self._shard_intervals.append(interval_record(info, interval))
 
     def finish(self, summary: RunSummary) -> None:

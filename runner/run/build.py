@@ -30,8 +30,7 @@ from runner.core.errors import UsageError
 from runner.core.redact import Secrets
 from runner.core.units import UNIT_NS
 from runner.load.clients import TRANSPORTS
-from runner.load.engine import Load
-from runner.load.model import Bench, LoadModel, Open, model_for, model_of, ramp_of, schedule_of
+from runner.load.model import Bench, Load, LoadModel, Open, model_for, model_of, ramp_of, schedule_of
 from runner.load.native.engine import refusal
 from runner.load.request import Request, build_requests, origin
 from runner.load.schedule import Grid, Schedule

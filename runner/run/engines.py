@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from runner.config.targets import url_slots
 from runner.core.redact import printable
 from runner.load.clock import RunClock
-from runner.load.engine import Engine, Handoff, Load, Sink
+from runner.load.model import Load
 from runner.load.native.engine import Counting, MetricsConfig, NativeEngine
 from runner.load.result import Result
 from runner.load.schedule import Grid, Schedule, Skips
@@ -34,8 +34,10 @@ from runner.stats.histogram import LatencyHistogram
 from runner.stats.native import TakenRecorder
 from runner.stats.recorder import ERROR_GROUPS, GROUP_URLS, OTHER_LENGTHS, BenchTally, Interval, Recorder, Tally
 
-if TYPE_CHECKING:  # a run without metrics does not load them
-    from runner.metrics.tally import MetricsTally
+if TYPE_CHECKING:
+    from runner.load.engine import Engine, Sink  # the Python engine loads where it sends (engine_run)
+    from runner.load.handoff import Handoff
+    from runner.metrics.tally import MetricsTally  # a run without metrics does not load them
 
 PROGRESS_EVERY_NS = 100_000_000  # how often a native run's finished sends are read for progress
 
@@ -305,6 +307,9 @@ def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, wa
             metrics.follow(native.metrics)
             taken.backends_counted = metrics.add_backends
         return NativeRun(native, taken, clock, progress)
+    from runner.load.engine import Engine  # here: a run the native engine sends needs none of the Python engine
+    from runner.load.handoff import Handoff
+
     recorder = parts.recorder(grid, schedule)
     sink: Sink = recorder.record if progress is None else _counting(recorder.record, progress)
     if metrics is not None:  # every result, after the recorder has counted it

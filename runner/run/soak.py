@@ -28,13 +28,13 @@ from runner.run.engines import EngineRun, engine_run
 from runner.run.probe import LoopWatch
 from runner.run.progress import progress_of
 from runner.run.signals import ProcessSignals, Signals
-from runner.run.warmup import WarmUpPhase
 from runner.stats.client import ClientMeter
 from runner.stats.recorder import Interval
 from runner.stats.runinfo import SIGNAL_STOP, RunInfo, RunSummary, Warmup
 
-if TYPE_CHECKING:  # a run without metrics does not load them
-    from runner.metrics.tally import MetricsTally
+if TYPE_CHECKING:
+    from runner.metrics.tally import MetricsTally  # a run without metrics does not load them
+    from runner.run.warmup import WarmUpPhase  # nor one without a warm-up (Soak.__init__)
 
 LEAD_NS = 50_000_000  # from planning to send 0, so every client is waiting when it is due
 STOP_GRACE_NS = 1_000_000_000  # after a signal, how long requests in flight may finish
@@ -62,7 +62,11 @@ class Soak:
         self._watch = LoopWatch(lambda due, ran: self._meter().tick(due, ran), lambda due: self._meter().expect(due),
                                 clock)
         # A warm-up sends first, from the start agreed on; the measured run begins where it ends.
-        self._warmup = WarmUpPhase(parts, start_ns, clock, self._watch) if settings.pace.warmup_ns else None
+        self._warmup: WarmUpPhase | None = None
+        if settings.pace.warmup_ns:  # only then the warm-up's module loads (and the Python engine, where it sends)
+            from runner.run.warmup import WarmUpPhase
+
+            self._warmup = WarmUpPhase(parts, start_ns, clock, self._watch)
         self._first_send_ns = start_ns
         start_ns, wall_start = start_ns + settings.pace.warmup_ns, wall_start + settings.pace.warmup_ns / 1e9
         run_ns = settings.pace.run_ns

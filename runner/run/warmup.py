@@ -9,7 +9,8 @@ warm-up lines, and what it measured (requests still in flight when it ended incl
 to the summary's warmup section only: never the run's counts, histogram or thresholds.
 
 The warm-up is sent by the engine the run is (runner.run.build.engine_for): the Python
-engine's clients hand their sessions on through an engine.Handoff; the native engine's, in C,
+engine's clients hand their sessions on through a runner.load.handoff.Handoff; the native
+engine's, in C,
 from the warm-up's engine to the run's (NativeEngine.give_to), each client's once it is done
 with them. Either way the warm-up's counting is a recorder of its own, Recorder or
 TakenRecorder, closed here alike.
@@ -19,10 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from typing import TYPE_CHECKING
 
 from runner.load.alarm import Pacer
 from runner.load.clock import RunClock
-from runner.load.engine import Engine, Handoff
 from runner.load.model import warmup_schedule_of
 from runner.load.native.engine import NativeEngine
 from runner.load.schedule import Grid
@@ -31,6 +32,10 @@ from runner.run.engines import native_of
 from runner.stats.native import TakenRecorder
 from runner.stats.recorder import Interval, Recorder, Tally
 from runner.stats.runinfo import Warmup
+
+if TYPE_CHECKING:  # the Python engine loads only where it sends (WarmUpPhase.__init__)
+    from runner.load.engine import Engine
+    from runner.load.handoff import Handoff
 
 
 class WarmUpPhase:
@@ -53,6 +58,9 @@ class WarmUpPhase:
             self.engine, self.recorder = native_of(parts, self._schedule, self.grid, load)
             self.handoff = self.engine
         else:
+            from runner.load.engine import Engine
+            from runner.load.handoff import Handoff
+
             self.recorder = parts.recorder(self.grid, self._schedule)
             self.handoff = Handoff()
             self.engine = Engine(self._schedule, dataclasses.replace(load, give_sessions=self.handoff),
@@ -83,7 +91,7 @@ class WarmUpPhase:
     def close(self, end_ns: int, cpu_s: float, now_ns: int) -> Interval:
         """Close the next warm-up interval at `end_ns`, with the skips the engine knows of by then
         (the native engine counts them as the interval is taken)."""
-        if isinstance(self.engine, Engine):
+        if not isinstance(self.engine, NativeEngine):
             self.engine.skip_due_before(end_ns)
         sending_end = self._stopped_ns if self._stopped_ns is not None else self.end_ns
         return self.recorder.close(end_ns, sending_end_ns=sending_end if end_ns >= sending_end else None,

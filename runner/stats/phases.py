@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner.config.rules import PHASES
+from runner.core.measures import PHASES
 from runner.load.result import Result
 from runner.stats.histogram import LatencyHistogram
 

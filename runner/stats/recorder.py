@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from runner.config.rules import BACKENDS_KEPT
+from runner.core.measures import BACKENDS_KEPT
 from runner.core.redact import printable
 from runner.load.model import LoadModel
 from runner.load.result import ErrorKind, Result, is_good
@@ -492,7 +492,7 @@ class Recorder:
         return self._open.get(k) or self._open.setdefault(k, phased())
 
     def took_over(self, protocols: list[str], free_ns: int) -> None:
-        """Connections a warm-up's client handed on (engine.Handoff), by what they speak, free from
+        """Connections a warm-up's client handed on (runner.load.handoff.Handoff), by what they speak, free from
         `free_ns`: the run goes on over them, so they count as opened in it, in the interval they
         joined it (0, unless the warm-up's last request outlived the run's start), and its
         connectionsClosed, which counts their ends, stays at most its connectionsOpened."""

@@ -18,8 +18,8 @@ import uvloop
 
 from runner.load import alarm as alarm_module
 from runner.load.alarm import Alarm
-from runner.load.engine import Engine, Load
-from runner.load.model import Closed
+from runner.load.engine import Engine
+from runner.load.model import Closed, Load
 from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.schedule import Schedule, Skips

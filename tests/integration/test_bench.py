@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from runner.core.errors import EXIT_INTERRUPTED, EXIT_OK
-from runner.load.engine import Engine, Load
-from runner.load.model import Bench
+from runner.load.engine import Engine
+from runner.load.model import Bench, Load
 from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.schedule import Schedule

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from runner.load.engine import Engine, Load
-from runner.load.model import Closed, Open
+from runner.load.engine import Engine
+from runner.load.model import Closed, Load, Open
 from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.schedule import Schedule, Skips

@@ -84,7 +84,7 @@ import importlib.util, sys
 spec = importlib.util.spec_from_file_location("runner.load.native._engine", {str(target)!r})
 module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
 sys.modules["runner.load.native._engine"] = module
-from runner.load.engine import Load
+from runner.load.model import Load
 from runner.load.model import Closed
 from runner.load.native.engine import _load_refusal
 from runner.load.request import Request
@@ -167,7 +167,7 @@ def test_pip_install_without_a_compiler_installs_the_python_package(tmp_path: Pa
                               "try:\n    import runner.load.native._response\nexcept ImportError:\n    print('python')")
     assert used.returncode == 0 and used.stdout.strip() == "python", used
     engine = _python_in(target, "from runner.load.native.engine import module, refusal\n"
-                                "from runner.load.engine import Load\nprint(module())")
+                                "from runner.load.model import Load\nprint(module())")
     assert engine.returncode == 0 and engine.stdout.strip() == "None", engine
 
 

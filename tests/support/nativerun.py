@@ -28,8 +28,8 @@ import pytest
 
 from runner.config.settings import Settings, merge, settings_from
 from runner.core.durations import format_duration
-from runner.load.engine import Engine, Load
-from runner.load.model import Bench, Closed, LoadModel, Open
+from runner.load.engine import Engine
+from runner.load.model import Bench, Closed, Load, LoadModel, Open
 from runner.load.request import Request
 from runner.load.schedule import Grid, Schedule
 from runner.load.transport import Lifetime, TransportOptions

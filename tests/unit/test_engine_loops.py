@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from runner.load.engine import Engine, Handoff, Load
-from runner.load.model import Bench, Closed, LoadModel, Open
+from runner.load.engine import Engine
+from runner.load.handoff import Handoff
+from runner.load.model import Bench, Closed, Load, LoadModel, Open
 from runner.load.request import Request
 from runner.load.result import Result
 from runner.load.schedule import Ramp, Schedule, Skips

@@ -46,9 +46,8 @@ from typing import Any
 from runner.config.settings import Settings, merge, settings_from
 from runner.core.durations import format_duration
 from runner.load import bodyhash
-from runner.load.engine import Load
 from runner.load.failures import verify_mismatch
-from runner.load.model import Open, model_of, ramp_of
+from runner.load.model import Load, Open, model_of, ramp_of
 from runner.load.native.records import (
     AddressRecord,
     Config,
