@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from runner.config.targets import url_slots
 from runner.core.redact import printable
@@ -146,23 +146,52 @@ class EngineRun(Protocol):
         ...
 
 
-class PythonRun:
-    """The Python engine, its results counted by a Recorder; its pacing wake-ups measure the loop's
-    lag (the run's LoopWatch, started with the client's figures)."""
+class _Engine(Protocol):
+    """What _Run asks of an engine, Engine and NativeEngine alike."""
 
-    def __init__(self, engine: Engine, recorder: Recorder, grid: Grid, watch: LoopWatch) -> None:
+    @property
+    def sent(self) -> int:
+        ...
+
+    @property
+    def stopped_sending_ns(self) -> int | None:
+        ...
+
+    def stop(self, at_ns: int | None = None) -> None:
+        ...
+
+    def cancel_in_flight(self) -> None:
+        ...
+
+
+class _Recorder(Counted, Protocol):
+    """What _Run asks of the recorder that counts an engine's results, Recorder and TakenRecorder alike."""
+
+    @property
+    def client(self) -> ClientMeter:
+        ...
+
+    @property
+    def next_index(self) -> int:
+        ...
+
+    def drain_from(self, t_ns: int) -> None:
+        ...
+
+
+E = TypeVar("E", bound=_Engine)
+R = TypeVar("R", bound=_Recorder)
+
+
+class _Run(Generic[E, R]):
+    """The part of EngineRun both engines do alike, handed to the engine or to its recorder: written
+    once here, so that a change to what the driver asks of a run cannot reach one engine and miss
+    the other. What differs (how each runs, begins and takes an interval) is in PythonRun and NativeRun."""
+
+    def __init__(self, engine: E, recorder: R) -> None:
         self.engine = engine
         self.recorder = recorder
-        self._grid = grid
-        self._watch = watch
         self.client = recorder.client
-
-    async def run(self) -> None:
-        await self.engine.run()
-
-    def begin(self, cpu_s: float, now_ns: int) -> None:
-        self.client.begin(cpu_s, now_ns)
-        self._watch.start(now_ns)
 
     def stop(self, at_ns: int) -> None:
         self.engine.stop(at_ns=at_ns)
@@ -185,26 +214,41 @@ class PythonRun:
     def stopped_sending_ns(self) -> int | None:
         return self.engine.stopped_sending_ns
 
+    def totals(self) -> Counted:
+        return self.recorder
+
+
+class PythonRun(_Run[Engine, Recorder]):
+    """The Python engine, its results counted by a Recorder; its pacing wake-ups measure the loop's
+    lag (the run's LoopWatch, started with the client's figures)."""
+
+    def __init__(self, engine: Engine, recorder: Recorder, grid: Grid, watch: LoopWatch) -> None:
+        super().__init__(engine, recorder)
+        self._grid = grid
+        self._watch = watch
+
+    async def run(self) -> None:
+        await self.engine.run()
+
+    def begin(self, cpu_s: float, now_ns: int) -> None:
+        self.client.begin(cpu_s, now_ns)
+        self._watch.start(now_ns)
+
     def take(self, end_ns: int | None = None, *, final: bool = False, sending_end_ns: int | None = None,
              cpu_s: float, now_ns: int) -> Interval:
         self.engine.skip_due_before(self._grid.end_of(self.recorder.next_index) if end_ns is None else end_ns)
         return self.recorder.close(end_ns, final=final, sending_end_ns=sending_end_ns, cpu_s=cpu_s, now_ns=now_ns)
 
-    def totals(self) -> Counted:
-        return self.recorder
 
-
-class NativeRun:
+class NativeRun(_Run[NativeEngine, TakenRecorder]):
     """The native engine, the intervals it takes (TakenRecorder), and its finished sends read for
-    progress every PROGRESS_EVERY_NS."""
+    progress every PROGRESS_EVERY_NS; the engine's own timer measures its loop's lag (TakenRecorder.close)."""
 
     def __init__(self, engine: NativeEngine, recorder: TakenRecorder, clock: RunClock,
                  progress: Progress | None) -> None:
-        self.engine = engine
-        self.recorder = recorder
+        super().__init__(engine, recorder)
         self._clock = clock
         self._progress = progress
-        self.client = recorder.client  # the engine's own timer measures its loop's lag (TakenRecorder.close)
 
     async def run(self) -> None:
         """Run the engine; with progress followed, its finished sends told as they are read, and at the
@@ -228,34 +272,10 @@ class NativeRun:
     def begin(self, cpu_s: float, now_ns: int) -> None:
         self.client.begin(cpu_s, now_ns)
 
-    def stop(self, at_ns: int) -> None:
-        self.engine.stop(at_ns=at_ns)
-
-    def cancel(self) -> None:
-        self.engine.cancel_in_flight()
-
-    def drain_from(self, t_ns: int) -> None:
-        self.recorder.drain_from(t_ns)
-
-    @property
-    def next_index(self) -> int:
-        return self.recorder.next_index
-
-    @property
-    def sent(self) -> int:
-        return self.engine.sent
-
-    @property
-    def stopped_sending_ns(self) -> int | None:
-        return self.engine.stopped_sending_ns
-
     def take(self, end_ns: int | None = None, *, final: bool = False, sending_end_ns: int | None = None,
              cpu_s: float, now_ns: int) -> Interval:
         """The next interval: the engine counts the skips due before its end as it hands it over."""
         return self.recorder.close(end_ns, final=final, sending_end_ns=sending_end_ns, cpu_s=cpu_s, now_ns=now_ns)
-
-    def totals(self) -> Counted:
-        return self.recorder
 
 
 def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: Grid, *, unit_ns: int | None = None,

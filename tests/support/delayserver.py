@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 
-from tests.support.loopback import accept_until
+from tests.support.loopback import Acceptor
 
 SO_TIMESTAMPNS = 35
 BODY = b"x" * 100
@@ -27,31 +27,18 @@ RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nContent-Type: text/plain\r
 SPIN_NS = 300_000  # sleep until this long before the answer is due, then spin: time.sleep overshoots
 
 
-class DelayServer:
+class DelayServer(Acceptor):
     """Answers every request on a connection (keep-alive until the client closes) after `delay_ms`."""
 
     def __init__(self, delay_ms: float) -> None:
+        super().__init__("delayserver", backlog=512)
         self.delay_ns = int(delay_ms * 1e6)
         self.served_ns: list[int] = []  # per response: from the kernel's receipt of the request to the send
         self.sent_wall_ns: list[int] = []  # per response: when it was sent (CLOCK_REALTIME)
-        self._listener = socket.create_server(("127.0.0.1", 0), backlog=512)
-        self._listener.settimeout(0.2)
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=accept_until, args=(self._listener, self._stopping, self._take),
-                                        daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._listener.getsockname()[1]}/"
-
-    def __enter__(self) -> DelayServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stopping.set()
-        self._listener.close()
-        self._thread.join(timeout=5)
+        return f"http://127.0.0.1:{self.port}/"
 
     def _take(self, conn: socket.socket) -> None:
         threading.Thread(target=self._serve, args=(conn,), daemon=True).start()

@@ -28,41 +28,29 @@ from __future__ import annotations
 import socket
 import threading
 
-from tests.support.loopback import accept_until
+from tests.support.loopback import Acceptor
 
 SERVER_ESC = "evil\x1b[2J\x1b]0;owned\x07"  # clear the screen, retitle the terminal
 
 
-class EchoServer:
+class EchoServer(Acceptor):
     """Serves the paths above on a free loopback port; `heads` holds every request head received."""
 
     def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.1)
-        self.port: int = self._listener.getsockname()[1]
+        super().__init__("echoserver", backlog=128)  # 128: what socket.listen() gives when not told
         self.heads: list[dict[str, str]] = []  # per request: lower-cased header names, plus ":target"
         self._lock = threading.Lock()
         self._short = 0
-        self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def __enter__(self) -> EchoServer:
-        self._acceptor.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stopping.set()
-        self._acceptor.join(timeout=5)
-        self._listener.close()
+    def stop(self) -> None:
+        """Stop accepting, then wait for each connection's thread."""
+        super().stop()
         for thread in list(self._threads):
             thread.join(timeout=5)
-
-    def _accept_loop(self) -> None:
-        accept_until(self._listener, self._stopping, self._take)
 
     def _take(self, conn: socket.socket) -> None:
         thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)

@@ -81,7 +81,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tests.support import reaper
-from tests.support.loopback import accept_until
+from tests.support.loopback import Acceptor
 
 RESET_DECLARED = 100_000  # Content-Length promised by /reset-mid-body
 RESET_SENT = 10_000  # body bytes actually sent before the reset
@@ -101,41 +101,26 @@ _REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 401: "Unauthorize
             418: "I'm a teapot", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 
-class FaultServer:
+class FaultServer(Acceptor):
     """Serves the fault paths above on a free loopback port, in background threads."""
 
     def __init__(self, on_accept: str = "serve") -> None:
         assert on_accept in ("serve", "silent"), on_accept
+        super().__init__("faultserver", backlog=LISTEN_BACKLOG)
         self._on_accept = on_accept
-        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind(("127.0.0.1", 0))
-        self._listener.listen(LISTEN_BACKLOG)
-        # accept() is not woken by close() from another thread; a short timeout lets the
-        # accept loop notice that the server is stopping.
-        self._listener.settimeout(0.1)
-        self.port: int = self._listener.getsockname()[1]
-        self._stopping = threading.Event()
         self._lock = threading.Condition()
         self._seen: Counter[str] = Counter()  # requests received, by path
         self._connections: set[socket.socket] = set()  # open ones, so stop() can wake them
         self._accepted = 0
         self._varying = 0  # /varying responses sent so far
         self._first_seen: dict[str, float] = {}  # when each path's first request arrived (monotonic)
-        self._acceptor = threading.Thread(target=self._accept_loop, name="faultserver-accept", daemon=True)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def start(self) -> FaultServer:
-        self._acceptor.start()
-        return self
-
     def stop(self) -> None:
         """Stop accepting, wake every handler (stalled ones included) and wait for them."""
-        self._stopping.set()
-        self._acceptor.join(timeout=5)
-        self._listener.close()
+        super().stop()
         with self._lock:
             for conn in self._connections:
                 _shutdown(conn)
@@ -168,9 +153,6 @@ class FaultServer:
             return True
 
     # --- connections -------------------------------------------------------------------
-
-    def _accept_loop(self) -> None:
-        accept_until(self._listener, self._stopping, self._take)
 
     def _take(self, conn: socket.socket) -> None:
         conn.settimeout(None)

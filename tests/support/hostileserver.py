@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 
-from tests.support.loopback import accept_until
+from tests.support.loopback import Acceptor
 
 STATUSES = (200, 201, 204, 301, 304, 404, 418, 500, 503)
 
@@ -89,33 +89,20 @@ def answer(rng: random.Random) -> tuple[bytes, str]:
     return data[: rng.randrange(max(1, len(data)))], rng.choice(("close", "reset"))
 
 
-class HostileServer:
+class HostileServer(Acceptor):
     """Serves `answer()`s on a free loopback port in background threads; counts requests read."""
 
     def __init__(self, seed: int) -> None:
+        super().__init__("hostileserver", backlog=128)
         self._seed = seed
-        self._listener = socket.socket()
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind(("127.0.0.1", 0))
-        self._listener.listen(128)
-        self._listener.settimeout(0.1)
-        self.port: int = self._listener.getsockname()[1]
-        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._accepted = 0
         self.requests = 0
         self._threads: list[threading.Thread] = []
-        self._acceptor = threading.Thread(target=accept_until, args=(self._listener, self._stopping, self._take),
-                                          daemon=True)
-
-    def start(self) -> HostileServer:
-        self._acceptor.start()
-        return self
 
     def stop(self) -> None:
-        self._stopping.set()
-        self._acceptor.join(5)
-        self._listener.close()
+        """Stop accepting, then wait for each connection's thread."""
+        super().stop()
         for thread in self._threads:
             thread.join(5)
 

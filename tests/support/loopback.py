@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable
+from typing import Self
 
 
 def accept_until(listener: socket.socket, stopping: threading.Event, take: Callable[[socket.socket], None]) -> None:
@@ -24,11 +25,13 @@ def accept_until(listener: socket.socket, stopping: threading.Event, take: Calla
 
 
 class Acceptor:
-    """A server on a free loopback port whose thread hands each connection to `_take`, from `with`
-    to its end: the listener, the thread and their stop, for a server to add its serving to."""
+    """A server on a free loopback port whose thread hands each connection to `_take`, from `start`
+    (or `with`) to `stop`: the listener, the thread and their stop, for a server to add its serving
+    to. `backlog`: the listen queue, which a server sized for its load keeps (a full queue drops
+    handshakes, and a client then waits on the backlog, not on the server)."""
 
-    def __init__(self, name: str) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
+    def __init__(self, name: str, *, backlog: int = 1024) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=backlog)
         self._listener.settimeout(0.1)
         self.port: int = self._listener.getsockname()[1]
         self._stopping = threading.Event()
@@ -38,11 +41,18 @@ class Acceptor:
     def _take(self, conn: socket.socket) -> None:
         raise NotImplementedError
 
-    def __enter__(self) -> Acceptor:
+    def start(self) -> Self:
         self._acceptor.start()
         return self
 
-    def __exit__(self, *_: object) -> None:
+    def stop(self) -> None:
+        """Stop accepting; a server that serves on threads of its own waits for them after this."""
         self._stopping.set()
         self._acceptor.join(timeout=5)
         self._listener.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()

@@ -81,10 +81,6 @@ class TlsFaultServer(Acceptor):
     def url(self, path: str = "/ok") -> str:
         return f"https://127.0.0.1:{self.port}{path}"
 
-    def __enter__(self) -> TlsFaultServer:
-        super().__enter__()
-        return self
-
     def __exit__(self, *_: object) -> None:
         super().__exit__()
         with self._lock:
@@ -303,10 +299,6 @@ class TlsFront(Acceptor):
         self._context.load_cert_chain(str(pki.server_cert), str(pki.server_key))
         self._backend = backend
         super().__init__("tlsfront")
-
-    def __enter__(self) -> TlsFront:
-        super().__enter__()
-        return self
 
     def _take(self, conn: socket.socket) -> None:
         conn.settimeout(10)
