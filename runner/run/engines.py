@@ -218,7 +218,7 @@ class _Run(Generic[E, R]):
         return self.recorder
 
 
-class PythonRun(_Run[Engine, Recorder]):
+class PythonRun(_Run["Engine", Recorder]):  # a string: the Python engine is imported only where it sends
     """The Python engine, its results counted by a Recorder; its pacing wake-ups measure the loop's
     lag (the run's LoopWatch, started with the client's figures)."""
 
