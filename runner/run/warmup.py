@@ -10,9 +10,8 @@ to the summary's warmup section only: never the run's counts, histogram or thres
 
 The warm-up is sent by the engine the run is (runner.run.build.engine_for): the Python
 engine's clients hand their sessions on through a runner.load.handoff.Handoff; the native
-engine's, in C,
-from the warm-up's engine to the run's (NativeEngine.give_to), each client's once it is done
-with them. Either way the warm-up's counting is a recorder of its own, Recorder or
+engine's, in C, from the warm-up's engine to the run's (NativeEngine.give_to), each client's
+once it is done with them. Either way the warm-up's counting is a recorder of its own, Recorder or
 TakenRecorder, closed here alike.
 """
 
