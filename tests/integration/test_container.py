@@ -384,7 +384,8 @@ def test_the_pod_writes_its_metrics_by_remote_write_and_otlp(docker: Docker, ima
         receiver.stop()
     assert "remoteWrite" not in done.stderr and "otlp" not in done.stderr, done.stderr
     assert list(counts.values()) == [summary["good"] + summary["bad"]]
-    assert len(receiver.requests) == summary["intervals"] + 1  # each interval's, and the final one
+    # each interval's snapshot and the final one; those due while a write was out share a request
+    assert len(receiver.moments()) == summary["intervals"] + 1 >= len(receiver.requests) >= 1
 
 
 def test_a_broken_threshold_exits_3(docker: Docker, image: str, nginx: Nginx, tmp_path: Path) -> None:

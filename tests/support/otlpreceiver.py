@@ -74,6 +74,12 @@ class OtlpReceiver:
                             found.append((attributes, metric.name, point))
         return found
 
+    def moments(self) -> list[int]:
+        """The moments written (each snapshot's time, as its soak_intervals point carries it), in
+        order. Snapshots that fall due while a write is out go together in the next request
+        (runner.metrics.export), so a busy machine makes fewer requests, never fewer moments."""
+        return sorted({point.time_unix_nano for _, name, point in self.points() if name == "soak_intervals"})
+
 
 def attributes(point: Any) -> dict[str, str]:
     return {kv.key: kv.value.string_value for kv in point.attributes}
