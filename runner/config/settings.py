@@ -240,7 +240,7 @@ def settings_from(merged: dict[str, Any]) -> Settings:
             insecure=merged["insecure"],
             client_cert=merged["clientCert"],
             client_key=merged["clientKey"],
-            http2=_http2(merged),
+            http2=bool(merged["http2"]),
         ),
         report=ReportSpec(
             latency_unit=merged["latencyUnit"],
@@ -312,17 +312,6 @@ def _check_warmup(merged: dict[str, Any], stages: tuple[tuple[int, float], ...])
     if stages and stages[0][1] == 0:
         raise UsageError(f"warmup: {merged['warmup']} is not allowed when the first stage's qps is 0: the warm-up "
                          f"sends at the first stage's target")
-
-
-def _http2(merged: dict[str, Any]) -> bool:
-    """http2, refused with the fast transport rather than quietly switching clients.
-
-    The client is part of what a soak measures (httpx adds about a millisecond to every
-    latency), so a run never changes it behind the configuration's back.
-    """
-    if merged["http2"] and merged["transport"] == "fast":
-        raise UsageError('http2: true needs "transport": "httpx" (the fast transport speaks HTTP/1.1 only)')
-    return bool(merged["http2"])
 
 
 def _printable(merged: dict[str, Any]) -> dict[str, Any]:

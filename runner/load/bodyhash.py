@@ -3,11 +3,12 @@
 With `compress`, the client asks for gzip, and a body is hashed after inflating, so the
 hash does not depend on whether the server compressed that response. Only a response that
 says `Content-Encoding: gzip` is inflated: a server may send any response uncompressed.
-Both transports hash through here, so they agree on which bodies are inflated and on how
+The Python engine hashes through here, and the native engine is handed its bounds and texts,
+so they agree on which bodies are inflated and on how
 a body that claims gzip but is not fails.
 
 Inflating is bounded three ways. Each step inflates at most INFLATE_STEP bytes, so a small
-body that inflates to gigabytes is never held in memory at once; the transports take one
+body that inflates to gigabytes is never held in memory at once; the Python engine takes one
 step at a time, yielding to the event loop in between (hashing is pure Python, about 70 ms
 a MiB, and one 64 KiB read of a gzip bomb inflates to 64 MiB: seconds of a blocked loop);
 and a body that inflates past MAX_INFLATED_BYTES fails, as a head past its bound does, rather

@@ -1,7 +1,10 @@
-"""The HTTP clients a run can send with, by the name the `transport` setting gives them.
+"""The HTTP client the Python engine sends with, by the name the `transport` setting gives it.
 
-Each loads only when asked for: a run the native engine sends needs neither (the fast transport
-with http1, httptools and rawsocket, or httpx with anyio, httpcore and h11).
+Both names take httpx (with anyio, httpcore and h11), loaded only when asked for: a run the
+native engine sends needs none. "fast", the default, means HTTP/1.1 by the native engine's
+own client where the native engine sends, and httpx where the Python engine does (issue 34
+retired the Python fast transport once the native engine sent every HTTP/1.1 run on Linux);
+"httpx" means the Python engine on httpx always (the native engine refuses it), HTTP/2 too.
 """
 
 from __future__ import annotations
@@ -18,16 +21,10 @@ class Factory(Protocol):
         ...
 
 
-def _fast_transport(options: TransportOptions, tls: ssl.SSLContext | None = None) -> Transport:
-    from runner.load.fast_transport import FastTransport
-
-    return FastTransport(options, tls)
-
-
 def _httpx_transport(options: TransportOptions, tls: ssl.SSLContext | None = None) -> Transport:
     from runner.load.httpx_transport import HttpxTransport
 
     return HttpxTransport(options, tls)
 
 
-TRANSPORTS: dict[str, Factory] = {"fast": _fast_transport, "httpx": _httpx_transport}
+TRANSPORTS: dict[str, Factory] = {"fast": _httpx_transport, "httpx": _httpx_transport}

@@ -1,8 +1,8 @@
 """How a failed send is named: an error kind and a short text, from the exception raised.
 
-Both transports meet the same operating-system failures (a name that does not resolve, a
-refused or reset connection, a TLS failure); they are named here once, so a run reads the
-same whichever transport made it. Texts are short and bounded, because errors are counted
+Both engines' clients (the native engine's and httpx) meet the same operating-system failures
+(a name that does not resolve, a refused or reset connection, a TLS failure); they are named
+here once, so a run reads the same whichever engine made it. Texts are short and bounded, because errors are counted
 per distinct text and printed once per interval.
 """
 
@@ -39,7 +39,7 @@ _TIMEOUT_TEXTS = {
 VERIFY_FAILED = "certificate verify failed: "
 _MISMATCH = "{what} mismatch, certificate is not valid for '{host}'."
 
-# Failures of a response that both transports name alike.
+# Failures of a response that both engines name alike.
 SWITCHED_PROTOCOLS = "protocol: the server switched protocols (status 101)"
 GZIP_TEXT = "protocol: Content-Encoding gzip, but the body is not gzip"
 
@@ -54,7 +54,7 @@ def timeout_text(phase: str, within: str, target: str = "") -> str:
 
 
 def head_too_large(limit: int) -> str:
-    """The text of a response head over the limit both transports hold heads to."""
+    """The text of a response head over the limit both engines hold heads to."""
     return f"protocol: response head larger than {_kib(limit)}"
 
 

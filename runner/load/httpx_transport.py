@@ -115,7 +115,7 @@ _current_trace: ContextVar[_Trace | None] = ContextVar("soak_httpx_trace", defau
 class _Backend(httpcore.AsyncNetworkBackend):
     """httpcore's anyio backend, with two changes.
 
-    The name is looked up first (by the transport's Resolver, as the fast transport does) and
+    The name is looked up first (by the transport's Resolver, as the native engine's are) and
     the addresses then connected to in turn, so a timeout can say whether the lookup or the
     connect took the time. And its streams answer get_extra_info with None once uvloop has
     dropped the socket under them: anyio then asks the socket None for its peer name, and
@@ -188,8 +188,8 @@ class _Stream(httpcore.AsyncNetworkStream):
 
 
 class _Lived(httpcore.AsyncConnectionInterface):
-    """One of the pool's connections, held to a Lifetime (runner.load.transport) as the fast
-    transport holds its own: httpcore has no limit on a connection's requests or age.
+    """One of the pool's connections, held to a Lifetime (runner.load.transport) as the native
+    engine holds its own: httpcore has no limit on a connection's requests or age.
 
     The pool asks each connection whether it is available and whether it has expired; this
     wrapper counts the requests handed to its connection and sends the last with
@@ -431,7 +431,7 @@ class HttpxSession:
         """Count (and hash, when sampled) the body chunk by chunk; nothing is kept.
 
         Read raw, as it came: bodies are inflated for the hash only, by runner.load.bodyhash,
-        as in the fast transport (httpx would inflate without a bound on the output).
+        as in the native engine (httpx would inflate without a bound on the output).
         """
         hasher = None
         if hash_body:
@@ -522,7 +522,7 @@ def kept_alive(response: httpx.Response) -> bool:
     return "close" not in connection
 
 
-# h11's texts for two failures named as the fast transport names them: a head or chunk line over
+# h11's texts for two failures named as the native engine names them: a head or chunk line over
 # the limit, and a 101 (which h11 refuses, since no request of ours ever proposes a switch).
 _RECEIVE_BUFFER_TOO_LONG = "Receive buffer too long"
 _SWITCHED = "Received server _SWITCH_UPGRADE event"

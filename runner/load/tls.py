@@ -1,6 +1,6 @@
 """The client side of TLS: one SSLContext per run, made from the settings before any load.
 
-Both transports verify servers by default, against certifi's Mozilla bundle (httpx's own
+Both engines verify servers by default, against certifi's Mozilla bundle (httpx's own
 default), so a run reads the same whichever client made it. A file named in the settings
 that cannot be used is the user's to fix: one line naming the setting and the path, before
 anything is sent. A certificate that fails at run time is a send failure of kind `tls`,

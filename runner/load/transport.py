@@ -2,10 +2,10 @@
 
 A session is one client's connection(s): the engine opens one per client, so keep-alive
 reuse means one connection per client, as in slow_cooker. Implementations measure the
-timings the Result asks for themselves, because only they see the socket. The httpx
-transport is the first implementation; a faster one can sit behind the same two methods.
+timings the Result asks for themselves, because only they see the socket. httpx is the one
+implementation (runner.load.httpx_transport); the native engine has its own client in C.
 
-Below that, what both transports share so they behave alike: the bound on a response head,
+Below that, what the Python client and the native engine share so they behave alike: the bound on a response head,
 how long a connection is kept (Lifetime), and how a host name is looked up before each new
 connection (Resolver: a short cache, and several addresses taken in turn).
 """
@@ -28,7 +28,7 @@ from runner.load.request import Request
 from runner.load.result import Result
 
 # The most bytes a response head may take, and a chunk-size line or trailer section: what
-# httpcore 1.0.9 allows h11 to buffer (max_incomplete_event_size). The fast transport holds
+# httpcore 1.0.9 allows h11 to buffer (max_incomplete_event_size). The native engine holds
 # heads to the same bound, so a server that streams headers forever fails the same way,
 # with the same text, in both, and never costs more memory than this per connection.
 MAX_HEAD_BYTES = 100 * 1024
@@ -112,7 +112,7 @@ Address = tuple[int, tuple[Any, ...]]  # (address family, socket address), as co
 async def resolve(host: str, port: int) -> Sequence[Address]:
     """The addresses to try for host:port, in the resolver's order, looked up now.
 
-    Both transports resolve through here (by way of a Resolver), before connecting, so that
+    Both engines resolve through here (by way of a Resolver), before connecting, so that
     a timeout can say the DNS lookup was what took the time, and a failed lookup reads the
     same in both. An IP address takes no lookup. A name the IDNA codec refuses (an empty
     label, one over 63 characters) fails as a DNS failure with the codec's reason: it cannot

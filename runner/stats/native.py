@@ -199,8 +199,8 @@ class TakenRecorder:
         return tally
 
     def _backend(self, raw: bytes) -> str:
-        """A backend's value as Recorder counts it: shown (redacted, printable) as http1.py decodes it
-        (latin-1), NO_BACKEND for a response without it."""
+        """A backend's value as Recorder counts it: shown (redacted, printable), its bytes read as
+        latin-1 (one character each, whatever they are), NO_BACKEND for a response without it."""
         shown = self._backends.get(raw)
         if shown is None:
             shown = self._shown(raw.decode("latin-1")) or NO_BACKEND
@@ -245,8 +245,8 @@ class TakenRecorder:
 
 def by_protocol(connections: int, tls: Mapping[str, int]) -> Counter[str]:
     """Recorder.connections from the engine's count of new connections that carried a response and
-    the count of those over TLS by version: {"HTTP/1.1": 3, "HTTP/1.1 TLSv1.3": 2}, as
-    http1.Connection.protocol names each."""
+    the count of those over TLS by version: {"HTTP/1.1": 3, "HTTP/1.1 TLSv1.3": 2}: the HTTP
+    version, then the TLS version if any, as the Python engine names each (httpx_transport.protocol)."""
     found = Counter({f"{PROTOCOL} {version}": n for version, n in tls.items() if n})
     plain = connections - sum(tls.values())
     if plain:

@@ -116,6 +116,7 @@ def test_compress_and_body_hashing_take_the_native_engine() -> None:
 @pytest.mark.parametrize(("config", "why"), [
     ({"transport": "httpx"}, "the httpx transport"),
     ({"transport": "httpx", "http2": True}, "the httpx transport"),
+    ({"http2": True}, "HTTP/2"),  # the default transport: `auto` sends it on the Python engine, on httpx
 ])
 def test_what_the_native_engine_does_not_do_is_named(config: dict[str, Any], why: str) -> None:
     assert refusal(settings(**config)) == why
@@ -142,7 +143,7 @@ def test_auto_takes_the_native_engine_where_it_can_and_says_why_not_elsewhere() 
 
 @needs_native
 def test_an_https_run_takes_the_native_engine_with_every_tls_setting() -> None:
-    """TLS was the Python engine's: now tls.c makes the fast transport's client, files and all
+    """TLS was the Python engine's: now tls.c makes the native engine's client, files and all
     (checked when the transport is made, not here), unless the engine was built without OpenSSL."""
     https = ["https://127.0.0.1:8443/", "https://127.0.0.1:8444/x"]
     tls = settings(caBundle="/ca.pem", clientCert="/client.pem", clientKey="/client.key", insecure=True)

@@ -7,7 +7,7 @@ it has ended (its fd becomes readable: no polling), `stop()` and `cancel_in_flig
 at once, and take(), figures() and metrics() hand over what it counted as records.py's
 records, which runner.stats.native turns into the recorder's.
 
-It does what the fast transport does for HTTP/1.1, over TLS too (runner/load/tls.py's client,
+It does what the Python engine's client does for HTTP/1.1, over TLS too (runner/load/tls.py's client,
 made in C by tls.c from a records.TlsClient: the same files, checks, ALPN and failure texts),
 and nothing else: `refusal()`, the one place that decides it, says why a run must take the
 Python engine instead (a setting it does not do, HTTP/2, TLS where the engine was built
@@ -15,7 +15,7 @@ without OpenSSL's headers, ...); `soak validate`, the start-up line and docs/con
 `engine` row all say its answer. It hashes sampled bodies as the Python engine does (inflated
 with `compress`), with runner.load.bodyhash's bounds and failure texts handed over as data.
 
-Connections live as the fast transport's do (transport.Lifetime: a connection's last request
+Connections live as the Python engine's do (transport.Lifetime: a connection's last request
 says `Connection: close`, decided in C at each send), and new ones rotate through a name's
 addresses as transport.in_turn has them. The C engine resolves nothing: Python looks each
 name up when the engine is made, and again as each answer expires, RESOLVE_TTL_NS after it
@@ -107,7 +107,7 @@ REFUSES = {"transport": "the {value} transport", "http2": "HTTP/2"}
 
 
 def refusal(settings: Settings, requests: list[Request], options: TransportOptions) -> str | None:
-    """Why the native engine cannot send this run (HTTP/1.1, the fast transport's), or None if it can:
+    """Why the native engine cannot send this run (HTTP/1.1, the `fast` transport's), or None if it can:
     a setting it does not do (HONOURS), or what the load needs (HTTP/2, TLS without OpenSSL's
     headers, a name that does not resolve)."""
     defaults = settings_from(merge())
