@@ -30,7 +30,7 @@ from runner.load.bodyhash import BodyError, BodyHash, is_gzip
 from runner.load.failures import causes, message, os_failure
 from runner.load.request import Request
 from runner.load.result import BACKEND_CHARS, ErrorKind, Result
-from runner.load.tls import client_context
+from runner.load.tls import run_context
 from runner.load.transport import (
     MAX_HEAD_BYTES,
     Address,
@@ -66,8 +66,10 @@ class HttpxTransport:
         self._options = options
         # One TLS context for all sessions: building one reads the CA bundle (tens of ms),
         # which per client would delay the first sends of a run. The run's (tls.run_context,
-        # made before any load), or made now: httpx takes one whether or not a URL is https.
-        self._tls = tls if tls is not None else client_context(options)
+        # made before any load), or made now. httpx takes one whether or not a URL is https: a
+        # run with none (and no TLS file named) gets one that trusts nothing, made without
+        # reading any bundle, which none of its connections uses (redirects are not followed).
+        self._tls = tls if tls is not None else run_context(options) or ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self._resolver = Resolver()  # one for all sessions: a name's addresses are dialled in turn across them
 
     def session(self) -> HttpxSession:
