@@ -1,4 +1,4 @@
-"""Peak RSS of a run against a server that streams response headers forever, per transport.
+"""Peak RSS of a run against a server that streams response headers forever, per client.
 
     python bench/endless_headers.py [--repo PATH] [--seconds 10] [--clients 4]
 
@@ -7,7 +7,8 @@ with a status line and then header lines without end. A client that buffers the 
 without a bound grows until the timeout ends the request; one that holds heads to a limit
 fails the request at the limit and stays small. Each transport runs once, one interval of
 `--seconds` with `--clients` clients at 10 req/s each and a timeout as long as the run; the
-figure is the runner's own peak RSS (the summary's process.maxRssBytes).
+figure is the runner's own peak RSS (the summary's process.maxRssBytes). `fast` is the native
+engine's client wherever it is built (engine auto), `httpx` the Python engine's.
 
 `--repo` runs another checkout's runner (an older commit, for a before/after comparison);
 the fault server is always this checkout's. Nothing is asserted. Load goes to 127.0.0.1 only,
@@ -25,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.faultserver import FaultServer  # noqa: E402
+from tests.support.faultserver import FaultServer  # noqa: E402
 
 MB = 1_000_000
 

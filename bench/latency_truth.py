@@ -6,9 +6,9 @@ tests/support/delayserver.py answers each request DELAY ms after the kernel rece
 keeps what each answer really took (on a busy machine its thread can be late: what it kept
 is still the truth). soak's reported p50 is set beside the server's p50, at 100 req/s (5
 clients) and at saturation (`soak bench -k -c 20`, where the client is the limit and its
-event loop is always behind), for the fast transport (kernel receive timestamps where
-the platform has them) on the native engine and on the Python engine (`--engine`), and
-httpx (the loop's clock, the Python engine's only). The difference is what the client adds:
+event loop is always behind), for the native engine (its own HTTP/1.1 client, kernel receive
+timestamps where the platform has them) and the Python engine on httpx (the loop's clock; issue 34
+retired the Python fast transport, which had the kernel's timestamps too). The difference is what the client adds:
 two loopback transits, plus whatever scheduling delay its clock did not exclude.
 
 Nothing is asserted: the machine is shared; compare figures from the same run. `--repo`
@@ -41,8 +41,8 @@ def run(repo: Path, url: str, args: list[str], seconds: int) -> dict:
     return summary_of(done.stdout)
 
 
-# (transport, engine) pairs measured: the fast transport on each engine, and httpx (Python's only).
-CLIENTS = (("fast", "native"), ("fast", "python"), ("httpx", "python"))
+# (transport, engine) pairs measured: the native engine's own client, and httpx on the Python engine.
+CLIENTS = (("fast", "native"), ("httpx", "python"))
 
 
 def measure(repo: Path, delay_ms: float, scenario: str, transport: str, engine: str,

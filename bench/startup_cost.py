@@ -165,7 +165,8 @@ def _cell(parts: list[int], i: int) -> str:
 
 
 # What `soak --help` must not load (issue 34), and what else is worth seeing loaded or not.
-WATCHED = ("asyncio", "jsonschema", "runner.load.native", "runner.load.engine", "runner.load.http1", "httpx",
+WATCHED = ("asyncio", "jsonschema", "runner.load.native", "runner.load.engine", "runner.load.httpx_transport",
+           "httpx",
            "hdrh", "prometheus_client", "yaml", "ssl", "xml.etree", "runner.stats", "runner.readback")
 # Run as `python -c LISTER ARGS...`: the CLI as `python -m runner ARGS` runs it, then the modules it loaded
 # into the file SOAK_MODULES names (stdout and stderr are the command's own), whatever its exit.

@@ -2,8 +2,9 @@
 
     python bench/workers.py [--transports fast,httpx] [--interval 2s] [--iterations 3]
 
-For each transport and worker count it steps the target rate up (concurrency 50) against
-nginx with one worker on loopback, and prints per step: the achieved rate and its accuracy,
+`fast` is the native engine's own client wherever it is built (engine auto), `httpx` the Python
+engine on httpx. For each transport and worker count it steps the target rate up (concurrency 50)
+against nginx with one worker on loopback, and prints per step: the achieved rate and its accuracy,
 the lowest interval goal%, sends skipped, and the client's CPU (user + system of the runner
 and its worker processes, from /usr/bin/time, start-up included). Stepping stops once an
 interval falls below 90% of its goal. It ends with the highest rate at which every interval

@@ -218,29 +218,26 @@ class Run:
         return json.loads("\n".join(lines[lines.index("{"):]))
 
 
-# The two HTTP/1.1 clients kept alike, the native engine and the fast transport on the Python
-# engine, must pass the same integration tests where the transport is what is tested (faults,
-# the protocol, TLS, connection lifetimes, what each engine counts): a test that uses the
+# The two HTTP/1.1 clients kept alike, the native engine's own and httpx on the Python engine (the
+# readable reference), must pass the same integration tests where the transport is what is tested
+# (faults, the protocol, TLS, connection lifetimes, what each engine counts): a test that uses the
 # `transport` fixture runs once per parameter, and every CLI run in it uses that one. "native" is
-# the fast transport's HTTP/1.1 on the native engine (`--engine native`), "fast" the same on the
-# Python engine. httpx (HTTP/2, and HTTP/1.1 for whoever names it) is not a parameter (issue 34):
-# tests/integration/test_native_differential.py holds it to the native engine, scenario by
-# scenario, and tests/support/httpx_differs.py writes down where it counts differently;
-# test_http2 and a few others name it themselves. Where the transport is not what is tested, a
-# test or module narrows the parameters with `pytest.mark.transports(...)`: DEFAULT alone runs it
-# as a user's run goes, with no transport or engine flag (the fast transport, on the native
-# engine unless it refuses the run), once.
-TRANSPORTS = ("native", "fast")
-HTTPX = "httpx"  # no parameter by default: a test whose point must hold on httpx too names it
+# the default transport, `fast`, on the native engine (`--engine native`); "httpx" the Python engine
+# on httpx (`--transport httpx`, which the native engine refuses: the engine line says so). Issue 34
+# retired the third, the Python fast transport. Where httpx counts a run differently from the
+# native engine, tests/support/httpx_differs.py writes it down (one table; the differential test
+# and the tests that meet a difference read it), not a loosened assertion. Where the transport is
+# not what is tested, a test or module narrows the parameters with `pytest.mark.transports(...)`:
+# DEFAULT alone runs it as a user's run goes, with no transport or engine flag (the native engine
+# unless it refuses the run, then the Python engine on httpx), once.
+TRANSPORTS = ("native", "httpx")
 DEFAULT = "auto"
 TRANSPORT_FLAGS = {"native": ("--transport", "fast", "--engine", "native"),
-                   "fast": ("--transport", "fast", "--engine", "python"),
                    "httpx": ("--transport", "httpx")}
 TRANSPORT_CONFIG = {"native": {"transport": "fast", "engine": "native"},  # the same, as configuration
-                    "fast": {"transport": "fast", "engine": "python"}, "httpx": {"transport": "httpx"},
-                    DEFAULT: {}}
+                    "httpx": {"transport": "httpx"}, DEFAULT: {}}
 _REFUSED = "the native engine cannot send this run: "
-ENGINE_LINES = {"native": "soak: engine: native\n", "fast": "soak: engine: python\n",
+ENGINE_LINES = {"native": "soak: engine: native\n",
                 "httpx": f"soak: engine: python ({_REFUSED}the httpx transport)\n"}
 _NATIVE_REFUSAL = re.compile(r"soak: engine: native cannot send this run: (.*); use engine: auto or python\n")
 _transport: list[str] = []
@@ -291,7 +288,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "transport" in metafunc.fixturenames:
         marker = metafunc.definition.get_closest_marker("transports")
         chosen = marker.args if marker is not None else TRANSPORTS
-        assert chosen and set(chosen) <= {*TRANSPORTS, HTTPX, DEFAULT}, chosen
+        assert chosen and set(chosen) <= {*TRANSPORTS, DEFAULT}, chosen
         metafunc.parametrize("transport", chosen, indirect=True)
 
 

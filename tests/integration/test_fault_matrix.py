@@ -38,9 +38,7 @@ from runner.load.fnv import fnv1a64
 from runner.load.request import Request
 from runner.load.transport import MAX_HEAD_BYTES, TransportOptions
 from tests.conftest import (
-    HTTPX,
     REPO,
-    TRANSPORTS,
     Run,
     assert_counts_add_up,
     exit_for,
@@ -59,7 +57,7 @@ from tests.support.faultserver import (
     unaccepting_port,
 )
 
-pytestmark = [pytest.mark.usefixtures("transport"), pytest.mark.transports(*TRANSPORTS, HTTPX)]  # httpx's names too
+pytestmark = pytest.mark.usefixtures("transport")
 
 # Two intervals, so that the books are checked across a boundary; short, since no case is about
 # time: the faults are the same in a second of sending as in two.

@@ -2,8 +2,10 @@
 
 That HTTP/2 was really spoken is checked on both sides: nginx logs each request's protocol
 ($server_protocol) and connection, and the summary's `connections` says what each
-connection the runner opened speaks. The fast transport speaks HTTP/1.1 only, so
-`http2` with it is a usage error naming both settings, never a silent switch of client.
+connection the runner opened speaks. The native engine speaks HTTP/1.1 only, and both transport
+names give the Python engine httpx (issue 34 retired the Python fast transport), so `http2` with
+the default transport runs on the Python engine, on httpx, and the start-up line says why; with
+`engine: native` it is refused in one line.
 """
 
 from __future__ import annotations
@@ -145,12 +147,26 @@ def test_a_server_without_http2_fails_as_protocol_and_says_why(tls_nginx: TlsNgi
         in run.stderr.splitlines()
 
 
-def test_http2_with_the_fast_transport_is_a_usage_error(tls_nginx: TlsNginx) -> None:
+def test_http2_with_the_default_transport_takes_the_python_engine_and_says_why(tls_nginx: TlsNginx) -> None:
+    """Once a usage error (the fast transport spoke HTTP/1.1 only); the Python engine's client is httpx
+    for either name now, so no client is switched behind the configuration's back: the engine is,
+    and the start-up line says so."""
     before = len(tls_nginx.logged())
-    message = 'soak: http2: true needs "transport": "httpx" (the fast transport speaks HTTP/1.1 only)\n'
-    for args in (["--http2"], ["--transport", "fast", "--http2"], ["validate", "--http2"]):
-        run = run_soak(*args, *TEN, tls_nginx.url(tls_nginx.h2c_port, scheme="http"))
-        assert (run.returncode, run.stderr, run.stdout) == (2, message, ""), args
+    url = tls_nginx.url(tls_nginx.h2c_port, scheme="http")
+    for args in (["--http2"], ["--transport", "fast", "--http2"]):
+        run = run_soak(*args, *TEN, url)
+        assert run.returncode == 0, (args, run.stderr)
+        assert run.engine_said == "soak: engine: python (the native engine cannot send this run: HTTP/2)\n", args
+        assert run.summary["statusCodes"] == {"200": 10} and run.summary["connections"] == {"HTTP/2": 2}, args
+    seen = new_entries(tls_nginx, before, tls_nginx.h2c_port)
+    assert [(e.protocol, e.tls) for e in seen] == [("HTTP/2.0", "-")] * 20
+
+
+def test_http2_on_the_native_engine_is_refused_in_one_line(tls_nginx: TlsNginx) -> None:
+    before = len(tls_nginx.logged())
+    run = run_soak("--engine", "native", "--http2", *TEN, tls_nginx.url(tls_nginx.h2c_port, scheme="http"))
+    assert (run.returncode, run.stdout) == (2, ""), run.stderr
+    assert run.stderr == "soak: engine: native cannot send this run: HTTP/2; use engine: auto or python\n"
     assert len(tls_nginx.logged()) == before
 
 

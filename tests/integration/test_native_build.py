@@ -3,8 +3,8 @@
 The C is held to C11 with -Wall -Wextra -Werror under both compilers the project uses (gcc
 builds the extension, clang the fuzzer). The extension is optional (setup.py): where a
 compiler and the Python headers exist pip builds it, and where they do not it still
-installs the pure-Python package, so the fast transport keeps working there (and the
-native engine's Python side says it is not there).
+installs the pure-Python package, so the Python engine (on httpx) keeps working there (and
+the native engine's Python side says it is not there).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def test_pip_install_without_a_compiler_installs_the_python_package(tmp_path: Pa
     assert 'building extension "runner.load.native._response" failed' in done.stdout + done.stderr
     assert 'building extension "runner.load.native._engine" failed' in done.stdout + done.stderr
     assert not sorted((target / "runner" / "load" / "native").glob("_*.so"))
-    used = _python_in(target, "import runner.cli, runner.load.fast_transport\n"
+    used = _python_in(target, "import runner.cli, runner.load.httpx_transport\n"
                               "try:\n    import runner.load.native._response\nexcept ImportError:\n    print('python')")
     assert used.returncode == 0 and used.stdout.strip() == "python", used
     engine = _python_in(target, "from runner.load.native.engine import module, refusal\n"

@@ -4,7 +4,7 @@ Against real nginx and the misbehaving servers of tests/support/faultserver.py, 
 Python side (runner.load.native.engine, runner.stats.native), built from the tree's sources.
 Every assertion holds at any load: counts add up (requests + skipped = the sends due), a
 count is exact, nothing is sent after a stop (the server's own count), and each failure is
-named as the Python fast transport names it on the same server: never that the client kept pace.
+named as the Python engine (on httpx) names it on the same server: never that the client kept pace.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def test_an_age_limit_retires_a_connection_at_its_next_send_never_while_idle(ngi
 def test_head_has_no_body_and_ends_its_connection(nginx: Nginx) -> None:
     ran = run_native(Plan([nginx.url], qps=100, clients=2, seconds=None, total_requests=10, method="HEAD"))
     assert ran.run.good == 10 and ran.run.bytes_in == 0
-    assert ran.recorder.connections["HTTP/1.1"] == 10  # closed after each, as the fast transport does
+    assert ran.recorder.connections["HTTP/1.1"] == 10  # closed after each, as the Python engine does
 
 
 def test_the_open_model_counts_latency_from_the_due_time(nginx: Nginx) -> None:
@@ -229,7 +229,7 @@ def test_metrics_count_what_the_recorder_counts(nginx: Nginx) -> None:
     assert sum(counts.good_ns) + sum(counts.bad_ns) == ran.run.latency.sum
 
 
-# --- faults, named as the fast transport names them ------------------------------------------
+# --- faults, named as the Python engine names them ------------------------------------------
 
 
 def _failures(ran: Ran) -> tuple[Counter[str], set[tuple[str, str]]]:
@@ -254,7 +254,7 @@ FAULTS = [  # (path, timeout s, what each request ends as)
 
 
 @pytest.mark.parametrize(("path", "timeout", "kind"), FAULTS, ids=[f[0] for f in FAULTS])
-def test_each_fault_is_named_as_the_fast_transport_names_it(path: str, timeout: float, kind: str) -> None:
+def test_each_fault_is_named_as_the_python_engine_names_it(path: str, timeout: float, kind: str) -> None:
     runs = {}
     for name, run in (("native", run_native), ("python", run_python)):
         server = FaultServer().start()
@@ -276,7 +276,7 @@ def test_each_fault_is_named_as_the_fast_transport_names_it(path: str, timeout: 
                                               # more than a read's 64 KiB already in the socket when
                                               # the edge-triggered watch reports it: the rest is read
                                               (f"/big/{4 << 20}", 4 << 20)])
-def test_bodies_are_framed_as_the_fast_transport_frames_them(fault_server: FaultServer, path: str,
+def test_bodies_are_framed_as_the_python_engine_frames_them(fault_server: FaultServer, path: str,
                                                               length: int) -> None:
     ran = run_native(Plan([fault_server.url(path)], qps=20, clients=2, seconds=None, total_requests=4))
     assert ran.run.failed == 0 and ran.run.responses == 4 and ran.run.bytes_in == 4 * length

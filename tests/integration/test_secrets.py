@@ -20,11 +20,9 @@ from pathlib import Path
 import pytest
 
 from runner.core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_SHARD_MISSING, EXIT_USAGE
-from tests.conftest import HTTPX, TRANSPORTS, assert_counts_add_up, free_port, run_soak
+from tests.conftest import assert_counts_add_up, free_port, run_soak
 from tests.support.echoserver import SERVER_ESC, EchoServer
 from tests.support.liverun import LiveRun
-
-pytestmark = pytest.mark.transports(*TRANSPORTS, HTTPX)  # what httpx prints is redacted too
 
 PASSWORD = "S3cret!Passw0rd"  # written in the URL percent-encoded, as it must be
 PASSWORD_IN_URL = "S3cret%21Passw0rd"

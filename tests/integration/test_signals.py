@@ -28,10 +28,9 @@ from tests.conftest import REPO, TRANSPORT_CONFIG, Nginx, assert_counts_add_up, 
 from tests.support.faultserver import FaultServer
 from tests.support.liverun import EXIT_WITHIN_S, LONG_RUN, LiveRun, wait_until
 
-# Every test here runs once on each engine (see conftest.transport): each stops, drains and
-# cancels its sends its own way. httpx, on the Python engine as the fast transport is there,
-# is left to the tests of what differs by transport.
-pytestmark = [pytest.mark.usefixtures("transport"), pytest.mark.transports("native", "fast")]
+# Every test here runs once on each engine (see conftest.transport), the Python one on httpx:
+# each stops, drains and cancels its sends its own way.
+pytestmark = pytest.mark.usefixtures("transport")
 
 
 def stopped_line(sig: str, planned: str = "10m0s", code: int | None = EXIT_INTERRUPTED) -> re.Pattern[str]:

@@ -15,11 +15,11 @@ import pytest
 
 from runner.core.errors import EXIT_NO_RESPONSE
 from runner.load.tls import INSECURE_WARNING
-from tests.conftest import HTTPX, TRANSPORTS, Nginx, assert_counts_add_up, failure_lines, run_soak
+from tests.conftest import Nginx, assert_counts_add_up, failure_lines, run_soak
 from tests.support.certs import Pki
 from tests.support.tlsservers import StrictTlsServer, TlsNginx
 
-pytestmark = [pytest.mark.usefixtures("transport"), pytest.mark.transports(*TRANSPORTS, HTTPX)]  # verification on httpx too
+pytestmark = pytest.mark.usefixtures("transport")
 
 # Short, bounded runs: 10 sends at 50 req/s from 2 clients.
 TEN = ("--qps", "50", "--concurrency", "2", "--interval", "1s", "--totalRequests", "10")

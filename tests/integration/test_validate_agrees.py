@@ -47,7 +47,6 @@ REFUSED = [
     (["--caBundle", "/dev/zero"], "caBundle: /dev/zero: is a character device, not a regular file; inputs are read "
                                   "whole before the run starts, so they must be files that end"),
     (["--clientKey", "{tmp}/key.pem"], "clientKey: needs clientCert, the certificate the key belongs to"),
-    (["--http2"], 'http2: true needs "transport": "httpx" (the fast transport speaks HTTP/1.1 only)'),
     (["--stages", "2s:10", "--interval", "1s", "--iterations", "3"],
      "stages and iterations: the stages last 2s in all, iterations 3 of interval 1s make 3s; give one of them, or "
      "make them agree"),

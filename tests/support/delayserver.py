@@ -35,6 +35,7 @@ class DelayServer(Acceptor):
         self.delay_ns = int(delay_ms * 1e6)
         self.served_ns: list[int] = []  # per response: from the kernel's receipt of the request to the send
         self.sent_wall_ns: list[int] = []  # per response: when it was sent (CLOCK_REALTIME)
+        self.received_wall_ns: list[int] = []  # per request: when the kernel received it (CLOCK_REALTIME)
 
     @property
     def url(self) -> str:
@@ -60,6 +61,7 @@ class DelayServer(Acceptor):
                 pending += data
                 while b"\r\n\r\n" in pending:  # one answer per request head (the client sends no bodies)
                     _, _, pending = pending.partition(b"\r\n\r\n")
+                    self.received_wall_ns.append(received)
                     if not self._answer(conn, received):
                         return
 

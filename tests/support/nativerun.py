@@ -181,7 +181,7 @@ def run_native(plan: Plan, timeout_s: float = 60) -> Ran:
 
 
 def run_python(plan: Plan, timeout_s: float = 60) -> Ran:
-    """The same on the Python engine with the fast transport: the reference."""
+    """The same on the Python engine (on httpx, the `fast` transport's client there): the reference."""
     return run_soak_engine(plan, "python", timeout_s)
 
 
