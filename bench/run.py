@@ -5,7 +5,7 @@
 
 It installs what it needs (nginx, ab, wrk, hey from Debian, as root), starts nginx with one
 worker on a free loopback port, and measures soak's native engine (`--engine native`: C, its
-own thread) and its Python engine (`--engine python`: asyncio and the fast transport) beside
+own thread) and its Python engine (`--engine python`: asyncio and httpx) beside
 the other tools. Where a target of issue 22 compares the native engine with a tool, the two
 run in interleaved pairs (A B A B, --rounds of them), each pair's ratio printed with `uptime`
 beside it, and the median of the ratios is the figure: the machine is shared, so only
@@ -655,7 +655,7 @@ def report_steady(url: str, seconds: int, rounds: int) -> None:
 
 
 def report_lag(url: str, seconds: int) -> None:
-    print(f"## Send lag against the schedule, {seconds} s each (fast transport)\n")
+    print(f"## Send lag against the schedule, {seconds} s each (transport fast: native's client, httpx on Python)\n")
     print("| engine | req/s | pacing | p50 (us) | p99 (us) | max (us) | client CPU (% of a core) |")
     print("|---|---|---|---|---|---|---|")
     for engine in ENGINES:
