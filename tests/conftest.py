@@ -239,6 +239,7 @@ TRANSPORT_CONFIG = {"native": {"transport": "fast", "engine": "native"},  # the 
 _REFUSED = "the native engine cannot send this run: "
 ENGINE_LINES = {"native": "soak: engine: native\n",
                 "httpx": f"soak: engine: python ({_REFUSED}the httpx transport)\n"}
+_PYTHON_ASKED = "soak: engine: python\n"  # `--engine python` with the default transport: httpx, unrefused
 _NATIVE_REFUSAL = re.compile(r"soak: engine: native cannot send this run: (.*); use engine: auto or python\n")
 _transport: list[str] = []
 
@@ -268,8 +269,8 @@ def split_engine_line(stderr: str) -> tuple[str, str]:
     for index, line in enumerate(lines):
         if _ENGINE_SAID.fullmatch(line):
             expected = engine_line()
-            assert line == expected or (not _transport and (line in ENGINE_LINES.values() or _AUTO_FALLBACK.fullmatch(
-                line))), (line, expected)
+            assert line == expected or (not _transport and (line in (*ENGINE_LINES.values(), _PYTHON_ASKED)
+                                                            or _AUTO_FALLBACK.fullmatch(line))), (line, expected)
             return line, "".join(lines[:index] + lines[index + 1:])
     return "", stderr
 

@@ -346,6 +346,8 @@ class HttpxSession:
             del self._client.headers["Accept-Encoding"]
         if options.no_reuse and not options.http2:  # HTTP/2 forbids the header; no keep-alive closes it
             self._client.headers["Connection"] = "close"
+        else:  # httpx adds `Connection: keep-alive`, which HTTP/1.1 means anyway: sent as the native engine sends
+            del self._client.headers["Connection"]
         self._server_reported = False  # the Server header is read from the session's first response only
         self._urls: dict[str, httpx.URL] = {}  # parsed once: httpx would parse the text on every send (~7 us)
         self._backend_header = options.backend_header

@@ -191,14 +191,14 @@ def test_open_model_never_has_more_in_flight_than_max_in_flight(fault_server: Fa
 
 def test_a_response_just_after_the_timeout_is_a_timeout() -> None:
     """A server that answers 3 ms after the 2 s timeout: every request timed out, in both
-    transports. The fast transport checks its requests' deadlines every 1/20 of the timeout
-    (100 ms here) and once counted a head that arrived between a deadline and the next check
-    as a good response. The server answers 2.003 s after it received the request, which is
+    clients. The Python fast transport (retired in issue 34) checked its requests' deadlines every
+    1/20 of the timeout (100 ms here) and once counted a head that arrived between a deadline and
+    the next check as a good response. The server answers 2.003 s after it received the request, which is
     after the client sent it, so the answer is late however slow the machine."""
     with DelayServer(2003) as server:
         url = server.url
         run = soak(url, "--timeout", "2s", qps=4, concurrency=4, interval="1s", iterations=1)
-    # The late answer's body (100 bytes) counts in bytesIn where the client read it (fast), as any
+    # The late answer's body (100 bytes) counts in bytesIn where the client read it, as any
     # body bytes that arrived before a failure do.
     summary = check_failures(run, url, "timeout", "timeout: no response headers within 2s", body_bytes=(0, 100))
     assert summary["requests"] + summary["skipped"] == sends_due(4, 1.0)
@@ -283,7 +283,7 @@ def test_not_http(fault_server: FaultServer) -> None:
 @pytest.mark.parametrize("code", ["000", "099", "99", "0999", "1000", "abc"])
 def test_a_status_line_without_a_status_code_is_protocol_at_once(fault_server: FaultServer, code: str) -> None:
     """A status code outside 100-999 (or not three digits) is not HTTP: each transport fails it
-    as `protocol` when it arrives. The fast transport once took `000` and `099` for an interim
+    as `protocol` when it arrives. The Python fast transport (since retired) once took `000` and `099` for an interim
     1xx head and waited for a final one until the timeout."""
     url = fault_server.url(f"/raw-status/{code}")
     run = soak(url, "--timeout", "20s", qps=4, concurrency=1, interval="1s", iterations=1)

@@ -1,7 +1,7 @@
 """Input no request can carry, refused by the real CLI in one line before anything is sent.
 
 A URL, Host or header value beyond ASCII, or a lone surrogate ("\\ud800" in JSON), crashed a run
-with a UnicodeEncodeError traceback at the first send (the fast transport writes Latin-1, httpx
+with a UnicodeEncodeError traceback at the first send (the fast transport, since retired, wrote Latin-1, httpx
 ASCII headers), and often `soak validate` too. Both now refuse it with the same line, exit 2.
 """
 

@@ -306,7 +306,7 @@ def test_hashed_bodies_count_the_same_on_both_engines(fault_server: FaultServer,
 def test_a_backend_header_the_parser_reads_itself_counts_the_same_on_both_engines(
         fault_server: FaultServer, header: str, request: pytest.FixtureRequest) -> None:
     """backendHeader naming a header response.c reads for its own ends: the native engine keeps its
-    value too (it once sent these runs on the Python engine), as http1.py reads it, for every
+    value too (it once sent these runs on the Python engine), as httpx reads it, for every
     response: the fault server's /ok says Content-Length: 3, its /chunked Transfer-Encoding:
     chunked; nginx says Server: nginx/... and Connection: keep-alive."""
     if header in ("server", "Connection"):

@@ -19,7 +19,7 @@ from tests.conftest import Nginx, assert_counts_add_up, run_soak
 from tests.support import nginxlog
 from tests.support.faultserver import FaultServer
 
-# Every test on each transport, the fast one on both engines (tests/conftest.py's `transport`):
+# Every test on each client, the native engine's and httpx's (tests/conftest.py's `transport`):
 # the native engine sends by the same wheel and counts each URL apart as the Python engine does.
 pytestmark = pytest.mark.usefixtures("transport")
 
