@@ -228,7 +228,7 @@ MAX_HOST_NAME = 253
 def _host_name_problem(host: str) -> str:
     """What DNS, and so the IDNA codec that both clients pass a host name through, refuse in `host`.
 
-    Such a name passed every check and then crashed the fast client's first send with
+    Such a name passed every check and then crashed the fast transport's first send (since retired) with
     `UnicodeError: encoding with 'idna' codec failed`; refused here, it is one line up front.
     """
     if ":" in host:  # an IPv6 address ([::1]), not a name
@@ -249,7 +249,7 @@ def _host_name_problem(host: str) -> str:
 def _not_ascii(url: str) -> str:
     """Why a URL with a character beyond ASCII is refused, and how to write it in ASCII.
 
-    The fast client sends a URL as written and could not send this one (every send would fail);
+    The native engine sends a URL as written and could not send this one (every send would fail);
     httpx would encode it quietly, so one URL would be two requests. Refused, with the ASCII
     form to write instead.
     """
