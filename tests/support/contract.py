@@ -585,8 +585,9 @@ CASES: tuple[Case, ...] = (
     Case("fault server: GET /stall", b"", PENDING),
 )
 
-# The rows that are the fault server's answers, by (method, path): the differential test checks
-# that the server really sends them. Its endless answers begin with their rows' bytes.
+# The rows that are the fault server's answers, by (method, path): test_native_response.py checks
+# that the server really sends them, and that its captures come to their outcomes. Its endless
+# answers begin with their rows' bytes.
 FAULT_SERVER: dict[tuple[str, str], str] = {
     (case.name.split()[2], case.name.split()[3]): case.name for case in CASES if case.name.startswith("fault server: ")
 }
