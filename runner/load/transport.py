@@ -21,9 +21,9 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from runner.core.lazymethods import dataclass
 from runner.load.request import Request
 from runner.load.result import Result
 
