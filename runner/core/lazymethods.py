@@ -9,7 +9,8 @@ one write `__init__` (and a frozen class's guards) as it does, and leaves in the
 the other three that the standard one would have written, a placeholder that on its first use
 makes the method the standard one makes (a twin class of the same fields, compare, hash and repr
 flags), sets it in the class in its place and answers with it: the same method, compiled later or
-never. What it takes is the subset of the standard options used here: `frozen`, `eq` and `slots`;
+never. Looked up on the class without being called (the standard decorator checks that a field's
+default has a __hash__), it answers with a function that makes it when called. What it takes is the subset of the standard options used here: `frozen`, `eq` and `slots`;
 `unsafe_hash` and `order` are not offered (a class that needs them uses the standard one).
 """
 
@@ -66,9 +67,18 @@ class _Later:
         self.name = name
 
     def __get__(self, instance: object, kind: type | None = None) -> Any:
+        if instance is None:  # looked up on the class, not called (the standard decorator's check of a default's
+            return self.call  # hash is one): what makes the method when it is called
+        return self.make().__get__(instance, kind)
+
+    def make(self) -> Any:
+        """The method, made and set in the class in this placeholder's place."""
         method = _made(self.owner, self.name)
         setattr(self.owner, self.name, method)
-        return method.__get__(instance, kind)
+        return method
+
+    def call(self, instance: object, *args: Any) -> Any:
+        return self.make()(instance, *args)
 
 
 def _made(cls: type, name: str) -> Any:
@@ -76,8 +86,9 @@ def _made(cls: type, name: str) -> Any:
     fields = [(f.name, object, dataclasses.field(repr=f.repr, hash=f.hash, compare=f.compare))
               for f in dataclasses.fields(cls)]
     # The one method asked for alone (no __init__); a hash as a frozen class with eq has it (unsafe_hash adds it).
+    # A docstring, or the standard decorator writes one from inspect.signature (tokenize's regular expressions).
     twin = dataclasses.make_dataclass(cls.__name__, fields, init=False, repr=name == "__repr__", eq=name == "__eq__",
-                                      unsafe_hash=name == "__hash__")
+                                      unsafe_hash=name == "__hash__", namespace={"__doc__": cls.__doc__ or "-"})
     method = twin.__dict__[name]
     method.__qualname__ = f"{cls.__qualname__}.{name}"
     return method

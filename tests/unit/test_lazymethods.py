@@ -114,6 +114,14 @@ def test_nothing_but_init_is_made_with_the_class() -> None:
     assert vars(made["Plain"])["__hash__"] is None  # unhashable as the standard one's, nothing to make
     assert not isinstance(vars(made["OwnEq"])["__eq__"], lazymethods._Later)
     assert isinstance(vars(made["OwnEq"])["__hash__"], lazymethods._Later)  # the standard one adds it too
+    frozen = made["Frozen"]
+
+    @lazymethods.dataclass(frozen=True)
+    class Holder:  # the standard decorator looks up a default's __hash__ (a mutable default is refused)
+        held: Any = frozen(1)
+
+    assert isinstance(vars(frozen)["__hash__"], lazymethods._Later)  # looked up, not made
+    assert frozen.__hash__(frozen(1)) == hash(frozen(1)) == hash(Holder().held)  # called from the class, made
     made["Frozen"](1).__repr__()
     assert not isinstance(vars(made["Frozen"])["__repr__"], lazymethods._Later)  # made once, then in place
     assert isinstance(vars(made["Frozen"])["__eq__"], lazymethods._Later)
