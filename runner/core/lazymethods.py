@@ -3,15 +3,17 @@
 Issue 34: the standard `dataclass` compiles the source of each method it writes as the class is
 made: five or six per frozen class (`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__`,
 `__delattr__`), about 0.5 ms of CPU a class, 25 ms of a one-request bench's 109 ms for the 47 on
-its start path. A run calls their `__init__` and, with the fields they are, nothing else: a repr,
-an equality or a hash is a test's, a log line's or a dict key's. This decorator lets the standard
-one write `__init__` (and a frozen class's guards) as it does, and leaves in the class, for each of
-the other three that the standard one would have written, a placeholder that on its first use
-makes the method the standard one makes (a twin class of the same fields, compare, hash and repr
-flags), sets it in the class in its place and answers with it: the same method, compiled later or
-never. Looked up on the class without being called (the standard decorator checks that a field's
-default has a __hash__), it answers with a function that makes it when called. What it takes is the subset of the standard options used here: `frozen`, `eq` and `slots`;
-`unsafe_hash` and `order` are not offered (a class that needs them uses the standard one).
+its start path. The run calls their `__init__` and nothing else: a repr, an equality or a hash is
+a test's, a log line's or a dict key's. This decorator lets the standard one write `__init__` (and
+a frozen class's guards) as it does, and leaves in the class, for each of the other three that the
+standard one would have written, a placeholder that on its first use makes the method the standard
+one makes (on a twin class of the same fields and compare, hash and repr flags), sets it in the
+class in its place and answers with it: the same method, compiled later or never. Looked up on the
+class without being called (the standard decorator checks that a field's default has a __hash__),
+it answers with a function that makes the method when called.
+
+It takes the subset of the standard options used here: `frozen`, `eq` and `slots` (`unsafe_hash`
+and `order` are not offered: a class that needs them uses the standard decorator).
 """
 
 from __future__ import annotations
