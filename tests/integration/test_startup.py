@@ -45,6 +45,7 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
                           "--warmup", "100ms"),  # a warm-up (on an engine of its own)
     "runner.load.alarm": ("run", "--qps", "20", "--concurrency", "1", "--totalRequests", "2", "--interval", "1s",
                           "--engine", "python"),  # the Python engine's pacing, on the kernel's timer
+    "encodings.idna": ("bench", "-n", "1", "{named}"),  # a host name (an IP address is looked up as bytes)
     "runner.stats.record": ("run", "--qps", "20", "--concurrency", "2", "--totalRequests", "2", "--interval", "1s",
                             "--shards", "2", "--shard", "0"),  # a shard's records, for merging
 }
@@ -148,8 +149,9 @@ def test_a_run_that_needs_it_loads_it(module: str, nginx: Nginx, tmp_path: Path)
     config = tmp_path / "configuration.json"
     config.write_text('{"iterations": 1}')
     args = [a.format(port=free_port(), configmap=configmap, https=nginx.url.replace("http:", "https:"),
-                     store=tmp_path / "records", out=tmp_path, config=config) for a in OPTIONAL[module]]
-    if "{https}" not in OPTIONAL[module] and "--urls" not in args:
+                     named=nginx.url.replace("127.0.0.1", "localhost"), store=tmp_path / "records", out=tmp_path,
+                     config=config) for a in OPTIONAL[module]]
+    if "{https}" not in OPTIONAL[module] and "{named}" not in OPTIONAL[module] and "--urls" not in args:
         args.append(nginx.url)
     _, modules, stderr = loaded(tmp_path, *args)
     assert _held(modules, module), stderr
