@@ -1,4 +1,4 @@
-"""What parsing one response costs, in user-space instructions: the native parser against httptools.
+"""What parsing one response costs the native parser, in user-space instructions.
 
     python bench/parser_cost.py [--big 100000] [--small 10000]
 
@@ -8,21 +8,17 @@ responses minus a run of --small, divided by the difference, is the cost of one 
 start-up excluded. Instruction counts are the one figure that repeats on a shared machine.
 
 - native: runner/load/native/response.c, built with gcc -O2 into bench/native_parse.c's
-  driver: a fresh parser fed the whole response in one read; and built as where there is no
-  SSE2 (-DSOAK_PORTABLE, unsigned char: arm64's scans, counted on this machine);
-- httptools: llhttp as the fast transport runs it, one HttpResponseParser fed the response
-  again and again, with the three callbacks http1.py has (doing nothing);
-- http1.Connection: the fast transport's whole framing per response on a kept-alive
-  connection (send(), then data_received() of the response), its Result and Future
-  included; a tenth as many responses, as it is slower to count.
+  driver: a fresh parser fed the whole response in one read;
+- native, portable: the same built as where there is no SSE2 (-DSOAK_PORTABLE, unsigned
+  char: arm64's scans, counted on this machine).
 
-Nothing is asserted and no load is sent anywhere.
+(The rows for httptools and the Python fast transport's framing went with them, issue 34;
+bench/README.md keeps their last figures.) Nothing is asserted and no load is sent anywhere.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import subprocess
@@ -37,33 +33,11 @@ from tests.support.responses import NGINX_RESPONSE  # noqa: E402
 
 NATIVE = REPO / "runner" / "load" / "native"
 
-HTTPTOOLS = """
-import sys, httptools
-class Protocol:
-    def on_headers_complete(self): pass
-    def on_body(self, body): pass
-    def on_message_complete(self): pass
-data = open(sys.argv[1], "rb").read()
-parser = httptools.HttpResponseParser(Protocol())
-for _ in range(int(sys.argv[2])):
-    parser.feed_data(data)
-"""
-
-CONNECTION = """
-import sys
-sys.path.insert(0, sys.argv[2])
-from tests.support.replay import PythonTransport
-data = open(sys.argv[1], "rb").read()
-with PythonTransport() as transport:
-    transport.keep_alive_responses(data, int(sys.argv[3]))
-"""
-
 
 def instructions(command: list[str]) -> int:
-    """User-space instructions a command executes, as callgrind counts them (Python's hashing
-    seeded alike, so that a count repeats)."""
+    """User-space instructions a command executes, as callgrind counts them."""
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
-                          capture_output=True, text=True, check=False, env={**os.environ, "PYTHONHASHSEED": "0"})
+                          capture_output=True, text=True, check=False)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
         raise SystemExit(f"callgrind failed on {command[0]}: {done.stderr[-2000:]}")
@@ -93,11 +67,6 @@ def main() -> None:
             ("native (response.c)", per_response([str(driver), str(response)], args.big, args.small)),
             ("native, portable scans (as without SSE2: arm64)",
              per_response([str(portable), str(response)], args.big, args.small)),
-            ("httptools (llhttp and 3 callbacks)",
-             per_response([sys.executable, "-c", HTTPTOOLS, str(response)], args.big, args.small)),
-            ("http1.Connection (the fast transport's framing)",
-             per_response([sys.executable, "-c", CONNECTION, str(response), str(REPO)], args.big // 10,
-                          args.small // 10)),
         ]
     head = NGINX_RESPONSE.index(b"\r\n\r\n") + 4
     print(f"# user-space instructions per response: nginx's {len(NGINX_RESPONSE)}-byte answer ({head}-byte head), "

@@ -17,11 +17,11 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.core.errors import EXIT_OK, UsageError
+from runner.core.lazymethods import dataclass
 from runner.core.units import UNIT_NS
 
 if TYPE_CHECKING:

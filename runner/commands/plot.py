@@ -17,13 +17,13 @@ import argparse
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from itertools import accumulate, pairwise
 from typing import TYPE_CHECKING, Any
 
 from runner.commands.readfiles import add_assume_unit, load_usable, print_notes
 from runner.core.errors import EXIT_OK, UsageError
+from runner.core.lazymethods import dataclass
 from runner.core.numbers import whole_number
 from runner.core.units import NS_PER_HOUR, UNIT_NS
 

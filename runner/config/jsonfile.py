@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from runner.config.files import CONFIG_LIMIT, read_bounded
 from runner.config.schema import json_path_in, validate
 from runner.core.errors import UsageError
+from runner.core.lazymethods import dataclass
 
 
 def read_config_file(path: str) -> dict[str, Any]:

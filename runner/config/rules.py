@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from runner.core import units
 from runner.core.errors import UsageError
+from runner.core.lazymethods import dataclass
 from runner.core.measures import BACKENDS_KEPT, PHASES  # a latency rule may name a phase: `connect.p99 < 5ms`
 from runner.core.percentiles import PERCENTILES
 

@@ -7,13 +7,13 @@ Settings with durations parsed to nanoseconds; nothing downstream reads raw JSON
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from runner.config.schema import defaults, settings_names
 from runner.core import redact
 from runner.core.durations import format_duration, parse_duration
 from runner.core.errors import UsageError
+from runner.core.lazymethods import dataclass
 
 if TYPE_CHECKING:  # a run without thresholds does not load the rules' parser (_rules)
     from runner.config.rules import Rule

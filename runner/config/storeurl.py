@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
+
+from runner.core.lazymethods import dataclass
 
 SCHEMES = ("file", "s3")
 STORE_WAIT_S = 10.0  # the longest a run waits at its end for its record to be stored (runner.store.writer)

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import overload
 from urllib.parse import urlsplit, urlunsplit
 
 from runner.core import redact
+from runner.core.lazymethods import dataclass
 
 # A weight is a whole number from 1 to MAX_WEIGHT; the weights of a weighted list, divided by their
 # greatest common divisor, add up to at most MAX_TURN: the sends of one turn of the wheel, which is

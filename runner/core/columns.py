@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Self
 
+from runner.core.lazymethods import dataclass
 from runner.core.percentiles import PERCENTILES
 
 # slow_cooker's widths are enough for ms. A microsecond is a thousand times finer, so its columns

@@ -10,8 +10,9 @@ show it, one word in that output's set there, or one row in the line's columns).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
+
+from runner.core.lazymethods import dataclass
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,11 @@ every layer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
 from runner.config.settings import Pacing
+from runner.core.lazymethods import dataclass
 from runner.load.result import Result
 from runner.load.schedule import Ramp, Schedule
 from runner.load.shards import Shard

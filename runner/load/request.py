@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,6 +19,7 @@ from runner.config.files import BODY_LIMIT, read_bounded
 from runner.config.settings import Settings
 from runner.core import redact
 from runner.core.errors import UsageError
+from runner.core.lazymethods import dataclass
 
 # What a header value may hold (RFC 7230 field-vchar without obs-text, spaces, tabs); the same
 # set as schema.json's pattern for a literal value, applied here to values read from the environment.

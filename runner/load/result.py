@@ -8,8 +8,9 @@ about a request is kept once it has been counted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+
+from runner.core.lazymethods import dataclass
 
 # The most characters of a backendHeader's value kept: a pod's name is at most 63 (a DNS
 # label), and a server that sends a long value (or a new one per response) costs no more.

@@ -27,11 +27,12 @@ import bisect
 import math
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from functools import cached_property
 from typing import Protocol
 
+from runner.core.lazymethods import dataclass
 from runner.core.units import NS_PER_S
 
 # With a ramp, a send it never makes due (beyond its total) is due this long after its end:

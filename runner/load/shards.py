@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 from runner.core.errors import UsageError
+from runner.core.lazymethods import dataclass
 from runner.core.numbers import whole_number
 
 # Kubernetes sets this in each pod of an Indexed Job: the pod's index, 0 to completions - 1.

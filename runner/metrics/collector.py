@@ -50,7 +50,6 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING, TextIO
 
@@ -69,6 +68,7 @@ from runner import __version__
 from runner.config.settings import Settings
 from runner.config.targets import as_targets
 from runner.core.columns import LINE_PERCENTILES
+from runner.core.lazymethods import dataclass
 from runner.core.redact import printable
 from runner.load.model import LoadModel
 from runner.load.shards import ALONE, Shard

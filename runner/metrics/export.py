@@ -21,11 +21,11 @@ import urllib.error
 import urllib.request
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Generic, Protocol, TextIO, TypeVar
 
 from runner.core import redact
+from runner.core.lazymethods import dataclass
 from runner.stats.runinfo import RunInfo
 
 if TYPE_CHECKING:

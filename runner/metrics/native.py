@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
+from runner.core.lazymethods import dataclass
 from runner.stats.histogram import HIGHEST_NS, LatencyHistogram
 
 SCHEMA = 4  # 16 buckets per doubling: 4.4% wide

@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from typing import Protocol
 
@@ -21,6 +21,7 @@ from runner.config.targets import URL_SERIES_CAP as URL_SERIES_CAP
 from runner.config.targets import UrlSlots as UrlSlots
 from runner.config.targets import url_label as url_label
 from runner.config.targets import url_slots as url_slots
+from runner.core.lazymethods import dataclass
 from runner.load.model import LoadModel
 from runner.load.native.records import MetricsCounts
 from runner.load.result import Result, is_good

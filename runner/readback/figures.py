@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
 from runner.core.columns import LINE_PERCENTILES
+from runner.core.lazymethods import dataclass
 from runner.core.units import UNIT_NS
 from runner.readback.logscan import IntervalRow, Startup
 from runner.report import keys as k

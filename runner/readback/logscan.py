@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from runner.core.columns import LOG_LINE, matched
 from runner.core.durations import DurationError, parse_duration
+from runner.core.lazymethods import dataclass
 from runner.report.clientnotes import NOTE_PREFIXES
 from runner.report.slowcooker import COUNT_REACHED, WARMUP_MARK
 from runner.stats.figures import Sends

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Any
 
+from runner.core.lazymethods import dataclass
 from runner.readback.lazyjson import Path, lazy_object
 
 _CLOSER = {"{": "}", "[": "]"}

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
 from runner.config.schema import shortened
 from runner.core.durations import format_duration, parse_duration
 from runner.core.errors import UsageError
+from runner.core.lazymethods import dataclass
 from runner.core.units import NS_PER_S, rfc3339
 from runner.readback.logscan import Startup, startup_line, without_timestamp
 from runner.readback.results import load_run

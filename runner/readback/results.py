@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
 from runner.config.files import read_log
 from runner.core.columns import LATENCY_COLUMNS
+from runner.core.lazymethods import dataclass
 from runner.core.units import UNIT_NS
 from runner.readback.figures import LATENCY_KEYS, RunFigures, figures, json_int, json_number
 from runner.readback.logscan import MAX_LINE_NOTES, IntervalRow, JsonBlock, LogScan, Startup, scan

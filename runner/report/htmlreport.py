@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from html import escape
 
 from runner.core.columns import LINE_PERCENTILES
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS, exit_code
+from runner.core.lazymethods import dataclass
 from runner.core.units import time_text
 from runner.report.junit import RunError, broken_intervals, measured_text
 from runner.report.svgchart import PALETTE, Line, Panel, linear_ticks, svg

@@ -27,11 +27,11 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TextIO
 
 from runner.core import redact
 from runner.core.errors import EXIT_INTERRUPTED, EXIT_NO_RESPONSE, EXIT_PROXY_NOT_READY, EXIT_WORKER_FAILED
+from runner.core.lazymethods import dataclass
 from runner.core.units import rfc3339
 from runner.report.base import Reporter
 from runner.report.outcome import ExitCode

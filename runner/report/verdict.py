@@ -35,7 +35,7 @@ import os
 import signal
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from typing import Any, TextIO
 
@@ -43,6 +43,7 @@ from runner.config.rules import BACKENDS, LATENCIES, RATE, Rule, number, status_
 from runner.config.settings import Settings
 from runner.config.targets import matching, url_slots
 from runner.core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLDS
+from runner.core.lazymethods import dataclass
 from runner.load.model import schedule_of
 from runner.report.base import Reporter
 from runner.report.clientnotes import short

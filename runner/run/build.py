@@ -19,7 +19,6 @@ from __future__ import annotations
 import resource
 import ssl
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from runner.config.abflags import AB_FLAGS
@@ -27,6 +26,7 @@ from runner.config.files import check_output
 from runner.config.settings import Settings
 from runner.config.targets import Targets, as_targets, scope_problem, url_slots
 from runner.core.errors import UsageError
+from runner.core.lazymethods import dataclass
 from runner.core.redact import Secrets
 from runner.core.units import UNIT_NS
 from runner.load.clients import TRANSPORTS

@@ -145,6 +145,11 @@ class EngineRun(Protocol):
         """What the run counted in all, once its last interval is taken."""
         ...
 
+    def leftover(self) -> Tally:
+        """What was counted and no closed interval holds (a warm-up's sends that came back after it
+        ended), added up, once the engine is done; no interval is closed."""
+        ...
+
 
 class _Engine(Protocol):
     """What _Run asks of an engine, Engine and NativeEngine alike."""
@@ -176,6 +181,9 @@ class _Recorder(Counted, Protocol):
         ...
 
     def drain_from(self, t_ns: int) -> None:
+        ...
+
+    def leftover(self) -> Tally:
         ...
 
 
@@ -216,6 +224,9 @@ class _Run(Generic[E, R]):
 
     def totals(self) -> Counted:
         return self.recorder
+
+    def leftover(self) -> Tally:
+        return self.recorder.leftover()
 
 
 class PythonRun(_Run["Engine", Recorder]):  # a string: the Python engine is imported only where it sends
@@ -307,9 +318,10 @@ def native_of(parts: Parts, schedule: Schedule, grid: Grid, load: Load,
 
 
 def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, watch: LoopWatch, *,
-               metrics: MetricsTally | None = None, progress: Progress | None = None,
-               take_sessions: Handoff | NativeEngine | None = None) -> EngineRun:
-    """The engine parts.engine names, on `schedule`, counted on `grid`, on the run's `clock`.
+               load: Load | None = None, metrics: MetricsTally | None = None, progress: Progress | None = None,
+               take_sessions: Handoff | NativeEngine | None = None) -> PythonRun | NativeRun:
+    """The engine parts.engine names, sending `load` (the run's, parts.load(), unless given) on
+    `schedule`, counted on `grid`, on the run's `clock`.
 
     `watch`: the loop-lag watch the Python engine's pacing wake-ups are told to (the native
     engine measures its own loop); `metrics`: this process's Prometheus counts, fed every result
@@ -318,8 +330,9 @@ def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, wa
     this one: the Python engine's Handoff, or the native engine that sends the warm-up, whose
     clients hand theirs on in C (NativeEngine.give_to).
     """
+    load = parts.load() if load is None else load
     if parts.engine.name == "native":
-        native, taken = native_of(parts, schedule, grid, parts.load(), metrics)
+        native, taken = native_of(parts, schedule, grid, load, metrics)
         if take_sessions is not None:
             assert isinstance(take_sessions, NativeEngine), "a native run's warm-up is the native engine's"
             take_sessions.give_to(native)
@@ -334,7 +347,6 @@ def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, wa
     sink: Sink = recorder.record if progress is None else _counting(recorder.record, progress)
     if metrics is not None:  # every result, after the recorder has counted it
         sink = _both(sink, metrics.record)
-    load = parts.load()
     if take_sessions is not None:  # the run's clients go on over the warm-up's connections, its own from then
         assert isinstance(take_sessions, Handoff), "a Python run's warm-up is the Python engine's"
         take_sessions.taken = recorder.took_over if metrics is None else _both_taken(recorder.took_over,
@@ -342,6 +354,23 @@ def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, wa
         load = dataclasses.replace(load, take_sessions=take_sessions)
     engine = Engine(schedule, load, parts.transport, sink, clock.for_engine(load.model.precise, watch))
     return PythonRun(engine, recorder, grid, watch)
+
+
+def warmup_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock,
+               watch: LoopWatch) -> tuple[PythonRun | NativeRun, Handoff | NativeEngine]:
+    """A warm-up's engine (runner.run.warmup), built as the run's is, and where its clients' sessions
+    go when it is done, for the run's engine_run to take: the Python engine's Handoff, or the native
+    warm-up engine itself (NativeEngine.give_to). It counts no totalRequests: those are the run's."""
+    load = dataclasses.replace(parts.load(), total_requests=0)
+    if parts.engine.name == "native":
+        run = engine_run(parts, grid, schedule, clock, watch, load=load)
+        assert isinstance(run, NativeRun)
+        return run, run.engine
+    from runner.load.handoff import Handoff
+
+    handoff = Handoff()
+    given = dataclasses.replace(load, give_sessions=handoff)
+    return engine_run(parts, grid, schedule, clock, watch, load=given), handoff
 
 
 def _counting(record: Sink, progress: Progress) -> Sink:

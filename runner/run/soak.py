@@ -134,8 +134,8 @@ class Soak:
             await self._wait(until, warmup.task)
             if self._signal.is_set():
                 end = max(min(self._signal_ns, warmup.end_ns), warmup.grid.start_ns)
-                while warmup.grid.end_of(warmup.recorder.next_index) < end:
-                    self._emit_warmup(warmup.close(warmup.grid.end_of(warmup.recorder.next_index), clock.cpu_s(),
+                while warmup.grid.end_of(warmup.run.next_index) < end:
+                    self._emit_warmup(warmup.close(warmup.grid.end_of(warmup.run.next_index), clock.cpu_s(),
                                                    clock.now_ns()))
                 self._emit_warmup(warmup.close(end, clock.cpu_s(), clock.now_ns()))
                 return
@@ -145,7 +145,7 @@ class Soak:
     def _meter(self) -> ClientMeter:
         """Whose client figures the loop's lag goes to: the warm-up's while it lasts, then the run's."""
         warmup = self._warmup
-        return warmup.recorder.client if warmup is not None and not warmup.over else self._run.client
+        return warmup.run.client if warmup is not None and not warmup.over else self._run.client
 
     def _emit_warmup(self, interval: Interval) -> None:
         for reporter in self._reporters:

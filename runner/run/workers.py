@@ -24,13 +24,14 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from runner.config.settings import Settings
 from runner.config.targets import as_targets
+from runner.core.lazymethods import dataclass
 from runner.load.clock import RunClock, SystemClock
 from runner.load.shards import Shard, aligned_start
 from runner.report.base import Reporter

@@ -22,11 +22,12 @@ import itertools
 import math
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Protocol
 
 from runner.config.settings import Settings
 from runner.core.columns import LINE_PERCENTILES
+from runner.core.lazymethods import dataclass
 from runner.core.percentiles import PERCENTILES
 from runner.core.units import NS_PER_MS, NS_PER_S
 from runner.load.model import Closed, Open, model_for

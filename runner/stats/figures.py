@@ -17,10 +17,11 @@ here reads a clock or touches the network.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
 from runner.core.columns import LATENCY_COLUMNS
+from runner.core.lazymethods import dataclass
 from runner.core.percentiles import PERCENTILES
 from runner.stats.histogram import LatencyHistogram
 from runner.stats.phases import PhaseTally

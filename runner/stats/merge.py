@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import groupby
 from typing import Any
 
 from runner.config.settings import Settings, merge, settings_from
+from runner.core.lazymethods import dataclass
 from runner.core.units import NS_PER_S
 from runner.load.model import ramp_of
 from runner.load.schedule import Schedule

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Protocol
 
+from runner.core.lazymethods import dataclass
 from runner.core.redact import printable
 from runner.load.model import LoadModel
 from runner.load.native.records import BenchCounts, HistogramCounts, RunFigures, Taken, TallyCounts

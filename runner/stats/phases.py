@@ -16,8 +16,9 @@ send has no headers to end its ttfb.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from runner.core.lazymethods import dataclass
 from runner.core.measures import PHASES
 from runner.load.result import Result
 from runner.stats.histogram import LatencyHistogram

@@ -16,12 +16,12 @@ import math
 import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from runner.config.schema import schema, settings_names, shortened, validate
 from runner.config.settings import merge, settings_from
 from runner.core.errors import UsageError
+from runner.core.lazymethods import dataclass
 from runner.core.redact import printable
 from runner.stats.client import ClientFigures
 from runner.stats.histogram import HIGHEST_NS, LatencyHistogram

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from runner.core.lazymethods import dataclass
 from runner.core.measures import BACKENDS_KEPT
 from runner.core.redact import printable
 from runner.load.model import LoadModel

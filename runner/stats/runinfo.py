@@ -7,7 +7,7 @@ hold counts and histograms, never a Result.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from typing import Any
 
@@ -15,6 +15,7 @@ from runner.config.settings import Settings
 from runner.config.targets import Targets
 from runner.core import redact
 from runner.core.durations import format_duration
+from runner.core.lazymethods import dataclass
 from runner.core.units import NS_PER_S
 from runner.load.model import LoadModel, model_for
 from runner.load.shards import ALONE, Shard

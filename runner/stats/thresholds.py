@@ -8,9 +8,9 @@ early instead of spending another hour on a verdict that is already certain.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from runner.config.rules import BACKENDS, LATENCIES, RATE, status_codes
+from runner.core.lazymethods import dataclass
 from runner.stats.client import Pace
 from runner.stats.figures import Figures, backends_reached
 from runner.stats.histogram import LatencyHistogram

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from runner.core.errors import EXIT_SHARD_MISSING
+from runner.core.lazymethods import dataclass
 from runner.readback.podlogs import PodLogs, read_pods
 from runner.report.base import Reporter
 from runner.report.compactjson import compact_json

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +41,7 @@ from runner.core.errors import (
     EXIT_WORKER_FAILED,
     shortened,
 )
+from runner.core.lazymethods import dataclass
 from runner.core.units import rfc3339
 from runner.stats.record import tally_record
 from runner.stats.runinfo import RunSummary

@@ -22,7 +22,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -30,6 +30,7 @@ from urllib.parse import parse_qsl, urlsplit
 from runner.config.storeurl import StoreUrl, parse_store_url, store_url_problem
 from runner.core.columns import LATENCY_COLUMNS
 from runner.core.errors import UsageError, shortened
+from runner.core.lazymethods import dataclass
 from runner.core.units import UNIT_NS
 from runner.readback.figures import figures
 from runner.readback.results import IntervalRow, LoadedRun, load_run

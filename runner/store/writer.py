@@ -31,7 +31,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from runner.config.settings import Settings
@@ -39,6 +39,7 @@ from runner.config.storeurl import STORE_WAIT_S, parse_store_url
 from runner.core import redact
 from runner.core.durations import format_duration
 from runner.core.errors import EXIT_OUTPUT, UsageError, exit_code
+from runner.core.lazymethods import dataclass
 from runner.report.outcome import judged, said_texts, verdict_lines
 from runner.report.verdict import Verdict
 from runner.stats.runinfo import RunSummary

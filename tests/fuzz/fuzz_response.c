@@ -87,7 +87,8 @@ static void check_end(const soak_response *r, int head_request)
     case SOAK_DONE:
         REQUIRE(r->head_done && r->status >= 200 && r->status <= 999 && r->kind == SOAK_KIND_NONE && n == 0);
         REQUIRE(r->header_bytes <= r->wire_bytes);
-        /* After HEAD all that was read counts as head (http1.py); else head and body add up. */
+        /* After HEAD all that was read counts as head (the response has no body, whatever its head
+         * announced); else head and body add up. */
         REQUIRE(r->header_bytes + (head_request ? 0 : r->body_bytes) == r->wire_bytes);
         break;
     case SOAK_FAILED:

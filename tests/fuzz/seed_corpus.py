@@ -3,7 +3,7 @@ TLS read path's (tests/fuzz/corpus/tls/).
 
     python tests/fuzz/seed_corpus.py
 
-Seeds are the differential test's own responses (tests/support/responses.py: every framing,
+Seeds are the native parser's test responses (tests/support/responses.py: every framing,
 every refusal) and what each path of the fault server (tests/support/faultserver.py) really
 sends, each in fuzz_response.c's input format: a control byte (HEAD, close, small bound), a
 byte that picks the cuts into reads, then the bytes. The seeds written here are named seed-*;
@@ -36,7 +36,7 @@ OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 HEAD, CLOSE, SMALL_BOUND, BACKEND = 1, 2, 4, 8  # fuzz_response.c's control bits
 MOST = 4096  # bytes of a seed at most: longer bodies teach the fuzzer nothing more
 
-# The fault server's paths, as the differential test replays them (tests/integration/test_native_response.py).
+# The fault server's paths, as tests/integration/test_native_response.py replays them.
 FAULT_PATHS = ("/ok", "/status/204", "/status/304", "/status/404", "/status/100", "/status/101", "/status/0",
                "/reset-mid-body", "/close-mid-body", "/garbage", "/big/5000", "/chunked", "/varying",
                "/interim/100", "/interim/102-close", "/switch", "/endless-headers", "/endless-chunk-line",
@@ -47,7 +47,7 @@ def seed(name: str, control: int, cuts: int, data: bytes) -> None:
     (CORPUS / f"seed-{name}").write_bytes(bytes([control, cuts]) + data[:MOST])
 
 
-# Responses that carry the backendHeader (X-Soak-Backend), in every form http1._header reads:
+# Responses that carry the backendHeader (X-Soak-Backend), in every form the parser keeps a value from:
 # any case, blanks (NEL and NBSP too) at either end, cut at 64, empty, twice, in a 1xx head
 # or in trailers (neither counts), and names that only start like it.
 _OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"

@@ -1,8 +1,8 @@
-"""The bytes a server really sends for one request, read as the fast transport reads them.
+"""The bytes a server really sends for one request, read as the native engine reads a socket.
 
-The differential test of the native parser replays them into both parsers: capturing once
-and replaying the same reads to each means the two are compared on identical input, however
-the machine's load cut the stream.
+The tests of the native parser replay them in several chunkings: capturing once and replaying
+the same reads means each reading is of identical input, however the machine's load cut the
+stream.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
-READ_SIZE = 65536  # as runner/load/rawsocket.py reads
+READ_SIZE = 65536
+"""The most one recv() asks for, as the native engine reads (core.c's READ_SIZE): a capture's reads
+are then cut where the engine's would be, a large body in pieces of this size."""
 
 
 @dataclass(frozen=True)

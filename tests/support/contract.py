@@ -9,30 +9,31 @@ and prints them) or `PENDING` (nothing ends it but the request's timeout).
 tests/unit/test_response_contract.py feeds every row to every parser whole, in two at every
 byte, a byte per read, and in seeded random splits (`feeds`): however the reads fall, the
 outcome is the row's. A row with `reads` is fed in exactly those reads: its outcome is about
-a bound the transport checks after each read, so where a read ends decides.
+a bound the parser checks after each read, so where a read ends decides.
 
-The parsers, each a `Parser` (method, reads, closed -> outcome):
+The rows are written by hand, each outcome the rule it stands for (llhttp's grammar, strict,
+and the native engine's rules on top: response.h says which); no parser's answer is the
+reference for another's. The parsers, each a `Parser` (method, reads, closed -> outcome):
 
-- `PythonParser`: runner.load.http1.Connection (llhttp through httptools), fed as its raw
-  socket transport feeds it (connection_made, one data_received per read, connection_lost
-  at the close) over tests/support/replay.py's Wire, on an event loop that is never run;
 - `NativeParser`: runner/load/native/response.c through its test binding
   runner.load.native._response, as `pip install -e .` builds it in place (`native_module`),
   with the native engine's rule for keeping a connection applied to what the parser says;
+  every row must come out exactly as written;
 - `H11Parser`: h11 as httpx runs it, runner.load.httpx_transport's session (httpcore's pool and
   connection, the transport's naming of failures) over scripted connections (_Scripted), no
-  socket; where it reads a row otherwise is not the row's `also` but one table, H11_DIFFERS
-  (at the end), for the day h11 is the Python side's only parser (issue 34).
+  socket; where it reads a row otherwise is one table, H11_DIFFERS (at the end), each
+  difference checked to be still true.
 
 What needs a socket (timeouts, resets, slow bytes, what a real server sends) stays with the
-fault servers (tests/support/faultserver.py) and the differential test of the two parsers
-(tests/integration/test_native_response.py), which also checks that the fault server's answers
-are the bytes of the rows FAULT_SERVER names.
+fault servers (tests/support/faultserver.py) and tests/integration/test_native_response.py,
+which checks that the fault server's answers are the bytes of the rows FAULT_SERVER names, and
+that what it and a real nginx send comes to the outcomes of those rows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import importlib
 import random
 import ssl
@@ -46,8 +47,8 @@ import httpcore
 from runner.load import failures
 from runner.load.request import Request
 from runner.load.transport import MAX_HEAD_BYTES, Resolver, TransportOptions
-from tests.support.faultserver import CHUNKS, OK_BODY, RESET_DECLARED, RESET_SENT
-from tests.support.replay import REPO, PythonTransport
+from tests.support.faultserver import CHUNKS, GZIP_LIE, GZIP_PLAIN, OK_BODY, RESET_DECLARED, RESET_SENT
+from tests.support.replay import REPO
 
 NATIVE_SOURCES = REPO / "runner" / "load" / "native"
 
@@ -88,42 +89,12 @@ class Case:
     method: str = "GET"
     closed: bool = False  # the server closes the connection after `data`; else it keeps it, and says no more
     reads: tuple[int, ...] = ()  # fed in reads of these sizes only (the last one repeated to the end)
-    # Where a parser may answer otherwise, and why: (parser name, outcome), each explained at its row.
-    also: tuple[tuple[str, Outcome], ...] = ()
 
 
 Parser = Callable[[str, Sequence[bytes], bool], Outcome]
 
 
 # --- the parsers --------------------------------------------------------------------------------
-
-
-class PythonParser(PythonTransport):
-    """http1.Connection on an event loop that is never run (nothing in it waits); use it as a context."""
-
-    name = "python"
-
-    def __call__(self, method: str, reads: Sequence[bytes], closed: bool) -> Outcome:
-        """One request on a new Connection, then `reads` and the close as its socket hands them over.
-
-        The socket is read until the connection is closed, after the response too: a kept
-        connection waits in the pool for its next request, and what comes meanwhile is
-        bytes nobody asked for.
-        """
-        connection, wire, result, future = self.request(method)
-        for data in reads:
-            if wire.closed:
-                break
-            connection.data_received(data)
-        if closed and not wire.closed:
-            connection.connection_lost(None)
-        reusable = connection.reusable
-        connection.abort()  # its watch on the deadline ends with it
-        if not future.done():
-            return PENDING
-        if result.error:
-            return Failure(str(result.error), result.error_text)
-        return Response(result.status, result.bytes_in, reusable)
 
 
 class _Silence(Exception):
@@ -348,6 +319,7 @@ FRAMING_TOO_LARGE = Failure("protocol", failures.framing_too_large(MAX_HEAD_BYTE
 
 LENGTH_2 = head(OK, b"Content-Length: 2") + b"ok"
 HELLO = head(OK, b"Content-Length: 5") + b"hello"
+GZIPPED = gzip.compress(GZIP_PLAIN, mtime=0)  # the fault server's /gzip body
 UNTIL_CLOSE = head(OK) + b"until the close"  # no length, not chunked: the body ends with the connection
 FILLER = b"X-Filler: " + b"f" * 1000 + b"\r\n"  # a header line of 1 KiB, for the bounds
 _START = OK + b"\r\nX-A: "
@@ -527,13 +499,13 @@ CASES: tuple[Case, ...] = (
     Case("a second response after the first", LENGTH_2 + LENGTH_2, ended(200, 2)),
     Case("bytes after a response that closes", head(OK, b"Content-Length: 2", b"Connection: close") + b"okjunk",
          ended(200, 2)),
-    # llhttp passes over CR and LF between responses without a callback, so http1.Connection
-    # cannot tell them from nothing when they come in the read that ends the response (in a later
-    # read they are bytes nobody asked for, and the connection is dropped).
-    Case("a blank line after a response", LENGTH_2 + b"\r\n", ended(200, 2), also=(("python", kept(200, 2)),)),
+    # Even blank lines: no request asked for them, in the read that ends the response or later.
+    Case("a blank line after a response", LENGTH_2 + b"\r\n", ended(200, 2)),
     # --- the bounds on heads and on runs of framing, checked after each read
     Case("a head of exactly the bound", _at_bound(0), PENDING, reads=(MAX_HEAD_BYTES,)),
+    Case("a head a byte under the bound", _at_bound(-1), PENDING, reads=(MAX_HEAD_BYTES - 1,)),
     Case("a head a byte over the bound", _at_bound(1), HEAD_TOO_LARGE, reads=(MAX_HEAD_BYTES + 1,)),
+    Case("endless headers, in reads of 4 KiB", OK + b"\r\n" + FILLER * 200, HEAD_TOO_LARGE, reads=(4096,)),
     Case("endless headers, in reads of 1000", OK + b"\r\n" + FILLER * 200, HEAD_TOO_LARGE, reads=(1000,)),
     Case("endless headers, in reads of 64 KiB", OK + b"\r\n" + FILLER * 200, HEAD_TOO_LARGE, reads=(65536,)),
     Case("a head over the bound, in reads of 1000", OK + b"\r\n" + FILLER * 110 + LENGTH_2[len(OK) + 2:],
@@ -579,16 +551,48 @@ CASES: tuple[Case, ...] = (
     Case("fault server: GET /interim/100", head(b"HTTP/1.1 100 Continue") + head(OK, b"Content-Length: 3") + OK_BODY,
          ended(200, 3), closed=True),
     Case("fault server: GET /interim/102-close", head(b"HTTP/1.1 102 Processing"), NO_RESPONSE, closed=True),
+    Case("fault server: GET /status/200", head(OK, b"Content-Length: 11") + b"status 200\n", ended(200, 11),
+         closed=True),
+    Case("fault server: GET /status/301", head(b"HTTP/1.1 301 Moved Permanently", b"Content-Length: 11",
+                                               b"Location: /ok") + b"status 301\n", ended(301, 11), closed=True),
+    Case("fault server: GET /status/304", head(b"HTTP/1.1 304 Whatever", b"Content-Length: 0", b"Location: /ok"),
+         ended(304, 0), closed=True),
+    *(Case(f"fault server: GET /status/{code}", head(b"HTTP/1.1 %d %s" % (code, reason), b"Content-Length: 11")
+           + b"status %d\n" % code, ended(code, 11), closed=True)
+      for code, reason in ((404, b"Not Found"), (418, b"I'm a teapot"), (500, b"Internal Server Error"),
+                           (503, b"Service Unavailable"), (600, b"Whatever"), (999, b"Whatever"))),
+    Case("fault server: GET /status/0", head(b"HTTP/1.1 0 Whatever", b"Content-Length: 0"),
+         invalid("Invalid status code"), closed=True),
+    Case("fault server: GET /slow/10", head(OK, b"Content-Length: 3") + OK_BODY, ended(200, 3), closed=True),
+    Case("fault server: GET /nosuch", head(b"HTTP/1.1 404 Not Found", b"Content-Length: 14") + b"no such fault\n",
+         ended(404, 14), closed=True),
+    Case("fault server: HEAD /big/2000000", head(OK, b"Content-Length: 2000000") + b"z" * 2_000_000, ended(200, 0),
+         method="HEAD", closed=True),
+    Case("fault server: HEAD /chunked", head(OK, TE) + chunked(*CHUNKS), ended(200, 0), method="HEAD", closed=True),
+    Case("fault server: HEAD /interim/100", head(b"HTTP/1.1 100 Continue") + head(OK, b"Content-Length: 3") + OK_BODY,
+         ended(200, 0), method="HEAD", closed=True),
+    Case("fault server: HEAD /until-close", head(OK, b"Connection: close") + OK_BODY * 3, ended(200, 0), method="HEAD",
+         closed=True),
+    Case("fault server: GET /slow-body/300", head(OK, b"Content-Length: 20000") + b"s" * 20_000, ended(200, 20_000),
+         closed=True),
+    Case("fault server: GET /trickle/5/20", head(OK, b"Content-Length: 5") + b"ttttt", ended(200, 5), closed=True),
+    Case("fault server: GET /gzip", head(OK, b"Content-Length: %d" % len(GZIPPED), b"Content-Encoding: gzip") + GZIPPED,
+         ended(200, len(GZIPPED)), closed=True),
+    Case("fault server: GET /gzip-lie", head(OK, b"Content-Length: %d" % len(GZIP_LIE), b"Content-Encoding: gzip")
+         + GZIP_LIE, ended(200, len(GZIP_LIE)), closed=True),
+    Case("fault server: GET /interim/102-stall", head(b"HTTP/1.1 102 Processing"), PENDING),
     Case("fault server: GET /close", b"", NO_RESPONSE, closed=True),
     Case("fault server: GET /stall", b"", PENDING),
 )
 
-# The rows that are the fault server's answers, by (method, path): the differential test checks
-# that the server really sends them. Its endless answers begin with their rows' bytes.
+# The rows that are the fault server's answers, by (method, path): test_native_response.py checks
+# that the server really sends them, and that its captures come to their outcomes. Its endless
+# answers begin with their rows' bytes.
 FAULT_SERVER: dict[tuple[str, str], str] = {
     (case.name.split()[2], case.name.split()[3]): case.name for case in CASES if case.name.startswith("fault server: ")
 }
-ENDLESS = {("GET", "/endless-headers"): "endless headers, in reads of 64 KiB"}
+ENDLESS = {("GET", "/endless-headers"): "endless headers, in reads of 64 KiB",
+           ("GET", "/endless-chunk-line"): "an endless chunk-size line"}
 
 
 def row(name: str) -> Case:
@@ -704,6 +708,9 @@ H11_DIFFERS: dict[str, tuple[Outcome, ...]] = {
     ),
     'fault server: GET /garbage': (
         Failure('protocol', "protocol: illegal status line: bytearray(b'SSH-2.0-OpenSSH_9.6 this is not HTTP')"),
+    ),
+    'fault server: GET /status/0': (
+        Failure('protocol', "protocol: illegal status line: bytearray(b'HTTP/1.1 0 Whatever')"),
     ),
     'fault server: GET /bad-chunking': (Failure('protocol', "protocol: illegal chunk header: bytearray(b'zz\\r\\n')"),),
 }

@@ -1,129 +1,42 @@
-"""The same response bytes through both parsers: the fast transport's and the native one.
-
-`python_transport` drives runner.load.http1.Connection, the protocol the fast transport
-runs on every connection, exactly as its raw socket transport does (connection_made, one
-data_received per read, connection_lost at the close or reset), on an event loop that is
-never run: nothing in it waits, so the answer is the same at any load. Only the socket is
-missing, and `Wire` stands in for it: it records what the protocol did to it.
+"""Response bytes replayed into the native parser, and what may be asked of its answers without
+a second parser to compare them with.
 
 `native_parser` builds the C parser's test binding (runner/load/native) from the sources
 into a temporary directory, so a test always runs the code in the tree, however the
-package was installed.
+package was installed. `native` feeds it reads as the engine feeds it each read.
 
-`compare` says how the two answers differ, if they do, allowing only for what the
-Python transport does by its own choice rather than by the bytes (each allowance says why).
+`reading` is the answer with everything that depends on where the reads fell taken out
+(positions become offsets into the whole stream), so that two feeds of the same bytes can be
+compared field for field: however a socket cuts a response, what the parser makes of it is
+the same (a bound checked after each read is the one exception: `BOUND_TEXTS`).
+`broken_rules` lists what a reading breaks of rules that hold for any bytes whatever (bytes
+add up, a close ends everything, a failure has a kind); neither needs to know what the bytes
+should have come to, which is the contract table's (tests/support/contract.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import shlex
 import sysconfig
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from runner.load import http1
-from runner.load.bodyhash import is_gzip
-from runner.load.result import Result
+from runner.load import failures
 from runner.load.transport import MAX_HEAD_BYTES
 from tests.support.cbuild import OUTPUT, compiled
 
 REPO = Path(__file__).resolve().parents[2]
-# Both sides read this backendHeader (the pallet's) from every response they compare.
+# The backendHeader (the pallet's) whose value every replay keeps.
 BACKEND = "X-Soak-Backend"
-
-
-class Wire(asyncio.Transport):
-    """The socket under a Connection: counts what it writes, notes a close or an abort."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.written = 0
-        self.closed = False
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.written += len(data)
-
-    def close(self) -> None:
-        self.closed = True
-
-    def abort(self) -> None:
-        self.closed = True
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def get_write_buffer_size(self) -> int:
-        return 0  # every request written at once
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return default
-
-
-@dataclass
-class Outcome:
-    """What the fast transport made of the bytes: its Result, and how far it got."""
-
-    result: Result
-    done: bool  # the send's Future completed (else it would wait for its timeout)
-    fed: int  # chunks handed to data_received before the connection stopped reading
-    head_chunks: list[bytes] = field(default_factory=list)  # those read while the head was incomplete
-
-
-class PythonTransport:
-    """Fast-transport Connections on one event loop, which is never run (use it as a context)."""
-
-    def __enter__(self) -> PythonTransport:
-        self._loop = asyncio.new_event_loop()
-        self._deadlines = http1.Deadlines(self._loop, 3600 * 10**9)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._loop.close()
-
-    def keep_alive_responses(self, data: bytes, count: int) -> None:
-        """Send `count` requests on one Connection, each answered by `data` in one read (bench/parser_cost.py)."""
-        connection = http1.Connection(set(), self._loop, False, self._deadlines)
-        connection.connection_made(Wire())
-        for _ in range(count):
-            result = Result(start_ns=time.monotonic_ns())
-            future = connection.send(b"GET / HTTP/1.1\r\n\r\n", result, False, self._loop.time() + 3600, time.monotonic_ns() + 3600 * 10**9, False)
-            connection.data_received(data)
-            assert future.done() and result.status and connection.reusable, result
-
-    def request(self, method: str) -> tuple[http1.Connection, Wire, Result, asyncio.Future[None]]:
-        """A new Connection on a Wire, with one request of `method` sent (its deadline an hour away)."""
-        connection = http1.Connection(set(), self._loop, False, self._deadlines, http1.header_pattern(BACKEND))
-        wire = Wire()
-        connection.connection_made(wire)
-        result = Result(start_ns=time.monotonic_ns())
-        request = f"{method} / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
-        future = connection.send(request, result, False, self._loop.time() + 3600, time.monotonic_ns() + 3600 * 10**9, True)
-        return connection, wire, result, future
-
-    def outcome(self, method: str, chunks: list[bytes], eof: bool = False, reset: bool = False) -> Outcome:
-        """Feed `chunks` to a new Connection as its socket would, then the close (or a reset)."""
-        connection, wire, result, future = self.request(method)
-        head_chunks: list[bytes] = []
-        fed = 0
-        for chunk in chunks:
-            if future.done() or wire.closed:  # a real socket is no longer read once it is closed
-                break
-            if not result.headers_ns:
-                head_chunks.append(chunk)
-            connection.data_received(chunk)
-            fed += 1
-        if not future.done() and not wire.closed and (eof or reset):
-            connection.connection_lost(ConnectionResetError(104, "Connection reset by peer") if reset else None)
-        connection.abort()  # its watch on the deadline ends with it
-        return Outcome(result, future.done(), fed, head_chunks)
-
+BACKEND_MAX = 64  # SOAK_BACKEND_MAX: the bytes of its value kept
+BLANKS = " \t\x85\xa0"  # what is taken off either end of a kept value (str.strip() of a latin-1 value)
+# The failures whose place depends on where reads end: a bound is checked after each read.
+BOUND_TEXTS = (failures.head_too_large(MAX_HEAD_BYTES), failures.framing_too_large(MAX_HEAD_BYTES))
 
 # What a build for a machine without SSE2 (arm64, the other platform the image and wheels are
 # built for) differs in that the parser could notice: the portable scans (-DSOAK_PORTABLE) and,
@@ -158,72 +71,106 @@ def native_parser(build_dir: Path, defines: tuple[str, ...] = ()) -> ModuleType:
 
 
 def native(parser: ModuleType, method: str, chunks: list[bytes], eof: bool = False) -> dict[str, Any]:
+    """What the parser says of `chunks`, fed one read each, then the close if `eof`."""
     return parser.parse(method, chunks, MAX_HEAD_BYTES, eof, BACKEND)  # type: ignore[no-any-return]
 
 
-def compare(method: str, chunks: list[bytes], eof: bool, reset: bool, py: Outcome, c: dict[str, Any]) -> list[str]:
-    """How the native parser's answer differs from the fast transport's; [] when they agree."""
-    result = py.result
-    got: list[str] = []
+@dataclass(frozen=True)
+class Reading:
+    """What the parser made of a stream, nothing in it depending on where the reads fell."""
 
-    def differ(what: str, python: object, ours: object) -> None:
-        if python != ours:
-            got.append(f"{what}: python {python!r}, native {ours!r}")
-
-    misread = c["head_done"] and _python_final_head(py.head_chunks, chunks, c) is None
-    if misread and eof and c["outcome"] in ("done", "failed") and c["kind"] in ("", "closed"):
-        # http1._final_head told the heads apart wrongly, and decided from the wrong one
-        # whether the close cut the body; see _python_final_head.
-        return got
-    if reset and c["outcome"] == "pending":
-        # A reset is the caller's to name ("reset"), whatever the parser had read.
-        differ("kind", result.error, "reset")
-        return got
-    if not py.done:
-        differ("outcome", "pending", c["outcome"])
-        differ("phase (a timeout's text)", bool(result.headers_ns), c["head_done"])
-        return got
-    if result.error:
-        differ("outcome", "failed", c["outcome"])
-        differ("kind", result.error, c["kind"])
-        differ("text", result.error_text, c["text"])
-        return got
-    differ("outcome", "done", c["outcome"])
-    if c["outcome"] != "done":
-        return got + [f"native text: {c['text']}"]
-    differ("status", result.status, c["status"])
-    differ("body bytes", result.bytes_in, c["body_bytes"])
-    # The transport counts whole reads: the rest of the read that ended the response (a HEAD
-    # response at its head) counts as head too, though it belongs to no response.
-    index, offset = c["end_at"]
-    rest = len(chunks[index]) - offset if index < len(chunks) else 0
-    differ("header bytes", result.header_bytes, c["header_bytes"] + rest)
-    if method == "HEAD":
-        # The transport closes after a HEAD response (llhttp, not told it was HEAD, would wait
-        # for the body its head announces), so it never reports one kept alive.
-        differ("kept alive (HEAD)", result.kept_alive, False)
-    else:
-        differ("kept alive", result.kept_alive, c["keep_alive"])
-    head = _python_final_head(py.head_chunks, chunks, c)
-    if head is not None:
-        # The native parser keeps the first SERVER_MAX bytes of a longer value.
-        differ("server", result.server[: len(c["server"])] if c["server_cut"] else result.server, c["server"])
-        differ("server cut", len(result.server) > len(c["server"]), c["server_cut"])
-        differ("gzip", is_gzip(http1._header(http1._CONTENT_ENCODING, head)), c["gzip"])
-        differ("backend", result.backend, c["backend"])
-    return got
+    outcome: str  # pending, done or failed
+    kind: str  # a failure's: protocol or closed
+    text: str
+    status: int
+    head_done: bool  # the final head was read (a timeout names the phase by it)
+    header_bytes: int  # of a response that is done: its head(s) and framing
+    body_bytes: int
+    content_length: int
+    consumed: int  # bytes the parser took, the reads' counts added up
+    wire_bytes: int  # ... as it counts them itself
+    head_at: int | None  # offset in the stream where the final head ended
+    end_at: int | None  # offset where the response ended
+    by_close: bool  # the close ended it
+    keep_alive: bool  # the server keeps the connection
+    server: str
+    server_cut: bool
+    gzip: bool
+    backend: str
 
 
-def _python_final_head(head_chunks: list[bytes], chunks: list[bytes], c: dict[str, Any]) -> bytes | None:
-    """The head http1.py reads Server and Content-Encoding from, when it is the final head.
+def _offset(chunks: list[bytes], at: tuple[int, int] | None) -> int | None:
+    if at is None:
+        return None
+    index, offset = at
+    return sum(map(len, chunks[:index])) + offset
 
-    http1 tells interim heads from the final one by a regex on the bytes (http1._INTERIM);
-    a 1xx head it does not recognise (no reason phrase, RTSP/, CRLFs before it, a body)
-    makes it read them from the wrong head. Those cases are compared on everything else.
-    """
-    index, offset = c["head_at"]
-    end = sum(len(chunk) for chunk in chunks[:index]) + offset
-    data = b"".join(head_chunks)[:end]
-    head = http1._final_head(data)
-    starts = head.lstrip(b"\r\n").startswith((b"HTTP/", b"RTSP/", b"ICE/"))  # llhttp skips CRLFs before a head
-    return head if starts and data.endswith(head + b"\r\n") else None
+
+def reading(parser: ModuleType, method: str, chunks: list[bytes], eof: bool = False) -> Reading:
+    """`native`'s answer, its positions made offsets into the whole stream."""
+    said = native(parser, method, chunks, eof)
+    return Reading(said["outcome"], said["kind"], said["text"], said["status"], said["head_done"],
+                   said["header_bytes"], said["body_bytes"], said["content_length"], sum(said["consumed"]),
+                   said["wire_bytes"], _offset(chunks, said["head_at"]), _offset(chunks, said["end_at"]),
+                   said["end_at"] is not None and said["end_at"][0] == len(chunks), said["keep_alive"],
+                   said["server"], said["server_cut"], said["gzip"], said["backend"])
+
+
+def differing(one: Reading, other: Reading) -> list[str]:
+    """The fields in which two readings differ, each as `name: one != other`."""
+    return [f"{name}: {getattr(one, name)!r} != {getattr(other, name)!r}" for name in Reading.__dataclass_fields__
+            if getattr(one, name) != getattr(other, name)]
+
+
+def same_whatever_the_reads(whole: Reading, other: Reading) -> list[str]:
+    """How `other` (the same bytes, read otherwise) differs from `whole`.
+
+    Where either failed at a bound, the other may only have failed at the same bound or still
+    wait: a bound is checked after each read (a head or a run of framing is held to it once it
+    is all in, whatever a single read brought), so reads of other sizes may pass it or not."""
+    if whole.text in BOUND_TEXTS or other.text in BOUND_TEXTS:
+        texts = {whole.text, other.text} - {""}
+        if len(texts) == 1 and {whole.outcome, other.outcome} <= {"failed", "pending"}:
+            return []
+        return [f"at a bound: {whole.outcome} {whole.text!r} != {other.outcome} {other.text!r}"]
+    return differing(whole, other)
+
+
+def broken_rules(r: Reading, method: str, data: bytes, eof: bool) -> list[str]:
+    """The rules `r`, the reading of `data` (then the close, if `eof`), breaks; [] when none.
+
+    Each holds for any bytes at all, so none needs to know what they should have come to."""
+    return [rule for rule, kept in _rules(r, method, data, eof) if not kept]
+
+
+def _rules(r: Reading, method: str, data: bytes, eof: bool) -> list[tuple[str, bool]]:
+    done, failed, pending = r.outcome == "done", r.outcome == "failed", r.outcome == "pending"
+    return [
+        ("an outcome is pending, done or failed", done or failed or pending),
+        # A run counts failures by kind and prints the text: a kind it does not know is lost.
+        ("a failure has a known kind, its text starts with it, and nothing else has either",
+         r.kind in ("protocol", "closed") and r.text.startswith(f"{r.kind}: ") if failed else r.kind == r.text == ""),
+        ("only the close fails as closed", r.kind != "closed" or eof),
+        ("the close ends every response: done or failed, never waiting", not (eof and pending)),
+        ("what the parser took adds up to what it counts, and no more than it was fed",
+         r.consumed == r.wire_bytes <= len(data)),
+        # Else bytes would be lost between reads: the engine hands the parser only what it has not taken.
+        ("a response still waiting took every byte", not pending or r.wire_bytes == len(data)),
+        ("a response is done only after its final head, at an end within what was taken",
+         not done or (r.head_done and r.end_at is not None and r.head_at is not None
+                      and r.head_at <= r.end_at == r.wire_bytes)),
+        ("a final status is 200 to 999 (1xx are interim, 101 fails)", not done or 200 <= r.status <= 999),
+        # The engine counts header and body bytes per response: every byte up to its end is one or the other.
+        ("a response's bytes add up: head and framing, then body (none after HEAD)",
+         not done or r.header_bytes + (0 if method == "HEAD" else r.body_bytes) == r.end_at),
+        ("the body is never more than the bytes taken", r.body_bytes <= r.wire_bytes),
+        ("a response ended by the close took every byte and is not kept",
+         not r.by_close or (done and eof and r.wire_bytes == len(data) and not r.keep_alive)),
+        ("only a response that is done keeps the connection", not r.keep_alive or done),
+        ("Server is cut at 256 bytes, and said to be", len(r.server) <= 256 and (not r.server_cut or len(r.server) == 256)),
+        ("Server and the backendHeader are bytes of the stream, blanks off either end",
+         all(value.encode("latin-1") in data and (value == value.strip(BLANKS) or cut)
+             for value, cut in ((r.server, r.server_cut), (r.backend, len(r.backend) == BACKEND_MAX)))),
+        ("the backendHeader's value is cut at 64 bytes", len(r.backend) <= BACKEND_MAX),
+        ("gzip is said only where the stream names it", not r.gzip or b"gzip" in data.lower()),
+    ]

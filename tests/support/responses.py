@@ -1,5 +1,10 @@
-"""Response byte streams for the differential test of the native parser: valid ones of every
-framing, hostile ones, and systematic mutations of both, each fed in several chunkings.
+"""Response byte streams for the tests of the native parser: valid ones of every framing,
+hostile ones, and systematic mutations of both, each fed in several chunkings.
+
+They carry no expected outcome: tests/integration/test_native_response.py asks of each that
+every chunking of it reads the same and that the reading breaks no rule that holds for any
+bytes (tests/support/replay.py); what particular bytes must come to is the contract table's
+(tests/support/contract.py). tests/fuzz/seed_corpus.py seeds the fuzzer with VALID and HOSTILE.
 
 Everything is generated from a fixed seed, so a failure names a case that can be run again.
 """
@@ -58,8 +63,9 @@ VALID: dict[str, bytes] = {
     "te-xchunked": _head(OK, b"Transfer-Encoding: xchunked") + b"until the close",
     "te-identity": _head(OK, b"Transfer-Encoding: identity") + b"until the close",
     "close-delimited": _head(OK) + b"until the close",
-    # the backendHeader X-Soak-Backend (both sides of the differential test read it), in every form
-    # http1._header reads
+    # the backendHeader X-Soak-Backend (every replay keeps its value), in every form a value takes:
+    # any case, blanks (NEL and NBSP too) about it, longer than kept, empty, twice (the first counts),
+    # near names, in a 1xx head and in trailers (neither counts)
     "backend": _head(OK, b"Content-Length: 2", b"X-Soak-Backend: web-7d9f-abcde") + b"ok",
     "backend-case-blanks": _head(OK, b"Content-Length: 2", b"x-SOAK-backend: \t\x85\xa0pod-1\xa0 \t") + b"ok",
     "backend-long": _head(OK, b"Content-Length: 2", b"X-Soak-Backend: " + b"p" * 63 + b" past 64") + b"ok",
@@ -124,7 +130,7 @@ VALID: dict[str, bytes] = {
                            b"Content-Length: 2") + b"ok",
 }
 
-# Refused by llhttp (or by http1.py), one reason each.
+# Refused by llhttp's grammar, or by the engine's rules on top of it (response.h), one reason each.
 HOSTILE: dict[str, bytes] = {
     "garbage": b"SSH-2.0-OpenSSH_9.6 this is not HTTP\r\n\r\n",
     "lower-http": b"http/1.1 200 OK\r\n\r\n",
@@ -223,7 +229,9 @@ def chunkings(data: bytes, rng: random.Random, at: int | None = None) -> Iterato
 
 
 def cases(seed: int = 22) -> Iterator[tuple[Case, list[bytes]]]:
-    """Every case, each with each of its chunkings."""
+    """Every case, each with each of its chunkings, one after another (the first is whole):
+    VALID and HOSTILE also in two at every byte and a byte per read, their prefixes then the
+    close whole, each mutation at and after its byte and at random."""
     rng = random.Random(seed)
     for name, data in {**VALID, **HOSTILE}.items():
         for method in ("GET", "HEAD"):
@@ -231,6 +239,8 @@ def cases(seed: int = 22) -> Iterator[tuple[Case, list[bytes]]]:
                 case = Case(name, method, data, eof)
                 yield case, [data]
                 yield case, [bytes([b]) for b in data]  # a byte per read
+                for at in range(1, len(data)):
+                    yield case, [data[:at], data[at:]]
                 for chunks in chunkings(data, rng):
                     yield case, chunks
         for cut in range(len(data)):  # every prefix, then the close
@@ -245,41 +255,6 @@ def cases(seed: int = 22) -> Iterator[tuple[Case, list[bytes]]]:
                 case = Case(f"{name}@{what}", "GET", mutated, eof)
                 for chunks in chunkings(mutated, rng, i):
                     yield case, chunks
-
-
-def _reads(data: bytes, size: int) -> list[bytes]:
-    return [data[i:i + size] for i in range(0, len(data), size)]
-
-
-def bound_cases(bound: int) -> Iterator[tuple[Case, list[bytes]]]:
-    """Heads and runs of framing around `bound` (MAX_HEAD_BYTES), in reads of the sizes that matter:
-    the transport checks the bound after each read, so where a read ends decides."""
-    filler = b"X-Filler: " + b"f" * 1000 + b"\r\n"
-    endless = OK + b"\r\n" + filler * (2 * bound // len(filler))
-    for size in (65536, 1000, 4096):
-        yield Case(f"endless-headers/{size}", "GET", endless), _reads(endless, size)
-    big_head = OK + b"\r\n" + filler * (bound // len(filler) + 10) + b"Content-Length: 2\r\n\r\nok"
-    for size in (65536, 1000):
-        yield Case(f"head-over-bound/{size}", "GET", big_head), _reads(big_head, size)
-    start = OK + b"\r\nX-A: "
-    for extra in (-1, 0, 1):  # a head of exactly the bound is held; one byte more fails
-        data = start + b"a" * (bound - len(start) + extra)
-        yield Case(f"head-at-bound{extra:+d}", "GET", data), [data]
-    interim = b"HTTP/1.1 100 Continue\r\n\r\n" * (2 * bound // 25)
-    yield Case("interim-heads", "GET", interim), _reads(interim, 65536)
-    chunked_head = _head(OK, TE)
-    zeros = [chunked_head] + [b"0" * 1024] * (2 * bound // 1024)
-    yield Case("endless-chunk-line", "GET", b"".join(zeros)), zeros
-    with_data = [chunked_head] + [b"5\r\nhello\r\n"] * (3 * bound // 10)  # framing, but body in every read
-    yield Case("chunks-with-data", "GET", b"".join(with_data)), with_data
-    trailers = chunked_head + b"5\r\nhello\r\n0\r\n" + filler * (2 * bound // len(filler))
-    yield Case("endless-trailers", "GET", trailers), _reads(trailers, 8192)
-    body = _head(OK, b"Content-Length: %d" % (3 << 20)) + b"b" * (3 << 20)
-    yield Case("big-body", "GET", body), _reads(body, 65536)
-    chunks = _head(OK, TE) + _chunked(b"c" * (1 << 20), b"d" * 70_000)
-    yield Case("big-chunks", "GET", chunks), _reads(chunks, 65536)
-    close = _head(OK) + b"e" * (2 << 20)
-    yield Case("big-until-close", "GET", close, True), _reads(close, 65536)
 
 
 # Pieces a random mutation inserts: the grammar's tokens, and whole lines that change the framing.

@@ -1,13 +1,13 @@
 """Every parser the project has against one table of HTTP/1.1 responses (tests/support/contract.py).
 
-Each row is fed to http1.Connection (the fast transport's, llhttp underneath) and to the native
-parser (response.c, through the binding `pip install -e .` builds in place) whole, in two at
-every byte, a byte per read and at seeded random points, and must come out as the row says
-every time: status, body bytes and whether the connection may carry another request, or the
-failure's kind and text, or still waiting. Where the native parser is not built (no
-compiler), its rows skip, saying so. h11 too, as httpx runs it (H11Parser: httpx_transport's
-session over scripted connections): where it reads a row otherwise, the outcomes it gives are
-H11_DIFFERS's, one table, checked to be still true.
+Each row is fed to the native parser (response.c, through the binding `pip install -e .` builds
+in place) whole, in two at every byte, a byte per read and at seeded random points, and must
+come out exactly as the row says every time: status, body bytes and whether the connection may
+carry another request, or the failure's kind and text, or still waiting. The rows are written
+by hand, one rule each, so they are the reference: no other parser's answer is. Where the native
+parser is not built (no compiler), its rows skip, saying so. h11 too, as httpx runs it
+(H11Parser: httpx_transport's session over scripted connections): where it reads a row
+otherwise, the outcomes it gives are H11_DIFFERS's, one table, checked to be still true.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from tests.support.contract import (
     H11Parser,
     NativeParser,
     Parser,
-    PythonParser,
     Response,
     feeds,
     native_module,
@@ -36,12 +35,6 @@ from tests.support.contract import (
 SEED = 33  # the random splits' seed (with each row's name); a failure names the split it came from
 RANDOM_SPLITS = 20
 SHOWN = 5  # feeds named per wrong outcome
-
-
-@pytest.fixture(scope="module")
-def python() -> Iterator[Parser]:
-    with PythonParser() as parser:
-        yield parser
 
 
 @pytest.fixture(scope="module")
@@ -62,13 +55,13 @@ def native() -> Parser:
     return NativeParser(module)
 
 
-@pytest.mark.parametrize("which", ["python", "native", "h11"])
+@pytest.mark.parametrize("which", ["native", "h11"])
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_every_parser_reads_each_response_as_the_table_says(case: Case, which: str,
                                                             request: pytest.FixtureRequest) -> None:
     parser: Parser = request.getfixturevalue(which)
-    allowed = {case.outcome, *(outcome for name, outcome in case.also if name == which)}
-    if which == "h11":  # httpx's parser: where it reads the row otherwise is H11_DIFFERS, not the row's `also`
+    allowed = {case.outcome}
+    if which == "h11":  # httpx's parser: where it reads the row otherwise is H11_DIFFERS
         allowed |= set(H11_DIFFERS.get(case.name, ()))
     wrong: dict[object, list[str]] = {}
     fed = 0
@@ -79,15 +72,6 @@ def test_every_parser_reads_each_response_as_the_table_says(case: Case, which: s
             wrong.setdefault(got, []).append(how)
     assert not wrong, f"{which} read {case.name!r} ({case.method}, closed={case.closed}) otherwise in " + "; ".join(
         f"{len(hows)} of {fed} feeds ({', '.join(hows[:SHOWN])}): {got}" for got, hows in wrong.items())
-
-
-def test_an_allowance_is_still_needed(python: Parser) -> None:
-    """A row's `also` names what a parser answers otherwise: once it no longer does, the row must lose it."""
-    for case in CASES:
-        for name, outcome in case.also:
-            assert name == "python", case.name  # the only parser with an allowance; add a fixture for another
-            answers = {python(case.method, reads, case.closed) for _, reads in feeds(case, SEED, RANDOM_SPLITS)}
-            assert outcome in answers, f"{case.name!r}: python never answers {outcome} any more: drop the allowance"
 
 
 def test_every_difference_of_h11_is_still_true(h11: Parser) -> None:

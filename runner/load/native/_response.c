@@ -1,8 +1,8 @@
 /*
  * runner.load.native._response: the response parser (response.c) seen from Python, for
- * its tests only. The native engine will call response.c itself, with the GIL released;
- * this module exists so that tests can feed the parser the same bytes as the Python
- * transport and compare what each made of them.
+ * its tests only. The native engine calls response.c itself, with the GIL released; this
+ * module exists so that tests can feed the parser bytes in any chunking and check what it
+ * made of them (tests/support/contract.py's table, tests/support/replay.py's readings).
  *
  *     parse(method, chunks, max_head, eof=False, backend="") -> dict
  *

@@ -1,7 +1,7 @@
 /*
- * The native engine's loop (see core.h): runner/load/engine.py's clients, the fast
- * transport's connections (fast_transport.py, http1.py, rawsocket.py) and the recorder's
- * filing (runner/stats/recorder.py), in one thread with no Python in it.
+ * The native engine's loop (see core.h): runner/load/engine.py's clients, the HTTP/1.1
+ * connections they send on (dialing, writing, reading, keep-alive, deadlines) and the
+ * recorder's filing (runner/stats/recorder.py), in one thread with no Python in it.
  *
  * The thread holds e->lock while it handles a batch (what one epoll_wait returned, then
  * the clients whose turn it is to send) and lets go of it while it waits, so other
@@ -33,9 +33,9 @@ const char *const soak_kind_names[SOAK_KINDS] = {
 };
 const char *const soak_tls_versions[SOAK_TLS_VERSIONS] = {"TLSv1.2", "TLSv1.3"};
 
-#define READ_SIZE 65536        /* rawsocket._READ_SIZE */
+#define READ_SIZE 65536        /* most bytes one read takes: a big body in few syscalls */
 #define EVENTS 256             /* events taken per epoll_wait */
-#define CLOCK_PAIR_NS 20000    /* http1._CLOCK_PAIR_NS */
+#define CLOCK_PAIR_NS 20000    /* two monotonic readings further apart: the wall one between is no use */
 #define MESSAGE_CHARS 160      /* failures.MESSAGE_CHARS */
 #define TIMER_TAG 0            /* epoll data of the timerfd ... */
 #define WAKE_TAG 1             /* ... and of the eventfd other threads wake the loop with */
@@ -59,10 +59,10 @@ typedef struct conn {
                              * it is (Tally.connections_*) */
     uint8_t tls_over;       /* its TLS failed, or the server ended it (no close_notify is sent) */
     uint32_t client, target, origin;
-    uint32_t served;        /* requests it has carried (http1.Connection.served) */
+    uint32_t served;        /* requests it has carried (maxRequestsPerConnection counts them) */
     uint32_t dial_turn, tries; /* the dial's turn at its origin's addresses, and addresses tried */
-    int first_err;          /* the dial's first failure (fast_transport._connect_first) */
-    int64_t opened;         /* when it was made (http1.Connection.opened_ns) */
+    int first_err;          /* the dial's first failure: named if no address connects */
+    int64_t opened;         /* when it was made (maxConnectionAge counts from it) */
     int64_t n, due, free_ns, start, tcp, connected, written, headers, deadline; /* tcp: TCP connected before TLS */
     int64_t stamp;          /* kernel receive time (CLOCK_REALTIME) of the last read that had one */
     uint64_t wire;          /* bytes read for this response */
@@ -220,9 +220,10 @@ __attribute__((noinline)) static void measure_offset(soak_engine *e)
     e->offset_at = after;
 }
 
-/* http1.Connection._arrived_ns: when the bytes being parsed arrived, on the monotonic clock.
- * The kernel's stamp is on CLOCK_REALTIME; the offset between the clocks is measured afresh
- * (a wall reading between two monotonic ones, close together, as http1.py pairs them) for
+/* When the bytes being parsed arrived, on the monotonic clock (a latency ends when its bytes
+ * came, not when the loop got to them). The kernel's stamp is on CLOCK_REALTIME; the offset
+ * between the clocks is measured afresh (a wall reading between two monotonic ones, close
+ * together: CLOCK_PAIR_NS) for
  * the first response of any millisecond, not for each: at tens of thousands a second the
  * three readings cost as much as parsing the response (they are slow in a VM), and a step
  * of the wall clock then misleads the stamps of one millisecond. A stamp from before the
@@ -1088,7 +1089,7 @@ static void unstep(soak_engine *e, conn *c)
     }
 }
 
-/* Whether the hashed body of `c` failed (http1.Connection._hash_step's and _complete's BodyError):
+/* Whether the hashed body of `c` failed (an inflate error, a bomb past its limits, a stream cut):
  * its kind, with the text in `text` (the texts are Python's: cfg.body_texts); -1 if it did not. A
  * whole response is checked for a gzip stream that ended early too. */
 static int body_failed(soak_engine *e, conn *c, char *text, size_t size)
@@ -1136,13 +1137,13 @@ static void finish(soak_engine *e, conn *c, int kind, const char *text, int keep
     if (c->r.outcome == SOAK_DONE) {
         r.hashed = c->hashing && kind < 0; /* a body that failed to hash failed the response (body_failed) */
         r.body_hash = c->body.hash;
-        /* http1.Connection: whole reads, so the rest of the read that ended the response counts
-         * too (bytes read, as ab's Total transferred counts them), though no response owns it */
+        /* whole reads: the rest of the read that ended the response counts too (bytes read, as
+         * ab's Total transferred counts them), though no response owns it */
         r.header_bytes = c->wire - (t->is_head ? 0 : c->r.body_bytes);
         r.kept_alive = t->is_head ? 0 : c->r.keep_alive;
     }
-    /* http1.Connection._finish: what ends after its deadline is a timeout, whatever it was;
-     * a head that came after it too is forgotten. (A failure to connect is no response.) */
+    /* what ends after its deadline is a timeout, whatever it was (the run promised to wait no
+     * longer); a head that came after it too is forgotten. (A failure to connect is no response.) */
     if (kind != SOAK_K_TIMEOUT && c->state == CONN_BUSY && end > c->deadline) {
         if (r.headers > c->deadline)
             r.headers = r.status = 0;
@@ -1196,7 +1197,7 @@ static void parsed(soak_engine *e, conn *c, int leftover, int64_t now)
     if (c->r.outcome == SOAK_DONE) {
         /* bytes after the response belong to no request: the connection is out of step; so is
          * one whose request the server answered before it was all written (a large body): the
-         * server reads the rest, or not, before the next request (http1.Connection._complete) */
+         * server reads the rest, or not, before the next request, and we cannot tell which */
         int keep = c->r.keep_alive && !leftover && request_written(e, c) && !e->cfg.targets[c->target].is_head;
         finish(e, c, -1, NULL, keep, end);
         return;
@@ -1206,7 +1207,8 @@ static void parsed(soak_engine *e, conn *c, int leftover, int64_t now)
     finish(e, c, c->r.kind == SOAK_KIND_PROTOCOL ? SOAK_K_PROTOCOL : SOAK_K_CLOSED, text, 0, end);
 }
 
-/* The connection was lost with `err` (http1.Connection._report_loss with an exception). */
+/* The connection was lost with `err`: a reset is named as one; anything else ends the response
+ * as a close would, except that it ends no body that runs to the close (soak_response_lost). */
 static void lost(soak_engine *e, conn *c, int err)
 {
     if (err == ECONNRESET) {
@@ -1225,7 +1227,7 @@ static void connect_failed(soak_engine *e, conn *c, int err)
 {
     char text[SOAK_TEXT_MAX], reason[256];
     const soak_origin *o = &e->cfg.origins[c->origin];
-    /* fast_transport._connect_first: the next of the name's addresses, else the first's error */
+    /* the next of the name's addresses, else the first address's error */
     if (c->first_err == 0)
         c->first_err = err;
     if (c->tries + 1 < o->naddrs) {
@@ -1254,7 +1256,7 @@ static void connect_failed(soak_engine *e, conn *c, int err)
     }
 }
 
-/* The timer check: a request past its deadline times out (http1.Deadlines). */
+/* The timer check: a request past its deadline times out. */
 static void time_out(soak_engine *e, conn *c, int64_t now)
 {
     char text[SOAK_TEXT_MAX];
@@ -1361,7 +1363,7 @@ static void connected(soak_engine *e, conn *c)
     write_request(e, c);
 }
 
-/* rawsocket.Pump.connect, as ab does it: connect, then connect again to learn that it is
+/* A non-blocking connect, as ab does it: connect, then connect again to learn that it is
  * done (on loopback it nearly always is), else wait until the socket is writable. A dial
  * tries the origin's addresses in its turn's order until one connects. */
 static void dial_next(soak_engine *e, conn *c)
@@ -1455,7 +1457,7 @@ static void start_request(soak_engine *e, uint32_t client, int64_t n, int64_t du
     soak_response_init(&c->r, cfg->targets[target].is_head, cfg->max_head);
     c->hashing = 0;
     if (cfg->hash_rate > 0 && draw(e) < cfg->hash_rate && !cfg->targets[target].is_head)
-        hash_body(c); /* a response to HEAD has no body to hash: http1.py finishes it unhashed */
+        hash_body(c); /* a response to HEAD has no body to hash: it finishes unhashed */
     e->in_flight++;
     e->clients[client].busy++;
     dl_append(e, c);
@@ -1793,7 +1795,7 @@ static void conn_event(soak_engine *e, conn *c, uint32_t events)
 
 /* --- clients ---------------------------------------------------------------------------- */
 
-/* One step of each body being inflated (http1.Connection._hash_step), between two batches of
+/* One step of each body being inflated (bounded, so a bomb cannot hold the loop), between two batches of
  * events, as the Python engine takes one between its other callbacks: a gzip bomb costs the
  * loop about half a millisecond a turn, not the whole inflate at once. One whose body is done
  * ends its response if the parser had ended it (or its body failed), else is read again. */

@@ -39,12 +39,13 @@ import concurrent.futures
 import importlib
 import os
 import time
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from types import ModuleType
 from typing import Any
 
 from runner.config.settings import Settings, merge, settings_from
 from runner.core.durations import format_duration
+from runner.core.lazymethods import dataclass
 from runner.load import bodyhash
 from runner.load.failures import verify_mismatch
 from runner.load.model import Load, Open, model_of, ramp_of

@@ -2,15 +2,16 @@
  * The incremental HTTP/1.1 response parser (response.h says what it is for).
  *
  * The grammar is llhttp's, state for state where it matters (llhttp 9.4's src/llhttp/http.ts,
- * strict mode, as httptools 0.9 runs it): the same bytes are accepted, the same are
- * refused with the same reason, the same headers set the same flags, and framing and
- * keep-alive follow llhttp's src/native/http.c. Each state below names the llhttp node it
+ * strict mode, none of its lenient flags: a server is held to the RFC's grammar as llhttp
+ * reads it): the same bytes are accepted, the same are refused with the same reason, the
+ * same headers set the same flags, and framing and keep-alive follow llhttp's
+ * src/native/http.c. Each state below names the llhttp node it
  * stands for where the two differ in name. A state either consumes its byte or moves on to
  * a state that will, so the loop ends; nothing recurses; every count is checked.
  *
- * On top of llhttp, what runner/load/http1.py's Connection does with its callbacks is
- * done here too, at the same moments: skipping 1xx heads, failing 101 and statuses below
- * 100, ending a HEAD response at its head, the bounds after each piece, and the close.
+ * On top of llhttp, the engine's own rules (response.h), each at the moment llhttp would
+ * call back: skipping 1xx heads, failing 101 and statuses below 100, ending a HEAD response
+ * at its head, the bounds after each piece, and the close.
  *
  * The states are the exact path; in front of them, fast_status_line and fast_fields read a
  * status line and header lines as nearly all are, a line at a time, and hand anything else
@@ -107,7 +108,7 @@ enum { /* llhttp's HEADER_STATE: what the header being read is, and what its val
     H_CHUNKED /* a Transfer-Encoding value whose last coding is chunked */
 };
 
-/* The header names that matter: llhttp's special ones, then the two http1.py reads. */
+/* The header names that matter: llhttp's special ones, then the two a run reports (Server, Content-Encoding). */
 enum { N_CONNECTION, N_CONTENT_LENGTH, N_PROXY_CONNECTION, N_TRANSFER_ENCODING, N_UPGRADE, N_SERVER,
        N_ENCODING, N_COUNT };
 static const struct {
@@ -237,8 +238,8 @@ static size_t done(soak_response *r, size_t at, int keep_alive)
 {
     r->outcome = SOAK_DONE;
     r->keep_alive = (uint8_t)keep_alive;
-    /* The head(s) and any chunk framing; after HEAD, http1.py counts all it read as head
-     * (a 1xx's body included). */
+    /* The head(s) and any chunk framing; after HEAD, all that was read counts as head (a
+     * 1xx's body included): the response has no body to count it under. */
     r->header_bytes = r->wire_bytes + at - (r->head_request ? 0 : r->body_bytes);
     r->events |= SOAK_EVENT_DONE;
     r->message_end = at;
@@ -409,7 +410,7 @@ HOT int field_complete(soak_response *r, int n, const char **reason)
         return 1;
     }
     if (!r->final_head || (r->flags & F_TRAILING))
-        return 0; /* http1.py reads these from the final head only, never from trailers */
+        return 0; /* kept from the final head only: a 1xx's or a trailer's are not the response's */
     if (n == N_SERVER && !(r->seen & SEEN_SERVER)) {
         r->watch = W_SERVER, r->seen |= SEEN_SERVER;
     } else if (n == N_ENCODING && !(r->seen & SEEN_ENCODING)) {
@@ -423,7 +424,7 @@ HOT int field_complete(soak_response *r, int n, const char **reason)
     return 0;
 }
 
-/* Keep the backendHeader's value as http1._header reads it, a piece at a time: the bytes after
+/* Keep the backendHeader's value, a piece at a time: the bytes after
  * the colon up to the line's CR (`[ \t]*([^\r\n]*)`: a value holds no CR or LF, or the head is
  * refused), str.strip()ped as keep_value strips, cut to SOAK_BACKEND_MAX. Its own state, not
  * the watch's: the name may be one the parser reads for itself (Server, Content-Length, ...),
@@ -463,7 +464,7 @@ static void scan_backend(soak_response *r, const unsigned char *data, size_t i, 
 }
 
 /* The backendHeader's name ended at its colon, at data[at]: keep its value if it is the first in
- * the final head (http1._header: the first match in the final head, never the trailers), from
+ * the final head (the first match in the final head, never a 1xx's or the trailers), from
  * what follows the colon in this read on (soak_response_feed goes on with the next reads). */
 static void backend_field(soak_response *r, const unsigned char *data, size_t at, size_t len)
 {
@@ -474,7 +475,7 @@ static void backend_field(soak_response *r, const unsigned char *data, size_t at
     scan_backend(r, data, at + 1, len);
 }
 
-/* Keep what http1.py keeps of a Server or Content-Encoding value: its bytes with the blanks at
+/* Keep what a run reports of a Server or Content-Encoding value: its bytes with the blanks at
  * either end taken off (str.strip()), the Server's up to SOAK_SERVER_MAX. */
 static void keep_value(soak_response *r, const unsigned char *s, size_t n)
 {
@@ -514,8 +515,9 @@ static void value_kept(soak_response *r)
     r->watch = W_NONE;
 }
 
-/* http1._CHUNKED: does a Transfer-Encoding line of the final head mention "chunked" anywhere?
- * (Which decides, as in http1.py, whether the close cuts a body or ends it.) */
+/* Does a Transfer-Encoding line of the final head mention "chunked" anywhere? Which decides
+ * whether the close cuts a body or ends it: a body the server said was chunked is cut by a
+ * close before its last chunk, even where llhttp reads it to the close (chunked not last). */
 static void scan_te(soak_response *r, unsigned char c)
 {
     if (r->watch != W_TE)
@@ -1344,7 +1346,8 @@ size_t soak_response_feed(soak_response *r, const unsigned char *data, size_t le
     r->wire_bytes += used;
     if (r->outcome != SOAK_PENDING)
         return used;
-    /* http1.Connection._check_bounds, after each read: the head(s), then runs of framing. */
+    /* The bounds, after each read: the head(s), then runs of framing with no body in them
+     * (what a server could make us read forever without a response or a body byte). */
     if (!r->head_done) {
         if (r->wire_bytes > r->max_head)
             fail(r, SOAK_KIND_PROTOCOL, SOAK_ERR_HEAD_TOO_LARGE, NULL);

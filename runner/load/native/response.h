@@ -2,19 +2,21 @@
  * An incremental HTTP/1.1 response parser for the native engine: pure C11, no CPython.
  *
  * It reads one response (any interim 1xx heads before it included) from the bytes of a
- * connection, fed in whatever pieces the socket gives, and says what the fast transport
- * (runner/load/http1.py, llhttp through httptools) would have made of the same bytes: the
- * final status, the head's size as Result.header_bytes counts it, the body's bytes,
- * whether the connection may carry another request, the Server header, whether the body
- * is gzip, and how it failed, with the same error kind and text.
+ * connection, fed in whatever pieces the socket gives, and says what came of them, the same
+ * however the pieces fall: the final status, the head's size as Result.header_bytes counts
+ * it, the body's bytes, whether the connection may carry another request, the Server header,
+ * whether the body is gzip, and how it failed, with the error kind and text a run counts and
+ * prints. It is the engine's HTTP/1.1 reference: tests/support/contract.py holds its rules,
+ * one row each.
  *
- * What it accepts and refuses is llhttp's (9.4, strict, as httptools runs it): the same
- * status lines, header syntax, Content-Length and Transfer-Encoding rules, chunk sizes
- * and extensions, trailers, no obsolete line folding, no bare LF. On top of that, what
- * http1.Connection adds: 1xx heads are skipped (101 fails: what follows is not HTTP),
- * a status below 100 fails at once, a HEAD response has no body, heads and runs of
- * framing are held to a bound checked after each piece (as the transport checks after
- * each read), and what the server's close means depends on the framing.
+ * What it accepts and refuses is llhttp's (9.4, strict): the same status lines, header
+ * syntax, Content-Length and Transfer-Encoding rules, chunk sizes and extensions, trailers,
+ * no obsolete line folding, no bare LF, each refusal with llhttp's reason. On top of that:
+ * 1xx heads are skipped (101 fails: what follows is not HTTP), a status below 100 fails at
+ * once, a HEAD response has no body, heads and runs of framing are held to a bound checked
+ * after each piece (each read, as the engine feeds them: a bound on what a server may make
+ * us hold, not on its bytes' grammar), and what the server's close means depends on the
+ * framing.
  *
  * The state is O(1): nothing is buffered (the head is scanned as it comes, never kept),
  * the only copies are bounded ones (the Server value, the start of Content-Encoding and
@@ -85,17 +87,16 @@ typedef struct soak_response {
     uint16_t server_len;    /* bytes in server */
     const char *reason;     /* llhttp's reason, for SOAK_ERR_INVALID */
     uint64_t wire_bytes;    /* bytes of this response consumed: heads, framing and body */
-    uint64_t body_bytes;    /* body bytes (those of any 1xx with a body included, as http1.py counts) */
+    uint64_t body_bytes;    /* body bytes (those of any 1xx with a body included: bytes that came as body) */
     uint64_t header_bytes;  /* when SOAK_DONE: wire_bytes - body_bytes (Result.header_bytes); all of
-                               wire_bytes after HEAD, as http1.py counts it */
+                               wire_bytes after HEAD, whose response has no body to count */
     uint64_t content_length;/* declared by the final head, when it had one */
     size_t head_end;        /* SOAK_EVENT_HEAD: offset in the last piece just past the head */
     size_t message_end;     /* SOAK_EVENT_DONE: offset in the last piece just past the response */
 
     /* --- set by the caller after soak_response_init (which clears it) ------------------ */
     /* Handed each run of the final response's body bytes as the feed meets them, in order,
-     * chunk framing and trailers left out (http1.Connection.on_body's pieces, a body hash's
-     * input); NULL: nobody wants them. */
+     * chunk framing and trailers left out (a body hash's input); NULL: nobody wants them. */
     void (*body_sink)(void *ctx, const unsigned char *data, size_t len);
     void *body_ctx;
 
@@ -108,7 +109,7 @@ typedef struct soak_response {
     uint8_t index;          /* position in a literal being matched ... */
     uint8_t word;           /* ... and which literal (protocol name, Connection token) */
     uint8_t seen;           /* Server / Content-Encoding already met in this head */
-    uint8_t chunked_match;  /* progress of "chunked" in a Transfer-Encoding value (http1._CHUNKED) */
+    uint8_t chunked_match;  /* progress of "chunked" in a Transfer-Encoding value (scan_te) */
     uint8_t te_says_chunked;/* a Transfer-Encoding line of the final head mentions chunked */
     uint8_t body_mode;      /* how the current body ends */
     uint8_t final_head;     /* the current head is the final one (not 1xx) */
@@ -135,8 +136,8 @@ typedef struct soak_response {
     /* --- read by the caller, last: init does not clear it ------------------------------ */
     char server[SOAK_SERVER_MAX]; /* the first Server value of the final head, trimmed: server_len bytes */
     /* The backendHeader (soak_response_want_backend): the name, kept across inits, and its first
-     * value in the final head, trimmed as http1._header trims it and cut to SOAK_BACKEND_MAX
-     * bytes: backend_len of them ("" when the head has none, as http1.py has it). */
+     * value in the final head, blanks (SP, HT, NEL, NBSP) off either end, cut to SOAK_BACKEND_MAX
+     * bytes: backend_len of them ("" when the head has none: a response counts under no backend). */
     char backend[SOAK_BACKEND_MAX];
     const char *backend_name; /* in lower case, backend_name_len bytes; NULL: no backendHeader */
     uint8_t backend_name_len;
@@ -161,8 +162,8 @@ size_t soak_response_feed(soak_response *r, const unsigned char *data, size_t le
  * fails anything else not yet complete. A reset is the caller's ("reset"), not this. */
 void soak_response_eof(soak_response *r);
 
-/* The connection was lost with an error other than a reset (http1.Connection._report_loss
- * with an exception): fails anything not yet complete as closed, even a body that runs to
+/* The connection was lost with an error other than a reset: fails anything not yet
+ * complete as closed, even a body that runs to
  * the close, for a close with an error is no clean end of it. */
 void soak_response_lost(soak_response *r);
 

@@ -68,7 +68,7 @@ soak_tls_ctx *soak_tls_ctx_new(const char *ca_file, const char *cert_file, const
         return NULL;
     }
     /* as Python's default client context: TLS 1.2 at least, no compression, names checked
-     * without partial wildcards; ALPN as FastTransport.tls offers it; no session kept */
+     * without partial wildcards; ALPN http/1.1 (the only protocol spoken); no session kept */
     SSL_CTX_set_min_proto_version(s, TLS1_2_VERSION);
     SSL_CTX_set_options(s, SSL_OP_NO_COMPRESSION);
     SSL_CTX_set_session_cache_mode(s, SSL_SESS_CACHE_OFF);

@@ -9,7 +9,7 @@
  * has some to send), driven by the engine's epoll loop, and the fuzz harness
  * (tests/fuzz/fuzz_tls.c) drives exactly this code with hostile bytes in the socket's place.
  *
- * The client is runner/load/tls.py's and fast_transport.py's: verified against `ca_file`
+ * The client is runner/load/tls.py's, as the Python engine's is: verified against `ca_file`
  * (caBundle, else certifi's bundle, as Python's create_default_context(cafile=...) loads
  * it), the host name (or IP address) checked as Python checks it, SNI for a name, ALPN
  * http/1.1, TLS 1.2 at least, Python's default cipher list for TLS 1.2 (given), an optional
