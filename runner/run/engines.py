@@ -12,7 +12,6 @@ runner.load.native.engine.refusal's answer).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -38,8 +37,6 @@ if TYPE_CHECKING:
     from runner.load.engine import Engine, Sink  # the Python engine loads where it sends (engine_run)
     from runner.load.handoff import Handoff
     from runner.metrics.tally import MetricsTally  # a run without metrics does not load them
-
-PROGRESS_EVERY_NS = 100_000_000  # how often a native run's finished sends are read for progress
 
 
 class Counted(Protocol):
@@ -252,33 +249,21 @@ class PythonRun(_Run["Engine", Recorder]):  # a string: the Python engine is imp
 
 
 class NativeRun(_Run[NativeEngine, TakenRecorder]):
-    """The native engine, the intervals it takes (TakenRecorder), and its finished sends read for
-    progress every PROGRESS_EVERY_NS; the engine's own timer measures its loop's lag (TakenRecorder.close)."""
+    """The native engine, the intervals it takes (TakenRecorder), and its finished sends told to
+    progress at each step; the engine's own timer measures its loop's lag (TakenRecorder.close)."""
 
-    def __init__(self, engine: NativeEngine, recorder: TakenRecorder, clock: RunClock,
-                 progress: Progress | None) -> None:
+    def __init__(self, engine: NativeEngine, recorder: TakenRecorder, progress: Progress | None) -> None:
         super().__init__(engine, recorder)
-        self._clock = clock
         self._progress = progress
 
     async def run(self) -> None:
-        """Run the engine; with progress followed, its finished sends told as they are read, and at the
-        end all of them (ab's `Completed N requests` lines come up to PROGRESS_EVERY_NS late, never early)."""
+        """Run the engine; with progress followed, its finished sends told as C's thread passes each
+        reporter's step (NativeEngine.follow), and at the end all of them (ab's `Completed N requests`
+        lines come a loop's turn late, never early)."""
         progress = self._progress
-        following = asyncio.ensure_future(self._follow(progress)) if progress is not None else None
-        try:
-            await self.engine.run()
-        finally:
-            if following is not None:
-                following.cancel()
-            if progress is not None:
-                progress.reached(self.engine.done)
-
-    async def _follow(self, progress: Progress) -> None:
-        clock = self._clock
-        while True:
-            await clock.sleep_until(clock.now_ns() + PROGRESS_EVERY_NS)
-            progress.reached(self.engine.done)
+        if progress is not None:
+            self.engine.follow(progress.next_step, lambda done: _reached(progress, done))
+        await self.engine.run()
 
     def begin(self, cpu_s: float, now_ns: int) -> None:
         self.client.begin(cpu_s, now_ns)
@@ -287,6 +272,12 @@ class NativeRun(_Run[NativeEngine, TakenRecorder]):
              cpu_s: float, now_ns: int) -> Interval:
         """The next interval: the engine counts the skips due before its end as it hands it over."""
         return self.recorder.close(end_ns, final=final, sending_end_ns=sending_end_ns, cpu_s=cpu_s, now_ns=now_ns)
+
+
+def _reached(progress: Progress, done: int) -> int:
+    """Tell progress of `done` finished sends; the step to be told of next."""
+    progress.reached(done)
+    return progress.next_step
 
 
 def native_run(schedule: Schedule, load: Load, options: TransportOptions, grid: Grid, *, unit_ns: int | None = None,
@@ -339,7 +330,7 @@ def engine_run(parts: Parts, grid: Grid, schedule: Schedule, clock: RunClock, wa
         if metrics is not None:
             metrics.follow(native.metrics)
             taken.backends_counted = metrics.add_backends
-        return NativeRun(native, taken, clock, progress)
+        return NativeRun(native, taken, progress)
     from runner.load.engine import Engine  # here: a run the native engine sends needs none of the Python engine
     from runner.load.handoff import Handoff
 

@@ -35,6 +35,11 @@ class Progress:
             self.done = step
             self._steps()
 
+    @property
+    def next_step(self) -> int:
+        """The finished sends at which a reporter is next told (the native engine tells the loop there)."""
+        return self._next
+
     def _steps(self) -> None:
         done = self.done
         for reporter in self._reporters:

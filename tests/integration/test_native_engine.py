@@ -523,3 +523,24 @@ def test_a_stop_before_the_start_sends_nothing_and_skips_what_fell_due(nginx: Ng
     cancelled.cancel_in_flight()
     asyncio.run(asyncio.wait_for(cancelled.run(), 30))
     assert cancelled.sent == 0
+
+
+def test_each_step_of_finished_sends_is_told_once_and_never_early(nginx: Nginx) -> None:
+    """Progress (ab's `Completed N requests`) hears of the finished sends from C's thread at each step
+    asked for (NativeEngine.follow), not from a poll: every step up to the count, each told once,
+    never before the engine had finished that many; and a step already passed is told at once."""
+    plan = Plan([nginx.url], clients=3, seconds=None, total_requests=300, bench=True)
+    engine, _ = native_run(*plan.parts())
+    told: list[tuple[int, int]] = []  # (step, finished sends when told)
+
+    def step(done: int) -> int:
+        reached = told[-1][0] + 50 if told else 50
+        while reached <= done:
+            told.append((reached, done))
+            reached += 50
+        return reached
+
+    engine.follow(50, step)
+    asyncio.run(asyncio.wait_for(engine.run(), 30))
+    assert [at for at, _ in told] == list(range(50, 301, 50))
+    assert all(done >= at for at, done in told)

@@ -298,6 +298,10 @@ int soak_engine_done_fd(const soak_engine *e);         /* readable once the thre
 void soak_engine_join(soak_engine *e);
 uint64_t soak_engine_sent(const soak_engine *e);
 uint64_t soak_engine_done(const soak_engine *e); /* sends ended and counted, read from any thread */
+int soak_engine_step_fd(const soak_engine *e);   /* readable once done reaches the step asked for */
+/* Make step_fd readable (once) when done reaches `at` (any thread; UINT64_MAX: never); a step
+ * told before is forgotten. Nonzero if done has reached it already: then it may be told too. */
+int soak_engine_step_at(soak_engine *e, uint64_t at);
 int64_t soak_engine_next_index(soak_engine *e);
 int64_t soak_engine_stopped_sending(soak_engine *e); /* SOAK_NONE: sending did not stop early */
 const soak_metrics *soak_engine_metrics(const soak_engine *e);

@@ -51,6 +51,9 @@
  *                      certificate that does not cover it
  *   start()                   start the thread (once)
  *   fileno() -> int           an eventfd that becomes readable when the thread has ended
+ *   step_fileno() -> int      an eventfd that becomes readable when done reaches step_at's n
+ *   step_at(n) -> bool        tell through step_fileno() once done reaches n (a step told before
+ *                             forgotten); True if it already has (then it may be told too)
  *   stop(at_ns)               send nothing more; the first stop's time counts (Engine.stop)
  *   cancel()                  every request in flight ends as `cancelled` (Engine.cancel_in_flight)
  *   drain_from(t_ns)          results ending at or after t_ns are the drain (Recorder.drain_from)
@@ -1083,6 +1086,22 @@ static PyObject *engine_fileno(EngineObject *self, PyObject *unused)
     return e == NULL ? NULL : PyLong_FromLong(soak_engine_done_fd(e));
 }
 
+static PyObject *engine_step_fileno(EngineObject *self, PyObject *unused)
+{
+    (void)unused;
+    soak_engine *e = configured(self);
+    return e == NULL ? NULL : PyLong_FromLong(soak_engine_step_fd(e));
+}
+
+static PyObject *engine_step_at(EngineObject *self, PyObject *arg)
+{
+    soak_engine *e = configured(self);
+    unsigned long long at = PyLong_AsUnsignedLongLong(arg);
+    if (e == NULL || (at == (unsigned long long)-1 && PyErr_Occurred()))
+        return NULL;
+    return PyBool_FromLong(soak_engine_step_at(e, at));
+}
+
 static PyObject *engine_stop(EngineObject *self, PyObject *arg)
 {
     soak_engine *e = configured(self);
@@ -1456,6 +1475,10 @@ static PyObject *engine_next_index(EngineObject *self, void *closure)
 static PyMethodDef ENGINE_METHODS[] = {
     {"start", (PyCFunction)engine_start, METH_NOARGS, "Start the engine's thread."},
     {"fileno", (PyCFunction)engine_fileno, METH_NOARGS, "An eventfd, readable once the thread has ended."},
+    {"step_fileno", (PyCFunction)engine_step_fileno, METH_NOARGS,
+     "An eventfd, readable once the sends ended reach the step asked for (step_at)."},
+    {"step_at", (PyCFunction)engine_step_at, METH_O,
+     "step_at(n) -> bool: make step_fileno() readable once done reaches n; True if it has already."},
     {"stop", (PyCFunction)engine_stop, METH_O, "stop(at_ns): send nothing more; the first stop's time counts."},
     {"give_to", (PyCFunction)engine_give_to, METH_O,
      "give_to(run): a warm-up's clients hand their connections on to the run's, which wait for them."},

@@ -39,6 +39,7 @@ import concurrent.futures
 import importlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import fields
 from types import ModuleType
 from typing import Any
@@ -178,6 +179,23 @@ class NativeEngine:
         assert native is not None, "the native engine is not built here"
         self._origins = origins(load.requests, options)
         self._core: Any = native.Engine(config(schedule, load, options, counting))
+        self._steps: Callable[[int], int] | None = None
+        self._step = 0
+
+    def follow(self, first: int, told: Callable[[int], int]) -> None:
+        """While it runs, call `told(done)` once the sends ended reach `first`, and again at each step
+        `told` returns next, up to the last sends as the thread ends: C's thread tells the loop
+        through an fd as it passes each step, so the loop wakes for a step, not ten times a second
+        to read the count (which cost the main thread more CPU than its interval closes). Set
+        before run()."""
+        self._steps, self._step = told, first
+
+    def _stepped(self) -> None:
+        """The sends ended have reached the step asked for: tell, and ask for the next one."""
+        assert self._steps is not None
+        self._step = self._steps(self.done)
+        while self._core.step_at(self._step):  # passed already: told now, not at the next one
+            self._step = self._steps(self.done)
 
     async def _keep_resolved(self) -> None:
         """Look each origin's name up again as its answer expires (Answers.expires), a failed one
@@ -236,6 +254,10 @@ class NativeEngine:
                 ended.set_result(None)
 
         loop.add_reader(fd, readable)
+        if self._steps is not None:
+            loop.add_reader(self._core.step_fileno(), self._stepped)
+            if self._core.step_at(self._step):
+                self._stepped()
         resolving = asyncio.ensure_future(self._keep_resolved())
         try:
             self._core.start()
@@ -246,8 +268,12 @@ class NativeEngine:
                 raise
         finally:
             loop.remove_reader(fd)
+            if self._steps is not None:
+                loop.remove_reader(self._core.step_fileno())
             resolving.cancel()
             self._core.join()
+            if self._steps is not None and self.done >= self._step:  # the last, which may end the thread
+                self._steps(self.done)
         if resolving.done() and not resolving.cancelled() and resolving.exception() is not None:
             raise resolving.exception()  # type: ignore[misc]  # a bug: reported, not left to the loop's log
         fatal = self.figures().fatal
