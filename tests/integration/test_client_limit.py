@@ -29,6 +29,7 @@ from runner.load.native.engine import module as native_module
 from runner.report.clientnotes import INTERVAL_NOTE, RUN_NOTE
 from tests.conftest import REPO, Nginx, assert_counts_add_up, run_soak, soak_command
 from tests.support.faultserver import FaultServer
+from tests.support.freeze import freeze
 from tests.support.httpx_differs import HTTPX_DIFFERS
 
 RUN = ("--interval", "1s", "--iterations", "3")
@@ -69,18 +70,13 @@ def stopped_run(args: list[str], stop_s: float, begun: Callable[[str], bool], af
             assert line, "the run ended before it began"
             head.append(line)
         time.sleep(after_s)
-        process.send_signal(signal.SIGSTOP)
-        # Read once it is sent: by then the run is stopped. Read before, it could be 50 ms early, a
-        # busy machine running this process again only that long after it read the clock.
-        stopped = time.time()
-        time.sleep(stop_s)
-        resumed = time.time()
-        process.send_signal(signal.SIGCONT)
+        stopped_ns, resumed_ns = freeze(process, stop_s)
         rest, err = process.communicate(timeout=60)
     finally:
         process.send_signal(signal.SIGCONT)
         process.kill()
-    return Stopped("".join(head) + line + rest.decode(), err.decode(), process.returncode, stopped, resumed)
+    output = "".join(head) + line + rest.decode()
+    return Stopped(output, err.decode(), process.returncode, stopped_ns / 1e9, resumed_ns / 1e9)
 
 
 def an_interval_line(line: str) -> bool:

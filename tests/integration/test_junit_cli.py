@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
@@ -19,6 +18,7 @@ from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
 from runner.config.rules import parse_rule
 from runner.core.errors import EXIT_INTERRUPTED, EXIT_NO_RESPONSE, EXIT_THRESHOLDS, EXIT_USAGE, EXIT_WORKER_FAILED
 from tests.conftest import REPO, Nginx, assert_counts_add_up, free_port, run_soak, soak_command
+from tests.support.freeze import freeze
 from tests.support.shardlogs import shard_logs
 from tests.unit.test_junit import schema
 
@@ -40,9 +40,7 @@ def stopped_for(args: list[str], seconds: float) -> subprocess.CompletedProcess[
         while not (line := process.stdout.readline())[:1].isdigit():
             assert line, "the run ended before its first interval"
             head.append(line)
-        process.send_signal(signal.SIGSTOP)
-        time.sleep(seconds)
-        process.send_signal(signal.SIGCONT)
+        freeze(process, seconds)
         rest, err = process.communicate(timeout=60)
     finally:
         process.send_signal(signal.SIGCONT)

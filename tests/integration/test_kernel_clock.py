@@ -27,6 +27,7 @@ import pytest
 
 from tests.conftest import REPO, run_soak, soak_command
 from tests.support.delayserver import DelayServer
+from tests.support.freeze import freeze
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="kernel receive timestamps are Linux's")
 
@@ -62,11 +63,7 @@ def _stopped_while_answered(server: DelayServer) -> tuple[dict, int, int] | None
         limit = time.monotonic() + 30
         while len(server.received_wall_ns) == received and time.monotonic() < limit and process.poll() is None:
             time.sleep(0.001)
-        process.send_signal(signal.SIGSTOP)
-        stopped_ns = time.time_ns()
-        time.sleep(BLOCK_S)
-        resumed_ns = time.time_ns()
-        process.send_signal(signal.SIGCONT)
+        stopped_ns, resumed_ns = freeze(process, BLOCK_S)
         out, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
