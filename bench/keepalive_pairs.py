@@ -20,18 +20,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.run import HUGE, Measured, nginx, summary_of, timed, uptime, wrk_run  # noqa: E402
+from bench.run import HUGE, Measured, nginx, soak_bench, uptime, wrk_run  # noqa: E402
 
 CLIENTS = 50
 
 
 def soak_run(soak: str, url: str, seconds: int) -> Measured:
     """`soak bench -k -c 50 -t SECONDS` at its default interval, timed by wait4."""
-    out, cpu, wall, rss = timed([soak, "bench", "-k", "-c", str(CLIENTS), "-t", str(seconds), "-n", HUGE,
-                                 "--engine", "native", url], seconds * 3 + 30)
-    summary = summary_of(out)
-    return Measured(soak, summary["requests"] / wall, cpu, wall, summary["requests"], rss,
-                    run_cpu_s=summary["process"]["cpuSeconds"])
+    return soak_bench(url, "-k", "-c", str(CLIENTS), "-t", str(seconds), "-n", HUGE, engine="native",
+                      timeout=seconds * 3 + 30, soak=soak)[0]
 
 
 def main() -> None:

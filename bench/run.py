@@ -208,11 +208,14 @@ def ab_connect_mean(out: str) -> float:
 # --- 0. new connections: no keep-alive --------------------------------------------------------
 
 
-def soak_bench(url: str, *args: str, engine: str, timeout: float) -> tuple[Measured, dict, str]:
-    """`soak bench ARGS URL` on one engine, timed: its figures, its summary, its output."""
-    out, cpu, wall, rss = timed(soak_command("bench", *args, "--engine", engine, url), timeout)
+def soak_bench(url: str, *args: str, engine: str, timeout: float,
+               soak: str | None = None) -> tuple[Measured, dict, str]:
+    """`soak bench ARGS URL` on one engine, timed: its figures, its summary, its output. `soak`: an
+    executable to run (another checkout's, for a before and after), else this tree's."""
+    command = [soak, "bench"] if soak is not None else soak_command("bench")
+    out, cpu, wall, rss = timed([*command, *args, "--engine", engine, url], timeout)
     summary = summary_of(out)
-    return Measured(f"soak --engine {engine}", summary["requests"] / wall, cpu, wall, summary["requests"], rss,
+    return Measured(soak or f"soak --engine {engine}", summary["requests"] / wall, cpu, wall, summary["requests"], rss,
                     run_cpu_s=summary["process"]["cpuSeconds"]), summary, out
 
 

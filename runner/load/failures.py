@@ -2,8 +2,8 @@
 
 Both engines' clients (the native engine's and httpx) meet the same operating-system failures
 (a name that does not resolve, a refused or reset connection, a TLS failure); they are named
-here once, so a run reads the same whichever engine made it. Texts are short and bounded, because errors are counted
-per distinct text and printed once per interval.
+here once, so a run reads the same whichever engine made it. Texts are short and bounded,
+because errors are counted per distinct text and printed once per interval.
 """
 
 from __future__ import annotations

@@ -66,10 +66,10 @@ def _request(method: str, url: str, headers: tuple[tuple[str, str], ...], body: 
              hidden: tuple[str, ...]) -> Request:
     """One URL's request; a user name and password in the URL become its Authorization header.
 
-    Resolved here, once, so that both engines send exactly the same request: httpx would
-    send such credentials as Basic auth and the native engine (the fast transport before it) would
-    silently drop them, and a
-    run would then measure 401s (which count as good) without anyone noticing.
+    Resolved here, once, so that both engines send exactly the same request: httpx would send
+    such credentials as Basic auth and the native engine (the fast transport before it) would
+    silently drop them, and a run would then measure 401s (which count as good) without anyone
+    noticing.
     """
     if "@" not in url and "?" not in url and "#" not in url:
         return Request(method, url, headers, body, hidden)  # most URLs: nothing to resolve

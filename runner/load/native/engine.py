@@ -193,9 +193,14 @@ class NativeEngine:
     def _stepped(self) -> None:
         """The sends ended have reached the step asked for: tell, and ask for the next one."""
         assert self._steps is not None
-        self._step = self._steps(self.done)
-        while self._core.step_at(self._step):  # passed already: told now, not at the next one
-            self._step = self._steps(self.done)
+        self._ask(self._steps(self.done))
+
+    def _ask(self, step: int) -> None:
+        """Ask C's thread to tell of `step`; one passed already is told now, not at the next one."""
+        assert self._steps is not None
+        while self._core.step_at(step):
+            step = self._steps(self.done)
+        self._step = step
 
     async def _keep_resolved(self) -> None:
         """Look each origin's name up again as its answer expires (Answers.expires), a failed one
@@ -256,8 +261,7 @@ class NativeEngine:
         loop.add_reader(fd, readable)
         if self._steps is not None:
             loop.add_reader(self._core.step_fileno(), self._stepped)
-            if self._core.step_at(self._step):
-                self._stepped()
+            self._ask(self._step)
         resolving = asyncio.ensure_future(self._keep_resolved())
         try:
             self._core.start()
