@@ -96,6 +96,27 @@ def test_metrics_are_served_while_the_run_lasts(nginx: Nginx, workers: str) -> N
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
 
+def test_every_scrape_of_a_busy_run_agrees_with_itself(nginx: Nginx) -> None:
+    """Scraped again and again while thousands of responses a second are filed, each scrape counts a
+    response in all its series or in none: the native engine's counts are copied as of one moment
+    (once, a scrape read 201 in soak_requests_total and 202 in the latency histogram's count)."""
+    port = free_port()
+    seen: list[tuple[float, float, float]] = []
+    with LiveRun("--qps", "5000", "--concurrency", "20", *LONG_RUN, "--metricAddr", f"127.0.0.1:{port}",
+                 nginx.url) as live:
+        live.wait_for_first_interval()
+        deadline = time.monotonic() + 10
+        while len(seen) < 100 and time.monotonic() < deadline:
+            s = samples_of(scrape(port))
+            seen.append((s["requests"][()], total(s, "soak_requests_total"),
+                         total(s, "soak_request_duration_seconds_count")))
+        live.wait(live.send(signal.SIGTERM))
+    assert live.process.returncode == EXIT_INTERRUPTED, live.stderr
+    assert_counts_add_up(live.stdout)
+    assert seen and seen[-1][0] > seen[0][0], seen  # responses were filed between the scrapes
+    assert [counts for counts in seen if len(set(counts)) != 1] == []
+
+
 def test_a_taken_port_is_one_line_and_exit_2_before_anything_is_sent(nginx: Nginx) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -2701,3 +2701,28 @@ int64_t soak_engine_next_index(soak_engine *e)
 }
 
 const soak_metrics *soak_engine_metrics(const soak_engine *e) { return &e->metrics; }
+
+int soak_engine_metrics_copy(soak_engine *e, soak_metrics *into)
+{
+    memset(into, 0, sizeof *into);
+    if (metrics_init(into, &e->cfg) < 0) {
+        metrics_free(into);
+        return -1;
+    }
+    const soak_metrics *m = &e->metrics;
+    size_t slots = m->slots;
+    pthread_mutex_lock(&e->lock); /* the engine files a result whole while it holds it */
+    into->skipped = m->skipped, into->late = m->late, into->opened = m->opened, into->closed = m->closed;
+    if (slots) {
+        memcpy(into->statuses, m->statuses, slots * SOAK_STATUSES * sizeof(uint64_t));
+        memcpy(into->failures, m->failures, slots * SOAK_KINDS * sizeof(uint64_t));
+        memcpy(into->good, m->good, slots * m->places * sizeof(uint64_t));
+        memcpy(into->bad, m->bad, slots * m->places * sizeof(uint64_t));
+        memcpy(into->good_ns, m->good_ns, slots * sizeof(uint64_t));
+        memcpy(into->bad_ns, m->bad_ns, slots * sizeof(uint64_t));
+    }
+    pthread_mutex_unlock(&e->lock);
+    return 0;
+}
+
+void soak_metrics_free(soak_metrics *m) { metrics_free(m); }

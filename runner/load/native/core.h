@@ -305,6 +305,11 @@ int soak_engine_step_at(soak_engine *e, uint64_t at);
 int64_t soak_engine_next_index(soak_engine *e);
 int64_t soak_engine_stopped_sending(soak_engine *e); /* SOAK_NONE: sending did not stop early */
 const soak_metrics *soak_engine_metrics(const soak_engine *e);
+/* The metrics' counts as of one moment, between two of the engine's batches, into `into` (its own
+ * arrays, freed with soak_metrics_free): read one by one while the engine runs, a scrape could
+ * count a response in one series and not yet in another. -1: out of memory. */
+int soak_engine_metrics_copy(soak_engine *e, soak_metrics *into);
+void soak_metrics_free(soak_metrics *m);
 void soak_tally_free(soak_tally *t);
 void soak_config_free(soak_config *cfg);      /* what a config holds, for one never given to an engine */
 

@@ -1387,15 +1387,8 @@ static PyObject *per_slot(const uint64_t *values, uint32_t slots, size_t width)
     return list;
 }
 
-static PyObject *engine_metrics(EngineObject *self, PyObject *unused)
+static PyObject *metrics_record(const soak_metrics *m)
 {
-    (void)unused;
-    soak_engine *e = configured(self);
-    if (e == NULL)
-        return NULL;
-    const soak_metrics *m = soak_engine_metrics(e);
-    if (!m->slots)
-        Py_RETURN_NONE;
     PyObject *failures = PyDict_New();
     if (failures == NULL)
         return NULL;
@@ -1430,6 +1423,27 @@ static PyObject *engine_metrics(EngineObject *self, PyObject *unused)
         record_set(record, METRICS_good_ns, counters(m->good_ns, m->slots)) ||
         record_set(record, METRICS_bad_ns, counters(m->bad_ns, m->slots)))
         Py_CLEAR(record);
+    return record;
+}
+
+/* The metrics as of one moment (soak_engine_metrics_copy), so that a scrape's series agree. */
+static PyObject *engine_metrics(EngineObject *self, PyObject *unused)
+{
+    (void)unused;
+    soak_engine *e = configured(self);
+    if (e == NULL)
+        return NULL;
+    if (!soak_engine_metrics(e)->slots)
+        Py_RETURN_NONE;
+    soak_metrics copy;
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = soak_engine_metrics_copy(e, &copy);
+    Py_END_ALLOW_THREADS
+    if (failed)
+        return PyErr_NoMemory();
+    PyObject *record = metrics_record(&copy);
+    soak_metrics_free(&copy);
     return record;
 }
 
