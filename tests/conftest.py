@@ -105,6 +105,20 @@ class Nginx:
         """Requests nginx has logged so far: the server's own count, to check ours against."""
         return len(self.log_lines())
 
+    def wait_quiet(self, quiet_s: float = 0.3, timeout_s: float = 5.0) -> None:
+        """Until nothing has been logged for `quiet_s` (at most `timeout_s`): requests an earlier test
+        of this process left in flight (a run killed or cut off) are logged by then, not in the next
+        test's count. Costs nothing where the log has been quiet that long already."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                idle = time.time() - self.access_log.stat().st_mtime
+            except FileNotFoundError:
+                return
+            if idle >= quiet_s:
+                return
+            time.sleep(quiet_s - idle)
+
 
 # Both test nginxes (this one and tests/support/tlsservers.py's) start from the same frame: one
 # worker, in the foreground, every file of theirs in a temporary directory.
@@ -181,6 +195,14 @@ def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nginx]:
     port = free_port()
     with running_nginx(directory, _NGINX_HTTP.format(dir=directory, port=port), [port]):
         yield Nginx(f"http://127.0.0.1:{port}/", directory / "access.log")
+
+
+@pytest.fixture(autouse=True)
+def _nginx_quiet(request: pytest.FixtureRequest) -> None:
+    """A test that uses this process's nginx starts once its log is quiet (Nginx.wait_quiet): a
+    test counts what nginx logged during it, and the nginx is shared by every test of the process."""
+    if "nginx" in request.fixturenames:
+        request.getfixturevalue("nginx").wait_quiet()
 
 
 @dataclass
