@@ -250,14 +250,16 @@ def watched(modules: set[str]) -> str:
     return f"{len(modules)}: " + (", ".join(found) or "none of them")
 
 
-def cpu_table(url: str, rounds: int, modes: list[str], soaks: list[Soak]) -> None:
-    """Print one markdown table per bytecode mode: each command's CPU, median of the rounds."""
+def cpu_table(url: str, rounds: int, modes: list[str], soaks: list[Soak]) -> dict[str, dict[str, float]]:
+    """Print one markdown table per bytecode mode: each command's CPU, median of the rounds; return the
+    medians (ms) by mode and command, for a caller that states a target in them (bench/run.py)."""
     import statistics
     import subprocess
     import tempfile
     from pathlib import Path
 
     rows = cpu_commands(url, soaks)
+    medians: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="soak-startup-") as directory:
         envs = environments(Path(directory) / "pycache")
         for mode in modes:
@@ -279,6 +281,8 @@ def cpu_table(url: str, rounds: int, modes: list[str], soaks: list[Soak]) -> Non
                 shown = watched(loaded(soak, command[len(soak.program):], env)) if soak else ""
                 values = times[name]
                 print(f"| {name} | {statistics.median(values):.1f} | {min(values):.1f} | {max(values):.1f} | {shown} |")
+            medians[mode] = {name: statistics.median(values) for name, values in times.items()}
+    return medians
 
 
 def _load(load: tuple[float, float, float]) -> str:
