@@ -275,7 +275,9 @@ def test_latency_units(nginx: Nginx, unit: str) -> None:
     assert run.returncode == 0, run.stderr
     summary = run.summary
     assert summary["latencyUnit"] == unit
-    floor = {"ms": 0, "us": 20, "ns": 20_000}[unit]  # loopback nginx answers in tens of us or more
+    # A round trip through the kernel takes more than a microsecond, however fast the machine; loopback
+    # nginx has answered in 18.6 us, so a floor of tens of microseconds is a guess about speed, not units.
+    floor = {"ms": 0, "us": 1, "ns": 1_000}[unit]
     assert summary["p50"] >= floor and summary["max"] >= summary["p999"] >= summary["p50"]
 
 
